@@ -1,0 +1,25 @@
+package v1alpha1
+
+// Condition types shared by every Gantry kind. They follow kstatus
+// (sigs.k8s.io/cli-utils/pkg/kstatus) so `kubectl wait --for=condition=Ready`, Flux and
+// Argo CD health checks work unchanged: Reconciling=True while work is under way,
+// Stalled=True when progress needs a change from the user, Ready=True when done.
+// Ready is always present once an object has been reconciled.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Annotation and label keys, all under the gantry.dev/ prefix.
+const (
+	// LabelPerformer is set on a Performer's Pod and used as its Service selector; value: the Performer's name.
+	LabelPerformer = "gantry.dev/performer"
+	// LabelManagedBy marks objects the reconciler owns; value: "gantry-reconciler".
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// AnnotationSpecHash on an owned Pod holds the hash of the Performer spec fields that
+	// require a new Pod (image, version, command, env, ...); a mismatch means an upgrade.
+	AnnotationSpecHash = "gantry.dev/spec-hash"
+	// Finalizer is put on every Gantry object so deletion waits for the owned objects to go.
+	Finalizer = "gantry.dev/finalizer"
+)

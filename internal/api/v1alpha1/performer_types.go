@@ -1,0 +1,244 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PerformerPhase is the one-word summary of a Performer (status.phase). It is derived from
+// status.conditions and never drives control flow. Values follow seed 002's Performer
+// lifecycle: Pending → Creating → Scheduling → Running; Running → Upgrading → Running;
+// Scheduling/ImagePull/ContainerStart failures → Failed → Creating (retry with backoff);
+// deletion → Terminating.
+// +kubebuilder:validation:Enum=Pending;Creating;Scheduling;Running;Upgrading;Failed;Terminating
+type PerformerPhase string
+
+const (
+	PerformerPending     PerformerPhase = "Pending"
+	PerformerCreating    PerformerPhase = "Creating"
+	PerformerScheduling  PerformerPhase = "Scheduling"
+	PerformerRunning     PerformerPhase = "Running"
+	PerformerUpgrading   PerformerPhase = "Upgrading"
+	PerformerFailed      PerformerPhase = "Failed"
+	PerformerTerminating PerformerPhase = "Terminating"
+)
+
+// TEEType names a trusted execution environment technology.
+// +kubebuilder:validation:Enum=sgx;sev-snp;tdx
+type TEEType string
+
+const (
+	TEESGX    TEEType = "sgx"
+	TEESEVSNP TEEType = "sev-snp"
+	TEETDX    TEEType = "tdx"
+)
+
+// DefaultGRPCPort is the Performer gRPC port when spec.grpcPort is unset (seed 002: 9090;
+// unlike Hourglass, the code and the CRD agree on it).
+const DefaultGRPCPort int32 = 9090
+
+// Performer runs one AVS performer: a Pod plus a ClusterIP Service performer-<name> on its
+// gRPC port, placed on nodes that satisfy its hardware requirements (GPU, TEE).
+// Source: seed 002 (Hourglass Performer) and shared/reference/seed-systems.md §2.2-2.3.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=perf,categories=gantry
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.hardwareRequirements.gpuCount`
+// +kubebuilder:printcolumn:name="TEE",type=string,JSONPath=`.spec.hardwareRequirements.teeType`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.grpcEndpoint`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Performer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PerformerSpec   `json:"spec"`
+	Status PerformerStatus `json:"status,omitempty"`
+}
+
+// PerformerSpec is the desired state of a Performer.
+type PerformerSpec struct {
+	// Image is the performer container image reference, e.g. "ghcr.io/acme/performer:1.2.0".
+	// A change recreates the Pod (phase Upgrading).
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+
+	// Version is a free-form version label tracked for upgrades; a change recreates the Pod.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// AVSAddress is the AVS contract address this performer serves: 0x followed by 40 hex digits.
+	// +kubebuilder:validation:Pattern=`^0x[0-9a-fA-F]{40}$`
+	// +optional
+	AVSAddress string `json:"avsAddress,omitempty"`
+
+	// ImagePullPolicy of the performer container.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets are Secrets in the Performer's namespace used to pull the image.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// GRPCPort is the container and Service port of the performer's gRPC server (1-65535).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=9090
+	// +optional
+	GRPCPort int32 `json:"grpcPort,omitempty"`
+
+	// Env holds plain environment variables, name → value. Never put key material here: use EnvFrom.
+	// +optional
+	Env map[string]string `json:"env,omitempty"`
+
+	// EnvFrom holds environment variables read from a Secret or ConfigMap key.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	EnvFrom []EnvFromRef `json:"envFrom,omitempty"`
+
+	// Command overrides the image entrypoint.
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// Args are the arguments to the entrypoint.
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount the performer Pod runs as.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Resources are the container's CPU/memory requests and limits. GPU resources are added
+	// from HardwareRequirements; do not set them here.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Scheduling constrains where the Pod may run, in addition to what HardwareRequirements implies.
+	// +optional
+	Scheduling Scheduling `json:"scheduling,omitempty"`
+
+	// HardwareRequirements are mapped to resource requests, node selectors, tolerations and a
+	// runtime class by the reconciler (internal/hardware).
+	// +optional
+	HardwareRequirements HardwareRequirements `json:"hardwareRequirements,omitempty"`
+}
+
+// EnvFromRef sets one environment variable from a key of a Secret or a ConfigMap
+// (exactly one of the two).
+// +kubebuilder:validation:XValidation:rule="has(self.secretKeyRef) != has(self.configMapKeyRef)",message="exactly one of secretKeyRef or configMapKeyRef must be set"
+type EnvFromRef struct {
+	// Name of the environment variable.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Name string `json:"name"`
+	// SecretKeyRef selects a key of a Secret in the Performer's namespace.
+	// +optional
+	SecretKeyRef *KeyRef `json:"secretKeyRef,omitempty"`
+	// ConfigMapKeyRef selects a key of a ConfigMap in the Performer's namespace.
+	// +optional
+	ConfigMapKeyRef *KeyRef `json:"configMapKeyRef,omitempty"`
+}
+
+// KeyRef names one key of a Secret or ConfigMap in the same namespace.
+type KeyRef struct {
+	// Name of the Secret or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key within it.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+}
+
+// Scheduling holds the Pod placement fields a user may set directly.
+type Scheduling struct {
+	// NodeSelector labels the node must carry (merged with those HardwareRequirements implies).
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations added to the Pod (merged with those HardwareRequirements implies).
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the Pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// RuntimeClassName of the Pod; overrides the one a TEE type implies.
+	// +optional
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+	// PriorityClassName of the Pod.
+	// +optional
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+}
+
+// HardwareRequirements describe the accelerator and TEE a performer needs.
+// +kubebuilder:validation:XValidation:rule="!has(self.teeType) || (has(self.teeRequired) && self.teeRequired)",message="teeType requires teeRequired: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.teeRequired) || !self.teeRequired || has(self.teeType)",message="teeRequired: true requires teeType (sgx, sev-snp or tdx)"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuType) || (has(self.gpuCount) && self.gpuCount > 0)",message="gpuType requires gpuCount > 0"
+type HardwareRequirements struct {
+	// GPUCount is the number of nvidia.com/gpu devices requested (0-1024).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	GPUCount int32 `json:"gpuCount,omitempty"`
+	// GPUType is the GPU product, matched against the node label nvidia.com/gpu.product
+	// (as GPU feature discovery sets it), e.g. "NVIDIA-A100-SXM4-80GB".
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`
+	// +optional
+	GPUType string `json:"gpuType,omitempty"`
+	// TEERequired asks for a node with a trusted execution environment of TEEType.
+	// +optional
+	TEERequired bool `json:"teeRequired,omitempty"`
+	// TEEType is the TEE technology: sgx, sev-snp or tdx.
+	// +optional
+	TEEType TEEType `json:"teeType,omitempty"`
+	// CustomLabels are extra node labels the node must carry (added to the node selector).
+	// +optional
+	CustomLabels map[string]string `json:"customLabels,omitempty"`
+}
+
+// PerformerStatus is the observed state of a Performer (the status contract of DESIGN.md).
+type PerformerStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase is the one-word summary derived from Conditions.
+	// +optional
+	Phase PerformerPhase `json:"phase,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled (kstatus), Scheduled, ServiceReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// GRPCEndpoint is performer-<name>.<namespace>.svc.cluster.local:<grpcPort>.
+	// +optional
+	GRPCEndpoint string `json:"grpcEndpoint,omitempty"`
+	// PodName is the name of the owned Pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// ServiceName is the name of the owned Service.
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// NodeName is the node the Pod is bound to, once scheduled.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Image is the image of the Pod that is running now (differs from spec.image while Upgrading).
+	// +optional
+	Image string `json:"image,omitempty"`
+	// LastUpgradeTime is when the last image/version change finished.
+	// +optional
+	LastUpgradeTime *metav1.Time `json:"lastUpgradeTime,omitempty"`
+}
+
+// PerformerList is a list of Performers.
+// +kubebuilder:object:root=true
+type PerformerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Performer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Performer{}, &PerformerList{})
+}

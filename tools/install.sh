@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tools/install.sh — build the pinned tools from Go modules and link them into bin/.
+#
+# Each tool is built once per name and version into a cache outside the clone
+# ($GANTRY_TOOLS_CACHE, default: $XDG_CACHE_HOME/gantry/tools or ~/.cache/gantry/tools),
+# so every clone on the same machine reuses it. bin/<tool> is a symlink into that cache.
+# Versions are pinned here and in tools/*/go.mod; nothing is downloaded but Go modules.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${GANTRY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry/tools}
+bin="$root/bin"
+mkdir -p "$cache" "$bin"
+
+TERRAFORM_VERSION=v1.8.5
+KWOK_VERSION=v0.7.0
+CONTROLLER_GEN_VERSION=v0.18.0
+TFPLUGINDOCS_VERSION=v0.22.0
+GOLANGCI_LINT_VERSION=""   # lint uses go vet + gofmt; no extra tool
+KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
+ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
+
+export CGO_ENABLED=0
+ldflags="-s -w"
+
+# with_lock DIR CMD...: run CMD while holding DIR.lock, so two clones building the
+# same tool at once do not race; the second finds the first one's result.
+with_lock() {
+  local dir=$1; shift
+  exec 9>"$dir.lock"
+  flock 9
+  "$@"
+  exec 9>&-
+}
+
+# goinstall NAME VERSION PKG: go install PKG@VERSION into $cache/NAME-VERSION.
+goinstall() {
+  local name=$1 version=$2 pkg=$3 dir="$cache/$1-$2"
+  build() {
+    [ -x "$dir/$name" ] && return 0
+    echo "tools: building $name $version (first run only)" >&2
+    local t=$(date +%s)
+    GOBIN="$dir.tmp" go install -trimpath -ldflags="$ldflags" "$pkg@$version"
+    mkdir -p "$dir" && mv "$dir.tmp/$(basename "$pkg")" "$dir/$name" && rm -rf "$dir.tmp"
+    echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
+  }
+  with_lock "$dir" build
+  ln -sfn "$dir/$name" "$bin/$name"
+}
+
+# modbuild NAME VERSION MODDIR PKG...: go build the main packages PKG... from the pinned
+# module tools/MODDIR into $cache/NAME-VERSION (one build: the packages share the compile cache).
+modbuild() {
+  local name=$1 version=$2 moddir=$3; shift 3
+  local dir="$cache/$name-$version"
+  local pkgs=("$@")
+  build() {
+    local missing=0 p
+    for p in "${pkgs[@]}"; do [ -x "$dir/$(basename "$p")" ] || missing=1; done
+    [ $missing = 0 ] && return 0
+    echo "tools: building ${pkgs[*]} $version (first run only, several minutes)" >&2
+    local t=$(date +%s)
+    mkdir -p "$dir.tmp"
+    (cd "$root/tools/$moddir" && go build -trimpath -ldflags="$ldflags" -o "$dir.tmp/" "${pkgs[@]}")
+    mkdir -p "$dir" && mv "$dir.tmp"/* "$dir/" && rm -rf "$dir.tmp"
+    echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
+  }
+  with_lock "$dir" build
+  for p in "${pkgs[@]}"; do ln -sfn "$dir/$(basename "$p")" "$bin/$(basename "$p")"; done
+}
+
+want=${*:-all}
+for w in $want; do
+  case $w in
+    all) set -- terraform kwok kube etcd controller-gen tfplugindocs; "$0" "$@"; exit ;;
+    terraform) goinstall terraform "$TERRAFORM_VERSION" github.com/hashicorp/terraform ;;
+    kwok)
+      goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+      goinstall kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
+    kube) modbuild kube "$KUBE_VERSION" kube k8s.io/kubernetes/cmd/kube-apiserver \
+            k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
+            k8s.io/kubernetes/cmd/kubectl ;;
+    etcd)
+      modbuild etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3
+      ln -sfn "$cache/etcd-$ETCD_VERSION/v3" "$bin/etcd"; rm -f "$bin/v3" ;;
+    controller-gen) goinstall controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+    tfplugindocs) goinstall tfplugindocs "$TFPLUGINDOCS_VERSION" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs ;;
+    *) echo "tools: unknown tool $w" >&2; exit 2 ;;
+  esac
+done
