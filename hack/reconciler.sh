@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# hack/reconciler.sh start|stop|status — run bin/gantry-reconciler against the local cluster
+# in the background. PID in .cache/reconciler.pid, logs in .cache/reconciler.log.
+# `start` is a no-op when the recorded process is alive.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+pidfile="$CACHE/reconciler.pid"
+logfile="$CACHE/reconciler.log"
+
+alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+case ${1:-status} in
+  start)
+    if alive; then echo "reconciler already running (pid $(cat "$pidfile"), log $logfile)"; exit 0; fi
+    [ -f "$KUBECONFIG_PATH" ] || { echo "no cluster: run 'make cluster' first" >&2; exit 1; }
+    nohup "$BIN/gantry-reconciler" --kubeconfig "$KUBECONFIG_PATH" \
+      --metrics-bind-address=0 --health-probe-bind-address=0 >"$logfile" 2>&1 &
+    echo $! >"$pidfile"
+    # Ready once it has applied its CRDs: the performers CRD is Established.
+    for _ in $(seq 1 120); do
+      alive || { echo "reconciler exited; last log lines:" >&2; tail -20 "$logfile" >&2; exit 1; }
+      if kubectl --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established \
+           crd/performers.gantry.dev --timeout=1s >/dev/null 2>&1; then
+        echo "reconciler running (pid $(cat "$pidfile"), log $logfile)"; exit 0
+      fi
+      sleep 0.5
+    done
+    echo "reconciler did not become ready; log: $logfile" >&2; exit 1 ;;
+  stop)
+    if alive; then
+      pid=$(cat "$pidfile"); kill "$pid"
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      echo "reconciler stopped"
+    fi
+    rm -f "$pidfile" ;;
+  status) if alive; then echo "running (pid $(cat "$pidfile"))"; else echo "not running"; exit 1; fi ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
