@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# hack/bench.sh — what `make bench` runs: build, local cluster, reconciler, then
+# hack/bench (Go) which times 100 gantry_performer (plan, apply, no-op plan, destroy) beside
+# Terraform's floor (100 terraform_data), measures kwok's pod ready delay and the end-to-end
+# wait latency (reconciler writes Running/Ready → the provider's Create returns).
+# Prints numbers; it does not pass or fail on them.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+make --no-print-directory install >/dev/null
+bash hack/cluster.sh up >/dev/null
+bash hack/reconciler.sh stop >/dev/null 2>&1 || true
+bash hack/reconciler.sh start >/dev/null
+go run ./hack/bench -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" \
+  -tfrc "$CACHE/terraformrc" -workdir "$CACHE/bench" -reconciler-log "$CACHE/reconciler.log" "$@"

@@ -1,0 +1,269 @@
+// Command bench times the Gantry provider against Terraform's own floor on the local cluster.
+// It is run by `make bench` (hack/bench.sh), which starts the cluster and the reconciler and
+// installs the provider into the local mirror first. It prints numbers and never fails on them.
+//
+// Measured, in one run:
+//   - for N gantry_performer and N terraform_data: terraform plan (create), apply, no-op plan
+//     (refresh of every resource), destroy — wall-clock seconds of the real CLI;
+//   - kwok's ready delay: Pod created → Ready=True, median over a few Pods;
+//   - the wait latency: the reconciler's status write that makes a Performer Running/Ready
+//     (its log line) → the provider's Create returning (its log line), over -samples
+//     performers applied one at a time.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	kubeconfig = flag.String("kubeconfig", "", "kubeconfig of the local cluster")
+	tfBin      = flag.String("terraform", "terraform", "Terraform CLI")
+	tfrc       = flag.String("tfrc", "", "Terraform CLI config with the provider's filesystem mirror")
+	workdir    = flag.String("workdir", ".cache/bench", "scratch directory")
+	recLog     = flag.String("reconciler-log", "", "the running reconciler's log file (JSON lines)")
+	count      = flag.Int("n", 100, "resources per configuration")
+	samples    = flag.Int("samples", 20, "wait-latency samples")
+	parallel   = flag.Int("parallelism", 10, "terraform -parallelism")
+)
+
+const namespace = "gantry-bench"
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	check(err)
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	check(err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		check(err)
+	}
+
+	fmt.Printf("Gantry bench: %d resources, terraform -parallelism=%d\n\n", *count, *parallel)
+	delay := kwokReadyDelay(ctx, cs, 5)
+
+	floor := runStack("floor", floorConfig(*count))
+	gantry := runStack("gantry", performerConfig("bench", *count))
+
+	fmt.Printf("\n%-22s %12s %12s %12s\n", "step (seconds)", "gantry", "terraform_data", "ratio")
+	for _, s := range []string{"plan", "apply", "no-op plan", "destroy"} {
+		fmt.Printf("%-22s %12.2f %12.2f %12.2f\n", s, gantry[s], floor[s], gantry[s]/floor[s])
+	}
+	waves := math.Ceil(float64(*count) / float64(*parallel))
+	applyFloor := floor["apply"] + waves*delay
+	fmt.Printf("\nkwok ready delay (Pod created → Ready, median): %.3f s\n", delay)
+	fmt.Printf("apply floor = terraform_data apply + ceil(%d/%d) × ready delay = %.2f s; gantry apply / floor = %.2f (target ≤ 1.2)\n",
+		*count, *parallel, applyFloor, gantry["apply"]/applyFloor)
+	fmt.Printf("targets: plan ≤ 1.5 s (%.2f), destroy ≤ 5 s (%.2f)\n", gantry["plan"], gantry["destroy"])
+
+	lat := waitLatency()
+	if len(lat) > 0 {
+		sort.Float64s(lat)
+		fmt.Printf("\nwait latency (reconciler writes Running → Create returns), %d samples: min %.3f s, median %.3f s, p90 %.3f s, max %.3f s (target median ≤ 0.15 s)\n",
+			len(lat), lat[0], lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)-1])
+	}
+}
+
+// runStack writes cfg into workdir/name and returns the wall-clock seconds of plan, apply,
+// no-op plan and destroy.
+func runStack(name, cfg string) map[string]float64 {
+	dir := filepath.Join(*workdir, name)
+	check(os.RemoveAll(dir))
+	check(os.MkdirAll(dir, 0o755))
+	check(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644))
+	tf(dir, nil, "init", "-input=false", "-upgrade")
+	out := map[string]float64{}
+	par := fmt.Sprintf("-parallelism=%d", *parallel)
+	out["plan"] = timed(func() { tf(dir, nil, "plan", "-input=false", "-out=plan.tfplan", par) })
+	out["apply"] = timed(func() { tf(dir, nil, "apply", "-input=false", par, "plan.tfplan") })
+	out["no-op plan"] = timed(func() { tf(dir, nil, "plan", "-input=false", "-detailed-exitcode", par) })
+	out["destroy"] = timed(func() { tf(dir, nil, "destroy", "-input=false", "-auto-approve", par) })
+	fmt.Printf("%-8s plan %.2f s, apply %.2f s, no-op plan %.2f s, destroy %.2f s\n", name, out["plan"], out["apply"], out["no-op plan"], out["destroy"])
+	return out
+}
+
+func floorConfig(n int) string {
+	return fmt.Sprintf("resource \"terraform_data\" \"d\" {\n  count = %d\n  input = count.index\n}\n", n)
+}
+
+func performerConfig(prefix string, n int) string {
+	return fmt.Sprintf(`terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+provider "gantry" {}
+resource "gantry_performer" "p" {
+  count     = %d
+  name      = "%s-${count.index}"
+  namespace = "%s"
+  image     = "ghcr.io/layr-labs/hello-performer:v1.0.0"
+}
+`, n, prefix, namespace)
+}
+
+// tf runs the Terraform CLI in dir with the mirror config and the cluster's kubeconfig.
+func tf(dir string, env []string, args ...string) {
+	cmd := exec.Command(*tfBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+*tfrc, "KUBE_CONFIG_PATH="+*kubeconfig, "TF_IN_AUTOMATION=1")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		// -detailed-exitcode: 2 means changes are present, which a no-op plan must not have.
+		fmt.Fprintf(os.Stderr, "terraform %s in %s: %v\n%s\n", strings.Join(args, " "), dir, err, out)
+		os.Exit(1)
+	}
+}
+
+func timed(f func()) float64 {
+	t := time.Now()
+	f()
+	return time.Since(t).Seconds()
+}
+
+// kwokReadyDelay creates n plain Pods and returns the median seconds from create to the
+// Ready condition observed on a watch.
+func kwokReadyDelay(ctx context.Context, cs *kubernetes.Clientset, n int) float64 {
+	var ds []float64
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("bench-ready-%d", i)
+		pods := cs.CoreV1().Pods(namespace)
+		_ = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		check(err)
+		t0 := time.Now()
+		_, err = pods.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"gantry.dev/node-pool": "cpu"},
+				Containers:   []corev1.Container{{Name: "c", Image: "busybox"}},
+			},
+		}, metav1.CreateOptions{})
+		check(err)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted && podReady(p) {
+				ds = append(ds, time.Since(t0).Seconds())
+				break
+			}
+		}
+		w.Stop()
+		_ = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	}
+	sort.Float64s(ds)
+	return ds[len(ds)/2]
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// waitLatency applies -samples performers one at a time (-parallelism=1) with provider debug
+// logs, then pairs, per performer, the reconciler's log line that wrote phase Running with the
+// provider's log line that ended the wait, and returns the differences in seconds.
+func waitLatency() []float64 {
+	if *recLog == "" {
+		return nil
+	}
+	dir := filepath.Join(*workdir, "latency")
+	check(os.RemoveAll(dir))
+	check(os.MkdirAll(dir, 0o755))
+	check(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(performerConfig("lat", *samples)), 0o644))
+	tf(dir, nil, "init", "-input=false", "-upgrade")
+	provLog := filepath.Join(dir, "provider.log")
+	tf(dir, []string{"TF_LOG_PROVIDER=DEBUG", "TF_LOG_PATH=" + provLog}, "apply", "-input=false", "-auto-approve", "-parallelism=1")
+	defer tf(dir, nil, "destroy", "-input=false", "-auto-approve")
+
+	ready := reconcilerRunningTimes(*recLog)
+	done := providerWaitDoneTimes(provLog)
+	var out []float64
+	for key, t := range done {
+		if r, ok := ready[key]; ok {
+			out = append(out, t.Sub(r).Seconds())
+		}
+	}
+	if len(out) == 0 {
+		fmt.Printf("\nwait latency: no matching log lines (reconciler %d, provider %d)\n", len(ready), len(done))
+	}
+	return out
+}
+
+// reconcilerRunningTimes reads the reconciler's JSON log and returns, per "namespace/name",
+// the time of the last status write with phase Running.
+func reconcilerRunningTimes(path string) map[string]time.Time {
+	out := map[string]time.Time{}
+	f, err := os.Open(path)
+	check(err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l["msg"] != "status written" || l["phase"] != "Running" {
+			continue
+		}
+		ts, _ := l["ts"].(float64)
+		key := fmt.Sprint(l["namespace"], "/", l["name"])
+		out[key] = time.Unix(0, int64(ts*1e9))
+	}
+	return out
+}
+
+var tflogLine = regexp.MustCompile(`^(\S+) \[DEBUG\] provider\.terraform-provider-gantry[^:]*: wait done: .*object=(\S+)`)
+
+// providerWaitDoneTimes reads Terraform's provider log and returns, per "namespace/name",
+// the time the wait engine returned.
+func providerWaitDoneTimes(path string) map[string]time.Time {
+	out := map[string]time.Time{}
+	f, err := os.Open(path)
+	check(err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := tflogLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		t, err := time.Parse("2006-01-02T15:04:05.000Z0700", m[1])
+		if err != nil {
+			continue
+		}
+		out[strings.Trim(m[2], `"`)] = t
+	}
+	return out
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

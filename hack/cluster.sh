@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# hack/cluster.sh — the local cluster: a real control plane with simulated nodes.
+#
+#   hack/cluster.sh up          start (or reuse, if healthy) the cluster; prints the kubeconfig path
+#   hack/cluster.sh down        delete the cluster and its state (no error if it is not there)
+#   hack/cluster.sh kubeconfig  print the kubeconfig path
+#   hack/cluster.sh status      say whether it is up (exit 0 if up, 1 if not)
+#
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the pinned builds in
+# bin/ (bash tools/install.sh), run as local processes by kwokctl's `binary` runtime; kwok
+# simulates the kubelets. Fully offline: every binary kwokctl needs is passed by flag and
+# kubectl comes from bin/ on PATH, so kwokctl never downloads anything (etcdctl, which it
+# would fetch, is only used by `kwokctl snapshot` and `kwokctl etcdctl`, not here).
+#
+# Per clone: the cluster is named gantry-<hash of the clone's path>, its state lives in
+# .cache/cluster/ (kwokctl workdir .cache/cluster/kwok, kubeconfig .cache/cluster/kubeconfig),
+# and kwokctl picks free ports counting down from 32767, skipping ports that are bound.
+# Creation is serialized machine-wide (a flock in the tools cache) so two clones starting
+# at the same moment cannot pick the same ports. Everything listens on 127.0.0.1 only.
+#
+# Nodes (hack/cluster/nodes-*.yaml) and RuntimeClasses (hack/cluster/runtimeclasses.yaml)
+# are applied by `up`. kwok's Stages (hack/cluster/kwokctl.yaml) make Pods behave:
+#
+#   - A scheduled Pod turns Running and Ready immediately: kwok's pod-ready stage has NO
+#     delay (in practice well under a second after binding). Nodes are Ready right away.
+#   - A Running Pod owned by a Job turns Succeeded (containers terminated, reason Completed,
+#     exit code 0) with no delay, so the Job completes.
+#   - Deleting a Pod works: kwok's pod-delete stage clears the Pod's finalizers and deletes it
+#     (note: it strips ALL finalizers, which a real kubelet would not do).
+#   - Chaos (kwok's chaos stages, enabled here; they outweigh the defaults):
+#       label pod-container-running-failed.stage.kwok.x-k8s.io=true on a Pod:
+#         once Running, after 1s + up to 1s jitter, the Pod turns phase Failed, Ready=False,
+#         each container terminated with reason "containerFailed", message "container
+#         failed", exit code 1. Annotations with the same key prefix tune it:
+#         .../container-name (fail only that container), .../reason, .../message,
+#         .../exit-code, .../delay, .../jitter-delay.
+#       label pod-init-container-running-failed.stage.kwok.x-k8s.io=true on a Pod:
+#         while Pending, after 1-2s, the Pod turns Failed, its init containers terminated with
+#         reason "initContainerError", exit code 1; containers wait in PodInitializing.
+#       label node-not-ready.stage.kwok.x-k8s.io=true on a Node: after 1-2s its Ready
+#         condition turns False (reason "nodeFailed").
+#   - Image pull failure (kwok v0.7.0 has no such stage; ours, in kwokctl.yaml):
+#       label image-pull-failed.stage.gantry.dev=true on a Pod: it stays Pending, Ready=False,
+#       containers waiting with reason ErrImagePull, then ImagePullBackOff after ~1s.
+#   A Pod whose image merely does not exist still runs: kwok never pulls images.
+#
+# Environment: GANTRY_CLUSTER_TIMEOUT (seconds to wait for readiness, default 120).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin"
+manifests="$root/hack/cluster"
+state="$root/.cache/cluster"
+kubeconfig="$state/kubeconfig"
+name="gantry-$(printf '%s' "$root" | sha256sum | cut -c1-8)"
+timeout=${GANTRY_CLUSTER_TIMEOUT:-120}
+tools_cache=${GANTRY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry/tools}
+
+# kwokctl reads KWOK_* variables as defaults for its flags; only ours may apply.
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^KWOK_' || true)
+export KWOK_WORKDIR="$state/kwok"
+clusterdir="$KWOK_WORKDIR/clusters/$name"
+export PATH="$bin:$PATH"
+unset KUBECONFIG
+
+node_files=("$manifests"/nodes-*.yaml)
+object_files=("${node_files[@]}" "$manifests/runtimeclasses.yaml")
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok-controller)
+
+log() { echo "cluster: $*" >&2; }
+die() { log "$*"; exit 1; }
+kc() { kubectl --kubeconfig "$kubeconfig" --request-timeout=10s "$@"; }
+
+need_tools() {
+  local t missing=()
+  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl kubectl; do
+    [ -x "$bin/$t" ] || missing+=("$t")
+  done
+  [ ${#missing[@]} = 0 ] || die "missing bin/${missing[*]}: run 'bash tools/install.sh' (or 'make tools') first"
+}
+
+# processes_alive: every component's pid file names a live process.
+processes_alive() {
+  local c pid
+  for c in "${components[@]}"; do
+    pid=$(cat "$clusterdir/pids/$c.pid" 2>/dev/null) || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  done
+}
+
+# healthy: the components run and the API server answers /readyz.
+healthy() {
+  [ -f "$kubeconfig" ] && processes_alive &&
+    [ "$(kc get --raw /readyz 2>/dev/null)" = ok ]
+}
+
+# wait_for DESCRIPTION CMD...: poll CMD (quietly) until it succeeds or the timeout passes.
+wait_for() {
+  local what=$1; shift
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "timed out after ${timeout}s waiting for $what (logs: $clusterdir/logs)"
+    sleep 0.2
+  done
+}
+
+create() {
+  # Machine-wide lock: kwokctl only avoids ports that are bound (or used by clusters in
+  # the same workdir), so two clones must not pick ports at the same time.
+  mkdir -p "$tools_cache" "$state"
+  exec 8>"$tools_cache/cluster-create.lock"
+  flock 8
+  log "creating $name (kwok, binary runtime)"
+  kwokctl --name "$name" --config "$manifests/kwokctl.yaml" create cluster \
+    --runtime binary \
+    --etcd-binary "$bin/etcd" \
+    --kube-apiserver-binary "$bin/kube-apiserver" \
+    --kube-controller-manager-binary "$bin/kube-controller-manager" \
+    --kube-scheduler-binary "$bin/kube-scheduler" \
+    --kwok-controller-binary "$bin/kwok" \
+    --kubeconfig "" --quiet-pull >"$state/kwokctl.log" 2>&1 ||
+    { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed"; }
+  install_kubeconfig
+  wait_for "the API server" healthy
+  exec 8>&-
+}
+
+install_kubeconfig() {
+  cp "$clusterdir/kubeconfig.yaml" "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
+}
+
+# restart: components of an existing cluster died (e.g. after a reboot); start them again.
+restart() {
+  mkdir -p "$tools_cache"
+  exec 8>"$tools_cache/cluster-create.lock"
+  flock 8
+  log "restarting $name"
+  kwokctl --name "$name" start cluster >"$state/kwokctl.log" 2>&1 || true
+  install_kubeconfig
+  local t=$timeout; timeout=30
+  local ok=0; (wait_for "the API server" healthy) && ok=1
+  timeout=$t
+  exec 8>&-
+  [ $ok = 1 ]
+}
+
+objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
+
+# objects_ready: the manifests applied last are current, all their nodes are Ready.
+objects_ready() {
+  [ "$(cat "$state/applied" 2>/dev/null)" = "$(objects_hash)" ] || return 1
+  local want got
+  want=$(cat "${node_files[@]}" | grep -c '^kind: Node$')
+  got=$(kc get nodes -l gantry.dev/node-pool \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -c '^True$') || true
+  [ "$got" = "$want" ]
+}
+
+apply_objects() {
+  log "applying nodes and RuntimeClasses"
+  local f args=()
+  for f in "${object_files[@]}"; do args+=(-f "$f"); done
+  kc apply --server-side --force-conflicts --field-manager=gantry-cluster "${args[@]}" >/dev/null
+  # Node status (capacity/allocatable) is only taken from the object on create; apply it
+  # through the status subresource too, so edited manifests reach an existing node.
+  args=()
+  for f in "${node_files[@]}"; do args+=(-f "$f"); done
+  kc apply --server-side --force-conflicts --field-manager=gantry-cluster --subresource=status "${args[@]}" >/dev/null
+  local nodes
+  mapfile -t nodes < <(awk '/^kind: Node$/ {n=1} n && /^  name: / {print "node/" $2; n=0}' "${node_files[@]}")
+  wait_for "nodes to be Ready" kc wait --for=condition=Ready --timeout=5s "${nodes[@]}"
+  objects_hash >"$state/applied"
+}
+
+# control_plane_ready: controller-manager and scheduler hold their leases, and the
+# service-account controller made the default ServiceAccount (Pods need it).
+control_plane_ready() {
+  kc -n kube-system get lease kube-controller-manager kube-scheduler &&
+    kc -n default get serviceaccount default
+}
+
+up() {
+  need_tools
+  mkdir -p "$state"
+  exec 9>"$state.lock"
+  flock 9
+  if ! healthy; then
+    if [ -d "$clusterdir" ] && restart; then
+      :
+    else
+      [ -d "$clusterdir" ] && { log "cannot restart $name; recreating it"; down_locked; mkdir -p "$state"; }
+      create
+    fi
+    rm -f "$state/applied"
+  fi
+  if ! objects_ready; then
+    wait_for "kube-controller-manager and kube-scheduler" control_plane_ready
+    apply_objects
+  fi
+  exec 9>&-
+  echo "$kubeconfig"
+}
+
+down_locked() {
+  if [ -d "$clusterdir" ]; then
+    log "deleting $name"
+    if ! kwokctl --name "$name" delete cluster --kubeconfig "" >"$state/kwokctl-delete.log" 2>&1; then
+      cat "$state/kwokctl-delete.log" >&2
+      log "kwokctl delete cluster failed; stopping the components by pid"
+      local c pid
+      for c in "${components[@]}"; do
+        pid=$(cat "$clusterdir/pids/$c.pid" 2>/dev/null) || continue
+        kill "$pid" 2>/dev/null || true
+      done
+    fi
+  fi
+  rm -rf "$state"
+}
+
+down() {
+  mkdir -p "$(dirname "$state")"
+  exec 9>"$state.lock"
+  flock 9
+  down_locked
+  exec 9>&-
+}
+
+status() {
+  if healthy; then
+    echo "up: $name (kubeconfig: $kubeconfig)"
+  elif [ -d "$clusterdir" ]; then
+    echo "down: $name exists but is not healthy (run: hack/cluster.sh up)"; return 1
+  else
+    echo "down: $name does not exist"; return 1
+  fi
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  kubeconfig) echo "$kubeconfig" ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|kubeconfig|status" >&2; exit 2 ;;
+esac

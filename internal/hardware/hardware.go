@@ -1,0 +1,271 @@
+// Package hardware maps a Performer's hardware requirements and scheduling fields to Pod
+// placement: GPU resource requests/limits, a node selector, tolerations and a runtime class.
+//
+// It is a pure function over the API types (no client, no framework). The label keys are the
+// ones the upstream node-labelling components set, so the selectors match real clusters:
+//
+//   - GPUs: the NVIDIA device plugin advertises the extended resource nvidia.com/gpu; GPU
+//     feature discovery labels GPU nodes nvidia.com/gpu.present=true and
+//     nvidia.com/gpu.product=<product> (e.g. NVIDIA-A100-SXM4-80GB). GPU nodes are commonly
+//     tainted nvidia.com/gpu (NoSchedule), so GPU pods tolerate that taint. Unlike Hourglass
+//     (seed 002), a GPU type does not become an invented nvidia.com/<type> resource: it is a
+//     node selector on the product label.
+//   - TEEs: node-feature-discovery labels feature.node.kubernetes.io/cpu-security.sgx.enabled,
+//     ...sev.snp.enabled and ...tdx.enabled; confidential-containers installs the runtime
+//     classes enclave-cc (SGX), kata-qemu-snp and kata-qemu-tdx. Hourglass documented TEE
+//     placement but never implemented it (seed-systems.md §2.3); here it is applied.
+package hardware
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Label, resource and taint keys used for placement.
+const (
+	// ResourceGPU is the NVIDIA device plugin's extended resource.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// LabelGPUPresent is set to "true" by GPU feature discovery on nodes with an NVIDIA GPU.
+	LabelGPUPresent = "nvidia.com/gpu.present"
+	// LabelGPUProduct is GPU feature discovery's product label, e.g. NVIDIA-H100-80GB-HBM3.
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	// TaintGPU is the taint key GPU nodes commonly carry (nvidia.com/gpu=present:NoSchedule).
+	TaintGPU = "nvidia.com/gpu"
+
+	// LabelSGX, LabelSEVSNP and LabelTDX are node-feature-discovery's CPU security labels.
+	LabelSGX    = "feature.node.kubernetes.io/cpu-security.sgx.enabled"
+	LabelSEVSNP = "feature.node.kubernetes.io/cpu-security.sev.snp.enabled"
+	LabelTDX    = "feature.node.kubernetes.io/cpu-security.tdx.enabled"
+
+	// RuntimeClassSGX, RuntimeClassSEVSNP and RuntimeClassTDX are confidential-containers'
+	// runtime classes for each TEE type.
+	RuntimeClassSGX    = "enclave-cc"
+	RuntimeClassSEVSNP = "kata-qemu-snp"
+	RuntimeClassTDX    = "kata-qemu-tdx"
+)
+
+// teeLabels gives, per TEE type, the node label that must be "true" and the default runtime class.
+var teeLabels = map[v1alpha1.TEEType]struct{ label, runtimeClass string }{
+	v1alpha1.TEESGX:    {LabelSGX, RuntimeClassSGX},
+	v1alpha1.TEESEVSNP: {LabelSEVSNP, RuntimeClassSEVSNP},
+	v1alpha1.TEETDX:    {LabelTDX, RuntimeClassTDX},
+}
+
+// Placement is where and how a Performer's Pod must run.
+type Placement struct {
+	// Requests and Limits hold the extended resources the hardware implies (nvidia.com/gpu: N);
+	// nil when none. Merge them into the container with ContainerResources.
+	Requests corev1.ResourceList
+	Limits   corev1.ResourceList
+	// NodeSelector is the merged selector: hardware-implied labels, customLabels and the user's
+	// scheduling.nodeSelector. nil when empty.
+	NodeSelector map[string]string
+	// Tolerations are the hardware-implied tolerations plus the user's, without duplicates,
+	// sorted by (key, operator, value, effect, tolerationSeconds). nil when empty.
+	Tolerations []corev1.Toleration
+	// RuntimeClassName is scheduling.runtimeClassName if set, else the TEE type's runtime
+	// class, else nil.
+	RuntimeClassName *string
+	// Affinity and PriorityClassName are copied from scheduling unchanged.
+	Affinity          *corev1.Affinity
+	PriorityClassName string
+}
+
+// ConflictError reports a node selector key that two sources require with different values,
+// e.g. scheduling.nodeSelector["nvidia.com/gpu.product"]="A" while hardwareRequirements.gpuType
+// implies "B". Field is the later source (the one that cannot be honoured), Source the earlier.
+type ConflictError struct {
+	// Field is the spec path of the conflicting entry, e.g.
+	// `spec.scheduling.nodeSelector["nvidia.com/gpu.product"]`.
+	Field string
+	// Value is what Field asks for.
+	Value string
+	// Source is the spec path that implies the other value, e.g. "spec.hardwareRequirements.gpuType".
+	Source string
+	// Implied is the value Source implies.
+	Implied string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s is %q but %s requires %q", e.Field, e.Value, e.Source, e.Implied)
+}
+
+// InvalidError reports hardware requirements that cannot be mapped (the CRD's validation rules
+// normally reject them first): teeRequired without a known teeType, teeType without teeRequired,
+// gpuType without gpuCount, a negative gpuCount, or a GPU resource set in spec.resources that
+// differs from gpuCount.
+type InvalidError struct {
+	// Field is the spec path at fault, e.g. "spec.hardwareRequirements.teeType".
+	Field string
+	// Detail says what is wrong.
+	Detail string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Detail }
+
+// selectorEntry remembers which spec field put a key in the node selector, for error messages.
+type selectorEntry struct{ value, source string }
+
+// Place maps hardware requirements and scheduling fields to a Placement.
+//
+// Rules: gpuCount > 0 → requests and limits nvidia.com/gpu: gpuCount, node selector
+// nvidia.com/gpu.present=true, toleration nvidia.com/gpu Exists NoSchedule; gpuType → node
+// selector nvidia.com/gpu.product=gpuType; teeRequired with teeType → the TEE's
+// node-feature-discovery label =true and its runtime class (unless scheduling.runtimeClassName
+// is set: the user's wins); customLabels and then scheduling.nodeSelector are merged into the
+// node selector. The same key with different values from two sources is a *ConflictError;
+// inconsistent requirements are an *InvalidError.
+func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, error) {
+	var p Placement
+	sel := map[string]selectorEntry{}
+	add := func(key, value, source string) error {
+		if prev, ok := sel[key]; ok {
+			if prev.value != value {
+				return &ConflictError{Field: source, Value: value, Source: prev.source, Implied: prev.value}
+			}
+			return nil
+		}
+		sel[key] = selectorEntry{value, source}
+		return nil
+	}
+	var tolerations []corev1.Toleration
+
+	switch {
+	case hw.GPUCount < 0:
+		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.gpuCount", Detail: fmt.Sprintf("must be >= 0, got %d", hw.GPUCount)}
+	case hw.GPUType != "" && hw.GPUCount == 0:
+		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.gpuType", Detail: "requires gpuCount > 0"}
+	}
+	if hw.GPUCount > 0 {
+		q := *resource.NewQuantity(int64(hw.GPUCount), resource.DecimalSI)
+		p.Requests = corev1.ResourceList{ResourceGPU: q}
+		p.Limits = corev1.ResourceList{ResourceGPU: q.DeepCopy()}
+		_ = add(LabelGPUPresent, "true", "spec.hardwareRequirements.gpuCount")
+		tolerations = append(tolerations, corev1.Toleration{Key: TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+		if hw.GPUType != "" {
+			_ = add(LabelGPUProduct, hw.GPUType, "spec.hardwareRequirements.gpuType")
+		}
+	}
+
+	switch {
+	case hw.TEERequired:
+		t, ok := teeLabels[hw.TEEType]
+		if !ok {
+			return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.teeType", Detail: fmt.Sprintf("teeRequired needs teeType sgx, sev-snp or tdx, got %q", hw.TEEType)}
+		}
+		if err := add(t.label, "true", "spec.hardwareRequirements.teeType"); err != nil {
+			return Placement{}, err
+		}
+		rc := t.runtimeClass
+		p.RuntimeClassName = &rc
+	case hw.TEEType != "":
+		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.teeType", Detail: "requires teeRequired: true"}
+	}
+
+	for _, k := range sortedKeys(hw.CustomLabels) {
+		if err := add(k, hw.CustomLabels[k], fmt.Sprintf("spec.hardwareRequirements.customLabels[%q]", k)); err != nil {
+			return Placement{}, err
+		}
+	}
+	for _, k := range sortedKeys(s.NodeSelector) {
+		if err := add(k, s.NodeSelector[k], fmt.Sprintf("spec.scheduling.nodeSelector[%q]", k)); err != nil {
+			return Placement{}, err
+		}
+	}
+	if len(sel) > 0 {
+		p.NodeSelector = make(map[string]string, len(sel))
+		for k, e := range sel {
+			p.NodeSelector[k] = e.value
+		}
+	}
+
+	p.Tolerations = mergeTolerations(tolerations, s.Tolerations)
+	if s.RuntimeClassName != nil {
+		rc := *s.RuntimeClassName
+		p.RuntimeClassName = &rc
+	}
+	if s.Affinity != nil {
+		p.Affinity = s.Affinity.DeepCopy()
+	}
+	if s.PriorityClassName != nil {
+		p.PriorityClassName = *s.PriorityClassName
+	}
+	return p, nil
+}
+
+// ContainerResources merges the Placement's GPU requests and limits into the user's container
+// resources (spec.resources). A GPU resource the user already set with a different quantity is
+// an *InvalidError naming spec.resources; an equal one is kept. The input is not modified.
+func (p Placement) ContainerResources(user corev1.ResourceRequirements) (corev1.ResourceRequirements, error) {
+	out := *user.DeepCopy()
+	merge := func(dst *corev1.ResourceList, src corev1.ResourceList, field string) error {
+		for name, q := range src {
+			if have, ok := (*dst)[name]; ok {
+				if have.Cmp(q) != 0 {
+					return &InvalidError{Field: fmt.Sprintf("spec.resources.%s[%q]", field, name), Detail: fmt.Sprintf("is %s but hardwareRequirements.gpuCount requires %s; set GPUs only through gpuCount", have.String(), q.String())}
+				}
+				continue
+			}
+			if *dst == nil {
+				*dst = corev1.ResourceList{}
+			}
+			(*dst)[name] = q.DeepCopy()
+		}
+		return nil
+	}
+	if err := merge(&out.Requests, p.Requests, "requests"); err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	if err := merge(&out.Limits, p.Limits, "limits"); err != nil {
+		return corev1.ResourceRequirements{}, err
+	}
+	return out, nil
+}
+
+// mergeTolerations returns hw and user tolerations without exact duplicates, sorted so the
+// result (and so the Pod spec hash) does not depend on input order.
+func mergeTolerations(hw, user []corev1.Toleration) []corev1.Toleration {
+	if len(hw)+len(user) == 0 {
+		return nil
+	}
+	out := make([]corev1.Toleration, 0, len(hw)+len(user))
+	seen := map[string]bool{}
+	for _, list := range [][]corev1.Toleration{hw, user} {
+		for _, t := range list {
+			k := tolerationKey(t)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, *t.DeepCopy())
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return tolerationKey(out[i]) < tolerationKey(out[j]) })
+	return out
+}
+
+func tolerationKey(t corev1.Toleration) string {
+	secs := "-"
+	if t.TolerationSeconds != nil {
+		secs = fmt.Sprintf("%020d", *t.TolerationSeconds)
+	}
+	op := t.Operator
+	if op == "" {
+		op = corev1.TolerationOpEqual // the API's default
+	}
+	return t.Key + "\x00" + string(op) + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x00" + secs
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,302 @@
+// Package kube turns the Gantry provider's connection settings into a client-go
+// *rest.Config and clients, the way hashicorp/terraform-provider-kubernetes does: the same
+// attribute names and KUBE_* environment variables, kubeconfig files only when config_path(s)
+// are given (KUBECONFIG is not read), in-cluster configuration when nothing is given and
+// KUBERNETES_SERVICE_HOST is set. Loading and merging is client-go's clientcmd (loading rules
+// plus overrides); nothing here parses kubeconfig files by hand.
+//
+// Unlike the kubernetes provider, the client rate limit is raised from client-go's
+// QPS 5 / burst 10 to 50 / 100 (GANTRY_QPS, GANTRY_BURST), because waiting on many
+// resources in parallel is the normal case here.
+//
+// Nothing in this package contacts the cluster.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/homedir"
+)
+
+// Defaults for the client rate limiter (requests per second and burst). client-go's own
+// defaults (5/10) throttle a provider that applies and waits on tens of objects at once.
+const (
+	DefaultQPS   float32 = 50
+	DefaultBurst int     = 100
+)
+
+// Environment variables read for settings the configuration leaves unset. The KUBE_* names are
+// those of the kubernetes provider.
+const (
+	EnvConfigPath            = "KUBE_CONFIG_PATH"
+	EnvConfigPaths           = "KUBE_CONFIG_PATHS" // list separated by os.PathListSeparator (":" on Unix)
+	EnvConfigContext         = "KUBE_CTX"
+	EnvConfigContextAuthInfo = "KUBE_CTX_AUTH_INFO"
+	EnvConfigContextCluster  = "KUBE_CTX_CLUSTER"
+	EnvHost                  = "KUBE_HOST"
+	EnvToken                 = "KUBE_TOKEN"
+	EnvClusterCACertData     = "KUBE_CLUSTER_CA_CERT_DATA"
+	EnvClientCertData        = "KUBE_CLIENT_CERT_DATA"
+	EnvClientKeyData         = "KUBE_CLIENT_KEY_DATA"
+	EnvInsecure              = "KUBE_INSECURE"
+	EnvTLSServerName         = "KUBE_TLS_SERVER_NAME"
+	EnvProxyURL              = "KUBE_PROXY_URL"
+	EnvQPS                   = "GANTRY_QPS"
+	EnvBurst                 = "GANTRY_BURST"
+)
+
+// Settings are the provider's connection settings. The zero value of a field means "not set":
+// WithEnv fills such fields from the environment, RESTConfig applies what is set on top of the
+// kubeconfig file(s), if any.
+type Settings struct {
+	// ConfigPath is one kubeconfig file; "~" is expanded. Env: KUBE_CONFIG_PATH.
+	ConfigPath string
+	// ConfigPaths are kubeconfig files merged in order (the first file that sets a value wins,
+	// as with KUBECONFIG). Env: KUBE_CONFIG_PATHS.
+	ConfigPaths []string
+	// ConfigContext selects a kubeconfig context instead of current-context. Env: KUBE_CTX.
+	ConfigContext string
+	// ConfigContextAuthInfo overrides the context's user. Env: KUBE_CTX_AUTH_INFO.
+	ConfigContextAuthInfo string
+	// ConfigContextCluster overrides the context's cluster. Env: KUBE_CTX_CLUSTER.
+	ConfigContextCluster string
+	// Host is the API server URL or host[:port] (https is assumed). Env: KUBE_HOST.
+	Host string
+	// Token is a bearer token. Env: KUBE_TOKEN.
+	Token string
+	// ClusterCACertificate is PEM-encoded CA data. Env: KUBE_CLUSTER_CA_CERT_DATA.
+	ClusterCACertificate string
+	// ClientCertificate is PEM-encoded client certificate data. Env: KUBE_CLIENT_CERT_DATA.
+	ClientCertificate string
+	// ClientKey is the PEM-encoded private key of ClientCertificate. Env: KUBE_CLIENT_KEY_DATA.
+	ClientKey string
+	// Insecure skips server certificate verification; nil means unset. Env: KUBE_INSECURE.
+	Insecure *bool
+	// TLSServerName is the server name used to verify the server certificate. Env: KUBE_TLS_SERVER_NAME.
+	TLSServerName string
+	// ProxyURL is the URL of an HTTP(S) or SOCKS5 proxy. Env: KUBE_PROXY_URL.
+	ProxyURL string
+	// Exec configures a client-go credential plugin; nil means none.
+	Exec *ExecSettings
+	// QPS is the client's sustained request rate in requests/second; 0 means unset
+	// (GANTRY_QPS, else DefaultQPS).
+	QPS float32
+	// Burst is the client's request burst; 0 means unset (GANTRY_BURST, else DefaultBurst).
+	Burst int
+	// UserAgent is sent with every request; empty means client-go's default.
+	UserAgent string
+}
+
+// ExecSettings configure a client-go exec credential plugin (client.authentication.k8s.io).
+type ExecSettings struct {
+	// APIVersion is the ExecCredential API version, e.g. "client.authentication.k8s.io/v1beta1".
+	APIVersion string
+	// Command is the plugin executable, looked up in PATH.
+	Command string
+	// Args are its arguments.
+	Args []string
+	// Env are extra environment variables for the plugin, name → value.
+	Env map[string]string
+}
+
+// WithEnv returns s with every unset field filled from the environment through lookup
+// (os.LookupEnv in production; a map in tests) and QPS/Burst defaulted. Explicit settings
+// always win over the environment. It fails on an unparsable KUBE_INSECURE, GANTRY_QPS or
+// GANTRY_BURST.
+func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	str := func(dst *string, env string) {
+		if *dst == "" {
+			if v, ok := lookup(env); ok {
+				*dst = v
+			}
+		}
+	}
+	str(&s.ConfigPath, EnvConfigPath)
+	str(&s.ConfigContext, EnvConfigContext)
+	str(&s.ConfigContextAuthInfo, EnvConfigContextAuthInfo)
+	str(&s.ConfigContextCluster, EnvConfigContextCluster)
+	str(&s.Host, EnvHost)
+	str(&s.Token, EnvToken)
+	str(&s.ClusterCACertificate, EnvClusterCACertData)
+	str(&s.ClientCertificate, EnvClientCertData)
+	str(&s.ClientKey, EnvClientKeyData)
+	str(&s.TLSServerName, EnvTLSServerName)
+	str(&s.ProxyURL, EnvProxyURL)
+	if len(s.ConfigPaths) == 0 {
+		if v, ok := lookup(EnvConfigPaths); ok && v != "" {
+			for _, p := range filepath.SplitList(v) {
+				if p != "" {
+					s.ConfigPaths = append(s.ConfigPaths, p)
+				}
+			}
+		}
+	}
+	if s.Insecure == nil {
+		if v, ok := lookup(EnvInsecure); ok && v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, fmt.Errorf("%s=%q: not a boolean", EnvInsecure, v)
+			}
+			s.Insecure = &b
+		}
+	}
+	if s.QPS == 0 {
+		s.QPS = DefaultQPS
+		if v, ok := lookup(EnvQPS); ok && v != "" {
+			f, err := strconv.ParseFloat(v, 32)
+			if err != nil || f <= 0 {
+				return s, fmt.Errorf("%s=%q: want a number > 0", EnvQPS, v)
+			}
+			s.QPS = float32(f)
+		}
+	}
+	if s.Burst == 0 {
+		s.Burst = DefaultBurst
+		if v, ok := lookup(EnvBurst); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return s, fmt.Errorf("%s=%q: want an integer > 0", EnvBurst, v)
+			}
+			s.Burst = n
+		}
+	}
+	return s, nil
+}
+
+// ErrNoConfig is returned by RESTConfig when nothing says where the cluster is.
+var ErrNoConfig = errors.New("no Kubernetes configuration: set config_path (or KUBE_CONFIG_PATH), " +
+	"config_paths (KUBE_CONFIG_PATHS), or host (KUBE_HOST) with credentials, or run inside a cluster; " +
+	"like the kubernetes provider, the KUBECONFIG environment variable is not read")
+
+// RESTConfig builds a *rest.Config from s (call WithEnv first to honour the environment):
+//
+//   - kubeconfig files: ConfigPath, else ConfigPaths (merged by clientcmd's precedence rules);
+//     none when both are empty. A missing file is an error.
+//   - context: ConfigContext, ConfigContextAuthInfo, ConfigContextCluster select or override
+//     parts of the kubeconfig.
+//   - overrides applied on top: Host, Token, ClusterCACertificate, ClientCertificate, ClientKey,
+//     Insecure, TLSServerName, ProxyURL, Exec (never interactive).
+//   - when none of the above is set, in-cluster configuration (KUBERNETES_SERVICE_HOST and the
+//     mounted ServiceAccount token), else ErrNoConfig.
+//
+// QPS and Burst are copied as they are (0 leaves client-go's default).
+func RESTConfig(s Settings) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{} // no KUBECONFIG, no ~/.kube/config
+	var paths []string
+	switch {
+	case s.ConfigPath != "":
+		paths = []string{s.ConfigPath}
+	case len(s.ConfigPaths) > 0:
+		paths = s.ConfigPaths
+	}
+	expanded := make([]string, 0, len(paths))
+	for _, p := range paths {
+		e, err := expandPath(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(e); err != nil {
+			return nil, fmt.Errorf("kubeconfig %q: %w", p, err)
+		}
+		expanded = append(expanded, e)
+	}
+	switch len(expanded) {
+	case 0:
+	case 1:
+		rules.ExplicitPath = expanded[0]
+	default:
+		rules.Precedence = expanded
+	}
+
+	overrides := &clientcmd.ConfigOverrides{}
+	if len(expanded) > 0 {
+		overrides.CurrentContext = s.ConfigContext
+		overrides.Context.AuthInfo = s.ConfigContextAuthInfo
+		overrides.Context.Cluster = s.ConfigContextCluster
+	}
+	if s.Host != "" {
+		// The override must be a complete URL: clientcmd applies overrides after it has
+		// defaulted the scheme, so "example:6443" would otherwise not get https://.
+		host := s.Host
+		if !strings.Contains(host, "://") {
+			host = "https://" + host
+		}
+		overrides.ClusterInfo.Server = host
+	}
+	if s.ClusterCACertificate != "" {
+		overrides.ClusterInfo.CertificateAuthorityData = []byte(s.ClusterCACertificate)
+	}
+	if s.Insecure != nil {
+		overrides.ClusterInfo.InsecureSkipTLSVerify = *s.Insecure
+	}
+	if s.TLSServerName != "" {
+		overrides.ClusterInfo.TLSServerName = s.TLSServerName
+	}
+	if s.ProxyURL != "" {
+		overrides.ClusterDefaults.ProxyURL = s.ProxyURL
+		overrides.ClusterInfo.ProxyURL = s.ProxyURL
+	}
+	if s.ClientCertificate != "" {
+		overrides.AuthInfo.ClientCertificateData = []byte(s.ClientCertificate)
+	}
+	if s.ClientKey != "" {
+		overrides.AuthInfo.ClientKeyData = []byte(s.ClientKey)
+	}
+	if s.Token != "" {
+		overrides.AuthInfo.Token = s.Token
+	}
+	if s.Exec != nil {
+		exec := &clientcmdapi.ExecConfig{
+			APIVersion:      s.Exec.APIVersion,
+			Command:         s.Exec.Command,
+			Args:            append([]string(nil), s.Exec.Args...),
+			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Exec.Env)) {
+			exec.Env = append(exec.Env, clientcmdapi.ExecEnvVar{Name: k, Value: s.Exec.Env[k]})
+		}
+		overrides.AuthInfo.Exec = exec
+	}
+
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, ErrNoConfig
+		}
+		return nil, fmt.Errorf("building the Kubernetes client configuration: %w", err)
+	}
+	if cfg.Host == "" {
+		return nil, ErrNoConfig
+	}
+	cfg.QPS = s.QPS
+	cfg.Burst = s.Burst
+	if s.UserAgent != "" {
+		cfg.UserAgent = s.UserAgent
+	}
+	return cfg, nil
+}
+
+func expandPath(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home := homedir.HomeDir()
+		if home == "" {
+			return "", fmt.Errorf("kubeconfig %q: cannot expand ~: no home directory", p)
+		}
+		return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+	}
+	return p, nil
+}

@@ -1,0 +1,654 @@
+// Package performer is seed 002's Performer lifecycle as a pure machine: facts about a
+// Performer, its Pod and its Service go in; the phase, the conditions, the actions to take and
+// whether to requeue come out. It imports neither controller-runtime nor the Terraform
+// framework; the reconciler (reconciler/performer_controller.go) gathers the facts, calls
+// Decide, acts and writes status once.
+//
+// # Lifecycle (seed 002, docs/operator/process-flows.md "Performer Lifecycle")
+//
+// Seed 002 draws Pending → Creating → PodCreation → Scheduling → NodeSelection →
+// HardwareValidation → PodBinding → ImagePull → ContainerStart → ServiceCreation → Running;
+// Running → Upgrading → PodRecreation → Running; Running → Terminating → ServiceCleanup →
+// PodCleanup; NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed;
+// Failed → Creating (retry with backoff). The phases (status.phase) are the seed's top-level
+// states; its sub-states are reported in the condition messages:
+//
+//   - Pending: accepted, the finalizer is being added; nothing created yet.
+//   - Creating: the Pod is being created (or re-created after a spec change or its loss).
+//   - Scheduling: the Pod exists and is not Ready yet: waiting for the scheduler (NodeSelection,
+//     HardwareValidation, PodBinding), then the kubelet (ImagePull, ContainerStart), then the
+//     Service (ServiceCreation).
+//   - Running: the Pod of the current spec is Ready and the Service is up to date.
+//   - Upgrading: a Pod has run before (status.image is set) and the spec changed: the old Pod
+//     is deleted and a new one created (PodRecreation); Upgrading lasts until the new Pod is
+//     Ready, including while no Pod exists.
+//   - Failed: the scheduler cannot place the Pod, the image cannot be pulled, the container
+//     cannot start or the Pod failed; the message is the scheduler's or kubelet's own. The
+//     scheduler and kubelet keep retrying; the reconciler re-checks with backoff, recreates a
+//     terminal Pod, and a spec change heals it (a new spec hash recreates the Pod).
+//   - Terminating: the Performer is being deleted: Service, then Pod, then the finalizer.
+//
+// # Conditions (kstatus, DESIGN.md "The status contract")
+//
+// Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
+// Stalled, Scheduled, ServiceReady. Exactly one of Ready, Reconciling, Stalled is True:
+// Ready=True (reason PodReady) iff Running; Stalled=True (reason the failure) iff Failed;
+// Reconciling=True otherwise, with the reason naming the phase in progress (Pending, Creating,
+// Scheduling, UpgradeInProgress, Terminating). The phase is derived from the conditions by
+// PhaseOf, never the other way round; the previous pass's conditions are the machine's
+// memory.
+package performer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Phase is a Performer's status.phase.
+type Phase = v1alpha1.PerformerPhase
+
+// Condition types besides the kstatus ones in v1alpha1 (Ready, Reconciling, Stalled).
+const (
+	// ConditionScheduled is True once the Pod is bound to a node.
+	ConditionScheduled = "Scheduled"
+	// ConditionServiceReady is True while the Service exists and matches the desired one.
+	ConditionServiceReady = "ServiceReady"
+)
+
+// Condition reasons. The first group is seed 002's (Hourglass docs/operator/api-reference.md);
+// the rest are ours.
+const (
+	ReasonPodReady             = "PodReady"             // Ready=True
+	ReasonServiceReady         = "ServiceReady"         // ServiceReady=True
+	ReasonScheduled            = "Scheduled"            // Scheduled=True
+	ReasonImagePullFailed      = "ImagePullFailed"      // Failed: kubelet cannot pull the image
+	ReasonSchedulingFailed     = "SchedulingFailed"     // Failed: no node matches selectors/taints/...
+	ReasonHardwareUnavailable  = "HardwareUnavailable"  // Failed: nodes match but lack resources ("Insufficient ...")
+	ReasonUpgradeInProgress    = "UpgradeInProgress"    // Reconciling=True while Upgrading
+	ReasonContainerStartFailed = "ContainerStartFailed" // Failed: container cannot be created, started, or crashes
+
+	ReasonPending             = "Pending"             // Reconciling=True while Pending
+	ReasonCreating            = "Creating"            // Reconciling=True while Creating
+	ReasonScheduling          = "Scheduling"          // Reconciling=True while Scheduling
+	ReasonTerminating         = "Terminating"         // Reconciling=True while Terminating
+	ReasonPodFailed           = "PodFailed"           // Failed: the Pod reached phase Failed/Succeeded (e.g. Evicted)
+	ReasonInvalidSpec         = "InvalidSpec"         // Failed: the desired Pod cannot be built (e.g. a node selector conflict)
+	ReasonOwnershipConflict   = "OwnershipConflict"   // Failed: performer-<name> exists and is not ours
+	ReasonPodAbsent           = "PodAbsent"           // Scheduled=False: no Pod
+	ReasonWaitingForScheduler = "WaitingForScheduler" // Scheduled=False: the scheduler has not decided yet
+	ReasonServiceMissing      = "ServiceMissing"      // ServiceReady=False: no Service
+	ReasonServiceOutOfDate    = "ServiceOutOfDate"    // ServiceReady=False: ports/selector differ
+)
+
+// Backoff bounds for re-checking a Failed Performer: the delay is the time it has been failed
+// (Stalled=True), clamped to [BackoffMin, BackoffMax], so successive checks double.
+const (
+	BackoffMin = 5 * time.Second
+	BackoffMax = 5 * time.Minute
+	// WaitPoll is the requeue delay while waiting for owned objects to go away (the watch on
+	// them normally triggers earlier).
+	WaitPoll = 2 * time.Second
+)
+
+// Action is one thing the controller must do this pass. Decide returns them in execution order.
+type Action string
+
+const (
+	// ActionAddFinalizer adds v1alpha1.Finalizer to the Performer.
+	ActionAddFinalizer Action = "AddFinalizer"
+	// ActionEnsureService creates or updates the Service performer-<name>.
+	ActionEnsureService Action = "EnsureService"
+	// ActionCreatePod creates the Pod performer-<name> from the current spec.
+	ActionCreatePod Action = "CreatePod"
+	// ActionDeletePod deletes the Pod (to recreate it from a new spec, to retry a terminal
+	// Pod, or during Terminating).
+	ActionDeletePod Action = "DeletePod"
+	// ActionDeleteService deletes the Service (Terminating).
+	ActionDeleteService Action = "DeleteService"
+	// ActionRemoveFinalizer removes v1alpha1.Finalizer; the Performer then goes away. No status
+	// write follows it.
+	ActionRemoveFinalizer Action = "RemoveFinalizer"
+)
+
+// Facts are what the controller observed in one pass.
+type Facts struct {
+	// Now is the time of the pass (used for the failure backoff only).
+	Now time.Time
+	// Generation is the Performer's metadata.generation.
+	Generation int64
+	// Deleting is true once the Performer has a deletionTimestamp. It never becomes false again.
+	Deleting bool
+	// HasFinalizer is true when the Performer carries v1alpha1.Finalizer.
+	HasFinalizer bool
+	// Conditions are the Performer's status.conditions from the previous pass: the machine's
+	// memory (the previous phase is PhaseOf(Conditions)).
+	Conditions []metav1.Condition
+	// RunningImage is status.image: the image of the last Pod seen Ready with the then-current
+	// spec; "" if no Pod has ever been Ready. It tells an upgrade from a first create.
+	RunningImage string
+	// DesiredImage is spec.image.
+	DesiredImage string
+	// DesiredHash is the spec hash of the Pod the current spec asks for (SpecHash).
+	DesiredHash string
+	// SpecError, when non-empty, says why the desired Pod cannot be built (e.g. a
+	// hardware.ConflictError); the Performer is Failed with reason InvalidSpec.
+	SpecError string
+	// Pod is the observed Pod performer-<name>, nil if none exists.
+	Pod *Pod
+	// Service is the observed Service performer-<name>.
+	Service Service
+}
+
+// Service facts.
+type Service struct {
+	// Exists is true when the Service performer-<name> exists.
+	Exists bool
+	// Foreign is true when it exists but is not controlled by this Performer.
+	Foreign bool
+	// UpToDate is true when it exists and its type, ports and selector are the desired ones.
+	UpToDate bool
+}
+
+// Pod facts (see PodFacts for how they are read from a corev1.Pod).
+type Pod struct {
+	// Foreign is true when the Pod is not controlled by this Performer.
+	Foreign bool
+	// Deleting is true once the Pod has a deletionTimestamp.
+	Deleting bool
+	// SpecHash is the Pod's v1alpha1.AnnotationSpecHash annotation.
+	SpecHash string
+	// Phase is status.phase (Pending, Running, Succeeded, Failed, Unknown).
+	Phase corev1.PodPhase
+	// Reason and Message are status.reason/status.message (e.g. "Evicted", "The node was low on ...").
+	Reason, Message string
+	// NodeName is spec.nodeName ("" until bound).
+	NodeName string
+	// Scheduled is the PodScheduled condition (Status "" when absent).
+	Scheduled PodCondition
+	// Ready is true when the Ready condition is True.
+	Ready bool
+	// Containers are the container states (init containers excluded).
+	Containers []Container
+}
+
+// PodCondition is one Pod condition's status, reason and message, verbatim.
+type PodCondition struct {
+	Status  corev1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Container is one container's state as the kubelet reports it.
+type Container struct {
+	Name string
+	// Waiting is set while the container waits (ContainerCreating, ErrImagePull, CrashLoopBackOff, ...).
+	Waiting *ContainerState
+	// Terminated is set while the container is terminated (before a restart).
+	Terminated *ContainerState
+	// LastTerminated is the previous termination (lastState.terminated), if any.
+	LastTerminated *ContainerState
+}
+
+// ContainerState is a waiting or terminated state: the kubelet's reason and message verbatim,
+// plus the exit code for terminations.
+type ContainerState struct {
+	Reason   string
+	Message  string
+	ExitCode int32
+}
+
+// Event is a Kubernetes Event to emit for a phase change.
+type Event struct {
+	// Type is corev1.EventTypeNormal, or corev1.EventTypeWarning for Failed.
+	Type string
+	// Reason is the active condition's reason (e.g. Running's PodReady, Failed's HardwareUnavailable).
+	Reason string
+	// Message is the active condition's message (for Failed: the scheduler's or kubelet's own).
+	Message string
+}
+
+// Decision is the machine's output for one pass.
+type Decision struct {
+	// Phase is PhaseOf(Conditions).
+	Phase Phase
+	// Conditions are Ready, Reconciling, Stalled, Scheduled, ServiceReady, with
+	// ObservedGeneration = Facts.Generation and no LastTransitionTime (the controller's
+	// meta.SetStatusCondition keeps or sets it).
+	Conditions []metav1.Condition
+	// Actions to take, in order.
+	Actions []Action
+	// RequeueAfter > 0 asks for another pass after that delay (watches on the Pod and Service
+	// trigger passes too).
+	RequeueAfter time.Duration
+	// Backoff is true when RequeueAfter is a failure backoff (Failed).
+	Backoff bool
+	// Image is the new status.image.
+	Image string
+	// UpgradeFinished is true when this pass ends an upgrade (Upgrading/Failed → Running with a
+	// new Pod); the controller sets status.lastUpgradeTime.
+	UpgradeFinished bool
+	// Event, when non-nil, is emitted on the Performer (phase changed, or the failure reason changed).
+	Event *Event
+}
+
+// TransitionError is returned by Decide and CheckTransition for a phase change the lifecycle
+// does not allow (see Transitions).
+type TransitionError struct {
+	From, To Phase
+}
+
+func (e *TransitionError) Error() string {
+	from := string(e.From)
+	if from == "" {
+		from = "(none)"
+	}
+	return fmt.Sprintf("illegal Performer phase transition %s → %s", from, e.To)
+}
+
+var allPhases = []Phase{
+	v1alpha1.PerformerPending, v1alpha1.PerformerCreating, v1alpha1.PerformerScheduling,
+	v1alpha1.PerformerRunning, v1alpha1.PerformerUpgrading, v1alpha1.PerformerFailed,
+	v1alpha1.PerformerTerminating,
+}
+
+// Transitions is the set of legal phase changes, From → {To}. A phase may always stay as it is.
+// Edges marked "seed" are drawn by seed 002 (skipping unobserved intermediate states along the
+// seed's forward path is allowed: a pass can see a Pod go from created to Ready). The others
+// are ours, for what a level-triggered controller observes in a real cluster:
+//
+//	(none)      → any (first pass, or status wiped: the world is observed afresh)
+//	Pending     → Creating (seed), Scheduling, Running, Failed (existing Pod adopted), Terminating
+//	Creating    → Scheduling (seed), Running, Failed (seed), Terminating,
+//	              Upgrading (spec changed while re-creating a lost Pod that had run)
+//	Scheduling  → Running (seed), Failed (seed), Terminating,
+//	              Creating (spec changed or Pod lost: re-create), Upgrading (as above)
+//	Running     → Upgrading (seed), Terminating (seed),
+//	              Creating (Pod lost), Scheduling (Pod or Service lost readiness), Failed (crash, eviction)
+//	Upgrading   → Running (seed), Failed (seed: new Pod cannot run), Terminating
+//	Failed      → Creating (seed: retry), Terminating,
+//	              Scheduling/Running (the scheduler's or kubelet's own retry succeeded),
+//	              Upgrading (retry of a failed upgrade)
+//	Terminating → nothing else (deletion cannot be undone)
+//
+// Nothing goes back to Pending, and Upgrading never falls back to Creating or Scheduling.
+var Transitions = func() map[Phase][]Phase {
+	m := map[Phase][]Phase{"": allPhases}
+	for _, from := range allPhases {
+		switch from {
+		case v1alpha1.PerformerTerminating:
+			m[from] = []Phase{v1alpha1.PerformerTerminating}
+		case v1alpha1.PerformerUpgrading:
+			m[from] = []Phase{v1alpha1.PerformerUpgrading, v1alpha1.PerformerRunning, v1alpha1.PerformerFailed, v1alpha1.PerformerTerminating}
+		case v1alpha1.PerformerPending:
+			m[from] = []Phase{v1alpha1.PerformerPending, v1alpha1.PerformerCreating, v1alpha1.PerformerScheduling, v1alpha1.PerformerRunning, v1alpha1.PerformerFailed, v1alpha1.PerformerTerminating}
+		default:
+			for _, to := range allPhases {
+				if to != v1alpha1.PerformerPending {
+					m[from] = append(m[from], to)
+				}
+			}
+		}
+	}
+	return m
+}()
+
+// CheckTransition returns a *TransitionError unless from → to is in Transitions.
+func CheckTransition(from, to Phase) error {
+	for _, p := range Transitions[from] {
+		if p == to {
+			return nil
+		}
+	}
+	return &TransitionError{From: from, To: to}
+}
+
+// reconcilingReasons maps the Reconciling=True reason to the in-progress phase it stands for.
+var reconcilingReasons = map[string]Phase{
+	ReasonPending:           v1alpha1.PerformerPending,
+	ReasonCreating:          v1alpha1.PerformerCreating,
+	ReasonScheduling:        v1alpha1.PerformerScheduling,
+	ReasonUpgradeInProgress: v1alpha1.PerformerUpgrading,
+	ReasonTerminating:       v1alpha1.PerformerTerminating,
+}
+
+// PhaseOf derives the phase from conditions: Ready=True → Running; Stalled=True → Failed;
+// Reconciling=True → the phase its reason names (Pending, Creating, Scheduling,
+// UpgradeInProgress → Upgrading, Terminating); otherwise "" (never reconciled, or conditions
+// written by someone else).
+func PhaseOf(conds []metav1.Condition) Phase {
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case v1alpha1.ConditionReady:
+			return v1alpha1.PerformerRunning
+		case v1alpha1.ConditionStalled:
+			return v1alpha1.PerformerFailed
+		}
+	}
+	for _, c := range conds {
+		if c.Type == v1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue {
+			return reconcilingReasons[c.Reason]
+		}
+	}
+	return ""
+}
+
+// state is the outcome of one pass before it is spelled out as conditions.
+type state struct {
+	phase   Phase
+	reason  string // the active condition's reason
+	message string
+}
+
+// imagePullReasons are kubelet waiting reasons meaning the image cannot be pulled.
+var imagePullReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"ErrImageNeverPull": true, "ImageInspectError": true, "RegistryUnavailable": true,
+	"SignatureValidationFailed": true,
+}
+
+// containerStartReasons are kubelet waiting reasons meaning the container cannot be created or
+// started, or keeps crashing.
+var containerStartReasons = map[string]bool{
+	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true,
+	"RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
+	"PreCreateHookError": true, "ContainerCannotRun": true,
+}
+
+// Decide runs one pass of the lifecycle. It is total over Facts: every combination yields a
+// Decision, except that a phase change outside Transitions (possible only if the conditions in
+// Facts were not written by this machine) is a *TransitionError and the Decision must not be
+// acted upon.
+func Decide(f Facts) (Decision, error) {
+	prev := PhaseOf(f.Conditions)
+	d := Decision{Image: f.RunningImage}
+	pod := f.Pod
+	ownPod := pod != nil && !pod.Foreign
+	var st state
+
+	switch {
+	case f.Deleting:
+		st = terminate(f, &d)
+	case !f.HasFinalizer && (prev == "" || prev == v1alpha1.PerformerPending):
+		// Seed: [*] → Pending; the finalizer goes on before anything is created, so the owned
+		// objects are always cleaned up.
+		st = state{v1alpha1.PerformerPending, ReasonPending, "adding finalizer " + v1alpha1.Finalizer}
+		d.Actions = []Action{ActionAddFinalizer}
+	default:
+		if !f.HasFinalizer {
+			d.Actions = append(d.Actions, ActionAddFinalizer) // removed by someone: put it back
+		}
+		if !f.Service.Foreign && !f.Service.UpToDate && f.SpecError == "" {
+			d.Actions = append(d.Actions, ActionEnsureService)
+		}
+		upgrading := prev != v1alpha1.PerformerPending && f.RunningImage != "" &&
+			(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
+				(ownPod && pod.SpecHash != f.DesiredHash))
+		// progress is the in-progress state: Upgrading whenever an upgrade is under way,
+		// otherwise the given phase.
+		progress := func(p Phase, reason, msg string) state {
+			if upgrading {
+				return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
+			}
+			return state{p, reason, msg}
+		}
+		switch {
+		case f.SpecError != "":
+			st = failed(ReasonInvalidSpec, f.SpecError)
+		case f.Service.Foreign:
+			st = failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
+		case pod != nil && pod.Foreign:
+			st = failed(ReasonOwnershipConflict, "a Pod with the performer's name exists and is not controlled by this Performer")
+		case pod == nil:
+			d.Actions = append(d.Actions, ActionCreatePod)
+			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the pod")
+		case pod.Deleting:
+			d.RequeueAfter = WaitPoll
+			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old pod to be deleted")
+		case pod.SpecHash != f.DesiredHash:
+			// Seed: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
+			d.Actions = append(d.Actions, ActionDeletePod)
+			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: deleting the pod to re-create it")
+		case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
+			// Seed: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
+			d.Actions = append(d.Actions, ActionDeletePod)
+			st = failed(ReasonPodFailed, podFailedMessage(pod))
+		default:
+			if s, ok := podFailure(pod); ok {
+				st = s
+			} else if pod.Ready && f.Service.UpToDate {
+				st = state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
+				d.Image = f.DesiredImage
+				d.UpgradeFinished = upgrading
+			} else {
+				st = progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
+			}
+		}
+	}
+
+	if st.phase == v1alpha1.PerformerFailed {
+		d.Backoff = true
+		d.RequeueAfter = backoff(f)
+	}
+	d.Conditions = conditions(f, st)
+	d.Phase = PhaseOf(d.Conditions)
+	if err := CheckTransition(prev, d.Phase); err != nil {
+		return Decision{}, err
+	}
+	d.Event = event(f.Conditions, prev, st)
+	return d, nil
+}
+
+// terminate is the Terminating pass (seed: Terminating → ServiceCleanup → PodCleanup → [*]).
+func terminate(f Facts, d *Decision) state {
+	st := state{v1alpha1.PerformerTerminating, ReasonTerminating, ""}
+	if !f.HasFinalizer {
+		st.message = "waiting for the API server to remove the Performer"
+		return st
+	}
+	svcLeft := f.Service.Exists && !f.Service.Foreign
+	podLeft := f.Pod != nil && !f.Pod.Foreign
+	if svcLeft {
+		d.Actions = append(d.Actions, ActionDeleteService)
+	}
+	if podLeft && !f.Pod.Deleting {
+		d.Actions = append(d.Actions, ActionDeletePod)
+	}
+	switch {
+	case svcLeft || podLeft:
+		var left []string
+		if svcLeft {
+			left = append(left, "service")
+		}
+		if podLeft {
+			left = append(left, "pod")
+		}
+		st.message = "deleting the " + strings.Join(left, " and ")
+		d.RequeueAfter = WaitPoll
+	default:
+		d.Actions = append(d.Actions, ActionRemoveFinalizer)
+		st.message = "service and pod deleted; removing finalizer " + v1alpha1.Finalizer
+	}
+	return st
+}
+
+func failed(reason, msg string) state {
+	return state{v1alpha1.PerformerFailed, reason, msg}
+}
+
+// podFailure reports a non-terminal Pod that cannot progress: unschedulable (scheduler's
+// message verbatim), image pull errors and container start errors (kubelet's reason and
+// message verbatim).
+func podFailure(p *Pod) (state, bool) {
+	if p.NodeName == "" && p.Scheduled.Status == corev1.ConditionFalse && p.Scheduled.Reason == corev1.PodReasonUnschedulable {
+		return failed(unschedulableReason(p.Scheduled.Message), p.Scheduled.Message), true
+	}
+	for _, c := range p.Containers {
+		if w := c.Waiting; w != nil && imagePullReasons[w.Reason] {
+			return failed(ReasonImagePullFailed, containerMessage(c.Name, w)), true
+		}
+	}
+	for _, c := range p.Containers {
+		if w := c.Waiting; w != nil && containerStartReasons[w.Reason] {
+			msg := containerMessage(c.Name, w)
+			if lt := c.LastTerminated; lt != nil {
+				msg += "; last terminated: " + terminatedMessage(lt)
+			}
+			return failed(ReasonContainerStartFailed, msg), true
+		}
+		if t := c.Terminated; t != nil && t.ExitCode != 0 {
+			return failed(ReasonContainerStartFailed, fmt.Sprintf("container %s terminated: %s", c.Name, terminatedMessage(t))), true
+		}
+	}
+	return state{}, false
+}
+
+// unschedulableReason tells resource exhaustion ("0/7 nodes are available: 3 Insufficient
+// nvidia.com/gpu, ...": seed's HardwareValidation → Failed) from no matching node at all
+// (selectors, taints, runtime class: seed's NodeSelection → Failed).
+func unschedulableReason(msg string) string {
+	if strings.Contains(msg, "Insufficient ") {
+		return ReasonHardwareUnavailable
+	}
+	return ReasonSchedulingFailed
+}
+
+func containerMessage(name string, s *ContainerState) string {
+	if s.Message == "" {
+		return fmt.Sprintf("container %s: %s", name, s.Reason)
+	}
+	return fmt.Sprintf("container %s: %s: %s", name, s.Reason, s.Message)
+}
+
+func terminatedMessage(t *ContainerState) string {
+	msg := fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+	if t.Message != "" {
+		msg += ": " + t.Message
+	}
+	return msg
+}
+
+func podFailedMessage(p *Pod) string {
+	msg := fmt.Sprintf("pod %s", p.Phase)
+	if p.Reason != "" {
+		msg += ": " + p.Reason
+	}
+	if p.Message != "" {
+		msg += ": " + p.Message
+	}
+	for _, c := range p.Containers {
+		if t := c.Terminated; t != nil {
+			msg += fmt.Sprintf("; container %s terminated: %s", c.Name, terminatedMessage(t))
+		}
+	}
+	return msg + "; re-creating it"
+}
+
+func readyMessage(p *Pod) string {
+	return "pod is Ready on node " + p.NodeName
+}
+
+func progressMessage(p *Pod, svc Service) string {
+	switch {
+	case p.NodeName == "" && p.Scheduled.Status != corev1.ConditionTrue:
+		if p.Scheduled.Message != "" {
+			return "waiting for the scheduler: " + p.Scheduled.Message
+		}
+		return "waiting for the scheduler"
+	case !p.Ready:
+		msg := "pod bound to node " + p.NodeName + ", waiting for it to become Ready"
+		for _, c := range p.Containers {
+			if c.Waiting != nil && c.Waiting.Reason != "" {
+				msg += "; " + containerMessage(c.Name, c.Waiting)
+			}
+		}
+		return msg
+	case !svc.Exists:
+		return "pod is Ready; creating the service"
+	default:
+		return "pod is Ready; updating the service"
+	}
+}
+
+// backoff is the Failed re-check delay: how long Stalled has been True, within [BackoffMin, BackoffMax].
+func backoff(f Facts) time.Duration {
+	var since time.Duration
+	for _, c := range f.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			since = f.Now.Sub(c.LastTransitionTime.Time)
+		}
+	}
+	return min(max(since, BackoffMin), BackoffMax)
+}
+
+// conditions spells a state out as the five conditions.
+func conditions(f Facts, st state) []metav1.Condition {
+	cond := func(t string, on bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if on {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: f.Generation}
+	}
+	out := []metav1.Condition{
+		cond(v1alpha1.ConditionReady, st.phase == v1alpha1.PerformerRunning, st.reason, st.message),
+		cond(v1alpha1.ConditionReconciling, st.phase != v1alpha1.PerformerRunning && st.phase != v1alpha1.PerformerFailed, st.reason, st.message),
+		cond(v1alpha1.ConditionStalled, st.phase == v1alpha1.PerformerFailed, st.reason, st.message),
+	}
+
+	p := f.Pod
+	switch {
+	case p == nil:
+		out = append(out, cond(ConditionScheduled, false, ReasonPodAbsent, "no pod"))
+	case p.Foreign:
+		out = append(out, cond(ConditionScheduled, false, ReasonOwnershipConflict, "the pod is not controlled by this Performer"))
+	case p.NodeName != "" || p.Scheduled.Status == corev1.ConditionTrue:
+		out = append(out, cond(ConditionScheduled, true, ReasonScheduled, "bound to node "+p.NodeName))
+	case p.Scheduled.Status == corev1.ConditionFalse && p.Scheduled.Reason == corev1.PodReasonUnschedulable:
+		out = append(out, cond(ConditionScheduled, false, unschedulableReason(p.Scheduled.Message), p.Scheduled.Message))
+	default:
+		out = append(out, cond(ConditionScheduled, false, ReasonWaitingForScheduler, "waiting for the scheduler"))
+	}
+
+	s := f.Service
+	switch {
+	case s.Foreign:
+		out = append(out, cond(ConditionServiceReady, false, ReasonOwnershipConflict, "the service is not controlled by this Performer"))
+	case !s.Exists:
+		out = append(out, cond(ConditionServiceReady, false, ReasonServiceMissing, "no service"))
+	case !s.UpToDate:
+		out = append(out, cond(ConditionServiceReady, false, ReasonServiceOutOfDate, "the service's ports or selector differ from the spec"))
+	default:
+		out = append(out, cond(ConditionServiceReady, true, ReasonServiceReady, "service routes the grpc port to the pod"))
+	}
+	return out
+}
+
+// event returns the Event for this pass: on a phase change, or when a Failed Performer fails
+// for a different reason or with a different message.
+func event(prevConds []metav1.Condition, prev Phase, st state) *Event {
+	typ := corev1.EventTypeNormal
+	if st.phase == v1alpha1.PerformerFailed {
+		typ = corev1.EventTypeWarning
+	}
+	ev := &Event{Type: typ, Reason: st.reason, Message: st.message}
+	if prev != st.phase {
+		return ev
+	}
+	if st.phase == v1alpha1.PerformerFailed {
+		for _, c := range prevConds {
+			if c.Type == v1alpha1.ConditionStalled && (c.Reason != st.reason || c.Message != st.message) {
+				return ev
+			}
+		}
+	}
+	return nil
+}
