@@ -111,6 +111,8 @@ create() {
   exec 8>"$tools_cache/cluster-create.lock"
   flock 8
   log "creating $name (kwok, binary runtime)"
+  # 8>&- 9>&- here and below: kwokctl forks the components, which must not inherit
+  # (and hold forever) our lock file descriptors.
   kwokctl --name "$name" --config "$manifests/kwokctl.yaml" create cluster \
     --runtime binary \
     --etcd-binary "$bin/etcd" \
@@ -118,7 +120,7 @@ create() {
     --kube-controller-manager-binary "$bin/kube-controller-manager" \
     --kube-scheduler-binary "$bin/kube-scheduler" \
     --kwok-controller-binary "$bin/kwok" \
-    --kubeconfig "" --quiet-pull >"$state/kwokctl.log" 2>&1 ||
+    --kubeconfig "" --quiet-pull >"$state/kwokctl.log" 2>&1 8>&- 9>&- ||
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed"; }
   install_kubeconfig
   wait_for "the API server" healthy
@@ -135,7 +137,7 @@ restart() {
   exec 8>"$tools_cache/cluster-create.lock"
   flock 8
   log "restarting $name"
-  kwokctl --name "$name" start cluster >"$state/kwokctl.log" 2>&1 || true
+  kwokctl --name "$name" start cluster >"$state/kwokctl.log" 2>&1 8>&- 9>&- || true
   install_kubeconfig
   local t=$timeout; timeout=30
   local ok=0; (wait_for "the API server" healthy) && ok=1
@@ -205,7 +207,7 @@ up() {
 down_locked() {
   if [ -d "$clusterdir" ]; then
     log "deleting $name"
-    if ! kwokctl --name "$name" delete cluster --kubeconfig "" >"$state/kwokctl-delete.log" 2>&1; then
+    if ! kwokctl --name "$name" delete cluster --kubeconfig "" >"$state/kwokctl-delete.log" 2>&1 8>&- 9>&-; then
       cat "$state/kwokctl-delete.log" >&2
       log "kwokctl delete cluster failed; stopping the components by pid"
       local c pid

@@ -14,7 +14,8 @@ case ${1:-status} in
     if alive; then echo "reconciler already running (pid $(cat "$pidfile"), log $logfile)"; exit 0; fi
     [ -f "$KUBECONFIG_PATH" ] || { echo "no cluster: run 'make cluster' first" >&2; exit 1; }
     nohup "$BIN/gantry-reconciler" --kubeconfig "$KUBECONFIG_PATH" \
-      --metrics-bind-address=0 --health-probe-bind-address=0 >"$logfile" 2>&1 &
+      --metrics-bind-address=0 --health-probe-bind-address=0 \
+      --zap-time-encoding=rfc3339nano >"$logfile" 2>&1 &
     echo $! >"$pidfile"
     # Ready once it has applied its CRDs: the performers CRD is Established.
     for _ in $(seq 1 120); do

@@ -216,7 +216,7 @@ func waitLatency() []float64 {
 }
 
 // reconcilerRunningTimes reads the reconciler's JSON log and returns, per "namespace/name",
-// the time of the last status write with phase Running.
+// the time of the last status write with phase Running (the reconciler's "phase" line).
 func reconcilerRunningTimes(path string) map[string]time.Time {
 	out := map[string]time.Time{}
 	f, err := os.Open(path)
@@ -226,17 +226,24 @@ func reconcilerRunningTimes(path string) map[string]time.Time {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var l map[string]any
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l["msg"] != "status written" || l["phase"] != "Running" {
+		// The "phase" line follows the status write that set the phase (rfc3339nano timestamps:
+		// hack/reconciler.sh starts the reconciler with --zap-time-encoding=rfc3339nano).
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l["msg"] != "phase" || l["phase"] != "Running" {
 			continue
 		}
-		ts, _ := l["ts"].(float64)
+		ts, _ := l["ts"].(string)
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			continue
+		}
 		key := fmt.Sprint(l["namespace"], "/", l["name"])
-		out[key] = time.Unix(0, int64(ts*1e9))
+		out[key] = t
 	}
 	return out
 }
 
-var tflogLine = regexp.MustCompile(`^(\S+) \[DEBUG\] provider\.terraform-provider-gantry[^:]*: wait done: .*object=(\S+)`)
+// tflogLine matches the provider's "Performer is Running" line, logged as Create's wait returns.
+var tflogLine = regexp.MustCompile(`^(\S+) \[INFO\]\s+provider\.terraform-provider-gantry[^:]*: Performer is Running: .*performer=(\S+)`)
 
 // providerWaitDoneTimes reads Terraform's provider log and returns, per "namespace/name",
 // the time the wait engine returned.

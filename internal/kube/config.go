@@ -88,10 +88,10 @@ type Settings struct {
 	ProxyURL string
 	// Exec configures a client-go credential plugin; nil means none.
 	Exec *ExecSettings
-	// QPS is the client's sustained request rate in requests/second; 0 means unset
+	// QPS is the client's sustained request rate in requests/second (>= 1); 0 means unset
 	// (GANTRY_QPS, else DefaultQPS).
 	QPS float32
-	// Burst is the client's request burst; 0 means unset (GANTRY_BURST, else DefaultBurst).
+	// Burst is the client's request burst (>= 1); 0 means unset (GANTRY_BURST, else DefaultBurst).
 	Burst int
 	// UserAgent is sent with every request; empty means client-go's default.
 	UserAgent string
@@ -157,8 +157,8 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 		s.QPS = DefaultQPS
 		if v, ok := lookup(EnvQPS); ok && v != "" {
 			f, err := strconv.ParseFloat(v, 32)
-			if err != nil || f <= 0 {
-				return s, fmt.Errorf("%s=%q: want a number > 0", EnvQPS, v)
+			if err != nil || f < 1 {
+				return s, fmt.Errorf("%s=%q: want a number >= 1 (requests per second)", EnvQPS, v)
 			}
 			s.QPS = float32(f)
 		}
@@ -167,8 +167,8 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 		s.Burst = DefaultBurst
 		if v, ok := lookup(EnvBurst); ok && v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return s, fmt.Errorf("%s=%q: want an integer > 0", EnvBurst, v)
+			if err != nil || n < 1 {
+				return s, fmt.Errorf("%s=%q: want an integer >= 1", EnvBurst, v)
 			}
 			s.Burst = n
 		}

@@ -1,0 +1,578 @@
+package performer
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+const (
+	imgA  = "ghcr.io/acme/performer:1.0"
+	imgB  = "ghcr.io/acme/performer:2.0"
+	hashA = "hash-a"
+	hashB = "hash-b"
+
+	insufficient = "0/7 nodes are available: 3 Insufficient nvidia.com/gpu, 4 node(s) didn't match Pod's node affinity/selector. preemption: 0/7 nodes are available: 3 No preemption victims found for incoming pod, 4 Preemption is not helpful for scheduling."
+	noMatch      = "0/7 nodes are available: 7 node(s) didn't match Pod's node affinity/selector. preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// was returns the conditions the machine writes for a phase with the given active reason, as
+// the previous pass's memory.
+func was(phase Phase, reason string) []metav1.Condition {
+	return wasMsg(phase, reason, "previous")
+}
+
+func wasMsg(phase Phase, reason, msg string) []metav1.Condition {
+	c := conditions(Facts{Generation: 1}, state{phase, reason, msg})
+	for i := range c {
+		c[i].LastTransitionTime = metav1.NewTime(t0)
+	}
+	return c
+}
+
+var (
+	wasPending     = was(v1alpha1.PerformerPending, ReasonPending)
+	wasCreating    = was(v1alpha1.PerformerCreating, ReasonCreating)
+	wasScheduling  = was(v1alpha1.PerformerScheduling, ReasonScheduling)
+	wasRunning     = was(v1alpha1.PerformerRunning, ReasonPodReady)
+	wasUpgrading   = was(v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress)
+	wasFailed      = was(v1alpha1.PerformerFailed, ReasonHardwareUnavailable)
+	wasTerminating = was(v1alpha1.PerformerTerminating, ReasonTerminating)
+)
+
+// Pod builders: a Pod of spec hash h in various states.
+func podNew(h string) *Pod { return &Pod{SpecHash: h, Phase: corev1.PodPending} }
+
+func podUnschedulable(h, msg string) *Pod {
+	p := podNew(h)
+	p.Scheduled = PodCondition{Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}
+	return p
+}
+
+func podBound(h string, waiting ...string) *Pod {
+	p := podNew(h)
+	p.NodeName = "gantry-gpu-2"
+	p.Scheduled = PodCondition{Status: corev1.ConditionTrue}
+	c := Container{Name: ContainerName}
+	if len(waiting) == 2 {
+		c.Waiting = &ContainerState{Reason: waiting[0], Message: waiting[1]}
+	}
+	p.Containers = []Container{c}
+	return p
+}
+
+func podReady(h string) *Pod {
+	p := podBound(h)
+	p.Phase = corev1.PodRunning
+	p.Ready = true
+	return p
+}
+
+func podDeleting(p *Pod) *Pod { p.Deleting = true; return p }
+
+var (
+	svcOK      = Service{Exists: true, UpToDate: true}
+	svcMissing = Service{}
+)
+
+func acts(a ...Action) []Action { return a }
+
+func TestDecide(t *testing.T) {
+	type want struct {
+		phase   Phase
+		reason  string // the active condition's reason
+		msg     string // substring of the active condition's message
+		actions []Action
+		image   string
+		requeue time.Duration
+		upgrade bool
+		event   string // "", Normal or Warning
+	}
+	base := func(conds []metav1.Condition, pod *Pod, svc Service) Facts {
+		return Facts{
+			Now: t0.Add(10 * time.Second), Generation: 2, HasFinalizer: true, Conditions: conds,
+			DesiredImage: imgA, DesiredHash: hashA, Pod: pod, Service: svc,
+		}
+	}
+	with := func(f Facts, mod func(*Facts)) Facts { mod(&f); return f }
+	crash := podBound(hashA, "CrashLoopBackOff", "back-off 10s restarting failed container=performer pod=performer-x_ns(uid)")
+	crash.Containers[0].LastTerminated = &ContainerState{Reason: "Error", ExitCode: 1}
+	exited := podBound(hashA)
+	exited.Containers[0].Terminated = &ContainerState{Reason: "Error", ExitCode: 2, Message: "panic: no config"}
+	evicted := podReady(hashA)
+	evicted.Phase, evicted.Ready, evicted.Reason, evicted.Message = corev1.PodFailed, false, "Evicted", "The node was low on resource: memory."
+
+	tests := []struct {
+		name string
+		f    Facts
+		want want
+	}{
+		// Seed: [*] → Pending → Creating.
+		{"[*] → Pending: add the finalizer first",
+			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
+			want{phase: v1alpha1.PerformerPending, reason: ReasonPending, actions: acts(ActionAddFinalizer), event: "Normal"}},
+		{"Pending → Pending while the finalizer update is in flight",
+			with(base(wasPending, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
+			want{phase: v1alpha1.PerformerPending, reason: ReasonPending, actions: acts(ActionAddFinalizer)}},
+		{"Pending → Creating: service, then pod",
+			base(wasPending, nil, svcMissing),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionEnsureService, ActionCreatePod), event: "Normal"}},
+		// Seed: Creating → PodCreation → Scheduling → NodeSelection → ... → Running.
+		{"Creating → Scheduling: pod submitted to the scheduler",
+			base(wasCreating, podNew(hashA), svcOK),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "waiting for the scheduler", event: "Normal"}},
+		{"Scheduling → Scheduling: bound, image pulling (ImagePull/ContainerStart sub-states)",
+			base(wasScheduling, podBound(hashA, "ContainerCreating", ""), svcOK),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "bound to node gantry-gpu-2"}},
+		{"Scheduling → Scheduling: pod Ready, service being created (ServiceCreation)",
+			base(wasScheduling, podReady(hashA), svcMissing),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "creating the service", actions: acts(ActionEnsureService)}},
+		{"Scheduling → Running: pod Ready and service ready",
+			base(wasScheduling, podReady(hashA), svcOK),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, msg: "gantry-gpu-2", image: imgA, event: "Normal"}},
+		{"Creating → Running: intermediate states not observed",
+			base(wasCreating, podReady(hashA), svcOK),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
+		{"Pending → Running: an existing pod adopted",
+			base(wasPending, podReady(hashA), svcOK),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
+		// Seed: NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed.
+		{"Scheduling → Failed: HardwareValidation (Insufficient nvidia.com/gpu), scheduler message verbatim",
+			base(wasScheduling, podUnschedulable(hashA, insufficient), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, msg: insufficient, requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: NodeSelection (no node matches)",
+			base(wasScheduling, podUnschedulable(hashA, noMatch), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonSchedulingFailed, msg: noMatch, requeue: BackoffMin, event: "Warning"}},
+		{"Creating → Failed: unschedulable seen on the first look",
+			base(wasCreating, podUnschedulable(hashA, insufficient), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ImagePull (ErrImagePull)",
+			base(wasScheduling, podBound(hashA, "ErrImagePull", `failed to pull and unpack image "ghcr.io/acme/performer:1.0": not found`), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonImagePullFailed, msg: `container performer: ErrImagePull: failed to pull and unpack image "ghcr.io/acme/performer:1.0": not found`, requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ImagePull (ImagePullBackOff)",
+			base(wasScheduling, podBound(hashA, "ImagePullBackOff", `Back-off pulling image "ghcr.io/acme/performer:1.0"`), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonImagePullFailed, msg: `Back-off pulling image "ghcr.io/acme/performer:1.0"`, requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ImagePull (InvalidImageName)",
+			base(wasScheduling, podBound(hashA, "InvalidImageName", `Failed to apply default image tag "Bad//Name": couldn't parse image name`), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonImagePullFailed, msg: "couldn't parse image name", requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ContainerStart (CrashLoopBackOff, last exit shown)",
+			base(wasScheduling, crash, svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, msg: "CrashLoopBackOff: back-off 10s restarting failed container=performer pod=performer-x_ns(uid); last terminated: Error (exit code 1)", requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ContainerStart (CreateContainerConfigError)",
+			base(wasScheduling, podBound(hashA, "CreateContainerConfigError", `secret "avs-keys" not found`), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, msg: `CreateContainerConfigError: secret "avs-keys" not found`, requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ContainerStart (RunContainerError)",
+			base(wasScheduling, podBound(hashA, "RunContainerError", "exec: \"/performer\": no such file"), svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, msg: "RunContainerError", requeue: BackoffMin, event: "Warning"}},
+		{"Scheduling → Failed: ContainerStart (terminated with error)",
+			base(wasScheduling, exited, svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, msg: "container performer terminated: Error (exit code 2): panic: no config", requeue: BackoffMin, event: "Warning"}},
+		{"Failed → Failed: still unschedulable, backoff grows with time failed, no new event",
+			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) {
+				f.Now = t0.Add(40 * time.Second)
+				f.Conditions = wasMsg(v1alpha1.PerformerFailed, ReasonHardwareUnavailable, insufficient)
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, requeue: 40 * time.Second}},
+		{"Failed → Failed: a different failure is a new Warning event",
+			with(base(wasFailed, podUnschedulable(hashA, noMatch), svcOK), func(f *Facts) {
+				f.Conditions = wasMsg(v1alpha1.PerformerFailed, ReasonHardwareUnavailable, insufficient)
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonSchedulingFailed, requeue: 10 * time.Second, event: "Warning"}},
+		{"Failed → Failed: backoff capped",
+			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.Now = t0.Add(time.Hour) }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, requeue: BackoffMax, event: "Warning"}},
+		// Seed: Failed → Creating (retry with backoff).
+		{"Failed → Creating: spec fixed (gpuCount lowered): delete the unschedulable pod",
+			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Failed → Creating: terminal pod deleted, re-create",
+			base(wasFailed, nil, svcOK),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionCreatePod), event: "Normal"}},
+		{"Failed → Scheduling: the scheduler's own retry placed the pod",
+			base(wasFailed, podBound(hashA, "ContainerCreating", ""), svcOK),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, event: "Normal"}},
+		{"Failed → Running: the kubelet's own retry pulled the image",
+			base(wasFailed, podReady(hashA), svcOK),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
+		{"Failed → Failed: terminal pod (PodFailed) is deleted to be re-created",
+			base(wasFailed, evicted, svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, msg: "pod Failed: Evicted: The node was low on resource: memory.", actions: acts(ActionDeletePod), requeue: 10 * time.Second, event: "Warning"}},
+		// Running steady state and losses.
+		{"Running → Running: nothing to do",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA}},
+		{"Running → Running: finalizer removed by someone is put back",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA; f.HasFinalizer = false }),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, actions: acts(ActionAddFinalizer)}},
+		{"Running → Creating: pod lost, re-create",
+			with(base(wasRunning, nil, svcOK), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, image: imgA, actions: acts(ActionCreatePod), event: "Normal"}},
+		{"Running → Scheduling: service lost, re-create it",
+			with(base(wasRunning, podReady(hashA), svcMissing), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, image: imgA, actions: acts(ActionEnsureService), event: "Normal"}},
+		{"Running → Scheduling: service out of date (grpcPort changed)",
+			with(base(wasRunning, podReady(hashA), Service{Exists: true}), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, image: imgA, msg: "updating the service", actions: acts(ActionEnsureService), event: "Normal"}},
+		{"Running → Failed: the container crashes",
+			with(base(wasRunning, crash, svcOK), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, image: imgA, requeue: BackoffMin, event: "Warning"}},
+		{"Running → Failed: pod evicted, delete it to re-create",
+			with(base(wasRunning, evicted, svcOK), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, image: imgA, actions: acts(ActionDeletePod), requeue: BackoffMin, event: "Warning"}},
+		// Seed: Running → Upgrading → PodRecreation → Running.
+		{"Running → Upgrading: image changed, delete the old pod",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, msg: "upgrading from " + imgA + " to " + imgB, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Running → Upgrading: env-only change (same image, new spec hash)",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Upgrading → Upgrading: old pod terminating",
+			with(base(wasUpgrading, podDeleting(podReady(hashA)), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, requeue: WaitPoll}},
+		{"Upgrading → Upgrading: PodRecreation (no pod: create, not Creating)",
+			with(base(wasUpgrading, nil, svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionCreatePod)}},
+		{"Upgrading → Upgrading: env-only upgrade stays Upgrading while no pod exists",
+			with(base(wasUpgrading, nil, svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionCreatePod)}},
+		{"Upgrading → Upgrading: new pod scheduling",
+			with(base(wasUpgrading, podBound(hashB, "ContainerCreating", ""), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA}},
+		{"Upgrading → Running: new pod Ready, status.image is the new image",
+			with(base(wasUpgrading, podReady(hashB), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgB, upgrade: true, event: "Normal"}},
+		{"Upgrading → Failed: the new image cannot be pulled",
+			with(base(wasUpgrading, podBound(hashB, "ImagePullBackOff", `Back-off pulling image "`+imgB+`"`), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonImagePullFailed, image: imgA, requeue: BackoffMin, event: "Warning"}},
+		{"Failed → Upgrading: a failed upgrade retried with a fixed image",
+			with(base(wasFailed, podBound(hashB, "ImagePullBackOff", "x"), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = "hash-c" }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Failed → Upgrading: a failed upgrade reverted to the running image",
+			with(base(wasFailed, podBound(hashB, "ImagePullBackOff", "x"), svcOK), func(f *Facts) { f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Failed → Running: a failed upgrade whose image became pullable finishes the upgrade",
+			with(base(wasFailed, podReady(hashB), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgB, upgrade: true, event: "Normal"}},
+		{"Scheduling → Creating: spec changed before the first pod ran",
+			with(base(wasScheduling, podNew(hashA), svcOK), func(f *Facts) { f.DesiredHash = hashB }),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionDeletePod), event: "Normal"}},
+		{"Creating → Creating: waiting for a deleted pod to go",
+			base(wasCreating, podDeleting(podNew(hashB)), svcOK),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, requeue: WaitPoll}},
+		// Seed: Running → Terminating → ServiceCleanup → PodCleanup → [*].
+		{"Running → Terminating: delete service, then pod",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.Deleting = true; f.RunningImage = imgA }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, image: imgA, actions: acts(ActionDeleteService, ActionDeletePod), requeue: WaitPoll, event: "Normal"}},
+		{"Terminating → Terminating: waiting for the pod to go",
+			with(base(wasTerminating, podDeleting(podReady(hashA)), svcMissing), func(f *Facts) { f.Deleting = true }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, msg: "deleting the pod", requeue: WaitPoll}},
+		{"Terminating → [*]: all gone, remove the finalizer",
+			with(base(wasTerminating, nil, svcMissing), func(f *Facts) { f.Deleting = true }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, actions: acts(ActionRemoveFinalizer)}},
+		{"Pending → Terminating: deleted before anything was created",
+			with(base(wasPending, nil, svcMissing), func(f *Facts) { f.Deleting = true }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, actions: acts(ActionRemoveFinalizer), event: "Normal"}},
+		{"Failed → Terminating: foreign objects are left alone",
+			with(base(wasFailed, &Pod{Foreign: true}, Service{Exists: true, Foreign: true}), func(f *Facts) { f.Deleting = true }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, actions: acts(ActionRemoveFinalizer), event: "Normal"}},
+		{"Terminating without finalizer: nothing to do",
+			with(base(wasTerminating, nil, svcMissing), func(f *Facts) { f.Deleting = true; f.HasFinalizer = false }),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating}},
+		// Failures of our own making.
+		{"Creating → Failed: spec cannot be honoured (InvalidSpec), nothing created",
+			with(base(wasCreating, nil, svcMissing), func(f *Facts) {
+				f.SpecError = `spec.scheduling.nodeSelector["nvidia.com/gpu.product"] is "A" but spec.hardwareRequirements.gpuType requires "B"`
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonInvalidSpec, msg: "gpuType requires", requeue: BackoffMin, event: "Warning"}},
+		{"Pending → Failed: pod name taken by a foreign pod",
+			base(wasPending, &Pod{Foreign: true}, svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonOwnershipConflict, msg: "Pod", requeue: BackoffMin, event: "Warning"}},
+		{"Creating → Failed: service name taken by a foreign service",
+			base(wasCreating, nil, Service{Exists: true, Foreign: true}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonOwnershipConflict, msg: "Service", requeue: BackoffMin, event: "Warning"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Decide(tt.f)
+			if err != nil {
+				t.Fatalf("Decide: %v", err)
+			}
+			w := tt.want
+			if d.Phase != w.phase {
+				t.Errorf("phase = %s, want %s", d.Phase, w.phase)
+			}
+			active := activeCondition(d.Conditions)
+			if active.Reason != w.reason {
+				t.Errorf("reason = %s, want %s (message %q)", active.Reason, w.reason, active.Message)
+			}
+			if !strings.Contains(active.Message, w.msg) {
+				t.Errorf("message = %q, want it to contain %q", active.Message, w.msg)
+			}
+			if !reflect.DeepEqual(d.Actions, w.actions) {
+				t.Errorf("actions = %v, want %v", d.Actions, w.actions)
+			}
+			if d.Image != w.image {
+				t.Errorf("image = %q, want %q", d.Image, w.image)
+			}
+			if d.RequeueAfter != w.requeue {
+				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, w.requeue)
+			}
+			if d.Backoff != (w.phase == v1alpha1.PerformerFailed) {
+				t.Errorf("backoff = %v", d.Backoff)
+			}
+			if d.UpgradeFinished != w.upgrade {
+				t.Errorf("upgradeFinished = %v, want %v", d.UpgradeFinished, w.upgrade)
+			}
+			switch {
+			case w.event == "" && d.Event != nil:
+				t.Errorf("unexpected event %+v", *d.Event)
+			case w.event != "" && (d.Event == nil || d.Event.Type != w.event):
+				t.Errorf("event = %+v, want type %s", d.Event, w.event)
+			case d.Event != nil && (d.Event.Reason != active.Reason || d.Event.Message != active.Message):
+				t.Errorf("event %+v does not carry the active condition %s/%q", *d.Event, active.Reason, active.Message)
+			}
+			checkInvariants(t, tt.f, d)
+		})
+	}
+}
+
+func activeCondition(conds []metav1.Condition) metav1.Condition {
+	for _, c := range conds[:3] {
+		if c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func TestDecideScheduledAndServiceConditions(t *testing.T) {
+	f := Facts{Generation: 3, HasFinalizer: true, Conditions: wasScheduling, DesiredImage: imgA, DesiredHash: hashA,
+		Pod: podUnschedulable(hashA, insufficient), Service: Service{Exists: true}}
+	d, err := Decide(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]metav1.Condition{}
+	for _, c := range d.Conditions {
+		byType[c.Type] = c
+	}
+	if c := byType[ConditionScheduled]; c.Status != metav1.ConditionFalse || c.Reason != ReasonHardwareUnavailable || c.Message != insufficient {
+		t.Errorf("Scheduled = %+v", c)
+	}
+	if c := byType[ConditionServiceReady]; c.Status != metav1.ConditionFalse || c.Reason != ReasonServiceOutOfDate {
+		t.Errorf("ServiceReady = %+v", c)
+	}
+	f.Pod, f.Service = podReady(hashA), svcOK
+	d, _ = Decide(f)
+	byType = map[string]metav1.Condition{}
+	for _, c := range d.Conditions {
+		byType[c.Type] = c
+	}
+	if c := byType[ConditionScheduled]; c.Status != metav1.ConditionTrue || c.Reason != ReasonScheduled || !strings.Contains(c.Message, "gantry-gpu-2") {
+		t.Errorf("Scheduled = %+v", c)
+	}
+	if c := byType[ConditionServiceReady]; c.Status != metav1.ConditionTrue || c.Reason != ReasonServiceReady {
+		t.Errorf("ServiceReady = %+v", c)
+	}
+}
+
+// TestIllegalTransitions: transitions outside the lifecycle are typed errors, both from
+// CheckTransition and from Decide fed conditions the machine could not have written.
+func TestIllegalTransitions(t *testing.T) {
+	illegal := []struct{ from, to Phase }{
+		{v1alpha1.PerformerTerminating, v1alpha1.PerformerRunning},
+		{v1alpha1.PerformerTerminating, v1alpha1.PerformerCreating},
+		{v1alpha1.PerformerRunning, v1alpha1.PerformerPending},
+		{v1alpha1.PerformerFailed, v1alpha1.PerformerPending},
+		{v1alpha1.PerformerUpgrading, v1alpha1.PerformerCreating},
+		{v1alpha1.PerformerUpgrading, v1alpha1.PerformerScheduling},
+		{v1alpha1.PerformerUpgrading, v1alpha1.PerformerPending},
+		{v1alpha1.PerformerPending, v1alpha1.PerformerUpgrading},
+	}
+	for _, tt := range illegal {
+		err := CheckTransition(tt.from, tt.to)
+		var te *TransitionError
+		if !errors.As(err, &te) || te.From != tt.from || te.To != tt.to {
+			t.Errorf("CheckTransition(%s, %s) = %v, want TransitionError", tt.from, tt.to, err)
+		}
+	}
+	for _, from := range append([]Phase{""}, allPhases...) {
+		if err := CheckTransition(from, from); from != "" && err != nil {
+			t.Errorf("self transition %s rejected: %v", from, err)
+		}
+	}
+	// A Performer cannot leave Terminating: conditions saying Terminating on an object without
+	// a deletionTimestamp (written by someone else) are rejected, not acted upon.
+	_, err := Decide(Facts{Generation: 1, HasFinalizer: true, Conditions: wasTerminating, DesiredImage: imgA, DesiredHash: hashA, Pod: podReady(hashA), Service: svcOK})
+	var te *TransitionError
+	if !errors.As(err, &te) || te.From != v1alpha1.PerformerTerminating || te.To != v1alpha1.PerformerRunning {
+		t.Fatalf("Decide from Terminating = %v, want TransitionError Terminating → Running", err)
+	}
+}
+
+func TestPhaseOf(t *testing.T) {
+	for _, p := range allPhases {
+		reason := map[Phase]string{
+			v1alpha1.PerformerPending: ReasonPending, v1alpha1.PerformerCreating: ReasonCreating,
+			v1alpha1.PerformerScheduling: ReasonScheduling, v1alpha1.PerformerRunning: ReasonPodReady,
+			v1alpha1.PerformerUpgrading: ReasonUpgradeInProgress, v1alpha1.PerformerFailed: ReasonImagePullFailed,
+			v1alpha1.PerformerTerminating: ReasonTerminating,
+		}[p]
+		if got := PhaseOf(was(p, reason)); got != p {
+			t.Errorf("PhaseOf(%s conditions) = %s", p, got)
+		}
+	}
+	if got := PhaseOf(nil); got != "" {
+		t.Errorf("PhaseOf(nil) = %s", got)
+	}
+}
+
+// checkInvariants are the machine's invariants, checked on every table row and every fuzz step:
+//
+//  1. Conditions are exactly Ready, Reconciling, Stalled, Scheduled, ServiceReady, in order,
+//     each with ObservedGeneration = Generation and a valid reason (metav1.Condition's pattern).
+//  2. Exactly one of Ready, Reconciling, Stalled is True; Ready=True iff Running; Stalled=True
+//     iff Failed; the phase is PhaseOf(conditions); the active condition has a message.
+//  3. Terminating iff the Performer is being deleted; Pending only before the finalizer is on,
+//     and its only action is AddFinalizer.
+//  4. Actions make sense: no duplicates; CreatePod only when no Pod exists; DeletePod only on
+//     our Pod that is not already going; CreatePod and DeletePod never together; DeleteService
+//     and RemoveFinalizer only when deleting, RemoveFinalizer last and only when our Pod and
+//     Service are gone; AddFinalizer, EnsureService and CreatePod never when deleting.
+//  5. Running means our Pod of the current spec hash is Ready and the Service is up to date,
+//     and status.image is spec.image. status.image changes only then. Upgrading needs a
+//     previously running image. UpgradeFinished only with Running.
+//  6. Failed always backs off within [BackoffMin, BackoffMax]; nothing else is a backoff.
+//  7. A phase change always carries an Event; Warning iff Failed.
+func checkInvariants(t *testing.T, f Facts, d Decision) {
+	t.Helper()
+	types := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionScheduled, ConditionServiceReady}
+	if len(d.Conditions) != len(types) {
+		t.Fatalf("conditions = %+v", d.Conditions)
+	}
+	trues := 0
+	for i, c := range d.Conditions {
+		if c.Type != types[i] || c.ObservedGeneration != f.Generation || !validReason(c.Reason) {
+			t.Fatalf("condition %d = %+v", i, c)
+		}
+		if i < 3 && c.Status == metav1.ConditionTrue {
+			trues++
+			if c.Message == "" {
+				t.Fatalf("active condition %s has no message", c.Type)
+			}
+		}
+	}
+	if trues != 1 {
+		t.Fatalf("%d of Ready/Reconciling/Stalled are True: %+v", trues, d.Conditions)
+	}
+	isTrue := func(i int) bool { return d.Conditions[i].Status == metav1.ConditionTrue }
+	if isTrue(0) != (d.Phase == v1alpha1.PerformerRunning) || isTrue(2) != (d.Phase == v1alpha1.PerformerFailed) {
+		t.Fatalf("phase %s with Ready=%v Stalled=%v", d.Phase, isTrue(0), isTrue(2))
+	}
+	if d.Phase != PhaseOf(d.Conditions) || d.Phase == "" {
+		t.Fatalf("phase %s, PhaseOf %s", d.Phase, PhaseOf(d.Conditions))
+	}
+	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
+		t.Fatalf("deleting=%v phase=%s", f.Deleting, d.Phase)
+	}
+	if d.Phase == v1alpha1.PerformerPending && (f.HasFinalizer || !reflect.DeepEqual(d.Actions, []Action{ActionAddFinalizer})) {
+		t.Fatalf("Pending with finalizer=%v actions %v", f.HasFinalizer, d.Actions)
+	}
+
+	ownPod := f.Pod != nil && !f.Pod.Foreign
+	ownSvc := f.Service.Exists && !f.Service.Foreign
+	seen := map[Action]bool{}
+	for i, a := range d.Actions {
+		if seen[a] {
+			t.Fatalf("duplicate action %s in %v", a, d.Actions)
+		}
+		seen[a] = true
+		switch a {
+		case ActionCreatePod:
+			if f.Pod != nil || f.Deleting {
+				t.Fatalf("CreatePod with pod %+v deleting=%v", f.Pod, f.Deleting)
+			}
+		case ActionDeletePod:
+			if !ownPod || f.Pod.Deleting {
+				t.Fatalf("DeletePod on %+v", f.Pod)
+			}
+		case ActionDeleteService:
+			if !f.Deleting || !ownSvc {
+				t.Fatalf("DeleteService deleting=%v svc=%+v", f.Deleting, f.Service)
+			}
+		case ActionRemoveFinalizer:
+			if !f.Deleting || !f.HasFinalizer || ownPod || ownSvc || i != len(d.Actions)-1 {
+				t.Fatalf("RemoveFinalizer in %v with facts %+v", d.Actions, f)
+			}
+		case ActionAddFinalizer:
+			if f.Deleting || f.HasFinalizer {
+				t.Fatalf("AddFinalizer deleting=%v has=%v", f.Deleting, f.HasFinalizer)
+			}
+		case ActionEnsureService:
+			if f.Deleting || f.Service.Foreign {
+				t.Fatalf("EnsureService with %+v deleting=%v", f.Service, f.Deleting)
+			}
+		default:
+			t.Fatalf("unknown action %q", a)
+		}
+	}
+	if seen[ActionCreatePod] && seen[ActionDeletePod] {
+		t.Fatalf("create and delete pod together: %v", d.Actions)
+	}
+
+	if d.Phase == v1alpha1.PerformerRunning {
+		if !ownPod || !f.Pod.Ready || f.Pod.SpecHash != f.DesiredHash || !f.Service.UpToDate || d.Image != f.DesiredImage {
+			t.Fatalf("Running with facts %+v pod %+v → image %q", f, f.Pod, d.Image)
+		}
+	} else if d.Image != f.RunningImage {
+		t.Fatalf("image changed to %q in phase %s", d.Image, d.Phase)
+	}
+	if d.Phase == v1alpha1.PerformerUpgrading && f.RunningImage == "" {
+		t.Fatalf("Upgrading without a running image")
+	}
+	if d.UpgradeFinished && d.Phase != v1alpha1.PerformerRunning {
+		t.Fatalf("UpgradeFinished in %s", d.Phase)
+	}
+	if (d.Phase == v1alpha1.PerformerFailed) != d.Backoff {
+		t.Fatalf("backoff=%v in %s", d.Backoff, d.Phase)
+	}
+	if d.Backoff && (d.RequeueAfter < BackoffMin || d.RequeueAfter > BackoffMax) {
+		t.Fatalf("backoff %v out of bounds", d.RequeueAfter)
+	}
+	prev := PhaseOf(f.Conditions)
+	if prev != d.Phase && d.Event == nil {
+		t.Fatalf("phase %s → %s without event", prev, d.Phase)
+	}
+	if d.Event != nil && (d.Event.Type == corev1.EventTypeWarning) != (d.Phase == v1alpha1.PerformerFailed) {
+		t.Fatalf("event %+v in phase %s", *d.Event, d.Phase)
+	}
+}
+
+// validReason follows metav1.Condition's reason pattern ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$.
+func validReason(r string) bool {
+	if r == "" || len(r) > 1024 {
+		return false
+	}
+	for i, c := range r {
+		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		digit := c >= '0' && c <= '9'
+		switch {
+		case i == 0 && !letter:
+			return false
+		case !letter && !digit && c != '_' && c != ',' && c != ':':
+			return false
+		case i == len(r)-1 && (c == ',' || c == ':'):
+			return false
+		}
+	}
+	return true
+}

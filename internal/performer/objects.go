@@ -1,0 +1,260 @@
+package performer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
+)
+
+const (
+	// ContainerName is the performer container's name (seed 002: "performer").
+	ContainerName = "performer"
+	// PortName is the name of the gRPC container and Service port (seed 002: "grpc").
+	PortName = "grpc"
+	// ManagedBy is the value of the app.kubernetes.io/managed-by label on owned objects.
+	ManagedBy = "gantry-reconciler"
+	// AnnotationVersion on the Pod records spec.version (part of the spec hash).
+	AnnotationVersion = "gantry.dev/version"
+)
+
+// ObjectName is the name of a Performer's Pod and Service: performer-<name> (seed 002).
+func ObjectName(performer string) string { return "performer-" + performer }
+
+// GRPCPort is spec.grpcPort, or v1alpha1.DefaultGRPCPort (9090) when unset.
+func GRPCPort(p *v1alpha1.Performer) int32 {
+	if p.Spec.GRPCPort == 0 {
+		return v1alpha1.DefaultGRPCPort
+	}
+	return p.Spec.GRPCPort
+}
+
+// Endpoint is the Performer's gRPC endpoint: performer-<name>.<namespace>.svc.cluster.local:<port>
+// (seed 002's ponos CreatePerformer format; Hourglass's own status omitted the port).
+func Endpoint(p *v1alpha1.Performer) string {
+	return fmt.Sprintf("%s.%s.svc.cluster.local:%d", ObjectName(p.Name), p.Namespace, GRPCPort(p))
+}
+
+// Labels are the labels of a Performer's Pod and Service; the Service selects on
+// v1alpha1.LabelPerformer only.
+func Labels(p *v1alpha1.Performer) map[string]string {
+	return map[string]string{v1alpha1.LabelPerformer: p.Name, v1alpha1.LabelManagedBy: ManagedBy}
+}
+
+// DesiredPod builds the Pod a Performer asks for, without owner reference (the controller adds
+// it). The Pod carries the spec hash annotation (SpecHash of the Pod spec and spec.version): a
+// different hash on the live Pod means it must be re-created. The Performer's own labels are
+// copied to the Pod (Labels win on a clash); they are not part of the hash, so a label change
+// reaches the Pod when it is next created (this is how kwok's chaos labels, e.g.
+// image-pull-failed.stage.gantry.dev=true, reach a Performer's Pod in tests). Errors come from hardware.Place
+// and Placement.ContainerResources (*hardware.ConflictError, *hardware.InvalidError) and mean
+// the spec cannot be honoured.
+func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
+	pl, err := hardware.Place(p.Spec.HardwareRequirements, p.Spec.Scheduling)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.ContainerResources(p.Spec.Resources)
+	if err != nil {
+		return nil, err
+	}
+	port := GRPCPort(p)
+
+	names := make([]string, 0, len(p.Spec.Env))
+	for k := range p.Spec.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var env []corev1.EnvVar
+	for _, k := range names {
+		env = append(env, corev1.EnvVar{Name: k, Value: p.Spec.Env[k]})
+	}
+	for _, e := range p.Spec.EnvFrom {
+		v := corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{}}
+		switch {
+		case e.SecretKeyRef != nil:
+			v.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.SecretKeyRef.Name}, Key: e.SecretKeyRef.Key}
+		case e.ConfigMapKeyRef != nil:
+			v.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.ConfigMapKeyRef.Name}, Key: e.ConfigMapKeyRef.Key}
+		default:
+			return nil, &hardware.InvalidError{Field: fmt.Sprintf("spec.envFrom[%q]", e.Name), Detail: "exactly one of secretKeyRef or configMapKeyRef must be set"}
+		}
+		env = append(env, v)
+	}
+
+	pullPolicy := p.Spec.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = corev1.PullIfNotPresent
+	}
+	spec := corev1.PodSpec{
+		RestartPolicy:      corev1.RestartPolicyAlways,
+		ServiceAccountName: p.Spec.ServiceAccountName,
+		ImagePullSecrets:   append([]corev1.LocalObjectReference(nil), p.Spec.ImagePullSecrets...),
+		NodeSelector:       pl.NodeSelector,
+		Tolerations:        pl.Tolerations,
+		Affinity:           pl.Affinity,
+		RuntimeClassName:   pl.RuntimeClassName,
+		PriorityClassName:  pl.PriorityClassName,
+		Containers: []corev1.Container{{
+			Name:            ContainerName,
+			Image:           p.Spec.Image,
+			ImagePullPolicy: pullPolicy,
+			Command:         append([]string(nil), p.Spec.Command...),
+			Args:            append([]string(nil), p.Spec.Args...),
+			Env:             env,
+			Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+			Resources:       res,
+			// The gRPC server accepting connections is the readiness signal (Hourglass used
+			// gRPC health probes, which require every performer image to implement them).
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},
+				PeriodSeconds: 10,
+			},
+		}},
+	}
+	hash, err := SpecHash(spec, p.Spec.Version)
+	if err != nil {
+		return nil, err
+	}
+	annotations := map[string]string{v1alpha1.AnnotationSpecHash: hash}
+	if p.Spec.Version != "" {
+		annotations[AnnotationVersion] = p.Spec.Version
+	}
+	labels := make(map[string]string, len(p.Labels)+2)
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	for k, v := range Labels(p) {
+		labels[k] = v
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ObjectName(p.Name),
+			Namespace:   p.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
+		},
+		Spec: spec,
+	}, nil
+}
+
+// SpecHash is the hex SHA-256 (first 16 digits) of the JSON of a Pod spec as DesiredPod builds
+// it plus spec.version: the value of the gantry.dev/spec-hash annotation.
+func SpecHash(spec corev1.PodSpec, version string) (string, error) {
+	b, err := json.Marshal(struct {
+		Spec    corev1.PodSpec `json:"spec"`
+		Version string         `json:"version"`
+	}{spec, version})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16], nil
+}
+
+// DesiredService builds the ClusterIP Service performer-<name> on the gRPC port, selecting the
+// Performer's Pod by v1alpha1.LabelPerformer; no owner reference (the controller adds it).
+func DesiredService(p *v1alpha1.Performer) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ObjectName(p.Name),
+			Namespace: p.Namespace,
+			Labels:    Labels(p),
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: map[string]string{v1alpha1.LabelPerformer: p.Name},
+			Ports: []corev1.ServicePort{{
+				Name: PortName, Port: GRPCPort(p), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// ServiceUpToDate reports whether a live Service has the desired type, selector and ports
+// (fields the API server defaults, such as clusterIP and nodePort, are ignored).
+func ServiceUpToDate(have, want *corev1.Service) bool {
+	if have.Spec.Type != want.Spec.Type || len(have.Spec.Selector) != len(want.Spec.Selector) || len(have.Spec.Ports) != len(want.Spec.Ports) {
+		return false
+	}
+	for k, v := range want.Spec.Selector {
+		if have.Spec.Selector[k] != v {
+			return false
+		}
+	}
+	for i, w := range want.Spec.Ports {
+		h := have.Spec.Ports[i]
+		if h.Name != w.Name || h.Port != w.Port || h.TargetPort != w.TargetPort || h.Protocol != w.Protocol {
+			return false
+		}
+	}
+	return true
+}
+
+// ServiceFacts reads the Service facts: svc nil means it does not exist; owner is the
+// Performer's UID (a Service not controlled by it is Foreign).
+func ServiceFacts(svc, want *corev1.Service, owner types.UID) Service {
+	if svc == nil {
+		return Service{}
+	}
+	if !controlledBy(svc, owner) {
+		return Service{Exists: true, Foreign: true}
+	}
+	return Service{Exists: true, UpToDate: svc.DeletionTimestamp == nil && ServiceUpToDate(svc, want)}
+}
+
+// PodFacts reads the Pod facts from a live Pod: pod nil means it does not exist (returns nil);
+// owner is the Performer's UID (a Pod not controlled by it is Foreign). Only the performer
+// container's state is read, plus any other regular containers.
+func PodFacts(pod *corev1.Pod, owner types.UID) *Pod {
+	if pod == nil {
+		return nil
+	}
+	f := &Pod{
+		Foreign:  !controlledBy(pod, owner),
+		Deleting: pod.DeletionTimestamp != nil,
+		SpecHash: pod.Annotations[v1alpha1.AnnotationSpecHash],
+		Phase:    pod.Status.Phase,
+		Reason:   pod.Status.Reason,
+		Message:  pod.Status.Message,
+		NodeName: pod.Spec.NodeName,
+	}
+	for _, c := range pod.Status.Conditions {
+		switch c.Type {
+		case corev1.PodScheduled:
+			f.Scheduled = PodCondition{Status: c.Status, Reason: c.Reason, Message: c.Message}
+		case corev1.PodReady:
+			f.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		c := Container{Name: cs.Name}
+		if w := cs.State.Waiting; w != nil {
+			c.Waiting = &ContainerState{Reason: w.Reason, Message: w.Message}
+		}
+		if t := cs.State.Terminated; t != nil {
+			c.Terminated = &ContainerState{Reason: t.Reason, Message: t.Message, ExitCode: t.ExitCode}
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			c.LastTerminated = &ContainerState{Reason: t.Reason, Message: t.Message, ExitCode: t.ExitCode}
+		}
+		f.Containers = append(f.Containers, c)
+	}
+	return f
+}
+
+func controlledBy(obj metav1.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner
+}

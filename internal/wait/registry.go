@@ -1,0 +1,515 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// eventsTimeout bounds the Warning-event lookup that decorates failure and timeout errors;
+// it runs even when the wait's own context has ended.
+const eventsTimeout = 5 * time.Second
+
+// Registry waits on objects through shared informers: one per GVR and namespace, started on
+// the first wait that needs it and kept for the life of the Registry (one provider process),
+// so N concurrent waits in a namespace cost one LIST and one WATCH, not N. It is safe for
+// concurrent use.
+type Registry struct {
+	dyn  dynamic.Interface
+	core kubernetes.Interface
+
+	// Backoff paces retried GETs after transient API errors (5xx, 429, timeouts, connection
+	// errors). Steps is ignored: retries go on until the context ends.
+	Backoff kwait.Backoff
+	// Log, if set, receives progress messages (the provider passes tflog.Debug).
+	Log func(ctx context.Context, msg string, fields map[string]interface{})
+
+	mu        sync.Mutex
+	informers map[informerKey]*sharedInformer
+	closed    bool
+}
+
+type informerKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+// NewRegistry returns a Registry that reads objects with dyn and Warning events with core
+// (core may be nil: errors then quote no events). It starts nothing until the first wait.
+func NewRegistry(dyn dynamic.Interface, core kubernetes.Interface) *Registry {
+	return &Registry{
+		dyn:       dyn,
+		core:      core,
+		Backoff:   kwait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Cap: 5 * time.Second},
+		informers: map[informerKey]*sharedInformer{},
+	}
+}
+
+// Close stops every informer. Waits in progress end with their context.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for k, si := range r.informers {
+		si.stopOnce()
+		delete(r.informers, k)
+	}
+}
+
+// Informers returns how many shared informers are running (one per GVR and namespace waited on).
+func (r *Registry) Informers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.informers)
+}
+
+// WaitReady waits until the object t satisfies spec's success condition (observedGeneration ==
+// generation and a Success or ReturnAtOnce summary) and returns the copy that did.
+//
+// It reads the object with a GET first (retrying transient errors with Backoff), then follows
+// the shared informer's events for it. It returns:
+//   - *FailedError at once when the summary is a Failure value or Stalled=True for the current
+//     generation, or the object is being deleted; the error names the failing condition's reason
+//     and message and quotes the newest Warning events of the object and the objects it owns;
+//   - *DeletedError when the object disappears;
+//   - *TimeoutError when ctx ends first, with the last summary, generations and conditions seen;
+//   - the API error when the GET fails with a non-transient error (e.g. Forbidden).
+func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstructured.Unstructured, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	st := &waitState{spec: spec, target: t, start: time.Now(), want: fmt.Sprintf("%s %s", spec.summaryField(), joinOr(spec.Success))}
+	si, err := r.informerFor(spec, t.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	w := si.register(t.key())
+	defer si.unregister(t.key(), w)
+
+	obj, err := r.get(ctx, spec, t, st)
+	switch {
+	case err == nil:
+	case isObjectNotFound(err, t):
+		return nil, &DeletedError{Kind: spec.Kind, Target: t}
+	case ctx.Err() != nil:
+		return nil, r.timeout(ctx, st, nil)
+	default:
+		return nil, err
+	}
+	if t.UID == "" {
+		t.UID = string(obj.GetUID())
+		st.target = t
+	}
+	last := Verdict{State: -1}
+	for {
+		if t.Generation == 0 || obj.GetGeneration() >= t.Generation {
+			v := Evaluate(spec, obj)
+			st.observe(obj, v)
+			if v.State != last.State || v.Summary != last.Summary || v.Why != last.Why {
+				r.log(ctx, "wait: "+v.State.String(), map[string]interface{}{
+					"kind": spec.Kind, "object": t.key(), "summary": v.Summary, "why": v.Why,
+					"generation": v.Generation, "observed_generation": v.ObservedGeneration,
+				})
+				last = v
+			}
+			switch v.State {
+			case Succeeded, ReturnedAtOnce:
+				return obj, nil
+			case Failed:
+				return obj, r.failed(ctx, st, obj, v)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return obj, r.timeout(ctx, st, obj)
+		case <-w.ch:
+			next, gone, err := r.current(ctx, si, spec, t, st)
+			if err != nil {
+				return obj, err
+			}
+			if gone {
+				return nil, &DeletedError{Kind: spec.Kind, Target: t}
+			}
+			if next != nil {
+				obj = next
+			}
+		}
+	}
+}
+
+// WaitDeleted waits until the object t is gone (404, or replaced by an object with another
+// UID), i.e. its finalizers have run. It returns nil at once if the object does not exist,
+// *TimeoutError (with the last state, conditions and finalizers seen) when ctx ends first, or
+// the API error of a non-transient GET failure.
+func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
+	if err := spec.validate(); err != nil {
+		return err
+	}
+	st := &waitState{spec: spec, target: t, start: time.Now(), want: "the object to be gone (finalizers done)"}
+	si, err := r.informerFor(spec, t.Namespace)
+	if err != nil {
+		return err
+	}
+	w := si.register(t.key())
+	defer si.unregister(t.key(), w)
+
+	obj, err := r.get(ctx, spec, t, st)
+	switch {
+	case err == nil:
+	case isObjectNotFound(err, t):
+		return nil
+	case ctx.Err() != nil:
+		return r.timeout(ctx, st, nil)
+	default:
+		return err
+	}
+	if t.UID != "" && string(obj.GetUID()) != t.UID {
+		return nil
+	}
+	t.UID = string(obj.GetUID())
+	st.target = t
+	for {
+		st.observe(obj, Evaluate(spec, obj))
+		select {
+		case <-ctx.Done():
+			return r.timeout(ctx, st, obj)
+		case <-w.ch:
+			next, gone, err := r.current(ctx, si, spec, t, st)
+			if err != nil {
+				return err
+			}
+			if gone {
+				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				return nil
+			}
+			if next != nil {
+				obj = next
+			}
+		}
+	}
+}
+
+// current returns the informer's copy of t if it is newer than what the wait saw last; gone
+// when the object no longer exists (confirmed with a GET) or has another UID.
+func (r *Registry) current(ctx context.Context, si *sharedInformer, spec Spec, t Target, st *waitState) (obj *unstructured.Unstructured, gone bool, err error) {
+	item, exists, _ := si.inf.GetStore().GetByKey(t.key())
+	if exists {
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok || rvOlder(u.GetResourceVersion(), st.lastRV) {
+			return nil, false, nil // stale copy from a lagging informer
+		}
+		if t.UID != "" && string(u.GetUID()) != t.UID {
+			return nil, true, nil
+		}
+		return u.DeepCopy(), false, nil
+	}
+	if err := si.fatal(); err != nil {
+		r.drop(si)
+		return nil, false, fmt.Errorf("watching %s in namespace %q: %w", spec.GVR.Resource, t.Namespace, err)
+	}
+	if !si.synced.Load() {
+		return nil, false, nil
+	}
+	// Absent from a synced cache: either gone, or the informer has not seen it yet. Ask.
+	u, err := r.resource(spec, t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		if t.UID != "" && string(u.GetUID()) != t.UID {
+			return nil, true, nil
+		}
+		return u, false, nil
+	case isObjectNotFound(err, t):
+		return nil, true, nil
+	default:
+		st.lastErr = err
+		return nil, false, nil
+	}
+}
+
+// get reads t, retrying transient errors with Backoff until ctx ends.
+func (r *Registry) get(ctx context.Context, spec Spec, t Target, st *waitState) (*unstructured.Unstructured, error) {
+	b := r.Backoff
+	b.Steps = int(^uint(0) >> 1)
+	for {
+		u, err := r.resource(spec, t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+		if err == nil {
+			return u, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if apierrors.IsNotFound(err) || !retriable(err) {
+			return nil, err
+		}
+		st.lastErr = err
+		r.log(ctx, "wait: retrying after API error", map[string]interface{}{"kind": spec.Kind, "object": t.key(), "error": err.Error()})
+		timer := time.NewTimer(b.Step())
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+func (r *Registry) resource(spec Spec, namespace string) dynamic.ResourceInterface {
+	if !spec.Namespaced {
+		return r.dyn.Resource(spec.GVR)
+	}
+	return r.dyn.Resource(spec.GVR).Namespace(namespace)
+}
+
+func (r *Registry) failed(ctx context.Context, st *waitState, obj *unstructured.Unstructured, v Verdict) error {
+	e := &FailedError{Kind: st.spec.Kind, Target: st.target, Verdict: v}
+	if st.spec.Detail != nil {
+		e.Detail = st.spec.Detail(obj)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsTimeout)
+	defer cancel()
+	e.Events, e.EventsErr = warningEvents(ectx, r.core, r.dyn, st.spec, obj)
+	return e
+}
+
+func (r *Registry) timeout(ctx context.Context, st *waitState, obj *unstructured.Unstructured) error {
+	e := &TimeoutError{
+		Kind: st.spec.Kind, Target: st.target, Waited: time.Since(st.start), Want: st.want,
+		Seen: st.seen, Last: st.last, Finalizers: st.finalizers, LastErr: st.lastErr, Cause: ctx.Err(),
+	}
+	if obj != nil {
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsTimeout)
+		defer cancel()
+		e.Events, e.EventsErr = warningEvents(ectx, r.core, r.dyn, st.spec, obj)
+	}
+	return e
+}
+
+func (r *Registry) log(ctx context.Context, msg string, fields map[string]interface{}) {
+	if r.Log != nil {
+		r.Log(ctx, msg, fields)
+	}
+}
+
+// waitState is what one wait has seen so far (for timeout reports and staleness checks).
+type waitState struct {
+	spec       Spec
+	target     Target
+	start      time.Time
+	want       string
+	seen       bool
+	last       Verdict
+	lastRV     string
+	finalizers []string
+	lastErr    error
+}
+
+func (s *waitState) observe(obj *unstructured.Unstructured, v Verdict) {
+	s.seen = true
+	v.Conditions = conditionsCopy(v.Conditions)
+	s.last = v
+	s.lastRV = obj.GetResourceVersion()
+	s.finalizers = obj.GetFinalizers()
+}
+
+// sharedInformer is one informer plus the waiters registered per object key.
+type sharedInformer struct {
+	key     informerKey
+	inf     cache.SharedIndexInformer
+	stop    chan struct{}
+	once    sync.Once
+	synced  atomic.Bool
+	mu      sync.Mutex
+	waiters map[string]map[*waiter]struct{}
+	lastErr error
+}
+
+type waiter struct{ ch chan struct{} }
+
+// notify wakes the waiter; wake-ups coalesce (the waiter reads the latest copy from the cache).
+func (w *waiter) notify() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, error) {
+	if !spec.Namespaced {
+		namespace = metav1.NamespaceAll
+	}
+	k := informerKey{gvr: spec.GVR, namespace: namespace}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("wait: registry is closed")
+	}
+	if si, ok := r.informers[k]; ok {
+		return si, nil
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(r.dyn, spec.GVR, namespace, 0, cache.Indexers{}, nil).Informer()
+	si := &sharedInformer{key: k, inf: inf, stop: make(chan struct{}), waiters: map[string]map[*waiter]struct{}{}}
+	// Managed fields are large and never read here.
+	_ = inf.SetTransform(func(o interface{}) (interface{}, error) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+		return o, nil
+	})
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, rf *cache.Reflector, err error) {
+		si.mu.Lock()
+		si.lastErr = err
+		si.mu.Unlock()
+		si.notifyAll()
+		cache.DefaultWatchErrorHandler(ctx, rf, err)
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    si.notifyObj,
+		UpdateFunc: func(_, n interface{}) { si.notifyObj(n) },
+		DeleteFunc: si.notifyObj,
+	})
+	go inf.Run(si.stop)
+	go func() {
+		if cache.WaitForCacheSync(si.stop, inf.HasSynced) {
+			si.synced.Store(true)
+			si.notifyAll()
+		}
+	}()
+	r.informers[k] = si
+	r.log(context.Background(), "wait: started shared informer", map[string]interface{}{"resource": spec.GVR.String(), "namespace": namespace})
+	return si, nil
+}
+
+// drop stops and forgets an informer that cannot list (so a later wait starts afresh, e.g.
+// once RBAC or the CRD is fixed).
+func (r *Registry) drop(si *sharedInformer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.informers[si.key] == si {
+		delete(r.informers, si.key)
+	}
+	si.stopOnce()
+}
+
+func (si *sharedInformer) stopOnce() { si.once.Do(func() { close(si.stop) }) }
+
+func (si *sharedInformer) register(key string) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1)}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.waiters[key] == nil {
+		si.waiters[key] = map[*waiter]struct{}{}
+	}
+	si.waiters[key][w] = struct{}{}
+	return w
+}
+
+func (si *sharedInformer) unregister(key string, w *waiter) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	delete(si.waiters[key], w)
+	if len(si.waiters[key]) == 0 {
+		delete(si.waiters, key)
+	}
+}
+
+func (si *sharedInformer) notifyObj(o interface{}) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o)
+	if err != nil {
+		return
+	}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	for w := range si.waiters[key] {
+		w.notify()
+	}
+}
+
+func (si *sharedInformer) notifyAll() {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	for _, ws := range si.waiters {
+		for w := range ws {
+			w.notify()
+		}
+	}
+}
+
+// fatal returns the informer's list error if it has never synced and the error will not go
+// away by retrying (Forbidden, or the resource type is not served: CRD missing).
+func (si *sharedInformer) fatal() error {
+	if si.synced.Load() {
+		return nil
+	}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.lastErr != nil && (apierrors.IsForbidden(si.lastErr) || apierrors.IsNotFound(si.lastErr)) {
+		return si.lastErr
+	}
+	return nil
+}
+
+// retriable reports whether an API error may go away by itself: server errors, throttling,
+// timeouts and connection problems are retried; client errors (forbidden, invalid, ...) are not.
+func retriable(err error) bool {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsBadRequest(err),
+		apierrors.IsInvalid(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
+		apierrors.IsUnsupportedMediaType(err), apierrors.IsGone(err):
+		return false
+	}
+	return true
+}
+
+// isObjectNotFound reports a 404 about the object itself (not about its resource type, which
+// is what a missing CRD gives).
+func isObjectNotFound(err error, t Target) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Name == t.Name
+}
+
+// rvOlder reports whether resourceVersion a is older than b. resourceVersions are opaque in
+// the API contract; in practice they are etcd revisions (integers), and only then does this
+// compare. Unparsable versions are never "older".
+func rvOlder(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
+
+func joinOr(vals []string) string {
+	switch len(vals) {
+	case 0:
+		return ""
+	case 1:
+		return vals[0]
+	}
+	s := vals[0]
+	for _, v := range vals[1:] {
+		s += " or " + v
+	}
+	return s
+}

@@ -1,0 +1,136 @@
+// Package wait is the provider's wait engine: it waits until a Gantry object satisfies the
+// status contract of DESIGN.md ("The status contract"), fails at once when it cannot, and
+// waits until a deleted object is gone.
+//
+// A kind is described by a small Spec (where its summary is, which values mean success,
+// failure or "return at once", which owned kinds to search for Warning events). Every resource
+// kind of the provider (Performer now; Executor, PackageSet and Workspace later) waits through
+// the same Registry with its own Spec.
+//
+// The Registry keeps one shared informer (list + watch, client-go's reflector: it re-lists on
+// a dropped or expired watch and retries API errors with backoff) per GVR and namespace, started
+// lazily on the first wait, and notifies each waiter on every event for its object. Waits are
+// event-driven: there is no polling interval, so a wait returns within milliseconds of the
+// status write that satisfies it.
+package wait
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Spec tells the wait engine how to read one kind's status.
+type Spec struct {
+	// Kind is the kind's name, used in messages, e.g. "Performer".
+	Kind string
+	// GVR is the resource to watch, e.g. gantry.dev/v1alpha1 performers.
+	GVR schema.GroupVersionResource
+	// Namespaced is false for cluster-scoped kinds (PackageSet); their waits use namespace "".
+	Namespaced bool
+	// SummaryPath is the field path of the one-word summary: {"status","phase"} or {"status","status"}.
+	SummaryPath []string
+	// Success are the summary values that end a wait successfully (with observedGeneration
+	// equal to generation).
+	Success []string
+	// Failure are the summary values that fail a wait at once.
+	Failure []string
+	// ReturnAtOnce are summary values that end a wait without error although they are not
+	// success: the user asked for them (PackageSet paused, disabled).
+	ReturnAtOnce []string
+	// OwnedKinds are the kinds of objects the reconciler creates for this kind; Warning events
+	// of objects of these kinds whose owner chain leads to the waited-on object are reported
+	// in failure and timeout errors.
+	OwnedKinds []OwnedKind
+	// Related names objects whose Warning events are reported even when they cannot be
+	// fetched any more (e.g. a Pod that was deleted and recreated). Optional.
+	Related func(obj *unstructured.Unstructured) []ObjectRef
+	// Detail adds kind-specific text to a failure message (e.g. which revision is live after
+	// a rollback). Optional; an empty result adds nothing.
+	Detail func(obj *unstructured.Unstructured) string
+}
+
+// OwnedKind is a kind of object owned (through ownerReferences) by a Gantry object.
+type OwnedKind struct {
+	// Kind as it appears in Event.involvedObject.kind, e.g. "Pod".
+	Kind string
+	// GVR used to fetch such an object to read its ownerReferences.
+	GVR schema.GroupVersionResource
+}
+
+// ObjectRef names an object in the waited-on object's namespace.
+type ObjectRef struct {
+	Kind string
+	Name string
+}
+
+func (r ObjectRef) String() string { return r.Kind + "/" + r.Name }
+
+// Target identifies the object to wait on and what a fresh enough copy of it looks like.
+type Target struct {
+	// Namespace of the object ("" for cluster-scoped kinds).
+	Namespace string
+	// Name of the object.
+	Name string
+	// UID, if set, is the object incarnation to wait on: a different UID under the same name
+	// means the object was deleted (and maybe recreated).
+	UID string
+	// Generation, if > 0, is the generation the caller just wrote (from the apply response).
+	// Copies with a lower generation are stale and ignored.
+	Generation int64
+}
+
+func (t Target) key() string {
+	if t.Namespace == "" {
+		return t.Name
+	}
+	return t.Namespace + "/" + t.Name
+}
+
+func (t Target) String() string { return t.key() }
+
+// Well-known GVRs.
+var (
+	PodsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	ServicesGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+)
+
+// Performer is the Spec of gantry.dev/v1alpha1 Performer: summary status.phase, success
+// Running, failure Failed (and, as for every kind, Stalled=True). Warning events of its Pod
+// and Service (the scheduler's FailedScheduling, the kubelet's image pull and start errors)
+// are reported.
+var Performer = Spec{
+	Kind:        "Performer",
+	GVR:         v1alpha1.GroupVersion.WithResource("performers"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "phase"},
+	Success:     []string{string(v1alpha1.PerformerRunning)},
+	Failure:     []string{string(v1alpha1.PerformerFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "Service", GVR: ServicesGVR},
+	},
+	Related: func(obj *unstructured.Unstructured) []ObjectRef {
+		var refs []ObjectRef
+		if n, _, _ := unstructured.NestedString(obj.Object, "status", "podName"); n != "" {
+			refs = append(refs, ObjectRef{Kind: "Pod", Name: n})
+		}
+		if n, _, _ := unstructured.NestedString(obj.Object, "status", "serviceName"); n != "" {
+			refs = append(refs, ObjectRef{Kind: "Service", Name: n})
+		}
+		return refs
+	},
+}
+
+func (s Spec) summaryField() string { return strings.Join(s.SummaryPath, ".") }
+
+func (s Spec) validate() error {
+	if s.Kind == "" || s.GVR.Resource == "" || len(s.SummaryPath) == 0 || len(s.Success) == 0 {
+		return fmt.Errorf("wait: incomplete Spec %+v", s)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// Helpers shared by the resource types: server-side apply, convergence, system metadata keys,
+// import IDs and diagnostics for wait errors.
+
+// fieldManager is the server-side apply field manager of every object the provider writes.
+const fieldManager = "terraform-provider-gantry"
+
+// systemKeyPrefixes are label/annotation key prefixes that tools and controllers write on
+// objects (kubectl's last-applied-configuration, gantry.dev/ bookkeeping). Read ignores keys
+// under them unless the configuration set them, so they cause no drift, and the provider never
+// removes them.
+var systemKeyPrefixes = []string{"kubectl.kubernetes.io/", "kubernetes.io/", "k8s.io/", "gantry.dev/"}
+
+func isSystemKey(k string) bool {
+	for _, p := range systemKeyPrefixes {
+		if strings.HasPrefix(k, p) || strings.Contains(k, "."+p) {
+			return true
+		}
+	}
+	return false
+}
+
+// readMeta returns the labels or annotations to put in state: every key on the object except
+// system keys the prior state (or plan) did not have. nil when none remain (null in state),
+// unless prior is an empty non-nil map.
+func readMeta(live, prior map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range live {
+		if _, had := prior[k]; had || !isSystemKey(k) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		if prior != nil {
+			return map[string]string{}
+		}
+		return nil
+	}
+	return out
+}
+
+// resourceFor returns the namespaced dynamic client of gvr.
+func resourceFor(dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	return dyn.Resource(gvr).Namespace(namespace)
+}
+
+// serverSideApply writes obj with server-side apply as fieldManager, forcing conflicts: the
+// configuration is the source of truth for every field it sets.
+func serverSideApply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+}
+
+// converge removes what server-side apply leaves behind: entries of maps and map-lists (env,
+// node_selector, labels, ...) that another field manager added and the configuration does not
+// have. Apply only removes fields this manager owned, so without this step such entries would
+// show as drift on every plan. desired is the applied object; live is apply's response. It
+// sends one JSON patch when something differs and returns the patched object (or live).
+func converge(ctx context.Context, ri dynamic.ResourceInterface, desired, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var ops []map[string]interface{}
+	want, err := normalizeJSON(desired.Object["spec"])
+	if err != nil {
+		return nil, err
+	}
+	have, err := normalizeJSON(live.Object["spec"])
+	if err != nil {
+		return nil, err
+	}
+	if !reflect.DeepEqual(want, have) {
+		ops = append(ops, map[string]interface{}{"op": "replace", "path": "/spec", "value": want})
+	}
+	for _, f := range []struct {
+		field string
+		want  map[string]string
+		have  map[string]string
+	}{
+		{"labels", desired.GetLabels(), live.GetLabels()},
+		{"annotations", desired.GetAnnotations(), live.GetAnnotations()},
+	} {
+		for k := range f.have {
+			if _, ok := f.want[k]; !ok && !isSystemKey(k) {
+				ops = append(ops, map[string]interface{}{"op": "remove", "path": "/metadata/" + f.field + "/" + jsonPointerEscape(k)})
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return live, nil
+	}
+	tflog.Debug(ctx, "removing fields other managers added", map[string]interface{}{"object": live.GetNamespace() + "/" + live.GetName(), "operations": len(ops)})
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return ri.Patch(ctx, live.GetName(), types.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+}
+
+func normalizeJSON(v interface{}) (interface{}, error) {
+	if v == nil {
+		return map[string]interface{}{}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out interface{}
+	return out, json.Unmarshal(b, &out)
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// pruneEmpty removes nil values and empty maps from m, bottom-up (typed structs converted to
+// unstructured carry "resources: {}" and the like, which would make the provider the owner of
+// empty objects). Empty lists are kept.
+func pruneEmpty(m map[string]interface{}) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]interface{}:
+			pruneEmpty(t)
+			if len(t) == 0 {
+				delete(m, k)
+			}
+		case []interface{}:
+			for _, e := range t {
+				if em, ok := e.(map[string]interface{}); ok {
+					pruneEmpty(em)
+				}
+			}
+		}
+	}
+}
+
+// parseImportID splits "namespace/name" and checks both parts are valid Kubernetes names.
+func parseImportID(kind, id string) (namespace, name string, err error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", fmt.Errorf("import ID %q is not of the form <namespace>/<name>, e.g. default/my-%s", id, strings.ToLower(kind))
+	}
+	if errs := validation.IsDNS1123Label(parts[0]); len(errs) > 0 {
+		return "", "", fmt.Errorf("import ID %q: namespace %q is not valid: %s", id, parts[0], strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(parts[1]); len(errs) > 0 {
+		return "", "", fmt.Errorf("import ID %q: name %q is not valid: %s", id, parts[1], strings.Join(errs, "; "))
+	}
+	return parts[0], parts[1], nil
+}
+
+// waitDiagnostic turns a wait error into an error diagnostic with a Title Case summary and a
+// detail that gives what happened, what to do and the original error.
+func waitDiagnostic(kind, op string, err error) diag.Diagnostic {
+	var (
+		fe *wait.FailedError
+		te *wait.TimeoutError
+		de *wait.DeletedError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return diag.NewErrorDiagnostic(kind+" Failed",
+			fmt.Sprintf("The %s was written, but the reconciler reports that it failed:\n\n%s\n\n"+
+				"The reconciler keeps retrying with backoff and heals the %s once the cause is fixed (for example "+
+				"when capacity appears); change the configuration if it asks for something the cluster cannot provide. "+
+				"The resource is saved in state as tainted.", kind, fe.Error(), kind))
+	case errors.As(err, &te):
+		return diag.NewErrorDiagnostic("Timed Out Waiting for "+kind,
+			fmt.Sprintf("%s\n\nRaise timeouts.%s if the %s needs longer, or look at the reconciler's log. "+
+				"The resource is saved in state (tainted on create).", te.Error(), op, kind))
+	case errors.As(err, &de):
+		return diag.NewErrorDiagnostic(kind+" Deleted While Waiting",
+			fmt.Sprintf("%s. Something else deleted it; apply again to recreate it.", de.Error()))
+	}
+	return diag.NewErrorDiagnostic("Error Waiting for "+kind, fmt.Sprintf("Original Error: %s", err))
+}
+
+// apiDiagnostic reports a failed API call.
+func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(fmt.Sprintf("Error %s %s", action, kind),
+		fmt.Sprintf("The Kubernetes API rejected the request or could not be reached.\n\nOriginal Error: %s", err))
+}
+
+// clientDiagnostic reports that the provider could not build its Kubernetes client.
+func clientDiagnostic(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
+		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return maps.Clone(m)
+}

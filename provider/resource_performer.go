@@ -1,0 +1,1021 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+var (
+	_ resource.Resource                = (*performerResource)(nil)
+	_ resource.ResourceWithConfigure   = (*performerResource)(nil)
+	_ resource.ResourceWithImportState = (*performerResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*performerResource)(nil)
+)
+
+// Default timeouts of gantry_performer (timeouts = { create, update, delete }).
+const (
+	performerCreateTimeout = 10 * time.Minute
+	performerUpdateTimeout = 10 * time.Minute
+	performerDeleteTimeout = 5 * time.Minute
+)
+
+// NewPerformerResource returns the gantry_performer resource.
+func NewPerformerResource() resource.Resource { return &performerResource{} }
+
+// performerResource manages one gantry.dev/v1alpha1 Performer.
+type performerResource struct {
+	data *providerData
+}
+
+// performerModelV0 is gantry_performer's Terraform model. Scalars are framework types (null
+// and unknown are distinct from ""/0/false); collections and nested objects are Go maps,
+// slices and pointers, nil meaning null.
+type performerModelV0 struct {
+	ID                   types.String         `tfsdk:"id"`
+	Name                 types.String         `tfsdk:"name"`
+	Namespace            types.String         `tfsdk:"namespace"`
+	Labels               map[string]string    `tfsdk:"labels"`
+	Annotations          map[string]string    `tfsdk:"annotations"`
+	Image                types.String         `tfsdk:"image"`
+	Version              types.String         `tfsdk:"version"`
+	AVSAddress           types.String         `tfsdk:"avs_address"`
+	ImagePullPolicy      types.String         `tfsdk:"image_pull_policy"`
+	ImagePullSecrets     []string             `tfsdk:"image_pull_secrets"`
+	GRPCPort             types.Int64          `tfsdk:"grpc_port"`
+	Env                  map[string]string    `tfsdk:"env"`
+	EnvFrom              []envFromModel       `tfsdk:"env_from"`
+	Command              []string             `tfsdk:"command"`
+	Args                 []string             `tfsdk:"args"`
+	ServiceAccountName   types.String         `tfsdk:"service_account_name"`
+	Resources            *resourcesModel      `tfsdk:"resources"`
+	NodeSelector         map[string]string    `tfsdk:"node_selector"`
+	Tolerations          []tolerationModel    `tfsdk:"tolerations"`
+	Affinity             jsontypes.Normalized `tfsdk:"affinity"`
+	RuntimeClassName     types.String         `tfsdk:"runtime_class_name"`
+	PriorityClassName    types.String         `tfsdk:"priority_class_name"`
+	HardwareRequirements *hardwareModel       `tfsdk:"hardware_requirements"`
+	Phase                types.String         `tfsdk:"phase"`
+	GRPCEndpoint         types.String         `tfsdk:"grpc_endpoint"`
+	NodeName             types.String         `tfsdk:"node_name"`
+	PodName              types.String         `tfsdk:"pod_name"`
+	ServiceName          types.String         `tfsdk:"service_name"`
+	Timeouts             timeouts.Value       `tfsdk:"timeouts"`
+}
+
+type envFromModel struct {
+	Name            types.String `tfsdk:"name"`
+	SecretKeyRef    *keyRefModel `tfsdk:"secret_key_ref"`
+	ConfigMapKeyRef *keyRefModel `tfsdk:"config_map_key_ref"`
+}
+
+type keyRefModel struct {
+	Name types.String `tfsdk:"name"`
+	Key  types.String `tfsdk:"key"`
+}
+
+type resourcesModel struct {
+	Requests map[string]string `tfsdk:"requests"`
+	Limits   map[string]string `tfsdk:"limits"`
+}
+
+type tolerationModel struct {
+	Key               types.String `tfsdk:"key"`
+	Operator          types.String `tfsdk:"operator"`
+	Value             types.String `tfsdk:"value"`
+	Effect            types.String `tfsdk:"effect"`
+	TolerationSeconds types.Int64  `tfsdk:"toleration_seconds"`
+}
+
+type hardwareModel struct {
+	GPUCount     types.Int64       `tfsdk:"gpu_count"`
+	GPUType      types.String      `tfsdk:"gpu_type"`
+	TEERequired  types.Bool        `tfsdk:"tee_required"`
+	TEEType      types.String      `tfsdk:"tee_type"`
+	CustomLabels map[string]string `tfsdk:"custom_labels"`
+}
+
+func (r *performerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_performer"
+}
+
+func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keyRef := func(what string) schema.SingleNestedAttribute {
+		return schema.SingleNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: fmt.Sprintf("A key of a %s in the performer's namespace. Exactly one of `secret_key_ref` and `config_map_key_ref`.", what),
+			Attributes: map[string]schema.Attribute{
+				"name": schema.StringAttribute{
+					Required:            true,
+					MarkdownDescription: fmt.Sprintf("Name of the %s.", what),
+					Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				},
+				"key": schema.StringAttribute{
+					Required:            true,
+					MarkdownDescription: "Key within it.",
+					Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				},
+			},
+		}
+	}
+	secretRef := keyRef("Secret")
+	secretRef.Validators = []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("config_map_key_ref"))}
+	quantityMap := func(what string) schema.MapAttribute {
+		return schema.MapAttribute{
+			Optional:    true,
+			ElementType: types.StringType,
+			MarkdownDescription: fmt.Sprintf("Resource %s of the performer container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`. "+
+				"GPUs come from `hardware_requirements`, not from here.", what),
+			Validators: []validator.Map{
+				mapvalidator.ValueStringsAre(quantityValidator{}),
+				mapvalidator.KeysAre(stringvalidator.NoneOf("nvidia.com/gpu")),
+			},
+		}
+	}
+
+	resp.Schema = schema.Schema{
+		Version: 0,
+		MarkdownDescription: "A Gantry **performer**: an AVS performer container with a gRPC Service, placed on nodes that " +
+			"satisfy its hardware requirements (GPU count and product, TEE technology). The provider writes a " +
+			"`gantry.dev/v1alpha1` `Performer` with server-side apply and waits until the reconciler reports it " +
+			"`Running` for the current generation; it fails the apply at once, with the reconciler's reason and the " +
+			"scheduler's or kubelet's own message, when the performer fails or stalls.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<namespace>/<name>`, also the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Name of the Performer object: a DNS-1035 label of at most 53 characters (the reconciler " +
+					"names its Pod and Service `performer-<name>`). Changing it replaces the performer.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 53),
+					stringvalidator.RegexMatches(dns1035Label, "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit"),
+				},
+			},
+			"namespace": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("default"),
+				MarkdownDescription: "Namespace of the Performer (it must exist). Defaults to `default`. Changing it replaces the performer.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"),
+				},
+			},
+			"labels": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod. Labels " +
+					"under `kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+			},
+			"annotations": schema.MapAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "Annotations of the Performer object. Annotations under `kubectl.kubernetes.io/`, " +
+					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+			},
+			"image": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Performer container image, e.g. `ghcr.io/acme/performer:1.2.0`. A change replaces the Pod (phase `Upgrading`, then `Running`).",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"version": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "Free-form version label tracked for upgrades; a change replaces the Pod.",
+			},
+			"avs_address": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "Address of the AVS contract this performer serves: `0x` followed by 40 hex digits.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(avsAddress, "must be 0x followed by 40 hexadecimal digits")},
+			},
+			"image_pull_policy": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(string(corev1.PullIfNotPresent)),
+				MarkdownDescription: "Image pull policy of the performer container: `Always`, `Never` or `IfNotPresent` (default).",
+				Validators:          []validator.String{stringvalidator.OneOf(string(corev1.PullAlways), string(corev1.PullNever), string(corev1.PullIfNotPresent))},
+			},
+			"image_pull_secrets": schema.ListAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Names of Secrets in the performer's namespace used to pull the image.",
+				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)), listvalidator.UniqueValues()},
+			},
+			"grpc_port": schema.Int64Attribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(int64(v1alpha1.DefaultGRPCPort)),
+				MarkdownDescription: "Container and Service port of the performer's gRPC server, 1-65535. Defaults to `9090`.",
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+			},
+			"env": schema.MapAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Plain environment variables, name → value. They are stored in the cluster and in Terraform state: put key material in Secrets and use `env_from`.",
+			},
+			"env_from": schema.ListNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "Environment variables read from a key of a Secret or a ConfigMap in the performer's namespace. Names must be unique.",
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"name": schema.StringAttribute{
+							Required:            true,
+							MarkdownDescription: "Name of the environment variable.",
+							Validators:          []validator.String{stringvalidator.RegexMatches(envName, "must be a C identifier: letters, digits and '_', not starting with a digit")},
+						},
+						"secret_key_ref":     secretRef,
+						"config_map_key_ref": keyRef("ConfigMap"),
+					},
+				},
+			},
+			"command": schema.ListAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Overrides the image's entrypoint.",
+			},
+			"args": schema.ListAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Arguments to the entrypoint.",
+			},
+			"service_account_name": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "ServiceAccount the performer Pod runs as.",
+			},
+			"resources": schema.SingleNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "CPU and memory requests and limits of the performer container.",
+				Attributes: map[string]schema.Attribute{
+					"requests": quantityMap("requests"),
+					"limits":   quantityMap("limits"),
+				},
+			},
+			"node_selector": schema.MapAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Node labels the node must carry, merged with those `hardware_requirements` implies.",
+			},
+			"tolerations": schema.ListNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "Tolerations of the performer Pod, added to those `hardware_requirements` implies (GPU nodes' `nvidia.com/gpu` taint is tolerated automatically).",
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"key": schema.StringAttribute{
+							Optional:            true,
+							MarkdownDescription: "Taint key to tolerate; empty with operator `Exists` tolerates every taint.",
+						},
+						"operator": schema.StringAttribute{
+							Optional:            true,
+							MarkdownDescription: "`Equal` (the Kubernetes default) or `Exists`.",
+							Validators:          []validator.String{stringvalidator.OneOf(string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists))},
+						},
+						"value": schema.StringAttribute{
+							Optional:            true,
+							MarkdownDescription: "Taint value to match with operator `Equal`.",
+						},
+						"effect": schema.StringAttribute{
+							Optional:            true,
+							MarkdownDescription: "Taint effect to tolerate: `NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty means all.",
+							Validators: []validator.String{stringvalidator.OneOf(string(corev1.TaintEffectNoSchedule),
+								string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))},
+						},
+						"toleration_seconds": schema.Int64Attribute{
+							Optional:            true,
+							MarkdownDescription: "Seconds a `NoExecute` taint is tolerated before eviction; unset means forever.",
+							Validators:          []validator.Int64{int64validator.AtLeast(0)},
+						},
+					},
+				},
+			},
+			"affinity": schema.StringAttribute{
+				CustomType: jsontypes.NormalizedType{},
+				Optional:   true,
+				MarkdownDescription: "Pod affinity as JSON, written with `jsonencode({ nodeAffinity = {...} })` using the Kubernetes " +
+					"API's field names (`nodeAffinity`, `podAffinity`, `podAntiAffinity`). Unknown fields are rejected at plan time. " +
+					"Whitespace and key order do not cause a diff.",
+				Validators: []validator.String{jsonDecodesInto{typeName: "Affinity", new: func() any { return &corev1.Affinity{} }}},
+			},
+			"runtime_class_name": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "RuntimeClass of the Pod; overrides the one a TEE type implies (`kata-qemu-tdx`, `kata-qemu-snp`, `enclave-cc`).",
+			},
+			"priority_class_name": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "PriorityClass of the Pod.",
+			},
+			"hardware_requirements": schema.SingleNestedAttribute{
+				Optional: true,
+				MarkdownDescription: "Accelerator and TEE the performer needs. The reconciler turns them into resource requests, " +
+					"node selectors, tolerations and a runtime class.",
+				Validators: []validator.Object{hardwareRequirementsValidator{}},
+				Attributes: map[string]schema.Attribute{
+					"gpu_count": schema.Int64Attribute{
+						Optional:            true,
+						MarkdownDescription: "Number of `nvidia.com/gpu` devices, 0-1024. A count no node can satisfy fails the apply with the scheduler's message.",
+						Validators:          []validator.Int64{int64validator.Between(0, 1024)},
+					},
+					"gpu_type": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product` (as GPU feature " +
+							"discovery sets it), e.g. `NVIDIA-A100-SXM4-80GB` or `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0.",
+						Validators: []validator.String{
+							stringvalidator.RegexMatches(labelValue, "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+						},
+					},
+					"tee_required": schema.BoolAttribute{
+						Optional:            true,
+						MarkdownDescription: "Place the performer in a trusted execution environment of `tee_type`. `true` requires `tee_type`.",
+					},
+					"tee_type": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "TEE technology: `sgx`, `sev-snp` or `tdx`. Requires `tee_required = true`.",
+						Validators: []validator.String{
+							stringvalidator.OneOf(string(v1alpha1.TEESGX), string(v1alpha1.TEESEVSNP), string(v1alpha1.TEETDX)),
+						},
+					},
+					"custom_labels": schema.MapAttribute{
+						Optional:            true,
+						ElementType:         types.StringType,
+						MarkdownDescription: "Extra node labels the node must carry (added to the node selector).",
+					},
+				},
+			},
+			"phase": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Summary the reconciler reports (`status.phase`): `Pending`, `Creating`, `Scheduling`, `Running`, " +
+					"`Upgrading`, `Failed` or `Terminating`. `Running` after a successful apply; refresh shows what it is now.",
+			},
+			"grpc_endpoint": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "gRPC endpoint: `performer-<name>.<namespace>.svc.cluster.local:<grpc_port>`. Known at plan time.",
+			},
+			"node_name": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Node the performer's Pod runs on.",
+			},
+			"pod_name": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the performer's Pod.",
+			},
+			"service_name": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Name of the performer's Service: `performer-<name>`. Known at plan time.",
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *performerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	d, err := providerDataFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
+		return
+	}
+	r.data = d
+}
+
+// ModifyPlan fills id, service_name and grpc_endpoint at plan time when they are unknown
+// (create, or a change that could alter them) and their inputs are known: they follow from
+// name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
+// resources see them in the plan. No API call is made.
+func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var name, namespace types.String
+	var port types.Int64
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("namespace"), &namespace)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("grpc_port"), &port)...)
+	if resp.Diagnostics.HasError() || name.IsUnknown() || namespace.IsUnknown() || port.IsUnknown() {
+		return
+	}
+	p := &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: name.ValueString(), Namespace: namespace.ValueString()}}
+	p.Spec.GRPCPort = int32(port.ValueInt64())
+	derived := map[string]string{
+		"id":            namespace.ValueString() + "/" + name.ValueString(),
+		"service_name":  performer.ObjectName(p.Name),
+		"grpc_endpoint": performer.Endpoint(p),
+	}
+	for attr, v := range derived {
+		var cur types.String
+		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root(attr), &cur)...)
+		if cur.IsUnknown() {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(attr), types.StringValue(v))...)
+		}
+	}
+}
+
+func (r *performerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan performerModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, performerCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx = tflog.SetField(ctx, "performer", plan.Namespace.ValueString()+"/"+plan.Name.ValueString())
+
+	state, diags := r.applyAndWait(ctx, &plan, true, "create")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var prior performerModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, _, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
+	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
+	u, err := resourceFor(c.Dynamic, wait.Performer.GVR, ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		tflog.Info(ctx, "Performer no longer exists; removing it from state")
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Performer", "Reading", err))
+		return
+	}
+	state, err := flattenPerformer(u, &prior)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Performer", fmt.Sprintf("The Performer %s/%s could not be mapped to Terraform: %v", ns, name, err))
+		return
+	}
+	state.Timeouts = prior.Timeouts
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+func (r *performerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan performerModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, performerUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx = tflog.SetField(ctx, "performer", plan.Namespace.ValueString()+"/"+plan.Name.ValueString())
+
+	state, diags := r.applyAndWait(ctx, &plan, false, "update")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *performerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state performerModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, performerDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
+
+	c, reg, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Performer", "Reading", err))
+		return
+	}
+	uid := live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil && !apierrors.IsConflict(err) { // Conflict: a newer object of that name; ours is gone
+		resp.Diagnostics.Append(apiDiagnostic("Performer", "Deleting", err))
+		return
+	}
+	tflog.Debug(ctx, "Performer deleted; waiting until it is gone")
+	if err := reg.WaitDeleted(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
+		resp.Diagnostics.Append(waitDiagnostic("Performer", "delete", err))
+	}
+}
+
+// ImportState accepts "<namespace>/<name>"; Read fills in the rest from the cluster.
+func (r *performerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := parseImportID("Performer", req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// applyAndWait writes plan with server-side apply, removes fields other managers added
+// (converge), waits per the status contract and returns the state to save. On create it first
+// refuses to adopt an existing object. A nil state means nothing was written (or the object
+// vanished); a non-nil state with error diagnostics is saved too (Terraform taints a created
+// resource), so a failed performer is tracked and destroyed later.
+func (r *performerResource) applyAndWait(ctx context.Context, plan *performerModelV0, create bool, op string) (*performerModelV0, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c, reg, err := r.data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := expandPerformer(plan)
+	if err != nil {
+		diags.AddError("Invalid Performer Configuration", err.Error())
+		return nil, diags
+	}
+	ns, name := obj.GetNamespace(), obj.GetName()
+	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
+	if create {
+		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			diags.AddError("Performer Already Exists",
+				fmt.Sprintf("A Performer %s/%s already exists in the cluster and is not managed by this configuration. "+
+					"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
+			return nil, diags
+		case !apierrors.IsNotFound(err):
+			diags.Append(apiDiagnostic("Performer", "Reading", err))
+			return nil, diags
+		}
+	}
+	tflog.Debug(ctx, "applying Performer (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
+	live, err := serverSideApply(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic("Performer", "Applying", err))
+		return nil, diags
+	}
+	if live, err = converge(ctx, ri, obj, live); err != nil {
+		diags.Append(apiDiagnostic("Performer", "Applying", err))
+		return nil, diags
+	}
+	tflog.Debug(ctx, "waiting for Performer", map[string]interface{}{"generation": live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if werr != nil && errors.As(werr, &de) {
+		diags.Append(waitDiagnostic("Performer", op, werr))
+		return nil, diags
+	}
+	state := *plan
+	setPerformerStatus(&state, final)
+	if werr != nil {
+		diags.Append(waitDiagnostic("Performer", op, werr))
+		return &state, diags
+	}
+	// grpc_endpoint and service_name were planned from the naming contract; say so plainly
+	// if the reconciler disagrees (instead of Terraform's "inconsistent result").
+	for _, chk := range []struct{ attr, planned, got string }{
+		{"grpc_endpoint", plan.GRPCEndpoint.ValueString(), state.GRPCEndpoint.ValueString()},
+		{"service_name", plan.ServiceName.ValueString(), state.ServiceName.ValueString()},
+	} {
+		if chk.planned != "" && chk.got != chk.planned {
+			diags.AddAttributeError(path.Root(chk.attr), "Unexpected "+chk.attr,
+				fmt.Sprintf("The reconciler reports %s %q, but the provider planned %q from the naming contract. "+
+					"The reconciler and the provider versions probably do not match.", chk.attr, chk.got, chk.planned))
+		}
+	}
+	tflog.Info(ctx, "Performer is Running", map[string]interface{}{"node": state.NodeName.ValueString()})
+	return &state, diags
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model ↔ API mapping. expandPerformer and flattenPerformer are the only places that know both
+// shapes; flattenPerformer(expandPerformer(m)) == m for every valid m (see the round-trip tests).
+
+// expandPerformer maps the model to the Performer object to server-side apply: apiVersion,
+// kind, metadata (name, namespace, labels, annotations) and spec. Fields the model leaves null
+// are omitted, so the provider owns exactly what the configuration sets. affinity is sent as
+// the JSON the user wrote. Errors: an unparsable quantity or affinity (normally caught at plan
+// time by the validators).
+func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
+	spec := v1alpha1.PerformerSpec{
+		Image:              m.Image.ValueString(),
+		Version:            m.Version.ValueString(),
+		AVSAddress:         m.AVSAddress.ValueString(),
+		ImagePullPolicy:    corev1.PullPolicy(m.ImagePullPolicy.ValueString()),
+		GRPCPort:           int32(m.GRPCPort.ValueInt64()),
+		Env:                cloneMap(m.Env),
+		Command:            m.Command,
+		Args:               m.Args,
+		ServiceAccountName: m.ServiceAccountName.ValueString(),
+	}
+	for _, s := range m.ImagePullSecrets {
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+	for _, e := range m.EnvFrom {
+		ref := v1alpha1.EnvFromRef{Name: e.Name.ValueString()}
+		if e.SecretKeyRef != nil {
+			ref.SecretKeyRef = &v1alpha1.KeyRef{Name: e.SecretKeyRef.Name.ValueString(), Key: e.SecretKeyRef.Key.ValueString()}
+		}
+		if e.ConfigMapKeyRef != nil {
+			ref.ConfigMapKeyRef = &v1alpha1.KeyRef{Name: e.ConfigMapKeyRef.Name.ValueString(), Key: e.ConfigMapKeyRef.Key.ValueString()}
+		}
+		spec.EnvFrom = append(spec.EnvFrom, ref)
+	}
+	if m.Resources != nil {
+		var err error
+		if spec.Resources.Requests, err = expandQuantities("resources.requests", m.Resources.Requests); err != nil {
+			return nil, err
+		}
+		if spec.Resources.Limits, err = expandQuantities("resources.limits", m.Resources.Limits); err != nil {
+			return nil, err
+		}
+	}
+	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
+	for _, t := range m.Tolerations {
+		tol := corev1.Toleration{
+			Key:      t.Key.ValueString(),
+			Operator: corev1.TolerationOperator(t.Operator.ValueString()),
+			Value:    t.Value.ValueString(),
+			Effect:   corev1.TaintEffect(t.Effect.ValueString()),
+		}
+		if !t.TolerationSeconds.IsNull() {
+			s := t.TolerationSeconds.ValueInt64()
+			tol.TolerationSeconds = &s
+		}
+		spec.Scheduling.Tolerations = append(spec.Scheduling.Tolerations, tol)
+	}
+	if !m.RuntimeClassName.IsNull() {
+		s := m.RuntimeClassName.ValueString()
+		spec.Scheduling.RuntimeClassName = &s
+	}
+	if !m.PriorityClassName.IsNull() {
+		s := m.PriorityClassName.ValueString()
+		spec.Scheduling.PriorityClassName = &s
+	}
+	if hw := m.HardwareRequirements; hw != nil {
+		spec.HardwareRequirements = v1alpha1.HardwareRequirements{
+			GPUCount:     int32(hw.GPUCount.ValueInt64()),
+			GPUType:      hw.GPUType.ValueString(),
+			TEERequired:  hw.TEERequired.ValueBool(),
+			TEEType:      v1alpha1.TEEType(hw.TEEType.ValueString()),
+			CustomLabels: cloneMap(hw.CustomLabels),
+		}
+	}
+	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, err
+	}
+	pruneEmpty(specMap)
+	if !m.Affinity.IsNull() && !m.Affinity.IsUnknown() {
+		var aff map[string]interface{}
+		if err := json.Unmarshal([]byte(m.Affinity.ValueString()), &aff); err != nil {
+			return nil, fmt.Errorf("affinity: %w", err)
+		}
+		if aff == nil {
+			aff = map[string]interface{}{}
+		}
+		sched, _ := specMap["scheduling"].(map[string]interface{})
+		if sched == nil {
+			sched = map[string]interface{}{}
+			specMap["scheduling"] = sched
+		}
+		sched["affinity"] = aff
+	}
+	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
+	if len(m.Labels) > 0 {
+		meta["labels"] = stringMapToInterface(m.Labels)
+	}
+	if len(m.Annotations) > 0 {
+		meta["annotations"] = stringMapToInterface(m.Annotations)
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "Performer",
+		"metadata":   meta,
+		"spec":       specMap,
+	}}, nil
+}
+
+// flattenPerformer maps a Performer read from the cluster to the model. prior (the state or
+// plan the read refreshes; may be nil) only decides null versus empty: a field the cluster
+// does not have is null unless prior held the empty value ("", 0, false, {} or []), and a
+// quantity or affinity equal in meaning to prior's keeps prior's spelling. So a refresh of an
+// unchanged object equals prior exactly, and any real difference shows as drift.
+func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*performerModelV0, error) {
+	if prior == nil {
+		prior = &performerModelV0{}
+	}
+	var p v1alpha1.Performer
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		return nil, err
+	}
+	s := p.Spec
+	m := &performerModelV0{
+		Name:               types.StringValue(p.Name),
+		Namespace:          types.StringValue(p.Namespace),
+		Labels:             readMeta(p.Labels, prior.Labels),
+		Annotations:        readMeta(p.Annotations, prior.Annotations),
+		Image:              types.StringValue(s.Image),
+		Version:            optString(s.Version, prior.Version),
+		AVSAddress:         optString(s.AVSAddress, prior.AVSAddress),
+		ImagePullPolicy:    types.StringValue(string(s.ImagePullPolicy)),
+		GRPCPort:           types.Int64Value(int64(s.GRPCPort)),
+		Env:                optMap(s.Env, prior.Env),
+		Command:            optList(s.Command, prior.Command),
+		Args:               optList(s.Args, prior.Args),
+		ServiceAccountName: optString(s.ServiceAccountName, prior.ServiceAccountName),
+		NodeSelector:       optMap(s.Scheduling.NodeSelector, prior.NodeSelector),
+		RuntimeClassName:   optStringPtr(s.Scheduling.RuntimeClassName, prior.RuntimeClassName),
+		PriorityClassName:  optStringPtr(s.Scheduling.PriorityClassName, prior.PriorityClassName),
+		Affinity:           jsontypes.NewNormalizedNull(),
+		Timeouts:           prior.Timeouts,
+	}
+	if s.ImagePullPolicy == "" {
+		m.ImagePullPolicy = types.StringValue(string(corev1.PullIfNotPresent))
+	}
+	if s.GRPCPort == 0 {
+		m.GRPCPort = types.Int64Value(int64(v1alpha1.DefaultGRPCPort))
+	}
+	var secrets []string
+	for _, ref := range s.ImagePullSecrets {
+		secrets = append(secrets, ref.Name)
+	}
+	m.ImagePullSecrets = optList(secrets, prior.ImagePullSecrets)
+
+	for _, e := range s.EnvFrom {
+		em := envFromModel{Name: types.StringValue(e.Name)}
+		if e.SecretKeyRef != nil {
+			em.SecretKeyRef = &keyRefModel{Name: types.StringValue(e.SecretKeyRef.Name), Key: types.StringValue(e.SecretKeyRef.Key)}
+		}
+		if e.ConfigMapKeyRef != nil {
+			em.ConfigMapKeyRef = &keyRefModel{Name: types.StringValue(e.ConfigMapKeyRef.Name), Key: types.StringValue(e.ConfigMapKeyRef.Key)}
+		}
+		m.EnvFrom = append(m.EnvFrom, em)
+	}
+	if m.EnvFrom == nil && prior.EnvFrom != nil {
+		m.EnvFrom = []envFromModel{}
+	}
+
+	var priorRes resourcesModel
+	if prior.Resources != nil {
+		priorRes = *prior.Resources
+	}
+	req := flattenQuantities(s.Resources.Requests, priorRes.Requests)
+	lim := flattenQuantities(s.Resources.Limits, priorRes.Limits)
+	if req != nil || lim != nil || prior.Resources != nil {
+		m.Resources = &resourcesModel{Requests: req, Limits: lim}
+	}
+
+	for i, t := range s.Scheduling.Tolerations {
+		var pt tolerationModel
+		if i < len(prior.Tolerations) {
+			pt = prior.Tolerations[i]
+		}
+		tm := tolerationModel{
+			Key:               optString(t.Key, pt.Key),
+			Operator:          optString(string(t.Operator), pt.Operator),
+			Value:             optString(t.Value, pt.Value),
+			Effect:            optString(string(t.Effect), pt.Effect),
+			TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds),
+		}
+		m.Tolerations = append(m.Tolerations, tm)
+	}
+	if m.Tolerations == nil && prior.Tolerations != nil {
+		m.Tolerations = []tolerationModel{}
+	}
+
+	if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling", "affinity"); found && raw != nil {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("affinity: %w", err)
+		}
+		m.Affinity = jsontypes.NewNormalizedValue(string(b))
+		if !prior.Affinity.IsNull() && !prior.Affinity.IsUnknown() && jsonEqual(prior.Affinity.ValueString(), string(b)) {
+			m.Affinity = prior.Affinity
+		}
+	}
+
+	hw := s.HardwareRequirements
+	var ph hardwareModel
+	if prior.HardwareRequirements != nil {
+		ph = *prior.HardwareRequirements
+	}
+	hwEmpty := hw.GPUCount == 0 && hw.GPUType == "" && !hw.TEERequired && hw.TEEType == "" && len(hw.CustomLabels) == 0
+	if !hwEmpty || prior.HardwareRequirements != nil {
+		m.HardwareRequirements = &hardwareModel{
+			GPUCount:     optInt64(int64(hw.GPUCount), ph.GPUCount),
+			GPUType:      optString(hw.GPUType, ph.GPUType),
+			TEERequired:  optBool(hw.TEERequired, ph.TEERequired),
+			TEEType:      optString(string(hw.TEEType), ph.TEEType),
+			CustomLabels: optMap(hw.CustomLabels, ph.CustomLabels),
+		}
+	}
+	setPerformerStatus(m, u)
+	return m, nil
+}
+
+// setPerformerStatus fills the computed attributes from the object: id from its namespace and
+// name, the rest from status ("" → null).
+func setPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
+	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
+	str := func(f string) types.String {
+		v, _, _ := unstructured.NestedString(u.Object, "status", f)
+		if v == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(v)
+	}
+	m.Phase = str("phase")
+	m.GRPCEndpoint = str("grpcEndpoint")
+	m.NodeName = str("nodeName")
+	m.PodName = str("podName")
+	m.ServiceName = str("serviceName")
+}
+
+func expandQuantities(field string, in map[string]string) (corev1.ResourceList, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := corev1.ResourceList{}
+	for k, v := range in {
+		q, err := k8sresource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%q] = %q: %w", field, k, v, err)
+		}
+		out[corev1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+// flattenQuantities renders quantities, keeping prior's spelling where it means the same
+// ("0.5" stays "0.5" although the API writes "500m").
+func flattenQuantities(in corev1.ResourceList, prior map[string]string) map[string]string {
+	if len(in) == 0 {
+		if prior != nil && len(prior) == 0 {
+			return map[string]string{}
+		}
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, q := range in {
+		out[string(k)] = q.String()
+		if pv, ok := prior[string(k)]; ok {
+			if pq, err := k8sresource.ParseQuantity(pv); err == nil && pq.Cmp(q) == 0 {
+				out[string(k)] = pv
+			}
+		}
+	}
+	return out
+}
+
+func optString(v string, prior types.String) types.String {
+	if v == "" {
+		if !prior.IsNull() && !prior.IsUnknown() && prior.ValueString() == "" {
+			return types.StringValue("")
+		}
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
+func optStringPtr(v *string, prior types.String) types.String {
+	if v == nil {
+		return optString("", prior)
+	}
+	if *v == "" {
+		return optString("", prior)
+	}
+	return types.StringValue(*v)
+}
+
+func optInt64(v int64, prior types.Int64) types.Int64 {
+	if v == 0 {
+		if !prior.IsNull() && !prior.IsUnknown() && prior.ValueInt64() == 0 {
+			return types.Int64Value(0)
+		}
+		return types.Int64Null()
+	}
+	return types.Int64Value(v)
+}
+
+func optBool(v bool, prior types.Bool) types.Bool {
+	if !v {
+		if !prior.IsNull() && !prior.IsUnknown() && !prior.ValueBool() {
+			return types.BoolValue(false)
+		}
+		return types.BoolNull()
+	}
+	return types.BoolValue(true)
+}
+
+func optMap(v, prior map[string]string) map[string]string {
+	if len(v) == 0 {
+		if prior != nil && len(prior) == 0 {
+			return map[string]string{}
+		}
+		return nil
+	}
+	return cloneMap(v)
+}
+
+func optList(v, prior []string) []string {
+	if len(v) == 0 {
+		if prior != nil && len(prior) == 0 {
+			return []string{}
+		}
+		return nil
+	}
+	return append([]string(nil), v...)
+}
+
+func stringMapToInterface(m map[string]string) map[string]interface{} {
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Name and value patterns checked at plan time (the API server and the reconciler would reject
+// the same values at apply time).
+var (
+	dns1035Label = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	avsAddress   = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	labelValue   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
+)
+
+func jsonEqual(a, b string) bool {
+	var x, y interface{}
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

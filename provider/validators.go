@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Validators the framework's -validators module has no equivalent for. Each checks at plan
+// time what the API server would otherwise reject (or accept and fail on) at apply time.
+
+// quantityValidator checks that a string is a Kubernetes resource quantity ("500m", "2Gi", "1").
+type quantityValidator struct{}
+
+func (quantityValidator) Description(context.Context) string {
+	return "value must be a Kubernetes quantity such as 500m, 1, 256Mi or 2Gi"
+}
+func (v quantityValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v quantityValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := resource.ParseQuantity(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Quantity",
+			fmt.Sprintf("%q is not a Kubernetes quantity (%v): use e.g. 500m, 1, 256Mi or 2Gi.", req.ConfigValue.ValueString(), err))
+	}
+}
+
+// jsonDecodesInto checks that a JSON string decodes into a value of the Go type new() returns,
+// with no unknown fields (so a misspelt key fails at plan, not silently at the API server,
+// which prunes unknown fields).
+type jsonDecodesInto struct {
+	typeName string
+	new      func() any
+}
+
+func (v jsonDecodesInto) Description(context.Context) string {
+	return "value must be JSON for a Kubernetes " + v.typeName
+}
+func (v jsonDecodesInto) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v jsonDecodesInto) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(req.ConfigValue.ValueString())))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v.new()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+v.typeName,
+			fmt.Sprintf("The value is not a valid Kubernetes %s: %v. Write it with jsonencode({...}) using the API's field names (camelCase).", v.typeName, err))
+	}
+}
+
+// hardwareRequirementsValidator checks the cross-field rules of hardware_requirements that the
+// CRD enforces with CEL: tee_type needs tee_required = true, tee_required = true needs
+// tee_type, gpu_type needs gpu_count > 0. Errors point at the offending attribute.
+type hardwareRequirementsValidator struct{}
+
+func (hardwareRequirementsValidator) Description(context.Context) string {
+	return "tee_type requires tee_required = true; tee_required = true requires tee_type; gpu_type requires gpu_count > 0"
+}
+func (v hardwareRequirementsValidator) MarkdownDescription(ctx context.Context) string {
+	return "`tee_type` requires `tee_required = true`; `tee_required = true` requires `tee_type`; `gpu_type` requires `gpu_count > 0`"
+}
+
+func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	attrs := req.ConfigValue.Attributes()
+	known := func(a attr.Value) bool { return a != nil && !a.IsNull() && !a.IsUnknown() }
+	teeType, _ := attrs["tee_type"].(types.String)
+	teeRequired, _ := attrs["tee_required"].(types.Bool)
+	gpuType, _ := attrs["gpu_type"].(types.String)
+	gpuCount, _ := attrs["gpu_count"].(types.Int64)
+
+	if known(teeType) && !teeRequired.IsUnknown() && !(known(teeRequired) && teeRequired.ValueBool()) {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("tee_type"), "tee_type Requires tee_required",
+			fmt.Sprintf("tee_type = %q only takes effect with tee_required = true: set tee_required = true, or remove tee_type.", teeType.ValueString()))
+	}
+	if known(teeRequired) && teeRequired.ValueBool() && !teeType.IsUnknown() && !known(teeType) {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("tee_required"), "tee_required Requires tee_type",
+			"tee_required = true needs tee_type: one of sgx, sev-snp or tdx.")
+	}
+	if known(gpuType) && !gpuCount.IsUnknown() && !(known(gpuCount) && gpuCount.ValueInt64() > 0) {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("gpu_type"), "gpu_type Requires gpu_count",
+			fmt.Sprintf("gpu_type = %q selects the GPU product of the requested GPUs: set gpu_count to 1 or more.", gpuType.ValueString()))
+	}
+}

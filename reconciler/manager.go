@@ -1,0 +1,125 @@
+// Package reconciler is the gantry-reconciler: controller-runtime wiring (this file), the
+// embedded CRD installer (crds.go) and one thin controller per kind (performer_controller.go).
+// Decisions live in the pure machines under internal/; controllers gather facts, call the
+// machine, act and write status once per pass.
+package reconciler
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
+)
+
+// FieldManager is the field manager (server-side apply) and event source of the reconciler.
+const FieldManager = "gantry-reconciler"
+
+// LeaderElectionID is the name of the Lease the reconciler replicas elect a leader with.
+const LeaderElectionID = "gantry-reconciler.gantry.dev"
+
+// Options configure NewManager. The zero value is not useful; start from DefaultOptions.
+type Options struct {
+	// MetricsBindAddress is the Prometheus metrics address, e.g. ":8080"; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz, e.g. ":8081"; "0" disables it.
+	HealthProbeBindAddress string
+	// LeaderElection enables leader election (Lease LeaderElectionID) for running replicas.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease; required when running outside a cluster with
+	// LeaderElection (in-cluster it defaults to the Pod's namespace).
+	LeaderElectionNamespace string
+	// MaxConcurrentReconciles is the number of Performers reconciled in parallel (>= 1).
+	MaxConcurrentReconciles int
+	// Namespaces restricts the reconciler to these namespaces; empty means all namespaces.
+	Namespaces []string
+	// SkipNameValidation allows several managers with the same controller names in one
+	// process (tests).
+	SkipNameValidation bool
+}
+
+// DefaultOptions are the defaults of gantry-reconciler's flags.
+func DefaultOptions() Options {
+	return Options{
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		MaxConcurrentReconciles: 4,
+	}
+}
+
+// NewScheme returns a scheme with the built-in kinds, apiextensions/v1 and gantry.dev/v1alpha1.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// NewManager builds the controller-runtime manager with every Gantry controller registered.
+// It does not install CRDs (InstallCRDs) and does not start (call Start on the result).
+//
+// The informer caches of Pods and Services only hold objects labelled
+// app.kubernetes.io/managed-by=gantry-reconciler (the ones the reconciler creates), so the
+// reconciler's memory does not grow with the cluster's Pods; controllers read anything else
+// (e.g. a foreign Pod squatting on a performer's name) with the uncached API reader.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.MaxConcurrentReconciles < 1 {
+		return nil, fmt.Errorf("max concurrent reconciles must be >= 1, got %d", o.MaxConcurrentReconciles)
+	}
+	scheme := NewScheme()
+	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: performer.ManagedBy})
+	cacheOpts := cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:     {Label: managed},
+			&corev1.Service{}: {Label: managed},
+		},
+	}
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if o.SkipNameValidation {
+		skip := true
+		copts.SkipNameValidation = &skip
+	}
+	if err := NewPerformerReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("performer controller: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,300 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// The controller tests run against a real API server: the local kwok cluster (make cluster /
+// hack/cluster.sh up), whose kubeconfig path is in GANTRY_TEST_KUBECONFIG. Without it they
+// skip, so `go test ./...` works anywhere. One manager (the same NewManager and InstallCRDs the
+// binary uses; metrics and probes off, no leader election) runs in-process for the whole
+// package, restricted to a namespace created for this run, which is deleted at the end.
+
+const envKubeconfig = "GANTRY_TEST_KUBECONFIG"
+
+// envLog names a file for the in-process reconciler's logs, kept after the run; by default they
+// go to a temporary file that is removed unless a test fails.
+const envLog = "GANTRY_TEST_LOG"
+
+// waitTimeout bounds every wait; kwok makes Pods Ready within a second, so this is generous.
+const waitTimeout = 90 * time.Second
+
+type testEnv struct {
+	cfg     *rest.Config
+	c       client.WithWatch
+	ns      string
+	logPath string
+}
+
+var (
+	envOnce sync.Once
+	env     *testEnv
+	envErr  error
+	stopMgr context.CancelFunc
+	mgrDone chan error
+)
+
+// setup returns the shared environment, starting it on first use; it skips the test when no
+// cluster is configured.
+func setup(t *testing.T) *testEnv {
+	t.Helper()
+	path := os.Getenv(envKubeconfig)
+	if path == "" {
+		t.Skipf("%s is not set: controller tests need a cluster (make cluster; then %s=.cache/cluster/kubeconfig)", envKubeconfig, envKubeconfig)
+	}
+	envOnce.Do(func() { env, envErr = start(path) })
+	if envErr != nil {
+		t.Fatalf("test environment: %v", envErr)
+	}
+	return env
+}
+
+func start(kubeconfig string) (*testEnv, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	logPath := os.Getenv(envLog)
+	if logPath == "" {
+		logPath = filepath.Join(os.TempDir(), fmt.Sprintf("gantry-reconciler-test-%d.log", os.Getpid()))
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logFile)))
+
+	ctx := context.Background()
+	if err := InstallCRDs(ctx, cfg, time.Minute); err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	ns := fmt.Sprintf("gantry-test-%d", rand.IntN(1_000_000))
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"gantry.dev/test": "reconciler"}}}); err != nil {
+		return nil, err
+	}
+	// Pods need the namespace's default ServiceAccount (made by kube-controller-manager).
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, nil
+	}); err != nil {
+		return nil, fmt.Errorf("default ServiceAccount in %s: %w", ns, err)
+	}
+
+	o := DefaultOptions()
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.Namespaces = []string{ns}
+	o.SkipNameValidation = true
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	stopMgr = cancel
+	mgrDone = make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mctx) }()
+	return &testEnv{cfg: cfg, c: c, ns: ns, logPath: logPath}, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env != nil {
+		teardown(env)
+		if code != 0 || os.Getenv(envLog) != "" {
+			fmt.Fprintf(os.Stderr, "reconciler logs: %s\n", env.logPath)
+		} else {
+			os.Remove(env.logPath)
+		}
+	}
+	os.Exit(code)
+}
+
+// teardown deletes the Performers while the manager still runs (so their finalizers are
+// handled), then stops the manager and deletes the namespace.
+func teardown(e *testEnv) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Performer{}, client.InNamespace(e.ns))
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list v1alpha1.PerformerList
+		if err := e.c.List(ctx, &list, client.InNamespace(e.ns)); err != nil {
+			return false, nil
+		}
+		return len(list.Items) == 0, nil
+	})
+	stopMgr()
+	<-mgrDone
+	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
+}
+
+// seq makes Performer names unique within the run (go test -count=N reuses the namespace).
+var seq atomic.Int64
+
+// newPerformer returns a Performer in the test namespace named <name>-<n>.
+func (e *testEnv) newPerformer(name string, spec v1alpha1.PerformerSpec) *v1alpha1.Performer {
+	name = fmt.Sprintf("%s-%d", name, seq.Add(1))
+	return &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, Spec: spec}
+}
+
+func (e *testEnv) create(t *testing.T, p *v1alpha1.Performer) {
+	t.Helper()
+	if err := e.c.Create(context.Background(), p); err != nil {
+		t.Fatalf("create performer %s: %v", p.Name, err)
+	}
+}
+
+// waitFor polls the Performer until cond holds; on timeout it fails with the last status and
+// the Performer's events.
+func (e *testEnv) waitFor(t *testing.T, name, what string, cond func(*v1alpha1.Performer) bool) *v1alpha1.Performer {
+	t.Helper()
+	var last v1alpha1.Performer
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &last); err != nil {
+			return false, nil
+		}
+		return cond(&last), nil
+	})
+	if err != nil {
+		t.Fatalf("performer %s: timed out waiting for %s\nlast status: %s\nevents:\n%s", name, what, describeStatus(&last.Status), e.events(name))
+	}
+	return &last
+}
+
+// waitGone polls until obj does not exist any more.
+func (e *testEnv) waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		err := e.c.Get(ctx, key, obj)
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("%T %s still exists", obj, key)
+	}
+}
+
+// update re-reads the Performer and applies mod, retrying on conflicts.
+func (e *testEnv) update(t *testing.T, name string, mod func(*v1alpha1.Performer)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var p v1alpha1.Performer
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &p); err != nil {
+			return false, err
+		}
+		mod(&p)
+		err := e.c.Update(ctx, &p)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("update performer %s: %v", name, err)
+	}
+}
+
+// phaseRecorder records every status.phase a watch sees for one Performer, in order,
+// collapsing repeats.
+type phaseRecorder struct {
+	mu     sync.Mutex
+	phases []v1alpha1.PerformerPhase
+	stop   context.CancelFunc
+}
+
+func (e *testEnv) recordPhases(t *testing.T, name string) *phaseRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Watch(ctx, &v1alpha1.PerformerList{}, client.InNamespace(e.ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		cancel()
+		t.Fatalf("watch: %v", err)
+	}
+	r := &phaseRecorder{stop: func() { cancel(); w.Stop() }}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1alpha1.Performer)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			if n := len(r.phases); p.Status.Phase != "" && (n == 0 || r.phases[n-1] != p.Status.Phase) {
+				r.phases = append(r.phases, p.Status.Phase)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *phaseRecorder) seen() []v1alpha1.PerformerPhase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]v1alpha1.PerformerPhase(nil), r.phases...)
+}
+
+// events lists the Performer's events, oldest first, one per line.
+func (e *testEnv) events(name string) string {
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
+		return err.Error()
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
+	var b strings.Builder
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == "Performer" && ev.InvolvedObject.Name == name {
+			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
+		}
+	}
+	return b.String()
+}
+
+func describeStatus(s *v1alpha1.PerformerStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s image=%s node=%s endpoint=%s observedGeneration=%d\n", s.Phase, s.Image, s.NodeName, s.GRPCEndpoint, s.ObservedGeneration)
+	for _, c := range s.Conditions {
+		fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+func condition(p *v1alpha1.Performer, typ string) metav1.Condition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// running: Running for the current generation.
+func running(p *v1alpha1.Performer) bool {
+	return p.Status.Phase == v1alpha1.PerformerRunning && p.Status.ObservedGeneration == p.Generation
+}
