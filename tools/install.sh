@@ -16,7 +16,6 @@ TERRAFORM_VERSION=v1.8.5
 KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
 TFPLUGINDOCS_VERSION=v0.22.0
-GOLANGCI_LINT_VERSION=""   # lint uses go vet + gofmt; no extra tool
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
 
@@ -48,6 +47,14 @@ goinstall() {
   ln -sfn "$dir/$name" "$bin/$name"
 }
 
+# binname PKG: the file name `go build` gives PKG's binary (a major-version suffix such as
+# /v3 is skipped: go.etcd.io/etcd/server/v3 builds "server").
+binname() {
+  local b; b=$(basename "$1")
+  [[ $b =~ ^v[0-9]+$ ]] && b=$(basename "$(dirname "$1")")
+  echo "$b"
+}
+
 # modbuild NAME VERSION MODDIR PKG...: go build the main packages PKG... from the pinned
 # module tools/MODDIR into $cache/NAME-VERSION (one build: the packages share the compile cache).
 modbuild() {
@@ -56,7 +63,7 @@ modbuild() {
   local pkgs=("$@")
   build() {
     local missing=0 p
-    for p in "${pkgs[@]}"; do [ -x "$dir/$(basename "$p")" ] || missing=1; done
+    for p in "${pkgs[@]}"; do [ -x "$dir/$(binname "$p")" ] || missing=1; done
     [ $missing = 0 ] && return 0
     echo "tools: building ${pkgs[*]} $version (first run only, several minutes)" >&2
     local t=$(date +%s)
@@ -66,7 +73,7 @@ modbuild() {
     echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
   }
   with_lock "$dir" build
-  for p in "${pkgs[@]}"; do ln -sfn "$dir/$(basename "$p")" "$bin/$(basename "$p")"; done
+  for p in "${pkgs[@]}"; do ln -sfn "$dir/$(binname "$p")" "$bin/$(binname "$p")"; done
 }
 
 want=${*:-all}
@@ -82,7 +89,7 @@ for w in $want; do
             k8s.io/kubernetes/cmd/kubectl ;;
     etcd)
       modbuild etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3
-      ln -sfn "$cache/etcd-$ETCD_VERSION/v3" "$bin/etcd"; rm -f "$bin/v3" ;;
+      ln -sfn "$cache/etcd-$ETCD_VERSION/server" "$bin/etcd"; rm -f "$bin/server" ;;
     controller-gen) goinstall controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     tfplugindocs) goinstall tfplugindocs "$TFPLUGINDOCS_VERSION" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs ;;
     *) echo "tools: unknown tool $w" >&2; exit 2 ;;
