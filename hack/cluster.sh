@@ -17,6 +17,8 @@
 # and kwokctl picks free ports counting down from 32767, skipping ports that are bound.
 # Creation is serialized machine-wide (a flock in the tools cache) so two clones starting
 # at the same moment cannot pick the same ports. Everything listens on 127.0.0.1 only.
+# `up` on a cluster whose components died (e.g. after a reboot) recreates it (~6s):
+# state is not kept across restarts.
 #
 # Nodes (hack/cluster/nodes-*.yaml) and RuntimeClasses (hack/cluster/runtimeclasses.yaml)
 # are applied by `up`. kwok's Stages (hack/cluster/kwokctl.yaml) make Pods behave:
@@ -24,7 +26,8 @@
 #   - A scheduled Pod turns Running and Ready immediately: kwok's pod-ready stage has NO
 #     delay (in practice well under a second after binding). Nodes are Ready right away.
 #   - A Running Pod owned by a Job turns Succeeded (containers terminated, reason Completed,
-#     exit code 0) with no delay, so the Job completes.
+#     exit code 0; Ready=False, reason PodCompleted) with no delay, so the Job completes.
+#     Pods not owned by a Job run forever.
 #   - Deleting a Pod works: kwok's pod-delete stage clears the Pod's finalizers and deletes it
 #     (note: it strips ALL finalizers, which a real kubelet would not do).
 #   - Chaos (kwok's chaos stages, enabled here; they outweigh the defaults):
@@ -34,6 +37,8 @@
 #         failed", exit code 1. Annotations with the same key prefix tune it:
 #         .../container-name (fail only that container), .../reason, .../message,
 #         .../exit-code, .../delay, .../jitter-delay.
+#         The Pod is not restarted (no CrashLoopBackOff), whatever its restartPolicy; a
+#         Job counts it as a failure and retries up to its backoffLimit.
 #       label pod-init-container-running-failed.stage.kwok.x-k8s.io=true on a Pod:
 #         while Pending, after 1-2s, the Pod turns Failed, its init containers terminated with
 #         reason "initContainerError", exit code 1; containers wait in PodInitializing.
@@ -79,20 +84,29 @@ need_tools() {
   [ ${#missing[@]} = 0 ] || die "missing bin/${missing[*]}: run 'bash tools/install.sh' (or 'make tools') first"
 }
 
-# processes_alive: every component's pid file names a live process.
-processes_alive() {
-  local c pid
-  for c in "${components[@]}"; do
-    pid=$(cat "$clusterdir/pids/$c.pid" 2>/dev/null) || return 1
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  done
+# component_pid NAME: print the pid of this cluster's component NAME if it runs. The
+# process must be ours (its argv[0] is kwokctl's link in the cluster's bin/, so a reused
+# pid does not count) and not a zombie (kill -0 succeeds on zombies).
+component_pid() {
+  local pid argv0 st
+  pid=$(cat "$clusterdir/pids/$1.pid" 2>/dev/null) && [ -n "$pid" ] || return 1
+  argv0=$({ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | head -n1) || return 1
+  [ "$argv0" = "$clusterdir/bin/$1" ] || return 1
+  st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ] || return 1
+  echo "$pid"
 }
 
-# healthy: the components run and the API server answers /readyz.
-healthy() {
-  [ -f "$kubeconfig" ] && processes_alive &&
-    [ "$(kc get --raw /readyz 2>/dev/null)" = ok ]
+# processes_alive: every component runs.
+processes_alive() {
+  local c
+  for c in "${components[@]}"; do component_pid "$c" >/dev/null || return 1; done
 }
+
+serving() { [ "$(kc get --raw /readyz 2>/dev/null)" = ok ]; }
+
+# healthy: the components run and the API server answers /readyz.
+healthy() { [ -f "$kubeconfig" ] && processes_alive && serving; }
 
 # wait_for DESCRIPTION CMD...: poll CMD (quietly) until it succeeds or the timeout passes.
 wait_for() {
@@ -129,21 +143,6 @@ create() {
 
 install_kubeconfig() {
   cp "$clusterdir/kubeconfig.yaml" "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
-}
-
-# restart: components of an existing cluster died (e.g. after a reboot); start them again.
-restart() {
-  mkdir -p "$tools_cache"
-  exec 8>"$tools_cache/cluster-create.lock"
-  flock 8
-  log "restarting $name"
-  kwokctl --name "$name" start cluster >"$state/kwokctl.log" 2>&1 8>&- 9>&- || true
-  install_kubeconfig
-  local t=$timeout; timeout=30
-  local ok=0; (wait_for "the API server" healthy) && ok=1
-  timeout=$t
-  exec 8>&-
-  [ $ok = 1 ]
 }
 
 objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
@@ -187,13 +186,18 @@ up() {
   mkdir -p "$state"
   exec 9>"$state.lock"
   flock 9
+  if [ -d "$clusterdir" ] && [ -f "$kubeconfig" ] && processes_alive && ! serving; then
+    # Running but not answering (starting, or a loaded machine): give it time before
+    # concluding it is broken, since recreating it would wipe whatever uses it.
+    (wait_for "the API server of $name" healthy) || true
+  fi
   if ! healthy; then
-    if [ -d "$clusterdir" ] && restart; then
-      :
-    else
-      [ -d "$clusterdir" ] && { log "cannot restart $name; recreating it"; down_locked; mkdir -p "$state"; }
-      create
-    fi
+    # Absent, or a component died (e.g. after a reboot). kwokctl can restart components,
+    # but it takes a stale pid (zombie, or reused) for a running one, and a restarted
+    # cluster may find its ports taken; a new cluster takes seconds, so recreate it.
+    if [ -d "$clusterdir" ]; then log "$name is not healthy; recreating it"; down_locked; fi
+    mkdir -p "$state"
+    create
     rm -f "$state/applied"
   fi
   if ! objects_ready; then
@@ -207,13 +211,18 @@ up() {
 down_locked() {
   if [ -d "$clusterdir" ]; then
     log "deleting $name"
-    if ! kwokctl --name "$name" delete cluster --kubeconfig "" >"$state/kwokctl-delete.log" 2>&1 8>&- 9>&-; then
+    # kwokctl delete SIGKILLs every pid in the pid files; drop the stale ones first (a
+    # reused pid after a reboot belongs to someone else).
+    local c pid
+    for c in "${components[@]}"; do
+      component_pid "$c" >/dev/null || rm -f "$clusterdir/pids/$c.pid"
+    done
+    # (--kubeconfig "" is refused by delete; ours only holds this cluster's context.)
+    if ! kwokctl --name "$name" delete cluster --kubeconfig "$kubeconfig" >"$state/kwokctl-delete.log" 2>&1 8>&- 9>&-; then
       cat "$state/kwokctl-delete.log" >&2
       log "kwokctl delete cluster failed; stopping the components by pid"
-      local c pid
       for c in "${components[@]}"; do
-        pid=$(cat "$clusterdir/pids/$c.pid" 2>/dev/null) || continue
-        kill "$pid" 2>/dev/null || true
+        if pid=$(component_pid "$c"); then kill "$pid" 2>/dev/null || true; fi
       done
     fi
   fi
