@@ -59,12 +59,15 @@ resource "gantry_performer" "tee_snp" {
   }
 }
 
-# Plain CPU performer on a custom gRPC port.
+# Plain CPU performer on a custom gRPC port, kept on the CPU node pool.
 resource "gantry_performer" "cpu" {
   name      = "cpu"
   namespace = "default"
   image     = local.image
   grpc_port = 8080
+  node_selector = {
+    "gantry.dev/node-pool" = "cpu"
+  }
   env = {
     LOG_LEVEL = "info"
   }
