@@ -26,15 +26,16 @@ import (
 // conflictRetry is the delay before retrying a pass whose write hit a stale object.
 const conflictRetry = 200 * time.Millisecond
 
-// PerformerReconciler runs seed 002's Performer lifecycle (internal/performer) against the
-// cluster: it owns the Pod and the Service performer-<name>.
-//
+// RBAC the reconciler needs (config/rbac/role.yaml is generated from these by `make generate`):
 // +kubebuilder:rbac:groups=gantry.dev,resources=performers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=gantry.dev,resources=performers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=gantry.dev,resources=performers/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
+
+// PerformerReconciler runs seed 002's Performer lifecycle (internal/performer) against the
+// cluster: it owns the Pod and the Service performer-<name>.
 type PerformerReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
