@@ -55,10 +55,11 @@ binname() {
   echo "$b"
 }
 
-# modbuild NAME VERSION MODDIR PKG...: go build the main packages PKG... from the pinned
-# module tools/MODDIR into $cache/NAME-VERSION (one build: the packages share the compile cache).
+# modbuild NAME VERSION MODDIR LDFLAGS PKG...: go build the main packages PKG... from the
+# pinned module tools/MODDIR with extra LDFLAGS into $cache/NAME-VERSION (one build: the
+# packages share the compile cache).
 modbuild() {
-  local name=$1 version=$2 moddir=$3; shift 3
+  local name=$1 version=$2 moddir=$3 extra=$4; shift 4
   local dir="$cache/$name-$version"
   local pkgs=("$@")
   build() {
@@ -68,7 +69,7 @@ modbuild() {
     echo "tools: building ${pkgs[*]} $version (first run only, several minutes)" >&2
     local t=$(date +%s)
     mkdir -p "$dir.tmp"
-    (cd "$root/tools/$moddir" && go build -trimpath -ldflags="$ldflags" -o "$dir.tmp/" "${pkgs[@]}")
+    (cd "$root/tools/$moddir" && go build -trimpath -ldflags="$ldflags $extra" -o "$dir.tmp/" "${pkgs[@]}")
     mkdir -p "$dir" && mv "$dir.tmp"/* "$dir/" && rm -rf "$dir.tmp"
     echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
   }
@@ -84,11 +85,20 @@ for w in $want; do
     kwok)
       goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
       goinstall kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
-    kube) modbuild kube "$KUBE_VERSION" kube k8s.io/kubernetes/cmd/kube-apiserver \
+    kube)
+      # Stamp the version the way the Kubernetes release build does, so `kubectl version` and
+      # the API server's /version report v1.33.x rather than v0.0.0-master. The "-1" in the
+      # cache key marks binaries built with these flags.
+      minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
+      vflags=""
+      for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        vflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+      done
+      modbuild kube "$KUBE_VERSION-1" kube "$vflags" k8s.io/kubernetes/cmd/kube-apiserver \
             k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
             k8s.io/kubernetes/cmd/kubectl ;;
     etcd)
-      modbuild etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3
+      modbuild etcd "$ETCD_VERSION" etcd "" go.etcd.io/etcd/server/v3
       ln -sfn "$cache/etcd-$ETCD_VERSION/server" "$bin/etcd"; rm -f "$bin/server" ;;
     controller-gen) goinstall controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     tfplugindocs) goinstall tfplugindocs "$TFPLUGINDOCS_VERSION" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs ;;
