@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/reconciler.sh start|stop|status — run bin/gantry-reconciler against the local cluster
 # in the background. PID in .cache/reconciler.pid, logs in .cache/reconciler.log.
-# `start` is a no-op when the recorded process is alive.
+# `start` is a no-op when the recorded process is alive. Extra flags for the reconciler (e.g.
+# --zap-log-level=debug) can be passed in $GANTRY_RECONCILER_ARGS.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 pidfile="$CACHE/reconciler.pid"
@@ -15,7 +16,7 @@ case ${1:-status} in
     [ -f "$KUBECONFIG_PATH" ] || { echo "no cluster: run 'make cluster' first" >&2; exit 1; }
     nohup "$BIN/gantry-reconciler" --kubeconfig "$KUBECONFIG_PATH" \
       --metrics-bind-address=0 --health-probe-bind-address=0 \
-      --zap-time-encoding=rfc3339nano >"$logfile" 2>&1 &
+      --zap-time-encoding=rfc3339nano ${GANTRY_RECONCILER_ARGS:-} >"$logfile" 2>&1 &
     echo $! >"$pidfile"
     # Ready once it has applied its CRDs: the performers CRD is Established.
     for _ in $(seq 1 120); do

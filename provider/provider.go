@@ -41,6 +41,7 @@ var (
 // New returns the provider factory for providerserver.Serve; version is the release version
 // ("dev" for local builds).
 func New(version string) func() provider.Provider {
+	quietSDKLogs()
 	return func() provider.Provider { return &gantryProvider{version: version} }
 }
 

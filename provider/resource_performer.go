@@ -473,14 +473,16 @@ func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	c, _, err := r.data.get()
+	_, reg, err := r.data.get()
 	if err != nil {
 		resp.Diagnostics.Append(clientDiagnostic(err))
 		return
 	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
 	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
-	u, err := resourceFor(c.Dynamic, wait.Performer.GVR, ns).Get(ctx, name, metav1.GetOptions{})
+	// Through the shared informer: a refresh of N performers in a namespace is one LIST, not
+	// N GETs (an object the informer lacks is confirmed with a GET, so NotFound is real).
+	u, err := reg.Get(ctx, wait.Performer, ns, name)
 	if apierrors.IsNotFound(err) {
 		tflog.Info(ctx, "Performer no longer exists; removing it from state")
 		resp.State.RemoveResource(ctx)
@@ -543,7 +545,9 @@ func (r *performerResource) Delete(ctx context.Context, req resource.DeleteReque
 		return
 	}
 	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	// The shared informer's copy (one LIST for all the deletes in the namespace; a GET when
+	// it lacks the object) gives the UID for the precondition and seeds the wait.
+	live, err := reg.Get(ctx, wait.Performer, ns, name)
 	if apierrors.IsNotFound(err) {
 		return
 	}
@@ -562,7 +566,7 @@ func (r *performerResource) Delete(ctx context.Context, req resource.DeleteReque
 		return
 	}
 	tflog.Debug(ctx, "Performer deleted; waiting until it is gone")
-	if err := reg.WaitDeleted(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
+	if err := reg.WaitDeleted(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(uid), Known: live}); err != nil {
 		resp.Diagnostics.Append(waitDiagnostic("Performer", "delete", err))
 	}
 }
@@ -599,15 +603,17 @@ func (r *performerResource) applyAndWait(ctx context.Context, plan *performerMod
 	ns, name := obj.GetNamespace(), obj.GetName()
 	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
 	if create {
-		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		// Through the shared informer (one LIST for all the creates in the namespace; a GET
+		// only to confirm an object it has), not one GET per create.
+		exists, err := reg.Exists(ctx, wait.Performer, ns, name)
 		switch {
-		case err == nil:
+		case err != nil:
+			diags.Append(apiDiagnostic("Performer", "Reading", err))
+			return nil, diags
+		case exists:
 			diags.AddError("Performer Already Exists",
 				fmt.Sprintf("A Performer %s/%s already exists in the cluster and is not managed by this configuration. "+
 					"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
-			return nil, diags
-		case !apierrors.IsNotFound(err):
-			diags.Append(apiDiagnostic("Performer", "Reading", err))
 			return nil, diags
 		}
 	}
@@ -622,7 +628,7 @@ func (r *performerResource) applyAndWait(ctx context.Context, plan *performerMod
 		return nil, diags
 	}
 	tflog.Debug(ctx, "waiting for Performer", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
 	if final == nil {
 		final = live
 	}

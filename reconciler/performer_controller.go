@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,8 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
-// conflictRetry is the delay before retrying a pass whose write hit a stale object.
+// conflictRetry is the delay before retrying a pass whose write hit a stale object. The watch
+// event carrying the newer object normally triggers the retry sooner; this is a backstop.
 const conflictRetry = 200 * time.Millisecond
 
 // RBAC the reconciler needs (config/rbac/role.yaml is generated from these by `make generate`):
@@ -45,6 +47,9 @@ type PerformerReconciler struct {
 	Recorder  record.EventRecorder
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+
+	// expected holds the reconciler's own writes its cache may not show yet.
+	expected expectations
 }
 
 // NewPerformerReconciler builds the reconciler from a manager's clients and event recorder.
@@ -73,102 +78,216 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 // Reconcile is one pass: get the Performer, gather facts, call performer.Decide, write status
 // (once, only when it changed, through the status subresource, before acting so a phase such
 // as Upgrading is visible before its effects), emit the phase-change Event, then act.
+//
+// Facts come from the informer cache, which holds only the Pods and Services the reconciler
+// labelled as its own. A pass whose cache does not show the reconciler's own earlier writes
+// yet is skipped (expectations): the watch event that catches the cache up starts the next
+// one. So a Pod or Service missing from the cache is really gone (the reconciler's creates
+// are in it), and the finalizer can go on the cache's word. The API server is read directly
+// (observe with direct) only to see objects the cache cannot hold: a create hit an existing
+// object (a foreign one, or ours created by an earlier reconciler process and not cached yet:
+// the pass then decides again on what the API server says), or the Performer is Failed (its
+// backoff re-checks must see foreign objects). So a common pass reads nothing but the cache.
 func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+	start := time.Now()
 	var p v1alpha1.Performer
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expected.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
-	key := types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}
-
 	desiredPod, specErr := performer.DesiredPod(&p)
 	desiredSvc := performer.DesiredService(&p)
-	pod := &corev1.Pod{}
-	if found, err := r.get(ctx, key, pod); err != nil {
-		return ctrl.Result{}, err
-	} else if !found {
-		pod = nil
-	}
-	svc := &corev1.Service{}
-	if found, err := r.get(ctx, key, svc); err != nil {
-		return ctrl.Result{}, err
-	} else if !found {
-		svc = nil
-	}
+	direct := performer.PhaseOf(p.Status.Conditions) == v1alpha1.PerformerFailed
 
-	facts := performer.Facts{
-		Now:          now(),
-		Generation:   p.Generation,
-		Deleting:     !p.DeletionTimestamp.IsZero(),
-		HasFinalizer: controllerutil.ContainsFinalizer(&p, v1alpha1.Finalizer),
-		Conditions:   p.Status.Conditions,
-		RunningImage: p.Status.Image,
-		DesiredImage: p.Spec.Image,
-		Pod:          performer.PodFacts(pod, p.UID),
-		Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
-	}
-	if specErr != nil {
-		facts.SpecError = specErr.Error()
-	} else {
-		facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
-	}
-	d, err := performer.Decide(facts)
-	if err != nil {
-		var te *performer.TransitionError
-		if errors.As(err, &te) {
-			r.Recorder.Event(&p, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+	// Whatever this pass writes, the next one must see in the cache before it decides.
+	cachedRV := p.ResourceVersion
+	writes := map[string]objectWrite{}
+	released := false
+	defer func() {
+		switch {
+		case released:
+			r.expected.forget(req.NamespacedName)
+		case p.ResourceVersion != cachedRV:
+			r.expected.expect(req.NamespacedName, p.ResourceVersion, writes)
+		default:
+			r.expected.expect(req.NamespacedName, "", writes)
 		}
-		return ctrl.Result{}, err
-	}
+	}()
 
-	if !hasAction(d.Actions, performer.ActionRemoveFinalizer) {
-		status := r.status(&p, d, facts, pod, now)
-		if !equality.Semantic.DeepEqual(p.Status, status) {
-			before := p.DeepCopy()
-			p.Status = status
-			if err := r.Client.Status().Patch(ctx, &p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-					// A stale cached Performer: the next pass sees the current one.
-					logger.V(1).Info("status write conflict, retrying", "error", err.Error())
-					return ctrl.Result{RequeueAfter: conflictRetry}, nil
-				}
-				return ctrl.Result{}, err
+	for first := true; ; first = false {
+		pod, svc, err := r.observe(ctx, &p, direct)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if first && !direct {
+			if what := r.expected.stale(req.NamespacedName, &p, objectOrNil(pod), objectOrNil(svc)); what != "" {
+				logger.V(1).Info("cache does not show our last write yet; skipping the pass", "object", what)
+				return ctrl.Result{RequeueAfter: staleRetry}, nil
 			}
 		}
-	}
-	if d.Event != nil {
-		r.Recorder.Event(&p, d.Event.Type, d.Event.Reason, d.Event.Message)
-		logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
-	}
-
-	for _, a := range d.Actions {
-		if err := r.act(ctx, &p, a, desiredPod, desiredSvc, pod, svc); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				// The cache lags behind the API server: the next pass sees the current state.
-				logger.V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		facts := performer.Facts{
+			Now:          now(),
+			Generation:   p.Generation,
+			Deleting:     !p.DeletionTimestamp.IsZero(),
+			HasFinalizer: controllerutil.ContainsFinalizer(&p, v1alpha1.Finalizer),
+			Conditions:   p.Status.Conditions,
+			RunningImage: p.Status.Image,
+			DesiredImage: p.Spec.Image,
+			Pod:          performer.PodFacts(pod, p.UID),
+			Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
+		}
+		if specErr != nil {
+			facts.SpecError = specErr.Error()
+		} else {
+			facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
+		}
+		d, err := performer.Decide(facts)
+		if err != nil {
+			var te *performer.TransitionError
+			if errors.As(err, &te) {
+				r.Recorder.Event(&p, corev1.EventTypeWarning, "IllegalTransition", err.Error())
 			}
 			return ctrl.Result{}, err
 		}
+		if !hasAction(d.Actions, performer.ActionRemoveFinalizer) {
+			status := r.status(&p, d, facts, pod, now)
+			if !equality.Semantic.DeepEqual(p.Status, status) {
+				before := p.DeepCopy()
+				p.Status = status
+				if err := r.Client.Status().Patch(ctx, &p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+					if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+						// A stale cached Performer: the watch delivers the current one, which
+						// triggers the next pass; the requeue is only a backstop.
+						logger.V(1).Info("status write conflict, retrying", "error", err.Error())
+						return ctrl.Result{RequeueAfter: conflictRetry}, nil
+					}
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		if d.Event != nil {
+			r.Recorder.Event(&p, d.Event.Type, d.Event.Reason, d.Event.Message)
+			logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
+		}
+
+		err = r.actAll(ctx, &p, d.Actions, desiredPod, desiredSvc, pod, svc, writes)
+		released = err == nil && hasAction(d.Actions, performer.ActionRemoveFinalizer)
+		switch {
+		case err == nil:
+		case errors.Is(err, errPerformerGone):
+			return ctrl.Result{}, nil
+		case apierrors.IsAlreadyExists(err) && !direct:
+			// An object the cache lacks exists: decide again on what the API server says.
+			logger.V(1).Info("object exists but is not cached; reading the API server", "error", err.Error())
+			direct = true
+			continue
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+			// The cache lags behind the API server: the watch triggers the next pass, which
+			// sees the current state; the requeue is only a backstop.
+			logger.V(1).Info("write conflict, retrying", "error", err.Error())
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		default:
+			return ctrl.Result{}, err
+		}
+		if l := logger.V(1); l.Enabled() {
+			l.Info("pass", "resourceVersion", p.ResourceVersion, "phase", d.Phase, "actions", d.Actions,
+				"direct", direct, "requeueAfter", d.RequeueAfter, "took", time.Since(start).String())
+		}
+		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
-// get reads an owned object from the cache and, when the cache does not have it, from the API
-// server (the cache only holds objects labelled as ours). found is false on NotFound.
-func (r *PerformerReconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) (found bool, err error) {
-	err = r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
+// objectOrNil turns a nil *Pod or *Service into a nil client.Object.
+func objectOrNil[T any, PT interface {
+	*T
+	client.Object
+}](o PT) client.Object {
+	if o == nil {
+		return nil
 	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	return o
+}
+
+// observe returns the Pod and Service performer-<name> (nil when absent), from the cache or,
+// with direct, from the API server.
+func (r *PerformerReconciler) observe(ctx context.Context, p *v1alpha1.Performer, direct bool) (*corev1.Pod, *corev1.Service, error) {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}
+	reader := client.Reader(r.Client)
+	if direct {
+		reader = r.APIReader
 	}
-	return err == nil, err
+	pod := &corev1.Pod{}
+	if err := reader.Get(ctx, key, pod); apierrors.IsNotFound(err) {
+		pod = nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	svc := &corev1.Service{}
+	if err := reader.Get(ctx, key, svc); apierrors.IsNotFound(err) {
+		svc = nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return pod, svc, nil
+}
+
+// errPerformerGone ends a pass whose Performer disappeared under it.
+var errPerformerGone = errors.New("the performer is gone")
+
+// actAll carries out the actions in order, except that consecutive Service and Pod actions
+// are independent of each other and run concurrently (one round trip instead of two). The
+// finalizer actions never overlap anything: AddFinalizer completes before anything is
+// created (and a failure stops the pass), RemoveFinalizer comes last. The owned objects
+// written are recorded in writes (by kind), also when it fails part way.
+func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, desiredPod *corev1.Pod, desiredSvc *corev1.Service, pod *corev1.Pod, svc *corev1.Service, writes map[string]objectWrite) error {
+	record := func(w written) {
+		if w.kind != "" {
+			writes[w.kind] = w.objectWrite
+		}
+	}
+	isFinalizer := func(a performer.Action) bool {
+		return a == performer.ActionAddFinalizer || a == performer.ActionRemoveFinalizer
+	}
+	for i := 0; i < len(actions); {
+		j := i + 1
+		for !isFinalizer(actions[i]) && j < len(actions) && !isFinalizer(actions[j]) {
+			j++
+		}
+		if group := actions[i:j]; len(group) == 1 {
+			w, err := r.act(ctx, p, group[0], desiredPod, desiredSvc, pod, svc)
+			record(w)
+			if err != nil {
+				return err
+			}
+		} else {
+			ws := make([]written, len(group))
+			errs := make([]error, len(group))
+			var wg sync.WaitGroup
+			for k, a := range group {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ws[k], errs[k] = r.act(ctx, p, a, desiredPod, desiredSvc, pod, svc)
+				}()
+			}
+			wg.Wait()
+			for _, w := range ws {
+				record(w)
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	return nil
 }
 
 // status computes the new status from the decision; conditions keep their
@@ -198,8 +317,14 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 	return st
 }
 
-// act carries out one action of the machine.
-func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a performer.Action, desiredPod *corev1.Pod, desiredSvc *corev1.Service, pod *corev1.Pod, svc *corev1.Service) error {
+// written is what an action wrote to an owned object (kind "" when it wrote none).
+type written struct {
+	kind string
+	objectWrite
+}
+
+// act carries out one action of the machine. The finalizer actions update p in place.
+func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a performer.Action, desiredPod *corev1.Pod, desiredSvc *corev1.Service, pod *corev1.Pod, svc *corev1.Service) (written, error) {
 	switch a {
 	case performer.ActionAddFinalizer, performer.ActionRemoveFinalizer:
 		before := p.DeepCopy()
@@ -209,11 +334,14 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 			controllerutil.RemoveFinalizer(p, v1alpha1.Finalizer)
 		}
 		err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		return client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return written{}, errPerformerGone // nothing more to do, and nothing to create for it
+		}
+		return written{}, err
 
 	case performer.ActionEnsureService:
 		obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desiredSvc.Name, Namespace: desiredSvc.Namespace}}
-		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		res, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
 			if obj.Labels == nil {
 				obj.Labels = map[string]string{}
 			}
@@ -225,25 +353,30 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 			obj.Spec.Ports = desiredSvc.Spec.Ports
 			return controllerutil.SetControllerReference(p, obj, r.Scheme)
 		})
-		return err
+		if err != nil || res == controllerutil.OperationResultNone {
+			return written{}, err
+		}
+		return written{"Service", objectWrite{uid: obj.UID, rv: obj.ResourceVersion}}, nil
 
 	case performer.ActionCreatePod:
 		obj := desiredPod.DeepCopy()
 		if err := controllerutil.SetControllerReference(p, obj, r.Scheme); err != nil {
-			return err
+			return written{}, err
 		}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+		// AlreadyExists is returned: the Pod is foreign, or ours and not cached yet; Reconcile
+		// then decides again on what the API server says.
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return written{}, err
 		}
-		return nil
+		return written{"Pod", objectWrite{uid: obj.UID, rv: obj.ResourceVersion}}, nil
 
 	case performer.ActionDeletePod:
-		return deleteExact(ctx, r.Client, pod)
+		return written{"Pod", objectWrite{uid: pod.UID, deleted: true}}, deleteExact(ctx, r.Client, pod)
 
 	case performer.ActionDeleteService:
-		return deleteExact(ctx, r.Client, svc)
+		return written{"Service", objectWrite{uid: svc.UID, deleted: true}}, deleteExact(ctx, r.Client, svc)
 	}
-	return nil
+	return written{}, nil
 }
 
 // deleteExact deletes obj only if it is still the same object (UID precondition), so a

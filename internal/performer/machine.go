@@ -13,7 +13,9 @@
 // Failed → Creating (retry with backoff). The phases (status.phase) are the seed's top-level
 // states; its sub-states are reported in the condition messages:
 //
-//   - Pending: accepted, the finalizer is being added; nothing created yet.
+//   - Pending: accepted, nothing created yet. The machine passes through it within its first
+//     pass (the finalizer goes on, then the Service and the Pod are created: Creating), so it
+//     is only seen in conditions written by earlier reconciler versions.
 //   - Creating: the Pod is being created (or re-created after a spec change or its loss).
 //   - Scheduling: the Pod exists and is not Ready yet: waiting for the scheduler (NodeSelection,
 //     HardwareValidation, PodBinding), then the kubelet (ImagePull, ContainerStart), then the
@@ -377,14 +379,13 @@ func Decide(f Facts) (Decision, error) {
 	switch {
 	case f.Deleting:
 		st = terminate(f, &d)
-	case !f.HasFinalizer && (prev == "" || prev == v1alpha1.PerformerPending):
-		// Seed: [*] → Pending; the finalizer goes on before anything is created, so the owned
-		// objects are always cleaned up.
-		st = state{v1alpha1.PerformerPending, ReasonPending, "adding finalizer " + v1alpha1.Finalizer}
-		d.Actions = []Action{ActionAddFinalizer}
 	default:
 		if !f.HasFinalizer {
-			d.Actions = append(d.Actions, ActionAddFinalizer) // removed by someone: put it back
+			// Seed: [*] → Pending → Creating in one pass: the finalizer is the first action, so
+			// it is on before anything is created (the controller stops the pass if adding it
+			// fails) and the owned objects are always cleaned up. Later, if someone removed
+			// it, it is put back the same way.
+			d.Actions = append(d.Actions, ActionAddFinalizer)
 		}
 		if !f.Service.Foreign && !f.Service.UpToDate && f.SpecError == "" {
 			d.Actions = append(d.Actions, ActionEnsureService)

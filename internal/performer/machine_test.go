@@ -116,13 +116,19 @@ func TestDecide(t *testing.T) {
 		f    Facts
 		want want
 	}{
-		// Seed: [*] → Pending → Creating.
-		{"[*] → Pending: add the finalizer first",
+		// Seed: [*] → Pending → Creating, in one pass: the finalizer first, then service and pod.
+		{"[*] → Creating: finalizer first, then service and pod, in one pass",
 			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
-			want{phase: v1alpha1.PerformerPending, reason: ReasonPending, actions: acts(ActionAddFinalizer), event: "Normal"}},
-		{"Pending → Pending while the finalizer update is in flight",
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, msg: "creating the pod", actions: acts(ActionAddFinalizer, ActionEnsureService, ActionCreatePod), event: "Normal"}},
+		{"Pending (written by an earlier reconciler) → Creating: finalizer, service and pod",
 			with(base(wasPending, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
-			want{phase: v1alpha1.PerformerPending, reason: ReasonPending, actions: acts(ActionAddFinalizer)}},
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionAddFinalizer, ActionEnsureService, ActionCreatePod), event: "Normal"}},
+		{"[*] → Failed: pod name taken by a foreign pod; the finalizer still goes on first",
+			with(base(nil, &Pod{Foreign: true}, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonOwnershipConflict, msg: "Pod", actions: acts(ActionAddFinalizer, ActionEnsureService), requeue: BackoffMin, event: "Warning"}},
+		{"[*] → Failed: invalid spec; the finalizer goes on, nothing is created",
+			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false; f.SpecError = "spec.scheduling.nodeSelector conflict" }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonInvalidSpec, actions: acts(ActionAddFinalizer), requeue: BackoffMin, event: "Warning"}},
 		{"Pending → Creating: service, then pod",
 			base(wasPending, nil, svcMissing),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionEnsureService, ActionCreatePod), event: "Normal"}},
@@ -442,8 +448,10 @@ func TestPhaseOf(t *testing.T) {
 //     each with ObservedGeneration = Generation and a valid reason (metav1.Condition's pattern).
 //  2. Exactly one of Ready, Reconciling, Stalled is True; Ready=True iff Running; Stalled=True
 //     iff Failed; the phase is PhaseOf(conditions); the active condition has a message.
-//  3. Terminating iff the Performer is being deleted; Pending only before the finalizer is on,
-//     and its only action is AddFinalizer.
+//  3. Terminating iff the Performer is being deleted. Pending is never decided: the first pass
+//     goes straight on to Creating (or further). Whenever the finalizer is missing and the
+//     Performer is not being deleted, AddFinalizer is the first action, so nothing is created
+//     or changed before the finalizer is on.
 //  4. Actions make sense: no duplicates; CreatePod only when no Pod exists; DeletePod only on
 //     our Pod that is not already going; CreatePod and DeletePod never together; DeleteService
 //     and RemoveFinalizer only when deleting, RemoveFinalizer last and only when our Pod and
@@ -484,8 +492,11 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
 		t.Fatalf("deleting=%v phase=%s", f.Deleting, d.Phase)
 	}
-	if d.Phase == v1alpha1.PerformerPending && (f.HasFinalizer || !reflect.DeepEqual(d.Actions, []Action{ActionAddFinalizer})) {
-		t.Fatalf("Pending with finalizer=%v actions %v", f.HasFinalizer, d.Actions)
+	if d.Phase == v1alpha1.PerformerPending {
+		t.Fatalf("Pending decided (finalizer=%v, actions %v)", f.HasFinalizer, d.Actions)
+	}
+	if !f.Deleting && !f.HasFinalizer && (len(d.Actions) == 0 || d.Actions[0] != ActionAddFinalizer) {
+		t.Fatalf("finalizer missing but actions %v do not start with AddFinalizer", d.Actions)
 	}
 
 	ownPod := f.Pod != nil && !f.Pod.Foreign

@@ -20,6 +20,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// informerSyncWait bounds how long Get waits for a new shared informer's first LIST before it
+// reads the object with a GET instead.
+const informerSyncWait = 5 * time.Second
+
 // eventsTimeout bounds the Warning-event lookup that decorates failure and timeout errors;
 // it runs even when the wait's own context has ended.
 const eventsTimeout = 5 * time.Second
@@ -100,15 +104,26 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
 
-	obj, err := r.get(ctx, spec, t, st)
-	switch {
-	case err == nil:
-	case isObjectNotFound(err, t):
-		return nil, &DeletedError{Kind: spec.Kind, Target: t}
-	case ctx.Err() != nil:
-		return nil, r.timeout(ctx, st, nil)
-	default:
-		return nil, err
+	var obj *unstructured.Unstructured
+	if t.Known != nil {
+		// Registered before looking: every change from here on wakes the waiter, and the
+		// informer's copy (if it has one yet) covers the changes before. A copy missing from
+		// the informer is not suspicious: the caller has just written the object.
+		obj = t.Known.DeepCopy()
+		if u := si.cached(t.key()); u != nil && string(u.GetUID()) == string(obj.GetUID()) && !rvOlder(u.GetResourceVersion(), obj.GetResourceVersion()) {
+			obj = u
+		}
+	} else {
+		obj, err = r.get(ctx, spec, t, st)
+		switch {
+		case err == nil:
+		case isObjectNotFound(err, t):
+			return nil, &DeletedError{Kind: spec.Kind, Target: t}
+		case ctx.Err() != nil:
+			return nil, r.timeout(ctx, st, nil)
+		default:
+			return nil, err
+		}
 	}
 	if t.UID == "" {
 		t.UID = string(obj.GetUID())
@@ -151,6 +166,81 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 	}
 }
 
+// Get returns the object namespace/name of spec's kind from the shared informer (started if
+// needed: one LIST for every object of the kind in the namespace, shared by all callers),
+// so N reads in a namespace cost one request, not N. When the informer does not have the
+// object, or has not synced within informerSyncWait, it asks the API server (a GET, retried
+// like a wait's), so a NotFound error is authoritative. The result is the caller's to keep
+// and may be passed on as Target.Known.
+func (r *Registry) Get(ctx context.Context, spec Spec, namespace, name string) (*unstructured.Unstructured, error) {
+	u, _, err := r.cachedCopy(ctx, spec, namespace, name)
+	if err != nil || u != nil {
+		return u, err
+	}
+	t := Target{Namespace: namespace, Name: name}
+	return r.get(ctx, spec, t, &waitState{spec: spec, target: t})
+}
+
+// Exists reports whether the object namespace/name of spec's kind exists, as the shared
+// informer (see Get) knows it. When the informer has the object, a GET confirms it (the copy
+// may be of an object deleted a moment ago); when it does not, no request is made, so an
+// object created within the informer's lag (milliseconds) reads as absent: the same race as
+// a GET followed by a write. When the informer has not synced within informerSyncWait, a GET
+// decides.
+func (r *Registry) Exists(ctx context.Context, spec Spec, namespace, name string) (bool, error) {
+	u, synced, err := r.cachedCopy(ctx, spec, namespace, name)
+	if err != nil {
+		return false, err
+	}
+	if synced && u == nil {
+		return false, nil
+	}
+	t := Target{Namespace: namespace, Name: name}
+	_, err = r.get(ctx, spec, t, &waitState{spec: spec, target: t})
+	switch {
+	case err == nil:
+		return true, nil
+	case isObjectNotFound(err, t):
+		return false, nil
+	}
+	return false, err
+}
+
+// cachedCopy returns the shared informer's copy of namespace/name (nil if it has none) once
+// the informer has synced. synced is false when it did not within informerSyncWait, or
+// cannot (its LIST is forbidden, e.g. RBAC grants get but not list/watch): the caller then
+// asks the API server.
+func (r *Registry) cachedCopy(ctx context.Context, spec Spec, namespace, name string) (u *unstructured.Unstructured, synced bool, err error) {
+	if err := spec.validate(); err != nil {
+		return nil, false, err
+	}
+	si, err := r.informerFor(spec, namespace)
+	if err != nil {
+		return nil, false, err
+	}
+	if si.fatal() != nil {
+		return nil, false, nil
+	}
+	timer := time.NewTimer(informerSyncWait)
+	defer timer.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-si.syncedCh:
+			return si.cached(Target{Namespace: namespace, Name: name}.key()), true, nil
+		case <-tick.C:
+			if si.fatal() != nil {
+				return nil, false, nil
+			}
+		case <-timer.C:
+			return nil, false, nil
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
 // WaitDeleted waits until the object t is gone (404, or replaced by an object with another
 // UID), i.e. its finalizers have run. It returns nil at once if the object does not exist,
 // *TimeoutError (with the last state, conditions and finalizers seen) when ctx ends first, or
@@ -167,27 +257,60 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
 
-	obj, err := r.get(ctx, spec, t, st)
-	switch {
-	case err == nil:
-	case isObjectNotFound(err, t):
-		return nil
-	case ctx.Err() != nil:
-		return r.timeout(ctx, st, nil)
-	default:
-		return err
+	var obj *unstructured.Unstructured
+	if t.Known != nil {
+		// Registered before looking: every change from here on wakes the waiter; what
+		// happened before (the object may be gone already) is in the informer's copy, or in
+		// its absence from a synced informer (confirmed with a GET by current).
+		obj = t.Known.DeepCopy()
+		if t.UID == "" {
+			t.UID = string(obj.GetUID())
+		}
+		st.observe(obj, Evaluate(spec, obj))
+		next, gone, err := r.current(ctx, si, spec, t, st)
+		switch {
+		case err != nil:
+			return err
+		case gone:
+			return nil
+		case next != nil:
+			obj = next
+		}
+	} else {
+		obj, err = r.get(ctx, spec, t, st)
+		switch {
+		case err == nil:
+		case isObjectNotFound(err, t):
+			return nil
+		case ctx.Err() != nil:
+			return r.timeout(ctx, st, nil)
+		default:
+			return err
+		}
 	}
 	if t.UID != "" && string(obj.GetUID()) != t.UID {
 		return nil
 	}
 	t.UID = string(obj.GetUID())
 	st.target = t
+	// Once the informer has shown this object, its absence from the informer means the
+	// watch (or a re-list) saw it go: no GET needed to confirm.
+	inInformer := func() bool {
+		u := si.cached(t.key())
+		return u != nil && string(u.GetUID()) == t.UID
+	}
+	seen := inInformer()
 	for {
 		st.observe(obj, Evaluate(spec, obj))
 		select {
 		case <-ctx.Done():
 			return r.timeout(ctx, st, obj)
 		case <-w.ch:
+			if seen && si.cached(t.key()) == nil {
+				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				return nil
+			}
+			seen = seen || inInformer()
 			next, gone, err := r.current(ctx, si, spec, t, st)
 			if err != nil {
 				return err
@@ -327,14 +450,16 @@ func (s *waitState) observe(obj *unstructured.Unstructured, v Verdict) {
 
 // sharedInformer is one informer plus the waiters registered per object key.
 type sharedInformer struct {
-	key     informerKey
-	inf     cache.SharedIndexInformer
-	stop    chan struct{}
-	once    sync.Once
-	synced  atomic.Bool
-	mu      sync.Mutex
-	waiters map[string]map[*waiter]struct{}
-	lastErr error
+	key    informerKey
+	inf    cache.SharedIndexInformer
+	stop   chan struct{}
+	once   sync.Once
+	synced atomic.Bool
+	// syncedCh is closed when the informer has synced (synced is then true).
+	syncedCh chan struct{}
+	mu       sync.Mutex
+	waiters  map[string]map[*waiter]struct{}
+	lastErr  error
 }
 
 type waiter struct{ ch chan struct{} }
@@ -361,7 +486,7 @@ func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, er
 		return si, nil
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(r.dyn, spec.GVR, namespace, 0, cache.Indexers{}, nil).Informer()
-	si := &sharedInformer{key: k, inf: inf, stop: make(chan struct{}), waiters: map[string]map[*waiter]struct{}{}}
+	si := &sharedInformer{key: k, inf: inf, stop: make(chan struct{}), syncedCh: make(chan struct{}), waiters: map[string]map[*waiter]struct{}{}}
 	// Managed fields are large and never read here.
 	_ = inf.SetTransform(func(o interface{}) (interface{}, error) {
 		if u, ok := o.(*unstructured.Unstructured); ok {
@@ -385,6 +510,7 @@ func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, er
 	go func() {
 		if cache.WaitForCacheSync(si.stop, inf.HasSynced) {
 			si.synced.Store(true)
+			close(si.syncedCh)
 			si.notifyAll()
 		}
 	}()
@@ -405,6 +531,19 @@ func (r *Registry) drop(si *sharedInformer) {
 }
 
 func (si *sharedInformer) stopOnce() { si.once.Do(func() { close(si.stop) }) }
+
+// cached returns a copy of the informer's object under key, or nil.
+func (si *sharedInformer) cached(key string) *unstructured.Unstructured {
+	item, exists, _ := si.inf.GetStore().GetByKey(key)
+	if !exists {
+		return nil
+	}
+	u, ok := item.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	return u.DeepCopy()
+}
 
 func (si *sharedInformer) register(key string) *waiter {
 	w := &waiter{ch: make(chan struct{}, 1)}

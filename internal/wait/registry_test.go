@@ -403,3 +403,149 @@ func TestRegistryClosed(t *testing.T) {
 		t.Fatal("want an error from a closed registry")
 	}
 }
+
+// getsOf counts the GET actions the fake dynamic client has seen on performers.
+func (e *fakeEnv) getsOf(name string) int {
+	n := 0
+	for _, a := range e.dyn.Actions() {
+		if g, ok := a.(clienttesting.GetAction); ok && a.GetVerb() == "get" && a.GetResource() == Performer.GVR && g.GetName() == name {
+			n++
+		}
+	}
+	return n
+}
+
+// A wait seeded with the object the caller just wrote (Target.Known) needs no GET: it starts
+// from the seed (or the informer's newer copy) and follows the informer's events.
+func TestWaitReadyFromKnownNeedsNoGet(t *testing.T) {
+	written := setStatus(newPerformer("ns", "p", 1), "Creating", 1, cond("Ready", "False", "Creating", ""))
+	env := newFakeEnv(t, written)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := env.waitReadyAsync(ctx, Target{Namespace: "ns", Name: "p", Generation: 1, Known: written.DeepCopy()})
+	env.waitWatching(t)
+	select {
+	case r := <-done:
+		t.Fatalf("returned early on Creating: %v", r.err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Running", 1, cond("Ready", "True", "Running", "")))
+	if r := <-done; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := env.getsOf("p"); n != 0 {
+		t.Errorf("%d GETs, want 0", n)
+	}
+
+	// A seed that is already Running returns at once.
+	running := setStatus(newPerformer("ns", "q", 1), "Running", 1, cond("Ready", "True", "Running", ""))
+	if _, err := env.reg.WaitReady(ctx, Performer, Target{Namespace: "ns", Name: "q", Generation: 1, Known: running}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Registry.Get reads through the shared informer (no GET for an object it has) and says
+// NotFound, after a confirming GET, for one it does not have.
+func TestRegistryGet(t *testing.T) {
+	env := newFakeEnv(t, newPerformer("ns", "p", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u, err := env.reg.Get(ctx, Performer, "ns", "p")
+	if err != nil || u.GetName() != "p" {
+		t.Fatalf("Get = %v, %v", u, err)
+	}
+	if n := env.getsOf("p"); n != 0 {
+		t.Errorf("%d GETs of an object the informer has, want 0", n)
+	}
+	if _, err := env.reg.Get(ctx, Performer, "ns", "nope"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get(nope) = %v, want NotFound", err)
+	}
+	if n := env.getsOf("nope"); n != 1 {
+		t.Errorf("%d GETs of a missing object, want 1 (to confirm)", n)
+	}
+	if env.reg.Informers() != 1 {
+		t.Errorf("informers = %d, want 1 (shared)", env.reg.Informers())
+	}
+}
+
+// WaitDeleted seeded with the copy read before the DELETE: it returns once the object is
+// gone, also when it went before the wait started.
+func TestWaitDeletedFromKnown(t *testing.T) {
+	p := newPerformer("ns", "p", 1)
+	p.SetFinalizers([]string{"gantry.dev/finalizer"})
+	env := newFakeEnv(t, p, newPerformer("ns", "gone", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	live, err := env.reg.Get(ctx, Performer, "ns", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.waitWatching(t)
+	done := make(chan error, 1)
+	go func() { done <- env.reg.WaitDeleted(ctx, Performer, Target{Namespace: "ns", Name: "p", Known: live}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned while the object exists: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := env.dyn.Resource(Performer.GVR).Namespace("ns").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := env.getsOf("p"); n != 0 {
+		t.Errorf("%d GETs, want 0 (the informer had the object and saw it go)", n)
+	}
+
+	// Gone before the wait starts (the informer has seen the delete, or not yet): nil.
+	known, err := env.reg.Get(ctx, Performer, "ns", "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.dyn.Resource(Performer.GVR).Namespace("ns").Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.reg.WaitDeleted(ctx, Performer, Target{Namespace: "ns", Name: "gone", Known: known}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Exists answers from the shared informer: no request for an object it does not have, a
+// confirming GET for one it has (which may have gone a moment ago).
+func TestRegistryExists(t *testing.T) {
+	env := newFakeEnv(t, newPerformer("ns", "p", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ok, err := env.reg.Exists(ctx, Performer, "ns", "nope"); ok || err != nil {
+		t.Fatalf("Exists(nope) = %v, %v", ok, err)
+	}
+	if n := env.getsOf("nope"); n != 0 {
+		t.Errorf("%d GETs for an object the informer does not have, want 0", n)
+	}
+	if ok, err := env.reg.Exists(ctx, Performer, "ns", "p"); !ok || err != nil {
+		t.Fatalf("Exists(p) = %v, %v", ok, err)
+	}
+	if n := env.getsOf("p"); n != 1 {
+		t.Errorf("%d GETs for an object the informer has, want 1 (to confirm)", n)
+	}
+}
+
+// With RBAC that grants get but not list/watch, Get does not wait for an informer that can
+// never sync: it reads the object with a GET at once.
+func TestRegistryGetWithoutListPermission(t *testing.T) {
+	env := newFakeEnv(t, newPerformer("ns", "p", 1))
+	env.dyn.PrependReactor("list", "performers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(Performer.GVR.GroupResource(), "", errors.New("RBAC says no"))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	u, err := env.reg.Get(ctx, Performer, "ns", "p")
+	if err != nil || u.GetName() != "p" {
+		t.Fatalf("Get = %v, %v", u, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Get took %s, want a prompt fallback to GET", d)
+	}
+}

@@ -82,6 +82,11 @@ type Target struct {
 	// Generation, if > 0, is the generation the caller just wrote (from the apply response).
 	// Copies with a lower generation are stale and ignored.
 	Generation int64
+	// Known, if set, is a copy of the object the caller has just written or read (the apply
+	// response, or Registry.Get's result). The wait starts from it, or from the shared
+	// informer's copy when that is newer, instead of reading the object with a GET: one round
+	// trip less per wait. It is not modified.
+	Known *unstructured.Unstructured
 }
 
 func (t Target) key() string {

@@ -1,0 +1,122 @@
+package reconciler
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// expectationTTL bounds how long a pass waits for the cache to show the reconciler's own
+// writes. Watch events normally bring it up to date within milliseconds; past the TTL the
+// reconciler decides on whatever the cache holds, as it would without expectations.
+const expectationTTL = 5 * time.Second
+
+// staleRetry is the backstop requeue of a pass skipped because the cache is behind the
+// reconciler's own writes (the watch event that catches it up triggers the real retry).
+const staleRetry = time.Second
+
+// expectations remember, per Performer, the writes the reconciler made that its informer
+// cache may not show yet: the Performer's resourceVersion after its last write, and the Pod
+// and Service it created, updated or deleted. A pass whose cache is older than those writes
+// is skipped (Reconcile returns at once); the watch event that brings the cache up to date
+// triggers the next pass. Deciding on such a cache would redo work already done: conflicting
+// status writes, creates that hit AlreadyExists, deletes issued twice, and phases such as
+// "creating the service" for a Service created a moment ago.
+//
+// The expectations are kept in memory only; a restarted reconciler has none and decides on
+// its (freshly listed) cache. The zero value is ready to use.
+type expectations struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*expected
+}
+
+type expected struct {
+	at time.Time
+	// performerRV is the Performer's resourceVersion after the reconciler's last write to it
+	// ("" if it wrote none).
+	performerRV string
+	// objects are the owned objects written, by kind ("Pod", "Service").
+	objects map[string]objectWrite
+}
+
+// objectWrite is what the cache must show of an owned object the reconciler wrote.
+type objectWrite struct {
+	uid types.UID
+	// rv is the resourceVersion the write returned: the cached copy must be at least as new.
+	rv string
+	// deleted: the cached copy must be gone or carry a deletionTimestamp.
+	deleted bool
+}
+
+// stale reports which of the reconciler's own writes the cache does not show yet ("" when
+// none); the performer, pod and service are the cached copies (pod and svc nil when absent).
+// Expectations met, or older than expectationTTL, are forgotten.
+func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc client.Object) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x := e.m[key]
+	if x == nil {
+		return ""
+	}
+	if time.Since(x.at) > expectationTTL {
+		delete(e.m, key)
+		return ""
+	}
+	if x.performerRV != "" && rvOlder(p.GetResourceVersion(), x.performerRV) {
+		return "Performer"
+	}
+	for kind, cached := range map[string]client.Object{"Pod": pod, "Service": svc} {
+		w, ok := x.objects[kind]
+		if !ok {
+			continue
+		}
+		gone := cached == nil || cached.GetUID() != w.uid
+		switch {
+		case w.deleted && !gone && cached.GetDeletionTimestamp() == nil:
+			return kind
+		case !w.deleted && gone:
+			return kind
+		case !w.deleted && rvOlder(cached.GetResourceVersion(), w.rv):
+			return kind
+		}
+	}
+	delete(e.m, key)
+	return ""
+}
+
+// expect records the writes of one pass (replacing earlier expectations for key: this pass
+// started from a cache that showed them). performerRV is "" when the pass did not write the
+// Performer.
+func (e *expectations) expect(key types.NamespacedName, performerRV string, objects map[string]objectWrite) {
+	if performerRV == "" && len(objects) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[types.NamespacedName]*expected{}
+	}
+	e.m[key] = &expected{at: time.Now(), performerRV: performerRV, objects: objects}
+}
+
+// forget drops the expectations for key (the Performer is gone).
+func (e *expectations) forget(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.m, key)
+}
+
+// rvOlder reports whether resourceVersion a is older than b. resourceVersions are opaque in
+// the API contract; in practice they are etcd revisions (integers), and only then does this
+// compare. Unparsable versions are never "older", so the expectation is then met at once.
+func rvOlder(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
