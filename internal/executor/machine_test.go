@@ -121,8 +121,12 @@ var rows = []row{
 		want:  v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"rollback is disabled"}},
 	{name: "Updating → Failed when the last good revision is gone",
 		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
-		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.LastGoodAvailable = false; f.Deployment = deadline("r2", 2) },
-		want:  v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"no longer kept"}},
+		facts: func(f *Facts) {
+			f.LastGoodRevision = "r1"
+			f.LastGoodAvailable = false
+			f.Deployment = deadline("r2", 2)
+		},
+		want: v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"no longer kept"}},
 	{name: "Failed → RollingBack once rollback is enabled", seed: "003 FAILED → ROLLINGBACK",
 		prev: v1alpha1.ExecutorFailed, prevReason: ReasonProgressDeadlineExceeded,
 		facts: func(f *Facts) { f.Generation = 2; f.LastGoodRevision = "r1"; f.Deployment = deadline("r2", 2) },
@@ -197,8 +201,12 @@ var rows = []row{
 		msg: []string{`performer "tee" not found`}},
 	{name: "Running → Failed when a performer goes away",
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
-		facts: func(f *Facts) { f.LastGoodRevision = "r2"; f.Deployment = complete("r2", 2); f.Performers[0] = PerformerRef{Name: "gpu"} },
-		want:  v1alpha1.ExecutorFailed, lastGood: "r2", stalled: ReasonPerformerNotFound, msg: []string{`"gpu"`}},
+		facts: func(f *Facts) {
+			f.LastGoodRevision = "r2"
+			f.Deployment = complete("r2", 2)
+			f.Performers[0] = PerformerRef{Name: "gpu"}
+		},
+		want: v1alpha1.ExecutorFailed, lastGood: "r2", stalled: ReasonPerformerNotFound, msg: []string{`"gpu"`}},
 	{name: "a Failed performer fails the executor with its reason",
 		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
 		facts: func(f *Facts) {
