@@ -134,3 +134,42 @@ func (s Spec) validate() error {
 	}
 	return nil
 }
+
+// Well-known GVRs of the objects an Executor owns.
+var (
+	DeploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	ReplicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	ConfigMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// Executor is the Spec of gantry.dev/v1alpha1 Executor: summary status.phase, success Running,
+// failure Failed. After a failed update that was rolled back the executor is Running on the
+// previous revision with Stalled=True (reason RolledBack), so the wait fails at once and its
+// Detail says the update was rolled back and which revision (and image) runs. Warning events
+// of its Deployment, ReplicaSets, Pods and ConfigMaps are reported.
+var Executor = Spec{
+	Kind:        "Executor",
+	GVR:         v1alpha1.GroupVersion.WithResource("executors"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "phase"},
+	Success:     []string{string(v1alpha1.ExecutorRunning)},
+	Failure:     []string{string(v1alpha1.ExecutorFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "Deployment", GVR: DeploymentsGVR},
+		{Kind: "ReplicaSet", GVR: ReplicaSetsGVR},
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "ConfigMap", GVR: ConfigMapsGVR},
+	},
+	Related: func(obj *unstructured.Unstructured) []ObjectRef {
+		return []ObjectRef{{Kind: "Deployment", Name: "executor-" + obj.GetName()}}
+	},
+	Detail: func(obj *unstructured.Unstructured) string {
+		failed, _, _ := unstructured.NestedString(obj.Object, "status", "failedRevision")
+		current, _, _ := unstructured.NestedString(obj.Object, "status", "currentRevision")
+		image, _, _ := unstructured.NestedString(obj.Object, "status", "image")
+		if failed == "" || current == "" || failed == current {
+			return ""
+		}
+		return fmt.Sprintf("the update to revision %s was rolled back: revision %s (image %s) is running", failed, current, image)
+	},
+}
