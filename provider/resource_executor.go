@@ -206,11 +206,11 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Where the operator's signing keys come from: a Secret in the executor's namespace and the keys in it " +
 					"(`secret_name` with `ecdsa_key` and/or `bls_key`), or `remote_signer_url`. Only references: the key " +
 					"material stays in the Secret and reaches the pods as `valueFrom.secretKeyRef`.",
+				Validators: []validator.Object{secretKeysValidator{}},
 				Attributes: map[string]schema.Attribute{
 					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
-							stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("remote_signer_url")),
-							stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("ecdsa_key"), path.MatchRelative().AtParent().AtName("bls_key"))}},
+							stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
 					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
@@ -717,5 +717,37 @@ func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.Lis
 			}
 			ids[c.ChainID.ValueInt64()] = i
 		}
+	}
+}
+
+// secretKeysValidator requires ecdsa_key and/or bls_key with secret_name (the CRD's CEL rule
+// "operatorKeys.secretName needs ecdsaKey and/or blsKey").
+type secretKeysValidator struct{}
+
+func (secretKeysValidator) Description(context.Context) string {
+	return "secret_name needs ecdsa_key and/or bls_key"
+}
+func (v secretKeysValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	set := func(k string) (bool, bool) {
+		v, ok := a[k]
+		if !ok || v.IsNull() {
+			return false, true
+		}
+		return !v.IsUnknown(), !v.IsUnknown()
+	}
+	secret, k1 := set("secret_name")
+	ecdsa, k2 := set("ecdsa_key")
+	bls, k3 := set("bls_key")
+	if k1 && k2 && k3 && secret && !ecdsa && !bls {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("secret_name"), "secret_name Needs a Key",
+			"operator_keys.secret_name names the Secret; also set ecdsa_key and/or bls_key: the keys within it that hold the private keys.")
 	}
 }
