@@ -38,6 +38,7 @@ var (
 	_ resource.Resource                = (*executorResource)(nil)
 	_ resource.ResourceWithConfigure   = (*executorResource)(nil)
 	_ resource.ResourceWithImportState = (*executorResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*executorResource)(nil)
 )
 
 // Default timeouts of gantry_executor.
@@ -92,6 +93,7 @@ type executorModelV0 struct {
 	ReadyReplicas           types.Int64        `tfsdk:"ready_replicas"`
 	CurrentRevision         types.String       `tfsdk:"current_revision"`
 	LastGoodRevision        types.String       `tfsdk:"last_good_revision"`
+	FailedRevision          types.String       `tfsdk:"failed_revision"`
 	ConfigMapName           types.String       `tfsdk:"config_map_name"`
 	PerformerEndpoints      types.Map          `tfsdk:"performer_endpoints"`
 	Timeouts                timeouts.Value     `tfsdk:"timeouts"`
@@ -267,7 +269,9 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"ready_replicas":     schema.Int64Attribute{Computed: true, MarkdownDescription: "Ready executor pods."},
 			"current_revision":   schema.StringAttribute{Computed: true, MarkdownDescription: "Revision (pod template hash) that runs now."},
 			"last_good_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Last revision that rolled out fully: the rollback target."},
-			"config_map_name":    schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
+			"failed_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision whose rollout failed and was rolled back " +
+				"(null when none). While it is set the executor runs `last_good_revision` and every plan proposes an update that re-applies the configuration."},
+			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
 			"performer_endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performer name → gRPC endpoint, as rendered into the config."},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
@@ -282,6 +286,22 @@ func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRe
 		return
 	}
 	r.data = d
+}
+
+// ModifyPlan proposes an in-place update (failed_revision becomes unknown) while the state
+// says a failed update was rolled back: the configuration is not live, and re-applying it
+// either heals the executor (a fixed or reverted configuration) or fails again, saying so.
+// No API call is made.
+func (r *executorResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return
+	}
+	var failed types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("failed_revision"), &failed)...)
+	if resp.Diagnostics.HasError() || failed.IsNull() || failed.IsUnknown() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("failed_revision"), types.StringUnknown())...)
 }
 
 func (r *executorResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -411,8 +431,8 @@ func (r *executorResource) ImportState(ctx context.Context, req resource.ImportS
 
 // applyAndWait server-side applies the plan, converges away foreign fields, and waits per the
 // status contract. prior is nil on create (an existing object is then refused). When an
-// update fails and was rolled back, the state saved is prior's (with refreshed status): the
-// configuration is not live, so the next plan shows the change again.
+// update fails and was rolled back, the state records failed_revision, which makes the next
+// plan propose an update (ModifyPlan).
 func (r *executorResource) applyAndWait(ctx context.Context, plan, prior *executorModelV0, op string) (*executorModelV0, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	c, reg, err := r.data.get()
@@ -456,16 +476,12 @@ func (r *executorResource) applyAndWait(ctx context.Context, plan, prior *execut
 		return nil, diags
 	}
 	state := *plan
-	if werr != nil && prior != nil && rolledBack(final) {
-		state = *prior
-		state.Timeouts = plan.Timeouts
-	}
 	setExecutorStatus(&state, final)
 	if werr != nil {
 		if rolledBack(final) {
 			diags.AddError("Executor Update Rolled Back", fmt.Sprintf("The update of Executor %s/%s failed and the reconciler rolled it back.\n\n%s\n\n"+
-				"The previous revision keeps running; Terraform keeps the previous configuration in state, so the next plan shows "+
-				"the change again. Fix the cause (for example the image) and apply again.", ns, name, werr.Error()))
+				"The previous revision keeps running. failed_revision is set in state, so every plan proposes an update until "+
+				"an apply succeeds: fix the cause (for example the image) or revert the change, and apply again.", ns, name, werr.Error()))
 			return &state, diags
 		}
 		diags.Append(waitDiagnostic("Executor", op, werr))
@@ -668,6 +684,7 @@ func setExecutorStatus(m *executorModelV0, u *unstructured.Unstructured) {
 	m.Phase = str("phase")
 	m.CurrentRevision = str("currentRevision")
 	m.LastGoodRevision = str("lastGoodRevision")
+	m.FailedRevision = str("failedRevision")
 	m.ConfigMapName = str("configMapName")
 	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 	m.ReadyReplicas = types.Int64Value(ready)
