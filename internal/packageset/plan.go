@@ -607,6 +607,9 @@ func (p *nodePass) step(name string) error {
 	for guard := 0; guard < 16; guard++ {
 		r := p.rec.Packages[name]
 		w := p.want(name)
+		if r != nil && w == nil && !r.Removing && !r.Done && r.State != v1alpha1.StateInProgress {
+			r.Done = true // no longer wanted: abandon the flow (no retry), uninstall below
+		}
 		switch {
 		case r == nil || r.Done:
 			if settled(r, w) {
