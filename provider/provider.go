@@ -240,6 +240,7 @@ func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewPerformerResource,
 		NewExecutorResource,
+		NewPackageSetResource,
 	}
 }
 

@@ -16,6 +16,7 @@ package wait
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -172,4 +173,46 @@ var Executor = Spec{
 		}
 		return fmt.Sprintf("the update to revision %s was rolled back: revision %s (image %s) is running", failed, current, image)
 	},
+}
+
+// PackageSet is the Spec of gantry.dev/v1alpha1 PackageSet (cluster-scoped): summary
+// status.status, success complete, paused and disabled return at once (the user asked for
+// them), failure erroring and blocked. The failure detail names each failing node, package,
+// stage and message from status.nodeState (a dozen at most, then a count). Warning events of
+// its stage Jobs are reported.
+var PackageSet = Spec{
+	Kind:         "PackageSet",
+	GVR:          v1alpha1.GroupVersion.WithResource("packagesets"),
+	Namespaced:   false,
+	SummaryPath:  []string{"status", "status"},
+	Success:      []string{string(v1alpha1.StatusComplete)},
+	ReturnAtOnce: []string{string(v1alpha1.StatusPaused), string(v1alpha1.StatusDisabled)},
+	Failure:      []string{string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked)},
+	Detail:       packageSetDetail,
+}
+
+// packageSetDetail lists the erroring stages of status.nodeState: "node N package P stage S:
+// message", sorted by node and package, at most 12, then "and K more".
+func packageSetDetail(obj *unstructured.Unstructured) string {
+	nodes, _, _ := unstructured.NestedMap(obj.Object, "status", "nodeState")
+	var lines []string
+	for node, v := range nodes {
+		pkgs, _ := v.(map[string]interface{})
+		for pkg, pv := range pkgs {
+			ps, _ := pv.(map[string]interface{})
+			if ps["state"] != string(v1alpha1.StateErroring) {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("node %s package %s stage %v: %v", node, pkg, ps["stage"], ps["message"]))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	sort.Strings(lines)
+	const most = 12
+	if len(lines) > most {
+		return "failing: " + strings.Join(lines[:most], "; ") + fmt.Sprintf("; and %d more", len(lines)-most)
+	}
+	return "failing: " + strings.Join(lines, "; ")
 }
