@@ -139,7 +139,9 @@ func TestTransitions(t *testing.T) {
 			reasons:  map[string]string{ConditionInferenceReady: ReasonImagePullFailed, v1alpha1.ConditionStalled: ReasonImagePullFailed},
 			contains: map[string]string{ConditionWorkspaceSucceeded: "ErrImagePull: not found"}},
 		{name: "inference Pending→Pending: invalid spec", from: sPending, to: sPending, stalled: true,
-			facts:   infFacts(sPending, func(f *Facts) { f.SpecError = "spec.scheduling.nodeSelector[\"x\"] is \"a\" but spec.resource.labelSelector[\"x\"] requires \"b\"" }),
+			facts: infFacts(sPending, func(f *Facts) {
+				f.SpecError = "spec.scheduling.nodeSelector[\"x\"] is \"a\" but spec.resource.labelSelector[\"x\"] requires \"b\""
+			}),
 			reasons: map[string]string{v1alpha1.ConditionStalled: ReasonInvalidSpec}},
 		{name: "inference Pending→Ready (seed)", from: sPending, to: sReady, ready: true, facts: infFacts(sPending, nil),
 			reasons: map[string]string{ConditionResourceReady: ReasonResourcesAvailable, ConditionInferenceReady: ReasonInferenceReady, ConditionWorkspaceSucceeded: ReasonWorkspaceReady}},
@@ -184,7 +186,10 @@ func TestTransitions(t *testing.T) {
 			facts:   tunFacts(sPending, func(f *Facts) { f.Job = nil; f.Pods = nil }),
 			actions: []Action{ActionCreateJob}, reasons: map[string]string{ConditionJobStarted: ReasonJobPending}},
 		{name: "tuning Pending→Pending: trap, no node", from: sPending, to: sPending, stalled: true,
-			facts:   tunFacts(sPending, func(f *Facts) { f.Capacity = Capacity{AllNodes: 7}; f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: "0/7"}} }),
+			facts: tunFacts(sPending, func(f *Facts) {
+				f.Capacity = Capacity{AllNodes: 7}
+				f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: "0/7"}}
+			}),
 			reasons: map[string]string{ConditionResourceReady: ReasonNoMatchingNodes, ConditionJobStarted: ReasonJobPending}},
 		{name: "tuning Pending→Running (seed)", from: sPending, to: sRunning, facts: tunFacts(sPending, nil),
 			reasons: map[string]string{ConditionJobStarted: ReasonJobStarted, ConditionWorkspaceSucceeded: ReasonJobRunning}},
