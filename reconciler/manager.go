@@ -7,6 +7,8 @@ package reconciler
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -86,6 +88,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:     {Label: managed},
 			&corev1.Service{}: {Label: managed},
+			// Workspaces own Deployments and Jobs (same label).
+			&appsv1.Deployment{}: {Label: managed},
+			&batchv1.Job{}:       {Label: managed},
 		},
 	}
 	if len(o.Namespaces) > 0 {
@@ -120,6 +125,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := NewPerformerReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("performer controller: %w", err)
+	}
+	if err := NewWorkspaceReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	return mgr, nil
 }
