@@ -239,6 +239,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewPerformerResource,
+		NewWorkspaceResource,
 	}
 }
 
