@@ -77,7 +77,7 @@ func TestAccWorkspace_inference(t *testing.T) {
 				ExpectNonEmptyPlan: true,
 			},
 			{
-				Config: cfg,
+				Config:           cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("resource").AtMapKey("count"), knownvalue.Int64Exact(2)),

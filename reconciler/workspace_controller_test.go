@@ -66,7 +66,9 @@ func (e *testEnv) waitWS(t *testing.T, name, what string, cond func(*v1alpha1.Wo
 }
 
 func stateIs(s v1alpha1.WorkspaceState) func(*v1alpha1.Workspace) bool {
-	return func(w *v1alpha1.Workspace) bool { return w.Status.State == s && w.Status.ObservedGeneration == w.Generation }
+	return func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == s && w.Status.ObservedGeneration == w.Generation
+	}
 }
 
 func wsCond(w *v1alpha1.Workspace, typ string) metav1.Condition {
@@ -254,7 +256,9 @@ func TestWorkspacePendingTrapAndNodeLoss(t *testing.T) {
 	t.Parallel()
 	product := fmt.Sprintf("GANTRY-TEST-B200-%d", seq.Add(1))
 	node := testGPUNode(fmt.Sprintf("gantry-test-b200-%d", seq.Add(1)), product, 8)
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
 
 	w := e.newWorkspace("trap", nil, inferenceSpec(1, 2, product))
 	rec := e.recordStates(t, w.Name)
