@@ -241,6 +241,7 @@ func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 		NewPerformerResource,
 		NewExecutorResource,
 		NewPackageSetResource,
+		NewWorkspaceResource,
 	}
 }
 

@@ -91,7 +91,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:     {Label: managed},
 			&corev1.Service{}: {Label: managed},
-			// Executors' Deployments and ConfigMaps (executor_controller.go).
+			// Deployments: executors' and workspaces'; ConfigMaps: executors'; Jobs: package
+			// set stages and tuning workspaces.
 			&appsv1.Deployment{}: {Label: managed},
 			&corev1.ConfigMap{}:  {Label: managed},
 			&batchv1.Job{}:       {Label: managed},
@@ -142,6 +143,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := NewPackageSetReconciler(mgr, jobNS).SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("packageset controller: %w", err)
+	}
+	if err := NewWorkspaceReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -127,6 +127,28 @@ var Performer = Spec{
 	},
 }
 
+// Workspace is the Spec of gantry.dev/v1alpha1 Workspace: summary status.state. Success is
+// mode-dependent but needs no extra mechanism: an inference workspace is never Succeeded and a
+// tuning one never Ready, so Success {Ready, Succeeded} means Ready for inference and
+// Succeeded for tuning. Failure: tuning Failed; and, as for every kind, Stalled=True (the
+// "Pending trap" of seed 004 made visible: the wait fails at once with ResourceReady's
+// reason). Warning events of its Pods (through their ReplicaSet), Deployment, Service and Job are reported.
+var Workspace = Spec{
+	Kind:        "Workspace",
+	GVR:         v1alpha1.GroupVersion.WithResource("workspaces"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "state"},
+	Success:     []string{string(v1alpha1.WorkspaceStateReady), string(v1alpha1.WorkspaceStateSucceeded)},
+	Failure:     []string{string(v1alpha1.WorkspaceStateFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "Service", GVR: ServicesGVR},
+		{Kind: "ReplicaSet", GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}},
+		{Kind: "Deployment", GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
+		{Kind: "Job", GVR: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}},
+	},
+}
+
 func (s Spec) summaryField() string { return strings.Join(s.SummaryPath, ".") }
 
 func (s Spec) validate() error {
