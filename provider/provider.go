@@ -240,6 +240,9 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewPerformerResource,
+		NewExecutorResource,
+		NewPackageSetResource,
+		NewWorkspaceResource,
 	}
 }
 

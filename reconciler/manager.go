@@ -7,6 +7,8 @@ package reconciler
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,6 +51,9 @@ type Options struct {
 	// SkipNameValidation allows several managers with the same controller names in one
 	// process (tests).
 	SkipNameValidation bool
+	// JobNamespace holds PackageSet stage Jobs; default the first of Namespaces, else
+	// DefaultJobNamespace (gantry-system).
+	JobNamespace string
 }
 
 // DefaultOptions are the defaults of gantry-reconciler's flags.
@@ -86,6 +91,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:     {Label: managed},
 			&corev1.Service{}: {Label: managed},
+			// Deployments: executors' and workspaces'; ConfigMaps: executors'; Jobs: package
+			// set stages and tuning workspaces.
+			&appsv1.Deployment{}: {Label: managed},
+			&corev1.ConfigMap{}:  {Label: managed},
+			&batchv1.Job{}:       {Label: managed},
 		},
 	}
 	if len(o.Namespaces) > 0 {
@@ -120,6 +130,22 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := NewPerformerReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("performer controller: %w", err)
+	}
+	if err := NewExecutorReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("executor controller: %w", err)
+	}
+	jobNS := o.JobNamespace
+	if jobNS == "" && len(o.Namespaces) > 0 {
+		jobNS = o.Namespaces[0]
+	}
+	if jobNS == "" {
+		jobNS = DefaultJobNamespace
+	}
+	if err := NewPackageSetReconciler(mgr, jobNS).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("packageset controller: %w", err)
+	}
+	if err := NewWorkspaceReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	return mgr, nil
 }

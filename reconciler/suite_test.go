@@ -141,13 +141,23 @@ func TestMain(m *testing.M) {
 func teardown(e *testEnv) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Executor{}, client.InNamespace(e.ns))
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var list v1alpha1.ExecutorList
+		return e.c.List(ctx, &list, client.InNamespace(e.ns)) == nil && len(list.Items) == 0, nil
+	})
 	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Performer{}, client.InNamespace(e.ns))
+	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Workspace{}, client.InNamespace(e.ns))
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.PerformerList
 		if err := e.c.List(ctx, &list, client.InNamespace(e.ns)); err != nil {
 			return false, nil
 		}
-		return len(list.Items) == 0, nil
+		var wl v1alpha1.WorkspaceList
+		if err := e.c.List(ctx, &wl, client.InNamespace(e.ns)); err != nil {
+			return false, nil
+		}
+		return len(list.Items) == 0 && len(wl.Items) == 0, nil
 	})
 	stopMgr()
 	<-mgrDone

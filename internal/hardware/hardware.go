@@ -85,7 +85,7 @@ type ConflictError struct {
 	Field string
 	// Value is what Field asks for.
 	Value string
-	// Source is the spec path that implies the other value, e.g. "spec.hardwareRequirements.gpuType".
+	// Source is the spec path that implies the other value, e.g. paths.GPUType.
 	Source string
 	// Implied is the value Source implies.
 	Implied string
@@ -100,7 +100,7 @@ func (e *ConflictError) Error() string {
 // gpuType without gpuCount, a negative gpuCount, or a GPU resource set in spec.resources that
 // differs from gpuCount.
 type InvalidError struct {
-	// Field is the spec path at fault, e.g. "spec.hardwareRequirements.teeType".
+	// Field is the spec path at fault, e.g. paths.TEEType.
 	Field string
 	// Detail says what is wrong.
 	Detail string
@@ -121,6 +121,28 @@ type selectorEntry struct{ value, source string }
 // node selector. The same key with different values from two sources is a *ConflictError;
 // inconsistent requirements are an *InvalidError.
 func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, error) {
+	return PlaceAt(hw, s, PerformerPaths)
+}
+
+// Paths are the spec paths error messages name for each input of PlaceAt, so a kind whose
+// spec spells the requirements differently (Workspace: spec.resource.gpuProduct, ...) gets
+// errors naming its own fields. CustomLabels and NodeSelector are prefixes completed with
+// [%q] of the key.
+type Paths struct {
+	GPUCount, GPUType, TEEType, CustomLabels, NodeSelector string
+}
+
+// PerformerPaths are a Performer's spec paths (the ones Place uses).
+var PerformerPaths = Paths{
+	GPUCount:     "spec.hardwareRequirements.gpuCount",
+	GPUType:      "spec.hardwareRequirements.gpuType",
+	TEEType:      "spec.hardwareRequirements.teeType",
+	CustomLabels: "spec.hardwareRequirements.customLabels",
+	NodeSelector: "spec.scheduling.nodeSelector",
+}
+
+// PlaceAt is Place with errors naming the given spec paths.
+func PlaceAt(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling, paths Paths) (Placement, error) {
 	var p Placement
 	sel := map[string]selectorEntry{}
 	add := func(key, value, source string) error {
@@ -137,18 +159,18 @@ func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, 
 
 	switch {
 	case hw.GPUCount < 0:
-		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.gpuCount", Detail: fmt.Sprintf("must be >= 0, got %d", hw.GPUCount)}
+		return Placement{}, &InvalidError{Field: paths.GPUCount, Detail: fmt.Sprintf("must be >= 0, got %d", hw.GPUCount)}
 	case hw.GPUType != "" && hw.GPUCount == 0:
-		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.gpuType", Detail: "requires gpuCount > 0"}
+		return Placement{}, &InvalidError{Field: paths.GPUType, Detail: "requires gpuCount > 0"}
 	}
 	if hw.GPUCount > 0 {
 		q := *resource.NewQuantity(int64(hw.GPUCount), resource.DecimalSI)
 		p.Requests = corev1.ResourceList{ResourceGPU: q}
 		p.Limits = corev1.ResourceList{ResourceGPU: q.DeepCopy()}
-		_ = add(LabelGPUPresent, "true", "spec.hardwareRequirements.gpuCount")
+		_ = add(LabelGPUPresent, "true", paths.GPUCount)
 		tolerations = append(tolerations, corev1.Toleration{Key: TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 		if hw.GPUType != "" {
-			_ = add(LabelGPUProduct, hw.GPUType, "spec.hardwareRequirements.gpuType")
+			_ = add(LabelGPUProduct, hw.GPUType, paths.GPUType)
 		}
 	}
 
@@ -156,24 +178,24 @@ func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, 
 	case hw.TEERequired:
 		t, ok := teeLabels[hw.TEEType]
 		if !ok {
-			return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.teeType", Detail: fmt.Sprintf("teeRequired needs teeType sgx, sev-snp or tdx, got %q", hw.TEEType)}
+			return Placement{}, &InvalidError{Field: paths.TEEType, Detail: fmt.Sprintf("teeRequired needs teeType sgx, sev-snp or tdx, got %q", hw.TEEType)}
 		}
-		if err := add(t.label, "true", "spec.hardwareRequirements.teeType"); err != nil {
+		if err := add(t.label, "true", paths.TEEType); err != nil {
 			return Placement{}, err
 		}
 		rc := t.runtimeClass
 		p.RuntimeClassName = &rc
 	case hw.TEEType != "":
-		return Placement{}, &InvalidError{Field: "spec.hardwareRequirements.teeType", Detail: "requires teeRequired: true"}
+		return Placement{}, &InvalidError{Field: paths.TEEType, Detail: "requires teeRequired: true"}
 	}
 
 	for _, k := range sortedKeys(hw.CustomLabels) {
-		if err := add(k, hw.CustomLabels[k], fmt.Sprintf("spec.hardwareRequirements.customLabels[%q]", k)); err != nil {
+		if err := add(k, hw.CustomLabels[k], fmt.Sprintf("%s[%q]", paths.CustomLabels, k)); err != nil {
 			return Placement{}, err
 		}
 	}
 	for _, k := range sortedKeys(s.NodeSelector) {
-		if err := add(k, s.NodeSelector[k], fmt.Sprintf("spec.scheduling.nodeSelector[%q]", k)); err != nil {
+		if err := add(k, s.NodeSelector[k], fmt.Sprintf("%s[%q]", paths.NodeSelector, k)); err != nil {
 			return Placement{}, err
 		}
 	}

@@ -16,6 +16,7 @@ package wait
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -131,6 +132,28 @@ var Performer = Spec{
 	},
 }
 
+// Workspace is the Spec of gantry.dev/v1alpha1 Workspace: summary status.state. Success is
+// mode-dependent but needs no extra mechanism: an inference workspace is never Succeeded and a
+// tuning one never Ready, so Success {Ready, Succeeded} means Ready for inference and
+// Succeeded for tuning. Failure: tuning Failed; and, as for every kind, Stalled=True (the
+// "Pending trap" of seed 004 made visible: the wait fails at once with ResourceReady's
+// reason). Warning events of its Pods (through their ReplicaSet), Deployment, Service and Job are reported.
+var Workspace = Spec{
+	Kind:        "Workspace",
+	GVR:         v1alpha1.GroupVersion.WithResource("workspaces"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "state"},
+	Success:     []string{string(v1alpha1.WorkspaceStateReady), string(v1alpha1.WorkspaceStateSucceeded)},
+	Failure:     []string{string(v1alpha1.WorkspaceStateFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "Service", GVR: ServicesGVR},
+		{Kind: "ReplicaSet", GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}},
+		{Kind: "Deployment", GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
+		{Kind: "Job", GVR: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}},
+	},
+}
+
 func (s Spec) summaryField() string { return strings.Join(s.SummaryPath, ".") }
 
 func (s Spec) validate() error {
@@ -138,4 +161,85 @@ func (s Spec) validate() error {
 		return fmt.Errorf("wait: incomplete Spec %+v", s)
 	}
 	return nil
+}
+
+// Well-known GVRs of the objects an Executor owns.
+var (
+	DeploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	ReplicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	ConfigMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// Executor is the Spec of gantry.dev/v1alpha1 Executor: summary status.phase, success Running,
+// failure Failed. After a failed update that was rolled back the executor is Running on the
+// previous revision with Stalled=True (reason RolledBack), so the wait fails at once and its
+// Detail says the update was rolled back and which revision (and image) runs. Warning events
+// of its Deployment, ReplicaSets, Pods and ConfigMaps are reported.
+var Executor = Spec{
+	Kind:        "Executor",
+	GVR:         v1alpha1.GroupVersion.WithResource("executors"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "phase"},
+	Success:     []string{string(v1alpha1.ExecutorRunning)},
+	Failure:     []string{string(v1alpha1.ExecutorFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "Deployment", GVR: DeploymentsGVR},
+		{Kind: "ReplicaSet", GVR: ReplicaSetsGVR},
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "ConfigMap", GVR: ConfigMapsGVR},
+	},
+	Related: func(obj *unstructured.Unstructured) []ObjectRef {
+		return []ObjectRef{{Kind: "Deployment", Name: "executor-" + obj.GetName()}}
+	},
+	Detail: func(obj *unstructured.Unstructured) string {
+		failed, _, _ := unstructured.NestedString(obj.Object, "status", "failedRevision")
+		current, _, _ := unstructured.NestedString(obj.Object, "status", "currentRevision")
+		image, _, _ := unstructured.NestedString(obj.Object, "status", "image")
+		if failed == "" || current == "" || failed == current {
+			return ""
+		}
+		return fmt.Sprintf("the update to revision %s was rolled back: revision %s (image %s) is running", failed, current, image)
+	},
+}
+
+// PackageSet is the Spec of gantry.dev/v1alpha1 PackageSet (cluster-scoped): summary
+// status.status, success complete, paused and disabled return at once (the user asked for
+// them), failure erroring and blocked. The failure detail names each failing node, package,
+// stage and message from status.nodeState (a dozen at most, then a count). Warning events of
+// its stage Jobs are reported.
+var PackageSet = Spec{
+	Kind:         "PackageSet",
+	GVR:          v1alpha1.GroupVersion.WithResource("packagesets"),
+	Namespaced:   false,
+	SummaryPath:  []string{"status", "status"},
+	Success:      []string{string(v1alpha1.StatusComplete)},
+	ReturnAtOnce: []string{string(v1alpha1.StatusPaused), string(v1alpha1.StatusDisabled)},
+	Failure:      []string{string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked)},
+	Detail:       packageSetDetail,
+}
+
+// packageSetDetail lists the erroring stages of status.nodeState: "node N package P stage S:
+// message", sorted by node and package, at most 12, then "and K more".
+func packageSetDetail(obj *unstructured.Unstructured) string {
+	nodes, _, _ := unstructured.NestedMap(obj.Object, "status", "nodeState")
+	var lines []string
+	for node, v := range nodes {
+		pkgs, _ := v.(map[string]interface{})
+		for pkg, pv := range pkgs {
+			ps, _ := pv.(map[string]interface{})
+			if ps["state"] != string(v1alpha1.StateErroring) {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("node %s package %s stage %v: %v", node, pkg, ps["stage"], ps["message"]))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	sort.Strings(lines)
+	const most = 12
+	if len(lines) > most {
+		return "failing: " + strings.Join(lines[:most], "; ") + fmt.Sprintf("; and %d more", len(lines)-most)
+	}
+	return "failing: " + strings.Join(lines, "; ")
 }

@@ -1,0 +1,1 @@
+terraform import gantry_executor.main default/avs

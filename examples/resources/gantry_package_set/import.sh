@@ -1,0 +1,1 @@
+terraform import gantry_package_set.gpu gpu-stack

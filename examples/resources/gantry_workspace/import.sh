@@ -1,0 +1,2 @@
+#!/bin/sh
+terraform import gantry_workspace.chat default/chat

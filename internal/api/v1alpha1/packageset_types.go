@@ -1,0 +1,372 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PackageSetStatusValue is the one-word summary of a PackageSet (status.status) and of each of
+// its nodes (status.nodeStatus). Values and meanings are seed 000's "Status" table (Skyhook
+// docs/operator-status-definitions.md), spelt as the seed spells them.
+// +kubebuilder:validation:Enum=complete;blocked;waiting;disabled;paused;in_progress;erroring;unknown
+type PackageSetStatusValue string
+
+const (
+	// StatusComplete: all operations finished successfully.
+	StatusComplete PackageSetStatusValue = "complete"
+	// StatusBlocked: prevented from proceeding because the node's taints are not tolerated.
+	StatusBlocked PackageSetStatusValue = "blocked"
+	// StatusWaiting: queued but not started (a set of lower priority number is not complete
+	// on the node yet, or the interruption budget has no room).
+	StatusWaiting PackageSetStatusValue = "waiting"
+	// StatusDisabled: this set is skipped; later sets continue.
+	StatusDisabled PackageSetStatusValue = "disabled"
+	// StatusPaused: this set and every later set on its nodes are stopped.
+	StatusPaused PackageSetStatusValue = "paused"
+	// StatusInProgress: stages are running.
+	StatusInProgress PackageSetStatusValue = "in_progress"
+	// StatusErroring: a stage failed (Job failed, image cannot be pulled, stage timeout).
+	StatusErroring PackageSetStatusValue = "erroring"
+	// StatusUnknown: cannot be determined (not reconciled yet, or mixed).
+	StatusUnknown PackageSetStatusValue = "unknown"
+)
+
+// PackageState is the execution state of one package's current stage on one node (seed 000's
+// "State" table).
+// +kubebuilder:validation:Enum=complete;in_progress;skipped;erroring;unknown
+type PackageState string
+
+const (
+	StateComplete   PackageState = "complete"
+	StateInProgress PackageState = "in_progress"
+	StateSkipped    PackageState = "skipped"
+	StateErroring   PackageState = "erroring"
+	StateUnknown    PackageState = "unknown"
+)
+
+// PackageStage is the lifecycle stage a package is in on a node (seed 000's "Stage" table; each
+// stage but interrupt runs with its check, e.g. apply then apply-check).
+// +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt
+type PackageStage string
+
+const (
+	StageUninstall     PackageStage = "uninstall"
+	StageApply         PackageStage = "apply"
+	StageConfig        PackageStage = "config"
+	StageUpgrade       PackageStage = "upgrade"
+	StageInterrupt     PackageStage = "interrupt"
+	StagePostInterrupt PackageStage = "post-interrupt"
+)
+
+// RolloutState is a node's rollout state for one PackageSet: seed 001's HostRolloutState
+// (NixFleet RFC-0005 §3), spelt as the seed spells it.
+// +kubebuilder:validation:Enum=Pending;Activating;Deferred;Soaking;Converged;Failed;Reverted
+type RolloutState string
+
+const (
+	// RolloutPending: the node's change is queued (not started: waiting for the budget, an
+	// earlier set or the user).
+	RolloutPending RolloutState = "Pending"
+	// RolloutActivating: stages are running on the node.
+	RolloutActivating RolloutState = "Activating"
+	// RolloutDeferred: the change is applied up to config and waits for its interrupt.
+	RolloutDeferred RolloutState = "Deferred"
+	// RolloutSoaking: all stages done; the soak window has not elapsed yet.
+	RolloutSoaking RolloutState = "Soaking"
+	// RolloutConverged: soak elapsed with a passing check; current == declared.
+	RolloutConverged RolloutState = "Converged"
+	// RolloutFailed: a stage or the soak check failed.
+	RolloutFailed RolloutState = "Failed"
+	// RolloutReverted: rolled back to the previous version after a failure (policy rollback).
+	RolloutReverted RolloutState = "Reverted"
+)
+
+// InterruptType is what a package needs done to the node after its config stage.
+// Source: Skyhook Package.interrupt.type (seed-systems.md §1.2).
+// +kubebuilder:validation:Enum=service;reboot;noop;restartAllServices
+type InterruptType string
+
+const (
+	InterruptService            InterruptType = "service"
+	InterruptReboot             InterruptType = "reboot"
+	InterruptNoop               InterruptType = "noop"
+	InterruptRestartAllServices InterruptType = "restartAllServices"
+)
+
+// HealthFailurePolicy says what a rollout does when a node fails (seed 001 / NixFleet
+// onHealthFailure: halt, rollback-and-halt).
+// +kubebuilder:validation:Enum=halt;rollback
+type HealthFailurePolicy string
+
+const (
+	HealthFailureHalt     HealthFailurePolicy = "halt"
+	HealthFailureRollback HealthFailurePolicy = "rollback"
+)
+
+// DefaultPackageSetPriority is spec.priority when unset (Skyhook: 200).
+const DefaultPackageSetPriority int32 = 200
+
+// Node annotation keys of a PackageSet named <set> (per-node state, the source of truth;
+// status is derived from it). Source: Skyhook skyhook.nvidia.com/{nodeState,status,cordon}_<skyhook>.
+const (
+	// AnnotationNodeStatePrefix + <set>: JSON packageset.NodeRecord (packages, rollout state).
+	AnnotationNodeStatePrefix = "gantry.dev/state_"
+	// AnnotationNodeStatusPrefix + <set>: the node's status value for the set.
+	AnnotationNodeStatusPrefix = "gantry.dev/status_"
+	// AnnotationCordonPrefix + <set>: "true" while the set holds the node's cordon. The node is
+	// uncordoned only when no gantry.dev/cordon_* annotation remains.
+	AnnotationCordonPrefix = "gantry.dev/cordon_"
+	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
+	LabelPackageSet = "gantry.dev/package-set"
+	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
+	LabelPackage = "gantry.dev/package"
+	LabelStage   = "gantry.dev/stage"
+	LabelNode    = "gantry.dev/node"
+)
+
+// PackageSet installs packages on the nodes its selector picks, running each package's
+// lifecycle stages (seed 000) as Jobs pinned to each node, honouring interrupts, an
+// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (seed 001).
+// Source: Skyhook/NodeWright Skyhook (seed-systems.md §1) and NixFleet (§5).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=pkgset,categories=gantry
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.status`
+// +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.completeNodes`
+// +kubebuilder:printcolumn:name="In-Progress",type=integer,JSONPath=`.status.nodesInProgress`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters (it names node annotations gantry.dev/state_<name>)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-'"
+type PackageSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PackageSetSpec   `json:"spec"`
+	Status PackageSetStatus `json:"status,omitempty"`
+}
+
+// PackageSetSpec is the desired state of a PackageSet.
+// +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.exists(q, q.name == d && q.version == p.dependsOn[d])))",message="dependsOn must name another package of this set at its version (name: version)"
+// +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || !(p.name in p.dependsOn))",message="a package cannot depend on itself"
+// +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.all(q, q.name != d || !has(q.dependsOn) || !(p.name in q.dependsOn))))",message="dependsOn forms a cycle of two packages"
+type PackageSetSpec struct {
+	// NodeSelector picks the nodes the packages go on. An empty selector picks every node.
+	// +optional
+	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// Packages, in the user's order (ties in dependency order are broken by this order).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	Packages []Package `json:"packages"`
+
+	// Priority orders sets per node: lower first, ties by name (Skyhook: min 1, default 200).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=200
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+
+	// Paused stops this set and every set after it on its nodes (running stages finish).
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Disabled skips this set; sets after it continue.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+
+	// InterruptionBudget bounds how many nodes are in flight (stages running, interrupted or
+	// soaking) at once: exactly one of percent or count. Unset: one node at a time.
+	// +optional
+	InterruptionBudget *InterruptionBudget `json:"interruptionBudget,omitempty"`
+
+	// PodNonInterruptLabels selects pods that must finish before a node is interrupted.
+	// +optional
+	PodNonInterruptLabels *metav1.LabelSelector `json:"podNonInterruptLabels,omitempty"`
+
+	// AdditionalTolerations are added to every stage pod (so tainted nodes can be served).
+	// +optional
+	AdditionalTolerations []corev1.Toleration `json:"additionalTolerations,omitempty"`
+
+	// Rollout configures soak and the health-failure policy (seed 001).
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// InterruptionBudget is a maximum number of nodes in flight at once, as a percentage of the
+// selected nodes (floor, at least 1) or a count (at least 1).
+// +kubebuilder:validation:XValidation:rule="has(self.percent) != has(self.count)",message="interruptionBudget needs exactly one of percent or count"
+type InterruptionBudget struct {
+	// Percent of the selected nodes, 1-100.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int32 `json:"percent,omitempty"`
+	// Count of nodes, at least 1.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Count *int32 `json:"count,omitempty"`
+}
+
+// Rollout configures how nodes converge (seed 001).
+type Rollout struct {
+	// SoakDuration is how long a node soaks after its last stage, its check re-run at the end,
+	// before it counts as Converged (e.g. "30s"; 0 or unset: no soak).
+	// +optional
+	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
+	// OnHealthFailure: halt (no new node starts while a node is Failed) or rollback (the
+	// failed node returns to the previous version, the rollout stops and the version is
+	// quarantined). Default halt.
+	// +kubebuilder:default=halt
+	// +optional
+	OnHealthFailure HealthFailurePolicy `json:"onHealthFailure,omitempty"`
+}
+
+// Package is one package of a set: an image whose stages (apply, config, upgrade, uninstall,
+// post-interrupt, and their checks) run on each node.
+// +kubebuilder:validation:XValidation:rule="!has(self.configInterrupts) || !has(self.config) || self.configInterrupts.all(k, k in self.config)",message="configInterrupts keys must be keys of config"
+type Package struct {
+	// Name: lower-case letters, digits and '-', starting and ending with a letter, at most 43
+	// characters (Skyhook's pattern).
+	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{0,41}[a-z]$`
+	// +kubebuilder:validation:MaxLength=43
+	Name string `json:"name"`
+	// Version is a semantic version (semver.org 2.0.0), e.g. "1.2.3" or "2.0.0-rc.1".
+	// Higher than a node's version → upgrade; lower → uninstall of the old, then apply.
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version"`
+	// Image is the package image; the stage is passed as the container's first argument.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+	// Env holds plain environment variables of the stage containers, name → value.
+	// +optional
+	Env map[string]string `json:"env,omitempty"`
+	// EnvFrom sets environment variables from Secret or ConfigMap keys (in the Job namespace).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	EnvFrom []EnvFromRef `json:"envFrom,omitempty"`
+	// Config is mounted into stage pods (env GANTRY_CONFIG_<KEY> and annotation). A change
+	// re-runs config (and the interrupt only for keys listed in ConfigInterrupts).
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+	// Interrupt the node needs after config (cordon, drain, interrupt, post-interrupt).
+	// +optional
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// ConfigInterrupts: config key → interrupt needed when only that key changes.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	ConfigInterrupts map[string]Interrupt `json:"configInterrupts,omitempty"`
+	// DependsOn: package name → version; this package starts on a node only when those are
+	// complete there.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	DependsOn map[string]string `json:"dependsOn,omitempty"`
+	// Resources of the stage containers.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// GracefulShutdown becomes the stage pods' terminationGracePeriodSeconds.
+	// +optional
+	GracefulShutdown *metav1.Duration `json:"gracefulShutdown,omitempty"`
+	// StageTimeout bounds one stage attempt (Job activeDeadlineSeconds); past it the stage is
+	// erroring. Default 10m.
+	// +optional
+	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
+	// PodLabels and PodAnnotations are added to the stage pods.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Uninstall: when enabled, uninstall stages run when the package is removed from the set,
+	// on a downgrade, and when the set is deleted.
+	// +optional
+	Uninstall *Uninstall `json:"uninstall,omitempty"`
+}
+
+// Interrupt is what the node needs after a package's config stage. Merged across packages on a
+// node: reboot > restartAllServices > service > noop (service lists are merged).
+// +kubebuilder:validation:XValidation:rule="self.type == 'service' ? (has(self.services) && size(self.services) > 0) : !has(self.services) || size(self.services) == 0",message="services are required for type service and only allowed for it"
+type Interrupt struct {
+	// Type: service, reboot, noop or restartAllServices.
+	Type InterruptType `json:"type"`
+	// Services to restart (type service only).
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Services []string `json:"services,omitempty"`
+}
+
+// Uninstall configures uninstall stages.
+type Uninstall struct {
+	// Enabled runs the uninstall stage when the package is removed, downgraded or the set deleted.
+	Enabled bool `json:"enabled"`
+}
+
+// PackageSetStatus is the observed state of a PackageSet (the status contract of DESIGN.md),
+// derived from the per-node state on the Nodes' gantry.dev/state_<set> annotations.
+type PackageSetStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Status is the one-word summary, aggregated from NodeStatus as seed 000 / Skyhook do.
+	// +optional
+	Status PackageSetStatusValue `json:"status,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled (kstatus) and TaintNotTolerable, DrainBlocked,
+	// InvalidSpec, VersionQuarantined.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// NodeStatus is each selected node's status.
+	// +optional
+	NodeStatus map[string]PackageSetStatusValue `json:"nodeStatus,omitempty"`
+	// NodeState is each node's per-package state, node → package name → status.
+	// +optional
+	NodeState map[string]map[string]PackageStatus `json:"nodeState,omitempty"`
+	// NodeRollout is each node's rollout state (seed 001).
+	// +optional
+	NodeRollout map[string]RolloutState `json:"nodeRollout,omitempty"`
+	// CompleteNodes is "<complete>/<selected>", e.g. "3/5".
+	// +optional
+	CompleteNodes string `json:"completeNodes,omitempty"`
+	// NodesInProgress is the number of nodes in_progress.
+	// +optional
+	NodesInProgress int32 `json:"nodesInProgress,omitempty"`
+	// QuarantinedVersions are "<package>@<version>" the rollout rolled back from.
+	// +optional
+	QuarantinedVersions []string `json:"quarantinedVersions,omitempty"`
+}
+
+// PackageStatus is one package's state on one node.
+type PackageStatus struct {
+	// Version of the package the stage runs for.
+	Version string `json:"version"`
+	// Stage the package is in.
+	// +optional
+	Stage PackageStage `json:"stage,omitempty"`
+	// State of that stage.
+	// +optional
+	State PackageState `json:"state,omitempty"`
+	// Restarts is the number of failed attempts of the current stage.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// Message says why a stage is erroring (the Job's or the kubelet's own words).
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PackageSetList is a list of PackageSets.
+// +kubebuilder:object:root=true
+type PackageSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PackageSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PackageSet{}, &PackageSetList{})
+}

@@ -1,0 +1,278 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WorkspaceState is the high-level state of a Workspace (status.state), exactly as seed 004
+// ("Workspace Status Field Proposal", KAITO) defines it. It is derived from the
+// WorkspaceSucceeded condition and never drives control flow.
+//
+//   - inference: Pending → Ready ↔ NotReady; once it leaves Pending it never returns there.
+//   - tuning:    Pending → Running → Succeeded | Failed; Succeeded and Failed are terminal.
+//
+// +kubebuilder:validation:Enum=Pending;Ready;NotReady;Running;Succeeded;Failed
+type WorkspaceState string
+
+const (
+	// WorkspaceStatePending is common to both modes: initializing (placing, pulling, starting).
+	WorkspaceStatePending WorkspaceState = "Pending"
+
+	// WorkspaceStateReady (inference): every replica is serving.
+	WorkspaceStateReady WorkspaceState = "Ready"
+	// WorkspaceStateNotReady (inference): an established workspace lost replicas; the
+	// condition with status False gives the root cause.
+	WorkspaceStateNotReady WorkspaceState = "NotReady"
+
+	// WorkspaceStateRunning (tuning): the tuning Job is executing.
+	WorkspaceStateRunning WorkspaceState = "Running"
+	// WorkspaceStateSucceeded (tuning): the Job completed. Terminal.
+	WorkspaceStateSucceeded WorkspaceState = "Succeeded"
+	// WorkspaceStateFailed (tuning): the Job failed. Terminal.
+	WorkspaceStateFailed WorkspaceState = "Failed"
+)
+
+// WorkspaceMode says which of spec.inference and spec.tuning is set (status.mode).
+// +kubebuilder:validation:Enum=Inference;Tuning
+type WorkspaceMode string
+
+const (
+	WorkspaceModeInference WorkspaceMode = "Inference"
+	WorkspaceModeTuning    WorkspaceMode = "Tuning"
+)
+
+// TuningMethod is the fine-tuning method (KAITO's TuningSpec.method).
+// +kubebuilder:validation:Enum=lora;qlora
+type TuningMethod string
+
+const (
+	TuningLoRA  TuningMethod = "lora"
+	TuningQLoRA TuningMethod = "qlora"
+)
+
+// DefaultInferencePort is the inference container and Service port when spec.inference.port
+// is unset (8000, the OpenAI-compatible server port of vLLM).
+const DefaultInferencePort int32 = 8000
+
+// Workspace runs a model on GPU nodes: either an inference service (a Deployment of
+// resource.count replicas plus a ClusterIP Service workspace-<name>) or a fine-tuning run (a
+// Job workspace-<name>). Its status.state is seed 004's state machine; unlike KAITO, a
+// workspace the cluster cannot place is not silently Pending: ResourceReady=False says why and
+// Stalled=True (the "Pending trap" made visible, seed-systems.md §3.6).
+// Source: seed 004 and shared/reference/seed-systems.md §3.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wks,categories=gantry
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.resource.gpuCount`
+// +kubebuilder:printcolumn:name="ResourceReady",type=string,JSONPath=`.status.conditions[?(@.type=="ResourceReady")].status`
+// +kubebuilder:printcolumn:name="InferenceReady",type=string,JSONPath=`.status.conditions[?(@.type=="InferenceReady")].status`
+// +kubebuilder:printcolumn:name="JobStarted",type=string,JSONPath=`.status.conditions[?(@.type=="JobStarted")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 53 characters (it names the Service workspace-<name>)"
+type Workspace struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkspaceSpec   `json:"spec"`
+	Status WorkspaceStatus `json:"status,omitempty"`
+}
+
+// WorkspaceSpec is the desired state of a Workspace: resource requirements plus exactly one of
+// inference or tuning. The mode cannot change, and a tuning workspace's spec is immutable
+// (its Job cannot be changed): delete and re-create instead.
+// +kubebuilder:validation:XValidation:rule="has(self.inference) != has(self.tuning)",message="exactly one of spec.inference or spec.tuning must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || self == oldSelf",message="a tuning workspace's spec is immutable (its Job cannot change): delete and re-create the workspace"
+// +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
+type WorkspaceSpec struct {
+	// Resource is what each replica needs and how many replicas there are.
+	Resource WorkspaceResource `json:"resource"`
+
+	// Inference serves a model (mutually exclusive with Tuning).
+	// +optional
+	Inference *WorkspaceInference `json:"inference,omitempty"`
+
+	// Tuning fine-tunes a model (mutually exclusive with Inference).
+	// +optional
+	Tuning *WorkspaceTuning `json:"tuning,omitempty"`
+
+	// Scheduling constrains where the pods may run, as for performers (node selector,
+	// tolerations, affinity, runtime class, priority class); merged with what Resource implies.
+	// +optional
+	Scheduling Scheduling `json:"scheduling,omitempty"`
+}
+
+// WorkspaceResource is the per-replica accelerator and node requirement (KAITO's ResourceSpec:
+// instanceType becomes gpuProduct, labelSelector its matchLabels; count is the replica count).
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuProduct) || (has(self.gpuCount) && self.gpuCount > 0)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0"
+type WorkspaceResource struct {
+	// Count is the number of replicas (inference) — 1 for tuning. 1-64, default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:default=1
+	// +optional
+	Count int32 `json:"count,omitempty"`
+	// GPUCount is the number of nvidia.com/gpu devices per replica (0-64); every replica's GPUs
+	// are on one node.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	GPUCount int32 `json:"gpuCount,omitempty"`
+	// GPUProduct is the GPU product, matched against the node label nvidia.com/gpu.product
+	// (GPU feature discovery), e.g. "NVIDIA-H100-80GB-HBM3".
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`
+	// +optional
+	GPUProduct string `json:"gpuProduct,omitempty"`
+	// LabelSelector holds node labels (key → value) a node must carry to run a replica.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	LabelSelector map[string]string `json:"labelSelector,omitempty"`
+	// TEEType asks for nodes with this trusted execution environment (sgx, sev-snp, tdx), as
+	// performers' hardwareRequirements.teeType does: the node-feature-discovery label and the
+	// runtime class follow from it.
+	// +optional
+	TEEType TEEType `json:"teeType,omitempty"`
+}
+
+// WorkspaceInference serves a model (KAITO's InferenceSpec, with the image explicit).
+type WorkspaceInference struct {
+	// Model is the model name, e.g. "falcon-7b-instruct" (passed to the container as MODEL_NAME).
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`
+	Model string `json:"model"`
+	// Image is the serving container image.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// Args are the container arguments.
+	// +optional
+	Args []string `json:"args,omitempty"`
+	// Port is the container and Service port (1-65535, default 8000).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=8000
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Config is the name of a ConfigMap in the workspace's namespace, mounted at /mnt/config.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	Config string `json:"config,omitempty"`
+	// Adapters are LoRA adapters loaded beside the model.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Adapters []WorkspaceAdapter `json:"adapters,omitempty"`
+}
+
+// WorkspaceAdapter is one adapter (KAITO's AdapterSpec): an image holding its weights.
+type WorkspaceAdapter struct {
+	// Name of the adapter.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	Name string `json:"name"`
+	// Image holding the adapter's weights.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// Strength is the adapter's weight, a decimal in [0, 1] such as "0.5" (default "1.0").
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]+)?|1(\.0+)?)$`
+	// +optional
+	Strength string `json:"strength,omitempty"`
+}
+
+// WorkspaceTuning fine-tunes a base model (KAITO's TuningSpec, with the image explicit).
+type WorkspaceTuning struct {
+	// Method is lora or qlora.
+	Method TuningMethod `json:"method"`
+	// BaseModel is the model to tune, e.g. "phi-3-mini-4k-instruct".
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`
+	BaseModel string `json:"baseModel"`
+	// Image is the tuning container image.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// Input is the training data.
+	Input WorkspaceDataSource `json:"input"`
+	// Output is where the tuned adapter goes.
+	Output WorkspaceDataDestination `json:"output"`
+	// Config is the name of a ConfigMap with tuning parameters, mounted at /mnt/config.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	Config string `json:"config,omitempty"`
+	// BackoffLimit is the number of retries of a failed tuning pod before the run is Failed
+	// (0-10, default 0: a tuning run fails on its first pod failure).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=0
+	// +optional
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+}
+
+// WorkspaceDataSource is the tuning input: exactly one of URLs or an image with the data.
+// +kubebuilder:validation:XValidation:rule="has(self.urls) != has(self.image)",message="exactly one of input.urls or input.image must be set"
+type WorkspaceDataSource struct {
+	// URLs of the training data (https).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^https://\S+$`
+	// +optional
+	URLs []string `json:"urls,omitempty"`
+	// Image holding the training data under /data.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// WorkspaceDataDestination is where the tuned adapter is pushed.
+type WorkspaceDataDestination struct {
+	// Image is the reference the adapter image is pushed to, e.g. "registry.example/adapters/x:1".
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// ImagePushSecret is the name of a Secret (docker config) in the workspace's namespace used
+	// to push; only the name is stored, never the credentials.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ImagePushSecret string `json:"imagePushSecret,omitempty"`
+}
+
+// WorkspaceStatus is the observed state of a Workspace (the status contract of DESIGN.md).
+type WorkspaceStatus struct {
+	// ObservedGeneration is the metadata.generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// State is seed 004's high-level state, derived from the WorkspaceSucceeded condition.
+	// +optional
+	State WorkspaceState `json:"state,omitempty"`
+	// Mode is Inference or Tuning (from the spec).
+	// +optional
+	Mode WorkspaceMode `json:"mode,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled (kstatus), ResourceReady, InferenceReady
+	// (inference) or JobStarted (tuning), WorkspaceSucceeded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// WorkerNodes are the nodes the workspace's pods are bound to, sorted.
+	// +optional
+	WorkerNodes []string `json:"workerNodes,omitempty"`
+	// ReadyReplicas is the number of inference replicas Ready on a Ready node.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Endpoint (inference) is workspace-<name>.<namespace>.svc.cluster.local:<port>.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// WorkloadName is the owned Deployment (inference) or Job (tuning): workspace-<name>.
+	// +optional
+	WorkloadName string `json:"workloadName,omitempty"`
+}
+
+// WorkspaceList is a list of Workspaces.
+// +kubebuilder:object:root=true
+type WorkspaceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workspace `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Workspace{}, &WorkspaceList{})
+}

@@ -1,0 +1,656 @@
+// Package executor is the Executor lifecycle as a pure machine: facts about an Executor, the
+// Performers it references, its Secret references, its ConfigMap and its Deployment go in; the
+// phase, the conditions, the actions to take, the revision bookkeeping and whether to requeue
+// come out. It imports neither controller-runtime nor the Terraform framework; the reconciler
+// (reconciler/executor_controller.go) gathers the facts, calls Decide, writes status once and
+// acts.
+//
+// # Lifecycle (seed 002 "HourglassExecutor Lifecycle", seed 003 "Deployment State Machine")
+//
+// Seed 002 draws Pending → Creating → ConfigMapCreation → DeploymentCreation → PodScheduling →
+// PodCreation → Running; Running → Updating → ConfigMapUpdate → RollingUpdate → Running;
+// Running → Scaling → Running; Running → Terminating → Cleanup; Creating | Updating | Scaling →
+// Failed; Failed → Creating (retry). Seed 003 adds FAILED → ROLLINGBACK → INSTALLED (previous
+// version). The phases (status.phase) are the seeds' top-level states; sub-states appear in
+// condition messages. Seed 003's states map onto ours as:
+//
+//	PENDING     → Pending (finalizer) and Creating before the Deployment exists
+//	INSTALLING  → Creating (ConfigMap, Deployment, pods coming up)
+//	INSTALLED   → Running
+//	UPDATING    → Updating (a new revision is rolling out)
+//	FAILED      → Failed (Stalled=True with the Deployment's own reason, e.g. ProgressDeadlineExceeded)
+//	ROLLINGBACK → RollingBack (the last good revision's pod template is restored)
+//	DELETING    → Terminating
+//	DELETED     → the finalizer is removed and the object disappears (no phase)
+//
+// A failed update with rollback enabled is observed and answered in one pass (the failure
+// and the decision to roll back are the same observation), so the seed's UPDATING → FAILED →
+// ROLLINGBACK appears as Updating → RollingBack, with the failure kept in the Stalled
+// condition's message; Failed → RollingBack happens when an update had failed with rollback
+// disabled and the user then enables it. After a rollback the executor is Running on the
+// previous revision (Ready=True) and Stalled=True (reason RolledBack) says which update failed
+// and which revision runs, until the spec changes: kstatus readers and the provider see that
+// the desired spec is not live.
+//
+// # Conditions
+//
+// Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
+// Stalled, ConfigReady, PerformersReady. Exactly one of Ready, Reconciling, Stalled is True,
+// except after a rollback, when Ready and Stalled (reason RolledBack) both are. The phase is
+// derived from the conditions by PhaseOf; the previous pass's conditions plus the status's
+// revisions (last good, failed) are the machine's memory.
+package executor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Phase is an Executor's status.phase.
+type Phase = v1alpha1.ExecutorPhase
+
+// Condition types besides the kstatus ones in v1alpha1.
+const (
+	// ConditionConfigReady is True when the desired executor-config.yaml is rendered into its
+	// ConfigMap (every referenced performer has an endpoint, every Secret reference exists).
+	ConditionConfigReady = "ConfigReady"
+	// ConditionPerformersReady is True when every referenced Performer exists and is Running.
+	ConditionPerformersReady = "PerformersReady"
+)
+
+// Condition reasons.
+const (
+	ReasonAvailable                = "DeploymentAvailable"      // Ready=True
+	ReasonPending                  = "Pending"                  // Reconciling: adding the finalizer
+	ReasonCreating                 = "Creating"                 // Reconciling: first rollout
+	ReasonUpdateInProgress         = "UpdateInProgress"         // Reconciling: Updating
+	ReasonScaling                  = "Scaling"                  // Reconciling: Scaling
+	ReasonRollingBack              = "RollingBack"              // Reconciling: RollingBack
+	ReasonTerminating              = "Terminating"              // Reconciling: Terminating
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded" // Stalled: the Deployment's own reason
+	ReasonReplicaFailure           = "ReplicaFailure"           // Stalled: the Deployment cannot create pods (quota, ...)
+	ReasonRollbackFailed           = "RollbackFailed"           // Stalled: the last good revision did not come back either
+	ReasonRolledBack               = "RolledBack"               // Stalled (with Ready=True): update failed, previous revision runs
+	ReasonPerformerNotFound        = v1alpha1.ExecutorReasonPerformerNotFound
+	ReasonPerformerFailed          = "PerformerFailed"      // Stalled / PerformersReady=False
+	ReasonPerformerNotReady        = "PerformerNotReady"    // PerformersReady=False: not Running yet
+	ReasonNoPerformersSelected     = "NoPerformersSelected" // Stalled: the selector matches nothing
+	ReasonPerformersRunning        = "PerformersRunning"    // PerformersReady=True
+	ReasonSecretNotFound           = "SecretNotFound"       // Stalled / ConfigReady=False
+	ReasonInvalidSpec              = "InvalidSpec"          // Stalled: the Deployment cannot be built
+	ReasonOwnershipConflict        = "OwnershipConflict"    // Stalled: a namesake object is not ours
+	ReasonConfigRendered           = "ConfigRendered"       // ConfigReady=True
+	ReasonConfigPending            = "ConfigPending"        // ConfigReady=False: being written
+	ReasonWaitingForInputs         = "WaitingForInputs"     // ConfigReady=False: performers not ready
+)
+
+// Timing.
+const (
+	// BackoffMin and BackoffMax bound the Failed re-check delay (doubling with time failed).
+	BackoffMin = 5 * time.Second
+	BackoffMax = 5 * time.Minute
+	// WaitPoll is the requeue delay while owned objects go away (watches usually trigger sooner).
+	WaitPoll = 2 * time.Second
+)
+
+// Action is one thing the controller must do this pass, in order.
+type Action string
+
+const (
+	ActionAddFinalizer Action = "AddFinalizer"
+	// ActionEnsureConfigMap creates the ConfigMap of the desired config (immutable, named by
+	// its content hash).
+	ActionEnsureConfigMap Action = "EnsureConfigMap"
+	// ActionApplyDeployment creates or updates the Deployment from the desired spec.
+	ActionApplyDeployment Action = "ApplyDeployment"
+	// ActionRollback restores the pod template of the last good revision (from its
+	// ReplicaSet, as `kubectl rollout undo` does), with the desired replica count.
+	ActionRollback Action = "Rollback"
+	// ActionScaleDeployment sets only the Deployment's replicas (while rolled back).
+	ActionScaleDeployment Action = "ScaleDeployment"
+	// ActionPruneConfigMaps deletes owned ConfigMaps no kept revision references.
+	ActionPruneConfigMaps Action = "PruneConfigMaps"
+	// ActionDeleteDeployment and ActionDeleteConfigMaps clean up while Terminating.
+	ActionDeleteDeployment Action = "DeleteDeployment"
+	ActionDeleteConfigMaps Action = "DeleteConfigMaps"
+	// ActionRemoveFinalizer removes v1alpha1.Finalizer; no status write follows it.
+	ActionRemoveFinalizer Action = "RemoveFinalizer"
+)
+
+// Facts are what the controller observed in one pass.
+type Facts struct {
+	Now          time.Time
+	Generation   int64
+	Deleting     bool
+	HasFinalizer bool
+	// Conditions are the previous pass's status.conditions (PhaseOf gives the previous phase).
+	Conditions []metav1.Condition
+	// LastGoodRevision and FailedRevision are status.lastGoodRevision / status.failedRevision.
+	LastGoodRevision string
+	FailedRevision   string
+	// RollbackEnabled is spec.rollback.onFailure (default true).
+	RollbackEnabled bool
+	// SpecError, when non-empty, says why the desired Deployment cannot be built.
+	SpecError string
+	// BySelector is true when performers are picked by a label selector.
+	BySelector bool
+	// Performers are the referenced Performers, in reference order (names) or name order
+	// (selector).
+	Performers []PerformerRef
+	// MissingSecrets names the referenced Secrets that do not exist (existence only: the
+	// reconciler never reads their data).
+	MissingSecrets []string
+	// DesiredRevision is the revision (pod template hash) the spec asks for; "" when the
+	// inputs are not ready (no config can be rendered yet).
+	DesiredRevision string
+	// DesiredReplicas is spec.replicas.
+	DesiredReplicas int32
+	// ConfigMap is the desired revision's ConfigMap.
+	ConfigMap ConfigMap
+	// Deployment is the observed Deployment executor-<name>, nil if none.
+	Deployment *Deployment
+	// LastGoodAvailable is true when a ReplicaSet of the Deployment still holds the pod
+	// template of LastGoodRevision (the rollback target).
+	LastGoodAvailable bool
+}
+
+// PerformerRef is one referenced Performer as observed.
+type PerformerRef struct {
+	Name string
+	// Found is false when no Performer of that name exists.
+	Found bool
+	// Phase is its status.phase, Endpoint its status.grpcEndpoint.
+	Phase    v1alpha1.PerformerPhase
+	Endpoint string
+	// Current is true when its status.observedGeneration equals its generation.
+	Current bool
+	// Reason and Message explain a Failed performer (its Stalled condition).
+	Reason, Message string
+}
+
+// ConfigMap facts.
+type ConfigMap struct {
+	Exists  bool
+	Foreign bool
+}
+
+// Deployment facts, read verbatim from the Deployment's spec and status (DeploymentFacts).
+type Deployment struct {
+	Foreign  bool
+	Deleting bool
+	// Revision is the pod template's gantry.dev/spec-hash annotation.
+	Revision string
+	// Image is the executor container's image in the template.
+	Image                          string
+	Generation, ObservedGeneration int64
+	// Replicas is spec.replicas.
+	Replicas int32
+	// StatusReplicas .. UnavailableReplicas are status fields.
+	StatusReplicas, UpdatedReplicas, ReadyReplicas, AvailableReplicas, UnavailableReplicas int32
+	// Progressing and ReplicaFailure are the Deployment conditions of those types.
+	Progressing, ReplicaFailure DeploymentCondition
+}
+
+// DeploymentCondition is a Deployment condition's status, reason and message, verbatim.
+type DeploymentCondition struct {
+	Status  corev1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Event is a Kubernetes Event to emit on a phase change (or a new failure).
+type Event struct {
+	Type, Reason, Message string
+}
+
+// Decision is the machine's output for one pass.
+type Decision struct {
+	Phase      Phase
+	Conditions []metav1.Condition
+	Actions    []Action
+	// RequeueAfter > 0 asks for another pass (watches trigger passes too).
+	RequeueAfter time.Duration
+	// LastGoodRevision and FailedRevision are the new status values.
+	LastGoodRevision string
+	FailedRevision   string
+	// CurrentRevision is the revision the Deployment targets now ("" without a Deployment).
+	CurrentRevision string
+	Event           *Event
+}
+
+// TransitionError is returned for a phase change the lifecycle does not allow.
+type TransitionError struct{ From, To Phase }
+
+func (e *TransitionError) Error() string {
+	from := string(e.From)
+	if from == "" {
+		from = "(none)"
+	}
+	return fmt.Sprintf("illegal Executor phase transition %s → %s", from, e.To)
+}
+
+// AllPhases lists the phases in lifecycle order.
+var AllPhases = []Phase{
+	v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating, v1alpha1.ExecutorRunning,
+	v1alpha1.ExecutorUpdating, v1alpha1.ExecutorScaling, v1alpha1.ExecutorFailed,
+	v1alpha1.ExecutorRollingBack, v1alpha1.ExecutorTerminating,
+}
+
+// Transitions is the set of legal phase changes, From → {To}; a phase may stay as it is.
+// Seed edges (002, 003): Pending → Creating; Creating → Running | Failed; Running → Updating |
+// Scaling | Terminating; Updating → Running | Failed; Scaling → Running | Failed; Failed →
+// Creating (retry) | RollingBack; RollingBack → Running; any → Terminating. Ours, for what a
+// level-triggered controller observes: a pass may skip unobserved intermediate phases
+// (Pending → Running when a complete Deployment is adopted; Updating → RollingBack when the
+// failure and the rollback are one observation); a lost Deployment is re-created (→
+// Creating); a spec change during any phase starts Updating or Scaling; a Performer or Secret
+// going away fails a Running executor; the Kubernetes Deployment controller's own retries
+// heal Failed to Running. Illegal: anything → Pending (except from Pending or no status),
+// Terminating → anything else, Pending → Updating | Scaling | RollingBack (nothing ran yet).
+var Transitions = func() map[Phase][]Phase {
+	m := map[Phase][]Phase{"": AllPhases}
+	for _, from := range AllPhases {
+		switch from {
+		case v1alpha1.ExecutorTerminating:
+			m[from] = []Phase{v1alpha1.ExecutorTerminating}
+		case v1alpha1.ExecutorPending:
+			m[from] = []Phase{v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating, v1alpha1.ExecutorRunning, v1alpha1.ExecutorFailed, v1alpha1.ExecutorTerminating}
+		default:
+			for _, to := range AllPhases {
+				if to == v1alpha1.ExecutorPending {
+					continue
+				}
+				m[from] = append(m[from], to)
+			}
+		}
+	}
+	return m
+}()
+
+// CheckTransition returns a *TransitionError unless from → to is in Transitions.
+func CheckTransition(from, to Phase) error {
+	for _, p := range Transitions[from] {
+		if p == to {
+			return nil
+		}
+	}
+	return &TransitionError{From: from, To: to}
+}
+
+var reconcilingReasons = map[string]Phase{
+	ReasonPending:          v1alpha1.ExecutorPending,
+	ReasonCreating:         v1alpha1.ExecutorCreating,
+	ReasonUpdateInProgress: v1alpha1.ExecutorUpdating,
+	ReasonScaling:          v1alpha1.ExecutorScaling,
+	ReasonRollingBack:      v1alpha1.ExecutorRollingBack,
+	ReasonTerminating:      v1alpha1.ExecutorTerminating,
+}
+
+// PhaseOf derives the phase from conditions: Ready=True → Running (also after a rollback,
+// when Stalled=True too); Stalled=True → Failed; Reconciling=True → the phase its reason
+// names; otherwise "".
+func PhaseOf(conds []metav1.Condition) Phase {
+	for _, c := range conds {
+		if c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue {
+			return v1alpha1.ExecutorRunning
+		}
+	}
+	for _, c := range conds {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue {
+			return v1alpha1.ExecutorFailed
+		}
+	}
+	for _, c := range conds {
+		if c.Type == v1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue {
+			return reconcilingReasons[c.Reason]
+		}
+	}
+	return ""
+}
+
+type state struct {
+	phase   Phase
+	reason  string
+	message string
+	// rolledBack marks Running on the previous revision after a failed update.
+	rolledBack bool
+}
+
+// inputs is the outcome of checking performers and secrets.
+type inputs struct {
+	perfOK     bool
+	perfReason string
+	perfMsg    string
+	blocked    *state // a failure that stops the rollout
+	waiting    string // a reason to wait (performers not Running yet)
+}
+
+// Decide runs one pass. It is total over Facts: every combination yields a Decision, except
+// that a phase change outside Transitions (possible only with conditions this machine did not
+// write) is a *TransitionError and the Decision must not be acted upon.
+func Decide(f Facts) (Decision, error) {
+	prev := PhaseOf(f.Conditions)
+	d := Decision{LastGoodRevision: f.LastGoodRevision, FailedRevision: f.FailedRevision}
+	if f.Deployment != nil && !f.Deployment.Foreign {
+		d.CurrentRevision = f.Deployment.Revision
+	}
+	in := checkInputs(f)
+	configOK := false
+	var st state
+
+	switch {
+	case f.Deleting:
+		st = terminate(f, &d)
+	case !f.HasFinalizer && (prev == "" || prev == v1alpha1.ExecutorPending):
+		st = state{phase: v1alpha1.ExecutorPending, reason: ReasonPending, message: "adding finalizer " + v1alpha1.Finalizer}
+		d.Actions = []Action{ActionAddFinalizer}
+	default:
+		if !f.HasFinalizer {
+			d.Actions = append(d.Actions, ActionAddFinalizer)
+		}
+		st, configOK = live(f, in, &d)
+	}
+
+	if st.phase == v1alpha1.ExecutorFailed {
+		d.RequeueAfter = backoff(f)
+	}
+	d.Conditions = conditions(f, st, in, configOK)
+	d.Phase = PhaseOf(d.Conditions)
+	if err := CheckTransition(prev, d.Phase); err != nil {
+		return Decision{}, err
+	}
+	d.Event = event(f.Conditions, prev, st)
+	return d, nil
+}
+
+func checkInputs(f Facts) inputs {
+	in := inputs{perfOK: true, perfReason: ReasonPerformersRunning}
+	var names []string
+	for _, p := range f.Performers {
+		names = append(names, p.Name)
+	}
+	in.perfMsg = "performers running: " + strings.Join(names, ", ")
+	if f.BySelector && len(f.Performers) == 0 {
+		in.perfOK, in.perfReason, in.perfMsg = false, ReasonNoPerformersSelected, "the performer selector matches no Performer in the namespace"
+		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonNoPerformersSelected, message: in.perfMsg}
+	}
+	var missing, failedMsgs, waiting []string
+	for _, p := range f.Performers {
+		switch {
+		case !p.Found:
+			missing = append(missing, fmt.Sprintf("%q", p.Name))
+		case p.Phase == v1alpha1.PerformerFailed && p.Current:
+			msg := fmt.Sprintf("performer %q is Failed", p.Name)
+			if p.Reason != "" {
+				msg += ": " + p.Reason
+			}
+			if p.Message != "" {
+				msg += ": " + p.Message
+			}
+			failedMsgs = append(failedMsgs, msg)
+		case p.Phase != v1alpha1.PerformerRunning || !p.Current || p.Endpoint == "":
+			ph := string(p.Phase)
+			if ph == "" {
+				ph = "not reconciled yet"
+			}
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", p.Name, ph))
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		noun := "performer"
+		if len(missing) > 1 {
+			noun = "performers"
+		}
+		in.perfOK, in.perfReason = false, ReasonPerformerNotFound
+		in.perfMsg = fmt.Sprintf("%s %s not found in the executor's namespace", noun, strings.Join(missing, ", "))
+		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonPerformerNotFound, message: in.perfMsg}
+	case len(failedMsgs) > 0:
+		in.perfOK, in.perfReason, in.perfMsg = false, ReasonPerformerFailed, strings.Join(failedMsgs, "; ")
+		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonPerformerFailed, message: in.perfMsg}
+	case len(waiting) > 0:
+		in.perfOK, in.perfReason = false, ReasonPerformerNotReady
+		in.perfMsg = "waiting for performers to be Running: " + strings.Join(waiting, ", ")
+		in.waiting = in.perfMsg
+	}
+	if in.blocked == nil && len(f.MissingSecrets) > 0 {
+		var q []string
+		for _, s := range f.MissingSecrets {
+			q = append(q, fmt.Sprintf("%q", s))
+		}
+		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonSecretNotFound,
+			message: fmt.Sprintf("operator key Secret %s not found in the executor's namespace", strings.Join(q, ", "))}
+	}
+	if in.blocked == nil && f.SpecError != "" {
+		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonInvalidSpec, message: f.SpecError}
+	}
+	return in
+}
+
+// progressPhase names the in-progress phase of a rollout towards target.
+func progressPhase(f Facts, target string, rollingBack bool) (Phase, string) {
+	dep := f.Deployment
+	switch {
+	case rollingBack:
+		return v1alpha1.ExecutorRollingBack, ReasonRollingBack
+	case dep == nil || f.LastGoodRevision == "":
+		return v1alpha1.ExecutorCreating, ReasonCreating
+	case target != f.LastGoodRevision:
+		return v1alpha1.ExecutorUpdating, ReasonUpdateInProgress
+	default:
+		return v1alpha1.ExecutorScaling, ReasonScaling
+	}
+}
+
+// live is a pass of a live (not deleted) Executor that has its finalizer.
+func live(f Facts, in inputs, d *Decision) (state, bool) {
+	dep := f.Deployment
+	switch {
+	case dep != nil && dep.Foreign:
+		return failed(ReasonOwnershipConflict, "a Deployment with the executor's name exists and is not controlled by this Executor"), false
+	case f.ConfigMap.Foreign:
+		return failed(ReasonOwnershipConflict, "a ConfigMap with the executor's config name exists and is not controlled by this Executor"), false
+	case in.blocked != nil:
+		return *in.blocked, false
+	case in.waiting != "" || f.DesiredRevision == "":
+		ph, reason := progressPhase(f, f.DesiredRevision, false)
+		if ph == v1alpha1.ExecutorScaling {
+			ph, reason = v1alpha1.ExecutorUpdating, ReasonUpdateInProgress
+		}
+		msg := in.waiting
+		if msg == "" {
+			msg = "waiting for the configuration to be rendered"
+		}
+		return state{phase: ph, reason: reason, message: msg}, false
+	}
+
+	if !f.ConfigMap.Exists {
+		d.Actions = append(d.Actions, ActionEnsureConfigMap)
+	}
+	configOK := true
+	rolledBackMode := f.FailedRevision != "" && f.FailedRevision == f.DesiredRevision && f.LastGoodRevision != ""
+	if !rolledBackMode {
+		d.FailedRevision = ""
+	}
+	target := f.DesiredRevision
+	if rolledBackMode {
+		target = f.LastGoodRevision
+	}
+
+	if dep == nil {
+		// Seed 002: Creating → ConfigMapCreation → DeploymentCreation. A lost Deployment is
+		// re-created from the spec (its ReplicaSets went with it, so there is nothing to roll
+		// back to: a failed revision is retried).
+		d.FailedRevision = ""
+		d.Actions = append(d.Actions, ActionApplyDeployment)
+		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "creating the deployment"}, configOK
+	}
+	if dep.Deleting {
+		d.RequeueAfter = WaitPoll
+		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "waiting for the old deployment to be deleted"}, configOK
+	}
+	if dep.Revision != target {
+		if rolledBackMode {
+			if !f.LastGoodAvailable {
+				return failed(ReasonRollbackFailed, fmt.Sprintf("revision %s failed and was rolled back, but the deployment no longer holds revision %s; change the spec to roll out again", f.FailedRevision, f.LastGoodRevision)), configOK
+			}
+			d.Actions = append(d.Actions, ActionRollback)
+			return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack, message: fmt.Sprintf("restoring revision %s", target)}, configOK
+		}
+		d.Actions = append(d.Actions, ActionApplyDeployment)
+		ph, reason := progressPhase(f, target, false)
+		if ph == v1alpha1.ExecutorScaling {
+			ph, reason = v1alpha1.ExecutorUpdating, ReasonUpdateInProgress
+		}
+		return state{phase: ph, reason: reason, message: fmt.Sprintf("rolling out revision %s", target)}, configOK
+	}
+	if dep.Replicas != f.DesiredReplicas {
+		if rolledBackMode {
+			d.Actions = append(d.Actions, ActionScaleDeployment)
+		} else {
+			d.Actions = append(d.Actions, ActionApplyDeployment)
+		}
+	}
+	ph, reason := progressPhase(f, target, rolledBackMode)
+	if dep.ObservedGeneration < dep.Generation || dep.Replicas != f.DesiredReplicas {
+		return state{phase: ph, reason: reason, message: fmt.Sprintf("waiting for the deployment controller to observe revision %s with %d replicas", target, f.DesiredReplicas)}, configOK
+	}
+	if dep.Progressing.Status == corev1.ConditionFalse && dep.Progressing.Reason == ReasonProgressDeadlineExceeded {
+		cause := fmt.Sprintf("%s: %s", dep.Progressing.Reason, dep.Progressing.Message)
+		switch {
+		case rolledBackMode:
+			return failed(ReasonRollbackFailed, fmt.Sprintf("update to revision %s failed and the rollback to revision %s failed too (%s)", f.FailedRevision, target, cause)), configOK
+		case f.LastGoodRevision != "" && target != f.LastGoodRevision && f.RollbackEnabled && f.LastGoodAvailable:
+			// Seed 003: UPDATING → FAILED → ROLLINGBACK in one observation.
+			d.FailedRevision = target
+			d.Actions = append(d.Actions, ActionRollback)
+			return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack,
+				message: fmt.Sprintf("update to revision %s failed (%s); rolling back to revision %s", target, cause, f.LastGoodRevision)}, configOK
+		default:
+			msg := fmt.Sprintf("rollout of revision %s failed (%s)", target, cause)
+			switch {
+			case f.LastGoodRevision == "" || target == f.LastGoodRevision:
+			case !f.RollbackEnabled:
+				msg += fmt.Sprintf("; rollback is disabled (revision %s was the last good one)", f.LastGoodRevision)
+			case !f.LastGoodAvailable:
+				msg += fmt.Sprintf("; cannot roll back: revision %s is no longer kept", f.LastGoodRevision)
+			}
+			return failed(ReasonProgressDeadlineExceeded, msg), configOK
+		}
+	}
+	if dep.ReplicaFailure.Status == corev1.ConditionTrue {
+		return failed(ReasonReplicaFailure, fmt.Sprintf("%s: %s", dep.ReplicaFailure.Reason, dep.ReplicaFailure.Message)), configOK
+	}
+	want := f.DesiredReplicas
+	complete := dep.UpdatedReplicas == want && dep.ReadyReplicas == want && dep.AvailableReplicas == want &&
+		dep.StatusReplicas == want && dep.UnavailableReplicas == 0
+	if !complete {
+		return state{phase: ph, reason: reason, message: fmt.Sprintf("revision %s: %d/%d replicas updated, %d ready, %d available, %d unavailable, %d total",
+			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas)}, configOK
+	}
+	if rolledBackMode {
+		return state{phase: v1alpha1.ExecutorRunning, reason: ReasonRolledBack, rolledBack: true,
+			message: fmt.Sprintf("update to revision %s failed and was rolled back: revision %s (image %s) is running with %d/%d replicas ready; change the spec to roll out again",
+				f.FailedRevision, target, dep.Image, dep.ReadyReplicas, want)}, configOK
+	}
+	d.LastGoodRevision = target
+	d.Actions = append(d.Actions, ActionPruneConfigMaps)
+	return state{phase: v1alpha1.ExecutorRunning, reason: ReasonAvailable,
+		message: fmt.Sprintf("revision %s (image %s): %d/%d replicas ready", target, dep.Image, dep.ReadyReplicas, want)}, configOK
+}
+
+// terminate is the Terminating pass (seed 002: Terminating → Cleanup; seed 003: DELETING →
+// DELETED).
+func terminate(f Facts, d *Decision) state {
+	st := state{phase: v1alpha1.ExecutorTerminating, reason: ReasonTerminating}
+	if !f.HasFinalizer {
+		st.message = "waiting for the API server to remove the Executor"
+		return st
+	}
+	depLeft := f.Deployment != nil && !f.Deployment.Foreign
+	if depLeft && !f.Deployment.Deleting {
+		d.Actions = append(d.Actions, ActionDeleteDeployment)
+	}
+	cmLeft := f.ConfigMap.Exists && !f.ConfigMap.Foreign
+	d.Actions = append(d.Actions, ActionDeleteConfigMaps)
+	if depLeft || cmLeft {
+		st.message = "deleting the deployment and config maps"
+		d.RequeueAfter = WaitPoll
+		return st
+	}
+	d.Actions = append(d.Actions, ActionRemoveFinalizer)
+	st.message = "deployment and config maps deleted; removing finalizer " + v1alpha1.Finalizer
+	return st
+}
+
+func failed(reason, msg string) state {
+	return state{phase: v1alpha1.ExecutorFailed, reason: reason, message: msg}
+}
+
+func backoff(f Facts) time.Duration {
+	var since time.Duration
+	for _, c := range f.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			since = f.Now.Sub(c.LastTransitionTime.Time)
+		}
+	}
+	return min(max(since, BackoffMin), BackoffMax)
+}
+
+func conditions(f Facts, st state, in inputs, configOK bool) []metav1.Condition {
+	cond := func(t string, on bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if on {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: f.Generation}
+	}
+	running := st.phase == v1alpha1.ExecutorRunning
+	stalled := st.phase == v1alpha1.ExecutorFailed || st.rolledBack
+	out := []metav1.Condition{
+		cond(v1alpha1.ConditionReady, running, st.reason, st.message),
+		cond(v1alpha1.ConditionReconciling, !running && !stalled, st.reason, st.message),
+		cond(v1alpha1.ConditionStalled, stalled, st.reason, st.message),
+	}
+	switch {
+	case configOK && f.ConfigMap.Exists:
+		out = append(out, cond(ConditionConfigReady, true, ReasonConfigRendered, "executor-config.yaml rendered for revision "+f.DesiredRevision))
+	case configOK:
+		out = append(out, cond(ConditionConfigReady, false, ReasonConfigPending, "writing the config map"))
+	case in.blocked != nil && (in.blocked.reason == ReasonSecretNotFound || in.blocked.reason == ReasonInvalidSpec):
+		out = append(out, cond(ConditionConfigReady, false, in.blocked.reason, in.blocked.message))
+	case f.ConfigMap.Foreign:
+		out = append(out, cond(ConditionConfigReady, false, ReasonOwnershipConflict, "the config map is not controlled by this Executor"))
+	default:
+		out = append(out, cond(ConditionConfigReady, false, ReasonWaitingForInputs, "waiting for the referenced performers' endpoints"))
+	}
+	out = append(out, cond(ConditionPerformersReady, in.perfOK, in.perfReason, in.perfMsg))
+	return out
+}
+
+// event is emitted on a phase change, when a failure's reason or message changes, and when a
+// rollback completes (Warning, reason RolledBack).
+func event(prevConds []metav1.Condition, prev Phase, st state) *Event {
+	typ := corev1.EventTypeNormal
+	if st.phase == v1alpha1.ExecutorFailed || st.rolledBack || st.phase == v1alpha1.ExecutorRollingBack {
+		typ = corev1.EventTypeWarning
+	}
+	ev := &Event{Type: typ, Reason: st.reason, Message: st.message}
+	if prev != st.phase {
+		return ev
+	}
+	if st.phase == v1alpha1.ExecutorFailed || st.rolledBack {
+		for _, c := range prevConds {
+			if c.Type == v1alpha1.ConditionStalled && (c.Status != metav1.ConditionTrue || c.Reason != st.reason || c.Message != st.message) {
+				return ev
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,465 @@
+package executor
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// was spells out the conditions the machine writes for a phase (with reason), as the memory
+// of the next pass.
+func was(phase Phase, reason string, rolledBack bool) []metav1.Condition {
+	if phase == "" {
+		return nil
+	}
+	return conditions(Facts{Generation: 1}, state{phase: phase, reason: reason, message: "m", rolledBack: rolledBack}, inputs{perfOK: true, perfReason: ReasonPerformersRunning}, true)
+}
+
+// complete returns a Deployment fully rolled out at rev with n replicas.
+func complete(rev string, n int32) *Deployment {
+	return &Deployment{Revision: rev, Image: "img:" + rev, Generation: 3, ObservedGeneration: 3, Replicas: n,
+		StatusReplicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		Progressing: DeploymentCondition{Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}
+}
+
+// progressing returns a Deployment rolling out rev: 1 of n new replicas, not ready.
+func progressing(rev string, n int32) *Deployment {
+	d := complete(rev, n)
+	d.UpdatedReplicas, d.ReadyReplicas, d.AvailableReplicas, d.UnavailableReplicas, d.StatusReplicas = 1, n, n, 1, n+1
+	d.Progressing = DeploymentCondition{Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated", Message: `ReplicaSet "x" is progressing.`}
+	return d
+}
+
+// deadline returns a Deployment whose rollout of rev exceeded its progress deadline.
+func deadline(rev string, n int32) *Deployment {
+	d := progressing(rev, n)
+	d.Progressing = DeploymentCondition{Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "executor-x-abc" has timed out progressing.`}
+	return d
+}
+
+func running(name string) PerformerRef {
+	return PerformerRef{Name: name, Found: true, Phase: v1alpha1.PerformerRunning, Current: true, Endpoint: "performer-" + name + ".ns.svc.cluster.local:9090"}
+}
+
+// base is a healthy Executor with its finalizer, two Running performers, its ConfigMap, and
+// desired revision r2 with 2 replicas.
+func base() Facts {
+	return Facts{
+		Generation: 1, HasFinalizer: true, RollbackEnabled: true,
+		Performers:      []PerformerRef{running("gpu"), running("tee")},
+		DesiredRevision: "r2", DesiredReplicas: 2,
+		ConfigMap: ConfigMap{Exists: true}, LastGoodAvailable: true,
+	}
+}
+
+type row struct {
+	name string
+	// seed names the transition in seed 002 / 003 terms, when the row is one of theirs.
+	seed       string
+	prev       Phase
+	prevReason string
+	prevRolled bool
+	facts      func(f *Facts)
+	want       Phase
+	actions    []Action
+	lastGood   string
+	failedRev  string
+	// stalled, when set, is the wanted Stalled=True reason; msg are substrings of the active
+	// condition's message.
+	stalled string
+	msg     []string
+	// perf is the wanted PerformersReady reason (when set).
+	perf string
+}
+
+var rows = []row{
+	{name: "no status, no finalizer → Pending", seed: "002 [*] → Pending",
+		facts: func(f *Facts) { f.HasFinalizer = false; f.Deployment = nil },
+		want:  v1alpha1.ExecutorPending, actions: []Action{ActionAddFinalizer}},
+	{name: "Pending → Creating: ConfigMap then Deployment", seed: "002 Pending → Creating → ConfigMapCreation → DeploymentCreation; 003 PENDING → INSTALLING",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) { f.ConfigMap.Exists = false },
+		want:  v1alpha1.ExecutorCreating, actions: []Action{ActionEnsureConfigMap, ActionApplyDeployment}},
+	{name: "Creating → Creating while pods come up", seed: "002 PodScheduling → PodCreation",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.Deployment = progressing("r2", 2) },
+		want:  v1alpha1.ExecutorCreating, msg: []string{"1/2 replicas updated"}},
+	{name: "Creating → Running", seed: "002 PodCreation → Running; 003 INSTALLING → INSTALLED",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.Deployment = complete("r2", 2) },
+		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2", msg: []string{"revision r2", "2/2 replicas ready"}},
+	{name: "Creating → Failed on the progress deadline (no previous revision)", seed: "002 Creating → Failed; 003 INSTALLING → FAILED",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.Deployment = deadline("r2", 2) },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonProgressDeadlineExceeded, msg: []string{"has timed out progressing"}},
+	{name: "Running → Updating on a spec change", seed: "002 Running → Updating → RollingUpdate; 003 INSTALLED → UPDATING",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = complete("r1", 2) },
+		want:  v1alpha1.ExecutorUpdating, actions: []Action{ActionApplyDeployment}, lastGood: "r1"},
+	{name: "Updating → Updating while the new ReplicaSet rolls",
+		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
+		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = progressing("r2", 2) },
+		want:  v1alpha1.ExecutorUpdating, lastGood: "r1"},
+	{name: "Updating → Running", seed: "002 RollingUpdate → Running; 003 UPDATING → INSTALLED",
+		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
+		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = complete("r2", 2) },
+		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "Updating → RollingBack on the progress deadline", seed: "003 UPDATING → FAILED → ROLLINGBACK (one observation)",
+		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
+		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = deadline("r2", 2) },
+		want:  v1alpha1.ExecutorRollingBack, actions: []Action{ActionRollback}, lastGood: "r1", failedRev: "r2",
+		msg: []string{"update to revision r2 failed", "ProgressDeadlineExceeded", "rolling back to revision r1"}},
+	{name: "Updating → Failed when rollback is disabled", seed: "002 Updating → Failed; 003 UPDATING → FAILED",
+		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
+		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.RollbackEnabled = false; f.Deployment = deadline("r2", 2) },
+		want:  v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"rollback is disabled"}},
+	{name: "Updating → Failed when the last good revision is gone",
+		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
+		facts: func(f *Facts) {
+			f.LastGoodRevision = "r1"
+			f.LastGoodAvailable = false
+			f.Deployment = deadline("r2", 2)
+		},
+		want: v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"no longer kept"}},
+	{name: "Failed → RollingBack once rollback is enabled", seed: "003 FAILED → ROLLINGBACK",
+		prev: v1alpha1.ExecutorFailed, prevReason: ReasonProgressDeadlineExceeded,
+		facts: func(f *Facts) { f.Generation = 2; f.LastGoodRevision = "r1"; f.Deployment = deadline("r2", 2) },
+		want:  v1alpha1.ExecutorRollingBack, actions: []Action{ActionRollback}, lastGood: "r1", failedRev: "r2"},
+	{name: "RollingBack → RollingBack while the old ReplicaSet scales back",
+		prev: v1alpha1.ExecutorRollingBack, prevReason: ReasonRollingBack,
+		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = progressing("r1", 2) },
+		want:  v1alpha1.ExecutorRollingBack, lastGood: "r1", failedRev: "r2"},
+	{name: "RollingBack → Running on the previous revision, rollback named", seed: "003 ROLLINGBACK → INSTALLED (previous version)",
+		prev: v1alpha1.ExecutorRollingBack, prevReason: ReasonRollingBack,
+		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = complete("r1", 2) },
+		want:  v1alpha1.ExecutorRunning, lastGood: "r1", failedRev: "r2", stalled: ReasonRolledBack,
+		msg: []string{"update to revision r2 failed and was rolled back", "revision r1 (image img:r1) is running"}},
+	{name: "RollingBack → Failed when the rollback fails too",
+		prev: v1alpha1.ExecutorRollingBack, prevReason: ReasonRollingBack,
+		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = deadline("r1", 2) },
+		want:  v1alpha1.ExecutorFailed, lastGood: "r1", failedRev: "r2", stalled: ReasonRollbackFailed},
+	{name: "rolled back Running stays: the failed revision is not retried",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonRolledBack, prevRolled: true,
+		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = complete("r1", 2) },
+		want:  v1alpha1.ExecutorRunning, lastGood: "r1", failedRev: "r2", stalled: ReasonRolledBack},
+	{name: "rolled back Running → RollingBack when someone re-applies the failed template",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonRolledBack, prevRolled: true,
+		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = progressing("r2", 2) },
+		want:  v1alpha1.ExecutorRollingBack, actions: []Action{ActionRollback}, lastGood: "r1", failedRev: "r2"},
+	{name: "rolled back Running → Updating on a new spec (failed revision forgotten)",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonRolledBack, prevRolled: true,
+		facts: func(f *Facts) {
+			f.LastGoodRevision, f.FailedRevision, f.DesiredRevision = "r1", "r2", "r3"
+			f.Deployment = complete("r1", 2)
+		},
+		want: v1alpha1.ExecutorUpdating, actions: []Action{ActionApplyDeployment}, lastGood: "r1"},
+	{name: "rolled back Running scales without leaving the previous revision",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonRolledBack, prevRolled: true,
+		facts: func(f *Facts) {
+			f.LastGoodRevision, f.FailedRevision, f.DesiredReplicas = "r1", "r2", 3
+			f.Deployment = complete("r1", 2)
+		},
+		want: v1alpha1.ExecutorRollingBack, actions: []Action{ActionScaleDeployment}, lastGood: "r1", failedRev: "r2"},
+	{name: "Running → Scaling on a replica change", seed: "002 Running → Scaling",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) { f.LastGoodRevision, f.DesiredReplicas = "r2", 3; f.Deployment = complete("r2", 2) },
+		want:  v1alpha1.ExecutorScaling, actions: []Action{ActionApplyDeployment}, lastGood: "r2"},
+	{name: "Scaling → Scaling while the new pod comes up",
+		prev: v1alpha1.ExecutorScaling, prevReason: ReasonScaling,
+		facts: func(f *Facts) {
+			f.LastGoodRevision, f.DesiredReplicas = "r2", 3
+			f.Deployment = complete("r2", 3)
+			f.Deployment.ReadyReplicas, f.Deployment.AvailableReplicas, f.Deployment.UnavailableReplicas = 2, 2, 1
+		},
+		want: v1alpha1.ExecutorScaling, lastGood: "r2"},
+	{name: "Scaling → Running", seed: "002 Scaling → Running",
+		prev: v1alpha1.ExecutorScaling, prevReason: ReasonScaling,
+		facts: func(f *Facts) { f.LastGoodRevision, f.DesiredReplicas = "r2", 3; f.Deployment = complete("r2", 3) },
+		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "Scaling → Failed on a replica failure", seed: "002 Scaling → Failed",
+		prev: v1alpha1.ExecutorScaling, prevReason: ReasonScaling,
+		facts: func(f *Facts) {
+			f.LastGoodRevision, f.DesiredReplicas = "r2", 3
+			f.Deployment = complete("r2", 3)
+			f.Deployment.ReadyReplicas = 2
+			f.Deployment.ReplicaFailure = DeploymentCondition{Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: `pods "x" is forbidden: exceeded quota`}
+		},
+		want: v1alpha1.ExecutorFailed, lastGood: "r2", stalled: ReasonReplicaFailure, msg: []string{"exceeded quota"}},
+	{name: "Failed → Creating once the missing performer appears", seed: "002 Failed → Creating (retry)",
+		prev: v1alpha1.ExecutorFailed, prevReason: ReasonPerformerNotFound,
+		want: v1alpha1.ExecutorCreating, actions: []Action{ActionApplyDeployment}},
+	{name: "a missing performer fails the executor by name",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.Performers[1] = PerformerRef{Name: "tee"} },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonPerformerNotFound, perf: ReasonPerformerNotFound,
+		msg: []string{`performer "tee" not found`}},
+	{name: "Running → Failed when a performer goes away",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) {
+			f.LastGoodRevision = "r2"
+			f.Deployment = complete("r2", 2)
+			f.Performers[0] = PerformerRef{Name: "gpu"}
+		},
+		want: v1alpha1.ExecutorFailed, lastGood: "r2", stalled: ReasonPerformerNotFound, msg: []string{`"gpu"`}},
+	{name: "a Failed performer fails the executor with its reason",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) {
+			f.Performers[0] = PerformerRef{Name: "gpu", Found: true, Current: true, Phase: v1alpha1.PerformerFailed, Reason: "HardwareUnavailable", Message: "0/7 nodes are available"}
+		},
+		want: v1alpha1.ExecutorFailed, stalled: ReasonPerformerFailed, perf: ReasonPerformerFailed, msg: []string{`performer "gpu" is Failed: HardwareUnavailable: 0/7 nodes`}},
+	{name: "a performer not Running yet: wait, not Ready",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) {
+			f.DesiredRevision = ""
+			f.Performers[0] = PerformerRef{Name: "gpu", Found: true, Current: true, Phase: v1alpha1.PerformerScheduling}
+		},
+		want: v1alpha1.ExecutorCreating, perf: ReasonPerformerNotReady, msg: []string{"gpu (Scheduling)"}},
+	{name: "a selector that matches nothing fails",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) { f.BySelector = true; f.Performers = nil; f.DesiredRevision = "" },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonNoPerformersSelected, perf: ReasonNoPerformersSelected},
+	{name: "a missing key Secret fails without rolling out",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) { f.MissingSecrets = []string{"operator-keys"} },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonSecretNotFound, msg: []string{`Secret "operator-keys" not found`}},
+	{name: "a foreign Deployment is an ownership conflict",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.Deployment = complete("r2", 2); f.Deployment.Foreign = true },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonOwnershipConflict},
+	{name: "Running → Creating when the Deployment is lost",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) { f.LastGoodRevision = "r2" },
+		want:  v1alpha1.ExecutorCreating, actions: []Action{ActionApplyDeployment}, lastGood: "r2"},
+	{name: "Running → Terminating", seed: "002 Running → Terminating → Cleanup; 003 ANY → DELETING",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) { f.Deleting = true; f.LastGoodRevision = "r2"; f.Deployment = complete("r2", 2) },
+		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteDeployment, ActionDeleteConfigMaps}, lastGood: "r2"},
+	{name: "Failed → Terminating", seed: "003 ANY → DELETING",
+		prev: v1alpha1.ExecutorFailed, prevReason: ReasonPerformerNotFound,
+		facts: func(f *Facts) { f.Deleting = true; f.ConfigMap.Exists = false },
+		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps, ActionRemoveFinalizer}},
+	{name: "Terminating → finalizer removed", seed: "003 DELETING → DELETED",
+		prev: v1alpha1.ExecutorTerminating, prevReason: ReasonTerminating,
+		facts: func(f *Facts) { f.Deleting = true; f.ConfigMap.Exists = false },
+		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps, ActionRemoveFinalizer}},
+	{name: "Terminating waits for the Deployment to go",
+		prev: v1alpha1.ExecutorTerminating, prevReason: ReasonTerminating,
+		facts: func(f *Facts) { f.Deleting = true; f.Deployment = complete("r2", 2); f.Deployment.Deleting = true },
+		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps}},
+}
+
+func TestDecideTable(t *testing.T) {
+	covered := map[[2]Phase]bool{}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			f := base()
+			f.Conditions = was(r.prev, r.prevReason, r.prevRolled)
+			if r.facts != nil {
+				r.facts(&f)
+			}
+			d, err := Decide(f)
+			if err != nil {
+				t.Fatalf("Decide: %v", err)
+			}
+			covered[[2]Phase{r.prev, d.Phase}] = true
+			if d.Phase != r.want {
+				t.Errorf("phase %s, want %s (%s)", d.Phase, r.want, describe(d))
+			}
+			if !slices.Equal(d.Actions, r.actions) {
+				t.Errorf("actions %v, want %v", d.Actions, r.actions)
+			}
+			if d.LastGoodRevision != r.lastGood || d.FailedRevision != r.failedRev {
+				t.Errorf("lastGood %q failed %q, want %q %q", d.LastGoodRevision, d.FailedRevision, r.lastGood, r.failedRev)
+			}
+			st := cond(d.Conditions, v1alpha1.ConditionStalled)
+			if r.stalled != "" && (st.Status != metav1.ConditionTrue || st.Reason != r.stalled) {
+				t.Errorf("Stalled = %+v, want True/%s", st, r.stalled)
+			}
+			if r.stalled == "" && st.Status == metav1.ConditionTrue {
+				t.Errorf("Stalled = %+v, want False", st)
+			}
+			active := activeMessage(d.Conditions)
+			for _, m := range r.msg {
+				if !strings.Contains(active, m) {
+					t.Errorf("message %q does not contain %q", active, m)
+				}
+			}
+			if r.perf != "" {
+				if c := cond(d.Conditions, ConditionPerformersReady); c.Reason != r.perf || c.Status != metav1.ConditionFalse {
+					t.Errorf("PerformersReady = %+v, want False/%s", c, r.perf)
+				}
+			}
+			checkInvariants(t, f, d)
+		})
+	}
+	// Every edge the seeds draw (mapped onto our phases) is exercised by some row.
+	for _, e := range [][2]Phase{
+		{"", v1alpha1.ExecutorPending},
+		{v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating},
+		{v1alpha1.ExecutorCreating, v1alpha1.ExecutorRunning}, {v1alpha1.ExecutorCreating, v1alpha1.ExecutorFailed},
+		{v1alpha1.ExecutorRunning, v1alpha1.ExecutorUpdating}, {v1alpha1.ExecutorRunning, v1alpha1.ExecutorScaling},
+		{v1alpha1.ExecutorRunning, v1alpha1.ExecutorTerminating},
+		{v1alpha1.ExecutorUpdating, v1alpha1.ExecutorRunning}, {v1alpha1.ExecutorUpdating, v1alpha1.ExecutorFailed},
+		{v1alpha1.ExecutorUpdating, v1alpha1.ExecutorRollingBack},
+		{v1alpha1.ExecutorScaling, v1alpha1.ExecutorRunning}, {v1alpha1.ExecutorScaling, v1alpha1.ExecutorFailed},
+		{v1alpha1.ExecutorFailed, v1alpha1.ExecutorCreating}, {v1alpha1.ExecutorFailed, v1alpha1.ExecutorRollingBack},
+		{v1alpha1.ExecutorFailed, v1alpha1.ExecutorTerminating},
+		{v1alpha1.ExecutorRollingBack, v1alpha1.ExecutorRunning},
+	} {
+		if !covered[e] {
+			t.Errorf("seed transition %s → %s has no row", e[0], e[1])
+		}
+	}
+}
+
+// Illegal transitions are rejected with a typed error, both by CheckTransition and by Decide
+// given conditions this machine would never have written before.
+func TestIllegalTransitions(t *testing.T) {
+	for _, e := range [][2]Phase{
+		{v1alpha1.ExecutorRunning, v1alpha1.ExecutorPending},
+		{v1alpha1.ExecutorFailed, v1alpha1.ExecutorPending},
+		{v1alpha1.ExecutorTerminating, v1alpha1.ExecutorRunning},
+		{v1alpha1.ExecutorTerminating, v1alpha1.ExecutorCreating},
+		{v1alpha1.ExecutorPending, v1alpha1.ExecutorRollingBack},
+		{v1alpha1.ExecutorPending, v1alpha1.ExecutorUpdating},
+	} {
+		var te *TransitionError
+		if err := CheckTransition(e[0], e[1]); !errors.As(err, &te) || te.From != e[0] || te.To != e[1] {
+			t.Errorf("CheckTransition(%s, %s) = %v, want *TransitionError", e[0], e[1], err)
+		}
+	}
+	// Terminating conditions on an object that is not being deleted (someone rewrote status).
+	f := base()
+	f.Conditions = was(v1alpha1.ExecutorTerminating, ReasonTerminating, false)
+	f.Deployment = complete("r2", 2)
+	var te *TransitionError
+	if _, err := Decide(f); !errors.As(err, &te) || te.To != v1alpha1.ExecutorRunning {
+		t.Errorf("Decide after Terminating = %v, want TransitionError to Running", err)
+	}
+	// Running conditions with no finalizer and no deployment go to Creating, never Pending.
+	f = base()
+	f.HasFinalizer = false
+	f.Conditions = was(v1alpha1.ExecutorRunning, ReasonAvailable, false)
+	d, err := Decide(f)
+	if err != nil || d.Phase == v1alpha1.ExecutorPending || d.Actions[0] != ActionAddFinalizer {
+		t.Errorf("Decide = %s %v %v", d.Phase, d.Actions, err)
+	}
+}
+
+// Events: on phase changes, Warning for Failed, RollingBack and a completed rollback; none for
+// a steady state.
+func TestEvents(t *testing.T) {
+	f := base()
+	f.Conditions = was(v1alpha1.ExecutorRunning, ReasonAvailable, false)
+	f.LastGoodRevision = "r2"
+	f.Deployment = complete("r2", 2)
+	d, _ := Decide(f)
+	f.Conditions = d.Conditions
+	if d2, _ := Decide(f); d2.Event != nil {
+		t.Errorf("steady Running emitted %+v", d2.Event)
+	}
+	f = base()
+	f.Conditions = was(v1alpha1.ExecutorRollingBack, ReasonRollingBack, false)
+	f.LastGoodRevision, f.FailedRevision = "r1", "r2"
+	f.Deployment = complete("r1", 2)
+	d, _ = Decide(f)
+	if d.Event == nil || d.Event.Type != corev1.EventTypeWarning || d.Event.Reason != ReasonRolledBack {
+		t.Errorf("rollback done: event %+v", d.Event)
+	}
+}
+
+func cond(conds []metav1.Condition, typ string) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// activeMessage is the message of the True kstatus condition (Stalled first).
+func activeMessage(conds []metav1.Condition) string {
+	for _, typ := range []string{v1alpha1.ConditionStalled, v1alpha1.ConditionReady, v1alpha1.ConditionReconciling} {
+		if c := cond(conds, typ); c.Status == metav1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func describe(d Decision) string {
+	var b strings.Builder
+	b.WriteString(string(d.Phase))
+	for _, c := range d.Conditions {
+		b.WriteString("; " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message)
+	}
+	return b.String()
+}
+
+// checkInvariants holds for every decision (tables and fuzz).
+func checkInvariants(t *testing.T, f Facts, d Decision) {
+	t.Helper()
+	if !slices.Contains(AllPhases, d.Phase) {
+		t.Fatalf("phase %q outside the enum", d.Phase)
+	}
+	if d.Phase != PhaseOf(d.Conditions) {
+		t.Fatalf("phase %s != PhaseOf(conditions) %s", d.Phase, PhaseOf(d.Conditions))
+	}
+	wantTypes := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
+	if len(d.Conditions) != len(wantTypes) {
+		t.Fatalf("conditions %v", d.Conditions)
+	}
+	trues := 0
+	for i, c := range d.Conditions {
+		if c.Type != wantTypes[i] || c.ObservedGeneration != f.Generation || c.Reason == "" {
+			t.Fatalf("condition %d = %+v", i, c)
+		}
+		if i < 3 && c.Status == metav1.ConditionTrue {
+			trues++
+		}
+	}
+	ready := cond(d.Conditions, v1alpha1.ConditionReady).Status == metav1.ConditionTrue
+	stalled := cond(d.Conditions, v1alpha1.ConditionStalled)
+	switch {
+	case trues == 1:
+	case trues == 2 && ready && stalled.Status == metav1.ConditionTrue && stalled.Reason == ReasonRolledBack:
+	default:
+		t.Fatalf("%d of Ready/Reconciling/Stalled are True: %s", trues, describe(d))
+	}
+	if ready && (cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || cond(d.Conditions, ConditionConfigReady).Status != metav1.ConditionTrue) {
+		t.Fatalf("Ready without performers and config: %s", describe(d))
+	}
+	if ready && d.LastGoodRevision == "" {
+		t.Fatalf("Running without a last good revision")
+	}
+	if err := CheckTransition(PhaseOf(f.Conditions), d.Phase); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range d.Actions {
+		if f.Deleting && !slices.Contains([]Action{ActionDeleteDeployment, ActionDeleteConfigMaps, ActionRemoveFinalizer}, a) {
+			t.Fatalf("action %s while deleting", a)
+		}
+		if (a == ActionApplyDeployment || a == ActionEnsureConfigMap || a == ActionRollback) &&
+			(cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || len(f.MissingSecrets) > 0 || f.DesiredRevision == "") {
+			t.Fatalf("action %s with inputs not ready: %s", a, describe(d))
+		}
+		if a == ActionApplyDeployment && f.Deployment != nil && f.FailedRevision == f.DesiredRevision && f.FailedRevision != "" && f.LastGoodRevision != "" {
+			t.Fatalf("re-applied failed revision %s", f.FailedRevision)
+		}
+		if a == ActionRollback && (!f.LastGoodAvailable || d.LastGoodRevision == "") {
+			t.Fatalf("rollback without a target")
+		}
+	}
+	if slices.Contains(d.Actions, ActionRemoveFinalizer) && (!f.Deleting || (f.Deployment != nil && !f.Deployment.Foreign) || (f.ConfigMap.Exists && !f.ConfigMap.Foreign)) {
+		t.Fatalf("finalizer removed with owned objects left")
+	}
+	if d.FailedRevision != "" && d.FailedRevision == d.LastGoodRevision {
+		t.Fatalf("revision %s both failed and good", d.FailedRevision)
+	}
+}

@@ -1,0 +1,376 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
+)
+
+const (
+	// ContainerName is the executor container's name (seed 002: "executor").
+	ContainerName = "executor"
+	// HealthPortName names the HTTP health port (/healthz, /readyz; seed 002: 8080).
+	HealthPortName = "health"
+	// ManagedBy is the app.kubernetes.io/managed-by value on owned objects.
+	ManagedBy = "gantry-reconciler"
+	// configVolume is the pod volume holding executor-config.yaml.
+	configVolume = "config"
+)
+
+// DeploymentName is the name of an Executor's Deployment: executor-<name>.
+func DeploymentName(executor string) string { return "executor-" + executor }
+
+// ConfigMapName is the name of the ConfigMap of one config: executor-<name>-<first 10 hex
+// digits of the config hash>. ConfigMaps are immutable and named by content, so every kept
+// revision (and a rollback) mounts exactly the config it was rolled out with.
+func ConfigMapName(executor, configHash string) string {
+	return fmt.Sprintf("executor-%s-%s", executor, configHash[:10])
+}
+
+// SelectorLabels select an Executor's pods: gantry.dev/executor=<name>.
+func SelectorLabels(e *v1alpha1.Executor) map[string]string {
+	return map[string]string{v1alpha1.LabelExecutor: e.Name}
+}
+
+// Labels are the labels of owned objects: the selector labels plus managed-by.
+func Labels(e *v1alpha1.Executor) map[string]string {
+	return map[string]string{v1alpha1.LabelExecutor: e.Name, v1alpha1.LabelManagedBy: ManagedBy}
+}
+
+// Selector is the pod label selector in string form (status.selector, scale subresource).
+func Selector(e *v1alpha1.Executor) string {
+	return labels.SelectorFromSet(SelectorLabels(e)).String()
+}
+
+// Replicas is spec.replicas or the default 1.
+func Replicas(e *v1alpha1.Executor) int32 {
+	if e.Spec.Replicas == nil {
+		return v1alpha1.DefaultExecutorReplicas
+	}
+	return *e.Spec.Replicas
+}
+
+// RollbackEnabled is spec.rollback.onFailure, default true.
+func RollbackEnabled(e *v1alpha1.Executor) bool {
+	return e.Spec.Rollback.OnFailure == nil || *e.Spec.Rollback.OnFailure
+}
+
+// KeepRevisions is spec.rollback.keepRevisions, default 3.
+func KeepRevisions(e *v1alpha1.Executor) int32 {
+	if e.Spec.Rollback.KeepRevisions == nil {
+		return v1alpha1.DefaultRollbackKeepRevisions
+	}
+	return *e.Spec.Rollback.KeepRevisions
+}
+
+// Config is the content of executor-config.yaml. It holds no key material: the signer
+// section names the environment variables the keys arrive in (from Secret references) or
+// the remote signer URL.
+type Config struct {
+	AggregatorEndpoint string            `json:"aggregator_endpoint"`
+	LogLevel           string            `json:"log_level"`
+	Chains             []ConfigChain     `json:"chains"`
+	Performers         []ConfigPerformer `json:"performers"`
+	Signer             ConfigSigner      `json:"signer"`
+}
+
+// ConfigChain is one chain in executor-config.yaml.
+type ConfigChain struct {
+	Name               string `json:"name"`
+	ChainID            int64  `json:"chain_id"`
+	RPCURL             string `json:"rpc_url"`
+	TaskMailboxAddress string `json:"task_mailbox_address"`
+}
+
+// ConfigPerformer is one performer endpoint in executor-config.yaml (seed 002's service
+// discovery: performer-<name>.<namespace>.svc.cluster.local:<port>).
+type ConfigPerformer struct {
+	Name     string `json:"name"`
+	Endpoint string `json:"endpoint"`
+}
+
+// ConfigSigner says how the executor signs: "local" keys from the environment variables
+// named here, or "remote" through RemoteSignerURL.
+type ConfigSigner struct {
+	Mode            string `json:"mode"`
+	ECDSAKeyEnv     string `json:"ecdsa_private_key_env,omitempty"`
+	BLSKeyEnv       string `json:"bls_private_key_env,omitempty"`
+	RemoteSignerURL string `json:"remote_signer_url,omitempty"`
+}
+
+// RenderConfig renders executor-config.yaml from the spec and the performer endpoints (in the
+// given order) and returns it with its hash (hex SHA-256). Deterministic: the same inputs give
+// the same bytes.
+func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) (data string, hash string, err error) {
+	c := Config{
+		AggregatorEndpoint: e.Spec.AggregatorEndpoint,
+		LogLevel:           string(e.Spec.LogLevel),
+		Chains:             []ConfigChain{},
+		Performers:         []ConfigPerformer{},
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = v1alpha1.DefaultExecutorLogLevel
+	}
+	for _, ch := range e.Spec.Chains {
+		c.Chains = append(c.Chains, ConfigChain{Name: ch.Name, ChainID: ch.ChainID, RPCURL: ch.RPCURL, TaskMailboxAddress: ch.TaskMailboxAddress})
+	}
+	for _, p := range endpoints {
+		c.Performers = append(c.Performers, ConfigPerformer{Name: p.Name, Endpoint: p.Endpoint})
+	}
+	k := e.Spec.OperatorKeys
+	if k.RemoteSignerURL != "" {
+		c.Signer = ConfigSigner{Mode: "remote", RemoteSignerURL: k.RemoteSignerURL}
+	} else {
+		c.Signer = ConfigSigner{Mode: "local"}
+		if k.ECDSAKey != "" {
+			c.Signer.ECDSAKeyEnv = v1alpha1.ExecutorECDSAKeyEnv
+		}
+		if k.BLSKey != "" {
+			c.Signer.BLSKeyEnv = v1alpha1.ExecutorBLSKeyEnv
+		}
+	}
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(b)
+	return string(b), hex.EncodeToString(sum[:]), nil
+}
+
+// DesiredConfigMap is the immutable ConfigMap holding executor-config.yaml, without owner
+// reference (the controller adds it).
+func DesiredConfigMap(e *v1alpha1.Executor, data, hash string) *corev1.ConfigMap {
+	immutable := true
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ConfigMapName(e.Name, hash), Namespace: e.Namespace, Labels: Labels(e),
+			Annotations: map[string]string{v1alpha1.AnnotationConfigHash: hash},
+		},
+		Immutable: &immutable,
+		Data:      map[string]string{v1alpha1.ExecutorConfigKey: data},
+	}
+}
+
+// DesiredDeployment builds the Deployment executor-<name> (no owner reference): replicas from
+// the spec, a rolling update that keeps every old pod until a new one is available
+// (maxUnavailable 0, maxSurge 1), spec.progressDeadlineSeconds, revisionHistoryLimit =
+// keepRevisions. The pod template mounts the ConfigMap cmName at /etc/gantry, carries the
+// config hash and the revision (SpecHash of the template) as annotations, the spec's
+// podLabels, and gets the operator keys only as Secret references. Errors come from
+// hardware.Place / ContainerResources (scheduling that cannot be honoured).
+func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1.Deployment, error) {
+	pl, err := hardware.Place(v1alpha1.HardwareRequirements{}, e.Spec.Scheduling)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.ContainerResources(e.Spec.Resources)
+	if err != nil {
+		return nil, err
+	}
+	var env []corev1.EnvVar
+	k := e.Spec.OperatorKeys
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.SecretName}, Key: key}}}
+	}
+	if k.SecretName != "" && k.ECDSAKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorECDSAKeyEnv, k.ECDSAKey))
+	}
+	if k.SecretName != "" && k.BLSKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeyEnv, k.BLSKey))
+	}
+	if k.RemoteSignerURL != "" {
+		env = append(env, corev1.EnvVar{Name: v1alpha1.ExecutorRemoteSignerEnv, Value: k.RemoteSignerURL})
+	}
+	pullPolicy := e.Spec.ImagePullPolicy
+	if pullPolicy == "" {
+		pullPolicy = corev1.PullIfNotPresent
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(HealthPortName)}}, PeriodSeconds: 10}
+	}
+	podLabels := make(map[string]string, len(e.Spec.PodLabels)+2)
+	for k, v := range e.Spec.PodLabels {
+		podLabels[k] = v
+	}
+	for k, v := range Labels(e) {
+		podLabels[k] = v
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      podLabels,
+			Annotations: map[string]string{v1alpha1.AnnotationConfigHash: configHash},
+		},
+		Spec: corev1.PodSpec{
+			ImagePullSecrets:  append([]corev1.LocalObjectReference(nil), e.Spec.ImagePullSecrets...),
+			NodeSelector:      pl.NodeSelector,
+			Tolerations:       pl.Tolerations,
+			Affinity:          pl.Affinity,
+			RuntimeClassName:  pl.RuntimeClassName,
+			PriorityClassName: pl.PriorityClassName,
+			Containers: []corev1.Container{{
+				Name:            ContainerName,
+				Image:           e.Spec.Image,
+				ImagePullPolicy: pullPolicy,
+				Args:            []string{"--config=" + v1alpha1.ExecutorConfigMountPath + "/" + v1alpha1.ExecutorConfigKey},
+				Env:             env,
+				Ports:           []corev1.ContainerPort{{Name: HealthPortName, ContainerPort: v1alpha1.DefaultExecutorHealthPort, Protocol: corev1.ProtocolTCP}},
+				Resources:       res,
+				VolumeMounts:    []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}},
+				LivenessProbe:   probe("/healthz"),
+				ReadinessProbe:  probe("/readyz"),
+			}},
+			Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}},
+		},
+	}
+	rev, err := SpecHash(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	tmpl.Annotations[v1alpha1.AnnotationSpecHash] = rev
+	replicas := Replicas(e)
+	deadline := v1alpha1.DefaultProgressDeadlineSeconds
+	if e.Spec.ProgressDeadlineSeconds != nil {
+		deadline = *e.Spec.ProgressDeadlineSeconds
+	}
+	history := KeepRevisions(e)
+	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: DeploymentName(e.Name), Namespace: e.Namespace, Labels: Labels(e)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:                &replicas,
+			Selector:                &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
+			Template:                tmpl,
+			ProgressDeadlineSeconds: &deadline,
+			RevisionHistoryLimit:    &history,
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}},
+		},
+	}, nil
+}
+
+// Revision is the revision a pod template carries (its gantry.dev/spec-hash annotation).
+func Revision(t *corev1.PodTemplateSpec) string { return t.Annotations[v1alpha1.AnnotationSpecHash] }
+
+// SpecHash is the revision of a pod template: the first 16 hex digits of the SHA-256 of its
+// JSON (labels, annotations, spec) before the revision annotation is added.
+func SpecHash(t corev1.PodTemplateSpec) (string, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16], nil
+}
+
+// ConfigMapsReferenced returns the ConfigMap names a pod template mounts.
+func ConfigMapsReferenced(t *corev1.PodTemplateSpec) []string {
+	var out []string
+	for _, v := range t.Spec.Volumes {
+		if v.ConfigMap != nil {
+			out = append(out, v.ConfigMap.Name)
+		}
+	}
+	return out
+}
+
+// SecretNames returns the Secrets an Executor references for its operator keys (sorted).
+func SecretNames(e *v1alpha1.Executor) []string {
+	if e.Spec.OperatorKeys.SecretName == "" {
+		return nil
+	}
+	return []string{e.Spec.OperatorKeys.SecretName}
+}
+
+// DeploymentFacts reads the Deployment facts (nil when dep is nil); owner is the Executor's UID.
+func DeploymentFacts(dep *appsv1.Deployment, owner types.UID) *Deployment {
+	if dep == nil {
+		return nil
+	}
+	ref := metav1.GetControllerOf(dep)
+	f := &Deployment{
+		Foreign:             ref == nil || ref.UID != owner,
+		Deleting:            dep.DeletionTimestamp != nil,
+		Revision:            Revision(&dep.Spec.Template),
+		Generation:          dep.Generation,
+		ObservedGeneration:  dep.Status.ObservedGeneration,
+		Replicas:            1,
+		StatusReplicas:      dep.Status.Replicas,
+		UpdatedReplicas:     dep.Status.UpdatedReplicas,
+		ReadyReplicas:       dep.Status.ReadyReplicas,
+		AvailableReplicas:   dep.Status.AvailableReplicas,
+		UnavailableReplicas: dep.Status.UnavailableReplicas,
+	}
+	if dep.Spec.Replicas != nil {
+		f.Replicas = *dep.Spec.Replicas
+	}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if c.Name == ContainerName {
+			f.Image = c.Image
+		}
+	}
+	for _, c := range dep.Status.Conditions {
+		dc := DeploymentCondition{Status: c.Status, Reason: c.Reason, Message: c.Message}
+		switch c.Type {
+		case appsv1.DeploymentProgressing:
+			f.Progressing = dc
+		case appsv1.DeploymentReplicaFailure:
+			f.ReplicaFailure = dc
+		}
+	}
+	return f
+}
+
+// PerformerRefFacts reads one referenced Performer (nil: not found).
+func PerformerRefFacts(name string, p *v1alpha1.Performer) PerformerRef {
+	if p == nil {
+		return PerformerRef{Name: name}
+	}
+	r := PerformerRef{Name: name, Found: true, Phase: p.Status.Phase, Endpoint: p.Status.GRPCEndpoint,
+		Current: p.Status.ObservedGeneration == p.Generation}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue {
+			r.Reason, r.Message = c.Reason, c.Message
+		}
+	}
+	return r
+}
+
+// Endpoints lists the endpoints of the referenced performers (all Running), in order.
+func Endpoints(refs []PerformerRef) []v1alpha1.PerformerEndpoint {
+	out := make([]v1alpha1.PerformerEndpoint, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, v1alpha1.PerformerEndpoint{Name: r.Name, Endpoint: r.Endpoint})
+	}
+	return out
+}
+
+// SortedNames returns names sorted, without duplicates.
+func SortedNames(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,171 @@
+// Package packageset is seed 000's package lifecycle and seed 001's per-node rollout as pure
+// machines: facts about a PackageSet, its nodes and its stage Jobs go in; the new per-node
+// records (written to the Nodes' gantry.dev/state_<set> annotations), the Jobs to create, the
+// cordon/drain/uncordon steps, the summary status and the conditions come out. It imports
+// neither controller-runtime nor the Terraform framework.
+//
+// # Stage flow (seed 000, Skyhook docs/operator-status-definitions.md)
+//
+//	without interrupt: uninstall → apply → config        upgrade → config
+//	with interrupt:    uninstall → apply → config → interrupt → post-interrupt
+//	                   upgrade → config → interrupt → post-interrupt
+//
+// Every stage but interrupt runs with its check (the stage Job's init container runs the
+// stage, its main container the check: all or nothing). A package is complete at config
+// (no interrupt) or at post-interrupt. Stages advance only from state complete (NextStage).
+//
+// # States (seed 000 "State")
+//
+// complete, in_progress (the stage's Job exists), skipped (an interrupt merged into another
+// package's), erroring (the Job failed, the image cannot be pulled, or the stage ran past its
+// timeout: never in_progress forever, unlike Skyhook issue #306), unknown.
+package packageset
+
+import (
+	"fmt"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Stage, State and Status are the API's spellings (seed 000).
+type (
+	Stage  = v1alpha1.PackageStage
+	State  = v1alpha1.PackageState
+	Status = v1alpha1.PackageSetStatusValue
+)
+
+// TransitionError reports a transition the seeds do not draw.
+type TransitionError struct {
+	Machine  string // "stage", "state" or "rollout"
+	From, To string
+	Why      string
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("illegal %s transition %s → %s: %s", e.Machine, e.From, e.To, e.Why)
+}
+
+// NextStage is the stage after s once s is complete (Skyhook NodeState.NextStage): done is true
+// when s is the package's last stage (config without interrupt, post-interrupt with one).
+// Errors: a stage that is not one of seed 000's, or post-interrupt/interrupt without an
+// interrupt in the flow.
+func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
+	switch s {
+	case v1alpha1.StageUninstall:
+		return v1alpha1.StageApply, false, nil
+	case v1alpha1.StageApply, v1alpha1.StageUpgrade:
+		return v1alpha1.StageConfig, false, nil
+	case v1alpha1.StageConfig:
+		if interrupt {
+			return v1alpha1.StageInterrupt, false, nil
+		}
+		return "", true, nil
+	case v1alpha1.StageInterrupt:
+		if !interrupt {
+			return "", false, &TransitionError{"stage", string(s), "", "interrupt stage in a flow without interrupt"}
+		}
+		return v1alpha1.StagePostInterrupt, false, nil
+	case v1alpha1.StagePostInterrupt:
+		if !interrupt {
+			return "", false, &TransitionError{"stage", string(s), "", "post-interrupt stage in a flow without interrupt"}
+		}
+		return "", true, nil
+	}
+	return "", false, &TransitionError{"stage", string(s), "", "not a stage of seed 000"}
+}
+
+// CheckOf is the check that follows stage s ("apply" → "apply-check"); "" for interrupt, the
+// one stage without a check.
+func CheckOf(s Stage) string {
+	if s == v1alpha1.StageInterrupt {
+		return ""
+	}
+	return string(s) + "-check"
+}
+
+// Event is what happened to a package's current stage.
+type Event string
+
+const (
+	// EventStarted: the stage's Job was created (or found running).
+	EventStarted Event = "Started"
+	// EventSucceeded: the Job (stage and check) succeeded.
+	EventSucceeded Event = "Succeeded"
+	// EventFailed: the Job failed, its image cannot be pulled or it ran past the stage timeout.
+	EventFailed Event = "Failed"
+	// EventRetry: the backoff after a failure elapsed; the stage runs again.
+	EventRetry Event = "Retry"
+	// EventSkipped: the stage's interrupt was merged into another package's.
+	EventSkipped Event = "Skipped"
+	// EventPromoted: the merged interrupt completed; a skipped interrupt counts as complete
+	// (Skyhook ProgressSkipped).
+	EventPromoted Event = "Promoted"
+)
+
+// stateTable is seed 000's State machine for one stage: (state, event) → state. "" is the
+// state of a stage that has not begun.
+var stateTable = map[State]map[Event]State{
+	"":                       {EventStarted: v1alpha1.StateInProgress, EventSkipped: v1alpha1.StateSkipped},
+	v1alpha1.StateUnknown:    {EventStarted: v1alpha1.StateInProgress},
+	v1alpha1.StateInProgress: {EventStarted: v1alpha1.StateInProgress, EventSucceeded: v1alpha1.StateComplete, EventFailed: v1alpha1.StateErroring},
+	v1alpha1.StateErroring:   {EventRetry: v1alpha1.StateInProgress, EventFailed: v1alpha1.StateErroring},
+	v1alpha1.StateSkipped:    {EventPromoted: v1alpha1.StateComplete},
+	v1alpha1.StateComplete:   {},
+}
+
+// Apply returns the state after ev. Errors: a TransitionError for a pair seed 000 does not
+// draw (e.g. Succeeded before Started, anything after complete).
+func Apply(s State, ev Event) (State, error) {
+	row, ok := stateTable[s]
+	if !ok {
+		return s, &TransitionError{"state", string(s), string(ev), "not a state of seed 000"}
+	}
+	next, ok := row[ev]
+	if !ok {
+		return s, &TransitionError{"state", string(s), string(ev), "event not allowed in this state"}
+	}
+	return next, nil
+}
+
+// interruptRank orders interrupt types for merging (Skyhook fudgeInterruptWithPriority):
+// reboot (0) > restartAllServices (1) > service (2) > noop (3).
+var interruptRank = map[v1alpha1.InterruptType]int{
+	v1alpha1.InterruptReboot: 0, v1alpha1.InterruptRestartAllServices: 1, v1alpha1.InterruptService: 2, v1alpha1.InterruptNoop: 3,
+}
+
+// MergeInterrupts merges the interrupts several packages need on one node into the one to run:
+// the highest-ranked type; equal service interrupts merge their services (sorted, unique).
+// winner is the index of the package whose interrupt Job runs (the first of the highest rank);
+// the others are skipped. Errors on an empty list or an unknown type.
+func MergeInterrupts(in []v1alpha1.Interrupt) (merged v1alpha1.Interrupt, winner int, err error) {
+	if len(in) == 0 {
+		return merged, -1, fmt.Errorf("no interrupts to merge")
+	}
+	winner = -1
+	for i, it := range in {
+		r, ok := interruptRank[it.Type]
+		if !ok {
+			return merged, -1, fmt.Errorf("unknown interrupt type %q", it.Type)
+		}
+		if winner < 0 || r < interruptRank[in[winner].Type] {
+			winner = i
+		}
+	}
+	merged = v1alpha1.Interrupt{Type: in[winner].Type}
+	if merged.Type == v1alpha1.InterruptService {
+		seen := map[string]bool{}
+		for _, it := range in {
+			if it.Type != v1alpha1.InterruptService {
+				continue
+			}
+			for _, s := range it.Services {
+				if !seen[s] {
+					seen[s] = true
+					merged.Services = append(merged.Services, s)
+				}
+			}
+		}
+		sortStrings(merged.Services)
+	}
+	return merged, winner, nil
+}

@@ -1,0 +1,1095 @@
+package packageset
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/blang/semver/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Backoff bounds for retrying an erroring stage: BackoffMin·2^(restarts-1), at most BackoffMax.
+const (
+	BackoffMin = 5 * time.Second
+	BackoffMax = 5 * time.Minute
+	// DefaultStageTimeout bounds one stage attempt when the package sets no stageTimeout.
+	DefaultStageTimeout = 10 * time.Minute
+	// Poll is the requeue delay while work is under way (Job and Node watches normally trigger
+	// a pass earlier).
+	Poll = 5 * time.Second
+)
+
+// Condition types and reasons besides the kstatus ones.
+const (
+	ConditionTaintNotTolerable = "TaintNotTolerable" // Skyhook's; True while some node is blocked
+	ConditionDrainBlocked      = "DrainBlocked"      // True while an eviction is refused (PDB, ...)
+	ReasonComplete             = "Complete"
+	ReasonInProgress           = "InProgress"
+	ReasonWaiting              = "Waiting"
+	ReasonErroring             = "StageErroring"
+	ReasonBlocked              = "TaintNotTolerable"
+	ReasonPaused               = "Paused"
+	ReasonDisabled             = "Disabled"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonDeleting             = "Uninstalling"
+	ReasonDrainBlocked         = "DrainBlocked"
+)
+
+// MaxFailuresListed is how many failing node/package/stage lines a message names before it
+// says how many more there are.
+const MaxFailuresListed = 12
+
+// Want is one package as the spec asks for it.
+type Want struct {
+	Name, Version, Image string
+	// Config is config key → hash of its value (ConfigHashes).
+	Config           map[string]string
+	Interrupt        *v1alpha1.Interrupt
+	ConfigInterrupts map[string]v1alpha1.Interrupt
+	DependsOn        []string
+	Uninstall        bool
+	StageTimeout     time.Duration
+}
+
+// WantOf maps an API package to a Want.
+func WantOf(p v1alpha1.Package) Want {
+	w := Want{Name: p.Name, Version: p.Version, Image: p.Image, Config: ConfigHashes(p.Config), Interrupt: p.Interrupt,
+		ConfigInterrupts: p.ConfigInterrupts, Uninstall: p.Uninstall != nil && p.Uninstall.Enabled, StageTimeout: DefaultStageTimeout}
+	for d := range p.DependsOn {
+		w.DependsOn = append(w.DependsOn, d)
+	}
+	sort.Strings(w.DependsOn)
+	if p.StageTimeout != nil && p.StageTimeout.Duration > 0 {
+		w.StageTimeout = p.StageTimeout.Duration
+	}
+	return w
+}
+
+// ConfigHashes maps each config key to a short hash of its value (what node records keep).
+func ConfigHashes(c map[string]string) map[string]string {
+	if len(c) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c))
+	for k, v := range c {
+		out[k] = shortHash(v)[:8]
+	}
+	return out
+}
+
+// Order sorts packages so each comes after the ones it depends on, ties in the user's order.
+// Errors: a dependency cycle (named) or an unknown dependency.
+func Order(pkgs []Want) ([]Want, error) {
+	idx := map[string]int{}
+	for i, p := range pkgs {
+		idx[p.Name] = i
+	}
+	state := make([]int, len(pkgs)) // 0 new, 1 visiting, 2 done
+	var out []Want
+	var visit func(i int, path []string) error
+	visit = func(i int, path []string) error {
+		switch state[i] {
+		case 1:
+			return fmt.Errorf("dependsOn cycle: %s", strings.Join(append(path, pkgs[i].Name), " → "))
+		case 2:
+			return nil
+		}
+		state[i] = 1
+		for _, d := range pkgs[i].DependsOn {
+			j, ok := idx[d]
+			if !ok {
+				return fmt.Errorf("package %s depends on unknown package %s", pkgs[i].Name, d)
+			}
+			if err := visit(j, append(path, pkgs[i].Name)); err != nil {
+				return err
+			}
+		}
+		state[i] = 2
+		out = append(out, pkgs[i])
+		return nil
+	}
+	for i := range pkgs {
+		if err := visit(i, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PackageRecord is one package's state on one node, kept in the node's
+// gantry.dev/state_<set> annotation.
+type PackageRecord struct {
+	Version  string `json:"version"`
+	Image    string `json:"image,omitempty"`
+	Stage    Stage  `json:"stage,omitempty"`
+	State    State  `json:"state,omitempty"`
+	Restarts int32  `json:"restarts,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// Since is when State began (backoff).
+	Since time.Time `json:"since"`
+	// Config is the config hashes the current flow applies.
+	Config map[string]string `json:"config,omitempty"`
+	// Interrupt is the interrupt of the current flow; nil: the flow has none.
+	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
+	// Uninstall: the package was applied with uninstall enabled.
+	Uninstall bool `json:"uninstall,omitempty"`
+	// Removing: the flow uninstalls a package no longer wanted; the record goes when it is done.
+	Removing bool `json:"removing,omitempty"`
+	// Done: the flow's last stage is complete.
+	Done bool `json:"done,omitempty"`
+	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
+	Flow int `json:"flow"`
+}
+
+// NodeRecord is a node's state for one set (the gantry.dev/state_<set> annotation, JSON).
+type NodeRecord struct {
+	Packages map[string]*PackageRecord `json:"packages,omitempty"`
+	Rollout  v1alpha1.RolloutState     `json:"rollout,omitempty"`
+	// Since is when Rollout began (soak).
+	Since time.Time `json:"since"`
+	// Flows counts the flows started on this node.
+	Flows int `json:"flows"`
+}
+
+// Clone deep-copies r (nil stays nil).
+func (r *NodeRecord) Clone() *NodeRecord {
+	if r == nil {
+		return nil
+	}
+	out := *r
+	out.Packages = map[string]*PackageRecord{}
+	for k, p := range r.Packages {
+		c := *p
+		c.Config = maps.Clone(p.Config)
+		out.Packages[k] = &c
+	}
+	return &out
+}
+
+// Gate is what sets earlier on the node (lower priority number) allow.
+type Gate int
+
+const (
+	// GateOpen: every earlier set is complete (or disabled) on the node.
+	GateOpen Gate = iota
+	// GateWaiting: an earlier set is not complete on the node yet.
+	GateWaiting
+	// GatePaused: an earlier set is paused on the node.
+	GatePaused
+)
+
+// JobFact is what the controller saw of one stage Job.
+type JobFact struct {
+	Succeeded bool
+	Failed    bool
+	// Reason and Message of the failure (the Job's Failed condition, or the pod's waiting reason
+	// for an image that cannot be pulled).
+	Reason, Message string
+	// ImagePullError is set while the Job's pod cannot pull its image (ErrImagePull,
+	// ImagePullBackOff, InvalidImageName): the stage is erroring, the Job is deleted.
+	ImagePullError bool
+}
+
+// NodeFacts are what the controller observed of one node for the set.
+type NodeFacts struct {
+	Name string
+	// Selected is false for a node that still has a record but no longer matches the selector
+	// (its packages are removed: uninstall where enabled).
+	Selected bool
+	// Record is the node's annotation, nil if none.
+	Record *NodeRecord
+	// Blocked, if non-empty, says which taint the stage pods do not tolerate.
+	Blocked string
+	Gate    Gate
+	// Jobs are this set's stage Jobs on the node, by name.
+	Jobs map[string]JobFact
+	// Cordoned: this set holds the node's cordon (gantry.dev/cordon_<set>) and the node is
+	// unschedulable.
+	Cordoned bool
+	// Drained: no pod left to evict and no non-interrupt pod running (valid when Cordoned).
+	Drained bool
+	// DrainBlocker says what refuses the drain (e.g. a PodDisruptionBudget), if anything.
+	DrainBlocker string
+}
+
+// SetFacts are the facts of one pass.
+type SetFacts struct {
+	Now        time.Time
+	Name       string
+	Generation int64
+	Deleting   bool
+	// Wants are the packages, in the user's order.
+	Wants            []Want
+	Paused, Disabled bool
+	Budget           *v1alpha1.InterruptionBudget
+	Soak             time.Duration
+	// Nodes, any order (the plan sorts them by name).
+	Nodes []NodeFacts
+}
+
+// JobSpec is a stage Job to create.
+type JobSpec struct {
+	Name, Node, Package, Version, Image string
+	Stage                               Stage
+	// Interrupt is the merged interrupt (stage interrupt only).
+	Interrupt *v1alpha1.Interrupt
+	Timeout   time.Duration
+}
+
+// NodePlan is what to do on one node.
+type NodePlan struct {
+	Name string
+	// Record is the node's new record; nil: remove the annotations.
+	Record *NodeRecord
+	Status Status
+	Jobs   []JobSpec
+	// DeleteJobs are Jobs to delete (failed image pulls).
+	DeleteJobs []string
+	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
+	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).
+	Cordon, Drain, Uncordon bool
+}
+
+// Failure names one failing stage on one node.
+type Failure struct {
+	Node, Package string
+	Stage         Stage
+	Message       string
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("node %s package %s stage %s: %s", f.Node, f.Package, f.Stage, f.Message)
+}
+
+// Decision is the outcome of one pass.
+type Decision struct {
+	Nodes           []NodePlan
+	Status          Status
+	Conditions      []metav1.Condition
+	CompleteNodes   string
+	NodesInProgress int32
+	Failures        []Failure
+	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
+	Finished     bool
+	RequeueAfter time.Duration
+}
+
+// JobName is the deterministic name of the Job running stage of pkg's flow on node, attempt
+// restarts: the same inputs always give the same name, so a restarted reconciler never starts
+// a second copy, and a new flow or attempt always a new one. At most 49 characters.
+func JobName(set, node, pkg string, flow int, stage Stage, attempt int32) string {
+	abbrev := map[Stage]string{v1alpha1.StageUninstall: "un", v1alpha1.StageApply: "ap", v1alpha1.StageConfig: "cf",
+		v1alpha1.StageUpgrade: "up", v1alpha1.StageInterrupt: "in", v1alpha1.StagePostInterrupt: "pi"}[stage]
+	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s\x00%d", set, node, pkg, flow, stage, attempt))[:10]
+	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-" + abbrev + "-" + h
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// backoff is the delay before retry number restarts (>= 1).
+func backoff(restarts int32) time.Duration {
+	d := BackoffMin
+	for i := int32(1); i < restarts && d < BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, BackoffMax)
+}
+
+// Plan is one pass of the machine over every node of the set. Errors: an illegal transition
+// (a bug or a hand-edited annotation; the caller reports it and changes nothing).
+func Plan(f SetFacts) (Decision, error) {
+	var d Decision
+	wants, specErr := Order(f.Wants)
+	nodes := append([]NodeFacts(nil), f.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	selected := 0
+	for _, n := range nodes {
+		if n.Selected {
+			selected++
+		}
+	}
+	budget := Budget(f.Budget, selected)
+	inflight, halted, cordoned := 0, false, 0
+	for _, n := range nodes {
+		if n.Cordoned {
+			cordoned++
+		}
+		if n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned) {
+			inflight++
+		}
+		if n.Record != nil && n.Record.Rollout == v1alpha1.RolloutFailed {
+			halted = true
+		}
+	}
+
+	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
+	// already in flight finish their stages but no more than the budget are interrupted.
+	cordonSlots := budget - cordoned
+	statuses := make([]Status, 0, len(nodes))
+	complete, inProgress := 0, 0
+	var blocked, drain []string
+	for _, n := range nodes {
+		var nodeWants []Want
+		if n.Selected && !f.Deleting {
+			nodeWants = wants
+		}
+		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots}
+		if p.rec == nil {
+			p.rec = &NodeRecord{}
+		}
+		if p.rec.Packages == nil {
+			p.rec.Packages = map[string]*PackageRecord{}
+		}
+		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
+		switch {
+		case specErr != nil && !f.Deleting:
+			p.hold = v1alpha1.StatusUnknown
+		case n.Blocked != "" && n.Selected && !f.Deleting:
+			p.hold = v1alpha1.StatusBlocked
+			blocked = append(blocked, n.Name+": "+n.Blocked)
+		case f.Disabled && !f.Deleting:
+			p.hold = v1alpha1.StatusDisabled
+		case f.Paused && !f.Deleting:
+			p.hold = v1alpha1.StatusPaused
+		case n.Gate == GatePaused && !f.Deleting:
+			p.hold = v1alpha1.StatusWaiting
+		case n.Gate == GateWaiting && !f.Deleting:
+			p.hold = v1alpha1.StatusWaiting
+		}
+		p.granted = wasInFlight
+		if !p.granted && p.hold == "" && p.needsWork() && inflight < budget && !halted {
+			p.granted = true
+			inflight++
+		}
+		plan, err := p.run()
+		if err != nil {
+			return d, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		if n.DrainBlocker != "" {
+			drain = append(drain, n.Name+": "+n.DrainBlocker)
+		}
+		d.Nodes = append(d.Nodes, plan)
+		if n.Selected {
+			statuses = append(statuses, plan.Status)
+			switch plan.Status {
+			case v1alpha1.StatusComplete:
+				complete++
+			case v1alpha1.StatusInProgress:
+				inProgress++
+			}
+		}
+		d.Failures = append(d.Failures, p.failures...)
+		if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {
+			d.RequeueAfter = p.requeue
+		}
+	}
+	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
+	d.NodesInProgress = int32(inProgress)
+	switch {
+	case f.Disabled && !f.Deleting:
+		d.Status = v1alpha1.StatusDisabled
+	case f.Paused && !f.Deleting:
+		d.Status = v1alpha1.StatusPaused
+	case specErr != nil:
+		d.Status = v1alpha1.StatusUnknown
+	default:
+		d.Status = Aggregate(statuses)
+	}
+	if f.Deleting {
+		d.Finished = true
+		for _, np := range d.Nodes {
+			if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {
+				d.Finished = false
+			}
+		}
+	}
+	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
+		d.RequeueAfter = Poll
+	}
+	d.Conditions = conditions(f, d, specErr, blocked, drain)
+	return d, nil
+}
+
+// FailureMessage names each failure (at most MaxFailuresListed, then how many more).
+func FailureMessage(fs []Failure) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == MaxFailuresListed {
+			fmt.Fprintf(&b, "; and %d more", len(fs)-MaxFailuresListed)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) []metav1.Condition {
+	g := f.Generation
+	cond := func(t string, s bool, reason, msg string) metav1.Condition {
+		st := metav1.ConditionFalse
+		if s {
+			st = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: g}
+	}
+	var ready, reconciling, stalled metav1.Condition
+	switch {
+	case specErr != nil:
+		ready = cond(v1alpha1.ConditionReady, false, ReasonInvalidSpec, specErr.Error())
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonInvalidSpec, "")
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonInvalidSpec, specErr.Error())
+	case f.Deleting:
+		ready = cond(v1alpha1.ConditionReady, false, ReasonDeleting, "uninstalling and releasing nodes")
+		reconciling = cond(v1alpha1.ConditionReconciling, true, ReasonDeleting, "uninstalling and releasing nodes")
+		stalled = cond(v1alpha1.ConditionStalled, false, ReasonDeleting, "")
+	default:
+		s := d.Status
+		reason := map[Status]string{v1alpha1.StatusComplete: ReasonComplete, v1alpha1.StatusInProgress: ReasonInProgress,
+			v1alpha1.StatusWaiting: ReasonWaiting, v1alpha1.StatusErroring: ReasonErroring, v1alpha1.StatusBlocked: ReasonBlocked,
+			v1alpha1.StatusPaused: ReasonPaused, v1alpha1.StatusDisabled: ReasonDisabled, v1alpha1.StatusUnknown: ReasonInProgress}[s]
+		msg := fmt.Sprintf("%s nodes complete", d.CompleteNodes)
+		switch s {
+		case v1alpha1.StatusErroring:
+			msg = FailureMessage(d.Failures)
+		case v1alpha1.StatusBlocked:
+			msg = "stage pods do not tolerate the taints of " + listMessage(blocked)
+		}
+		ready = cond(v1alpha1.ConditionReady, s == v1alpha1.StatusComplete, reason, msg)
+		work := s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusErroring
+		reconciling = cond(v1alpha1.ConditionReconciling, work, reason, "")
+		if work {
+			reconciling.Message = msg
+		}
+		stalled = cond(v1alpha1.ConditionStalled, s == v1alpha1.StatusBlocked, reason, "")
+		if s == v1alpha1.StatusBlocked {
+			stalled.Message = msg
+		}
+	}
+	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
+	if len(blocked) > 0 {
+		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
+	}
+	dr := cond(ConditionDrainBlocked, len(drain) > 0, "NoDrainBlocked", "")
+	if len(drain) > 0 {
+		dr.Reason, dr.Message = ReasonDrainBlocked, listMessage(drain)
+	}
+	return []metav1.Condition{ready, reconciling, stalled, taint, dr}
+}
+
+func listMessage(items []string) string {
+	if len(items) > MaxFailuresListed {
+		return strings.Join(items[:MaxFailuresListed], "; ") + fmt.Sprintf("; and %d more", len(items)-MaxFailuresListed)
+	}
+	return strings.Join(items, "; ")
+}
+
+// nodePass runs one node's packages for one pass.
+type nodePass struct {
+	f       SetFacts
+	n       NodeFacts
+	wants   []Want
+	rec     *NodeRecord
+	hold    Status // non-empty: no new stage starts; the node reports this status
+	granted bool
+	// cordonSlots is how many more nodes may be cordoned this pass (shared by the set's nodes).
+	cordonSlots *int
+	plan        NodePlan
+	failures    []Failure
+	requeue     time.Duration
+}
+
+func (p *nodePass) want(name string) *Want {
+	for i := range p.wants {
+		if p.wants[i].Name == name {
+			return &p.wants[i]
+		}
+	}
+	return nil
+}
+
+// settled: the package's record matches what is wanted and its flow is done.
+func settled(r *PackageRecord, w *Want) bool {
+	if w == nil {
+		return r == nil
+	}
+	return r != nil && r.Done && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
+}
+
+func (p *nodePass) needsWork() bool {
+	for i := range p.wants {
+		if !settled(p.rec.Packages[p.wants[i].Name], &p.wants[i]) {
+			return true
+		}
+	}
+	for name := range p.rec.Packages {
+		if p.want(name) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *nodePass) run() (NodePlan, error) {
+	p.plan = NodePlan{Name: p.n.Name}
+	// Packages in dependency order, then records of packages no longer wanted (by name).
+	names := make([]string, 0, len(p.wants)+len(p.rec.Packages))
+	for _, w := range p.wants {
+		names = append(names, w.Name)
+	}
+	var gone []string
+	for name := range p.rec.Packages {
+		if p.want(name) == nil {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	names = append(names, gone...)
+	for _, name := range names {
+		if err := p.step(name); err != nil {
+			return p.plan, err
+		}
+	}
+	if err := p.interrupts(); err != nil {
+		return p.plan, err
+	}
+	if err := p.rollout(); err != nil {
+		return p.plan, err
+	}
+	p.plan.Status = p.status()
+	if len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected {
+		p.plan.Record = nil
+	} else if len(p.rec.Packages) == 0 && p.f.Deleting {
+		p.plan.Record = nil
+	} else {
+		p.plan.Record = p.rec
+	}
+	if p.n.Cordoned && (p.plan.Record == nil || !p.interruptPending()) {
+		p.plan.Uncordon = true
+	}
+	return p.plan, nil
+}
+
+// canStart: new stages may start on the node (budget granted, nothing holds it).
+func (p *nodePass) canStart() bool { return p.granted && p.hold == "" }
+
+// interruptPending: some package's current flow still has its interrupt ahead or running.
+func (p *nodePass) interruptPending() bool {
+	for _, r := range p.rec.Packages {
+		if r.Interrupt != nil && !r.Done && r.Stage != v1alpha1.StagePostInterrupt {
+			return true
+		}
+	}
+	return false
+}
+
+// step advances one package as far as it can go this pass.
+func (p *nodePass) step(name string) error {
+	for guard := 0; guard < 16; guard++ {
+		r := p.rec.Packages[name]
+		w := p.want(name)
+		if r != nil && w == nil && !r.Removing && !r.Done && r.State != v1alpha1.StateInProgress {
+			r.Done = true // no longer wanted: abandon the flow (no retry), uninstall below
+		}
+		switch {
+		case r == nil || r.Done:
+			if settled(r, w) {
+				return nil
+			}
+			if !p.canStart() || !p.depsComplete(w) {
+				return nil
+			}
+			if err := p.startFlow(name, r, w); err != nil {
+				return err
+			}
+			if p.rec.Packages[name] == nil {
+				return nil // removed without uninstall
+			}
+		case r.State == v1alpha1.StateInProgress:
+			if r.Stage == v1alpha1.StageInterrupt {
+				return p.observe(name, r) // completion handled in interrupts()
+			}
+			advanced, err := p.observeAndAdvance(name, r)
+			if err != nil || !advanced {
+				return err
+			}
+		case r.State == v1alpha1.StateErroring:
+			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
+			if wait > 0 || !p.canStart() {
+				if wait > 0 {
+					p.requeueIn(wait)
+				}
+				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+				return nil
+			}
+			if err := p.transition(r, EventRetry); err != nil {
+				return err
+			}
+			p.createJob(name, r)
+			return nil
+		case r.State == v1alpha1.StateSkipped:
+			return nil // waits for the merged interrupt (interrupts())
+		case r.State == v1alpha1.StateComplete:
+			next, done, err := NextStage(r.Stage, r.Interrupt != nil)
+			if err != nil {
+				return err
+			}
+			if done {
+				r.Done = true
+				if r.Removing {
+					delete(p.rec.Packages, name)
+					return nil
+				}
+				continue
+			}
+			if next == v1alpha1.StageInterrupt {
+				return nil // merged across packages in interrupts()
+			}
+			if r.Stage == v1alpha1.StageUninstall {
+				// Downgrade: the old version is gone; apply the wanted one.
+				if r.Removing || w == nil {
+					delete(p.rec.Packages, name)
+					return nil
+				}
+				r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+			}
+			if !p.canStart() {
+				return nil
+			}
+			p.begin(r, next)
+			p.createJob(name, r)
+		default:
+			return &TransitionError{"state", string(r.State), "", "unexpected state in a node record"}
+		}
+	}
+	return nil
+}
+
+func (p *nodePass) requeueIn(d time.Duration) {
+	if p.requeue == 0 || d < p.requeue {
+		p.requeue = d
+	}
+}
+
+func (p *nodePass) depsComplete(w *Want) bool {
+	if w == nil {
+		return true
+	}
+	for _, dep := range w.DependsOn {
+		if !settled(p.rec.Packages[dep], p.want(dep)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *nodePass) begin(r *PackageRecord, s Stage) {
+	r.Stage, r.State, r.Restarts, r.Message, r.Since = s, "", 0, "", p.f.Now
+	_ = p.transition(r, EventStarted)
+}
+
+func (p *nodePass) transition(r *PackageRecord, ev Event) error {
+	next, err := Apply(r.State, ev)
+	if err != nil {
+		return err
+	}
+	if next != r.State {
+		r.Since = p.f.Now
+	}
+	r.State = next
+	return nil
+}
+
+// startFlow opens a new flow for a package (seed 000 / Skyhook HandleVersionChange): new →
+// apply; version up → upgrade; version down → uninstall of the old (uninstall enabled), then
+// apply; config change only → config (with the interrupts of the changed keys listed in
+// configInterrupts); no longer wanted → uninstall (enabled) or forget.
+func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
+	p.rec.Flows++
+	nr := &PackageRecord{Flow: p.rec.Flows}
+	var first Stage
+	switch {
+	case w == nil:
+		if !r.Uninstall {
+			delete(p.rec.Packages, name)
+			return nil
+		}
+		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true}
+		first = v1alpha1.StageUninstall
+	case r == nil:
+		first = v1alpha1.StageApply
+	default:
+		cmp, err := compareVersions(w.Version, r.Version)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cmp > 0:
+			first = v1alpha1.StageUpgrade
+		case cmp < 0 && r.Uninstall:
+			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt}
+			first = v1alpha1.StageUninstall
+		case cmp < 0:
+			first = v1alpha1.StageApply
+		default:
+			first = v1alpha1.StageConfig
+			var its []v1alpha1.Interrupt
+			for k, h := range w.Config {
+				if r.Config[k] != h {
+					if it, ok := w.ConfigInterrupts[k]; ok {
+						its = append(its, it)
+					}
+				}
+			}
+			for k := range r.Config {
+				if _, ok := w.Config[k]; !ok {
+					if it, ok := w.ConfigInterrupts[k]; ok {
+						its = append(its, it)
+					}
+				}
+			}
+			nr.Version, nr.Image, nr.Config, nr.Uninstall = w.Version, w.Image, w.Config, w.Uninstall
+			if len(its) > 0 {
+				m, _, err := MergeInterrupts(its)
+				if err != nil {
+					return err
+				}
+				nr.Interrupt = &m
+			}
+		}
+	}
+	if nr.Version == "" {
+		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+	}
+	p.rec.Packages[name] = nr
+	p.begin(nr, first)
+	p.createJob(name, nr)
+	return nil
+}
+
+func compareVersions(a, b string) (int, error) {
+	va, err := semver.Parse(a)
+	if err != nil {
+		return 0, fmt.Errorf("version %q: %w", a, err)
+	}
+	vb, err := semver.Parse(b)
+	if err != nil {
+		return 0, fmt.Errorf("version %q: %w", b, err)
+	}
+	return va.Compare(vb), nil
+}
+
+func (p *nodePass) jobName(name string, r *PackageRecord) string {
+	return JobName(p.f.Name, p.n.Name, name, r.Flow, r.Stage, r.Restarts)
+}
+
+func (p *nodePass) createJob(name string, r *PackageRecord) {
+	jn := p.jobName(name, r)
+	if _, exists := p.n.Jobs[jn]; exists {
+		return
+	}
+	for _, j := range p.plan.Jobs {
+		if j.Name == jn {
+			return
+		}
+	}
+	timeout := DefaultStageTimeout
+	if w := p.want(name); w != nil {
+		timeout = w.StageTimeout
+	}
+	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout}
+	if r.Stage == v1alpha1.StageInterrupt {
+		js.Interrupt = r.Interrupt
+	}
+	p.plan.Jobs = append(p.plan.Jobs, js)
+}
+
+// observe reads the Job of an in_progress stage: succeeded → complete; failed or image pull
+// error → erroring (restarts+1; a stuck pull's Job is deleted); missing → create it.
+func (p *nodePass) observe(name string, r *PackageRecord) error {
+	jn := p.jobName(name, r)
+	j, ok := p.n.Jobs[jn]
+	switch {
+	case !ok:
+		p.createJob(name, r)
+	case j.Succeeded:
+		return p.transition(r, EventSucceeded)
+	case j.Failed || j.ImagePullError:
+		if err := p.transition(r, EventFailed); err != nil {
+			return err
+		}
+		r.Restarts++
+		r.Message = strings.TrimSpace(j.Reason + ": " + j.Message)
+		if j.ImagePullError {
+			p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
+		}
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+		p.requeueIn(backoff(r.Restarts))
+	}
+	return nil
+}
+
+func (p *nodePass) observeAndAdvance(name string, r *PackageRecord) (bool, error) {
+	if err := p.observe(name, r); err != nil {
+		return false, err
+	}
+	return r.State == v1alpha1.StateComplete, nil
+}
+
+// interrupts runs the node's merged interrupt once every package whose flow has one is at
+// config complete (Deferred) and no other stage of the set runs on the node: cordon (budget:
+// the node is in flight), drain, then one interrupt Job for the highest-ranked interrupt, the
+// others skipped; on its success all of them complete and go on to post-interrupt.
+func (p *nodePass) interrupts() error {
+	var ready, running []string
+	for _, name := range p.sortedRecords() {
+		r := p.rec.Packages[name]
+		if r.Interrupt == nil || r.Done {
+			continue
+		}
+		switch {
+		case r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete:
+			ready = append(ready, name)
+		case r.Stage == v1alpha1.StageInterrupt:
+			running = append(running, name)
+		case r.Stage == v1alpha1.StagePostInterrupt:
+		default:
+			return nil // some package has not reached its interrupt yet
+		}
+	}
+	if len(running) > 0 {
+		var winner *PackageRecord
+		var winnerName string
+		for _, name := range running {
+			if r := p.rec.Packages[name]; r.State != v1alpha1.StateSkipped {
+				winner, winnerName = r, name
+			}
+		}
+		if winner == nil {
+			return &TransitionError{"state", string(v1alpha1.StateSkipped), "", "skipped interrupts without a running one"}
+		}
+		if winner.State == v1alpha1.StateInProgress {
+			if err := p.observe(winnerName, winner); err != nil {
+				return err
+			}
+		}
+		if winner.State == v1alpha1.StateErroring {
+			return nil // retried with backoff by step()
+		}
+		if winner.State != v1alpha1.StateComplete {
+			return nil
+		}
+		for _, name := range running {
+			r := p.rec.Packages[name]
+			if r.State == v1alpha1.StateSkipped {
+				if err := p.transition(r, EventPromoted); err != nil {
+					return err
+				}
+			}
+			p.begin(r, v1alpha1.StagePostInterrupt)
+			p.createJob(name, r)
+		}
+		return nil
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	for _, r := range p.rec.Packages {
+		if r.State == v1alpha1.StateInProgress || r.State == v1alpha1.StateErroring {
+			return nil // wait for the set's other stages on the node (Skyhook HasRunningPackages)
+		}
+	}
+	if !p.canStart() {
+		return nil
+	}
+	if !p.n.Cordoned {
+		if *p.cordonSlots > 0 {
+			*p.cordonSlots--
+			p.plan.Cordon = true
+		}
+		return nil
+	}
+	if !p.n.Drained {
+		p.plan.Drain = true
+		return nil
+	}
+	its := make([]v1alpha1.Interrupt, len(ready))
+	for i, name := range ready {
+		its[i] = *p.rec.Packages[name].Interrupt
+	}
+	merged, win, err := MergeInterrupts(its)
+	if err != nil {
+		return err
+	}
+	for i, name := range ready {
+		r := p.rec.Packages[name]
+		r.Stage, r.State, r.Restarts, r.Message = v1alpha1.StageInterrupt, "", 0, ""
+		if i == win {
+			if err := p.transition(r, EventStarted); err != nil {
+				return err
+			}
+			m := merged
+			r.Interrupt = &m
+			p.createJob(name, r)
+		} else if err := p.transition(r, EventSkipped); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *nodePass) sortedRecords() []string {
+	names := make([]string, 0, len(p.rec.Packages))
+	for n := range p.rec.Packages {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// rollout derives the node's seed-001 state from its packages and records the transition
+// (validated by RolloutTransition; Pending/Failed pass through Activating where the seed
+// requires it).
+func (p *nodePass) rollout() error {
+	var target v1alpha1.RolloutState
+	erroring, deferred, active := false, false, false
+	for _, r := range p.rec.Packages {
+		switch {
+		case r.State == v1alpha1.StateErroring:
+			erroring = true
+		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
+			r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete):
+			deferred = true
+		case !r.Done:
+			active = true
+		}
+	}
+	work := p.needsWork()
+	prev := p.rec.Rollout
+	switch {
+	case erroring:
+		target = v1alpha1.RolloutFailed
+	case active:
+		target = v1alpha1.RolloutActivating
+	case deferred:
+		target = v1alpha1.RolloutDeferred
+	case work:
+		target = v1alpha1.RolloutPending
+		if prev == v1alpha1.RolloutFailed {
+			target = v1alpha1.RolloutActivating // a retried flow whose next stage has not started
+		}
+		if InFlight(prev) && prev != v1alpha1.RolloutFailed {
+			target = prev // between stages in the same pass (e.g. waiting on a dependency)
+		}
+	default:
+		switch prev {
+		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged:
+			target = v1alpha1.RolloutConverged
+		case v1alpha1.RolloutSoaking:
+			target = v1alpha1.RolloutSoaking
+			if left := p.f.Soak - p.f.Now.Sub(p.rec.Since); left > 0 {
+				p.requeueIn(left)
+			} else {
+				target = v1alpha1.RolloutConverged
+			}
+		default:
+			target = v1alpha1.RolloutSoaking
+			if p.f.Soak <= 0 {
+				target = v1alpha1.RolloutConverged
+			} else {
+				p.requeueIn(p.f.Soak)
+			}
+		}
+	}
+	return p.walk(prev, target)
+}
+
+// walk moves the rollout state from prev to target through the seed's table, inserting the
+// intermediate states the table requires (""→Pending, Pending/Failed→Activating,
+// Activating/Deferred→Soaking→Converged with no soak).
+func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
+	cur := prev
+	for i := 0; cur != target && i < 5; i++ {
+		next := target
+		if RolloutTransition(cur, target) != nil {
+			switch {
+			case cur == "" || cur == v1alpha1.RolloutConverged || cur == v1alpha1.RolloutReverted || cur == v1alpha1.RolloutSoaking:
+				next = v1alpha1.RolloutPending // a spec change opens a new rollout
+			case cur == v1alpha1.RolloutPending || cur == v1alpha1.RolloutFailed:
+				next = v1alpha1.RolloutActivating
+			case cur == v1alpha1.RolloutActivating || cur == v1alpha1.RolloutDeferred:
+				next = v1alpha1.RolloutSoaking
+			default:
+				return RolloutTransition(cur, target)
+			}
+		}
+		if err := RolloutTransition(cur, next); err != nil {
+			return err
+		}
+		cur = next
+		p.rec.Since = p.f.Now
+	}
+	if cur != target {
+		return RolloutTransition(cur, target)
+	}
+	p.rec.Rollout = cur
+	return nil
+}
+
+// status is the node's seed-000 status: a hold (blocked, disabled, paused, waiting) first, then
+// from the package states: any erroring → erroring, any in progress → in_progress, all
+// settled → complete, otherwise waiting (queued for the budget).
+func (p *nodePass) status() Status {
+	if p.hold != "" && (p.hold != v1alpha1.StatusWaiting || p.needsWork()) {
+		for _, r := range p.rec.Packages {
+			if r.State == v1alpha1.StateInProgress {
+				return v1alpha1.StatusInProgress // stages that were running finish
+			}
+		}
+		return p.hold
+	}
+	erroring, progress := false, false
+	for _, r := range p.rec.Packages {
+		switch r.State {
+		case v1alpha1.StateErroring:
+			erroring = true
+		case v1alpha1.StateInProgress, v1alpha1.StateSkipped:
+			progress = true
+		case v1alpha1.StateComplete:
+			if !r.Done {
+				progress = true
+			}
+		}
+	}
+	switch {
+	case erroring:
+		return v1alpha1.StatusErroring
+	case progress || len(p.plan.Jobs) > 0 || p.plan.Cordon || p.plan.Drain:
+		return v1alpha1.StatusInProgress
+	case !p.needsWork():
+		if p.rec.Rollout == v1alpha1.RolloutSoaking {
+			return v1alpha1.StatusInProgress
+		}
+		return v1alpha1.StatusComplete
+	}
+	return v1alpha1.StatusWaiting
+}

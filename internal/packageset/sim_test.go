@@ -1,0 +1,180 @@
+package packageset
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// sim is a fake cluster the machine drives: nodes with records and cordons, and Jobs whose
+// outcome the test decides. It checks the invariants after every pass.
+type sim struct {
+	t       testing.TB
+	now     time.Time
+	facts   SetFacts
+	nodes   map[string]*simNode
+	budget  int
+	fail    func(j JobSpec, attempt int) bool // true: this Job fails
+	maxCord int                               // most nodes cordoned at once
+	// prevCord and prevInflight are the counts after the previous pass.
+	prevCord, prevInflight int
+	// ran is every stage Job created, per node and package, in order ("apply", "config", ...).
+	ran map[string]map[string][]string
+}
+
+type simNode struct {
+	rec      *NodeRecord
+	jobs     map[string]JobFact
+	pending  map[string]JobSpec // created, outcome not yet decided
+	cordoned bool
+	blocked  string
+	gate     Gate
+	selected bool
+}
+
+func newSim(t testing.TB, nodes int, wants ...Want) *sim {
+	s := &sim{t: t, now: time.Unix(1_700_000_000, 0), nodes: map[string]*simNode{}, ran: map[string]map[string][]string{}}
+	s.facts = SetFacts{Name: "gpu-drivers", Generation: 1, Wants: wants}
+	for i := 0; i < nodes; i++ {
+		s.nodes[fmt.Sprintf("node-%d", i)] = &simNode{jobs: map[string]JobFact{}, pending: map[string]JobSpec{}, selected: true}
+	}
+	return s
+}
+
+// pass runs Plan once, applies the plan, then settles every pending Job (success unless fail
+// says otherwise). It returns the decision.
+func (s *sim) pass() Decision {
+	s.t.Helper()
+	f := s.facts
+	f.Now = s.now
+	f.Nodes = nil
+	for name, n := range s.nodes {
+		f.Nodes = append(f.Nodes, NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Drained: n.cordoned})
+	}
+	d, err := Plan(f)
+	if err != nil {
+		s.t.Fatalf("Plan: %v", err)
+	}
+	for _, np := range d.Nodes {
+		n := s.nodes[np.Name]
+		n.rec = np.Record.Clone()
+		for _, j := range np.Jobs {
+			if _, dup := n.jobs[j.Name]; dup {
+				s.t.Fatalf("job %s created twice", j.Name)
+			}
+			n.jobs[j.Name] = JobFact{}
+			n.pending[j.Name] = j
+			if s.ran[np.Name] == nil {
+				s.ran[np.Name] = map[string][]string{}
+			}
+			s.ran[np.Name][j.Package] = append(s.ran[np.Name][j.Package], string(j.Stage))
+			if j.Stage == v1alpha1.StageInterrupt && !n.cordoned {
+				s.t.Fatalf("interrupt job on %s without cordon", np.Name)
+			}
+		}
+		for _, j := range np.DeleteJobs {
+			delete(n.jobs, j)
+		}
+		if np.Cordon {
+			n.cordoned = true
+		}
+		if np.Uncordon {
+			n.cordoned = false
+		}
+	}
+	cord := 0
+	for _, n := range s.nodes {
+		if n.cordoned {
+			cord++
+		}
+	}
+	s.maxCord = max(s.maxCord, cord)
+	// Above the budget only if it shrank under nodes already in flight, and then never more.
+	b := Budget(s.facts.Budget, len(s.nodes))
+	if cord > b && cord > s.prevCord {
+		s.t.Fatalf("%d nodes cordoned (was %d), budget %d", cord, s.prevCord, b)
+	}
+	if inflight := s.inFlight(); inflight > b && inflight > s.prevInflight {
+		s.t.Fatalf("%d nodes in flight (was %d), budget %d", inflight, s.prevInflight, b)
+	}
+	s.prevCord, s.prevInflight = cord, s.inFlight()
+	return d
+}
+
+func (s *sim) inFlight() int {
+	c := 0
+	for _, n := range s.nodes {
+		if n.rec != nil && InFlight(n.rec.Rollout) {
+			c++
+		}
+	}
+	return c
+}
+
+// settle decides every pending Job.
+func (s *sim) settle() {
+	for _, n := range s.nodes {
+		for name, j := range n.pending {
+			if s.fail != nil && s.fail(j, len(s.ran)) {
+				n.jobs[name] = JobFact{Failed: true, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}
+			} else {
+				n.jobs[name] = JobFact{Succeeded: true}
+			}
+			delete(n.pending, name)
+		}
+	}
+}
+
+// run alternates passes and settles until the status is want (or fails after many passes).
+func (s *sim) run(want Status) Decision {
+	s.t.Helper()
+	var d Decision
+	for i := 0; i < 400; i++ {
+		d = s.pass()
+		if d.Status == want && len(s.pendingJobs()) == 0 {
+			return d
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMax)
+	}
+	s.t.Fatalf("status %s after 400 passes, want %s; failures %v", d.Status, want, d.Failures)
+	return d
+}
+
+func (s *sim) pendingJobs() []string {
+	var out []string
+	for _, n := range s.nodes {
+		for j := range n.pending {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (s *sim) stages(node, pkg string) string {
+	return strings.Join(s.ran[node][pkg], ",")
+}
+
+func (s *sim) reset() { s.ran = map[string]map[string][]string{} }
+
+func copyJobs(m map[string]JobFact) map[string]JobFact {
+	out := make(map[string]JobFact, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *sim) nodeNames() []string {
+	var out []string
+	for n := range s.nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,107 @@
+package packageset
+
+import (
+	"sort"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// StateToStatus maps a package state to a node status (Skyhook StateToStatus):
+// complete → complete, erroring → erroring, in_progress → in_progress, anything else → unknown.
+func StateToStatus(s State) Status {
+	switch s {
+	case v1alpha1.StateComplete:
+		return v1alpha1.StatusComplete
+	case v1alpha1.StateErroring:
+		return v1alpha1.StatusErroring
+	case v1alpha1.StateInProgress:
+		return v1alpha1.StatusInProgress
+	}
+	return v1alpha1.StatusUnknown
+}
+
+// Aggregate is the set's status from its nodes' statuses (Skyhook CollectNodeStatus, seed 000):
+// no nodes or all complete → complete; else any in_progress → in_progress; then, over the
+// nodes that are not complete: any erroring → erroring; any blocked → blocked; all paused →
+// paused; all disabled → disabled; all waiting → waiting; all unknown or a mix → unknown.
+//
+// Deviation from Skyhook, on purpose: Skyhook reports erroring (and blocked) only when *all*
+// remaining nodes are; a halted rollout (one failed node, the others waiting) then reads
+// "unknown" and hides the failure (seed-systems.md §1.11 #541, #633). Here one erroring node
+// makes the set erroring once nothing is in progress, so the provider fails the apply.
+func Aggregate(nodes []Status) Status {
+	count := map[Status]int{}
+	for _, s := range nodes {
+		count[s]++
+	}
+	remaining := len(nodes) - count[v1alpha1.StatusComplete]
+	switch {
+	case remaining == 0:
+		return v1alpha1.StatusComplete
+	case count[v1alpha1.StatusInProgress] > 0:
+		return v1alpha1.StatusInProgress
+	case count[v1alpha1.StatusErroring] > 0:
+		return v1alpha1.StatusErroring
+	case count[v1alpha1.StatusBlocked] > 0:
+		return v1alpha1.StatusBlocked
+	}
+	for _, s := range []Status{v1alpha1.StatusPaused, v1alpha1.StatusDisabled, v1alpha1.StatusWaiting} {
+		if count[s] == remaining {
+			return s
+		}
+	}
+	return v1alpha1.StatusUnknown
+}
+
+// rolloutTable is seed 001's per-host transitions (NixFleet RFC-0005 §3), plus the ones marked
+// "ours" that a declarative set needs: a spec change opens a new rollout (→ Pending), a node
+// with nothing to do converges at once, and a failed stage retries with backoff under halt.
+var rolloutTable = map[v1alpha1.RolloutState][]v1alpha1.RolloutState{
+	"":                         {v1alpha1.RolloutPending},
+	v1alpha1.RolloutPending:    {v1alpha1.RolloutActivating, v1alpha1.RolloutConverged /* ours: nothing to do */},
+	v1alpha1.RolloutActivating: {v1alpha1.RolloutSoaking, v1alpha1.RolloutFailed, v1alpha1.RolloutDeferred, v1alpha1.RolloutPending /* ours: spec changed */},
+	v1alpha1.RolloutDeferred:   {v1alpha1.RolloutSoaking, v1alpha1.RolloutFailed /* ours: interrupt failed */, v1alpha1.RolloutPending /* ours */},
+	v1alpha1.RolloutSoaking:    {v1alpha1.RolloutConverged, v1alpha1.RolloutFailed, v1alpha1.RolloutPending /* ours */},
+	v1alpha1.RolloutConverged:  {v1alpha1.RolloutPending /* ours: spec changed */},
+	v1alpha1.RolloutFailed:     {v1alpha1.RolloutReverted, v1alpha1.RolloutActivating /* ours: retry (halt) */, v1alpha1.RolloutDeferred /* ours: retry */, v1alpha1.RolloutPending /* ours */},
+	v1alpha1.RolloutReverted:   {v1alpha1.RolloutPending /* seed: a new version opens a new rollout */},
+}
+
+// RolloutTransition checks from → to against seed 001's table (to == from is always fine).
+func RolloutTransition(from, to v1alpha1.RolloutState) error {
+	if from == to {
+		return nil
+	}
+	for _, t := range rolloutTable[from] {
+		if t == to {
+			return nil
+		}
+	}
+	return &TransitionError{"rollout", string(from), string(to), "not drawn by seed 001"}
+}
+
+// InFlight reports whether a node in rollout state s uses the interruption budget: Activating,
+// Deferred, Soaking, and Failed (a failed node may still hold its cordon and is retried).
+func InFlight(s v1alpha1.RolloutState) bool {
+	switch s {
+	case v1alpha1.RolloutActivating, v1alpha1.RolloutDeferred, v1alpha1.RolloutSoaking, v1alpha1.RolloutFailed:
+		return true
+	}
+	return false
+}
+
+// Budget resolves an interruption budget against the number of selected nodes: count as is;
+// percent as max(1, floor(nodes*percent/100)) (Skyhook DeploymentPolicy ceiling); unset → 1.
+func Budget(b *v1alpha1.InterruptionBudget, nodes int) int {
+	switch {
+	case b == nil:
+		return 1
+	case b.Count != nil:
+		return max(1, int(*b.Count))
+	case b.Percent != nil:
+		return max(1, nodes*int(*b.Percent)/100)
+	}
+	return 1
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

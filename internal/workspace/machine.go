@@ -1,0 +1,800 @@
+// Package workspace is seed 004's Workspace status machine as pure Go: facts about a
+// Workspace, the nodes that could run it and the objects it owns go in; the conditions, the
+// derived status.state, the actions to take and whether to requeue come out. It imports
+// neither controller-runtime nor the Terraform framework; reconciler/workspace_controller.go
+// gathers the facts, calls Decide, acts and writes status once.
+//
+// # States (seed 004, "Workspace Status Field Proposal"; KAITO, seed-systems.md §3.5)
+//
+// Inference: Pending → Ready; Ready ↔ NotReady. "Once the workspace leaves Pending, it cannot
+// return to Pending"; a failed initialization stays Pending. Tuning: Pending → Running →
+// Succeeded | Failed, both terminal. These are the only edges (Transitions); a first pass, with
+// no conditions yet, may land in any state of the mode (the world is observed afresh). A tuning
+// Job observed finished while the workspace is still Pending (kwok, or a short Job, completes
+// between two passes) is first reported Running (JobStarted=True: it did run) and the pass
+// asks for an immediate requeue, so Pending → Succeeded/Failed is never written.
+//
+// # The Pending trap (seed 004's listed con; KAITO issues #344, #1544, §3.6)
+//
+// A workspace the cluster cannot place stays Pending, as the seed requires, but not silently:
+// when no Ready node matches the node selector (GPU product, label selector, TEE), or the
+// matching nodes' total allocatable GPUs cannot hold resource.count replicas of
+// resource.gpuCount each, ResourceReady=False says so (reasons NoMatchingNodes,
+// InsufficientCapacity) and Stalled=True. The scheduler's own "0/N nodes are available" and
+// the kubelet's image pull / start errors stall it the same way. Nodes are facts: when one is
+// added, the next pass (the controller watches Nodes) proceeds without user action.
+//
+// # Conditions (kstatus, DESIGN.md "The status contract")
+//
+// Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
+// InferenceReady (inference) or JobStarted (tuning), then WorkspaceSucceeded. Exactly one of
+// Ready, Reconciling, Stalled is True: Ready=True iff the state is Ready or Succeeded;
+// Stalled=True when progress needs a change (the Pending trap, Failed, an invalid spec, a
+// foreign object in the way); Reconciling=True otherwise. The state is derived from
+// WorkspaceSucceeded alone (StateOf): True → Ready/Succeeded; False with reason
+// WorkspaceNotReady → NotReady; JobRunning → Running; WorkspaceFailed → Failed; otherwise
+// Pending. The previous pass's WorkspaceSucceeded is the machine's memory (whether an inference
+// workspace was ever established; whether a tuning run is over).
+package workspace
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// State is a Workspace's status.state; Mode its status.mode.
+type (
+	State = v1alpha1.WorkspaceState
+	Mode  = v1alpha1.WorkspaceMode
+)
+
+// Condition types of seed 004 (KAITO api/v1beta1/condition_types.go).
+const (
+	ConditionResourceReady      = "ResourceReady"
+	ConditionInferenceReady     = "InferenceReady"
+	ConditionJobStarted         = "JobStarted"
+	ConditionWorkspaceSucceeded = "WorkspaceSucceeded"
+)
+
+// Condition reasons.
+const (
+	// WorkspaceSucceeded reasons: they encode the state (StateOf).
+	ReasonWorkspaceReady     = "WorkspaceReady"     // True: inference Ready
+	ReasonWorkspaceSucceeded = "WorkspaceSucceeded" // True: tuning Succeeded
+	ReasonWorkspacePending   = "WorkspacePending"   // False: Pending
+	ReasonWorkspaceNotReady  = "WorkspaceNotReady"  // False: inference NotReady
+	ReasonJobRunning         = "JobRunning"         // False: tuning Running
+	ReasonWorkspaceFailed    = "WorkspaceFailed"    // False: tuning Failed
+
+	// ResourceReady reasons.
+	ReasonResourcesAvailable   = "ResourcesAvailable"   // True: capacity and every replica bound to a Ready node
+	ReasonNoMatchingNodes      = "NoMatchingNodes"      // False (Stalled): no Ready node matches the selector
+	ReasonInsufficientCapacity = "InsufficientCapacity" // False (Stalled): matching nodes' total GPUs < asked
+	ReasonUnschedulable        = "Unschedulable"        // False (Stalled): the scheduler's own message
+	ReasonNodeLost             = "NodeLost"             // False: a replica's node is gone or NotReady
+	ReasonWaitingForScheduler  = "WaitingForScheduler"  // False: pods not bound yet
+
+	// InferenceReady / JobStarted reasons.
+	ReasonInferenceReady       = "InferenceReady"       // True
+	ReasonReplicasNotReady     = "ReplicasNotReady"     // False: n/m replicas Ready
+	ReasonImagePullFailed      = "ImagePullFailed"      // False (Stalled): kubelet's message
+	ReasonContainerStartFailed = "ContainerStartFailed" // False (Stalled): kubelet's message
+	ReasonServiceNotReady      = "ServiceNotReady"      // False: the Service is missing or differs
+	ReasonJobStarted           = "JobStarted"           // True
+	ReasonJobPending           = "JobPending"           // False
+	ReasonJobLost              = "JobLost"              // Failed: the Job vanished while Running
+
+	// Shared.
+	ReasonInvalidSpec       = "InvalidSpec"       // Stalled: the pods cannot be built
+	ReasonOwnershipConflict = "OwnershipConflict" // Stalled: workspace-<name> exists and is not ours
+	ReasonTerminating       = "Terminating"       // Reconciling: being deleted
+	ReasonProgressing       = "Progressing"       // Reconciling: work under way
+	ReasonAddingFinalizer   = "AddingFinalizer"   // Reconciling: first pass
+)
+
+// Timing.
+const (
+	// BackoffMin and BackoffMax bound the re-check of a Stalled workspace (node events wake it
+	// earlier): the time Stalled has been True, clamped.
+	BackoffMin = 5 * time.Second
+	BackoffMax = 5 * time.Minute
+	// WaitPoll is the requeue delay while owned objects are going away or replicas settle.
+	WaitPoll = 2 * time.Second
+)
+
+// Action is one thing the controller must do this pass, in order.
+type Action string
+
+const (
+	ActionAddFinalizer    Action = "AddFinalizer"
+	ActionEnsureWorkload  Action = "EnsureWorkload" // create or update the Deployment (inference)
+	ActionEnsureService   Action = "EnsureService"  // create or update the Service (inference)
+	ActionCreateJob       Action = "CreateJob"      // create the Job (tuning)
+	ActionDeleteWorkload  Action = "DeleteWorkload"
+	ActionDeleteService   Action = "DeleteService"
+	ActionDeleteJob       Action = "DeleteJob"
+	ActionRemoveFinalizer Action = "RemoveFinalizer" // no status write follows
+)
+
+// Facts are what the controller observed in one pass.
+type Facts struct {
+	// Now is the time of the pass (backoff only).
+	Now time.Time
+	// Generation is metadata.generation.
+	Generation int64
+	// Mode follows from the spec (which of inference, tuning is set).
+	Mode Mode
+	// Replicas is spec.resource.count (1 for tuning).
+	Replicas int32
+	// Deleting: deletionTimestamp is set. HasFinalizer: v1alpha1.Finalizer is present.
+	Deleting, HasFinalizer bool
+	// Conditions are status.conditions from the previous pass: the machine's memory.
+	Conditions []metav1.Condition
+	// SpecError, when non-empty, says why the pods cannot be built (a hardware.ConflictError ...).
+	SpecError string
+	// Capacity is what the cluster's nodes offer for this workspace (CapacityOf).
+	Capacity Capacity
+	// Workload (inference) is the Deployment workspace-<name>; nil when absent.
+	Workload *Workload
+	// Service (inference) is the Service workspace-<name>.
+	Service Object
+	// Job (tuning) is the Job workspace-<name>; nil when absent.
+	Job *Job
+	// Pods are the workspace's pods (its label), any phase.
+	Pods []Pod
+}
+
+// Object is an owned object's existence and freshness.
+type Object struct {
+	Exists, Foreign, UpToDate bool
+}
+
+// Workload facts of the Deployment.
+type Workload struct {
+	Foreign bool
+	// UpToDate: its template and replicas are the desired ones (spec hash annotation).
+	UpToDate bool
+	// RolledOut: status.observedGeneration == generation and updatedReplicas >= replicas.
+	RolledOut bool
+}
+
+// Job facts.
+type Job struct {
+	Foreign bool
+	// Complete / Failed: the Job's Complete / Failed condition is True.
+	Complete, Failed bool
+	// FailedReason and FailedMessage are the Failed condition's, verbatim.
+	FailedReason, FailedMessage string
+	// Active, Succeeded and FailedPods are status.active, .succeeded and .failed.
+	Active, Succeeded, FailedPods int32
+}
+
+// Pod facts.
+type Pod struct {
+	Name string
+	// Deleting: the pod has a deletionTimestamp.
+	Deleting bool
+	// Phase is status.phase.
+	Phase corev1.PodPhase
+	// NodeName is spec.nodeName ("" until bound); NodeReady is true when that node exists and
+	// its Ready condition is True.
+	NodeName  string
+	NodeReady bool
+	// Unschedulable is the scheduler's message when PodScheduled=False/Unschedulable.
+	Unschedulable string
+	// Ready: the pod's Ready condition is True.
+	Ready bool
+	// Waiting is the first container waiting reason/message (ErrImagePull, CrashLoopBackOff, ...).
+	WaitingReason, WaitingMessage string
+	// Terminated is the first non-zero container termination, "reason (exit code N): message".
+	Terminated string
+}
+
+// Event is a Kubernetes Event to emit on the Workspace.
+type Event struct{ Type, Reason, Message string }
+
+// Decision is the machine's output for one pass.
+type Decision struct {
+	// State is StateOf(Mode, Conditions).
+	State State
+	// Conditions as described in the package doc, ObservedGeneration = Facts.Generation, no
+	// LastTransitionTime (the controller's meta.SetStatusCondition sets it).
+	Conditions []metav1.Condition
+	// Actions in order.
+	Actions []Action
+	// Requeue asks for an immediate new pass; RequeueAfter > 0 for one after that delay.
+	Requeue      bool
+	RequeueAfter time.Duration
+	// ReadyReplicas is the number of Ready pods on Ready nodes (inference).
+	ReadyReplicas int32
+	// Event is emitted on a state change or when a stall's reason or message changes.
+	Event *Event
+}
+
+// TransitionError is a state change seed 004 forbids (see Transitions).
+type TransitionError struct {
+	Mode     Mode
+	From, To State
+}
+
+func (e *TransitionError) Error() string {
+	from := string(e.From)
+	if from == "" {
+		from = "(none)"
+	}
+	return fmt.Sprintf("illegal %s workspace state transition %s → %s (seed 004)", e.Mode, from, e.To)
+}
+
+// States lists each mode's states.
+var States = map[Mode][]State{
+	v1alpha1.WorkspaceModeInference: {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady},
+	v1alpha1.WorkspaceModeTuning:    {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateRunning, v1alpha1.WorkspaceStateSucceeded, v1alpha1.WorkspaceStateFailed},
+}
+
+// Transitions are the legal state changes per mode, From → {To}; staying is always listed.
+// "" (no conditions yet) → any state of the mode. Everything else is seed 004's drawing:
+//
+//	inference: Pending → Ready; Ready → NotReady; NotReady → Ready
+//	tuning:    Pending → Running; Running → Succeeded | Failed; Succeeded, Failed: terminal
+var Transitions = map[Mode]map[State][]State{
+	v1alpha1.WorkspaceModeInference: {
+		"":                              States[v1alpha1.WorkspaceModeInference],
+		v1alpha1.WorkspaceStatePending:  {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady},
+		v1alpha1.WorkspaceStateReady:    {v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady},
+		v1alpha1.WorkspaceStateNotReady: {v1alpha1.WorkspaceStateNotReady, v1alpha1.WorkspaceStateReady},
+	},
+	v1alpha1.WorkspaceModeTuning: {
+		"":                               States[v1alpha1.WorkspaceModeTuning],
+		v1alpha1.WorkspaceStatePending:   {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateRunning},
+		v1alpha1.WorkspaceStateRunning:   {v1alpha1.WorkspaceStateRunning, v1alpha1.WorkspaceStateSucceeded, v1alpha1.WorkspaceStateFailed},
+		v1alpha1.WorkspaceStateSucceeded: {v1alpha1.WorkspaceStateSucceeded},
+		v1alpha1.WorkspaceStateFailed:    {v1alpha1.WorkspaceStateFailed},
+	},
+}
+
+// CheckTransition returns a *TransitionError unless from → to is in Transitions[mode].
+func CheckTransition(mode Mode, from, to State) error {
+	for _, s := range Transitions[mode][from] {
+		if s == to {
+			return nil
+		}
+	}
+	return &TransitionError{Mode: mode, From: from, To: to}
+}
+
+// Terminal reports whether a state is terminal (tuning Succeeded or Failed).
+func Terminal(s State) bool {
+	return s == v1alpha1.WorkspaceStateSucceeded || s == v1alpha1.WorkspaceStateFailed
+}
+
+// StateOf derives status.state from the WorkspaceSucceeded condition (see the package doc);
+// "" when it is absent (never reconciled). A reason that does not belong to the mode reads as
+// Pending.
+func StateOf(mode Mode, conds []metav1.Condition) State {
+	for _, c := range conds {
+		if c.Type != ConditionWorkspaceSucceeded {
+			continue
+		}
+		inference := mode == v1alpha1.WorkspaceModeInference
+		switch {
+		case c.Status == metav1.ConditionTrue && inference:
+			return v1alpha1.WorkspaceStateReady
+		case c.Status == metav1.ConditionTrue:
+			return v1alpha1.WorkspaceStateSucceeded
+		case inference && c.Reason == ReasonWorkspaceNotReady:
+			return v1alpha1.WorkspaceStateNotReady
+		case !inference && c.Reason == ReasonJobRunning:
+			return v1alpha1.WorkspaceStateRunning
+		case !inference && c.Reason == ReasonWorkspaceFailed:
+			return v1alpha1.WorkspaceStateFailed
+		}
+		return v1alpha1.WorkspaceStatePending
+	}
+	return ""
+}
+
+// cond is a condition's status, reason and message.
+type cond struct {
+	ok      bool
+	reason  string
+	message string
+}
+
+// pass is one pass's outcome before it is spelled out as conditions.
+type pass struct {
+	state    State
+	resource cond // ResourceReady
+	progress cond // InferenceReady or JobStarted
+	summary  cond // WorkspaceSucceeded
+	// stalled, when non-nil, makes Stalled=True with its reason and message.
+	stalled *cond
+	// terminating makes Reconciling=True with reason Terminating.
+	terminating string
+}
+
+// Decide runs one pass. It is total over Facts; a *TransitionError (only possible when the
+// conditions in Facts were not written by this machine, e.g. a mode whose conditions do not
+// fit) means the decision must not be acted upon.
+func Decide(f Facts) (Decision, error) {
+	prev := StateOf(f.Mode, f.Conditions)
+	var d Decision
+	var p pass
+	switch {
+	case f.Deleting:
+		p = terminate(f, prev, &d)
+	case !f.HasFinalizer && prev == "":
+		p = carry(f, prev)
+		p.state = v1alpha1.WorkspaceStatePending
+		p.summary = cond{false, ReasonWorkspacePending, "adding finalizer " + v1alpha1.Finalizer}
+		d.Actions = []Action{ActionAddFinalizer}
+	default:
+		if !f.HasFinalizer {
+			d.Actions = append(d.Actions, ActionAddFinalizer) // removed by someone: put it back
+		}
+		if f.Mode == v1alpha1.WorkspaceModeTuning {
+			p = tuning(f, prev, &d)
+		} else {
+			p = inference(f, prev, &d)
+		}
+	}
+	d.Conditions = conditions(f, p)
+	d.State = StateOf(f.Mode, d.Conditions)
+	if err := CheckTransition(f.Mode, prev, d.State); err != nil {
+		return Decision{}, err
+	}
+	if p.stalled != nil && d.RequeueAfter == 0 && !d.Requeue {
+		d.RequeueAfter = backoff(f)
+	}
+	d.Event = event(f, prev, d)
+	return d, nil
+}
+
+// carry keeps the previous pass's mode conditions (used while deleting and before the first
+// real pass), with a Pending summary when there is none.
+func carry(f Facts, prev State) pass {
+	p := pass{state: prev}
+	get := func(t string, def cond) cond {
+		for _, c := range f.Conditions {
+			if c.Type == t {
+				return cond{c.Status == metav1.ConditionTrue, c.Reason, c.Message}
+			}
+		}
+		return def
+	}
+	p.resource = get(ConditionResourceReady, cond{false, ReasonWaitingForScheduler, "not checked yet"})
+	p.progress = get(progressType(f.Mode), cond{false, progressPendingReason(f.Mode), "not started yet"})
+	p.summary = get(ConditionWorkspaceSucceeded, cond{false, ReasonWorkspacePending, "initializing"})
+	return p
+}
+
+func progressType(m Mode) string {
+	if m == v1alpha1.WorkspaceModeTuning {
+		return ConditionJobStarted
+	}
+	return ConditionInferenceReady
+}
+
+func progressPendingReason(m Mode) string {
+	if m == v1alpha1.WorkspaceModeTuning {
+		return ReasonJobPending
+	}
+	return ReasonReplicasNotReady
+}
+
+// terminate deletes the owned objects, then removes the finalizer; the state is kept.
+func terminate(f Facts, prev State, d *Decision) pass {
+	p := carry(f, prev)
+	if !f.HasFinalizer {
+		p.terminating = "waiting for the API server to remove the Workspace"
+		return p
+	}
+	var left []string
+	if f.Workload != nil && !f.Workload.Foreign {
+		d.Actions = append(d.Actions, ActionDeleteWorkload)
+		left = append(left, "deployment")
+	}
+	if f.Service.Exists && !f.Service.Foreign {
+		d.Actions = append(d.Actions, ActionDeleteService)
+		left = append(left, "service")
+	}
+	if f.Job != nil && !f.Job.Foreign {
+		d.Actions = append(d.Actions, ActionDeleteJob)
+		left = append(left, "job")
+	}
+	if len(left) > 0 {
+		p.terminating = "deleting the " + strings.Join(left, ", ")
+		d.RequeueAfter = WaitPoll
+		return p
+	}
+	d.Actions = append(d.Actions, ActionRemoveFinalizer)
+	p.terminating = "owned objects deleted; removing finalizer " + v1alpha1.Finalizer
+	return p
+}
+
+// resourceCheck is ResourceReady before looking at pods: the Pending trap made visible.
+func resourceCheck(f Facts) *cond {
+	c := f.Capacity
+	switch {
+	case f.SpecError != "":
+		return &cond{false, ReasonInvalidSpec, f.SpecError}
+	case c.MatchingNodes == 0:
+		return &cond{false, ReasonNoMatchingNodes, c.noMatchMessage()}
+	case c.PlaceableReplicas < f.Replicas:
+		return &cond{false, ReasonInsufficientCapacity, c.insufficientMessage(f.Replicas)}
+	}
+	return nil
+}
+
+// podProblems reads the pods: the scheduler's message for unschedulable pods, the kubelet's
+// for image pull and start failures, lost nodes.
+type podProblems struct {
+	unschedulable, imagePull, start, nodeLost *cond
+	bound, readyOnReadyNode                   int32
+	running                                   bool
+	nodes                                     []string
+}
+
+var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true, "ImageInspectError": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
+var startReasons = map[string]bool{"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "ContainerCannotRun": true}
+
+func readPods(pods []Pod) podProblems {
+	var r podProblems
+	sorted := append([]Pod(nil), pods...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		if p.Deleting {
+			continue
+		}
+		if p.Phase == corev1.PodRunning {
+			r.running = true
+		}
+		switch {
+		case p.NodeName == "" && p.Unschedulable != "":
+			if r.unschedulable == nil {
+				r.unschedulable = &cond{false, ReasonUnschedulable, fmt.Sprintf("pod %s: %s", p.Name, p.Unschedulable)}
+			}
+		case p.NodeName != "":
+			r.bound++
+			r.nodes = append(r.nodes, p.NodeName)
+			if !p.NodeReady && r.nodeLost == nil {
+				r.nodeLost = &cond{false, ReasonNodeLost, fmt.Sprintf("pod %s is on node %s, which is gone or NotReady", p.Name, p.NodeName)}
+			}
+		}
+		if p.Ready && p.NodeName != "" && p.NodeReady {
+			r.readyOnReadyNode++
+		}
+		msg := fmt.Sprintf("pod %s: %s", p.Name, p.WaitingReason)
+		if p.WaitingMessage != "" {
+			msg += ": " + p.WaitingMessage
+		}
+		if imagePullReasons[p.WaitingReason] && r.imagePull == nil {
+			r.imagePull = &cond{false, ReasonImagePullFailed, msg}
+		}
+		if r.start == nil {
+			if startReasons[p.WaitingReason] {
+				if p.Terminated != "" {
+					msg += "; last terminated: " + p.Terminated
+				}
+				r.start = &cond{false, ReasonContainerStartFailed, msg}
+			} else if p.Terminated != "" && p.Phase != corev1.PodSucceeded {
+				r.start = &cond{false, ReasonContainerStartFailed, fmt.Sprintf("pod %s: container terminated: %s", p.Name, p.Terminated)}
+			}
+		}
+	}
+	r.nodes = uniqueSorted(r.nodes)
+	return r
+}
+
+// inference is one pass of an inference workspace.
+func inference(f Facts, prev State, d *Decision) pass {
+	established := prev == v1alpha1.WorkspaceStateReady || prev == v1alpha1.WorkspaceStateNotReady
+	p := pass{}
+	var conflict *cond
+	switch {
+	case f.Workload != nil && f.Workload.Foreign:
+		conflict = &cond{false, ReasonOwnershipConflict, "a Deployment named like the workspace exists and is not controlled by it"}
+	case f.Service.Foreign:
+		conflict = &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
+	}
+	if f.SpecError == "" && conflict == nil {
+		if f.Workload == nil || !f.Workload.UpToDate {
+			d.Actions = append(d.Actions, ActionEnsureWorkload)
+		}
+		if !f.Service.UpToDate {
+			d.Actions = append(d.Actions, ActionEnsureService)
+		}
+	}
+	pods := readPods(f.Pods)
+	d.ReadyReplicas = pods.readyOnReadyNode
+
+	// ResourceReady: capacity, then the pods' placement.
+	res := resourceCheck(f)
+	switch {
+	case res != nil:
+		p.resource = *res
+		if res.reason != ReasonInvalidSpec {
+			p.stalled = res
+		}
+	case pods.unschedulable != nil:
+		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
+	case pods.nodeLost != nil:
+		p.resource = *pods.nodeLost
+	case pods.bound < f.Replicas:
+		p.resource = cond{false, ReasonWaitingForScheduler, fmt.Sprintf("%d/%d replicas bound to a node", pods.bound, f.Replicas)}
+	default:
+		p.resource = cond{true, ReasonResourcesAvailable, fmt.Sprintf("%d replicas bound to Ready nodes %s", pods.bound, strings.Join(pods.nodes, ", "))}
+	}
+
+	// InferenceReady: every replica Ready on a Ready node, the rollout done, the Service up.
+	switch {
+	case f.SpecError != "":
+		p.progress = cond{false, ReasonInvalidSpec, f.SpecError}
+		p.stalled = &p.progress
+	case conflict != nil:
+		p.progress, p.stalled = *conflict, conflict
+	case pods.imagePull != nil:
+		p.progress = *pods.imagePull
+		p.stalled = pods.imagePull
+	case pods.start != nil:
+		p.progress = *pods.start
+		p.stalled = pods.start
+	case pods.readyOnReadyNode < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !f.Workload.RolledOut:
+		msg := fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)
+		if f.Workload != nil && f.Workload.UpToDate && !f.Workload.RolledOut {
+			msg += "; rollout in progress"
+		}
+		if !p.resource.ok {
+			msg += "; " + p.resource.message
+		}
+		p.progress = cond{false, ReasonReplicasNotReady, msg}
+	case !f.Service.UpToDate:
+		p.progress = cond{false, ReasonServiceNotReady, "replicas Ready; creating or updating the service"}
+	default:
+		p.progress = cond{true, ReasonInferenceReady, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)}
+	}
+
+	switch {
+	case p.progress.ok && p.resource.ok:
+		p.state = v1alpha1.WorkspaceStateReady
+		p.summary = cond{true, ReasonWorkspaceReady, "inference is serving"}
+		p.stalled = nil
+	case established:
+		p.state = v1alpha1.WorkspaceStateNotReady
+		p.summary = cond{false, ReasonWorkspaceNotReady, rootCause(p)}
+	default:
+		p.state = v1alpha1.WorkspaceStatePending
+		p.summary = cond{false, ReasonWorkspacePending, rootCause(p)}
+	}
+	if p.state != v1alpha1.WorkspaceStateReady && p.stalled == nil {
+		d.RequeueAfter = WaitPoll
+	}
+	return p
+}
+
+// rootCause is the message of the first False condition (seed 004's debugging rule).
+func rootCause(p pass) string {
+	for _, c := range []cond{p.resource, p.progress} {
+		if !c.ok {
+			return c.reason + ": " + c.message
+		}
+	}
+	return "initializing"
+}
+
+// tuning is one pass of a tuning workspace.
+func tuning(f Facts, prev State, d *Decision) pass {
+	if Terminal(prev) {
+		// Terminal: nothing observed can change the state (the Job may even be gone).
+		p := carry(f, prev)
+		if prev == v1alpha1.WorkspaceStateFailed {
+			p.stalled = &cond{false, p.summary.reason, p.summary.message}
+		}
+		return p
+	}
+	p := pass{state: prev}
+	job := f.Job
+	pods := readPods(f.Pods)
+
+	res := resourceCheck(f)
+	switch {
+	case res != nil:
+		p.resource = *res
+		p.stalled = res
+	case pods.unschedulable != nil && job != nil && job.Active > 0:
+		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
+	case pods.bound > 0 || (job != nil && (job.Complete || job.Failed)):
+		p.resource = cond{true, ReasonResourcesAvailable, "the tuning pod was placed on " + strings.Join(pods.nodes, ", ")}
+		if len(pods.nodes) == 0 {
+			p.resource.message = "the tuning pod was placed"
+		}
+	default:
+		p.resource = cond{false, ReasonWaitingForScheduler, "the tuning pod is not bound to a node yet"}
+	}
+
+	switch {
+	case job != nil && job.Foreign:
+		c := cond{false, ReasonOwnershipConflict, "a Job named like the workspace exists and is not controlled by it"}
+		p.progress, p.stalled = c, &c
+	case f.SpecError != "":
+		c := cond{false, ReasonInvalidSpec, f.SpecError}
+		p.progress, p.stalled = c, &c
+	case job == nil && prev == v1alpha1.WorkspaceStateRunning:
+		// The Job vanished mid-run: re-creating it would restart the run. Running → Failed.
+		p.progress = cond{true, ReasonJobStarted, "the tuning job had started"}
+		p.state = v1alpha1.WorkspaceStateFailed
+		p.summary = cond{false, ReasonWorkspaceFailed, ReasonJobLost + ": the tuning job was deleted while running"}
+		p.stalled = &cond{false, ReasonJobLost, "the tuning job was deleted while running"}
+		return p
+	case job == nil:
+		d.Actions = append(d.Actions, ActionCreateJob)
+		p.progress = cond{false, ReasonJobPending, "creating the tuning job"}
+	case job.Complete || job.Failed || pods.running || job.Succeeded > 0 || job.FailedPods > 0:
+		p.progress = cond{true, ReasonJobStarted, "the tuning job started"}
+	default:
+		msg := "the tuning job's pod has not started"
+		if pods.imagePull != nil {
+			p.progress, p.stalled = *pods.imagePull, pods.imagePull
+			break
+		}
+		if !p.resource.ok {
+			msg += "; " + p.resource.message
+		}
+		p.progress = cond{false, ReasonJobPending, msg}
+	}
+
+	finished := job != nil && !job.Foreign && (job.Complete || job.Failed)
+	switch {
+	case finished && prev != v1alpha1.WorkspaceStateRunning:
+		// Seed 004 draws Pending → Running → Succeeded|Failed: report Running first.
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job ran (observed finished)"}
+		p.stalled = nil
+		d.Requeue = true
+	case finished && job.Complete:
+		p.state = v1alpha1.WorkspaceStateSucceeded
+		p.summary = cond{true, ReasonWorkspaceSucceeded, fmt.Sprintf("the tuning job completed (%d succeeded)", job.Succeeded)}
+		p.stalled = nil
+	case finished:
+		msg := "the tuning job failed"
+		if job.FailedReason != "" {
+			msg += ": " + job.FailedReason
+		}
+		if job.FailedMessage != "" {
+			msg += ": " + job.FailedMessage
+		}
+		if pods.start != nil {
+			msg += "; " + pods.start.message
+		}
+		p.state = v1alpha1.WorkspaceStateFailed
+		p.summary = cond{false, ReasonWorkspaceFailed, msg}
+		p.stalled = &cond{false, ReasonWorkspaceFailed, msg}
+	case p.progress.ok:
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job is running"}
+		p.stalled = nil
+		d.RequeueAfter = WaitPoll
+	case prev == v1alpha1.WorkspaceStateRunning:
+		// Running never goes back to Pending (e.g. a retried pod waiting for a node): the
+		// job has started; what holds it up is in the other conditions.
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job is running; " + p.progress.reason + ": " + p.progress.message}
+		p.progress = cond{true, ReasonJobStarted, "the tuning job had started"}
+		if p.stalled == nil {
+			d.RequeueAfter = WaitPoll
+		}
+	default:
+		p.state = v1alpha1.WorkspaceStatePending
+		p.summary = cond{false, ReasonWorkspacePending, rootCause(p)}
+		if p.stalled == nil {
+			d.RequeueAfter = WaitPoll
+		}
+	}
+	return p
+}
+
+// conditions spells a pass out as the six conditions.
+func conditions(f Facts, p pass) []metav1.Condition {
+	mk := func(t string, c cond) metav1.Condition {
+		s := metav1.ConditionFalse
+		if c.ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s, Reason: c.reason, Message: c.message, ObservedGeneration: f.Generation}
+	}
+	ready := p.summary.ok && p.terminating == ""
+	var active cond
+	switch {
+	case p.terminating != "":
+		active = cond{false, ReasonTerminating, p.terminating}
+	case ready:
+		active = cond{true, p.summary.reason, p.summary.message}
+	case p.stalled != nil:
+		active = cond{false, p.stalled.reason, p.stalled.message}
+	default:
+		active = cond{false, ReasonProgressing, p.summary.message}
+		if p.summary.reason == ReasonWorkspacePending && !f.HasFinalizer {
+			active.reason = ReasonAddingFinalizer
+		}
+	}
+	stalled := p.stalled != nil && !ready && p.terminating == ""
+	out := []metav1.Condition{
+		mk(v1alpha1.ConditionReady, cond{ready, active.reason, active.message}),
+		mk(v1alpha1.ConditionReconciling, cond{!ready && !stalled, active.reason, active.message}),
+		mk(v1alpha1.ConditionStalled, cond{stalled, active.reason, active.message}),
+		mk(ConditionResourceReady, p.resource),
+		mk(progressType(f.Mode), p.progress),
+		mk(ConditionWorkspaceSucceeded, p.summary),
+	}
+	return out
+}
+
+// backoff is the Stalled re-check delay: how long Stalled has been True, clamped.
+func backoff(f Facts) time.Duration {
+	var since time.Duration
+	for _, c := range f.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			since = f.Now.Sub(c.LastTransitionTime.Time)
+		}
+	}
+	return min(max(since, BackoffMin), BackoffMax)
+}
+
+// event: on a state change, or when Stalled turns True or its reason/message changes.
+func event(f Facts, prev State, d Decision) *Event {
+	var stalled, oldStalled *metav1.Condition
+	for i := range d.Conditions {
+		if d.Conditions[i].Type == v1alpha1.ConditionStalled && d.Conditions[i].Status == metav1.ConditionTrue {
+			stalled = &d.Conditions[i]
+		}
+	}
+	for i := range f.Conditions {
+		if f.Conditions[i].Type == v1alpha1.ConditionStalled && f.Conditions[i].Status == metav1.ConditionTrue {
+			oldStalled = &f.Conditions[i]
+		}
+	}
+	if stalled != nil && (oldStalled == nil || oldStalled.Reason != stalled.Reason || oldStalled.Message != stalled.Message) {
+		return &Event{Type: corev1.EventTypeWarning, Reason: stalled.Reason, Message: stalled.Message}
+	}
+	if prev == d.State {
+		return nil
+	}
+	typ := corev1.EventTypeNormal
+	if d.State == v1alpha1.WorkspaceStateNotReady || d.State == v1alpha1.WorkspaceStateFailed {
+		typ = corev1.EventTypeWarning
+	}
+	var msg string
+	for _, c := range d.Conditions {
+		if c.Type == ConditionWorkspaceSucceeded {
+			msg = c.Message
+		}
+	}
+	return &Event{Type: typ, Reason: string(d.State), Message: fmt.Sprintf("state %s → %s: %s", orNone(prev), d.State, msg)}
+}
+
+func orNone(s State) string {
+	if s == "" {
+		return "(none)"
+	}
+	return string(s)
+}
+
+func uniqueSorted(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	sort.Strings(in)
+	out := in[:1]
+	for _, s := range in[1:] {
+		if s != out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,337 @@
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
+)
+
+const (
+	// LabelWorkspace is set on a Workspace's pods (and used as the Deployment and Service
+	// selector); value: the Workspace's name.
+	LabelWorkspace = "gantry.dev/workspace"
+	// ManagedBy is the app.kubernetes.io/managed-by value of owned objects (the reconciler's
+	// pod/service cache only holds objects carrying it).
+	ManagedBy = "gantry-reconciler"
+	// ContainerName is the workload container's name.
+	ContainerName = "model"
+	// PortName is the inference port's name.
+	PortName = "http"
+)
+
+// Paths are the Workspace spec paths hardware errors name.
+var Paths = hardware.Paths{
+	GPUCount:     "spec.resource.gpuCount",
+	GPUType:      "spec.resource.gpuProduct",
+	TEEType:      "spec.resource.teeType",
+	CustomLabels: "spec.resource.labelSelector",
+	NodeSelector: "spec.scheduling.nodeSelector",
+}
+
+// ObjectName is the name of a Workspace's Deployment, Service or Job: workspace-<name>.
+func ObjectName(ws string) string { return "workspace-" + ws }
+
+// ModeOf is Tuning when spec.tuning is set, else Inference.
+func ModeOf(w *v1alpha1.Workspace) Mode {
+	if w.Spec.Tuning != nil {
+		return v1alpha1.WorkspaceModeTuning
+	}
+	return v1alpha1.WorkspaceModeInference
+}
+
+// Replicas is spec.resource.count (default 1); always 1 for tuning.
+func Replicas(w *v1alpha1.Workspace) int32 {
+	if w.Spec.Tuning != nil || w.Spec.Resource.Count < 1 {
+		return 1
+	}
+	return w.Spec.Resource.Count
+}
+
+// Port is spec.inference.port or v1alpha1.DefaultInferencePort (8000).
+func Port(w *v1alpha1.Workspace) int32 {
+	if w.Spec.Inference == nil || w.Spec.Inference.Port == 0 {
+		return v1alpha1.DefaultInferencePort
+	}
+	return w.Spec.Inference.Port
+}
+
+// Endpoint is workspace-<name>.<namespace>.svc.cluster.local:<port> (inference; "" for tuning).
+func Endpoint(w *v1alpha1.Workspace) string {
+	if w.Spec.Inference == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s.%s.svc.cluster.local:%d", ObjectName(w.Name), w.Namespace, Port(w))
+}
+
+// Labels are the labels of owned objects; the selector uses LabelWorkspace only.
+func Labels(w *v1alpha1.Workspace) map[string]string {
+	return map[string]string{LabelWorkspace: w.Name, v1alpha1.LabelManagedBy: ManagedBy}
+}
+
+// Placement maps spec.resource and spec.scheduling through hardware.PlaceAt (errors name
+// spec.resource.* fields).
+func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
+	r := w.Spec.Resource
+	hw := v1alpha1.HardwareRequirements{GPUCount: r.GPUCount, GPUType: r.GPUProduct, CustomLabels: r.LabelSelector}
+	if r.TEEType != "" {
+		hw.TEERequired, hw.TEEType = true, r.TEEType
+	}
+	return hardware.PlaceAt(hw, w.Spec.Scheduling, Paths)
+}
+
+// PodTemplate builds the pod template of the Deployment or Job. The Workspace's own labels
+// are copied to the pods (Labels win), so kwok chaos labels reach them in tests.
+func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
+	pl, err := Placement(w)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+	res, err := pl.ContainerResources(corev1.ResourceRequirements{})
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+	c := corev1.Container{Name: ContainerName, Resources: res}
+	var volumes []corev1.Volume
+	config := ""
+	switch {
+	case w.Spec.Inference != nil:
+		in := w.Spec.Inference
+		c.Image, c.Args = in.Image, append([]string(nil), in.Args...)
+		c.Env = []corev1.EnvVar{{Name: "MODEL_NAME", Value: in.Model}}
+		for i, a := range in.Adapters {
+			strength := a.Strength
+			if strength == "" {
+				strength = "1.0"
+			}
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("ADAPTER_%d", i), Value: a.Name + "=" + a.Image + "@" + strength})
+		}
+		c.Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: Port(w), Protocol: corev1.ProtocolTCP}}
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}}, PeriodSeconds: 10}
+		config = in.Config
+	case w.Spec.Tuning != nil:
+		t := w.Spec.Tuning
+		c.Image = t.Image
+		c.Env = []corev1.EnvVar{
+			{Name: "BASE_MODEL", Value: t.BaseModel},
+			{Name: "TUNING_METHOD", Value: string(t.Method)},
+			{Name: "OUTPUT_IMAGE", Value: t.Output.Image},
+		}
+		if t.Input.Image != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "INPUT_IMAGE", Value: t.Input.Image})
+		}
+		for i, u := range t.Input.URLs {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("INPUT_URL_%d", i), Value: u})
+		}
+		if t.Output.ImagePushSecret != "" {
+			volumes = append(volumes, corev1.Volume{Name: "push-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.Output.ImagePushSecret}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "push-secret", MountPath: "/mnt/push-secret", ReadOnly: true})
+		}
+		config = t.Config
+	}
+	if config != "" {
+		volumes = append(volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: config}}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: "/mnt/config", ReadOnly: true})
+	}
+	labels := map[string]string{}
+	for k, v := range w.Labels {
+		labels[k] = v
+	}
+	for k, v := range Labels(w) {
+		labels[k] = v
+	}
+	restart := corev1.RestartPolicyAlways
+	if w.Spec.Tuning != nil {
+		restart = corev1.RestartPolicyNever
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:     restart,
+			NodeSelector:      pl.NodeSelector,
+			Tolerations:       pl.Tolerations,
+			Affinity:          pl.Affinity,
+			RuntimeClassName:  pl.RuntimeClassName,
+			PriorityClassName: pl.PriorityClassName,
+			Containers:        []corev1.Container{c},
+			Volumes:           volumes,
+		},
+	}, nil
+}
+
+// DesiredDeployment is the inference Deployment workspace-<name> with resource.count
+// replicas, annotated with the hash of its replicas and template (AnnotationSpecHash). No
+// owner reference (the controller adds it).
+func DesiredDeployment(w *v1alpha1.Workspace) (*appsv1.Deployment, error) {
+	tpl, err := PodTemplate(w)
+	if err != nil {
+		return nil, err
+	}
+	replicas := Replicas(w)
+	hash := hashOf(struct {
+		Replicas int32
+		Template corev1.PodTemplateSpec
+	}{replicas, tpl})
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w),
+			Annotations: map[string]string{v1alpha1.AnnotationSpecHash: hash}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: w.Name}},
+			Template: tpl,
+		},
+	}, nil
+}
+
+// DesiredService is the ClusterIP Service workspace-<name> on the inference port.
+func DesiredService(w *v1alpha1.Workspace) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: map[string]string{LabelWorkspace: w.Name},
+			Ports:    []corev1.ServicePort{{Name: PortName, Port: Port(w), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// DesiredJob is the tuning Job workspace-<name>: one pod, restartPolicy Never,
+// backoffLimit spec.tuning.backoffLimit (default 0).
+func DesiredJob(w *v1alpha1.Workspace) (*batchv1.Job, error) {
+	tpl, err := PodTemplate(w)
+	if err != nil {
+		return nil, err
+	}
+	var backoff int32
+	if w.Spec.Tuning.BackoffLimit != nil {
+		backoff = *w.Spec.Tuning.BackoffLimit
+	}
+	one := int32(1)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
+		Spec:       batchv1.JobSpec{Parallelism: &one, Completions: &one, BackoffLimit: &backoff, Template: tpl},
+	}, nil
+}
+
+func hashOf(v any) string {
+	b, _ := json.Marshal(v) // plain API structs: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+func controlledBy(obj metav1.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner
+}
+
+// WorkloadFacts reads a live Deployment (nil: absent) against the desired one.
+func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
+	if have == nil {
+		return nil
+	}
+	if !controlledBy(have, owner) {
+		return &Workload{Foreign: true}
+	}
+	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash]}
+	replicas := int32(1)
+	if have.Spec.Replicas != nil {
+		replicas = *have.Spec.Replicas
+	}
+	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= replicas
+	return f
+}
+
+// ServiceFacts reads a live Service (nil: absent) against the desired one.
+func ServiceFacts(have, want *corev1.Service, owner types.UID) Object {
+	if have == nil {
+		return Object{}
+	}
+	if !controlledBy(have, owner) {
+		return Object{Exists: true, Foreign: true}
+	}
+	up := have.DeletionTimestamp == nil && have.Spec.Type == want.Spec.Type && len(have.Spec.Ports) == len(want.Spec.Ports) &&
+		len(have.Spec.Selector) == len(want.Spec.Selector) && have.Spec.Selector[LabelWorkspace] == want.Spec.Selector[LabelWorkspace]
+	for i := range want.Spec.Ports {
+		if up {
+			h, w := have.Spec.Ports[i], want.Spec.Ports[i]
+			up = h.Name == w.Name && h.Port == w.Port && h.TargetPort == w.TargetPort && h.Protocol == w.Protocol
+		}
+	}
+	return Object{Exists: true, UpToDate: up}
+}
+
+// JobFacts reads a live Job (nil: absent).
+func JobFacts(have *batchv1.Job, owner types.UID) *Job {
+	if have == nil {
+		return nil
+	}
+	if !controlledBy(have, owner) {
+		return &Job{Foreign: true}
+	}
+	f := &Job{Active: have.Status.Active, Succeeded: have.Status.Succeeded, FailedPods: have.Status.Failed}
+	for _, c := range have.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			f.Complete = true
+		case batchv1.JobFailed:
+			f.Failed, f.FailedReason, f.FailedMessage = true, c.Reason, c.Message
+		}
+	}
+	return f
+}
+
+// NodeFacts reads a live Node.
+func NodeFacts(n *corev1.Node) Node {
+	out := Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if q, ok := n.Status.Allocatable[hardware.ResourceGPU]; ok {
+		out.AllocatableGPU = q.Value()
+	}
+	return out
+}
+
+// PodFacts reads a live pod; nodeReady tells whether its node exists and is Ready.
+func PodFacts(p *corev1.Pod, nodeReady bool) Pod {
+	out := Pod{Name: p.Name, Deleting: p.DeletionTimestamp != nil, Phase: p.Status.Phase, NodeName: p.Spec.NodeName, NodeReady: nodeReady}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
+			out.Unschedulable = c.Message
+		case c.Type == corev1.PodReady:
+			out.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && out.WaitingReason == "" && w.Reason != "" && w.Reason != "ContainerCreating" {
+			out.WaitingReason, out.WaitingMessage = w.Reason, w.Message
+		}
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t != nil && t.ExitCode != 0 && out.Terminated == "" {
+			out.Terminated = fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+			if t.Message != "" {
+				out.Terminated += ": " + t.Message
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,770 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+var (
+	_ resource.Resource                = (*executorResource)(nil)
+	_ resource.ResourceWithConfigure   = (*executorResource)(nil)
+	_ resource.ResourceWithImportState = (*executorResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*executorResource)(nil)
+)
+
+// Default timeouts of gantry_executor.
+const (
+	executorCreateTimeout = 10 * time.Minute
+	executorUpdateTimeout = 15 * time.Minute
+	executorDeleteTimeout = 5 * time.Minute
+)
+
+// Value patterns checked at plan time (the CRD enforces the same).
+var (
+	ethAddress  = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+	rpcURL      = regexp.MustCompile(`^(https?|wss?)://[^\s/?#]+([/?#]\S*)?$`)
+	httpURL     = regexp.MustCompile(`^https?://[^\s/?#]+([/?#]\S*)?$`)
+	grpcTarget  = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://(/)?)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}(/.*)?$`)
+	secretKey   = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+	dns1123Name = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
+
+// NewExecutorResource returns the gantry_executor resource.
+func NewExecutorResource() resource.Resource { return &executorResource{} }
+
+type executorResource struct{ data *providerData }
+
+// executorModelV0 is gantry_executor's Terraform model.
+type executorModelV0 struct {
+	ID                      types.String       `tfsdk:"id"`
+	Name                    types.String       `tfsdk:"name"`
+	Namespace               types.String       `tfsdk:"namespace"`
+	Labels                  map[string]string  `tfsdk:"labels"`
+	Annotations             map[string]string  `tfsdk:"annotations"`
+	Image                   types.String       `tfsdk:"image"`
+	ImagePullPolicy         types.String       `tfsdk:"image_pull_policy"`
+	ImagePullSecrets        []string           `tfsdk:"image_pull_secrets"`
+	Replicas                types.Int64        `tfsdk:"replicas"`
+	Chains                  []chainModel       `tfsdk:"chains"`
+	AggregatorEndpoint      types.String       `tfsdk:"aggregator_endpoint"`
+	PerformerNames          []string           `tfsdk:"performer_names"`
+	PerformerSelector       map[string]string  `tfsdk:"performer_selector"`
+	OperatorKeys            *operatorKeysModel `tfsdk:"operator_keys"`
+	LogLevel                types.String       `tfsdk:"log_level"`
+	Resources               *resourcesModel    `tfsdk:"resources"`
+	NodeSelector            map[string]string  `tfsdk:"node_selector"`
+	Tolerations             []tolerationModel  `tfsdk:"tolerations"`
+	RuntimeClassName        types.String       `tfsdk:"runtime_class_name"`
+	PriorityClassName       types.String       `tfsdk:"priority_class_name"`
+	PodLabels               map[string]string  `tfsdk:"pod_labels"`
+	ProgressDeadlineSeconds types.Int64        `tfsdk:"progress_deadline_seconds"`
+	RollbackOnFailure       types.Bool         `tfsdk:"rollback_on_failure"`
+	RollbackKeepRevisions   types.Int64        `tfsdk:"rollback_keep_revisions"`
+	Phase                   types.String       `tfsdk:"phase"`
+	ReadyReplicas           types.Int64        `tfsdk:"ready_replicas"`
+	CurrentRevision         types.String       `tfsdk:"current_revision"`
+	LastGoodRevision        types.String       `tfsdk:"last_good_revision"`
+	FailedRevision          types.String       `tfsdk:"failed_revision"`
+	ConfigMapName           types.String       `tfsdk:"config_map_name"`
+	PerformerEndpoints      types.Map          `tfsdk:"performer_endpoints"`
+	Timeouts                timeouts.Value     `tfsdk:"timeouts"`
+}
+
+type chainModel struct {
+	Name               types.String `tfsdk:"name"`
+	ChainID            types.Int64  `tfsdk:"chain_id"`
+	RPCURL             types.String `tfsdk:"rpc_url"`
+	TaskMailboxAddress types.String `tfsdk:"task_mailbox_address"`
+}
+
+type operatorKeysModel struct {
+	SecretName      types.String `tfsdk:"secret_name"`
+	ECDSAKey        types.String `tfsdk:"ecdsa_key"`
+	BLSKey          types.String `tfsdk:"bls_key"`
+	RemoteSignerURL types.String `tfsdk:"remote_signer_url"`
+}
+
+func (r *executorResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_executor"
+}
+
+func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	quantityMap := func(what string) schema.MapAttribute {
+		return schema.MapAttribute{
+			Optional: true, ElementType: types.StringType,
+			MarkdownDescription: fmt.Sprintf("Resource %s of the executor container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what),
+			Validators:          []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})},
+		}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A Gantry **executor**: an AVS executor Deployment configured for several chains, an aggregator and " +
+			"the gRPC endpoints of the performers it uses. The reconciler renders `executor-config.yaml` into a ConfigMap " +
+			"(a change rolls the pods), and on a failed update rolls back to the last good revision; the apply then fails " +
+			"saying so and naming the revision that runs. Operator keys are only ever **references** to a Secret in the " +
+			"executor's namespace (or a remote signer URL): no key material is sent by or stored in Terraform.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "`<namespace>/<name>`, also the import ID.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Name of the Executor: a DNS-1035 label of at most 40 characters (its Deployment is " +
+					"`executor-<name>`, its ConfigMaps `executor-<name>-<config hash>`). Changing it replaces the executor.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 40),
+					stringvalidator.RegexMatches(dns1035Label, "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit")},
+			},
+			"namespace": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("default"),
+				MarkdownDescription: "Namespace of the Executor, its performers and its key Secret. Defaults to `default`. Changing it replaces the executor.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label")},
+			},
+			"labels":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Executor object."},
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Executor object."},
+			"image": schema.StringAttribute{
+				Required: true, MarkdownDescription: "Executor container image. A change rolls the Deployment (phase `Updating`).",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"image_pull_policy": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(string(corev1.PullIfNotPresent)),
+				MarkdownDescription: "`Always`, `Never` or `IfNotPresent` (default).",
+				Validators:          []validator.String{stringvalidator.OneOf(string(corev1.PullAlways), string(corev1.PullNever), string(corev1.PullIfNotPresent))},
+			},
+			"image_pull_secrets": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of Secrets used to pull the image.",
+				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+			},
+			"replicas": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				MarkdownDescription: "Number of executor pods, 0-100 (default 1). A change alone is a `Scaling`.",
+				Validators:          []validator.Int64{int64validator.Between(0, 100)},
+			},
+			"chains": schema.ListNestedAttribute{
+				Required:            true,
+				MarkdownDescription: "Chains the executor monitors (1-32; names and chain IDs unique).",
+				Validators:          []validator.List{listvalidator.SizeBetween(1, 32), uniqueChainsValidator{}},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name": schema.StringAttribute{Required: true, MarkdownDescription: "Chain name, e.g. `ethereum`, `base`: lower-case letters, digits and '-'.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(dns1123Label, "must be lower-case letters, digits and '-', starting and ending with a letter or digit")}},
+					"chain_id": schema.Int64Attribute{Required: true, MarkdownDescription: "EIP-155 chain ID, e.g. `1` (Ethereum), `8453` (Base); at least 1.",
+						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"rpc_url": schema.StringAttribute{Required: true, MarkdownDescription: "JSON-RPC endpoint: an `http(s)://` or `ws(s)://` URL.",
+						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(rpcURL, "must be an http://, https://, ws:// or wss:// URL")}},
+					"task_mailbox_address": schema.StringAttribute{Required: true, MarkdownDescription: "TaskMailbox contract address: `0x` followed by 40 hex digits.",
+						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},
+				}},
+			},
+			"aggregator_endpoint": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Aggregator gRPC endpoint: `host:port`, optionally with a scheme (`dns:///`, `grpcs://`, `https://`).",
+				Validators:          []validator.String{stringvalidator.LengthAtMost(512), stringvalidator.RegexMatches(grpcTarget, "must be host:port, optionally with a scheme such as dns:/// or grpcs://")},
+			},
+			"performer_names": schema.ListAttribute{
+				Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
+					"`[gantry_performer.gpu.name]`. Exactly one of `performer_names` and `performer_selector`.",
+				Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.UniqueValues(),
+					listvalidator.ExactlyOneOf(path.MatchRoot("performer_selector"))},
+			},
+			"performer_selector": schema.MapAttribute{
+				Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Label selector (match labels) picking the performers in the namespace.",
+				Validators:          []validator.Map{mapvalidator.SizeAtLeast(1)},
+			},
+			"operator_keys": schema.SingleNestedAttribute{
+				Required: true,
+				MarkdownDescription: "Where the operator's signing keys come from: a Secret in the executor's namespace and the keys in it " +
+					"(`secret_name` with `ecdsa_key` and/or `bls_key`), or `remote_signer_url`. Only references: the key " +
+					"material stays in the Secret and reaches the pods as `valueFrom.secretKeyRef`.",
+				Validators: []validator.Object{secretKeysValidator{}},
+				Attributes: map[string]schema.Attribute{
+					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
+						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
+							stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
+					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
+						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
+					"bls_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the BLS private key.",
+						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
+					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
+						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
+				},
+			},
+			"log_level": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(v1alpha1.DefaultExecutorLogLevel),
+				MarkdownDescription: "`debug`, `info` (default), `warn` or `error`.",
+				Validators:          []validator.String{stringvalidator.OneOf("debug", "info", "warn", "error")},
+			},
+			"resources": schema.SingleNestedAttribute{
+				Optional: true, MarkdownDescription: "CPU and memory requests and limits of the executor container.",
+				Attributes: map[string]schema.Attribute{"requests": quantityMap("requests"), "limits": quantityMap("limits")},
+			},
+			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels the executor pods' nodes must carry."},
+			"tolerations": schema.ListNestedAttribute{
+				Optional: true, MarkdownDescription: "Tolerations of the executor pods.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key":      schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key to tolerate."},
+					"operator": schema.StringAttribute{Optional: true, MarkdownDescription: "`Equal` or `Exists`.", Validators: []validator.String{stringvalidator.OneOf("Equal", "Exists")}},
+					"value":    schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value (operator `Equal`)."},
+					"effect": schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty means all.",
+						Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
+					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "Seconds a `NoExecute` taint is tolerated.", Validators: []validator.Int64{int64validator.AtLeast(0)}},
+				}},
+			},
+			"runtime_class_name":  schema.StringAttribute{Optional: true, MarkdownDescription: "RuntimeClass of the executor pods."},
+			"priority_class_name": schema.StringAttribute{Optional: true, MarkdownDescription: "PriorityClass of the executor pods."},
+			"pod_labels": schema.MapAttribute{
+				Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Extra labels on the executor pods (not `gantry.dev/executor`, not `app.kubernetes.io/managed-by`). A change rolls the pods.",
+				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.NoneOf(v1alpha1.LabelExecutor, v1alpha1.LabelManagedBy))},
+			},
+			"progress_deadline_seconds": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultProgressDeadlineSeconds)),
+				MarkdownDescription: "Seconds a rollout may make no progress before it counts as failed (the Deployment's `ProgressDeadlineExceeded`), 10-3600; default 600.",
+				Validators:          []validator.Int64{int64validator.Between(10, 3600)},
+			},
+			"rollback_on_failure": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Roll back to the last good revision when an update fails (default `true`). The apply fails either way; with rollback it says which revision runs.",
+			},
+			"rollback_keep_revisions": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultRollbackKeepRevisions)),
+				MarkdownDescription: "Old revisions kept for rollback, 1-50 (default 3).",
+				Validators:          []validator.Int64{int64validator.Between(1, 50)},
+			},
+			"phase":              schema.StringAttribute{Computed: true, MarkdownDescription: "`status.phase`: `Pending`, `Creating`, `Running`, `Updating`, `Scaling`, `Failed`, `RollingBack` or `Terminating`."},
+			"ready_replicas":     schema.Int64Attribute{Computed: true, MarkdownDescription: "Ready executor pods."},
+			"current_revision":   schema.StringAttribute{Computed: true, MarkdownDescription: "Revision (pod template hash) that runs now."},
+			"last_good_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Last revision that rolled out fully: the rollback target."},
+			"failed_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision whose rollout failed and was rolled back " +
+				"(null when none). While it is set the executor runs `last_good_revision` and every plan proposes an update that re-applies the configuration."},
+			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
+			"performer_endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Performer name → gRPC endpoint, as rendered into the config."},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	d, err := providerDataFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
+		return
+	}
+	r.data = d
+}
+
+// ModifyPlan proposes an in-place update (failed_revision becomes unknown) while the state
+// says a failed update was rolled back: the configuration is not live, and re-applying it
+// either heals the executor (a fixed or reverted configuration) or fails again, saying so.
+// No API call is made.
+func (r *executorResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return
+	}
+	var failed types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("failed_revision"), &failed)...)
+	if resp.Diagnostics.HasError() || failed.IsNull() || failed.IsUnknown() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("failed_revision"), types.StringUnknown())...)
+}
+
+func (r *executorResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan executorModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, executorCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, nil, "create")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *executorResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, prior executorModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, executorUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, &prior, "update")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var prior executorModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, _, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
+	u, err := resourceFor(c.Dynamic, wait.Executor.GVR, ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Executor", "Reading", err))
+		return
+	}
+	state, err := flattenExecutor(u, &prior)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Executor", fmt.Sprintf("The Executor %s/%s could not be mapped to Terraform: %v", ns, name, err))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+func (r *executorResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state executorModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, executorDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, reg, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	ri := resourceFor(c.Dynamic, wait.Executor.GVR, ns)
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Executor", "Reading", err))
+		return
+	}
+	uid := live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		resp.Diagnostics.Append(apiDiagnostic("Executor", "Deleting", err))
+		return
+	}
+	if err := reg.WaitDeleted(ctx, wait.Executor, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
+		resp.Diagnostics.Append(waitDiagnostic("Executor", "delete", err))
+	}
+}
+
+// ImportState accepts "<namespace>/<name>".
+func (r *executorResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := parseImportID("Executor", req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// applyAndWait server-side applies the plan, converges away foreign fields, and waits per the
+// status contract. prior is nil on create (an existing object is then refused). When an
+// update fails and was rolled back, the state records failed_revision, which makes the next
+// plan propose an update (ModifyPlan).
+func (r *executorResource) applyAndWait(ctx context.Context, plan, prior *executorModelV0, op string) (*executorModelV0, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c, reg, err := r.data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := expandExecutor(plan)
+	if err != nil {
+		diags.AddError("Invalid Executor Configuration", err.Error())
+		return nil, diags
+	}
+	ns, name := obj.GetNamespace(), obj.GetName()
+	ri := resourceFor(c.Dynamic, wait.Executor.GVR, ns)
+	if prior == nil {
+		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			diags.AddError("Executor Already Exists", fmt.Sprintf("An Executor %s/%s already exists and is not managed by this configuration. "+
+				"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
+			return nil, diags
+		} else if !apierrors.IsNotFound(err) {
+			diags.Append(apiDiagnostic("Executor", "Reading", err))
+			return nil, diags
+		}
+	}
+	live, err := serverSideApply(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic("Executor", "Applying", err))
+		return nil, diags
+	}
+	if live, err = converge(ctx, ri, obj, live); err != nil {
+		diags.Append(apiDiagnostic("Executor", "Applying", err))
+		return nil, diags
+	}
+	final, werr := reg.WaitReady(ctx, wait.Executor, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if werr != nil && errors.As(werr, &de) {
+		diags.Append(waitDiagnostic("Executor", op, werr))
+		return nil, diags
+	}
+	state := *plan
+	setExecutorStatus(&state, final)
+	if werr != nil {
+		if rolledBack(final) {
+			diags.AddError("Executor Update Rolled Back", fmt.Sprintf("The update of Executor %s/%s failed and the reconciler rolled it back.\n\n%s\n\n"+
+				"The previous revision keeps running. failed_revision is set in state, so every plan proposes an update until "+
+				"an apply succeeds: fix the cause (for example the image) or revert the change, and apply again.", ns, name, werr.Error()))
+			return &state, diags
+		}
+		diags.Append(waitDiagnostic("Executor", op, werr))
+	}
+	return &state, diags
+}
+
+// rolledBack reports an Executor running its previous revision after a failed update.
+func rolledBack(u *unstructured.Unstructured) bool {
+	failed, _, _ := unstructured.NestedString(u.Object, "status", "failedRevision")
+	for _, c := range wait.Conditions(u) {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && c.Reason == "RolledBack" {
+			return failed != ""
+		}
+	}
+	return false
+}
+
+// expandExecutor maps the model to the Executor to server-side apply. Only references to key
+// Secrets are sent.
+func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
+	replicas := int32(m.Replicas.ValueInt64())
+	deadline := int32(m.ProgressDeadlineSeconds.ValueInt64())
+	onFailure := m.RollbackOnFailure.ValueBool()
+	keep := int32(m.RollbackKeepRevisions.ValueInt64())
+	spec := v1alpha1.ExecutorSpec{
+		Image:                   m.Image.ValueString(),
+		ImagePullPolicy:         corev1.PullPolicy(m.ImagePullPolicy.ValueString()),
+		Replicas:                &replicas,
+		AggregatorEndpoint:      m.AggregatorEndpoint.ValueString(),
+		LogLevel:                v1alpha1.ExecutorLogLevel(m.LogLevel.ValueString()),
+		PodLabels:               cloneMap(m.PodLabels),
+		ProgressDeadlineSeconds: &deadline,
+		Rollback:                v1alpha1.RollbackPolicy{OnFailure: &onFailure, KeepRevisions: &keep},
+	}
+	for _, s := range m.ImagePullSecrets {
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+	for _, ch := range m.Chains {
+		spec.Chains = append(spec.Chains, v1alpha1.Chain{Name: ch.Name.ValueString(), ChainID: ch.ChainID.ValueInt64(),
+			RPCURL: ch.RPCURL.ValueString(), TaskMailboxAddress: ch.TaskMailboxAddress.ValueString()})
+	}
+	spec.Performers.Names = append([]string(nil), m.PerformerNames...)
+	if len(m.PerformerSelector) > 0 {
+		spec.Performers.Selector = &metav1.LabelSelector{MatchLabels: cloneMap(m.PerformerSelector)}
+	}
+	if k := m.OperatorKeys; k != nil {
+		spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: k.SecretName.ValueString(), ECDSAKey: k.ECDSAKey.ValueString(),
+			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString()}
+	}
+	if m.Resources != nil {
+		var err error
+		if spec.Resources.Requests, err = expandQuantities("resources.requests", m.Resources.Requests); err != nil {
+			return nil, err
+		}
+		if spec.Resources.Limits, err = expandQuantities("resources.limits", m.Resources.Limits); err != nil {
+			return nil, err
+		}
+	}
+	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
+	for _, t := range m.Tolerations {
+		tol := corev1.Toleration{Key: t.Key.ValueString(), Operator: corev1.TolerationOperator(t.Operator.ValueString()),
+			Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString())}
+		if !t.TolerationSeconds.IsNull() {
+			s := t.TolerationSeconds.ValueInt64()
+			tol.TolerationSeconds = &s
+		}
+		spec.Scheduling.Tolerations = append(spec.Scheduling.Tolerations, tol)
+	}
+	if !m.RuntimeClassName.IsNull() {
+		s := m.RuntimeClassName.ValueString()
+		spec.Scheduling.RuntimeClassName = &s
+	}
+	if !m.PriorityClassName.IsNull() {
+		s := m.PriorityClassName.ValueString()
+		spec.Scheduling.PriorityClassName = &s
+	}
+	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, err
+	}
+	pruneEmpty(specMap)
+	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
+	if len(m.Labels) > 0 {
+		meta["labels"] = stringMapToInterface(m.Labels)
+	}
+	if len(m.Annotations) > 0 {
+		meta["annotations"] = stringMapToInterface(m.Annotations)
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Executor", "metadata": meta, "spec": specMap,
+	}}, nil
+}
+
+// flattenExecutor maps an Executor read from the cluster to the model; prior decides null
+// versus empty only, so a refresh of an unchanged object equals prior and any real
+// difference is drift.
+func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*executorModelV0, error) {
+	if prior == nil {
+		prior = &executorModelV0{}
+	}
+	var x v1alpha1.Executor
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &x); err != nil {
+		return nil, err
+	}
+	s := x.Spec
+	m := &executorModelV0{
+		Name:                    types.StringValue(x.Name),
+		Namespace:               types.StringValue(x.Namespace),
+		Labels:                  readMeta(x.Labels, prior.Labels),
+		Annotations:             readMeta(x.Annotations, prior.Annotations),
+		Image:                   types.StringValue(s.Image),
+		ImagePullPolicy:         types.StringValue(string(s.ImagePullPolicy)),
+		Replicas:                types.Int64Value(int64(v1alpha1.DefaultExecutorReplicas)),
+		AggregatorEndpoint:      types.StringValue(s.AggregatorEndpoint),
+		LogLevel:                types.StringValue(string(s.LogLevel)),
+		PodLabels:               optMap(s.PodLabels, prior.PodLabels),
+		NodeSelector:            optMap(s.Scheduling.NodeSelector, prior.NodeSelector),
+		RuntimeClassName:        optStringPtr(s.Scheduling.RuntimeClassName, prior.RuntimeClassName),
+		PriorityClassName:       optStringPtr(s.Scheduling.PriorityClassName, prior.PriorityClassName),
+		ProgressDeadlineSeconds: types.Int64Value(int64(v1alpha1.DefaultProgressDeadlineSeconds)),
+		RollbackOnFailure:       types.BoolValue(true),
+		RollbackKeepRevisions:   types.Int64Value(int64(v1alpha1.DefaultRollbackKeepRevisions)),
+		PerformerNames:          optList(s.Performers.Names, prior.PerformerNames),
+		Timeouts:                prior.Timeouts,
+	}
+	if s.ImagePullPolicy == "" {
+		m.ImagePullPolicy = types.StringValue(string(corev1.PullIfNotPresent))
+	}
+	if s.LogLevel == "" {
+		m.LogLevel = types.StringValue(v1alpha1.DefaultExecutorLogLevel)
+	}
+	if s.Replicas != nil {
+		m.Replicas = types.Int64Value(int64(*s.Replicas))
+	}
+	if s.ProgressDeadlineSeconds != nil {
+		m.ProgressDeadlineSeconds = types.Int64Value(int64(*s.ProgressDeadlineSeconds))
+	}
+	if s.Rollback.OnFailure != nil {
+		m.RollbackOnFailure = types.BoolValue(*s.Rollback.OnFailure)
+	}
+	if s.Rollback.KeepRevisions != nil {
+		m.RollbackKeepRevisions = types.Int64Value(int64(*s.Rollback.KeepRevisions))
+	}
+	var secrets []string
+	for _, ref := range s.ImagePullSecrets {
+		secrets = append(secrets, ref.Name)
+	}
+	m.ImagePullSecrets = optList(secrets, prior.ImagePullSecrets)
+	for _, ch := range s.Chains {
+		m.Chains = append(m.Chains, chainModel{Name: types.StringValue(ch.Name), ChainID: types.Int64Value(ch.ChainID),
+			RPCURL: types.StringValue(ch.RPCURL), TaskMailboxAddress: types.StringValue(ch.TaskMailboxAddress)})
+	}
+	if sel := s.Performers.Selector; sel != nil {
+		m.PerformerSelector = cloneMap(sel.MatchLabels)
+	}
+	var pk operatorKeysModel
+	if prior.OperatorKeys != nil {
+		pk = *prior.OperatorKeys
+	}
+	k := s.OperatorKeys
+	m.OperatorKeys = &operatorKeysModel{
+		SecretName: optString(k.SecretName, pk.SecretName), ECDSAKey: optString(k.ECDSAKey, pk.ECDSAKey),
+		BLSKey: optString(k.BLSKey, pk.BLSKey), RemoteSignerURL: optString(k.RemoteSignerURL, pk.RemoteSignerURL),
+	}
+	var priorRes resourcesModel
+	if prior.Resources != nil {
+		priorRes = *prior.Resources
+	}
+	req := flattenQuantities(s.Resources.Requests, priorRes.Requests)
+	lim := flattenQuantities(s.Resources.Limits, priorRes.Limits)
+	if req != nil || lim != nil || prior.Resources != nil {
+		m.Resources = &resourcesModel{Requests: req, Limits: lim}
+	}
+	for i, t := range s.Scheduling.Tolerations {
+		var pt tolerationModel
+		if i < len(prior.Tolerations) {
+			pt = prior.Tolerations[i]
+		}
+		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optString(t.Key, pt.Key), Operator: optString(string(t.Operator), pt.Operator),
+			Value: optString(t.Value, pt.Value), Effect: optString(string(t.Effect), pt.Effect), TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds)})
+	}
+	if m.Tolerations == nil && prior.Tolerations != nil {
+		m.Tolerations = []tolerationModel{}
+	}
+	setExecutorStatus(m, u)
+	return m, nil
+}
+
+// setExecutorStatus fills the computed attributes from the object.
+func setExecutorStatus(m *executorModelV0, u *unstructured.Unstructured) {
+	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
+	str := func(f string) types.String {
+		v, _, _ := unstructured.NestedString(u.Object, "status", f)
+		if v == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(v)
+	}
+	m.Phase = str("phase")
+	m.CurrentRevision = str("currentRevision")
+	m.LastGoodRevision = str("lastGoodRevision")
+	m.FailedRevision = str("failedRevision")
+	m.ConfigMapName = str("configMapName")
+	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+	m.ReadyReplicas = types.Int64Value(ready)
+	elems := map[string]attr.Value{}
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "performerEndpoints")
+	for _, r := range raw {
+		if e, ok := r.(map[string]interface{}); ok {
+			n, _ := e["name"].(string)
+			ep, _ := e["endpoint"].(string)
+			elems[n] = types.StringValue(ep)
+		}
+	}
+	m.PerformerEndpoints = types.MapValueMust(types.StringType, elems)
+}
+
+// uniqueChainsValidator rejects two chains with the same name or chain ID.
+type uniqueChainsValidator struct{}
+
+func (uniqueChainsValidator) Description(context.Context) string {
+	return "chain names and chain IDs must be unique"
+}
+func (v uniqueChainsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	var chains []chainModel
+	if d := req.ConfigValue.ElementsAs(ctx, &chains, false); d.HasError() {
+		return
+	}
+	names, ids := map[string]int{}, map[int64]int{}
+	for i, c := range chains {
+		if !c.Name.IsUnknown() && !c.Name.IsNull() {
+			if j, ok := names[c.Name.ValueString()]; ok {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate Chain Name",
+					fmt.Sprintf("chains[%d] and chains[%d] are both named %q.", j, i, c.Name.ValueString()))
+			}
+			names[c.Name.ValueString()] = i
+		}
+		if !c.ChainID.IsUnknown() && !c.ChainID.IsNull() {
+			if j, ok := ids[c.ChainID.ValueInt64()]; ok {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("chain_id"), "Duplicate Chain ID",
+					fmt.Sprintf("chains[%d] and chains[%d] both have chain_id %d.", j, i, c.ChainID.ValueInt64()))
+			}
+			ids[c.ChainID.ValueInt64()] = i
+		}
+	}
+}
+
+// secretKeysValidator requires ecdsa_key and/or bls_key with secret_name (the CRD's CEL rule
+// "operatorKeys.secretName needs ecdsaKey and/or blsKey").
+type secretKeysValidator struct{}
+
+func (secretKeysValidator) Description(context.Context) string {
+	return "secret_name needs ecdsa_key and/or bls_key"
+}
+func (v secretKeysValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	set := func(k string) (bool, bool) {
+		v, ok := a[k]
+		if !ok || v.IsNull() {
+			return false, true
+		}
+		return !v.IsUnknown(), !v.IsUnknown()
+	}
+	secret, k1 := set("secret_name")
+	ecdsa, k2 := set("ecdsa_key")
+	bls, k3 := set("bls_key")
+	if k1 && k2 && k3 && secret && !ecdsa && !bls {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("secret_name"), "secret_name Needs a Key",
+			"operator_keys.secret_name names the Secret; also set ecdsa_key and/or bls_key: the keys within it that hold the private keys.")
+	}
+}

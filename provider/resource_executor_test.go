@@ -1,0 +1,310 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// accKeyMaterial is the fake operator key the acceptance tests put in a Secret; it must never
+// reach Terraform state or the rendered ConfigMap.
+const accKeyMaterial = "0x8da4ef21b864d2cc526dbdb2a120bd2874c36c9d0a1fb7f8c63d7f7a8b41de8f"
+
+// executorStack is two performers and an executor over them with three chains.
+func executorStack(ns, image string, replicas int, extra string) string {
+	return fmt.Sprintf(`
+provider "gantry" {}
+
+resource "gantry_performer" "a" {
+  name      = "perf-a"
+  namespace = %[1]q
+  image     = "ghcr.io/layr-labs/hello-performer:v1.0.0"
+}
+
+resource "gantry_performer" "b" {
+  name      = "perf-b"
+  namespace = %[1]q
+  image     = "ghcr.io/layr-labs/hello-performer:v1.0.0"
+}
+
+resource "gantry_executor" "x" {
+  name                = "exec"
+  namespace           = %[1]q
+  image               = %[2]q
+  replicas            = %[3]d
+  aggregator_endpoint = "aggregator.avs.svc:9010"
+  performer_names     = [gantry_performer.a.name, gantry_performer.b.name]
+  chains = [
+    { name = "ethereum", chain_id = 1, rpc_url = "https://eth.example.com", task_mailbox_address = "0x%[5]s" },
+    { name = "base", chain_id = 8453, rpc_url = "https://base.example.com", task_mailbox_address = "0x%[5]s" },
+    { name = "arbitrum", chain_id = 42161, rpc_url = "wss://arb.example.com", task_mailbox_address = "0x%[5]s" },
+  ]
+  operator_keys = {
+    secret_name = "operator-keys"
+    ecdsa_key   = "ecdsa"
+    bls_key     = "bls"
+  }
+%[4]s
+}
+`, ns, image, replicas, extra, strings.Repeat("ab", 20))
+}
+
+func createKeySecret(t *testing.T, c *kube.Clients, ns string) {
+	t.Helper()
+	_, err := c.Core.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator-keys"},
+		StringData: map[string]string{"ecdsa": accKeyMaterial, "bls": accKeyMaterial + "00"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkNoKeyMaterial greps the Terraform state and the rendered ConfigMap for the key.
+func checkNoKeyMaterial(c *kube.Clients, ns string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), accKeyMaterial[2:]) {
+			return fmt.Errorf("key material found in Terraform state")
+		}
+		if !strings.Contains(string(b), "operator-keys") {
+			return fmt.Errorf("state does not even hold the Secret reference: the grep proves nothing")
+		}
+		rs := s.RootModule().Resources["gantry_executor.x"]
+		cmName := rs.Primary.Attributes["config_map_name"]
+		cm, err := c.Core.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("config map %q: %w", cmName, err)
+		}
+		cfg := cm.Data["executor-config.yaml"]
+		if !strings.Contains(cfg, "chain_id: 42161") || strings.Contains(cfg, accKeyMaterial[2:]) {
+			return fmt.Errorf("config map content unexpected or holds key material:\n%s", cfg)
+		}
+		return nil
+	}
+}
+
+func checkExecutorsDestroyed(c *kube.Clients) func(*terraform.State) error {
+	return func(s *terraform.State) error {
+		for _, rs := range s.RootModule().Resources {
+			if rs.Type != "gantry_executor" && rs.Type != "gantry_performer" {
+				continue
+			}
+			spec := wait.Executor
+			if rs.Type == "gantry_performer" {
+				spec = wait.Performer
+			}
+			ns, name, err := parseImportID(spec.Kind, rs.Primary.ID)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Dynamic.Resource(spec.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s %s still exists after destroy (%v)", spec.Kind, rs.Primary.ID, err)
+			}
+		}
+		return nil
+	}
+}
+
+// Create (two performers, three chains), import, update (config + scale), drift and destroy,
+// with the real CLI; neither state nor the ConfigMap holds key material.
+func TestAccExecutor_basic(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-exec")
+	createKeySecret(t, c, ns)
+	addr := "gantry_executor.x"
+	v1 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 2, "")
+	v2 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 3, `  log_level = "debug"`)
+	var rev1 string
+	ri := c.Dynamic.Resource(wait.Executor.GVR).Namespace(ns)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkExecutorsDestroyed(c),
+		Steps: []resource.TestStep{
+			{
+				Config: v1,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/exec")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("ready_replicas"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("performer_endpoints"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"perf-a": knownvalue.StringExact(fmt.Sprintf("performer-perf-a.%s.svc.cluster.local:9090", ns)),
+						"perf-b": knownvalue.StringExact(fmt.Sprintf("performer-perf-b.%s.svc.cluster.local:9090", ns)),
+					})),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("current_revision"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{16}$`))),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkNoKeyMaterial(c, ns),
+					func(s *terraform.State) error {
+						rev1 = s.RootModule().Resources[addr].Primary.Attributes["current_revision"]
+						return nil
+					},
+				),
+			},
+			{
+				ResourceName:            addr,
+				ImportState:             true,
+				ImportStateId:           ns + "/exec",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				Config: v2,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("ready_replicas"), knownvalue.Int64Exact(3)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkNoKeyMaterial(c, ns),
+					func(s *terraform.State) error {
+						if rev2 := s.RootModule().Resources[addr].Primary.Attributes["current_revision"]; rev2 == rev1 || rev2 == "" {
+							return fmt.Errorf("log_level change did not roll a new revision (%q → %q)", rev1, rev2)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				PreConfig: func() {
+					patch := `{"spec":{"replicas":5,"aggregatorEndpoint":"evil.example.com:1"}}`
+					if _, err := ri.Patch(context.Background(), "exec", k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "drift-test"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             v2,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: v2,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("replicas"), knownvalue.Int64Exact(3)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("aggregator_endpoint"), knownvalue.StringExact("aggregator.avs.svc:9010")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+			},
+		},
+	})
+}
+
+// An update whose pods cannot pull their image is rolled back: the apply fails saying so and
+// naming the revision that runs; the next plan still shows the change; reverting applies.
+func TestAccExecutor_rollback(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-exec-rb")
+	createKeySecret(t, c, ns)
+	good := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 2, `  progress_deadline_seconds = 10`)
+	bad := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:2.0.0", 2, `  progress_deadline_seconds = 10
+  pod_labels = { "image-pull-failed.stage.gantry.dev" = "true" }`)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkExecutorsDestroyed(c),
+		Steps: []resource.TestStep{
+			{Config: good},
+			{
+				Config:      bad,
+				ExpectError: regexp.MustCompile(`(?s)Executor Update Rolled Back.*update to revision [0-9a-f]{16}\s+failed\s+and\s+was\s+rolled\s+back.*revision\s+[0-9a-f]{16}\s+\(image\s+ghcr.io/layr-labs/hourglass/executor:1.0.0\)\s+is\s+running`),
+			},
+			{
+				Config:             bad,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				Check: func(*terraform.State) error {
+					u, err := c.Dynamic.Resource(wait.Executor.GVR).Namespace(ns).Get(context.Background(), "exec", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if img := u.Object["status"].(map[string]interface{})["image"]; img != "ghcr.io/layr-labs/hourglass/executor:1.0.0" {
+						return fmt.Errorf("running image %v", img)
+					}
+					return nil
+				},
+			},
+			{
+				Config: good,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("gantry_executor.x", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+			},
+		},
+	})
+}
+
+// Invalid input fails at plan time naming the attribute; no cluster is needed.
+func TestExecutor_InvalidInputFailsAtPlan(t *testing.T) {
+	requireTerraform(t)
+	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
+	chain := `{ name = "ethereum", chain_id = 1, rpc_url = "https://eth.example.com", task_mailbox_address = "0x` + strings.Repeat("ab", 20) + `" }`
+	cases := []struct {
+		name, chains, performers, keys string
+		err                            *regexp.Regexp
+	}{
+		{"bad address", `[{ name = "eth", chain_id = 1, rpc_url = "https://e", task_mailbox_address = "0x12" }]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e" }`,
+			words("Attribute chains[0].task_mailbox_address must be an Ethereum address")},
+		{"chain id 0", `[{ name = "eth", chain_id = 0, rpc_url = "https://e", task_mailbox_address = "0x` + strings.Repeat("ab", 20) + `" }]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e" }`,
+			words("Attribute chains[0].chain_id value must be at least 1")},
+		{"bad rpc", `[{ name = "eth", chain_id = 1, rpc_url = "ftp://e", task_mailbox_address = "0x` + strings.Repeat("ab", 20) + `" }]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e" }`,
+			words("Attribute chains[0].rpc_url must be an http://, https://, ws:// or wss:// URL")},
+		{"duplicate chain id", `[` + chain + `, ` + strings.Replace(chain, "ethereum", "mainnet", 1) + `]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e" }`,
+			words("Duplicate Chain ID")},
+		{"names and selector", `[` + chain + `]`, "performer_names = [\"a\"]\n  performer_selector = { tier = \"x\" }", `{ secret_name = "k", ecdsa_key = "e" }`,
+			words("Invalid Attribute Combination")},
+		{"no performers", `[` + chain + `]`, ``, `{ secret_name = "k", ecdsa_key = "e" }`, words("Invalid Attribute Combination")},
+		{"secret and signer", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e", remote_signer_url = "https://s" }`,
+			words("Invalid Attribute Combination")},
+		{"secret without keys", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k" }`, words("also set ecdsa_key and/or bls_key")},
+		{"key without secret", `[` + chain + `]`, `performer_names = ["a"]`, `{ remote_signer_url = "https://s", ecdsa_key = "e" }`, words("Invalid Attribute Combination")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: fmt.Sprintf(`
+provider "gantry" {}
+resource "gantry_executor" "bad" {
+  name                = "bad"
+  image               = "x"
+  aggregator_endpoint = "agg:9010"
+  chains              = %s
+  %s
+  operator_keys       = %s
+}
+`, tc.chains, tc.performers, tc.keys),
+					PlanOnly:    true,
+					ExpectError: tc.err,
+				}},
+			})
+		})
+	}
+}

@@ -1,0 +1,633 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+var (
+	_ resource.Resource                   = (*packageSetResource)(nil)
+	_ resource.ResourceWithConfigure      = (*packageSetResource)(nil)
+	_ resource.ResourceWithImportState    = (*packageSetResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*packageSetResource)(nil)
+)
+
+// Default timeouts of gantry_package_set.
+const (
+	packageSetCreateTimeout = 30 * time.Minute
+	packageSetUpdateTimeout = 30 * time.Minute
+	packageSetDeleteTimeout = 30 * time.Minute
+)
+
+var (
+	packageNameRe = regexp.MustCompile(`^[a-z][-a-z0-9]{0,41}[a-z]$`)
+	semverRe      = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	setNameRe     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// NewPackageSetResource returns the gantry_package_set resource.
+func NewPackageSetResource() resource.Resource { return &packageSetResource{} }
+
+type packageSetResource struct{ data *providerData }
+
+type packageSetModel struct {
+	ID                    types.String      `tfsdk:"id"`
+	Name                  types.String      `tfsdk:"name"`
+	NodeSelector          map[string]string `tfsdk:"node_selector"`
+	Priority              types.Int64       `tfsdk:"priority"`
+	Paused                types.Bool        `tfsdk:"paused"`
+	Disabled              types.Bool        `tfsdk:"disabled"`
+	InterruptionBudget    *budgetModel      `tfsdk:"interruption_budget"`
+	AdditionalTolerations []tolerationModel `tfsdk:"additional_tolerations"`
+	Rollout               *rolloutModel     `tfsdk:"rollout"`
+	Packages              []packageModel    `tfsdk:"packages"`
+	Status                types.String      `tfsdk:"status"`
+	CompleteNodes         types.String      `tfsdk:"complete_nodes"`
+	NodeStatus            types.Map         `tfsdk:"node_status"`
+	Timeouts              timeouts.Value    `tfsdk:"timeouts"`
+}
+
+type budgetModel struct {
+	Percent types.Int64 `tfsdk:"percent"`
+	Count   types.Int64 `tfsdk:"count"`
+}
+
+type rolloutModel struct {
+	SoakDuration    types.String `tfsdk:"soak_duration"`
+	OnHealthFailure types.String `tfsdk:"on_health_failure"`
+}
+
+type interruptModel struct {
+	Type     types.String `tfsdk:"type"`
+	Services []string     `tfsdk:"services"`
+}
+
+type packageModel struct {
+	Name             types.String              `tfsdk:"name"`
+	Version          types.String              `tfsdk:"version"`
+	Image            types.String              `tfsdk:"image"`
+	Env              map[string]string         `tfsdk:"env"`
+	Config           map[string]string         `tfsdk:"config"`
+	Interrupt        *interruptModel           `tfsdk:"interrupt"`
+	ConfigInterrupts map[string]interruptModel `tfsdk:"config_interrupts"`
+	DependsOn        map[string]string         `tfsdk:"depends_on"`
+	StageTimeout     types.String              `tfsdk:"stage_timeout"`
+	PodLabels        map[string]string         `tfsdk:"pod_labels"`
+	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
+}
+
+func (r *packageSetResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_package_set"
+}
+
+// durationValidator checks a Go duration string ("30s", "5m").
+type durationValidator struct{}
+
+func (durationValidator) Description(context.Context) string {
+	return "value must be a duration such as 30s, 5m or 1h"
+}
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d < 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is not a non-negative duration such as 30s, 5m or 1h.", req.ConfigValue.ValueString()))
+	}
+}
+
+func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	interruptTypes := []string{"service", "reboot", "noop", "restartAllServices"}
+	interruptAttrs := map[string]schema.Attribute{
+		"type": schema.StringAttribute{Required: true, MarkdownDescription: "`service`, `reboot`, `noop` or `restartAllServices`.",
+			Validators: []validator.String{stringvalidator.OneOf(interruptTypes...)}},
+		"services": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+			MarkdownDescription: "Services to restart (type `service` only, required there)."},
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Jobs on each node) " +
+			"applied to the nodes a selector picks, with seed 000's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
+			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
+			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
+			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
+			"`disabled` return at once); `erroring` or `blocked` fail the apply naming each failing node, package, stage and message.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The name; also the import ID.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name": schema.StringAttribute{Required: true,
+				MarkdownDescription: "Name of the PackageSet: a DNS-1123 label of at most 40 characters (it names node annotations `gantry.dev/state_<name>`). Changing it replaces the set.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 40),
+					stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
+			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
+			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
+			"disabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Skip this set; later sets continue. The apply returns at once."},
+			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
+				Attributes: map[string]schema.Attribute{
+					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
+						Validators: []validator.Int64{int64validator.Between(1, 100), int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("count"))}},
+					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
+						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+				}},
+			"additional_tolerations": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "Tolerations added to every stage pod. A node whose taints are not tolerated is `blocked`.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key":                schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key; empty with operator Exists matches every taint."},
+					"operator":           schema.StringAttribute{Optional: true, MarkdownDescription: "`Exists` or `Equal` (default).", Validators: []validator.String{stringvalidator.OneOf("Exists", "Equal")}},
+					"value":              schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value (operator Equal)."},
+					"effect":             schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty matches all.", Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
+					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a NoExecute taint is tolerated (seconds)."},
+				}}},
+			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (seed 001).",
+				Attributes: map[string]schema.Attribute{
+					"soak_duration":     schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage before it is Converged, e.g. `30s`.", Validators: []validator.String{durationValidator{}}},
+					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed; `rollback`.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
+				}},
+			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
+				Validators: []validator.List{listvalidator.SizeBetween(1, 32)},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name": schema.StringAttribute{Required: true, MarkdownDescription: "Lower-case letters, digits and '-', starting and ending with a letter, at most 43 characters.",
+						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
+					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`. Up: upgrade; down: uninstall (if enabled) then apply.",
+						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1")}},
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
+					"env":    schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
+					"config": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Configuration passed to stage pods; a change re-runs `config`."},
+					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
+						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt)."},
+					"config_interrupts": schema.MapNestedAttribute{Optional: true, NestedObject: schema.NestedAttributeObject{Attributes: interruptAttrs},
+						MarkdownDescription: "Config key → interrupt needed when only that key changes. Keys must be keys of `config`."},
+					"depends_on": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "Package name → version of packages of this set that must be complete on a node first."},
+					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m); past it the stage is erroring.",
+						Validators: []validator.String{durationValidator{}}},
+					"pod_labels":        schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the stage pods."},
+					"uninstall_enabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the uninstall stage when the package is removed, downgraded or the set destroyed."},
+				}}},
+			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
+			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
+			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
+			"timeouts":       timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// ValidateConfig checks what the CRD's CEL rules check, at plan: unique package names,
+// dependsOn naming a package of the set at its version, no dependency cycle, services only
+// (and required) for service interrupts, config_interrupts keys in config.
+func (r *packageSetResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m packageSetModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	versions := map[string]string{}
+	for _, p := range m.Packages {
+		if p.Name.IsUnknown() || p.Version.IsUnknown() {
+			return
+		}
+		if _, dup := versions[p.Name.ValueString()]; dup {
+			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Duplicate Package", fmt.Sprintf("package %q appears twice.", p.Name.ValueString()))
+		}
+		versions[p.Name.ValueString()] = p.Version.ValueString()
+	}
+	var wants []packageset.Want
+	for i, p := range m.Packages {
+		at := path.Root("packages").AtListIndex(i)
+		w := packageset.Want{Name: p.Name.ValueString()}
+		for d, v := range p.DependsOn {
+			if have, ok := versions[d]; !ok || have != v {
+				resp.Diagnostics.AddAttributeError(at.AtName("depends_on"), "Unknown Dependency",
+					fmt.Sprintf("package %q depends on %s %s, which is not a package of this set at that version.", w.Name, d, v))
+			}
+			w.DependsOn = append(w.DependsOn, d)
+		}
+		sort.Strings(w.DependsOn)
+		wants = append(wants, w)
+		check := func(it interruptModel, p path.Path) {
+			if it.Type.IsUnknown() {
+				return
+			}
+			if (it.Type.ValueString() == "service") != (len(it.Services) > 0) {
+				resp.Diagnostics.AddAttributeError(p, "Invalid Interrupt", "services are required for type service and only allowed for it.")
+			}
+		}
+		if p.Interrupt != nil {
+			check(*p.Interrupt, at.AtName("interrupt"))
+		}
+		for k, it := range p.ConfigInterrupts {
+			check(it, at.AtName("config_interrupts").AtMapKey(k))
+			if _, ok := p.Config[k]; !ok {
+				resp.Diagnostics.AddAttributeError(at.AtName("config_interrupts").AtMapKey(k), "Unknown Config Key",
+					fmt.Sprintf("config_interrupts key %q is not a key of config.", k))
+			}
+		}
+	}
+	if !resp.Diagnostics.HasError() {
+		if _, err := packageset.Order(wants); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle", err.Error())
+		}
+	}
+}
+
+func (r *packageSetResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	d, err := providerDataFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected Provider Data", err.Error())
+		return
+	}
+	r.data = d
+}
+
+func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan packageSetModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, packageSetCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, true, "create")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan packageSetModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, packageSetUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, false, "update")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var prior packageSetModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, _, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	name := prior.Name.ValueString()
+	if name == "" {
+		name = prior.ID.ValueString()
+	}
+	u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+		return
+	}
+	state, err := flattenPackageSet(u, &prior)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading PackageSet", err.Error())
+		return
+	}
+	state.Timeouts = prior.Timeouts
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+// Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
+// stages of packages with uninstall enabled, releases cordons and removes the node annotations.
+func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state packageSetModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, packageSetDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, reg, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
+	name := state.Name.ValueString()
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+		return
+	}
+	uid := live.GetUID()
+	err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Deleting", err))
+		return
+	}
+	if err := reg.WaitDeleted(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(uid)}); err != nil {
+		resp.Diagnostics.Append(waitDiagnostic("PackageSet", "delete", err))
+	}
+}
+
+// ImportState accepts the PackageSet's name (it is cluster-scoped).
+func (r *packageSetResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if errs := validation.IsDNS1123Label(req.ID); len(errs) > 0 {
+		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("import ID %q must be the PackageSet's name: %v", req.ID, errs))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
+}
+
+func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetModel, create bool, op string) (*packageSetModel, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c, reg, err := r.data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := expandPackageSet(plan)
+	if err != nil {
+		diags.AddError("Invalid PackageSet Configuration", err.Error())
+		return nil, diags
+	}
+	name := obj.GetName()
+	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
+	if create {
+		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			diags.AddError("PackageSet Already Exists", fmt.Sprintf("A PackageSet %s already exists and is not managed by this configuration. Import it with `terraform import <address> %s`, or choose another name.", name, name))
+			return nil, diags
+		} else if !apierrors.IsNotFound(err) {
+			diags.Append(apiDiagnostic("PackageSet", "Reading", err))
+			return nil, diags
+		}
+	}
+	live, err := serverSideApply(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
+		return nil, diags
+	}
+	if live, err = converge(ctx, ri, obj, live); err != nil {
+		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
+		return nil, diags
+	}
+	tflog.Debug(ctx, "waiting for PackageSet", map[string]interface{}{"generation": live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if werr != nil && errors.As(werr, &de) {
+		diags.Append(waitDiagnostic("PackageSet", op, werr))
+		return nil, diags
+	}
+	state := *plan
+	setPackageSetStatus(&state, final)
+	if werr != nil {
+		diags.Append(waitDiagnostic("PackageSet", op, werr))
+	}
+	return &state, diags
+}
+
+// expandPackageSet maps the model to the PackageSet to server-side apply (fields the model
+// leaves null are omitted).
+func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
+	s := v1alpha1.PackageSetSpec{Paused: m.Paused.ValueBool(), Disabled: m.Disabled.ValueBool(), Priority: int32(m.Priority.ValueInt64())}
+	if len(m.NodeSelector) > 0 {
+		s.NodeSelector.MatchLabels = cloneMap(m.NodeSelector)
+	}
+	if b := m.InterruptionBudget; b != nil {
+		s.InterruptionBudget = &v1alpha1.InterruptionBudget{}
+		if !b.Percent.IsNull() {
+			v := int32(b.Percent.ValueInt64())
+			s.InterruptionBudget.Percent = &v
+		}
+		if !b.Count.IsNull() {
+			v := int32(b.Count.ValueInt64())
+			s.InterruptionBudget.Count = &v
+		}
+	}
+	for _, t := range m.AdditionalTolerations {
+		s.AdditionalTolerations = append(s.AdditionalTolerations, corev1.Toleration{Key: t.Key.ValueString(),
+			Operator: corev1.TolerationOperator(t.Operator.ValueString()), Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString()),
+			TolerationSeconds: t.TolerationSeconds.ValueInt64Pointer()})
+	}
+	if ro := m.Rollout; ro != nil {
+		s.Rollout = &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
+		if !ro.SoakDuration.IsNull() {
+			d, err := time.ParseDuration(ro.SoakDuration.ValueString())
+			if err != nil {
+				return nil, err
+			}
+			s.Rollout.SoakDuration = &metav1.Duration{Duration: d}
+		}
+	}
+	for _, p := range m.Packages {
+		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
+			Env: cloneMap(p.Env), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn), PodLabels: cloneMap(p.PodLabels)}
+		if p.Interrupt != nil {
+			ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
+		}
+		if len(p.ConfigInterrupts) > 0 {
+			ap.ConfigInterrupts = map[string]v1alpha1.Interrupt{}
+			for k, it := range p.ConfigInterrupts {
+				ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
+			}
+		}
+		if !p.StageTimeout.IsNull() {
+			d, err := time.ParseDuration(p.StageTimeout.ValueString())
+			if err != nil {
+				return nil, err
+			}
+			ap.StageTimeout = &metav1.Duration{Duration: d}
+		}
+		if !p.UninstallEnabled.IsNull() {
+			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool()}
+		}
+		s.Packages = append(s.Packages, ap)
+	}
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+	if err != nil {
+		return nil, err
+	}
+	pruneEmpty(spec)
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": spec}}
+	obj.SetAPIVersion(v1alpha1.GroupVersion.String())
+	obj.SetKind("PackageSet")
+	obj.SetName(m.Name.ValueString())
+	return obj, nil
+}
+
+// flattenPackageSet maps a live PackageSet to the model; optional attributes the API reports
+// at their zero value stay null when the prior state had them null (no spurious drift).
+func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*packageSetModel, error) {
+	var ps v1alpha1.PackageSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ps); err != nil {
+		return nil, err
+	}
+	s := ps.Spec
+	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name)}
+	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
+	m.Priority = types.Int64Value(int64(s.Priority))
+	if prior.Priority.IsNull() && s.Priority == v1alpha1.DefaultPackageSetPriority {
+		m.Priority = types.Int64Null()
+	}
+	m.Paused = optBool(s.Paused, prior.Paused)
+	m.Disabled = optBool(s.Disabled, prior.Disabled)
+	if b := s.InterruptionBudget; b != nil {
+		m.InterruptionBudget = &budgetModel{Percent: types.Int64Null(), Count: types.Int64Null()}
+		if b.Percent != nil {
+			m.InterruptionBudget.Percent = types.Int64Value(int64(*b.Percent))
+		}
+		if b.Count != nil {
+			m.InterruptionBudget.Count = types.Int64Value(int64(*b.Count))
+		}
+	}
+	for i, t := range s.AdditionalTolerations {
+		var pt tolerationModel
+		if i < len(prior.AdditionalTolerations) {
+			pt = prior.AdditionalTolerations[i]
+		}
+		m.AdditionalTolerations = append(m.AdditionalTolerations, tolerationModel{Key: optString(t.Key, pt.Key),
+			Operator: optString(string(t.Operator), pt.Operator), Value: optString(t.Value, pt.Value), Effect: optString(string(t.Effect), pt.Effect),
+			TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds)})
+	}
+	if ro := s.Rollout; ro != nil {
+		var pr rolloutModel
+		if prior.Rollout != nil {
+			pr = *prior.Rollout
+		}
+		m.Rollout = &rolloutModel{OnHealthFailure: optString(string(ro.OnHealthFailure), pr.OnHealthFailure), SoakDuration: types.StringNull()}
+		if pr.OnHealthFailure.IsNull() && ro.OnHealthFailure == v1alpha1.HealthFailureHalt {
+			m.Rollout.OnHealthFailure = types.StringNull()
+		}
+		if ro.SoakDuration != nil {
+			m.Rollout.SoakDuration = durationString(ro.SoakDuration.Duration, pr.SoakDuration)
+		}
+	}
+	for i, p := range s.Packages {
+		var pp packageModel
+		if i < len(prior.Packages) {
+			pp = prior.Packages[i]
+		}
+		mp := packageModel{Name: types.StringValue(p.Name), Version: types.StringValue(p.Version), Image: types.StringValue(p.Image),
+			Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
+			PodLabels: optMap(p.PodLabels, pp.PodLabels), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
+		if p.Interrupt != nil {
+			mp.Interrupt = &interruptModel{Type: types.StringValue(string(p.Interrupt.Type)), Services: optList(p.Interrupt.Services, priorServices(pp.Interrupt))}
+		}
+		if len(p.ConfigInterrupts) > 0 {
+			mp.ConfigInterrupts = map[string]interruptModel{}
+			for k, it := range p.ConfigInterrupts {
+				var pi *interruptModel
+				if x, ok := pp.ConfigInterrupts[k]; ok {
+					pi = &x
+				}
+				mp.ConfigInterrupts[k] = interruptModel{Type: types.StringValue(string(it.Type)), Services: optList(it.Services, priorServices(pi))}
+			}
+		}
+		if p.StageTimeout != nil {
+			mp.StageTimeout = durationString(p.StageTimeout.Duration, pp.StageTimeout)
+		}
+		if p.Uninstall != nil {
+			mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
+		}
+		m.Packages = append(m.Packages, mp)
+	}
+	setPackageSetStatus(m, u)
+	return m, nil
+}
+
+func priorServices(i *interruptModel) []string {
+	if i == nil {
+		return nil
+	}
+	return i.Services
+}
+
+// durationString keeps the user's spelling ("60s" vs "1m0s") when it means the same duration.
+func durationString(d time.Duration, prior types.String) types.String {
+	if !prior.IsNull() && !prior.IsUnknown() {
+		if pd, err := time.ParseDuration(prior.ValueString()); err == nil && pd == d {
+			return prior
+		}
+	}
+	return types.StringValue(d.String())
+}
+
+func setPackageSetStatus(m *packageSetModel, u *unstructured.Unstructured) {
+	m.ID = types.StringValue(u.GetName())
+	st, _, _ := unstructured.NestedString(u.Object, "status", "status")
+	cn, _, _ := unstructured.NestedString(u.Object, "status", "completeNodes")
+	ns, _, _ := unstructured.NestedStringMap(u.Object, "status", "nodeStatus")
+	m.Status, m.CompleteNodes = types.StringValue(st), types.StringValue(cn)
+	elems := map[string]attr.Value{}
+	for k, v := range ns {
+		elems[k] = types.StringValue(v)
+	}
+	m.NodeStatus, _ = types.MapValue(types.StringType, elems)
+}

@@ -1,0 +1,157 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// accNodes creates n kwok GPU-like nodes labelled gantry.dev/test-pool=<pool> (shape of
+// hack/cluster/nodes-gpu.yaml) and deletes them when the test ends.
+func accNodes(t *testing.T, c *kube.Clients, pool string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", pool, i)
+		alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("64"), corev1.ResourceMemory: k8sresource.MustParse("512Gi"), corev1.ResourcePods: k8sresource.MustParse("110")}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "gantry.dev/test-pool": pool}},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},
+		}
+		if _, err := c.Core.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create node %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+}
+
+func packageSetConfig(name, pool, toolVersion, extra string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %q
+  node_selector = { "gantry.dev/test-pool" = %q }
+  priority      = 50
+  interruption_budget = { count = 2 }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  packages = [
+    {
+      name    = "dcgm-tool"
+      version = %q
+      image   = "ghcr.io/gantry-dev/dcgm-tool:1"
+      config  = { interval = "30s" }
+%s
+    },
+    {
+      name       = "gpu-driver"
+      version    = "550.54.15"
+      image      = "ghcr.io/gantry-dev/gpu-driver:550"
+      interrupt  = { type = "reboot" }
+      depends_on = { "dcgm-tool" = %q }
+      uninstall_enabled = true
+    },
+  ]
+  timeouts = { create = "5m", update = "5m", delete = "5m" }
+}
+`, name, pool, toolVersion, extra, toolVersion)
+}
+
+// Create → complete on 3 own nodes; import by name; a stage failing via kwok's chaos label
+// fails the apply naming the node, package and stage; destroy waits for the finalizer, which
+// removes every node annotation.
+func TestAccPackageSet_lifecycle(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-ps-" + rand.String(5)
+	accNodes(t, c, pool, 3)
+	addr := "gantry_package_set.test"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: packageSetConfig(pool, pool, "1.0.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact(pool)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("3/3")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("node_status"), knownvalue.MapExact(map[string]knownvalue.Check{
+						pool + "-0": knownvalue.StringExact("complete"), pool + "-1": knownvalue.StringExact("complete"), pool + "-2": knownvalue.StringExact("complete")})),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(1).AtMapKey("name"), knownvalue.StringExact("gpu-driver")),
+				},
+			},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{
+				Config:      packageSetConfig(pool, pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				ExpectError: regexp.MustCompile(`(?s)PackageSet Failed.*node ` + pool + `-[0-2] package dcgm-tool stage\s+upgrade`),
+			},
+		},
+	})
+}
+
+// Invalid configurations fail at plan with the attribute named.
+func TestAccPackageSet_planValidation(t *testing.T) {
+	skipUnlessAcc(t)
+	base := func(pkgs string) string {
+		return fmt.Sprintf(`
+resource "gantry_package_set" "bad" {
+  name = "bad"
+  packages = [%s]
+}`, pkgs)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{PlanOnly: true, Config: base(`{ name = "a1", version = "1.0.0", image = "x" }`), ExpectError: regexp.MustCompile(`must match`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0", image = "x" }`), ExpectError: regexp.MustCompile(`semantic version`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", interrupt = { type = "kexec" } }`), ExpectError: regexp.MustCompile(`value must be one of`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { zz = "1.0.0" } }`), ExpectError: regexp.MustCompile(`Unknown Dependency`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { bb = "1.0.0" } }, { name = "bb", version = "1.0.0", image = "x", depends_on = { cc = "1.0.0" } }, { name = "cc", version = "1.0.0", image = "x", depends_on = { aa = "1.0.0" } }`),
+				ExpectError: regexp.MustCompile(`Dependency Cycle`)},
+			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  interruption_budget = { count = 1, percent = 5 }", 1),
+				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
+		},
+	})
+}
+
+func checkPackageSetGone(c *kube.Clients, pool string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		_, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("PackageSet %s still exists (err %v)", pool, err)
+		}
+		for i := 0; i < 3; i++ {
+			n, err := c.Core.CoreV1().Nodes().Get(context.Background(), fmt.Sprintf("%s-%d", pool, i), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for k := range n.Annotations {
+				if strings.HasSuffix(k, "_"+pool) {
+					return fmt.Errorf("node %s keeps annotation %s after destroy", n.Name, k)
+				}
+			}
+			if n.Spec.Unschedulable {
+				return fmt.Errorf("node %s left cordoned", n.Name)
+			}
+		}
+		return nil
+	}
+}

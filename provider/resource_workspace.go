@@ -1,0 +1,493 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+var (
+	_ resource.Resource                = (*workspaceResource)(nil)
+	_ resource.ResourceWithConfigure   = (*workspaceResource)(nil)
+	_ resource.ResourceWithImportState = (*workspaceResource)(nil)
+)
+
+// Default timeouts of gantry_workspace.
+const (
+	workspaceCreateTimeout = 20 * time.Minute
+	workspaceUpdateTimeout = 20 * time.Minute
+	workspaceDeleteTimeout = 5 * time.Minute
+)
+
+// NewWorkspaceResource returns the gantry_workspace resource.
+func NewWorkspaceResource() resource.Resource { return &workspaceResource{} }
+
+// workspaceResource manages one gantry.dev/v1alpha1 Workspace (seed 004).
+type workspaceResource struct{ data *providerData }
+
+type workspaceModelV0 struct {
+	ID           types.String      `tfsdk:"id"`
+	Name         types.String      `tfsdk:"name"`
+	Namespace    types.String      `tfsdk:"namespace"`
+	Labels       map[string]string `tfsdk:"labels"`
+	Annotations  map[string]string `tfsdk:"annotations"`
+	Resource     *wsResourceModel  `tfsdk:"resource"`
+	Inference    *wsInferenceModel `tfsdk:"inference"`
+	Tuning       *wsTuningModel    `tfsdk:"tuning"`
+	NodeSelector map[string]string `tfsdk:"node_selector"`
+	State        types.String      `tfsdk:"state"`
+	Mode         types.String      `tfsdk:"mode"`
+	Endpoint     types.String      `tfsdk:"endpoint"`
+	WorkerNodes  types.List        `tfsdk:"worker_nodes"`
+	Conditions   types.Map         `tfsdk:"conditions"`
+	Timeouts     timeouts.Value    `tfsdk:"timeouts"`
+}
+
+type wsResourceModel struct {
+	Count         types.Int64       `tfsdk:"count"`
+	GPUCount      types.Int64       `tfsdk:"gpu_count"`
+	GPUProduct    types.String      `tfsdk:"gpu_product"`
+	LabelSelector map[string]string `tfsdk:"label_selector"`
+	TEEType       types.String      `tfsdk:"tee_type"`
+}
+
+type wsInferenceModel struct {
+	Model  types.String `tfsdk:"model"`
+	Image  types.String `tfsdk:"image"`
+	Args   []string     `tfsdk:"args"`
+	Port   types.Int64  `tfsdk:"port"`
+	Config types.String `tfsdk:"config"`
+}
+
+type wsTuningModel struct {
+	Method           types.String `tfsdk:"method"`
+	BaseModel        types.String `tfsdk:"base_model"`
+	Image            types.String `tfsdk:"image"`
+	InputURLs        []string     `tfsdk:"input_urls"`
+	InputImage       types.String `tfsdk:"input_image"`
+	OutputImage      types.String `tfsdk:"output_image"`
+	OutputPushSecret types.String `tfsdk:"output_push_secret"`
+	Config           types.String `tfsdk:"config"`
+	BackoffLimit     types.Int64  `tfsdk:"backoff_limit"`
+}
+
+var (
+	modelNameRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`)
+	objNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	productRe   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
+)
+
+func (r *workspaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_workspace"
+}
+
+func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replaceOnModeSwitch := objectplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !req.StateValue.IsNull() && req.StateValue.IsNull() != req.PlanValue.IsNull()
+	}, "Switching between inference and tuning replaces the workspace.", "Switching between `inference` and `tuning` replaces the workspace.")
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A Gantry **Workspace** (`gantry.dev/v1alpha1`, seed 004): an inference service (a Deployment of " +
+			"`resource.count` replicas plus the Service `workspace-<name>`) or a LoRA/QLoRA tuning run (a Job). The apply waits " +
+			"until `state` is `Ready` (inference) or `Succeeded` (tuning); it fails at once when the tuning run is `Failed` or the " +
+			"workspace is `Stalled` — for example when no node has the GPU product asked for (seed 004's \"Pending trap\", made " +
+			"visible: `ResourceReady=False` with the reason). A stalled workspace proceeds on its own when the cluster changes.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<name>`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name: a DNS-1035 label of at most 53 characters. Changing it replaces the workspace.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 53), stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`), "must be a DNS-1035 label (lower case letters, digits, '-', starting with a letter)")}},
+			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"),
+				MarkdownDescription: "Namespace (default `default`). Changing it replaces the workspace.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+			"labels":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Workspace."},
+			"resource": schema.SingleNestedAttribute{Required: true, MarkdownDescription: "Per-replica resource requirements. Changing them on a tuning workspace replaces it (a Job cannot change).",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+					var tuning types.Object
+					resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("tuning"), &tuning)...)
+					resp.RequiresReplace = !tuning.IsNull()
+				}, "Replaces a tuning workspace.", "Replaces a tuning workspace.")},
+				Attributes: map[string]schema.Attribute{
+					"count": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						MarkdownDescription: "Replicas (1-64, default 1); must be 1 for tuning.", Validators: []validator.Int64{int64validator.Between(1, 64)}},
+					"gpu_count": schema.Int64Attribute{Optional: true, MarkdownDescription: "`nvidia.com/gpu` devices per replica (0-64), all on one node.",
+						Validators: []validator.Int64{int64validator.Between(0, 64)}},
+					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0.",
+						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("gpu_count"))}},
+					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
+					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
+						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
+				},
+			},
+			"inference": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Serve a model. Exactly one of `inference` and `tuning`.",
+				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
+				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
+				Attributes: map[string]schema.Attribute{
+					"model": schema.StringAttribute{Required: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct")}},
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Serving container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"args":  schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container arguments."},
+					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
+						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
+					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+				},
+			},
+			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
+				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"method":     schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
+					"base_model": schema.StringAttribute{Required: true, MarkdownDescription: "Model to tune, e.g. `phi-3-mini-4k-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name")}},
+					"image":      schema.StringAttribute{Required: true, MarkdownDescription: "Tuning container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls` and `input_image`.",
+						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
+							listvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("input_image"))}},
+					"input_image":        schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
+					"output_image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image reference the tuned adapter is pushed to."},
+					"output_push_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a docker-config Secret used to push (only the name is stored; never credentials).", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
+					"config":             schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap with tuning parameters.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+					"backoff_limit": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
+						MarkdownDescription: "Retries of a failed tuning pod before the run is `Failed` (0-10, default 0).", Validators: []validator.Int64{int64validator.Between(0, 10)}},
+				},
+			},
+			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra node selector (merged with what `resource` implies; a conflicting key is an error the workspace reports)."},
+			"state":         schema.StringAttribute{Computed: true, MarkdownDescription: "Seed 004's state: `Pending`, `Ready`, `NotReady` (inference) or `Pending`, `Running`, `Succeeded`, `Failed` (tuning)."},
+			"mode":          schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
+			"endpoint":      schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
+			"worker_nodes":  schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},
+			"conditions":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
+			"timeouts":      timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	d, err := providerDataFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
+		return
+	}
+	r.data = d
+}
+
+func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan workspaceModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, workspaceCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, true, "create")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan workspaceModelV0
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, workspaceUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := r.applyAndWait(ctx, &plan, false, "update")
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var prior workspaceModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, _, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
+	u, err := resourceFor(c.Dynamic, wait.Workspace.GVR, ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Reading", err))
+		return
+	}
+	state, err := flattenWorkspace(u, &prior)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Workspace", fmt.Sprintf("The Workspace %s/%s could not be mapped to Terraform: %v", ns, name, err))
+		return
+	}
+	state.Timeouts = prior.Timeouts
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
+func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state workspaceModelV0
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, workspaceDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	c, reg, err := r.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	ri := resourceFor(c.Dynamic, wait.Workspace.GVR, ns)
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Reading", err))
+		return
+	}
+	uid := live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Deleting", err))
+		return
+	}
+	if err := reg.WaitDeleted(ctx, wait.Workspace, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
+		resp.Diagnostics.Append(waitDiagnostic("Workspace", "delete", err))
+	}
+}
+
+// ImportState accepts "<namespace>/<name>"; Read fills in the rest.
+func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := parseImportID("Workspace", req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// applyAndWait: refuse to adopt on create, server-side apply, converge, wait per the status
+// contract (wait.Workspace). A non-nil state with errors is saved (tainted on create).
+func (r *workspaceResource) applyAndWait(ctx context.Context, plan *workspaceModelV0, create bool, op string) (*workspaceModelV0, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c, reg, err := r.data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := expandWorkspace(plan)
+	if err != nil {
+		diags.AddError("Invalid Workspace Configuration", err.Error())
+		return nil, diags
+	}
+	ns, name := obj.GetNamespace(), obj.GetName()
+	ri := resourceFor(c.Dynamic, wait.Workspace.GVR, ns)
+	if create {
+		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			diags.AddError("Workspace Already Exists", fmt.Sprintf("A Workspace %s/%s already exists and is not managed by this configuration. "+
+				"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
+			return nil, diags
+		case !apierrors.IsNotFound(err):
+			diags.Append(apiDiagnostic("Workspace", "Reading", err))
+			return nil, diags
+		}
+	}
+	live, err := serverSideApply(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic("Workspace", "Applying", err))
+		return nil, diags
+	}
+	if live, err = converge(ctx, ri, obj, live); err != nil {
+		diags.Append(apiDiagnostic("Workspace", "Applying", err))
+		return nil, diags
+	}
+	tflog.Debug(ctx, "waiting for Workspace", map[string]interface{}{"generation": live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, wait.Workspace, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if werr != nil && errors.As(werr, &de) {
+		diags.Append(waitDiagnostic("Workspace", op, werr))
+		return nil, diags
+	}
+	state := *plan
+	setWorkspaceStatus(&state, final)
+	if werr != nil {
+		diags.Append(waitDiagnostic("Workspace", op, werr))
+	}
+	return &state, diags
+}
+
+// expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).
+func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
+	var spec v1alpha1.WorkspaceSpec
+	if r := m.Resource; r != nil {
+		spec.Resource = v1alpha1.WorkspaceResource{Count: int32(r.Count.ValueInt64()), GPUCount: int32(r.GPUCount.ValueInt64()),
+			GPUProduct: r.GPUProduct.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
+	}
+	if i := m.Inference; i != nil {
+		spec.Inference = &v1alpha1.WorkspaceInference{Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
+			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString()}
+	}
+	if t := m.Tuning; t != nil {
+		bl := int32(t.BackoffLimit.ValueInt64())
+		spec.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(t.Method.ValueString()), BaseModel: t.BaseModel.ValueString(),
+			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl,
+			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString()},
+			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
+	}
+	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
+	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, err
+	}
+	pruneEmpty(specMap)
+	if t, ok := specMap["tuning"].(map[string]interface{}); ok && spec.Tuning != nil {
+		t["backoffLimit"] = int64(*spec.Tuning.BackoffLimit) // 0 is meaningful
+	}
+	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
+	if len(m.Labels) > 0 {
+		meta["labels"] = stringMapToInterface(m.Labels)
+	}
+	if len(m.Annotations) > 0 {
+		meta["annotations"] = stringMapToInterface(m.Annotations)
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Workspace", "metadata": meta, "spec": specMap,
+	}}, nil
+}
+
+// flattenWorkspace maps a live Workspace to the model; prior only decides null versus empty.
+func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*workspaceModelV0, error) {
+	if prior == nil {
+		prior = &workspaceModelV0{}
+	}
+	var w v1alpha1.Workspace
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
+		return nil, err
+	}
+	m := &workspaceModelV0{Name: types.StringValue(w.Name), Namespace: types.StringValue(w.Namespace),
+		Labels: readMeta(w.Labels, prior.Labels), Annotations: readMeta(w.Annotations, prior.Annotations)}
+	pr := prior.Resource
+	if pr == nil {
+		pr = &wsResourceModel{}
+	}
+	r := w.Spec.Resource
+	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
+		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType)}
+	if in := w.Spec.Inference; in != nil {
+		pi := prior.Inference
+		if pi == nil {
+			pi = &wsInferenceModel{}
+		}
+		port := in.Port
+		if port == 0 {
+			port = v1alpha1.DefaultInferencePort
+		}
+		m.Inference = &wsInferenceModel{Model: types.StringValue(in.Model), Image: types.StringValue(in.Image), Args: optList(in.Args, pi.Args),
+			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config)}
+	}
+	if t := w.Spec.Tuning; t != nil {
+		pt := prior.Tuning
+		if pt == nil {
+			pt = &wsTuningModel{}
+		}
+		var bl int64
+		if t.BackoffLimit != nil {
+			bl = int64(*t.BackoffLimit)
+		}
+		m.Tuning = &wsTuningModel{Method: types.StringValue(string(t.Method)), BaseModel: types.StringValue(t.BaseModel), Image: types.StringValue(t.Image),
+			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage),
+			OutputImage: types.StringValue(t.Output.Image), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
+			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl)}
+	}
+	m.NodeSelector = optMap(w.Spec.Scheduling.NodeSelector, prior.NodeSelector)
+	setWorkspaceStatus(m, u)
+	return m, nil
+}
+
+// setWorkspaceStatus fills the computed attributes from status.
+func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
+	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
+	str := func(f string) types.String {
+		v, _, _ := unstructured.NestedString(u.Object, "status", f)
+		if v == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(v)
+	}
+	m.State, m.Mode, m.Endpoint = str("state"), str("mode"), str("endpoint")
+	nodes, _, _ := unstructured.NestedStringSlice(u.Object, "status", "workerNodes")
+	sort.Strings(nodes)
+	nv := make([]attr.Value, 0, len(nodes))
+	for _, n := range nodes {
+		nv = append(nv, types.StringValue(n))
+	}
+	m.WorkerNodes = types.ListValueMust(types.StringType, nv)
+	cv := map[string]attr.Value{}
+	for _, c := range wait.Conditions(u) {
+		cv[c.Type] = types.StringValue(string(c.Status))
+	}
+	m.Conditions = types.MapValueMust(types.StringType, cv)
+}

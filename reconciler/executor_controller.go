@@ -1,0 +1,471 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/executor"
+)
+
+// +kubebuilder:rbac:groups=gantry.dev,resources=executors,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=executors/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=executors/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// ExecutorReconciler runs the Executor lifecycle (internal/executor) against the cluster: it
+// owns the Deployment executor-<name> and its immutable, content-named ConfigMaps. It reads
+// the referenced Performers (watching them, so an endpoint change re-renders the config and
+// rolls the pods) and only the metadata of the referenced Secrets (existence, never values).
+type ExecutorReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+}
+
+// NewExecutorReconciler builds the reconciler from a manager's clients and event recorder.
+func NewExecutorReconciler(mgr ctrl.Manager) *ExecutorReconciler {
+	return &ExecutorReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorderFor(FieldManager)}
+}
+
+// SetupWithManager registers the controller: Executors, the Deployments and ConfigMaps they
+// control, and Performers (mapped to the Executors in their namespace that reference them by
+// name or selector).
+func (r *ExecutorReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Executor{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&v1alpha1.Performer{}, handler.EnqueueRequestsFromMapFunc(r.executorsFor)).
+		Named("executor").
+		WithOptions(opts).
+		Complete(r)
+}
+
+// executorsFor maps a Performer to the Executors in its namespace that reference it.
+func (r *ExecutorReconciler) executorsFor(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.ExecutorList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, e := range list.Items {
+		if references(&e, obj.GetName(), obj.GetLabels()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: e.Name}})
+		}
+	}
+	return out
+}
+
+func references(e *v1alpha1.Executor, name string, lbls map[string]string) bool {
+	for _, n := range e.Spec.Performers.Names {
+		if n == name {
+			return true
+		}
+	}
+	if s := e.Spec.Performers.Selector; s != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		return err == nil && sel.Matches(labels.Set(lbls))
+	}
+	return false
+}
+
+// Reconcile is one pass: gather facts, executor.Decide, write status once (only when it
+// changed), emit the phase-change Event, act.
+func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var e v1alpha1.Executor
+	if err := r.Client.Get(ctx, req.NamespacedName, &e); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	g, err := r.gather(ctx, &e)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d, err := executor.Decide(g.facts)
+	if err != nil {
+		var te *executor.TransitionError
+		if errors.As(err, &te) {
+			r.Recorder.Event(&e, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+		}
+		return ctrl.Result{}, err
+	}
+	if !containsAction(d.Actions, executor.ActionRemoveFinalizer) {
+		status := r.status(&e, d, g)
+		if !equality.Semantic.DeepEqual(e.Status, status) {
+			before := e.DeepCopy()
+			e.Status = status
+			if err := r.Client.Status().Patch(ctx, &e, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					logger.V(1).Info("status write conflict, retrying", "error", err.Error())
+					return ctrl.Result{RequeueAfter: conflictRetry}, nil
+				}
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if d.Event != nil {
+		r.Recorder.Event(&e, d.Event.Type, d.Event.Reason, d.Event.Message)
+		logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
+	}
+	for _, a := range d.Actions {
+		if err := r.act(ctx, &e, a, g); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				logger.V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// gathered is one pass's observations plus the desired objects.
+type gathered struct {
+	facts      executor.Facts
+	endpoints  []v1alpha1.PerformerEndpoint
+	cm         *corev1.ConfigMap // desired ConfigMap (nil when inputs are not ready)
+	deployment *appsv1.Deployment
+	live       *appsv1.Deployment // observed Deployment, nil if none
+	lastGood   *corev1.PodTemplateSpec
+}
+
+func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (*gathered, error) {
+	g := &gathered{}
+	f := executor.Facts{
+		Generation:       e.Generation,
+		Deleting:         !e.DeletionTimestamp.IsZero(),
+		HasFinalizer:     controllerutil.ContainsFinalizer(e, v1alpha1.Finalizer),
+		Conditions:       e.Status.Conditions,
+		LastGoodRevision: e.Status.LastGoodRevision,
+		FailedRevision:   e.Status.FailedRevision,
+		RollbackEnabled:  executor.RollbackEnabled(e),
+		DesiredReplicas:  executor.Replicas(e),
+		BySelector:       e.Spec.Performers.Selector != nil,
+	}
+	f.Now = metav1.Now().Time
+
+	// Performers: by name (reference order) or by selector (name order).
+	if sel := e.Spec.Performers.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			f.SpecError = "performers.selector: " + err.Error()
+		} else {
+			var list v1alpha1.PerformerList
+			if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
+				return nil, err
+			}
+			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+			for i := range list.Items {
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(list.Items[i].Name, &list.Items[i]))
+			}
+		}
+	} else {
+		for _, n := range e.Spec.Performers.Names {
+			var p v1alpha1.Performer
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: n}, &p)
+			switch {
+			case apierrors.IsNotFound(err):
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, nil))
+			case err != nil:
+				return nil, err
+			default:
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, &p))
+			}
+		}
+	}
+	// Secrets: metadata only, straight from the API server (never cached, values never read).
+	for _, s := range executor.SecretNames(e) {
+		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: s}, m)
+		if apierrors.IsNotFound(err) {
+			f.MissingSecrets = append(f.MissingSecrets, s)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+
+	// The desired config and Deployment, once every performer has its endpoint.
+	ready := len(f.Performers) > 0
+	for _, p := range f.Performers {
+		ready = ready && p.Found && p.Current && p.Phase == v1alpha1.PerformerRunning && p.Endpoint != ""
+	}
+	if ready && f.SpecError == "" {
+		g.endpoints = executor.Endpoints(f.Performers)
+		data, hash, err := executor.RenderConfig(e, g.endpoints)
+		if err != nil {
+			return nil, err
+		}
+		g.cm = executor.DesiredConfigMap(e, data, hash)
+		dep, err := executor.DesiredDeployment(e, g.cm.Name, hash)
+		if err != nil {
+			f.SpecError = err.Error()
+		} else {
+			g.deployment = dep
+			f.DesiredRevision = executor.Revision(&dep.Spec.Template)
+		}
+		var cm corev1.ConfigMap
+		if found, err := r.get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: g.cm.Name}, &cm); err != nil {
+			return nil, err
+		} else if found {
+			f.ConfigMap = executor.ConfigMap{Exists: true, Foreign: !controlledByUID(&cm, e.UID)}
+		}
+	}
+	if f.Deleting {
+		cms, err := r.ownedConfigMaps(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		f.ConfigMap = executor.ConfigMap{Exists: len(cms) > 0}
+	}
+
+	var dep appsv1.Deployment
+	if found, err := r.get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: executor.DeploymentName(e.Name)}, &dep); err != nil {
+		return nil, err
+	} else if found {
+		g.live = &dep
+		f.Deployment = executor.DeploymentFacts(&dep, e.UID)
+	}
+	// The rollback target: the Deployment's own template, or one of its ReplicaSets'.
+	if lg := f.LastGoodRevision; lg != "" && g.live != nil && !f.Deployment.Foreign {
+		if executor.Revision(&g.live.Spec.Template) == lg {
+			f.LastGoodAvailable = true
+		} else {
+			rss, err := r.replicaSets(ctx, e, g.live)
+			if err != nil {
+				return nil, err
+			}
+			for i := range rss {
+				if executor.Revision(&rss[i].Spec.Template) == lg {
+					g.lastGood = rss[i].Spec.Template.DeepCopy()
+					f.LastGoodAvailable = true
+				}
+			}
+		}
+	}
+	g.facts = f
+	return g, nil
+}
+
+// get reads from the cache, then from the API server when the cache does not have it (the
+// cache holds only objects labelled as ours). found is false on NotFound.
+func (r *ExecutorReconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// replicaSets lists the ReplicaSets the Deployment controls (uncached: only needed to find a
+// rollback target or to prune ConfigMaps).
+func (r *ExecutorReconciler) replicaSets(ctx context.Context, e *v1alpha1.Executor, dep *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
+	var list appsv1.ReplicaSetList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels(executor.SelectorLabels(e))); err != nil {
+		return nil, err
+	}
+	var out []appsv1.ReplicaSet
+	for _, rs := range list.Items {
+		if controlledByUID(&rs, dep.UID) {
+			out = append(out, rs)
+		}
+	}
+	return out, nil
+}
+
+func (r *ExecutorReconciler) ownedConfigMaps(ctx context.Context, e *v1alpha1.Executor) ([]corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels(executor.Labels(e))); err != nil {
+		return nil, err
+	}
+	var out []corev1.ConfigMap
+	for _, cm := range list.Items {
+		if controlledByUID(&cm, e.UID) {
+			out = append(out, cm)
+		}
+	}
+	return out, nil
+}
+
+func (r *ExecutorReconciler) status(e *v1alpha1.Executor, d executor.Decision, g *gathered) v1alpha1.ExecutorStatus {
+	st := *e.Status.DeepCopy()
+	st.ObservedGeneration = e.Generation
+	for _, c := range d.Conditions {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	st.Phase = d.Phase
+	st.LastGoodRevision = d.LastGoodRevision
+	st.FailedRevision = d.FailedRevision
+	st.CurrentRevision = d.CurrentRevision
+	st.Selector = executor.Selector(e)
+	st.Replicas, st.ReadyReplicas, st.Image = 0, 0, ""
+	if dep := g.facts.Deployment; dep != nil && !dep.Foreign {
+		st.Replicas, st.ReadyReplicas, st.Image = dep.StatusReplicas, dep.ReadyReplicas, dep.Image
+	}
+	st.ReadyText = fmt.Sprintf("%d/%d", st.ReadyReplicas, executor.Replicas(e))
+	if g.cm != nil {
+		st.ConfigMapName = g.cm.Name
+		st.PerformerEndpoints = g.endpoints
+	}
+	return st
+}
+
+func (r *ExecutorReconciler) act(ctx context.Context, e *v1alpha1.Executor, a executor.Action, g *gathered) error {
+	switch a {
+	case executor.ActionAddFinalizer, executor.ActionRemoveFinalizer:
+		before := e.DeepCopy()
+		if a == executor.ActionAddFinalizer {
+			controllerutil.AddFinalizer(e, v1alpha1.Finalizer)
+		} else {
+			controllerutil.RemoveFinalizer(e, v1alpha1.Finalizer)
+		}
+		return client.IgnoreNotFound(r.Client.Patch(ctx, e, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+
+	case executor.ActionEnsureConfigMap:
+		cm := g.cm.DeepCopy()
+		if err := controllerutil.SetControllerReference(e, cm, r.Scheme); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+
+	case executor.ActionApplyDeployment:
+		return r.writeDeployment(ctx, e, g.deployment.Spec.Template, g.deployment)
+
+	case executor.ActionRollback:
+		if g.lastGood == nil {
+			return fmt.Errorf("revision %s is not held by any ReplicaSet", g.facts.LastGoodRevision)
+		}
+		// As `kubectl rollout undo`: the ReplicaSet's template without its pod-template-hash.
+		t := *g.lastGood.DeepCopy()
+		delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		return r.writeDeployment(ctx, e, t, g.deployment)
+
+	case executor.ActionScaleDeployment:
+		before := g.live.DeepCopy()
+		n := executor.Replicas(e)
+		g.live.Spec.Replicas = &n
+		return r.Client.Patch(ctx, g.live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+
+	case executor.ActionPruneConfigMaps:
+		return r.pruneConfigMaps(ctx, e, g)
+
+	case executor.ActionDeleteDeployment:
+		return deleteExact(ctx, r.Client, g.live)
+
+	case executor.ActionDeleteConfigMaps:
+		cms, err := r.ownedConfigMaps(ctx, e)
+		if err != nil {
+			return err
+		}
+		for i := range cms {
+			if err := deleteExact(ctx, r.Client, &cms[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeDeployment creates or updates the Deployment with the given pod template and the
+// desired replicas, strategy, deadline and history limit.
+func (r *ExecutorReconciler) writeDeployment(ctx context.Context, e *v1alpha1.Executor, tmpl corev1.PodTemplateSpec, desired *appsv1.Deployment) error {
+	obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		if obj.Labels == nil {
+			obj.Labels = map[string]string{}
+		}
+		for k, v := range desired.Labels {
+			obj.Labels[k] = v
+		}
+		if obj.CreationTimestamp.IsZero() {
+			obj.Spec.Selector = desired.Spec.Selector
+		}
+		obj.Spec.Replicas = desired.Spec.Replicas
+		obj.Spec.Template = tmpl
+		obj.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds
+		obj.Spec.RevisionHistoryLimit = desired.Spec.RevisionHistoryLimit
+		obj.Spec.Strategy = desired.Spec.Strategy
+		return controllerutil.SetControllerReference(e, obj, r.Scheme)
+	})
+	return err
+}
+
+// pruneConfigMaps deletes the Executor's ConfigMaps that neither the desired revision, the
+// Deployment nor any of its kept ReplicaSets mount.
+func (r *ExecutorReconciler) pruneConfigMaps(ctx context.Context, e *v1alpha1.Executor, g *gathered) error {
+	if g.live == nil {
+		return nil
+	}
+	keep := map[string]bool{}
+	if g.cm != nil {
+		keep[g.cm.Name] = true
+	}
+	for _, n := range executor.ConfigMapsReferenced(&g.live.Spec.Template) {
+		keep[n] = true
+	}
+	rss, err := r.replicaSets(ctx, e, g.live)
+	if err != nil {
+		return err
+	}
+	for i := range rss {
+		for _, n := range executor.ConfigMapsReferenced(&rss[i].Spec.Template) {
+			keep[n] = true
+		}
+	}
+	cms, err := r.ownedConfigMaps(ctx, e)
+	if err != nil {
+		return err
+	}
+	for i := range cms {
+		if !keep[cms[i].Name] {
+			if err := deleteExact(ctx, r.Client, &cms[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func controlledByUID(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+func containsAction(actions []executor.Action, a executor.Action) bool {
+	for _, x := range actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}

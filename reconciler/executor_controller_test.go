@@ -1,0 +1,534 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/executor"
+)
+
+const (
+	execImageV1 = "ghcr.io/layr-labs/hourglass/executor:1.0.0"
+	execImageV2 = "ghcr.io/layr-labs/hourglass/executor:2.0.0"
+	// keyMaterial is the fake private key in the test Secret: it must never appear in the
+	// Executor, its ConfigMaps or its events.
+	keyMaterial = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+)
+
+func threeChains() []v1alpha1.Chain {
+	return []v1alpha1.Chain{
+		{Name: "ethereum", ChainID: 1, RPCURL: "https://eth.example.com/rpc", TaskMailboxAddress: "0x" + strings.Repeat("a1", 20)},
+		{Name: "base", ChainID: 8453, RPCURL: "https://base.example.com", TaskMailboxAddress: "0x" + strings.Repeat("b2", 20)},
+		{Name: "arbitrum", ChainID: 42161, RPCURL: "wss://arb.example.com/ws", TaskMailboxAddress: "0x" + strings.Repeat("c3", 20)},
+	}
+}
+
+// runningPerformer creates a CPU Performer and waits until it is Running.
+func (e *testEnv) runningPerformer(t *testing.T, name string, lbls map[string]string) *v1alpha1.Performer {
+	t.Helper()
+	p := e.newPerformer(name, v1alpha1.PerformerSpec{Image: imageV1})
+	p.Labels = lbls
+	e.create(t, p)
+	return e.waitFor(t, p.Name, "Running", running)
+}
+
+// keySecret creates a Secret holding (fake) operator keys.
+func (e *testEnv) keySecret(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("operator-keys-%d", seq.Add(1))
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		StringData: map[string]string{"ecdsa": keyMaterial, "bls": keyMaterial + "b1"}}
+	if err := e.c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func (e *testEnv) newExecutor(name string, spec v1alpha1.ExecutorSpec) *v1alpha1.Executor {
+	return &v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, seq.Add(1)), Namespace: e.ns}, Spec: spec}
+}
+
+func (e *testEnv) waitExecutor(t *testing.T, name, what string, cond func(*v1alpha1.Executor) bool) *v1alpha1.Executor {
+	t.Helper()
+	var last v1alpha1.Executor
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &last); err != nil {
+			return false, nil
+		}
+		return cond(&last), nil
+	})
+	if err != nil {
+		t.Fatalf("executor %s: timed out waiting for %s\nlast status: %s\nevents:\n%s", name, what, describeExecutor(&last.Status), e.eventsOf("Executor", name))
+	}
+	return &last
+}
+
+func (e *testEnv) updateExecutor(t *testing.T, name string, mod func(*v1alpha1.Executor)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var x v1alpha1.Executor
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &x); err != nil {
+			return false, err
+		}
+		mod(&x)
+		err := e.c.Update(ctx, &x)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("update executor %s: %v", name, err)
+	}
+}
+
+func (e *testEnv) eventsOf(kind, name string) string {
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
+			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
+		}
+	}
+	return b.String()
+}
+
+func describeExecutor(s *v1alpha1.ExecutorStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s ready=%s current=%s lastGood=%s failed=%s image=%s cm=%s observedGeneration=%d endpoints=%v\n",
+		s.Phase, s.ReadyText, s.CurrentRevision, s.LastGoodRevision, s.FailedRevision, s.Image, s.ConfigMapName, s.ObservedGeneration, s.PerformerEndpoints)
+	for _, c := range s.Conditions {
+		fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+func execCondition(x *v1alpha1.Executor, typ string) metav1.Condition {
+	for _, c := range x.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// execRunning: Running for the current generation with the spec's revision live (not rolled back).
+func execRunning(x *v1alpha1.Executor) bool {
+	return x.Status.Phase == v1alpha1.ExecutorRunning && x.Status.ObservedGeneration == x.Generation &&
+		execCondition(x, v1alpha1.ConditionStalled).Status == metav1.ConditionFalse
+}
+
+// executorPods lists the executor's pods that are not being deleted.
+func (e *testEnv) executorPods(t *testing.T, name string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelExecutor: name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitPods waits until the executor has exactly n live pods, all Ready and of revision rev.
+func (e *testEnv) waitPods(t *testing.T, name string, n int, rev string) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		pods = e.executorPods(t, name)
+		if len(pods) != n {
+			return false, nil
+		}
+		for _, p := range pods {
+			if p.Annotations[v1alpha1.AnnotationSpecHash] != rev || !podReady(&p) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		var got []string
+		for _, p := range pods {
+			got = append(got, fmt.Sprintf("%s rev=%s ready=%v", p.Name, p.Annotations[v1alpha1.AnnotationSpecHash], podReady(&p)))
+		}
+		t.Fatalf("executor %s: want %d Ready pods of revision %s, have %v", name, n, rev, got)
+	}
+	return pods
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (e *testEnv) configMap(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &cm); err != nil {
+		t.Fatalf("config map %s: %v", name, err)
+	}
+	return &cm
+}
+
+// An executor over two performers and three chains renders the config (chains, aggregator,
+// both endpoints; no key material), runs 2 pods with the keys as Secret references, scales to
+// 3, rolls its pods on a config change and on a performer endpoint change, and cleans up on
+// deletion.
+func TestExecutorLifecycle(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	p1 := e.runningPerformer(t, "exec-a", nil)
+	p2 := e.runningPerformer(t, "exec-b", nil)
+	secret := e.keySecret(t)
+	two := int32(2)
+	x := e.newExecutor("lifecycle", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Replicas: &two, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010",
+		Performers:   v1alpha1.PerformerSelection{Names: []string{p1.Name, p2.Name}},
+		OperatorKeys: v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa", BLSKey: "bls"},
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	st := got.Status
+	if st.ReadyReplicas != 2 || st.ReadyText != "2/2" || st.CurrentRevision == "" || st.LastGoodRevision != st.CurrentRevision || st.Image != execImageV1 {
+		t.Errorf("status: %s", describeExecutor(&st))
+	}
+	for _, typ := range []string{v1alpha1.ConditionReady, executor.ConditionConfigReady, executor.ConditionPerformersReady} {
+		if c := execCondition(got, typ); c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
+			t.Errorf("%s = %+v", typ, c)
+		}
+	}
+	wantEP := []v1alpha1.PerformerEndpoint{
+		{Name: p1.Name, Endpoint: p1.Status.GRPCEndpoint}, {Name: p2.Name, Endpoint: p2.Status.GRPCEndpoint},
+	}
+	if fmt.Sprint(st.PerformerEndpoints) != fmt.Sprint(wantEP) || !strings.HasSuffix(p1.Status.GRPCEndpoint, ".svc.cluster.local:9090") {
+		t.Errorf("endpoints %v, want %v", st.PerformerEndpoints, wantEP)
+	}
+	cm := e.configMap(t, st.ConfigMapName)
+	cfg := cm.Data[v1alpha1.ExecutorConfigKey]
+	for _, want := range []string{"aggregator_endpoint: aggregator.avs.svc:9010", "chain_id: 1\n", "chain_id: 8453", "chain_id: 42161",
+		"rpc_url: wss://arb.example.com/ws", "task_mailbox_address: 0x" + strings.Repeat("b2", 20),
+		"endpoint: " + p1.Status.GRPCEndpoint, "endpoint: " + p2.Status.GRPCEndpoint, "ecdsa_private_key_env: ECDSA_PRIVATE_KEY", "log_level: info"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("executor-config.yaml lacks %q:\n%s", want, cfg)
+		}
+	}
+	if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != got.UID || cm.Immutable == nil || !*cm.Immutable {
+		t.Errorf("config map owner %+v immutable %v", ref, cm.Immutable)
+	}
+	// No key material anywhere the reconciler writes.
+	raw := fmt.Sprintf("%+v %+v %+v %s", cm.Data, got.Spec, got.Status, e.eventsOf("Executor", x.Name))
+	if strings.Contains(raw, keyMaterial) || strings.Contains(raw, keyMaterial[2:20]) {
+		t.Fatalf("key material leaked into the config map, executor or events")
+	}
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.DeploymentName(x.Name)}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&dep); ref == nil || ref.UID != got.UID {
+		t.Errorf("deployment owner %+v", ref)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	envs := map[string]*corev1.EnvVarSource{}
+	for _, ev := range c.Env {
+		if ev.Value != "" {
+			t.Errorf("env %s has a plain value", ev.Name)
+		}
+		envs[ev.Name] = ev.ValueFrom
+	}
+	if s := envs["ECDSA_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Name != secret || s.SecretKeyRef.Key != "ecdsa" {
+		t.Errorf("ECDSA env %+v", s)
+	}
+	if s := envs["BLS_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Key != "bls" {
+		t.Errorf("BLS env %+v", s)
+	}
+	rev1 := st.CurrentRevision
+	pods := e.waitPods(t, x.Name, 2, rev1)
+	if pods[0].Annotations[v1alpha1.AnnotationConfigHash] == "" {
+		t.Errorf("pod lacks the config hash: %v", pods[0].Annotations)
+	}
+
+	// Scale: same revision, three pods, no new ConfigMap.
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) { three := int32(3); x.Spec.Replicas = &three })
+	got = e.waitExecutor(t, x.Name, "Running with 3 replicas", func(x *v1alpha1.Executor) bool { return execRunning(x) && x.Status.ReadyReplicas == 3 })
+	if got.Status.CurrentRevision != rev1 || got.Status.ConfigMapName != st.ConfigMapName || got.Status.ReadyText != "3/3" {
+		t.Errorf("after scale: %s", describeExecutor(&got.Status))
+	}
+	e.waitPods(t, x.Name, 3, rev1)
+	// The scale subresource works (kubectl scale).
+	scale := &autoscalingv1.Scale{}
+	if err := e.c.SubResource("scale").Get(ctx, got, scale); err != nil {
+		t.Fatalf("scale subresource: %v", err)
+	}
+	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 || scale.Status.Selector != v1alpha1.LabelExecutor+"="+x.Name {
+		t.Errorf("scale = %+v", scale)
+	}
+
+	// Config change: a fourth chain → new ConfigMap, new revision, every pod replaced.
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) {
+		x.Spec.Chains = append(x.Spec.Chains, v1alpha1.Chain{Name: "optimism", ChainID: 10, RPCURL: "https://op.example.com", TaskMailboxAddress: "0x" + strings.Repeat("d4", 20)})
+	})
+	got = e.waitExecutor(t, x.Name, "Running on a new revision", func(x *v1alpha1.Executor) bool { return execRunning(x) && x.Status.CurrentRevision != rev1 })
+	rev2 := got.Status.CurrentRevision
+	if got.Status.ConfigMapName == st.ConfigMapName || !strings.Contains(e.configMap(t, got.Status.ConfigMapName).Data[v1alpha1.ExecutorConfigKey], "chain_id: 10\n") {
+		t.Errorf("config map after chain change: %s", got.Status.ConfigMapName)
+	}
+	newPods := e.waitPods(t, x.Name, 3, rev2)
+	for _, np := range newPods {
+		for _, op := range pods {
+			if np.UID == op.UID {
+				t.Errorf("pod %s survived the config change", np.Name)
+			}
+		}
+	}
+
+	// A performer endpoint change (its gRPC port) re-renders the config and rolls the pods.
+	e.update(t, p2.Name, func(p *v1alpha1.Performer) { p.Spec.GRPCPort = 9191 })
+	got = e.waitExecutor(t, x.Name, "Running with the new endpoint", func(x *v1alpha1.Executor) bool {
+		return execRunning(x) && x.Status.CurrentRevision != rev2 && len(x.Status.PerformerEndpoints) == 2 && strings.HasSuffix(x.Status.PerformerEndpoints[1].Endpoint, ":9191")
+	})
+	if !strings.Contains(e.configMap(t, got.Status.ConfigMapName).Data[v1alpha1.ExecutorConfigKey], p2.Name+"."+e.ns+".svc.cluster.local:9191") {
+		t.Errorf("config lacks the new endpoint")
+	}
+	e.waitPods(t, x.Name, 3, got.Status.CurrentRevision)
+
+	// Deletion: the Deployment and every ConfigMap go, then the Executor.
+	if err := e.c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, &v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: x.Name, Namespace: e.ns}})
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(&dep), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("deployment still there: %v", err)
+	}
+	var cms corev1.ConfigMapList
+	if err := e.c.List(ctx, &cms, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelExecutor: x.Name}); err != nil || len(cms.Items) != 0 {
+		t.Errorf("config maps left: %d %v", len(cms.Items), err)
+	}
+}
+
+// An update whose new pods cannot pull their image (kwok's chaos label via podLabels) exceeds
+// the progress deadline; the reconciler rolls back: RollingBack → Running on the previous
+// revision, Stalled=True (RolledBack) naming both revisions, the old pods never replaced.
+func TestExecutorRollback(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	p := e.runningPerformer(t, "rb", map[string]string{"tier": "rollback"})
+	two, deadline := int32(2), int32(10)
+	x := e.newExecutor("rollback", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Replicas: &two, Chains: threeChains()[:1], AggregatorEndpoint: "aggregator:9010",
+		Performers:              v1alpha1.PerformerSelection{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "rollback"}}},
+		OperatorKeys:            v1alpha1.OperatorKeys{RemoteSignerURL: "https://signer.example.com"},
+		ProgressDeadlineSeconds: &deadline,
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	if len(got.Status.PerformerEndpoints) != 1 || got.Status.PerformerEndpoints[0].Name != p.Name {
+		t.Errorf("selector picked %v", got.Status.PerformerEndpoints)
+	}
+	rev1 := got.Status.CurrentRevision
+	before := e.waitPods(t, x.Name, 2, rev1)
+	rec := e.recordExecutorPhases(t, x.Name)
+
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) {
+		x.Spec.Image = execImageV2
+		x.Spec.PodLabels = map[string]string{"image-pull-failed.stage.gantry.dev": "true"}
+	})
+	got = e.waitExecutor(t, x.Name, "rolled back", func(x *v1alpha1.Executor) bool {
+		return x.Status.Phase == v1alpha1.ExecutorRunning && x.Status.ObservedGeneration == x.Generation &&
+			execCondition(x, v1alpha1.ConditionStalled).Reason == executor.ReasonRolledBack
+	})
+	st := got.Status
+	if st.CurrentRevision != rev1 || st.LastGoodRevision != rev1 || st.FailedRevision == "" || st.FailedRevision == rev1 || st.Image != execImageV1 {
+		t.Errorf("after rollback: %s", describeExecutor(&st))
+	}
+	stalled := execCondition(got, v1alpha1.ConditionStalled)
+	for _, want := range []string{"update to revision " + st.FailedRevision + " failed and was rolled back", "revision " + rev1 + " (image " + execImageV1 + ") is running"} {
+		if !strings.Contains(stalled.Message, want) {
+			t.Errorf("Stalled message %q lacks %q", stalled.Message, want)
+		}
+	}
+	if c := execCondition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v", c)
+	}
+	phases := fmt.Sprint(rec.seen())
+	if !strings.Contains(phases, "RollingBack") {
+		t.Errorf("phases seen %s, want RollingBack among them", phases)
+	}
+	if ev := e.eventsOf("Executor", x.Name); !strings.Contains(ev, "ProgressDeadlineExceeded") || !strings.Contains(ev, "Warning RolledBack") {
+		t.Errorf("events:\n%s", ev)
+	}
+	// The previous revision's pods were never replaced, and the failed ones are gone.
+	after := e.waitPods(t, x.Name, 2, rev1)
+	for i := range before {
+		found := false
+		for j := range after {
+			found = found || after[j].UID == before[i].UID
+		}
+		if !found {
+			t.Errorf("old pod %s was replaced", before[i].Name)
+		}
+	}
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.DeploymentName(x.Name)}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Spec.Template.Spec.Containers[0].Image != execImageV1 {
+		t.Errorf("deployment image %s", dep.Spec.Template.Spec.Containers[0].Image)
+	}
+
+	// Fixing the spec (dropping the chaos label) rolls out a new revision and clears the rollback.
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) { x.Spec.PodLabels = nil })
+	got = e.waitExecutor(t, x.Name, "Running on the fixed revision", func(x *v1alpha1.Executor) bool {
+		return execRunning(x) && x.Status.CurrentRevision != rev1
+	})
+	if got.Status.FailedRevision != "" || got.Status.Image != execImageV2 {
+		t.Errorf("after fix: %s", describeExecutor(&got.Status))
+	}
+}
+
+// A referenced performer that does not exist fails the executor by name (PerformersReady=False,
+// Stalled=True); creating it heals the executor. A missing key Secret is named the same way.
+func TestExecutorMissingPerformerAndSecret(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	ghost := fmt.Sprintf("ghost-%d", seq.Add(1))
+	x := e.newExecutor("missing", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains()[:1], AggregatorEndpoint: "aggregator:9010",
+		Performers:   v1alpha1.PerformerSelection{Names: []string{ghost}},
+		OperatorKeys: v1alpha1.OperatorKeys{SecretName: "no-such-keys", ECDSAKey: "ecdsa"},
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Failed", func(x *v1alpha1.Executor) bool { return x.Status.Phase == v1alpha1.ExecutorFailed })
+	pr := execCondition(got, executor.ConditionPerformersReady)
+	if pr.Status != metav1.ConditionFalse || pr.Reason != executor.ReasonPerformerNotFound || !strings.Contains(pr.Message, `"`+ghost+`"`) {
+		t.Errorf("PerformersReady = %+v", pr)
+	}
+	if c := execCondition(got, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, ghost) {
+		t.Errorf("Stalled = %+v", c)
+	}
+	if c := execCondition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v", c)
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.DeploymentName(x.Name)}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("deployment created without its performers: %v", err)
+	}
+	// The performer appears: now the Secret is what is missing.
+	p := &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: ghost, Namespace: e.ns}, Spec: v1alpha1.PerformerSpec{Image: imageV1}}
+	e.create(t, p)
+	got = e.waitExecutor(t, x.Name, "SecretNotFound", func(x *v1alpha1.Executor) bool {
+		return execCondition(x, v1alpha1.ConditionStalled).Reason == executor.ReasonSecretNotFound
+	})
+	if c := execCondition(got, executor.ConditionConfigReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `"no-such-keys"`) {
+		t.Errorf("ConfigReady = %+v", c)
+	}
+	// The Secret appears (the executor's backoff re-checks it): Running.
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-such-keys", Namespace: e.ns}, StringData: map[string]string{"ecdsa": keyMaterial}}
+	if err := e.c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	e.waitExecutor(t, x.Name, "Running", execRunning)
+}
+
+// CRD validation rejects what the API forbids, with the messages the CEL rules give.
+func TestExecutorValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	good := func() v1alpha1.ExecutorSpec {
+		return v1alpha1.ExecutorSpec{Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator:9010",
+			Performers: v1alpha1.PerformerSelection{Names: []string{"a"}}, OperatorKeys: v1alpha1.OperatorKeys{SecretName: "k", ECDSAKey: "e"}}
+	}
+	for name, c := range map[string]struct {
+		mod  func(*v1alpha1.ExecutorSpec)
+		want string
+	}{
+		"bad address":        {func(s *v1alpha1.ExecutorSpec) { s.Chains[0].TaskMailboxAddress = "0x1234" }, "taskMailboxAddress"},
+		"bad rpc url":        {func(s *v1alpha1.ExecutorSpec) { s.Chains[0].RPCURL = "ftp://x" }, "rpcUrl"},
+		"chain id 0":         {func(s *v1alpha1.ExecutorSpec) { s.Chains[0].ChainID = 0 }, "chainId"},
+		"duplicate chain id": {func(s *v1alpha1.ExecutorSpec) { s.Chains[1].ChainID = 1 }, "chain IDs must be unique"},
+		"names and selector": {func(s *v1alpha1.ExecutorSpec) { s.Performers.Selector = &metav1.LabelSelector{} }, "exactly one of performers.names or performers.selector"},
+		"keys and signer": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSignerURL = "https://s" },
+			"exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"},
+		"secret without keys": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.ECDSAKey = "" }, "needs ecdsaKey and/or blsKey"},
+		"no chains":           {func(s *v1alpha1.ExecutorSpec) { s.Chains = nil }, "chains"},
+		"reserved pod label":  {func(s *v1alpha1.ExecutorSpec) { s.PodLabels = map[string]string{"gantry.dev/executor": "x"} }, "podLabels cannot set"},
+		"replicas > 100":      {func(s *v1alpha1.ExecutorSpec) { n := int32(101); s.Replicas = &n }, "replicas"},
+	} {
+		s := good()
+		c.mod(&s)
+		err := e.c.Create(context.Background(), e.newExecutor("invalid", s))
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want Invalid mentioning %q", name, err, c.want)
+		}
+	}
+}
+
+// executorPhases records every status.phase a watch sees for one Executor, collapsing repeats.
+type executorPhases struct {
+	mu     sync.Mutex
+	phases []v1alpha1.ExecutorPhase
+}
+
+func (e *testEnv) recordExecutorPhases(t *testing.T, name string) *executorPhases {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Watch(ctx, &v1alpha1.ExecutorList{}, client.InNamespace(e.ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		cancel()
+		t.Fatalf("watch: %v", err)
+	}
+	r := &executorPhases{}
+	go func() {
+		for ev := range w.ResultChan() {
+			x, ok := ev.Object.(*v1alpha1.Executor)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			if n := len(r.phases); x.Status.Phase != "" && (n == 0 || r.phases[n-1] != x.Status.Phase) {
+				r.phases = append(r.phases, x.Status.Phase)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop() })
+	return r
+}
+
+func (r *executorPhases) seen() []v1alpha1.ExecutorPhase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]v1alpha1.ExecutorPhase(nil), r.phases...)
+}

@@ -1,0 +1,650 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
+)
+
+// DefaultJobNamespace holds the stage Jobs when the reconciler watches every namespace.
+const DefaultJobNamespace = "gantry-system"
+
+// +kubebuilder:rbac:groups=gantry.dev,resources=packagesets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=packagesets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=packagesets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// PackageSetReconciler runs seed 000's package lifecycle and seed 001's rollout
+// (internal/packageset) on the nodes a PackageSet selects: per-node state on the Nodes'
+// gantry.dev/state_<set> annotations, one Job per stage pinned to its node, cordon and drain
+// for interrupts. It is thin: it gathers facts, calls packageset.Plan, acts, writes status once.
+type PackageSetReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	// JobNamespace holds the stage Jobs (created if missing).
+	JobNamespace string
+	Now          func() time.Time
+
+	mu sync.Mutex
+	// drainBlockers remembers, per set/node, the last refused eviction (reported as the
+	// DrainBlocked condition until a drain succeeds).
+	drainBlockers map[string]string
+	nsReady       bool
+}
+
+// NewPackageSetReconciler builds the reconciler from a manager.
+func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
+	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}}
+}
+
+// SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint and
+// cordon changes only: kubelet heartbeats do not trigger passes); a Node change enqueues every
+// PackageSet.
+func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	nodeChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable
+		},
+	}
+	allSets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list v1alpha1.PackageSetList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i, s := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}}
+		}
+		return out
+	})
+	jobToSet := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if s := o.GetLabels()[v1alpha1.LabelPackageSet]; s != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: s}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.PackageSet{}).
+		Watches(&batchv1.Job{}, jobToSet).
+		Watches(&corev1.Pod{}, jobToSet).
+		Watches(&corev1.Node{}, allSets, builder.WithPredicates(nodeChanged)).
+		Named("packageset").
+		WithOptions(opts).
+		Complete(r)
+}
+
+func (r *PackageSetReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile is one pass over one PackageSet.
+func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var set v1alpha1.PackageSet
+	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	deleting := !set.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
+		before := set.DeepCopy()
+		controllerutil.AddFinalizer(&set, v1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{RequeueAfter: conflictRetry}, client.IgnoreNotFound(ignoreConflict(err))
+		}
+	}
+	if err := r.ensureNamespace(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	facts, nodes, err := r.facts(ctx, &set, deleting)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d, err := packageset.Plan(facts)
+	if err != nil {
+		r.Recorder.Event(&set, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+		return ctrl.Result{}, err
+	}
+
+	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
+	for _, np := range d.Nodes {
+		node := nodes[np.Name]
+		if node == nil {
+			continue
+		}
+		if err := r.writeNode(ctx, &set, node, np); err != nil {
+			if apierrors.IsConflict(err) {
+				logger.V(1).Info("node write conflict, retrying", "node", np.Name)
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		for _, j := range np.DeleteJobs {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j, Namespace: r.JobNamespace}}
+			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		for _, js := range np.Jobs {
+			if err := r.createJob(ctx, &set, node, js); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if np.Drain {
+			r.drain(ctx, &set, node)
+		}
+	}
+
+	if deleting && d.Finished {
+		before := set.DeepCopy()
+		controllerutil.RemoveFinalizer(&set, v1alpha1.Finalizer)
+		err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
+	}
+	status := r.status(&set, d)
+	if !equality.Semantic.DeepEqual(set.Status, status) {
+		prev := set.Status.Status
+		before := set.DeepCopy()
+		set.Status = status
+		if err := r.Client.Status().Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		if prev != status.Status {
+			typ := corev1.EventTypeNormal
+			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
+				typ = corev1.EventTypeWarning
+			}
+			c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
+			r.Recorder.Event(&set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
+		}
+	}
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
+	r.mu.Lock()
+	ready := r.nsReady
+	r.mu.Unlock()
+	if ready {
+		return nil
+	}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: r.JobNamespace}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		err = r.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.JobNamespace}})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err == nil {
+		r.mu.Lock()
+		r.nsReady = true
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
+// the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
+func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
+	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
+		Paused: set.Spec.Paused, Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget}
+	for _, p := range set.Spec.Packages {
+		f.Wants = append(f.Wants, packageset.WantOf(p))
+	}
+	if ro := set.Spec.Rollout; ro != nil && ro.SoakDuration != nil {
+		f.Soak = ro.SoakDuration.Duration
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
+	if err != nil {
+		return f, nil, fmt.Errorf("nodeSelector: %w", err)
+	}
+	var nodeList corev1.NodeList
+	if err := r.Client.List(ctx, &nodeList); err != nil {
+		return f, nil, err
+	}
+	var sets v1alpha1.PackageSetList
+	if err := r.Client.List(ctx, &sets); err != nil {
+		return f, nil, err
+	}
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+		return f, nil, err
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+		return f, nil, err
+	}
+	pullErr := map[string]string{} // job name → kubelet message
+	podFail := map[string]string{} // job name → failing container
+	for _, p := range pods.Items {
+		jn := p.Labels["job-name"]
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+			}
+		}
+	}
+	jobsByNode := map[string]map[string]packageset.JobFact{}
+	for _, j := range jobs.Items {
+		n := j.Labels[v1alpha1.LabelNode]
+		if jobsByNode[n] == nil {
+			jobsByNode[n] = map[string]packageset.JobFact{}
+		}
+		jf := packageset.JobFact{}
+		for _, c := range j.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobComplete:
+				jf.Succeeded = true
+			case batchv1.JobFailed:
+				jf.Failed, jf.Reason, jf.Message = true, c.Reason, c.Message
+				if m := podFail[j.Name]; m != "" {
+					jf.Message = m
+				}
+			}
+		}
+		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
+		}
+		jobsByNode[n][j.Name] = jf
+	}
+
+	nodes := map[string]*corev1.Node{}
+	tolerations := stageTolerations(set)
+	for i := range nodeList.Items {
+		node := &nodeList.Items[i]
+		raw, hasRecord := node.Annotations[v1alpha1.AnnotationNodeStatePrefix+set.Name]
+		selected := sel.Matches(labels.Set(node.Labels))
+		if !selected && !hasRecord {
+			continue
+		}
+		nodes[node.Name] = node
+		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name]}
+		if hasRecord {
+			rec := &packageset.NodeRecord{}
+			if err := json.Unmarshal([]byte(raw), rec); err != nil {
+				return f, nil, fmt.Errorf("node %s annotation %s%s is not a node record: %w", node.Name, v1alpha1.AnnotationNodeStatePrefix, set.Name, err)
+			}
+			nf.Record = rec
+		}
+		nf.Blocked = untolerated(node, tolerations)
+		nf.Gate = gate(set, &sets, node)
+		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
+		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
+		r.mu.Lock()
+		nf.DrainBlocker = r.drainBlockers[set.Name+"/"+node.Name]
+		r.mu.Unlock()
+		if nf.Cordoned {
+			evict, hold, err := r.podsToDrain(ctx, set, node)
+			if err != nil {
+				return f, nil, err
+			}
+			nf.Drained = len(evict) == 0 && len(hold) == 0
+			if len(hold) > 0 && nf.DrainBlocker == "" {
+				nf.DrainBlocker = "waiting for non-interrupt pods: " + strings.Join(hold, ", ")
+			}
+			if nf.Drained {
+				r.mu.Lock()
+				delete(r.drainBlockers, set.Name+"/"+node.Name)
+				r.mu.Unlock()
+				nf.DrainBlocker = ""
+			}
+		}
+		f.Nodes = append(f.Nodes, nf)
+	}
+	return f, nodes, nil
+}
+
+// stageTolerations are the tolerations of every stage pod: the cordon's own taint plus the
+// set's additional tolerations.
+func stageTolerations(set *v1alpha1.PackageSet) []corev1.Toleration {
+	return append([]corev1.Toleration{
+		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}, set.Spec.AdditionalTolerations...)
+}
+
+// untolerated names the first NoSchedule/NoExecute taint of node the stage pods do not
+// tolerate ("" when all are tolerated): such a node is blocked (Skyhook TaintNotTolerable).
+func untolerated(node *corev1.Node, tols []corev1.Toleration) string {
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for i := range tols {
+			if tols[i].ToleratesTaint(&t) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return t.ToString()
+		}
+	}
+	return ""
+}
+
+// gate: the sets that select node and come before set (priority, then name); a paused one
+// pauses this one; one not complete on the node (its gantry.dev/status_<set> annotation) makes
+// this one wait; disabled ones are skipped.
+func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.Node) packageset.Gate {
+	prio := func(s *v1alpha1.PackageSet) int32 {
+		if s.Spec.Priority == 0 {
+			return v1alpha1.DefaultPackageSetPriority
+		}
+		return s.Spec.Priority
+	}
+	g := packageset.GateOpen
+	for i := range sets.Items {
+		o := &sets.Items[i]
+		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if prio(o) > prio(set) || prio(o) == prio(set) && o.Name > set.Name {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&o.Spec.NodeSelector)
+		if err != nil || !sel.Matches(labels.Set(node.Labels)) {
+			continue
+		}
+		if o.Spec.Paused {
+			return packageset.GatePaused
+		}
+		if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+o.Name] != string(v1alpha1.StatusComplete) {
+			g = packageset.GateWaiting
+		}
+	}
+	return g
+}
+
+// podsToDrain lists the node's pods to evict (Skyhook ShouldEvict: running or pending, not in
+// kube-system, not DaemonSet-owned, not tolerating unschedulable, not our stage pods) and the
+// running pods matching podNonInterruptLabels (which must finish first).
+func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (evict []corev1.Pod, hold []string, err error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+		return nil, nil, err
+	}
+	var nonInterrupt labels.Selector
+	if set.Spec.PodNonInterruptLabels != nil {
+		if nonInterrupt, err = metav1.LabelSelectorAsSelector(set.Spec.PodNonInterruptLabels); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+			continue
+		}
+		if nonInterrupt != nil && !nonInterrupt.Empty() && nonInterrupt.Matches(labels.Set(p.Labels)) {
+			hold = append(hold, p.Namespace+"/"+p.Name)
+			continue
+		}
+		if p.Namespace == "kube-system" || p.Labels[v1alpha1.LabelPackageSet] != "" {
+			continue
+		}
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "DaemonSet" {
+			continue
+		}
+		tolerates := false
+		for _, t := range p.Spec.Tolerations {
+			if t.Key == corev1.TaintNodeUnschedulable && t.Operator == corev1.TolerationOpExists {
+				tolerates = true
+			}
+		}
+		if !tolerates {
+			evict = append(evict, p)
+		}
+	}
+	return evict, hold, nil
+}
+
+// drain evicts the node's pods through the Eviction API; a refusal (429: a PodDisruptionBudget)
+// is remembered as the node's drain blocker and reported as a Warning event.
+func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) {
+	evict, _, err := r.podsToDrain(ctx, set, node)
+	if err != nil {
+		return
+	}
+	var blockers []string
+	for i := range evict {
+		p := &evict[i]
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := r.Client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
+			blockers = append(blockers, fmt.Sprintf("pod %s/%s: %v", p.Namespace, p.Name, err))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(blockers) > 0 {
+		msg := strings.Join(blockers, "; ")
+		r.drainBlockers[set.Name+"/"+node.Name] = msg
+		r.Recorder.Event(set, corev1.EventTypeWarning, "DrainBlocked", fmt.Sprintf("node %s: %s", node.Name, msg))
+	}
+}
+
+// writeNode writes the node's record, status and cordon annotations (and spec.unschedulable)
+// in one update with the node's resourceVersion (optimistic concurrency), only if they change.
+func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, np packageset.NodePlan) error {
+	n := node.DeepCopy()
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	stateKey, statusKey, cordonKey := v1alpha1.AnnotationNodeStatePrefix+set.Name, v1alpha1.AnnotationNodeStatusPrefix+set.Name, v1alpha1.AnnotationCordonPrefix+set.Name
+	if np.Record == nil {
+		delete(n.Annotations, stateKey)
+		delete(n.Annotations, statusKey)
+	} else {
+		b, err := json.Marshal(np.Record)
+		if err != nil {
+			return err
+		}
+		n.Annotations[stateKey] = string(b)
+		n.Annotations[statusKey] = string(np.Status)
+	}
+	if np.Cordon {
+		n.Annotations[cordonKey] = "true"
+		n.Spec.Unschedulable = true
+	}
+	if np.Uncordon {
+		delete(n.Annotations, cordonKey)
+		held := false
+		for k := range n.Annotations {
+			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
+				held = true
+			}
+		}
+		if !held {
+			n.Spec.Unschedulable = false
+		}
+	}
+	if equality.Semantic.DeepEqual(n.Annotations, node.Annotations) && n.Spec.Unschedulable == node.Spec.Unschedulable {
+		return nil
+	}
+	if err := r.Client.Update(ctx, n); err != nil {
+		return err
+	}
+	if np.Cordon {
+		r.Recorder.Event(set, corev1.EventTypeNormal, "Cordoned", "cordoned node "+node.Name+" for its interrupt")
+	}
+	if np.Uncordon {
+		r.Recorder.Event(set, corev1.EventTypeNormal, "Released", "released the cordon of node "+node.Name)
+	}
+	*node = *n
+	return nil
+}
+
+// createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
+// tolerations; the init container runs the stage, the main container its check (interrupt:
+// one container). AlreadyExists is success: the name is deterministic.
+func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
+	var pkg *v1alpha1.Package
+	for i := range set.Spec.Packages {
+		if set.Spec.Packages[i].Name == js.Package {
+			pkg = &set.Spec.Packages[i]
+		}
+	}
+	lbl := map[string]string{v1alpha1.LabelManagedBy: performer.ManagedBy, v1alpha1.LabelPackageSet: set.Name,
+		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: string(js.Stage), v1alpha1.LabelNode: node.Name}
+	podLabels := map[string]string{}
+	podAnn := map[string]string{"gantry.dev/version": js.Version}
+	var env []corev1.EnvVar
+	var res corev1.ResourceRequirements
+	var grace *int64
+	if pkg != nil {
+		for k, v := range pkg.PodLabels {
+			podLabels[k] = v
+		}
+		for k, v := range pkg.PodAnnotations {
+			podAnn[k] = v
+		}
+		keys := make([]string, 0, len(pkg.Env))
+		for k := range pkg.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, corev1.EnvVar{Name: k, Value: pkg.Env[k]})
+		}
+		for _, e := range pkg.EnvFrom {
+			ev := corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{}}
+			if e.SecretKeyRef != nil {
+				ev.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.SecretKeyRef.Name}, Key: e.SecretKeyRef.Key}
+			} else if e.ConfigMapKeyRef != nil {
+				ev.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.ConfigMapKeyRef.Name}, Key: e.ConfigMapKeyRef.Key}
+			}
+			env = append(env, ev)
+		}
+		if len(pkg.Config) > 0 {
+			b, _ := json.Marshal(pkg.Config)
+			podAnn["gantry.dev/config"] = string(b)
+			env = append(env, corev1.EnvVar{Name: "GANTRY_CONFIG", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['gantry.dev/config']"}}})
+		}
+		res = pkg.Resources
+		if pkg.GracefulShutdown != nil {
+			s := int64(pkg.GracefulShutdown.Duration.Seconds())
+			grace = &s
+		}
+	}
+	for k, v := range lbl {
+		podLabels[k] = v
+	}
+	env = append(env, corev1.EnvVar{Name: "GANTRY_PACKAGE", Value: js.Package}, corev1.EnvVar{Name: "GANTRY_VERSION", Value: js.Version},
+		corev1.EnvVar{Name: "GANTRY_STAGE", Value: string(js.Stage)}, corev1.EnvVar{Name: "GANTRY_NODE", Value: node.Name})
+	container := func(name string, args ...string) corev1.Container {
+		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res}
+	}
+	spec := corev1.PodSpec{NodeName: node.Name, RestartPolicy: corev1.RestartPolicyNever, Tolerations: stageTolerations(set),
+		TerminationGracePeriodSeconds: grace}
+	if js.Stage == v1alpha1.StageInterrupt {
+		args := []string{"interrupt"}
+		if js.Interrupt != nil {
+			args = append(args, string(js.Interrupt.Type))
+			args = append(args, js.Interrupt.Services...)
+		}
+		spec.Containers = []corev1.Container{container("interrupt", args...)}
+	} else {
+		spec.InitContainers = []corev1.Container{container("stage", string(js.Stage))}
+		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}
+	}
+	deadline := int64(js.Timeout.Seconds())
+	backoffLimit := int32(0)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: r.JobNamespace, Labels: lbl},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
+	}
+	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// status derives the set's status from the decision and the node records.
+func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Decision) v1alpha1.PackageSetStatus {
+	st := *set.Status.DeepCopy()
+	st.ObservedGeneration = set.Generation
+	st.Status = d.Status
+	for _, c := range d.Conditions {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	st.CompleteNodes, st.NodesInProgress = d.CompleteNodes, d.NodesInProgress
+	st.NodeStatus, st.NodeState, st.NodeRollout = nil, nil, nil
+	for _, np := range d.Nodes {
+		if np.Record == nil {
+			continue
+		}
+		if st.NodeStatus == nil {
+			st.NodeStatus, st.NodeState, st.NodeRollout = map[string]v1alpha1.PackageSetStatusValue{}, map[string]map[string]v1alpha1.PackageStatus{}, map[string]v1alpha1.RolloutState{}
+		}
+		st.NodeStatus[np.Name] = np.Status
+		st.NodeRollout[np.Name] = np.Record.Rollout
+		pk := map[string]v1alpha1.PackageStatus{}
+		for name, p := range np.Record.Packages {
+			pk[name] = v1alpha1.PackageStatus{Version: p.Version, Stage: p.Stage, State: p.State, Restarts: p.Restarts, Message: p.Message}
+		}
+		st.NodeState[np.Name] = pk
+	}
+	return st
+}

@@ -1,0 +1,333 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// gpuNodes creates n kwok nodes shaped like hack/cluster/nodes-gpu.yaml (GPU taint), labelled
+// gantry.dev/test-pool=<pool>, and deletes them when the test ends.
+func (e *testEnv) gpuNodes(t *testing.T, pool string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", pool, i)
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+					"gantry.dev/test-pool": pool, "nvidia.com/gpu.present": "true"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{
+				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("110")},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			},
+		}
+		if err := e.c.Create(ctx, node); err != nil {
+			t.Fatalf("create node %s: %v", name, err)
+		}
+		names = append(names, name)
+	}
+	t.Cleanup(func() {
+		for _, name := range names {
+			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	return names
+}
+
+var gpuToleration = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+
+func pkgTool(v string) v1alpha1.Package {
+	return v1alpha1.Package{Name: "dcgm-tool", Version: v, Image: "ghcr.io/gantry-dev/dcgm-tool:" + v}
+}
+func pkgDriver(v string) v1alpha1.Package {
+	return v1alpha1.Package{Name: "gpu-driver", Version: v, Image: "ghcr.io/gantry-dev/gpu-driver:" + v,
+		Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}, Uninstall: &v1alpha1.Uninstall{Enabled: true}}
+}
+
+// createSet creates a PackageSet and deletes it (waiting for the finalizer) when the test ends.
+func (e *testEnv) createSet(t *testing.T, set *v1alpha1.PackageSet) {
+	t.Helper()
+	if err := e.c.Create(context.Background(), set); err != nil {
+		t.Fatalf("create package set %s: %v", set.Name, err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), set)
+		_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			err := e.c.Get(ctx, types.NamespacedName{Name: set.Name}, &v1alpha1.PackageSet{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+}
+
+func (e *testEnv) waitSet(t *testing.T, name, what string, cond func(*v1alpha1.PackageSet) bool) *v1alpha1.PackageSet {
+	t.Helper()
+	var last v1alpha1.PackageSet
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Name: name}, &last); err != nil {
+			return false, nil
+		}
+		return last.Status.ObservedGeneration == last.Generation && cond(&last), nil
+	})
+	if err != nil {
+		t.Fatalf("package set %s: timed out waiting for %s; status %s %s nodes %v conditions %+v", name, what, last.Status.Status, last.Status.CompleteNodes, last.Status.NodeState, last.Status.Conditions)
+	}
+	return &last
+}
+
+func statusIs(s v1alpha1.PackageSetStatusValue) func(*v1alpha1.PackageSet) bool {
+	return func(p *v1alpha1.PackageSet) bool { return p.Status.Status == s }
+}
+
+func (e *testEnv) setJobs(t *testing.T, set string) []batchv1.Job {
+	t.Helper()
+	var jobs batchv1.JobList
+	if err := e.c.List(context.Background(), &jobs, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set}); err != nil {
+		t.Fatal(err)
+	}
+	return jobs.Items
+}
+
+// cordonSampler watches the pool's nodes and records the most cordoned at once.
+type cordonSampler struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+	stop context.CancelFunc
+}
+
+func (e *testEnv) sampleCordons(t *testing.T, pool string) *cordonSampler {
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"gantry.dev/test-pool": pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &cordonSampler{seen: map[string]bool{}, stop: func() { cancel(); w.Stop() }}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			s.seen[n.Name] = n.Spec.Unschedulable
+			c := 0
+			for _, v := range s.seen {
+				if v {
+					c++
+				}
+			}
+			s.max = max(s.max, c)
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// 5 GPU nodes, two packages (one with a reboot interrupt), budget count 1: all complete, each
+// stage ran exactly once per node (Job counts), at most one node cordoned at any time, no
+// cordon left; then deletion runs the driver's uninstall and removes the annotations.
+func TestPackageSetRollout(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-roll-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 5)
+	sampler := e.sampleCordons(t, pool)
+	name := pool
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0"), pkgDriver("550.54.15")},
+		InterruptionBudget:    &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))},
+		AdditionalTolerations: gpuToleration,
+	}}
+	e.createSet(t, set)
+	got := e.waitSet(t, name, "complete", statusIs(v1alpha1.StatusComplete))
+	if got.Status.CompleteNodes != "5/5" || len(got.Status.NodeState) != 5 {
+		t.Errorf("complete nodes %s, node state %v", got.Status.CompleteNodes, got.Status.NodeState)
+	}
+	for _, n := range nodes {
+		if ps := got.Status.NodeState[n]["gpu-driver"]; ps.Stage != v1alpha1.StagePostInterrupt || ps.State != v1alpha1.StateComplete || ps.Version != "550.54.15" {
+			t.Errorf("%s driver %+v", n, ps)
+		}
+		if ps := got.Status.NodeState[n]["dcgm-tool"]; ps.Stage != v1alpha1.StageConfig || ps.State != v1alpha1.StateComplete {
+			t.Errorf("%s tool %+v", n, ps)
+		}
+		if got.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s rollout %s", n, got.Status.NodeRollout[n])
+		}
+	}
+	jobs := e.setJobs(t, name)
+	count := map[string]int{}
+	for _, j := range jobs {
+		if j.Status.Succeeded != 1 {
+			t.Errorf("job %s succeeded=%d failed=%d", j.Name, j.Status.Succeeded, j.Status.Failed)
+		}
+		if j.Spec.Template.Spec.NodeName != j.Labels[v1alpha1.LabelNode] {
+			t.Errorf("job %s not pinned: %s", j.Name, j.Spec.Template.Spec.NodeName)
+		}
+		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
+	}
+	for _, n := range nodes {
+		for _, k := range []string{"dcgm-tool/apply", "dcgm-tool/config", "gpu-driver/apply", "gpu-driver/config", "gpu-driver/interrupt", "gpu-driver/post-interrupt"} {
+			if count[n+"/"+k] != 1 {
+				t.Errorf("%s %s: %d jobs", n, k, count[n+"/"+k])
+			}
+		}
+	}
+	if len(jobs) != 30 {
+		t.Errorf("%d jobs, want 30", len(jobs))
+	}
+	sampler.mu.Lock()
+	maxCordoned := sampler.max
+	sampler.mu.Unlock()
+	if maxCordoned != 1 {
+		t.Errorf("at most %d nodes cordoned at once, want exactly 1 (budget count 1, reboot interrupt)", maxCordoned)
+	}
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+			t.Fatal(err)
+		}
+		if node.Spec.Unschedulable || node.Annotations[v1alpha1.AnnotationCordonPrefix+name] != "" {
+			t.Errorf("%s still cordoned", n)
+		}
+		if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+name] != "complete" || node.Annotations[v1alpha1.AnnotationNodeStatePrefix+name] == "" {
+			t.Errorf("%s annotations %v", n, node.Annotations)
+		}
+	}
+
+	// Deletion: the finalizer runs the driver's uninstall (enabled) and removes the annotations.
+	if err := e.c.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGoneSet(t, name)
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+			t.Fatal(err)
+		}
+		for k := range node.Annotations {
+			if strings.HasSuffix(k, "_"+name) {
+				t.Errorf("%s keeps annotation %s", n, k)
+			}
+		}
+	}
+}
+
+func (e *testEnv) waitGoneSet(t *testing.T, name string) {
+	t.Helper()
+	var uninstalls int
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var jobs batchv1.JobList
+		if err := e.c.List(ctx, &jobs, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: name, v1alpha1.LabelStage: "uninstall"}); err == nil && len(jobs.Items) > uninstalls {
+			uninstalls = len(jobs.Items)
+		}
+		err := e.c.Get(ctx, types.NamespacedName{Name: name}, &v1alpha1.PackageSet{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("package set %s not gone", name)
+	}
+	if uninstalls == 0 {
+		t.Errorf("no uninstall Job seen during deletion")
+	}
+}
+
+// Priority, paused, disabled, blocked and a failing stage on shared nodes.
+func TestPackageSetOrderingAndFailure(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-ord-%d", seq.Add(1))
+	e.gpuNodes(t, pool, 2)
+	sel := metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}}
+	all := &v1alpha1.InterruptionBudget{Percent: ptrTo(int32(100))}
+	first := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool + "-a"}, Spec: v1alpha1.PackageSetSpec{NodeSelector: sel, Priority: 10,
+		Paused: true, Packages: []v1alpha1.Package{pkgTool("1.0.0")}, InterruptionBudget: all, AdditionalTolerations: gpuToleration}}
+	second := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool + "-b"}, Spec: v1alpha1.PackageSetSpec{NodeSelector: sel, Priority: 20,
+		Packages: []v1alpha1.Package{pkgTool("2.0.0")}, InterruptionBudget: all, AdditionalTolerations: gpuToleration}}
+	e.createSet(t, first)
+	e.createSet(t, second)
+	e.waitSet(t, first.Name, "paused", statusIs(v1alpha1.StatusPaused))
+	e.waitSet(t, second.Name, "waiting behind the paused set", statusIs(v1alpha1.StatusWaiting))
+	if n := len(e.setJobs(t, second.Name)); n != 0 {
+		t.Fatalf("second set ran %d jobs while the first was paused", n)
+	}
+	// Unpause: first completes, then second.
+	e.updateSet(t, first.Name, func(s *v1alpha1.PackageSet) { s.Spec.Paused = false })
+	e.waitSet(t, second.Name, "complete after the first", statusIs(v1alpha1.StatusComplete))
+	a := e.waitSet(t, first.Name, "complete", statusIs(v1alpha1.StatusComplete))
+	for _, ja := range e.setJobs(t, first.Name) {
+		for _, jb := range e.setJobs(t, second.Name) {
+			if ja.Labels[v1alpha1.LabelNode] == jb.Labels[v1alpha1.LabelNode] && jb.CreationTimestamp.Before(&ja.CreationTimestamp) {
+				t.Errorf("on %s the second set's job %s started before the first's %s", ja.Labels[v1alpha1.LabelNode], jb.Name, ja.Name)
+			}
+		}
+	}
+	_ = a
+	// Disable the first, and make the second's config stage fail via kwok's chaos label.
+	e.updateSet(t, first.Name, func(s *v1alpha1.PackageSet) { s.Spec.Disabled = true })
+	e.waitSet(t, first.Name, "disabled", statusIs(v1alpha1.StatusDisabled))
+	e.updateSet(t, second.Name, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[0].Version = "2.1.0"
+		s.Spec.Packages[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+	})
+	b := e.waitSet(t, second.Name, "erroring", statusIs(v1alpha1.StatusErroring))
+	ready := setCondition(b, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, "package dcgm-tool stage upgrade") || !strings.Contains(ready.Message, "node "+pool+"-") {
+		t.Errorf("Ready message %q", ready.Message)
+	}
+	// Blocked: a set without the GPU toleration.
+	blocked := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool + "-c"}, Spec: v1alpha1.PackageSetSpec{NodeSelector: sel, Priority: 5,
+		Packages: []v1alpha1.Package{pkgTool("1.0.0")}}}
+	e.createSet(t, blocked)
+	c := e.waitSet(t, blocked.Name, "blocked", statusIs(v1alpha1.StatusBlocked))
+	if m := setCondition(c, "TaintNotTolerable"); m.Status != metav1.ConditionTrue || !strings.Contains(m.Message, "nvidia.com/gpu=present:NoSchedule") {
+		t.Errorf("TaintNotTolerable %+v", m)
+	}
+}
+
+func setCondition(s *v1alpha1.PackageSet, typ string) metav1.Condition {
+	for _, c := range s.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func (e *testEnv) updateSet(t *testing.T, name string, mod func(*v1alpha1.PackageSet)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var s v1alpha1.PackageSet
+		if err := e.c.Get(ctx, types.NamespacedName{Name: name}, &s); err != nil {
+			return false, err
+		}
+		mod(&s)
+		err := e.c.Update(ctx, &s)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("update package set %s: %v", name, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

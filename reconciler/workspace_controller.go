@@ -1,0 +1,338 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
+)
+
+// +kubebuilder:rbac:groups=gantry.dev,resources=workspaces,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=workspaces/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=gantry.dev,resources=workspaces/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// WorkspaceReconciler runs seed 004's Workspace machine (internal/workspace): it owns the
+// Deployment and Service workspace-<name> (inference) or the Job workspace-<name> (tuning),
+// and reads the Nodes for the Pending-trap check.
+type WorkspaceReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+}
+
+// NewWorkspaceReconciler builds the reconciler from a manager's clients and event recorder.
+func NewWorkspaceReconciler(mgr ctrl.Manager) *WorkspaceReconciler {
+	return &WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorderFor(FieldManager)}
+}
+
+// SetupWithManager registers the controller. Watches: Workspaces; the Deployments, Services
+// and Jobs they control; their Pods (by the gantry.dev/workspace label: Deployment pods are
+// owned by a ReplicaSet, not the Workspace); and Nodes: any node event re-queues every
+// Workspace that is not Ready/Succeeded, so an added node heals a stalled one without user
+// action.
+func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Workspace{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if n := o.GetLabels()[workspace.LabelWorkspace]; n != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+			}
+			return nil
+		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.workspacesForNode)).
+		Named("workspace").
+		WithOptions(opts).
+		Complete(r)
+}
+
+// workspacesForNode re-queues the Workspaces a node change may matter to: all not Ready or
+// Succeeded, plus those with a pod on that node.
+func (r *WorkspaceReconciler) workspacesForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.WorkspaceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, w := range list.Items {
+		on := false
+		for _, n := range w.Status.WorkerNodes {
+			on = on || n == o.GetName()
+		}
+		if on || (w.Status.State != v1alpha1.WorkspaceStateReady && w.Status.State != v1alpha1.WorkspaceStateSucceeded) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile is one pass: gather facts (owned objects, pods, nodes), call workspace.Decide,
+// write status once if it changed, emit the event, act.
+func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var w v1alpha1.Workspace
+	if err := r.Client.Get(ctx, req.NamespacedName, &w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	mode := workspace.ModeOf(&w)
+	key := types.NamespacedName{Namespace: w.Namespace, Name: workspace.ObjectName(w.Name)}
+	facts := workspace.Facts{
+		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(&w),
+		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(&w, v1alpha1.Finalizer),
+		Conditions: w.Status.Conditions,
+	}
+
+	// Nodes: the Pending-trap check, and whether each pod's node is alive.
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, err
+	}
+	nodeReady := map[string]bool{}
+	var nfacts []workspace.Node
+	for i := range nodes.Items {
+		nf := workspace.NodeFacts(&nodes.Items[i])
+		nodeReady[nf.Name] = nf.Ready
+		nfacts = append(nfacts, nf)
+	}
+	pl, specErr := workspace.Placement(&w)
+	if specErr == nil {
+		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, w.Spec.Resource.GPUCount)
+	}
+
+	var (
+		wantDeploy *appsv1.Deployment
+		wantJob    *batchv1.Job
+		wantSvc    = workspace.DesiredService(&w)
+		deploy     *appsv1.Deployment
+		svc        *corev1.Service
+		job        *batchv1.Job
+	)
+	if specErr == nil {
+		if mode == v1alpha1.WorkspaceModeTuning {
+			wantJob, specErr = workspace.DesiredJob(&w)
+		} else {
+			wantDeploy, specErr = workspace.DesiredDeployment(&w)
+		}
+	}
+	if specErr != nil {
+		facts.SpecError = specErr.Error()
+	}
+	// Owned objects of both modes are read: deletion cleans up whatever exists.
+	deploy, err := getOpt(ctx, r.Client, r.APIReader, key, &appsv1.Deployment{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	svc, err = getOpt(ctx, r.Client, r.APIReader, key, &corev1.Service{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	job, err = getOpt(ctx, r.Client, r.APIReader, key, &batchv1.Job{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if mode == v1alpha1.WorkspaceModeInference || facts.Deleting {
+		facts.Workload = workspace.WorkloadFacts(deploy, wantDeploy, w.UID)
+		facts.Service = workspace.ServiceFacts(svc, wantSvc, w.UID)
+	}
+	if mode == v1alpha1.WorkspaceModeTuning || facts.Deleting {
+		facts.Job = workspace.JobFacts(job, w.UID)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabels{workspace.LabelWorkspace: w.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		facts.Pods = append(facts.Pods, workspace.PodFacts(p, nodeReady[p.Spec.NodeName]))
+	}
+
+	d, err := workspace.Decide(facts)
+	if err != nil {
+		var te *workspace.TransitionError
+		if errors.As(err, &te) {
+			r.Recorder.Event(&w, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+		}
+		return ctrl.Result{}, err
+	}
+
+	if !hasWorkspaceAction(d.Actions, workspace.ActionRemoveFinalizer) {
+		st := *w.Status.DeepCopy()
+		st.ObservedGeneration = w.Generation
+		for _, c := range d.Conditions {
+			meta.SetStatusCondition(&st.Conditions, c)
+		}
+		// Conditions of the other mode never linger.
+		other := workspace.ConditionJobStarted
+		if mode == v1alpha1.WorkspaceModeTuning {
+			other = workspace.ConditionInferenceReady
+		}
+		meta.RemoveStatusCondition(&st.Conditions, other)
+		st.State, st.Mode = d.State, mode
+		st.ReadyReplicas = d.ReadyReplicas
+		st.WorkloadName = workspace.ObjectName(w.Name)
+		st.Endpoint = ""
+		if facts.Service.Exists && !facts.Service.Foreign {
+			st.Endpoint = workspace.Endpoint(&w)
+		}
+		var nodesUsed []string
+		for _, p := range facts.Pods {
+			if p.NodeName != "" && !p.Deleting {
+				nodesUsed = append(nodesUsed, p.NodeName)
+			}
+		}
+		st.WorkerNodes = uniq(nodesUsed)
+		if !equality.Semantic.DeepEqual(w.Status, st) {
+			before := w.DeepCopy()
+			w.Status = st
+			if err := r.Client.Status().Patch(ctx, &w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					return ctrl.Result{RequeueAfter: conflictRetry}, nil
+				}
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if d.Event != nil {
+		r.Recorder.Event(&w, d.Event.Type, d.Event.Reason, d.Event.Message)
+		logger.Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
+	}
+
+	for _, a := range d.Actions {
+		if err := r.act(ctx, &w, a, wantDeploy, wantSvc, wantJob, deploy, svc, job); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
+}
+
+func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) error {
+	switch a {
+	case workspace.ActionAddFinalizer, workspace.ActionRemoveFinalizer:
+		before := w.DeepCopy()
+		if a == workspace.ActionAddFinalizer {
+			controllerutil.AddFinalizer(w, v1alpha1.Finalizer)
+		} else {
+			controllerutil.RemoveFinalizer(w, v1alpha1.Finalizer)
+		}
+		return client.IgnoreNotFound(r.Client.Patch(ctx, w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	case workspace.ActionEnsureWorkload:
+		obj := &appsv1.Deployment{}
+		obj.Name, obj.Namespace = wantDeploy.Name, wantDeploy.Namespace
+		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+			obj.Labels = mergeMap(obj.Labels, wantDeploy.Labels)
+			obj.Annotations = mergeMap(obj.Annotations, wantDeploy.Annotations)
+			if obj.CreationTimestamp.IsZero() {
+				obj.Spec.Selector = wantDeploy.Spec.Selector
+			}
+			obj.Spec.Replicas = wantDeploy.Spec.Replicas
+			obj.Spec.Template = wantDeploy.Spec.Template
+			return controllerutil.SetControllerReference(w, obj, r.Scheme)
+		})
+		return err
+	case workspace.ActionEnsureService:
+		obj := &corev1.Service{}
+		obj.Name, obj.Namespace = wantSvc.Name, wantSvc.Namespace
+		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+			obj.Labels = mergeMap(obj.Labels, wantSvc.Labels)
+			obj.Spec.Type = wantSvc.Spec.Type
+			obj.Spec.Selector = wantSvc.Spec.Selector
+			obj.Spec.Ports = wantSvc.Spec.Ports
+			return controllerutil.SetControllerReference(w, obj, r.Scheme)
+		})
+		return err
+	case workspace.ActionCreateJob:
+		obj := wantJob.DeepCopy()
+		if err := controllerutil.SetControllerReference(w, obj, r.Scheme); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	case workspace.ActionDeleteWorkload:
+		return deleteExact(ctx, r.Client, deploy)
+	case workspace.ActionDeleteService:
+		return deleteExact(ctx, r.Client, svc)
+	case workspace.ActionDeleteJob:
+		return deleteExact(ctx, r.Client, job)
+	}
+	return nil
+}
+
+// getOpt reads an object from the cache, then the API server; nil when it does not exist.
+func getOpt[T client.Object](ctx context.Context, c client.Client, direct client.Reader, key types.NamespacedName, obj T) (T, error) {
+	var zero T
+	err := c.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = direct.Get(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return zero, nil
+	}
+	if err != nil {
+		return zero, err
+	}
+	return obj, nil
+}
+
+func mergeMap(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
+}
+
+func uniq(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	sort.Strings(in)
+	out := in[:1]
+	for _, s := range in[1:] {
+		if s != out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hasWorkspaceAction(actions []workspace.Action, a workspace.Action) bool {
+	for _, x := range actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}

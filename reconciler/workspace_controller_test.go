@@ -1,0 +1,358 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
+)
+
+const (
+	modelImage  = "ghcr.io/gantry-dev/hello-model:1.0.0"
+	tuningImage = "ghcr.io/gantry-dev/hello-tuner:1.0.0"
+	a100        = "NVIDIA-A100-SXM4-80GB"
+)
+
+func (e *testEnv) newWorkspace(name string, labels map[string]string, spec v1alpha1.WorkspaceSpec) *v1alpha1.Workspace {
+	name = fmt.Sprintf("%s-%d", name, seq.Add(1))
+	return &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: labels}, Spec: spec}
+}
+
+func inferenceSpec(count, gpus int32, product string) v1alpha1.WorkspaceSpec {
+	return v1alpha1.WorkspaceSpec{
+		Resource:  v1alpha1.WorkspaceResource{Count: count, GPUCount: gpus, GPUProduct: product},
+		Inference: &v1alpha1.WorkspaceInference{Model: "falcon-7b-instruct", Image: modelImage},
+	}
+}
+
+func tuningSpec() v1alpha1.WorkspaceSpec {
+	return v1alpha1.WorkspaceSpec{
+		Resource: v1alpha1.WorkspaceResource{Count: 1, GPUCount: 1},
+		Tuning: &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningLoRA, BaseModel: "phi-3-mini-4k-instruct", Image: tuningImage,
+			Input: v1alpha1.WorkspaceDataSource{URLs: []string{"https://example.com/data.parquet"}}, Output: v1alpha1.WorkspaceDataDestination{Image: "registry.example/adapters/phi:1"}},
+	}
+}
+
+// waitWS polls the Workspace until cond holds; on timeout it fails with the last status and events.
+func (e *testEnv) waitWS(t *testing.T, name, what string, cond func(*v1alpha1.Workspace) bool) *v1alpha1.Workspace {
+	t.Helper()
+	var last v1alpha1.Workspace
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &last); err != nil {
+			return false, nil
+		}
+		return cond(&last), nil
+	})
+	if err != nil {
+		t.Fatalf("workspace %s: timed out waiting for %s\nlast status: %s\nevents:\n%s", name, what, describeWS(&last), e.wsEvents(name))
+	}
+	return &last
+}
+
+func stateIs(s v1alpha1.WorkspaceState) func(*v1alpha1.Workspace) bool {
+	return func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == s && w.Status.ObservedGeneration == w.Generation
+	}
+}
+
+func wsCond(w *v1alpha1.Workspace, typ string) metav1.Condition {
+	for _, c := range w.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func describeWS(w *v1alpha1.Workspace) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state=%s mode=%s nodes=%v ready=%d endpoint=%s\n", w.Status.State, w.Status.Mode, w.Status.WorkerNodes, w.Status.ReadyReplicas, w.Status.Endpoint)
+	for _, c := range w.Status.Conditions {
+		fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+func (e *testEnv) wsEvents(name string) string {
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Kind == "Workspace" && ev.InvolvedObject.Name == name {
+			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
+		}
+	}
+	return b.String()
+}
+
+// stateRecorder records every status.state a watch sees for one Workspace, collapsing repeats.
+type stateRecorder struct {
+	mu     sync.Mutex
+	states []v1alpha1.WorkspaceState
+}
+
+func (e *testEnv) recordStates(t *testing.T, name string) *stateRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Watch(ctx, &v1alpha1.WorkspaceList{}, client.InNamespace(e.ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		cancel()
+		t.Fatalf("watch: %v", err)
+	}
+	r := &stateRecorder{}
+	go func() {
+		for ev := range w.ResultChan() {
+			ws, ok := ev.Object.(*v1alpha1.Workspace)
+			if !ok {
+				continue
+			}
+			r.mu.Lock()
+			if n := len(r.states); ws.Status.State != "" && (n == 0 || r.states[n-1] != ws.Status.State) {
+				r.states = append(r.states, ws.Status.State)
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop() })
+	return r
+}
+
+func (r *stateRecorder) seen() []v1alpha1.WorkspaceState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.states)
+}
+
+// until returns the recorded states once the watch has delivered last (the GET that saw it
+// may be ahead of the watch), or what it has after waitTimeout.
+func (r *stateRecorder) until(last v1alpha1.WorkspaceState) []v1alpha1.WorkspaceState {
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		s := r.seen()
+		return len(s) > 0 && s[len(s)-1] == last, nil
+	})
+	return r.seen()
+}
+
+// checkSeedPath asserts that every consecutive pair of recorded states is a seed 004 edge.
+func checkSeedPath(t *testing.T, mode v1alpha1.WorkspaceMode, seen []v1alpha1.WorkspaceState) {
+	t.Helper()
+	for i := 1; i < len(seen); i++ {
+		if err := workspace.CheckTransition(mode, seen[i-1], seen[i]); err != nil {
+			t.Errorf("recorded states %v: %v", seen, err)
+		}
+	}
+}
+
+// testGPUNode is a kwok GPU node the test owns: a product no standard node has.
+func testGPUNode(name, product string, gpus int64) *corev1.Node {
+	q := resource.MustParse(fmt.Sprint(gpus))
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"gantry.dev/test": "workspace", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": q},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": q},
+		},
+	}
+}
+
+func (e *testEnv) addNode(t *testing.T, n *corev1.Node) {
+	t.Helper()
+	if err := e.c.Create(context.Background(), n.DeepCopy()); err != nil {
+		t.Fatalf("create node %s: %v", n.Name, err)
+	}
+}
+
+func (e *testEnv) removeNode(t *testing.T, name string) {
+	t.Helper()
+	err := e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete node %s: %v", name, err)
+	}
+	e.waitGone(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// An inference workspace of 2 replicas × 1 A100 goes Ready: a Deployment and a Service it
+// controls, pods on A100 nodes, the endpoint, and every condition True.
+func TestWorkspaceInferenceReady(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	w := e.newWorkspace("inf", nil, inferenceSpec(2, 1, a100))
+	rec := e.recordStates(t, w.Name)
+	if err := e.c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	for _, typ := range []string{v1alpha1.ConditionReady, workspace.ConditionResourceReady, workspace.ConditionInferenceReady, workspace.ConditionWorkspaceSucceeded} {
+		if c := wsCond(got, typ); c.Status != metav1.ConditionTrue {
+			t.Errorf("%s = %+v", typ, c)
+		}
+	}
+	if c := wsCond(got, workspace.ConditionJobStarted); c.Type != "" {
+		t.Errorf("inference workspace has JobStarted: %+v", c)
+	}
+	wantEndpoint := fmt.Sprintf("workspace-%s.%s.svc.cluster.local:8000", w.Name, e.ns)
+	if got.Status.Mode != v1alpha1.WorkspaceModeInference || got.Status.Endpoint != wantEndpoint || got.Status.ReadyReplicas != 2 || len(got.Status.WorkerNodes) == 0 {
+		t.Errorf("status: %s", describeWS(got))
+	}
+	for _, n := range got.Status.WorkerNodes {
+		if n != "gantry-gpu-0" && n != "gantry-gpu-1" {
+			t.Errorf("worker node %s is not an A100 node", n)
+		}
+	}
+	var dep appsv1.Deployment
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&dep); ref == nil || ref.UID != got.UID || *dep.Spec.Replicas != 2 {
+		t.Errorf("deployment owner %+v replicas %d", ref, *dep.Spec.Replicas)
+	}
+	var svc corev1.Service
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&svc); ref == nil || ref.UID != got.UID || svc.Spec.Ports[0].Port != 8000 {
+		t.Errorf("service %+v", svc.Spec)
+	}
+	if s := rec.until(v1alpha1.WorkspaceStateReady); !slices.Equal(s, []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady}) {
+		t.Errorf("states %v", s)
+	}
+	// Deletion removes the owned objects, then the workspace.
+	if err := e.c.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
+	e.waitGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "workspace-" + w.Name, Namespace: e.ns}})
+}
+
+// The Pending trap made visible, and healing without user action: a workspace asking for a
+// GPU product no node has stays Pending with ResourceReady=False (NoMatchingNodes) and
+// Stalled=True; a node with that product is added and it goes Ready on its own. Then the
+// node is removed: NotReady with the root cause in a False condition (never Pending); the
+// node comes back: Ready again.
+func TestWorkspacePendingTrapAndNodeLoss(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	product := fmt.Sprintf("GANTRY-TEST-B200-%d", seq.Add(1))
+	node := testGPUNode(fmt.Sprintf("gantry-test-b200-%d", seq.Add(1)), product, 8)
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
+
+	w := e.newWorkspace("trap", nil, inferenceSpec(1, 2, product))
+	rec := e.recordStates(t, w.Name)
+	if err := e.c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Stalled", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue
+	})
+	res := wsCond(got, workspace.ConditionResourceReady)
+	if got.Status.State != v1alpha1.WorkspaceStatePending || res.Status != metav1.ConditionFalse || res.Reason != workspace.ReasonNoMatchingNodes || !strings.Contains(res.Message, product) {
+		t.Errorf("trap: %s", describeWS(got))
+	}
+	if !strings.Contains(e.wsEvents(w.Name), workspace.ReasonNoMatchingNodes) {
+		t.Errorf("no Warning event: %s", e.wsEvents(w.Name))
+	}
+
+	e.addNode(t, node)
+	got = e.waitWS(t, w.Name, "Ready after the node was added", stateIs(v1alpha1.WorkspaceStateReady))
+	if !slices.Equal(got.Status.WorkerNodes, []string{node.Name}) {
+		t.Errorf("worker nodes %v", got.Status.WorkerNodes)
+	}
+
+	e.removeNode(t, node.Name)
+	got = e.waitWS(t, w.Name, "NotReady after the node was removed", stateIs(v1alpha1.WorkspaceStateNotReady))
+	var falseConds []string
+	for _, c := range got.Status.Conditions {
+		if c.Status == metav1.ConditionFalse && (c.Type == workspace.ConditionResourceReady || c.Type == workspace.ConditionInferenceReady) {
+			falseConds = append(falseConds, c.Reason+": "+c.Message)
+		}
+	}
+	if len(falseConds) == 0 || !strings.Contains(strings.Join(falseConds, "\n"), node.Name) && !strings.Contains(strings.Join(falseConds, "\n"), product) {
+		t.Errorf("NotReady without a root cause naming the node or product: %s", describeWS(got))
+	}
+
+	e.addNode(t, node)
+	e.waitWS(t, w.Name, "Ready after the node came back", stateIs(v1alpha1.WorkspaceStateReady))
+	want := []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady, v1alpha1.WorkspaceStateReady}
+	if s := rec.until(want[len(want)-1]); !slices.Equal(s, want) {
+		t.Errorf("states %v, want %v", s, want)
+	}
+	checkSeedPath(t, v1alpha1.WorkspaceModeInference, rec.seen())
+	_ = e.c.Delete(context.Background(), got)
+	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
+}
+
+// A LoRA tuning run: kwok completes the Job; Pending → Running → Succeeded, terminal.
+func TestWorkspaceTuningSucceeded(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	w := e.newWorkspace("tune", nil, tuningSpec())
+	rec := e.recordStates(t, w.Name)
+	if err := e.c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Succeeded", stateIs(v1alpha1.WorkspaceStateSucceeded))
+	for _, typ := range []string{v1alpha1.ConditionReady, workspace.ConditionJobStarted, workspace.ConditionWorkspaceSucceeded} {
+		if c := wsCond(got, typ); c.Status != metav1.ConditionTrue {
+			t.Errorf("%s = %+v", typ, c)
+		}
+	}
+	var job batchv1.Job
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &job); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&job); ref == nil || ref.UID != got.UID {
+		t.Errorf("job owner %+v", ref)
+	}
+	want := []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateRunning, v1alpha1.WorkspaceStateSucceeded}
+	if s := rec.until(want[len(want)-1]); !slices.Equal(s, want) {
+		t.Errorf("states %v, want %v", s, want)
+	}
+}
+
+// A tuning run whose pod fails (kwok's chaos label, copied from the Workspace to its pod):
+// Failed, Stalled=True, the failure's reason in WorkspaceSucceeded; terminal.
+func TestWorkspaceTuningFailed(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	w := e.newWorkspace("tune-fail", map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}, tuningSpec())
+	rec := e.recordStates(t, w.Name)
+	if err := e.c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Failed", stateIs(v1alpha1.WorkspaceStateFailed))
+	ws := wsCond(got, workspace.ConditionWorkspaceSucceeded)
+	if ws.Status != metav1.ConditionFalse || ws.Reason != workspace.ReasonWorkspaceFailed || !strings.Contains(ws.Message, "BackoffLimitExceeded") {
+		t.Errorf("WorkspaceSucceeded = %+v", ws)
+	}
+	if st := wsCond(got, v1alpha1.ConditionStalled); st.Status != metav1.ConditionTrue {
+		t.Errorf("Stalled = %+v", st)
+	}
+	want := []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateRunning, v1alpha1.WorkspaceStateFailed}
+	if s := rec.until(want[len(want)-1]); !slices.Equal(s, want) {
+		t.Errorf("states %v, want %v", s, want)
+	}
+}
