@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,18 +114,11 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, err
 	}
-	if !containsAction(d.Actions, executor.ActionRemoveFinalizer) {
-		status := r.status(&e, d, g)
-		if !equality.Semantic.DeepEqual(e.Status, status) {
-			before := e.DeepCopy()
-			e.Status = status
-			if err := r.Client.Status().Patch(ctx, &e, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-					logger.V(1).Info("status write conflict, retrying", "error", err.Error())
-					return ctrl.Result{RequeueAfter: conflictRetry}, nil
-				}
-				return ctrl.Result{}, err
-			}
+	if !slices.Contains(d.Actions, executor.ActionRemoveFinalizer) {
+		if stale, err := writeStatus(ctx, r.Client, &e, &e.Status, r.status(&e, d, g)); err != nil {
+			return ctrl.Result{}, err
+		} else if stale {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 	}
 	if d.Event != nil {
@@ -459,13 +452,4 @@ func (r *ExecutorReconciler) pruneConfigMaps(ctx context.Context, e *v1alpha1.Ex
 func controlledByUID(obj metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == uid
-}
-
-func containsAction(actions []executor.Action, a executor.Action) bool {
-	for _, x := range actions {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }

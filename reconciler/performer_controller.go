@@ -3,11 +3,11 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,20 +156,11 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			}
 			return ctrl.Result{}, err
 		}
-		if !hasAction(d.Actions, performer.ActionRemoveFinalizer) {
-			status := r.status(&p, d, facts, pod, now)
-			if !equality.Semantic.DeepEqual(p.Status, status) {
-				before := p.DeepCopy()
-				p.Status = status
-				if err := r.Client.Status().Patch(ctx, &p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-					if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-						// A stale cached Performer: the watch delivers the current one, which
-						// triggers the next pass; the requeue is only a backstop.
-						logger.V(1).Info("status write conflict, retrying", "error", err.Error())
-						return ctrl.Result{RequeueAfter: conflictRetry}, nil
-					}
-					return ctrl.Result{}, err
-				}
+		if !slices.Contains(d.Actions, performer.ActionRemoveFinalizer) {
+			if stale, err := writeStatus(ctx, r.Client, &p, &p.Status, r.status(&p, d, facts, pod, now)); err != nil {
+				return ctrl.Result{}, err
+			} else if stale {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 		}
 		if d.Event != nil {
@@ -178,7 +169,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 
 		err = r.actAll(ctx, &p, d.Actions, desiredPod, desiredSvc, pod, svc, writes)
-		released = err == nil && hasAction(d.Actions, performer.ActionRemoveFinalizer)
+		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
 		switch {
 		case err == nil:
 		case errors.Is(err, errPerformerGone):
@@ -388,13 +379,4 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 		return nil // gone, or already replaced: the next pass sees the current state
 	}
 	return err
-}
-
-func hasAction(actions []performer.Action, a performer.Action) bool {
-	for _, x := range actions {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }

@@ -3,13 +3,13 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -181,7 +181,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 
-	if !hasWorkspaceAction(d.Actions, workspace.ActionRemoveFinalizer) {
+	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
 		st := *w.Status.DeepCopy()
 		st.ObservedGeneration = w.Generation
 		for _, c := range d.Conditions {
@@ -207,15 +207,10 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			}
 		}
 		st.WorkerNodes = uniq(nodesUsed)
-		if !equality.Semantic.DeepEqual(w.Status, st) {
-			before := w.DeepCopy()
-			w.Status = st
-			if err := r.Client.Status().Patch(ctx, &w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-					return ctrl.Result{RequeueAfter: conflictRetry}, nil
-				}
-				return ctrl.Result{}, err
-			}
+		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
+			return ctrl.Result{}, err
+		} else if stale {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 	}
 	if d.Event != nil {
@@ -326,13 +321,4 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
-}
-
-func hasWorkspaceAction(actions []workspace.Action, a workspace.Action) bool {
-	for _, x := range actions {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }

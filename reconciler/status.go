@@ -1,0 +1,32 @@
+package reconciler
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// writeStatus sets *cur (the status field of obj) to want and patches obj's status
+// subresource, once and only when want differs semantically from *cur. The patch carries an
+// optimistic lock (resourceVersion). stale is true when the write hit a stale cached object
+// (Conflict or NotFound): the watch delivers the current object, which triggers the next
+// pass, and the caller requeues after conflictRetry only as a backstop. Any other error is
+// returned as is.
+func writeStatus[S any](ctx context.Context, c client.Client, obj client.Object, cur *S, want S) (stale bool, err error) {
+	if equality.Semantic.DeepEqual(*cur, want) {
+		return false, nil
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	*cur = want
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("status write conflict, retrying", "error", err.Error())
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
