@@ -532,33 +532,11 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: k.SecretName.ValueString(), ECDSAKey: k.ECDSAKey.ValueString(),
 			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString()}
 	}
-	if m.Resources != nil {
-		var err error
-		if spec.Resources.Requests, err = expandQuantities("resources.requests", m.Resources.Requests); err != nil {
-			return nil, err
-		}
-		if spec.Resources.Limits, err = expandQuantities("resources.limits", m.Resources.Limits); err != nil {
-			return nil, err
-		}
+	var err error
+	if spec.Resources, err = expandResources(m.Resources); err != nil {
+		return nil, err
 	}
-	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
-	for _, t := range m.Tolerations {
-		tol := corev1.Toleration{Key: t.Key.ValueString(), Operator: corev1.TolerationOperator(t.Operator.ValueString()),
-			Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString())}
-		if !t.TolerationSeconds.IsNull() {
-			s := t.TolerationSeconds.ValueInt64()
-			tol.TolerationSeconds = &s
-		}
-		spec.Scheduling.Tolerations = append(spec.Scheduling.Tolerations, tol)
-	}
-	if !m.RuntimeClassName.IsNull() {
-		s := m.RuntimeClassName.ValueString()
-		spec.Scheduling.RuntimeClassName = &s
-	}
-	if !m.PriorityClassName.IsNull() {
-		s := m.PriorityClassName.ValueString()
-		spec.Scheduling.PriorityClassName = &s
-	}
+	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
 	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {
 		return nil, err
@@ -647,26 +625,8 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 		SecretName: optString(k.SecretName, pk.SecretName), ECDSAKey: optString(k.ECDSAKey, pk.ECDSAKey),
 		BLSKey: optString(k.BLSKey, pk.BLSKey), RemoteSignerURL: optString(k.RemoteSignerURL, pk.RemoteSignerURL),
 	}
-	var priorRes resourcesModel
-	if prior.Resources != nil {
-		priorRes = *prior.Resources
-	}
-	req := flattenQuantities(s.Resources.Requests, priorRes.Requests)
-	lim := flattenQuantities(s.Resources.Limits, priorRes.Limits)
-	if req != nil || lim != nil || prior.Resources != nil {
-		m.Resources = &resourcesModel{Requests: req, Limits: lim}
-	}
-	for i, t := range s.Scheduling.Tolerations {
-		var pt tolerationModel
-		if i < len(prior.Tolerations) {
-			pt = prior.Tolerations[i]
-		}
-		m.Tolerations = append(m.Tolerations, tolerationModel{Key: optString(t.Key, pt.Key), Operator: optString(string(t.Operator), pt.Operator),
-			Value: optString(t.Value, pt.Value), Effect: optString(string(t.Effect), pt.Effect), TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds)})
-	}
-	if m.Tolerations == nil && prior.Tolerations != nil {
-		m.Tolerations = []tolerationModel{}
-	}
+	m.Resources = flattenResources(s.Resources, prior.Resources)
+	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
 	setExecutorStatus(m, u)
 	return m, nil
 }

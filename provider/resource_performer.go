@@ -29,7 +29,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,19 +104,6 @@ type envFromModel struct {
 type keyRefModel struct {
 	Name types.String `tfsdk:"name"`
 	Key  types.String `tfsdk:"key"`
-}
-
-type resourcesModel struct {
-	Requests map[string]string `tfsdk:"requests"`
-	Limits   map[string]string `tfsdk:"limits"`
-}
-
-type tolerationModel struct {
-	Key               types.String `tfsdk:"key"`
-	Operator          types.String `tfsdk:"operator"`
-	Value             types.String `tfsdk:"value"`
-	Effect            types.String `tfsdk:"effect"`
-	TolerationSeconds types.Int64  `tfsdk:"toleration_seconds"`
 }
 
 type hardwareModel struct {
@@ -693,37 +679,11 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		}
 		spec.EnvFrom = append(spec.EnvFrom, ref)
 	}
-	if m.Resources != nil {
-		var err error
-		if spec.Resources.Requests, err = expandQuantities("resources.requests", m.Resources.Requests); err != nil {
-			return nil, err
-		}
-		if spec.Resources.Limits, err = expandQuantities("resources.limits", m.Resources.Limits); err != nil {
-			return nil, err
-		}
+	var err error
+	if spec.Resources, err = expandResources(m.Resources); err != nil {
+		return nil, err
 	}
-	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
-	for _, t := range m.Tolerations {
-		tol := corev1.Toleration{
-			Key:      t.Key.ValueString(),
-			Operator: corev1.TolerationOperator(t.Operator.ValueString()),
-			Value:    t.Value.ValueString(),
-			Effect:   corev1.TaintEffect(t.Effect.ValueString()),
-		}
-		if !t.TolerationSeconds.IsNull() {
-			s := t.TolerationSeconds.ValueInt64()
-			tol.TolerationSeconds = &s
-		}
-		spec.Scheduling.Tolerations = append(spec.Scheduling.Tolerations, tol)
-	}
-	if !m.RuntimeClassName.IsNull() {
-		s := m.RuntimeClassName.ValueString()
-		spec.Scheduling.RuntimeClassName = &s
-	}
-	if !m.PriorityClassName.IsNull() {
-		s := m.PriorityClassName.ValueString()
-		spec.Scheduling.PriorityClassName = &s
-	}
+	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
 	if hw := m.HardwareRequirements; hw != nil {
 		spec.HardwareRequirements = v1alpha1.HardwareRequirements{
 			GPUCount:     int32(hw.GPUCount.ValueInt64()),
@@ -828,33 +788,8 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 		m.EnvFrom = []envFromModel{}
 	}
 
-	var priorRes resourcesModel
-	if prior.Resources != nil {
-		priorRes = *prior.Resources
-	}
-	req := flattenQuantities(s.Resources.Requests, priorRes.Requests)
-	lim := flattenQuantities(s.Resources.Limits, priorRes.Limits)
-	if req != nil || lim != nil || prior.Resources != nil {
-		m.Resources = &resourcesModel{Requests: req, Limits: lim}
-	}
-
-	for i, t := range s.Scheduling.Tolerations {
-		var pt tolerationModel
-		if i < len(prior.Tolerations) {
-			pt = prior.Tolerations[i]
-		}
-		tm := tolerationModel{
-			Key:               optString(t.Key, pt.Key),
-			Operator:          optString(string(t.Operator), pt.Operator),
-			Value:             optString(t.Value, pt.Value),
-			Effect:            optString(string(t.Effect), pt.Effect),
-			TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds),
-		}
-		m.Tolerations = append(m.Tolerations, tm)
-	}
-	if m.Tolerations == nil && prior.Tolerations != nil {
-		m.Tolerations = []tolerationModel{}
-	}
+	m.Resources = flattenResources(s.Resources, prior.Resources)
+	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
 
 	if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling", "affinity"); found && raw != nil {
 		b, err := json.Marshal(raw)
@@ -902,42 +837,6 @@ func setPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	m.NodeName = str("nodeName")
 	m.PodName = str("podName")
 	m.ServiceName = str("serviceName")
-}
-
-func expandQuantities(field string, in map[string]string) (corev1.ResourceList, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := corev1.ResourceList{}
-	for k, v := range in {
-		q, err := k8sresource.ParseQuantity(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s[%q] = %q: %w", field, k, v, err)
-		}
-		out[corev1.ResourceName(k)] = q
-	}
-	return out, nil
-}
-
-// flattenQuantities renders quantities, keeping prior's spelling where it means the same
-// ("0.5" stays "0.5" although the API writes "500m").
-func flattenQuantities(in corev1.ResourceList, prior map[string]string) map[string]string {
-	if len(in) == 0 {
-		if prior != nil && len(prior) == 0 {
-			return map[string]string{}
-		}
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, q := range in {
-		out[string(k)] = q.String()
-		if pv, ok := prior[string(k)]; ok {
-			if pq, err := k8sresource.ParseQuantity(pv); err == nil && pq.Cmp(q) == 0 {
-				out[string(k)] = pv
-			}
-		}
-	}
-	return out
 }
 
 func optString(v string, prior types.String) types.String {
