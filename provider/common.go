@@ -10,7 +10,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +73,53 @@ func resourceFor(dyn dynamic.Interface, gvr schema.GroupVersionResource, namespa
 // configuration is the source of truth for every field it sets.
 func serverSideApply(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+}
+
+// applyObject writes obj with serverSideApply and then converges (see converge), returning
+// the object as the API server has it afterwards.
+func applyObject(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live, err := serverSideApply(ctx, ri, obj)
+	if err != nil {
+		return nil, err
+	}
+	return converge(ctx, ri, obj, live)
+}
+
+// deleteAndWait deletes live (the object as last read) with background propagation and a UID
+// precondition, so a re-created namesake is never deleted by mistake, then waits until it is
+// gone. NotFound is success; Conflict means a newer object of that name exists, so ours is
+// gone too. known (nil or live) seeds the wait with the object already read. Errors: API
+// failures and wait errors, as diagnostics.
+func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.Registry, spec wait.Spec, live, known *unstructured.Unstructured) diag.Diagnostics {
+	var diags diag.Diagnostics
+	ns, name, uid := live.GetNamespace(), live.GetName(), live.GetUID()
+	policy := metav1.DeletePropagationBackground
+	err := ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return diags
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		diags.Append(apiDiagnostic(spec.Kind, "Deleting", err))
+		return diags
+	}
+	tflog.Debug(ctx, spec.Kind+" deleted; waiting until it is gone")
+	if err := reg.WaitDeleted(ctx, spec, wait.Target{Namespace: ns, Name: name, UID: string(uid), Known: known}); err != nil {
+		diags.Append(waitDiagnostic(spec.Kind, "delete", err))
+	}
+	return diags
+}
+
+// importNamespaced is ImportState of a namespaced kind: it accepts "<namespace>/<name>" and
+// sets id, namespace and name; Read fills in the rest from the cluster.
+func importNamespaced(ctx context.Context, kind string, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, err := parseImportID(kind, req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 }
 
 // converge removes what server-side apply leaves behind: entries of maps and map-lists (env,

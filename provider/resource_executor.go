@@ -402,31 +402,12 @@ func (r *executorResource) Delete(ctx context.Context, req resource.DeleteReques
 		resp.Diagnostics.Append(apiDiagnostic("Executor", "Reading", err))
 		return
 	}
-	uid := live.GetUID()
-	policy := metav1.DeletePropagationBackground
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) {
-		resp.Diagnostics.Append(apiDiagnostic("Executor", "Deleting", err))
-		return
-	}
-	if err := reg.WaitDeleted(ctx, wait.Executor, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("Executor", "delete", err))
-	}
+	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Executor, live, nil)...)
 }
 
 // ImportState accepts "<namespace>/<name>".
 func (r *executorResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseImportID("Executor", req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importNamespaced(ctx, "Executor", req, resp)
 }
 
 // applyAndWait server-side applies the plan, converges away foreign fields, and waits per the
@@ -457,12 +438,8 @@ func (r *executorResource) applyAndWait(ctx context.Context, plan, prior *execut
 			return nil, diags
 		}
 	}
-	live, err := serverSideApply(ctx, ri, obj)
+	live, err := applyObject(ctx, ri, obj)
 	if err != nil {
-		diags.Append(apiDiagnostic("Executor", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
 		diags.Append(apiDiagnostic("Executor", "Applying", err))
 		return nil, diags
 	}

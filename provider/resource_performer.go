@@ -541,32 +541,12 @@ func (r *performerResource) Delete(ctx context.Context, req resource.DeleteReque
 		resp.Diagnostics.Append(apiDiagnostic("Performer", "Reading", err))
 		return
 	}
-	uid := live.GetUID()
-	policy := metav1.DeletePropagationBackground
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) { // Conflict: a newer object of that name; ours is gone
-		resp.Diagnostics.Append(apiDiagnostic("Performer", "Deleting", err))
-		return
-	}
-	tflog.Debug(ctx, "Performer deleted; waiting until it is gone")
-	if err := reg.WaitDeleted(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(uid), Known: live}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("Performer", "delete", err))
-	}
+	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Performer, live, live)...)
 }
 
 // ImportState accepts "<namespace>/<name>"; Read fills in the rest from the cluster.
 func (r *performerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseImportID("Performer", req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importNamespaced(ctx, "Performer", req, resp)
 }
 
 // applyAndWait writes plan with server-side apply, removes fields other managers added
@@ -604,12 +584,8 @@ func (r *performerResource) applyAndWait(ctx context.Context, plan *performerMod
 		}
 	}
 	tflog.Debug(ctx, "applying Performer (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
-	live, err := serverSideApply(ctx, ri, obj)
+	live, err := applyObject(ctx, ri, obj)
 	if err != nil {
-		diags.Append(apiDiagnostic("Performer", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
 		diags.Append(apiDiagnostic("Performer", "Applying", err))
 		return nil, diags
 	}

@@ -297,31 +297,12 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Reading", err))
 		return
 	}
-	uid := live.GetUID()
-	policy := metav1.DeletePropagationBackground
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) {
-		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Deleting", err))
-		return
-	}
-	if err := reg.WaitDeleted(ctx, wait.Workspace, wait.Target{Namespace: ns, Name: name, UID: string(uid)}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("Workspace", "delete", err))
-	}
+	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Workspace, live, nil)...)
 }
 
 // ImportState accepts "<namespace>/<name>"; Read fills in the rest.
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseImportID("Workspace", req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importNamespaced(ctx, "Workspace", req, resp)
 }
 
 // applyAndWait: refuse to adopt on create, server-side apply, converge, wait per the status
@@ -352,12 +333,8 @@ func (r *workspaceResource) applyAndWait(ctx context.Context, plan *workspaceMod
 			return nil, diags
 		}
 	}
-	live, err := serverSideApply(ctx, ri, obj)
+	live, err := applyObject(ctx, ri, obj)
 	if err != nil {
-		diags.Append(apiDiagnostic("Workspace", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
 		diags.Append(apiDiagnostic("Workspace", "Applying", err))
 		return nil, diags
 	}
