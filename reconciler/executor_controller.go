@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -108,10 +107,7 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	d, err := executor.Decide(g.facts)
 	if err != nil {
-		var te *executor.TransitionError
-		if errors.As(err, &te) {
-			r.Recorder.Event(&e, corev1.EventTypeWarning, "IllegalTransition", err.Error())
-		}
+		recordIllegalTransition[*executor.TransitionError](r.Recorder, &e, err)
 		return ctrl.Result{}, err
 	}
 	if !slices.Contains(d.Actions, executor.ActionRemoveFinalizer) {

@@ -150,10 +150,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		d, err := performer.Decide(facts)
 		if err != nil {
-			var te *performer.TransitionError
-			if errors.As(err, &te) {
-				r.Recorder.Event(&p, corev1.EventTypeWarning, "IllegalTransition", err.Error())
-			}
+			recordIllegalTransition[*performer.TransitionError](r.Recorder, &p, err)
 			return ctrl.Result{}, err
 		}
 		if !slices.Contains(d.Actions, performer.ActionRemoveFinalizer) {

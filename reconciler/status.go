@@ -2,9 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -29,4 +33,13 @@ func writeStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 		return false, err
 	}
 	return false, nil
+}
+
+// recordIllegalTransition emits the Warning event IllegalTransition on obj when err is (or
+// wraps) an E: the *TransitionError of the kind's lifecycle machine.
+func recordIllegalTransition[E error](rec record.EventRecorder, obj runtime.Object, err error) {
+	var te E
+	if errors.As(err, &te) {
+		rec.Event(obj, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+	}
 }

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -174,10 +173,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	d, err := workspace.Decide(facts)
 	if err != nil {
-		var te *workspace.TransitionError
-		if errors.As(err, &te) {
-			r.Recorder.Event(&w, corev1.EventTypeWarning, "IllegalTransition", err.Error())
-		}
+		recordIllegalTransition[*workspace.TransitionError](r.Recorder, &w, err)
 		return ctrl.Result{}, err
 	}
 
