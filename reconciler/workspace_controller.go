@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"slices"
-	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -202,7 +201,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				nodesUsed = append(nodesUsed, p.NodeName)
 			}
 		}
-		st.WorkerNodes = uniq(nodesUsed)
+		st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
 		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
 			return ctrl.Result{}, err
 		} else if stale {
@@ -303,18 +302,4 @@ func mergeMap(dst, src map[string]string) map[string]string {
 		dst[k] = v
 	}
 	return dst
-}
-
-func uniq(in []string) []string {
-	if len(in) == 0 {
-		return nil
-	}
-	sort.Strings(in)
-	out := in[:1]
-	for _, s := range in[1:] {
-		if s != out[len(out)-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -488,7 +488,7 @@ func readPods(pods []Pod) podProblems {
 			}
 		}
 	}
-	r.nodes = uniqueSorted(r.nodes)
+	r.nodes = UniqueSorted(r.nodes)
 	return r
 }
 
@@ -785,7 +785,8 @@ func orNone(s State) string {
 	return string(s)
 }
 
-func uniqueSorted(in []string) []string {
+// UniqueSorted sorts in (in place) and returns it without repeats; nil when in is empty.
+func UniqueSorted(in []string) []string {
 	if len(in) == 0 {
 		return nil
 	}
