@@ -12,12 +12,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
@@ -109,6 +110,15 @@ func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.
 	return diags
 }
 
+// statusString is the string status.<field> of u as a computed attribute: null when absent or "".
+func statusString(u *unstructured.Unstructured, field string) types.String {
+	v, _, _ := unstructured.NestedString(u.Object, "status", field)
+	if v == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
 // importNamespaced is ImportState of a namespaced kind: it accepts "<namespace>/<name>" and
 // sets id, namespace and name; Read fills in the rest from the cluster.
 func importNamespaced(ctx context.Context, kind string, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
@@ -162,7 +172,7 @@ func converge(ctx context.Context, ri dynamic.ResourceInterface, desired, live *
 	if err != nil {
 		return nil, err
 	}
-	return ri.Patch(ctx, live.GetName(), types.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+	return ri.Patch(ctx, live.GetName(), k8stypes.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
 }
 
 func normalizeJSON(v interface{}) (interface{}, error) {

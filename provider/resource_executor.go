@@ -611,18 +611,11 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 // setExecutorStatus fills the computed attributes from the object.
 func setExecutorStatus(m *executorModelV0, u *unstructured.Unstructured) {
 	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
-	str := func(f string) types.String {
-		v, _, _ := unstructured.NestedString(u.Object, "status", f)
-		if v == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(v)
-	}
-	m.Phase = str("phase")
-	m.CurrentRevision = str("currentRevision")
-	m.LastGoodRevision = str("lastGoodRevision")
-	m.FailedRevision = str("failedRevision")
-	m.ConfigMapName = str("configMapName")
+	m.Phase = statusString(u, "phase")
+	m.CurrentRevision = statusString(u, "currentRevision")
+	m.LastGoodRevision = statusString(u, "lastGoodRevision")
+	m.FailedRevision = statusString(u, "failedRevision")
+	m.ConfigMapName = statusString(u, "configMapName")
 	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 	m.ReadyReplicas = types.Int64Value(ready)
 	elems := map[string]attr.Value{}

@@ -801,18 +801,11 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 // name, the rest from status ("" → null).
 func setPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
-	str := func(f string) types.String {
-		v, _, _ := unstructured.NestedString(u.Object, "status", f)
-		if v == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(v)
-	}
-	m.Phase = str("phase")
-	m.GRPCEndpoint = str("grpcEndpoint")
-	m.NodeName = str("nodeName")
-	m.PodName = str("podName")
-	m.ServiceName = str("serviceName")
+	m.Phase = statusString(u, "phase")
+	m.GRPCEndpoint = statusString(u, "grpcEndpoint")
+	m.NodeName = statusString(u, "nodeName")
+	m.PodName = statusString(u, "podName")
+	m.ServiceName = statusString(u, "serviceName")
 }
 
 func optString(v string, prior types.String) types.String {

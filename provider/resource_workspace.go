@@ -447,14 +447,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 // setWorkspaceStatus fills the computed attributes from status.
 func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
-	str := func(f string) types.String {
-		v, _, _ := unstructured.NestedString(u.Object, "status", f)
-		if v == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(v)
-	}
-	m.State, m.Mode, m.Endpoint = str("state"), str("mode"), str("endpoint")
+	m.State, m.Mode, m.Endpoint = statusString(u, "state"), statusString(u, "mode"), statusString(u, "endpoint")
 	nodes, _, _ := unstructured.NestedStringSlice(u.Object, "status", "workerNodes")
 	sort.Strings(nodes)
 	nv := make([]attr.Value, 0, len(nodes))
