@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -108,6 +109,21 @@ func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.
 		diags.Append(waitDiagnostic(spec.Kind, "delete", err))
 	}
 	return diags
+}
+
+// newObject builds a gantry.dev/v1alpha1 object of kind to server-side apply: metadata.name
+// and namespace, labels and annotations when not empty, and spec.
+func newObject(kind, name, namespace string, labels, annotations map[string]string, spec map[string]interface{}) *unstructured.Unstructured {
+	meta := map[string]interface{}{"name": name, "namespace": namespace}
+	if len(labels) > 0 {
+		meta["labels"] = stringMapToInterface(labels)
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = stringMapToInterface(annotations)
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": kind, "metadata": meta, "spec": spec,
+	}}
 }
 
 // statusString is the string status.<field> of u as a computed attribute: null when absent or "".

@@ -519,16 +519,7 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	pruneEmpty(specMap)
-	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
-	if len(m.Labels) > 0 {
-		meta["labels"] = stringMapToInterface(m.Labels)
-	}
-	if len(m.Annotations) > 0 {
-		meta["annotations"] = stringMapToInterface(m.Annotations)
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Executor", "metadata": meta, "spec": specMap,
-	}}, nil
+	return newObject("Executor", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
 
 // flattenExecutor maps an Executor read from the cluster to the model; prior decides null

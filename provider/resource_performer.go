@@ -689,19 +689,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		}
 		sched["affinity"] = aff
 	}
-	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
-	if len(m.Labels) > 0 {
-		meta["labels"] = stringMapToInterface(m.Labels)
-	}
-	if len(m.Annotations) > 0 {
-		meta["annotations"] = stringMapToInterface(m.Annotations)
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": v1alpha1.GroupVersion.String(),
-		"kind":       "Performer",
-		"metadata":   meta,
-		"spec":       specMap,
-	}}, nil
+	return newObject("Performer", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
 
 // flattenPerformer maps a Performer read from the cluster to the model. prior (the state or

@@ -383,16 +383,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if t, ok := specMap["tuning"].(map[string]interface{}); ok && spec.Tuning != nil {
 		t["backoffLimit"] = int64(*spec.Tuning.BackoffLimit) // 0 is meaningful
 	}
-	meta := map[string]interface{}{"name": m.Name.ValueString(), "namespace": m.Namespace.ValueString()}
-	if len(m.Labels) > 0 {
-		meta["labels"] = stringMapToInterface(m.Labels)
-	}
-	if len(m.Annotations) > 0 {
-		meta["annotations"] = stringMapToInterface(m.Annotations)
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Workspace", "metadata": meta, "spec": specMap,
-	}}, nil
+	return newObject("Workspace", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
 
 // flattenWorkspace maps a live Workspace to the model; prior only decides null versus empty.
