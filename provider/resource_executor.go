@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -65,38 +66,39 @@ type executorResource struct{ data *providerData }
 
 // executorModelV0 is gantry_executor's Terraform model.
 type executorModelV0 struct {
-	ID                      types.String       `tfsdk:"id"`
-	Name                    types.String       `tfsdk:"name"`
-	Namespace               types.String       `tfsdk:"namespace"`
-	Labels                  map[string]string  `tfsdk:"labels"`
-	Annotations             map[string]string  `tfsdk:"annotations"`
-	Image                   types.String       `tfsdk:"image"`
-	ImagePullPolicy         types.String       `tfsdk:"image_pull_policy"`
-	ImagePullSecrets        []string           `tfsdk:"image_pull_secrets"`
-	Replicas                types.Int64        `tfsdk:"replicas"`
-	Chains                  []chainModel       `tfsdk:"chains"`
-	AggregatorEndpoint      types.String       `tfsdk:"aggregator_endpoint"`
-	PerformerNames          []string           `tfsdk:"performer_names"`
-	PerformerSelector       map[string]string  `tfsdk:"performer_selector"`
-	OperatorKeys            *operatorKeysModel `tfsdk:"operator_keys"`
-	LogLevel                types.String       `tfsdk:"log_level"`
-	Resources               *resourcesModel    `tfsdk:"resources"`
-	NodeSelector            map[string]string  `tfsdk:"node_selector"`
-	Tolerations             []tolerationModel  `tfsdk:"tolerations"`
-	RuntimeClassName        types.String       `tfsdk:"runtime_class_name"`
-	PriorityClassName       types.String       `tfsdk:"priority_class_name"`
-	PodLabels               map[string]string  `tfsdk:"pod_labels"`
-	ProgressDeadlineSeconds types.Int64        `tfsdk:"progress_deadline_seconds"`
-	RollbackOnFailure       types.Bool         `tfsdk:"rollback_on_failure"`
-	RollbackKeepRevisions   types.Int64        `tfsdk:"rollback_keep_revisions"`
-	Phase                   types.String       `tfsdk:"phase"`
-	ReadyReplicas           types.Int64        `tfsdk:"ready_replicas"`
-	CurrentRevision         types.String       `tfsdk:"current_revision"`
-	LastGoodRevision        types.String       `tfsdk:"last_good_revision"`
-	FailedRevision          types.String       `tfsdk:"failed_revision"`
-	ConfigMapName           types.String       `tfsdk:"config_map_name"`
-	PerformerEndpoints      types.Map          `tfsdk:"performer_endpoints"`
-	Timeouts                timeouts.Value     `tfsdk:"timeouts"`
+	ID                      types.String         `tfsdk:"id"`
+	Name                    types.String         `tfsdk:"name"`
+	Namespace               types.String         `tfsdk:"namespace"`
+	Labels                  map[string]string    `tfsdk:"labels"`
+	Annotations             map[string]string    `tfsdk:"annotations"`
+	Image                   types.String         `tfsdk:"image"`
+	ImagePullPolicy         types.String         `tfsdk:"image_pull_policy"`
+	ImagePullSecrets        []string             `tfsdk:"image_pull_secrets"`
+	Replicas                types.Int64          `tfsdk:"replicas"`
+	Chains                  []chainModel         `tfsdk:"chains"`
+	AggregatorEndpoint      types.String         `tfsdk:"aggregator_endpoint"`
+	PerformerNames          []string             `tfsdk:"performer_names"`
+	PerformerSelector       map[string]string    `tfsdk:"performer_selector"`
+	OperatorKeys            *operatorKeysModel   `tfsdk:"operator_keys"`
+	LogLevel                types.String         `tfsdk:"log_level"`
+	Resources               *resourcesModel      `tfsdk:"resources"`
+	NodeSelector            map[string]string    `tfsdk:"node_selector"`
+	Tolerations             []tolerationModel    `tfsdk:"tolerations"`
+	Affinity                jsontypes.Normalized `tfsdk:"affinity"`
+	RuntimeClassName        types.String         `tfsdk:"runtime_class_name"`
+	PriorityClassName       types.String         `tfsdk:"priority_class_name"`
+	PodLabels               map[string]string    `tfsdk:"pod_labels"`
+	ProgressDeadlineSeconds types.Int64          `tfsdk:"progress_deadline_seconds"`
+	RollbackOnFailure       types.Bool           `tfsdk:"rollback_on_failure"`
+	RollbackKeepRevisions   types.Int64          `tfsdk:"rollback_keep_revisions"`
+	Phase                   types.String         `tfsdk:"phase"`
+	ReadyReplicas           types.Int64          `tfsdk:"ready_replicas"`
+	CurrentRevision         types.String         `tfsdk:"current_revision"`
+	LastGoodRevision        types.String         `tfsdk:"last_good_revision"`
+	FailedRevision          types.String         `tfsdk:"failed_revision"`
+	ConfigMapName           types.String         `tfsdk:"config_map_name"`
+	PerformerEndpoints      types.Map            `tfsdk:"performer_endpoints"`
+	Timeouts                timeouts.Value       `tfsdk:"timeouts"`
 }
 
 type chainModel struct {
@@ -232,18 +234,9 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Optional: true, MarkdownDescription: "CPU and memory requests and limits of the executor container.",
 				Attributes: map[string]schema.Attribute{"requests": quantityMap("requests"), "limits": quantityMap("limits")},
 			},
-			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels the executor pods' nodes must carry."},
-			"tolerations": schema.ListNestedAttribute{
-				Optional: true, MarkdownDescription: "Tolerations of the executor pods.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key":      schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key to tolerate."},
-					"operator": schema.StringAttribute{Optional: true, MarkdownDescription: "`Equal` or `Exists`.", Validators: []validator.String{stringvalidator.OneOf("Equal", "Exists")}},
-					"value":    schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value (operator `Equal`)."},
-					"effect": schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty means all.",
-						Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
-					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "Seconds a `NoExecute` taint is tolerated.", Validators: []validator.Int64{int64validator.AtLeast(0)}},
-				}},
-			},
+			"node_selector":       schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels the executor pods' nodes must carry."},
+			"tolerations":         tolerationsAttribute("Tolerations of the executor pods."),
+			"affinity":            affinityAttribute("executor pods"),
 			"runtime_class_name":  schema.StringAttribute{Optional: true, MarkdownDescription: "RuntimeClass of the executor pods."},
 			"priority_class_name": schema.StringAttribute{Optional: true, MarkdownDescription: "PriorityClass of the executor pods."},
 			"pod_labels": schema.MapAttribute{
@@ -519,6 +512,9 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	pruneEmpty(specMap)
+	if err := expandAffinity(specMap, m.Affinity); err != nil {
+		return nil, err
+	}
 	return newObject("Executor", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
 
@@ -595,6 +591,10 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 	}
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
+	var err error
+	if m.Affinity, err = flattenAffinity(u, prior.Affinity); err != nil {
+		return nil, err
+	}
 	setExecutorStatus(m, u)
 	return m, nil
 }

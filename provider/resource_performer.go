@@ -279,46 +279,8 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				ElementType:         types.StringType,
 				MarkdownDescription: "Node labels the node must carry, merged with those `hardware_requirements` implies.",
 			},
-			"tolerations": schema.ListNestedAttribute{
-				Optional:            true,
-				MarkdownDescription: "Tolerations of the performer Pod, added to those `hardware_requirements` implies (GPU nodes' `nvidia.com/gpu` taint is tolerated automatically).",
-				NestedObject: schema.NestedAttributeObject{
-					Attributes: map[string]schema.Attribute{
-						"key": schema.StringAttribute{
-							Optional:            true,
-							MarkdownDescription: "Taint key to tolerate; empty with operator `Exists` tolerates every taint.",
-						},
-						"operator": schema.StringAttribute{
-							Optional:            true,
-							MarkdownDescription: "`Equal` (the Kubernetes default) or `Exists`.",
-							Validators:          []validator.String{stringvalidator.OneOf(string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists))},
-						},
-						"value": schema.StringAttribute{
-							Optional:            true,
-							MarkdownDescription: "Taint value to match with operator `Equal`.",
-						},
-						"effect": schema.StringAttribute{
-							Optional:            true,
-							MarkdownDescription: "Taint effect to tolerate: `NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty means all.",
-							Validators: []validator.String{stringvalidator.OneOf(string(corev1.TaintEffectNoSchedule),
-								string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))},
-						},
-						"toleration_seconds": schema.Int64Attribute{
-							Optional:            true,
-							MarkdownDescription: "Seconds a `NoExecute` taint is tolerated before eviction; unset means forever.",
-							Validators:          []validator.Int64{int64validator.AtLeast(0)},
-						},
-					},
-				},
-			},
-			"affinity": schema.StringAttribute{
-				CustomType: jsontypes.NormalizedType{},
-				Optional:   true,
-				MarkdownDescription: "Pod affinity as JSON, written with `jsonencode({ nodeAffinity = {...} })` using the Kubernetes " +
-					"API's field names (`nodeAffinity`, `podAffinity`, `podAntiAffinity`). Unknown fields are rejected at plan time. " +
-					"Whitespace and key order do not cause a diff.",
-				Validators: []validator.String{jsonDecodesInto{typeName: "Affinity", new: func() any { return &corev1.Affinity{} }}},
-			},
+			"tolerations": tolerationsAttribute("Tolerations of the performer Pod, added to those `hardware_requirements` implies (GPU nodes' `nvidia.com/gpu` taint is tolerated automatically)."),
+			"affinity":    affinityAttribute("performer Pod"),
 			"runtime_class_name": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "RuntimeClass of the Pod; overrides the one a TEE type implies (`kata-qemu-tdx`, `kata-qemu-snp`, `enclave-cc`).",
@@ -674,20 +636,8 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	pruneEmpty(specMap)
-	if !m.Affinity.IsNull() && !m.Affinity.IsUnknown() {
-		var aff map[string]interface{}
-		if err := json.Unmarshal([]byte(m.Affinity.ValueString()), &aff); err != nil {
-			return nil, fmt.Errorf("affinity: %w", err)
-		}
-		if aff == nil {
-			aff = map[string]interface{}{}
-		}
-		sched, _ := specMap["scheduling"].(map[string]interface{})
-		if sched == nil {
-			sched = map[string]interface{}{}
-			specMap["scheduling"] = sched
-		}
-		sched["affinity"] = aff
+	if err := expandAffinity(specMap, m.Affinity); err != nil {
+		return nil, err
 	}
 	return newObject("Performer", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
@@ -723,7 +673,6 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 		NodeSelector:       optMap(s.Scheduling.NodeSelector, prior.NodeSelector),
 		RuntimeClassName:   optStringPtr(s.Scheduling.RuntimeClassName, prior.RuntimeClassName),
 		PriorityClassName:  optStringPtr(s.Scheduling.PriorityClassName, prior.PriorityClassName),
-		Affinity:           jsontypes.NewNormalizedNull(),
 		Timeouts:           prior.Timeouts,
 	}
 	if s.ImagePullPolicy == "" {
@@ -755,15 +704,9 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
 
-	if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling", "affinity"); found && raw != nil {
-		b, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("affinity: %w", err)
-		}
-		m.Affinity = jsontypes.NewNormalizedValue(string(b))
-		if !prior.Affinity.IsNull() && !prior.Affinity.IsUnknown() && jsonEqual(prior.Affinity.ValueString(), string(b)) {
-			m.Affinity = prior.Affinity
-		}
+	var err error
+	if m.Affinity, err = flattenAffinity(u, prior.Affinity); err != nil {
+		return nil, err
 	}
 
 	hw := s.HardwareRequirements

@@ -1,18 +1,25 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// Pod resources and placement shared by gantry_performer and gantry_executor: the models of
-// the resources and tolerations attributes and their mapping to and from the API's
-// corev1.ResourceRequirements and v1alpha1.Scheduling.
+// Pod resources and placement shared by gantry_performer, gantry_executor and gantry_workspace:
+// the schema and models of the resources, tolerations and affinity attributes and their mapping
+// to and from the API's corev1.ResourceRequirements and v1alpha1.Scheduling.
 
 type resourcesModel struct {
 	Requests map[string]string `tfsdk:"requests"`
@@ -25,6 +32,95 @@ type tolerationModel struct {
 	Value             types.String `tfsdk:"value"`
 	Effect            types.String `tfsdk:"effect"`
 	TolerationSeconds types.Int64  `tfsdk:"toleration_seconds"`
+}
+
+// tolerationsAttribute is the schema of the tolerations attribute; description is the
+// kind-specific top-level description.
+func tolerationsAttribute(description string) schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: description,
+		NestedObject: schema.NestedAttributeObject{
+			Attributes: map[string]schema.Attribute{
+				"key": schema.StringAttribute{
+					Optional:            true,
+					MarkdownDescription: "Taint key to tolerate; empty with operator `Exists` tolerates every taint.",
+				},
+				"operator": schema.StringAttribute{
+					Optional:            true,
+					MarkdownDescription: "`Equal` (the Kubernetes default) or `Exists`.",
+					Validators:          []validator.String{stringvalidator.OneOf(string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists))},
+				},
+				"value": schema.StringAttribute{
+					Optional:            true,
+					MarkdownDescription: "Taint value to match with operator `Equal`.",
+				},
+				"effect": schema.StringAttribute{
+					Optional:            true,
+					MarkdownDescription: "Taint effect to tolerate: `NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty means all.",
+					Validators: []validator.String{stringvalidator.OneOf(string(corev1.TaintEffectNoSchedule),
+						string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))},
+				},
+				"toleration_seconds": schema.Int64Attribute{
+					Optional:            true,
+					MarkdownDescription: "Seconds a `NoExecute` taint is tolerated before eviction; unset means forever.",
+					Validators:          []validator.Int64{int64validator.AtLeast(0)},
+				},
+			},
+		},
+	}
+}
+
+// affinityAttribute is the schema of the affinity attribute (a JSON string of a
+// corev1.Affinity); kind names the pods, e.g. "performer Pod".
+func affinityAttribute(kind string) schema.StringAttribute {
+	return schema.StringAttribute{
+		CustomType: jsontypes.NormalizedType{},
+		Optional:   true,
+		MarkdownDescription: "Affinity of the " + kind + " as JSON, written with `jsonencode({ nodeAffinity = {...} })` using the Kubernetes " +
+			"API's field names (`nodeAffinity`, `podAffinity`, `podAntiAffinity`). Unknown fields are rejected at plan time. " +
+			"Whitespace and key order do not cause a diff.",
+		Validators: []validator.String{jsonDecodesInto{typeName: "Affinity", new: func() any { return &corev1.Affinity{} }}},
+	}
+}
+
+// expandAffinity sets specMap's scheduling.affinity to the JSON the user wrote (null or
+// unknown: left unset). Errors: JSON that does not parse (normally caught at plan time).
+func expandAffinity(specMap map[string]interface{}, affinity jsontypes.Normalized) error {
+	if affinity.IsNull() || affinity.IsUnknown() {
+		return nil
+	}
+	var aff map[string]interface{}
+	if err := json.Unmarshal([]byte(affinity.ValueString()), &aff); err != nil {
+		return fmt.Errorf("affinity: %w", err)
+	}
+	if aff == nil {
+		aff = map[string]interface{}{}
+	}
+	sched, _ := specMap["scheduling"].(map[string]interface{})
+	if sched == nil {
+		sched = map[string]interface{}{}
+		specMap["scheduling"] = sched
+	}
+	sched["affinity"] = aff
+	return nil
+}
+
+// flattenAffinity reads spec.scheduling.affinity of u as JSON: null when absent, prior when
+// equal in meaning (so key order and whitespace of the configuration survive a refresh).
+func flattenAffinity(u *unstructured.Unstructured, prior jsontypes.Normalized) (jsontypes.Normalized, error) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling", "affinity")
+	if !found || raw == nil {
+		return jsontypes.NewNormalizedNull(), nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return jsontypes.NewNormalizedNull(), fmt.Errorf("affinity: %w", err)
+	}
+	if !prior.IsNull() && !prior.IsUnknown() && jsonEqual(prior.ValueString(), string(b)) {
+		return prior, nil
+	}
+	return jsontypes.NewNormalizedValue(string(b)), nil
 }
 
 // expandResources maps the resources attribute (nil: none) to the container's requests and
@@ -60,8 +156,8 @@ func flattenResources(in corev1.ResourceRequirements, prior *resourcesModel) *re
 }
 
 // expandScheduling maps node_selector, tolerations, runtime_class_name and
-// priority_class_name to the API's Scheduling (affinity, where a kind has it, is added by the
-// caller). Null attributes are left unset.
+// priority_class_name to the API's Scheduling (affinity is added to the converted spec by
+// expandAffinity). Null attributes are left unset.
 func expandScheduling(nodeSelector map[string]string, tolerations []tolerationModel, runtimeClassName, priorityClassName types.String) v1alpha1.Scheduling {
 	var out v1alpha1.Scheduling
 	out.NodeSelector = cloneMap(nodeSelector)
