@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -55,21 +56,25 @@ func NewWorkspaceResource() resource.Resource { return &workspaceResource{} }
 type workspaceResource struct{ data *providerData }
 
 type workspaceModelV0 struct {
-	ID           types.String      `tfsdk:"id"`
-	Name         types.String      `tfsdk:"name"`
-	Namespace    types.String      `tfsdk:"namespace"`
-	Labels       map[string]string `tfsdk:"labels"`
-	Annotations  map[string]string `tfsdk:"annotations"`
-	Resource     *wsResourceModel  `tfsdk:"resource"`
-	Inference    *wsInferenceModel `tfsdk:"inference"`
-	Tuning       *wsTuningModel    `tfsdk:"tuning"`
-	NodeSelector map[string]string `tfsdk:"node_selector"`
-	State        types.String      `tfsdk:"state"`
-	Mode         types.String      `tfsdk:"mode"`
-	Endpoint     types.String      `tfsdk:"endpoint"`
-	WorkerNodes  types.List        `tfsdk:"worker_nodes"`
-	Conditions   types.Map         `tfsdk:"conditions"`
-	Timeouts     timeouts.Value    `tfsdk:"timeouts"`
+	ID                types.String         `tfsdk:"id"`
+	Name              types.String         `tfsdk:"name"`
+	Namespace         types.String         `tfsdk:"namespace"`
+	Labels            map[string]string    `tfsdk:"labels"`
+	Annotations       map[string]string    `tfsdk:"annotations"`
+	Resource          *wsResourceModel     `tfsdk:"resource"`
+	Inference         *wsInferenceModel    `tfsdk:"inference"`
+	Tuning            *wsTuningModel       `tfsdk:"tuning"`
+	NodeSelector      map[string]string    `tfsdk:"node_selector"`
+	Tolerations       []tolerationModel    `tfsdk:"tolerations"`
+	Affinity          jsontypes.Normalized `tfsdk:"affinity"`
+	RuntimeClassName  types.String         `tfsdk:"runtime_class_name"`
+	PriorityClassName types.String         `tfsdk:"priority_class_name"`
+	State             types.String         `tfsdk:"state"`
+	Mode              types.String         `tfsdk:"mode"`
+	Endpoint          types.String         `tfsdk:"endpoint"`
+	WorkerNodes       types.List           `tfsdk:"worker_nodes"`
+	Conditions        types.Map            `tfsdk:"conditions"`
+	Timeouts          timeouts.Value       `tfsdk:"timeouts"`
 }
 
 type wsResourceModel struct {
@@ -81,11 +86,18 @@ type wsResourceModel struct {
 }
 
 type wsInferenceModel struct {
-	Model  types.String `tfsdk:"model"`
-	Image  types.String `tfsdk:"image"`
-	Args   []string     `tfsdk:"args"`
-	Port   types.Int64  `tfsdk:"port"`
-	Config types.String `tfsdk:"config"`
+	Model    types.String     `tfsdk:"model"`
+	Image    types.String     `tfsdk:"image"`
+	Args     []string         `tfsdk:"args"`
+	Port     types.Int64      `tfsdk:"port"`
+	Config   types.String     `tfsdk:"config"`
+	Adapters []wsAdapterModel `tfsdk:"adapters"`
+}
+
+type wsAdapterModel struct {
+	Name     types.String `tfsdk:"name"`
+	Image    types.String `tfsdk:"image"`
+	Strength types.String `tfsdk:"strength"`
 }
 
 type wsTuningModel struct {
@@ -104,6 +116,8 @@ var (
 	modelNameRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`)
 	objNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 	productRe   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
+	adapterRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	strengthRe  = regexp.MustCompile(`^(0(\.[0-9]+)?|1(\.0+)?)$`)
 )
 
 func (r *workspaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -159,6 +173,16 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
 						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+					"adapters": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "LoRA adapters loaded beside the model (at most 16, names unique).",
+						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}},
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"name": schema.StringAttribute{Required: true, MarkdownDescription: "Adapter name: lower-case letters, digits and '-', at most 63 characters.",
+								Validators: []validator.String{stringvalidator.RegexMatches(adapterRe, "must be lower-case letters, digits and '-' (at most 63), starting and ending with a letter or digit")}},
+							"image": schema.StringAttribute{Required: true, MarkdownDescription: "Image holding the adapter's weights.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+							"strength": schema.StringAttribute{Optional: true, MarkdownDescription: "Adapter weight, a decimal in [0, 1] such as `\"0.5\"`; unset means `1.0`.",
+								Validators: []validator.String{stringvalidator.RegexMatches(strengthRe, "must be a decimal between 0 and 1 such as 0.5")}},
+						}},
+					},
 				},
 			},
 			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
@@ -180,12 +204,17 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 			},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra node selector (merged with what `resource` implies; a conflicting key is an error the workspace reports)."},
-			"state":         schema.StringAttribute{Computed: true, MarkdownDescription: "Seed 004's state: `Pending`, `Ready`, `NotReady` (inference) or `Pending`, `Running`, `Succeeded`, `Failed` (tuning)."},
-			"mode":          schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
-			"endpoint":      schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
-			"worker_nodes":  schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},
-			"conditions":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
-			"timeouts":      timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"tolerations":   tolerationsAttribute("Tolerations of the workspace's pods, added to those `resource` implies (GPU nodes' `nvidia.com/gpu` taint is tolerated automatically)."),
+			"affinity":      affinityAttribute("workspace's pods"),
+			"runtime_class_name": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "RuntimeClass of the workspace's pods; overrides the one `resource.tee_type` implies."},
+			"priority_class_name": schema.StringAttribute{Optional: true, MarkdownDescription: "PriorityClass of the workspace's pods."},
+			"state":               schema.StringAttribute{Computed: true, MarkdownDescription: "Seed 004's state: `Pending`, `Ready`, `NotReady` (inference) or `Pending`, `Running`, `Succeeded`, `Failed` (tuning)."},
+			"mode":                schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
+			"endpoint":            schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
+			"worker_nodes":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},
+			"conditions":          schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
+			"timeouts":            timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 }
@@ -366,6 +395,9 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
 			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString()}
+		for _, a := range i.Adapters {
+			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
+		}
 	}
 	if t := m.Tuning; t != nil {
 		bl := int32(t.BackoffLimit.ValueInt64())
@@ -374,12 +406,15 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString()},
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
 	}
-	spec.Scheduling.NodeSelector = cloneMap(m.NodeSelector)
+	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
 	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {
 		return nil, err
 	}
 	pruneEmpty(specMap)
+	if err := expandAffinity(specMap, m.Affinity); err != nil {
+		return nil, err
+	}
 	if t, ok := specMap["tuning"].(map[string]interface{}); ok && spec.Tuning != nil {
 		t["backoffLimit"] = int64(*spec.Tuning.BackoffLimit) // 0 is meaningful
 	}
@@ -415,6 +450,16 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		}
 		m.Inference = &wsInferenceModel{Model: types.StringValue(in.Model), Image: types.StringValue(in.Image), Args: optList(in.Args, pi.Args),
 			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config)}
+		for i, a := range in.Adapters {
+			var pa wsAdapterModel
+			if i < len(pi.Adapters) {
+				pa = pi.Adapters[i]
+			}
+			m.Inference.Adapters = append(m.Inference.Adapters, wsAdapterModel{Name: types.StringValue(a.Name), Image: types.StringValue(a.Image), Strength: optString(a.Strength, pa.Strength)})
+		}
+		if m.Inference.Adapters == nil && pi.Adapters != nil {
+			m.Inference.Adapters = []wsAdapterModel{}
+		}
 	}
 	if t := w.Spec.Tuning; t != nil {
 		pt := prior.Tuning
@@ -430,7 +475,15 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 			OutputImage: types.StringValue(t.Output.Image), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
 			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl)}
 	}
-	m.NodeSelector = optMap(w.Spec.Scheduling.NodeSelector, prior.NodeSelector)
+	sc := w.Spec.Scheduling
+	m.NodeSelector = optMap(sc.NodeSelector, prior.NodeSelector)
+	m.Tolerations = flattenTolerations(sc.Tolerations, prior.Tolerations)
+	m.RuntimeClassName = optStringPtr(sc.RuntimeClassName, prior.RuntimeClassName)
+	m.PriorityClassName = optStringPtr(sc.PriorityClassName, prior.PriorityClassName)
+	var err error
+	if m.Affinity, err = flattenAffinity(u, prior.Affinity); err != nil {
+		return nil, err
+	}
 	setWorkspaceStatus(m, u)
 	return m, nil
 }

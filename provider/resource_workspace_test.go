@@ -2,9 +2,15 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -12,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
@@ -160,4 +167,129 @@ func TestWorkspace_inferenceAndTuningAtPlan(t *testing.T) {
 			ExpectError: regexp.MustCompile(`(?s)inference.*tuning`),
 		}},
 	})
+}
+
+// wsRoundTrip expands m and passes the object through JSON, as the API server stores it.
+func wsRoundTrip(t *testing.T, m workspaceModelV0) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := expandWorkspace(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func wsWithoutComputed(m workspaceModelV0) workspaceModelV0 {
+	m.ID, m.State, m.Mode, m.Endpoint = types.String{}, types.String{}, types.String{}, types.String{}
+	m.WorkerNodes, m.Conditions, m.Timeouts = types.List{}, types.Map{}, timeouts.Value{}
+	return m
+}
+
+func wsModel() workspaceModelV0 {
+	return workspaceModelV0{Name: str("chat"), Namespace: str("team-a"),
+		Resource:  &wsResourceModel{Count: types.Int64Value(1), GPUCount: types.Int64Null(), GPUProduct: types.StringNull(), TEEType: types.StringNull()},
+		Inference: &wsInferenceModel{Model: str("falcon-7b-instruct"), Image: str("img:1"), Port: types.Int64Value(8000), Config: types.StringNull()},
+		Affinity:  jsontypes.NewNormalizedNull(), RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
+}
+
+// Scheduling and adapters survive expand → API → flatten exactly; nulls stay null, empties
+// stay empty, and an import (no prior) of a full object reads back the same.
+func TestWorkspaceMappingRoundTrip(t *testing.T) {
+	full := wsModel()
+	full.NodeSelector = map[string]string{"gantry.dev/node-pool": "gpu"}
+	full.Tolerations = []tolerationModel{
+		{Key: str("dedicated"), Operator: str("Equal"), Value: str("ml"), Effect: str("NoSchedule"), TolerationSeconds: types.Int64Null()},
+		{Key: str("node.kubernetes.io/unreachable"), Operator: str("Exists"), Value: types.StringNull(), Effect: str("NoExecute"), TolerationSeconds: types.Int64Value(30)},
+	}
+	full.Affinity = jsontypes.NewNormalizedValue(`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]}]}}}`)
+	full.RuntimeClassName = str("kata-qemu-tdx")
+	full.PriorityClassName = str("high")
+	full.Inference.Adapters = []wsAdapterModel{{Name: str("style"), Image: str("adapters/style:1"), Strength: str("0.5")}, {Name: str("tone"), Image: str("adapters/tone:1"), Strength: types.StringNull()}}
+
+	empties := wsModel()
+	empties.NodeSelector = map[string]string{}
+	empties.Tolerations = []tolerationModel{}
+	empties.Affinity = jsontypes.NewNormalizedValue(`{}`)
+	empties.RuntimeClassName, empties.PriorityClassName = str(""), str("")
+	empties.Inference.Adapters = []wsAdapterModel{}
+
+	spelled := wsModel()
+	spelled.Affinity = jsontypes.NewNormalizedValue("{\n  \"podAntiAffinity\": {\"preferredDuringSchedulingIgnoredDuringExecution\": [{\"weight\": 100, \"podAffinityTerm\": {\"topologyKey\": \"kubernetes.io/hostname\"}}]}\n}")
+
+	for name, m := range map[string]workspaceModelV0{"minimal": wsModel(), "full": full, "empties": empties, "spellings": spelled} {
+		t.Run(name, func(t *testing.T) {
+			got, err := flattenWorkspace(wsRoundTrip(t, m), &m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := wsWithoutComputed(*got), wsWithoutComputed(m); !reflect.DeepEqual(g, w) {
+				t.Errorf("round trip differs:\n got %+v\nwant %+v", g, w)
+			}
+		})
+	}
+
+	got, err := flattenWorkspace(wsRoundTrip(t, full), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := wsWithoutComputed(*got), wsWithoutComputed(full); !reflect.DeepEqual(g, w) {
+		t.Errorf("import of a full object differs:\n got %+v\nwant %+v", g, w)
+	}
+	got, err = flattenWorkspace(wsRoundTrip(t, empties), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NodeSelector != nil || got.Tolerations != nil || got.Inference.Adapters != nil || !got.RuntimeClassName.IsNull() || !got.PriorityClassName.IsNull() {
+		t.Errorf("empty values must import as null: %+v", got)
+	}
+
+	// Drift: an affinity or toleration changed in the cluster reads back as the new value.
+	obj := wsRoundTrip(t, full)
+	if err := unstructured.SetNestedField(obj.Object, map[string]interface{}{}, "spec", "scheduling", "affinity"); err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(obj.Object, "spec", "scheduling", "tolerations")
+	got, err = flattenWorkspace(obj, &full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Affinity.ValueString() != "{}" || len(got.Tolerations) != 0 {
+		t.Errorf("drift not visible: affinity %s, tolerations %+v", got.Affinity, got.Tolerations)
+	}
+}
+
+// Adapter names must be unique and match the CRD's pattern; strength is a decimal in [0, 1].
+func TestWorkspace_adaptersAtPlan(t *testing.T) {
+	requireTerraform(t)
+	for name, tc := range map[string]struct{ adapters, want string }{
+		"duplicate name": {`[{ name = "a", image = "i" }, { name = "a", image = "j" }]`, `name "a" is already used`},
+		"bad name":       {`[{ name = "A_b", image = "i" }]`, `lower-case letters`},
+		"bad strength":   {`[{ name = "a", image = "i", strength = "1.5" }]`, `decimal between 0 and 1`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: workspaceConfig("default", "w", `
+  resource  = { count = 1 }
+  inference = {
+    model    = "m"
+    image    = "i"
+    adapters = `+tc.adapters+`
+  }
+`),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tc.want),
+				}},
+			})
+		})
+	}
 }

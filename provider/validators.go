@@ -94,3 +94,34 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 			fmt.Sprintf("gpu_type = %q selects the GPU product of the requested GPUs: set gpu_count to 1 or more.", gpuType.ValueString()))
 	}
 }
+
+// uniqueNames rejects a list of objects in which two elements have the same known "name"
+// attribute (the CRD's listType=map with listMapKey=name).
+type uniqueNames struct{}
+
+func (uniqueNames) Description(context.Context) string { return "element names must be unique" }
+
+func (v uniqueNames) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v uniqueNames) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	seen := map[string]int{}
+	for i, e := range req.ConfigValue.Elements() {
+		o, ok := e.(types.Object)
+		if !ok || o.IsNull() || o.IsUnknown() {
+			continue
+		}
+		n, ok := o.Attributes()["name"].(types.String)
+		if !ok || n.IsNull() || n.IsUnknown() {
+			continue
+		}
+		if j, dup := seen[n.ValueString()]; dup {
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate name",
+				fmt.Sprintf("name %q is already used by element %d; names must be unique", n.ValueString(), j))
+			continue
+		}
+		seen[n.ValueString()] = i
+	}
+}
