@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -17,8 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -126,7 +129,42 @@ func checkExecutorsDestroyed(c *kube.Clients) func(*terraform.State) error {
 	}
 }
 
-// Create (two performers, three chains), import, update (config + scale), drift and destroy,
+// execCPUAffinity pins the executor pods to the cpu node pool (affinity attribute).
+const execCPUAffinity = `  affinity = jsonencode({
+    nodeAffinity = {
+      requiredDuringSchedulingIgnoredDuringExecution = {
+        nodeSelectorTerms = [{ matchExpressions = [{ key = "gantry.dev/node-pool", operator = "In", values = ["cpu"] }] }]
+      }
+    }
+  })
+`
+
+// checkExecutorPodsOnCPUNodes checks that want running executor pods exist, all on nodes of
+// the cpu pool (what execCPUAffinity requires).
+func checkExecutorPodsOnCPUNodes(c *kube.Clients, ns string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := c.Core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelExecutor + "=exec"})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			n++
+			if !strings.HasPrefix(p.Spec.NodeName, "gantry-cpu-") {
+				return fmt.Errorf("executor pod %s runs on %q, not a cpu node", p.Name, p.Spec.NodeName)
+			}
+		}
+		if n < want {
+			return fmt.Errorf("%d running executor pods, want %d", n, want)
+		}
+		return nil
+	}
+}
+
+// Create (two performers, three chains, affinity to the cpu pool), import, update (config + scale), drift and destroy,
 // with the real CLI; neither state nor the ConfigMap holds key material.
 func TestAccExecutor_basic(t *testing.T) {
 	skipUnlessAcc(t)
@@ -134,8 +172,8 @@ func TestAccExecutor_basic(t *testing.T) {
 	ns := testNamespace(t, c, "acc-exec")
 	createKeySecret(t, c, ns)
 	addr := "gantry_executor.x"
-	v1 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 2, "")
-	v2 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 3, `  log_level = "debug"`)
+	v1 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 2, execCPUAffinity)
+	v2 := executorStack(ns, "ghcr.io/layr-labs/hourglass/executor:1.0.0", 3, execCPUAffinity+`  log_level = "debug"`)
 	var rev1 string
 	ri := c.Dynamic.Resource(wait.Executor.GVR).Namespace(ns)
 	resource.ParallelTest(t, resource.TestCase{
@@ -157,6 +195,7 @@ func TestAccExecutor_basic(t *testing.T) {
 				},
 				Check: resource.ComposeTestCheckFunc(
 					checkNoKeyMaterial(c, ns),
+					checkExecutorPodsOnCPUNodes(c, ns, 2),
 					func(s *terraform.State) error {
 						rev1 = s.RootModule().Resources[addr].Primary.Attributes["current_revision"]
 						return nil
@@ -181,6 +220,7 @@ func TestAccExecutor_basic(t *testing.T) {
 				},
 				Check: resource.ComposeTestCheckFunc(
 					checkNoKeyMaterial(c, ns),
+					checkExecutorPodsOnCPUNodes(c, ns, 3),
 					func(s *terraform.State) error {
 						if rev2 := s.RootModule().Resources[addr].Primary.Attributes["current_revision"]; rev2 == rev1 || rev2 == "" {
 							return fmt.Errorf("log_level change did not roll a new revision (%q → %q)", rev1, rev2)
@@ -305,6 +345,50 @@ resource "gantry_executor" "bad" {
 					ExpectError: tc.err,
 				}},
 			})
+		})
+	}
+}
+
+// affinity on the executor: null stays null, a value keeps the configuration's spelling, an
+// import reads the API's JSON, and a change in the cluster shows as drift.
+func TestExecutorAffinityMapping(t *testing.T) {
+	spelled := "{\n  \"nodeAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": [{\"matchExpressions\": [{\"key\": \"gantry.dev/node-pool\", \"operator\": \"In\", \"values\": [\"cpu\"]}]}]}}\n}"
+	for name, aff := range map[string]jsontypes.Normalized{"null": jsontypes.NewNormalizedNull(), "empty": jsontypes.NewNormalizedValue(`{}`), "spelled": jsontypes.NewNormalizedValue(spelled)} {
+		t.Run(name, func(t *testing.T) {
+			m := executorModelV0{Name: str("exec"), Namespace: str("default"), Image: str("img:1"), Affinity: aff}
+			obj, err := expandExecutor(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(obj.Object)
+			live := &unstructured.Unstructured{}
+			if err := live.UnmarshalJSON(b); err != nil {
+				t.Fatal(err)
+			}
+			got, err := flattenExecutor(live, &m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Affinity.Equal(aff) {
+				t.Errorf("affinity = %s, want %s", got.Affinity, aff)
+			}
+			imported, err := flattenExecutor(live, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if aff.IsNull() != imported.Affinity.IsNull() || (!aff.IsNull() && !jsonEqual(imported.Affinity.ValueString(), aff.ValueString())) {
+				t.Errorf("imported affinity = %s, want %s", imported.Affinity, aff)
+			}
+			if !aff.IsNull() {
+				_ = unstructured.SetNestedField(live.Object, map[string]interface{}{"podAntiAffinity": map[string]interface{}{}}, "spec", "scheduling", "affinity")
+				drifted, err := flattenExecutor(live, &m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if drifted.Affinity.Equal(aff) {
+					t.Errorf("drifted affinity not visible: %s", drifted.Affinity)
+				}
+			}
 		})
 	}
 }

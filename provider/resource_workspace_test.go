@@ -45,18 +45,34 @@ const wsInference = `
   inference = {
     model = "falcon-7b-instruct"
     image = "ghcr.io/gantry-dev/hello-model:1.0.0"
+    adapters = [
+      { name = "style", image = "ghcr.io/gantry-dev/adapters/style:1", strength = "0.5" },
+      { name = "tone", image = "ghcr.io/gantry-dev/adapters/tone:1" },
+    ]
   }
   timeouts = { create = "3m" }
 `
 
-// Inference workspace: Ready, endpoint, import, drift (a replica count changed behind
+// wsPlacement adds a toleration, an affinity to the gpu pool and two adapters.
+const wsPlacement = `
+  tolerations = [{ key = "dedicated", operator = "Exists", effect = "NoSchedule" }]
+  affinity = jsonencode({
+    nodeAffinity = {
+      requiredDuringSchedulingIgnoredDuringExecution = {
+        nodeSelectorTerms = [{ matchExpressions = [{ key = "gantry.dev/node-pool", operator = "In", values = ["gpu"] }] }]
+      }
+    }
+  })
+`
+
+// Inference workspace with a toleration, affinity and adapters: Ready, endpoint, import, drift (a replica count changed behind
 // Terraform's back shows in the plan and is put back), destroy.
 func TestAccWorkspace_inference(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-ws-inf")
 	addr := "gantry_workspace.chat"
-	cfg := workspaceConfig(ns, "chat", wsInference)
+	cfg := workspaceConfig(ns, "chat", wsInference+wsPlacement)
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -69,7 +85,11 @@ func TestAccWorkspace_inference(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("endpoint"), knownvalue.StringExact(fmt.Sprintf("workspace-chat.%s.svc.cluster.local:8000", ns))),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("conditions").AtMapKey("ResourceReady"), knownvalue.StringExact("True")),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("conditions").AtMapKey("InferenceReady"), knownvalue.StringExact("True")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("inference").AtMapKey("adapters").AtSliceIndex(1).AtMapKey("strength"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("tolerations").AtSliceIndex(0).AtMapKey("value"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("runtime_class_name"), knownvalue.Null()),
 				},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 			{ResourceName: addr, ImportState: true, ImportStateId: ns + "/chat", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 			{
