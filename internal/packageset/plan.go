@@ -40,6 +40,8 @@ const (
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonDeleting             = "Uninstalling"
 	ReasonDrainBlocked         = "DrainBlocked"
+	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
+	ReasonVersionQuarantined = "VersionQuarantined"
 )
 
 // MaxFailuresListed is how many failing node/package/stage lines a message names before it
@@ -146,7 +148,28 @@ type PackageRecord struct {
 	Done bool `json:"done,omitempty"`
 	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
 	Flow int `json:"flow"`
+	// Prev is the version the package was at before this flow (what a rollback returns to);
+	// nil for a new package or a flow that keeps the version (config change): such a flow
+	// cannot be rolled back and a failure halts.
+	Prev *Applied `json:"prev,omitempty"`
+	// Reverting: this flow rolls the package back after version RevertedFrom failed (policy
+	// rollback): uninstall of RevertedFrom (uninstall enabled), then apply of Prev. It stays set
+	// once the flow is done (the node is Reverted) until a new flow starts.
+	Reverting    bool   `json:"reverting,omitempty"`
+	RevertedFrom string `json:"revertedFrom,omitempty"`
 }
+
+// Applied is one version of a package as a node applied it.
+type Applied struct {
+	Version   string              `json:"version"`
+	Image     string              `json:"image,omitempty"`
+	Config    map[string]string   `json:"config,omitempty"`
+	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
+	Uninstall bool                `json:"uninstall,omitempty"`
+}
+
+// Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions).
+func Quarantine(pkg, version string) string { return pkg + "@" + version }
 
 // NodeRecord is a node's state for one set (the gantry.dev/state_<set> annotation, JSON).
 type NodeRecord struct {
@@ -168,6 +191,11 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	for k, p := range r.Packages {
 		c := *p
 		c.Config = maps.Clone(p.Config)
+		if p.Prev != nil {
+			pv := *p.Prev
+			pv.Config = maps.Clone(p.Prev.Config)
+			c.Prev = &pv
+		}
 		out.Packages[k] = &c
 	}
 	return &out
@@ -230,6 +258,11 @@ type SetFacts struct {
 	Paused, Disabled bool
 	Budget           *v1alpha1.InterruptionBudget
 	Soak             time.Duration
+	// OnHealthFailure is the rollout's policy ("" is halt).
+	OnHealthFailure v1alpha1.HealthFailurePolicy
+	// Quarantined are the versions already quarantined (status.quarantinedVersions,
+	// "<package>@<version>").
+	Quarantined []string
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -276,6 +309,12 @@ type Decision struct {
 	CompleteNodes   string
 	NodesInProgress int32
 	Failures        []Failure
+	// Quarantined is every quarantined version ("<package>@<version>", sorted): the facts'
+	// ones plus the ones this pass (or a node record of a rollback) adds.
+	Quarantined []string
+	// Stalled names the wanted packages whose version is quarantined ("<package>@<version>"):
+	// no flow starts for them until the spec's version changes.
+	Stalled []string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration
@@ -326,7 +365,21 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 	}
 	budget := Budget(f.Budget, selected)
-	inflight, halted, cordoned := 0, false, 0
+	quarantine := map[string]bool{}
+	for _, q := range f.Quarantined {
+		quarantine[q] = true
+	}
+	for _, n := range nodes {
+		if n.Record == nil {
+			continue
+		}
+		for name, r := range n.Record.Packages {
+			if r.Reverting && r.RevertedFrom != "" {
+				quarantine[Quarantine(name, r.RevertedFrom)] = true
+			}
+		}
+	}
+	inflight, halted, cordoned := 0, stalledWants(wants, quarantine) != nil && !f.Deleting, 0
 	for _, n := range nodes {
 		if n.Cordoned {
 			cordoned++
@@ -350,7 +403,7 @@ func Plan(f SetFacts) (Decision, error) {
 		if n.Selected && !f.Deleting {
 			nodeWants = wants
 		}
-		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots}
+		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots, quarantine: quarantine}
 		if p.rec == nil {
 			p.rec = &NodeRecord{}
 		}
@@ -400,6 +453,13 @@ func Plan(f SetFacts) (Decision, error) {
 			d.RequeueAfter = p.requeue
 		}
 	}
+	for q := range quarantine {
+		d.Quarantined = append(d.Quarantined, q)
+	}
+	sort.Strings(d.Quarantined)
+	if !f.Deleting && specErr == nil {
+		d.Stalled = stalledWants(wants, quarantine)
+	}
 	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
 	d.NodesInProgress = int32(inProgress)
 	switch {
@@ -411,6 +471,9 @@ func Plan(f SetFacts) (Decision, error) {
 		d.Status = v1alpha1.StatusUnknown
 	default:
 		d.Status = Aggregate(statuses)
+		if len(d.Stalled) > 0 && (d.Status == v1alpha1.StatusWaiting || d.Status == v1alpha1.StatusUnknown) {
+			d.Status = v1alpha1.StatusErroring // nothing will move until the version changes
+		}
 	}
 	if f.Deleting {
 		d.Finished = true
@@ -425,6 +488,18 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	d.Conditions = conditions(f, d, specErr, blocked, drain)
 	return d, nil
+}
+
+// stalledWants lists the wanted packages whose version is quarantined ("<package>@<version>",
+// in the wants' order); nil if none.
+func stalledWants(wants []Want, quarantine map[string]bool) []string {
+	var out []string
+	for _, w := range wants {
+		if quarantine[Quarantine(w.Name, w.Version)] {
+			out = append(out, Quarantine(w.Name, w.Version))
+		}
+	}
+	return out
 }
 
 // FailureMessage names each failure (at most MaxFailuresListed, then how many more).
@@ -485,6 +560,17 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) 
 			stalled.Message = msg
 		}
 	}
+	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
+		msg := "quarantined by a rollback, change the version to continue: " + strings.Join(d.Stalled, ", ")
+		if len(d.Failures) > 0 {
+			msg += "; " + FailureMessage(d.Failures)
+		}
+		ready = cond(v1alpha1.ConditionReady, false, ReasonVersionQuarantined, msg)
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
+		if reconciling.Status == metav1.ConditionTrue {
+			reconciling.Message = msg
+		}
+	}
 	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
 	if len(blocked) > 0 {
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
@@ -516,6 +602,12 @@ type nodePass struct {
 	plan        NodePlan
 	failures    []Failure
 	requeue     time.Duration
+	// quarantine is the set's quarantined versions ("<package>@<version>"), shared by the
+	// set's nodes: a rollback on one node adds to it for the nodes after it.
+	quarantine map[string]bool
+	// reverted: a package of the node was rolled back and the spec still asks for the
+	// quarantined version (the node is Reverted and reports erroring).
+	reverted bool
 }
 
 func (p *nodePass) want(name string) *Want {
@@ -615,6 +707,14 @@ func (p *nodePass) step(name string) error {
 			if settled(r, w) {
 				return nil
 			}
+			if w != nil && p.quarantine[Quarantine(w.Name, w.Version)] {
+				if r != nil && r.Reverting {
+					p.reverted = true
+					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage,
+						fmt.Sprintf("rolled back to %s after version %s failed; %s is quarantined", r.Version, r.RevertedFrom, Quarantine(name, w.Version))})
+				}
+				return nil // Stalled until the version changes
+			}
 			if !p.canStart() || !p.depsComplete(w) {
 				return nil
 			}
@@ -629,10 +729,20 @@ func (p *nodePass) step(name string) error {
 				return p.observe(name, r) // completion handled in interrupts()
 			}
 			advanced, err := p.observeAndAdvance(name, r)
-			if err != nil || !advanced {
+			if err != nil {
 				return err
 			}
+			if r.State == v1alpha1.StateErroring && p.canRevert(r) {
+				return p.revert(name, r)
+			}
+			if !advanced {
+				return nil
+			}
 		case r.State == v1alpha1.StateErroring:
+			if p.canRevert(r) {
+				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+				return p.revert(name, r)
+			}
 			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
 			if wait > 0 || !p.canStart() {
 				if wait > 0 {
@@ -670,7 +780,12 @@ func (p *nodePass) step(name string) error {
 					delete(p.rec.Packages, name)
 					return nil
 				}
-				r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+				if r.Reverting && r.Prev != nil {
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall
+					r.Prev = nil
+				} else {
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+				}
 			}
 			if !p.canStart() {
 				return nil
@@ -716,6 +831,36 @@ func (p *nodePass) transition(r *PackageRecord, ev Event) error {
 		r.Since = p.f.Now
 	}
 	r.State = next
+	return nil
+}
+
+// canRevert: policy rollback and r's failing flow moved the package from a known version (Prev)
+// to another that it is applying; a rollback flow itself, a removal, a flow without Prev
+// (new package, config change) or a downgrade's uninstall of the old version halts instead.
+func (p *nodePass) canRevert(r *PackageRecord) bool {
+	return p.f.OnHealthFailure == v1alpha1.HealthFailureRollback && r.Prev != nil && r.Prev.Version != r.Version &&
+		!r.Reverting && !r.Removing && r.State == v1alpha1.StateErroring && p.canStart()
+}
+
+// revert quarantines r's version and replaces its failed flow with seed 000's downgrade flow
+// back to r.Prev (NixFleet rollback-and-halt): uninstall of the failed version when uninstall
+// is enabled, then apply of the previous one, config and its interrupt if it has one. The
+// node is Failed while it runs and Reverted when it is done.
+func (p *nodePass) revert(name string, r *PackageRecord) error {
+	p.quarantine[Quarantine(name, r.Version)] = true
+	prev := *r.Prev
+	p.rec.Flows++
+	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Interrupt: prev.Interrupt}
+	first := v1alpha1.StageApply
+	if r.Uninstall {
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev = r.Version, r.Image, r.Config, true, &prev
+		first = v1alpha1.StageUninstall
+	} else {
+		nr.Version, nr.Image, nr.Config, nr.Uninstall = prev.Version, prev.Image, prev.Config, prev.Uninstall
+	}
+	p.rec.Packages[name] = nr
+	p.begin(nr, first)
+	p.createJob(name, nr)
 	return nil
 }
 
@@ -779,6 +924,9 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 	}
 	if nr.Version == "" {
 		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+	}
+	if w != nil && r != nil && !r.Removing && r.Version != w.Version {
+		nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall}
 	}
 	p.rec.Packages[name] = nr
 	p.begin(nr, first)
@@ -885,7 +1033,13 @@ func (p *nodePass) interrupts() error {
 			}
 		}
 		if winner == nil {
-			return &TransitionError{"state", string(v1alpha1.StateSkipped), "", "skipped interrupts without a running one"}
+			// The winner's flow was rolled back: the skipped ones wait at config complete
+			// again and merge into the next interrupt.
+			for _, name := range running {
+				r := p.rec.Packages[name]
+				r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
+			}
+			return nil
 		}
 		if winner.State == v1alpha1.StateInProgress {
 			if err := p.observe(winnerName, winner); err != nil {
@@ -971,9 +1125,11 @@ func (p *nodePass) sortedRecords() []string {
 // requires it).
 func (p *nodePass) rollout() error {
 	var target v1alpha1.RolloutState
-	erroring, deferred, active := false, false, false
+	erroring, deferred, active, reverting := false, false, false, false
 	for _, r := range p.rec.Packages {
 		switch {
+		case r.Reverting && !r.Done:
+			reverting = true
 		case r.State == v1alpha1.StateErroring:
 			erroring = true
 		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
@@ -986,8 +1142,10 @@ func (p *nodePass) rollout() error {
 	work := p.needsWork()
 	prev := p.rec.Rollout
 	switch {
-	case erroring:
+	case erroring || reverting:
 		target = v1alpha1.RolloutFailed
+	case p.reverted && !active && !deferred:
+		target = v1alpha1.RolloutReverted
 	case active:
 		target = v1alpha1.RolloutActivating
 	case deferred:
@@ -1085,6 +1243,8 @@ func (p *nodePass) status() Status {
 		return v1alpha1.StatusErroring
 	case progress || len(p.plan.Jobs) > 0 || p.plan.Cordon || p.plan.Drain:
 		return v1alpha1.StatusInProgress
+	case p.reverted:
+		return v1alpha1.StatusErroring
 	case !p.needsWork():
 		if p.rec.Rollout == v1alpha1.RolloutSoaking {
 			return v1alpha1.StatusInProgress
