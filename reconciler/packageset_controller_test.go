@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -331,3 +332,98 @@ func (e *testEnv) updateSet(t *testing.T, name string, mod func(*v1alpha1.Packag
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Policy rollback on the cluster: 2 own GPU nodes at dcgm-tool 1.0.0, budget 1; version 1.1.0
+// carries kwok's chaos label so its upgrade stage fails. The first node is Failed, runs seed
+// 000's downgrade flow (uninstall is not enabled, so apply and config of 1.0.0, with 1.0.0's
+// recorded spec: no chaos label; kwok's chaos fails every pod of a labelled version, so an
+// uninstall of 1.1.0 would fail too: that path is covered by the machine's tables) and is
+// Reverted; the other node never starts;
+// dcgm-tool@1.1.0 is quarantined and the set is erroring and Stalled (VersionQuarantined,
+// naming package and version). Version 1.2.0 then rolls out to both nodes.
+func TestPackageSetRollbackQuarantine(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-rb-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	tool := pkgTool
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{tool("1.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
+		Rollout:            &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
+	before := map[string]bool{}
+	for _, j := range e.setJobs(t, pool) {
+		before[j.Name] = true
+	}
+	if len(before) != 4 {
+		t.Fatalf("%d jobs for 1.0.0 on 2 nodes, want 4 (apply, config)", len(before))
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		bad := tool("1.1.0")
+		bad.PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+		s.Spec.Packages = []v1alpha1.Package{bad}
+	})
+	got := e.waitSet(t, pool, "reverted and stalled", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue
+	})
+	stalled := setCondition(got, v1alpha1.ConditionStalled)
+	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "dcgm-tool@1.1.0") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+	if fmt.Sprint(got.Status.QuarantinedVersions) != "[dcgm-tool@1.1.0]" {
+		t.Errorf("quarantined %v", got.Status.QuarantinedVersions)
+	}
+	var reverted, other string
+	for _, n := range nodes {
+		switch got.Status.NodeRollout[n] {
+		case v1alpha1.RolloutReverted:
+			reverted = n
+		case v1alpha1.RolloutPending:
+			other = n // its change is queued behind the quarantine
+		}
+	}
+	if reverted == "" || other == "" {
+		t.Fatalf("node rollout %v, want one Reverted and one Pending", got.Status.NodeRollout)
+	}
+	if ps := got.Status.NodeState[other]["dcgm-tool"]; ps.Version != "1.0.0" || ps.State != v1alpha1.StateComplete {
+		t.Errorf("other node state %+v", ps)
+	}
+	if ps := got.Status.NodeState[reverted]["dcgm-tool"]; ps.Version != "1.0.0" || ps.State != v1alpha1.StateComplete {
+		t.Errorf("reverted node state %+v", ps)
+	}
+	// Jobs since the update: on the reverted node upgrade (1.1.0, failed), apply and config
+	// (1.0.0, no chaos label); none on the other node.
+	var ran []string
+	for _, j := range e.setJobs(t, pool) {
+		if before[j.Name] {
+			continue
+		}
+		if j.Labels[v1alpha1.LabelNode] != reverted {
+			t.Errorf("job %s on %s: the rollout did not stop", j.Name, j.Labels[v1alpha1.LabelNode])
+		}
+		_, chaos := j.Spec.Template.Labels["pod-container-running-failed.stage.kwok.x-k8s.io"]
+		ran = append(ran, fmt.Sprintf("%s@%s chaos=%v", j.Labels[v1alpha1.LabelStage], j.Spec.Template.Annotations["gantry.dev/version"], chaos))
+	}
+	sort.Strings(ran)
+	if want := "[apply@1.0.0 chaos=false config@1.0.0 chaos=false upgrade@1.1.0 chaos=true]"; fmt.Sprint(ran) != want {
+		t.Errorf("jobs after the update %v, want %s", ran, want)
+	}
+
+	// A new version ends the stall: both nodes upgrade.
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages = []v1alpha1.Package{tool("1.2.0")} })
+	done := e.waitSet(t, pool, "complete at 1.2.0", statusIs(v1alpha1.StatusComplete))
+	for _, n := range nodes {
+		if ps := done.Status.NodeState[n]["dcgm-tool"]; ps.Version != "1.2.0" {
+			t.Errorf("%s at %+v", n, ps)
+		}
+		if done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s rollout %s", n, done.Status.NodeRollout[n])
+		}
+	}
+	if c := setCondition(done, v1alpha1.ConditionStalled); c.Status != metav1.ConditionFalse {
+		t.Errorf("still Stalled: %+v", c)
+	}
+}

@@ -525,3 +525,39 @@ func TestRollbackRows(t *testing.T) {
 		})
 	}
 }
+
+// Stage Jobs carry the spec of the version they run (Skyhook #186): a removed package's
+// uninstall gets its last spec, a rollback's apply the previous version's, never the
+// current spec's.
+func TestJobSpecFollowsRecordedVersion(t *testing.T) {
+	withSpec := func(w Want, spec string) Want { w.Spec = []byte(spec); return w }
+	s := newSim(t, 1, withSpec(driver("1.0.0"), `{"env":"v1"}`), withSpec(tool("1.0.0"), `{"env":"t1"}`))
+	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+	s.run(v1alpha1.StatusComplete)
+	specs := map[string]string{} // stage@version → spec of its Job
+	s.fail = func(j JobSpec, _ int) bool {
+		specs[fmt.Sprintf("%s %s@%s", j.Package, j.Stage, j.Version)] = string(j.Spec)
+		return j.Version == "1.1.0" && j.Stage == conf
+	}
+	// driver removed (uninstall enabled); tool upgraded to a failing 1.1.0 → rolled back.
+	s.facts.Wants = []Want{withSpec(tool("1.1.0"), `{"env":"t2"}`)}
+	for i := 0; i < 30; i++ {
+		s.pass()
+		s.settle()
+	}
+	want := map[string]string{
+		"driver uninstall@1.0.0": `{"env":"v1"}`,
+		"tool upgrade@1.1.0":     `{"env":"t2"}`,
+		"tool config@1.1.0":      `{"env":"t2"}`,
+		"tool apply@1.0.0":       `{"env":"t1"}`,
+		"tool config@1.0.0":      `{"env":"t1"}`,
+	}
+	for k, v := range want {
+		if specs[k] != v {
+			t.Errorf("%s ran with spec %q, want %q (all: %v)", k, specs[k], v, specs)
+		}
+	}
+	if len(specs) != len(want) {
+		t.Errorf("jobs %v", specs)
+	}
+}

@@ -2,6 +2,7 @@ package packageset
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -58,6 +59,10 @@ type Want struct {
 	DependsOn        []string
 	Uninstall        bool
 	StageTimeout     time.Duration
+	// Spec is the package's API spec as JSON (env, config values, pod labels, ...), kept in the
+	// node records so a rollback or a removed package's uninstall runs with the spec of the
+	// version it runs, not the current one (Skyhook #186). Opaque to the machine.
+	Spec []byte
 }
 
 // WantOf maps an API package to a Want.
@@ -67,6 +72,7 @@ func WantOf(p v1alpha1.Package) Want {
 	for d := range p.DependsOn {
 		w.DependsOn = append(w.DependsOn, d)
 	}
+	w.Spec, _ = json.Marshal(p) // a plain struct: cannot fail
 	sort.Strings(w.DependsOn)
 	if p.StageTimeout != nil && p.StageTimeout.Duration > 0 {
 		w.StageTimeout = p.StageTimeout.Duration
@@ -157,6 +163,8 @@ type PackageRecord struct {
 	// once the flow is done (the node is Reverted) until a new flow starts.
 	Reverting    bool   `json:"reverting,omitempty"`
 	RevertedFrom string `json:"revertedFrom,omitempty"`
+	// Spec is the API spec of Version (Want.Spec): what its stage Jobs run with.
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // Applied is one version of a package as a node applied it.
@@ -166,6 +174,7 @@ type Applied struct {
 	Config    map[string]string   `json:"config,omitempty"`
 	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
 	Uninstall bool                `json:"uninstall,omitempty"`
+	Spec      json.RawMessage     `json:"spec,omitempty"`
 }
 
 // Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions).
@@ -274,6 +283,10 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
+	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
+	// necessarily the current spec's: rollback, removal); empty for records written before
+	// specs were kept.
+	Spec []byte
 }
 
 // NodePlan is what to do on one node.
@@ -781,10 +794,10 @@ func (p *nodePass) step(name string) error {
 					return nil
 				}
 				if r.Reverting && r.Prev != nil {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
 					r.Prev = nil
 				} else {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
 				}
 			}
 			if !p.canStart() {
@@ -853,10 +866,10 @@ func (p *nodePass) revert(name string, r *PackageRecord) error {
 	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Interrupt: prev.Interrupt}
 	first := v1alpha1.StageApply
 	if r.Uninstall {
-		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev = r.Version, r.Image, r.Config, true, &prev
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev, nr.Spec = r.Version, r.Image, r.Config, true, &prev, r.Spec
 		first = v1alpha1.StageUninstall
 	} else {
-		nr.Version, nr.Image, nr.Config, nr.Uninstall = prev.Version, prev.Image, prev.Config, prev.Uninstall
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
 	}
 	p.rec.Packages[name] = nr
 	p.begin(nr, first)
@@ -878,7 +891,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 			delete(p.rec.Packages, name)
 			return nil
 		}
-		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true}
+		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true, Spec: r.Spec}
 		first = v1alpha1.StageUninstall
 	case r == nil:
 		first = v1alpha1.StageApply
@@ -891,7 +904,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		case cmp > 0:
 			first = v1alpha1.StageUpgrade
 		case cmp < 0 && r.Uninstall:
-			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt}
+			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt, Spec: r.Spec}
 			first = v1alpha1.StageUninstall
 		case cmp < 0:
 			first = v1alpha1.StageApply
@@ -912,7 +925,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 					}
 				}
 			}
-			nr.Version, nr.Image, nr.Config, nr.Uninstall = w.Version, w.Image, w.Config, w.Uninstall
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Uninstall, w.Spec
 			if len(its) > 0 {
 				m, _, err := MergeInterrupts(its)
 				if err != nil {
@@ -923,10 +936,10 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		}
 	}
 	if nr.Version == "" {
-		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
 	}
 	if w != nil && r != nil && !r.Removing && r.Version != w.Version {
-		nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall}
+		nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall, Spec: r.Spec}
 	}
 	p.rec.Packages[name] = nr
 	p.begin(nr, first)
@@ -964,7 +977,7 @@ func (p *nodePass) createJob(name string, r *PackageRecord) {
 	if w := p.want(name); w != nil {
 		timeout = w.StageTimeout
 	}
-	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout}
+	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout, Spec: r.Spec}
 	if r.Stage == v1alpha1.StageInterrupt {
 		js.Interrupt = r.Interrupt
 	}
