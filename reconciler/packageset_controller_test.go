@@ -350,7 +350,7 @@ func TestPackageSetRollbackQuarantine(t *testing.T) {
 		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
 		Packages:           []v1alpha1.Package{tool("1.0.0")},
 		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
-		Rollout:            &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
 	e.createSet(t, set)
 	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
 	before := map[string]bool{}
