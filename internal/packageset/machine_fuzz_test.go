@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -12,8 +13,9 @@ import (
 // taints, gates, pause, budget) and checks the invariants after every pass (sim.pass): never
 // more nodes cordoned or in flight than the budget, no Job created twice, no interrupt without
 // the cordon; here: no stage skipped (each stage Job follows its predecessor's success or
-// retries it), once every node is complete no cordon is left; with policy rollback (ops[0]&4)
-// no flow of a quarantined version starts (flows under way finish, or roll back if they fail;
+// retries it, soak checks included), once every node is complete no cordon is left; with policy rollback (ops[0]&4)
+// no flow of a quarantined version starts (flows under way finish, or roll back if they fail,
+// and nodes soaking on it run their soak check;
 // the rollback's uninstall runs the bad version), and a
 // quarantined version once recorded is never forgotten.
 func FuzzPlan(f *testing.F) {
@@ -50,6 +52,9 @@ func FuzzPlan(f *testing.F) {
 		if ops[0]&4 != 0 {
 			s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
 		}
+		if ops[0]&8 != 0 {
+			s.facts.Soak = time.Minute // soak checks run once op 8 (or the final run) moves the clock
+		}
 		pass := func() {
 			before := map[string]bool{}
 			for _, q := range s.facts.Quarantined {
@@ -69,7 +74,7 @@ func FuzzPlan(f *testing.F) {
 			for _, np := range d.Nodes {
 				for _, j := range np.Jobs {
 					q := Quarantine(j.Package, j.Version)
-					if before[q] && j.Stage != unin && !active[np.Name+"/"+q] {
+					if before[q] && j.Stage != unin && !j.SoakCheck && !active[np.Name+"/"+q] {
 						t.Fatalf("%s: stage %s of quarantined %s@%s started", np.Name, j.Stage, j.Package, j.Version)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -527,13 +528,19 @@ func TestRollbackRows(t *testing.T) {
 }
 
 // Stage Jobs carry the spec of the version they run (Skyhook #186): a removed package's
-// uninstall gets its last spec, a rollback's apply the previous version's, never the
-// current spec's.
+// uninstall gets its last spec (a spec change that keeps version and config runs no stage but
+// refreshes the recorded spec), a rollback's apply the previous version's, never the current
+// spec's.
 func TestJobSpecFollowsRecordedVersion(t *testing.T) {
 	withSpec := func(w Want, spec string) Want { w.Spec = []byte(spec); return w }
 	s := newSim(t, 1, withSpec(driver("1.0.0"), `{"env":"v1"}`), withSpec(tool("1.0.0"), `{"env":"t1"}`))
 	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
 	s.run(v1alpha1.StatusComplete)
+	s.reset()
+	s.facts.Wants = []Want{withSpec(driver("1.0.0"), `{"env":"v1b"}`), withSpec(tool("1.0.0"), `{"env":"t1"}`)}
+	if d := s.pass(); len(s.ran) != 0 || d.Status != v1alpha1.StatusComplete {
+		t.Fatalf("a spec-only change ran %v, status %s", s.ran, d.Status)
+	}
 	specs := map[string]string{} // stage@version → spec of its Job
 	s.fail = func(j JobSpec, _ int) bool {
 		specs[fmt.Sprintf("%s %s@%s", j.Package, j.Stage, j.Version)] = string(j.Spec)
@@ -546,7 +553,7 @@ func TestJobSpecFollowsRecordedVersion(t *testing.T) {
 		s.settle()
 	}
 	want := map[string]string{
-		"driver uninstall@1.0.0": `{"env":"v1"}`,
+		"driver uninstall@1.0.0": `{"env":"v1b"}`,
 		"tool upgrade@1.1.0":     `{"env":"t2"}`,
 		"tool config@1.1.0":      `{"env":"t2"}`,
 		"tool apply@1.0.0":       `{"env":"t1"}`,
@@ -559,5 +566,87 @@ func TestJobSpecFollowsRecordedVersion(t *testing.T) {
 	}
 	if len(specs) != len(want) {
 		t.Errorf("jobs %v", specs)
+	}
+}
+
+// Soak (seed 001): after its last stage a node is Soaking for the soak window (in flight: with
+// budget 1 the next node waits), then its last stage's check is re-run as a Job; success →
+// Converged; failure → Failed, erroring naming the soak check, and the policy applies: halt
+// retries the stage, rollback reverts to the previous version and quarantines.
+func TestSoak(t *testing.T) {
+	for _, policy := range []v1alpha1.HealthFailurePolicy{"", v1alpha1.HealthFailureHalt, v1alpha1.HealthFailureRollback} {
+		t.Run("policy="+string(policy), func(t *testing.T) {
+			s := newSim(t, 2, tool("1.0.0"))
+			s.run(v1alpha1.StatusComplete)
+			s.reset()
+			s.facts.Soak = time.Minute
+			s.facts.OnHealthFailure = policy
+			s.facts.Wants = []Want{tool("1.1.0")}
+			soakFails := true
+			var soakJobs []JobSpec
+			s.fail = func(j JobSpec, _ int) bool {
+				if j.SoakCheck {
+					soakJobs = append(soakJobs, j)
+					return j.Node == "node-0" && soakFails
+				}
+				return false
+			}
+			// Upgrade node-0 with the clock standing still: Soaking, no soak check yet.
+			for i := 0; i < 6; i++ {
+				s.pass()
+				s.settle()
+			}
+			if r := s.nodes["node-0"].rec; r.Rollout != v1alpha1.RolloutSoaking {
+				t.Fatalf("node-0 rollout %s, want Soaking", r.Rollout)
+			}
+			if len(soakJobs) != 0 || s.ran["node-1"] != nil {
+				t.Fatalf("before the window: soak jobs %v, node-1 ran %v", soakJobs, s.ran["node-1"])
+			}
+			// The window elapses: the soak check of config runs and fails.
+			s.now = s.now.Add(time.Minute)
+			d := s.pass()
+			s.settle()
+			if len(soakJobs) != 1 || soakJobs[0].Stage != conf || soakJobs[0].Node != "node-0" || soakJobs[0].Version != "1.1.0" {
+				t.Fatalf("soak jobs %+v", soakJobs)
+			}
+			d = s.pass()
+			if s.nodes["node-0"].rec.Rollout != v1alpha1.RolloutFailed && s.nodes["node-0"].rec.Rollout != v1alpha1.RolloutReverted {
+				t.Fatalf("after a failed soak check: rollout %s", s.nodes["node-0"].rec.Rollout)
+			}
+			if len(d.Failures) == 0 || !strings.Contains(d.Failures[0].Message, "soak check config-check failed") {
+				t.Errorf("failures %v", d.Failures)
+			}
+			soakFails = false
+			if policy == v1alpha1.HealthFailureRollback {
+				for i := 0; i < 10; i++ {
+					s.settle()
+					d = s.pass()
+				}
+				if r := s.nodes["node-0"].rec; r.Rollout != v1alpha1.RolloutReverted || r.Packages["tool"].Version != "1.0.0" {
+					t.Fatalf("rollback: rollout %s version %s", r.Rollout, r.Packages["tool"].Version)
+				}
+				if got := s.stages("node-0", "tool"); got != "upgrade,config,config,apply,config" { // the third is the soak check
+					t.Errorf("stages %s", got)
+				}
+				if fmt.Sprint(d.Quarantined) != "[tool@1.1.0]" || s.ran["node-1"] != nil {
+					t.Errorf("quarantined %v, node-1 ran %v", d.Quarantined, s.ran["node-1"])
+				}
+				return
+			}
+			// Halt: node-1 does not start while node-0 is Failed; the retry (after backoff)
+			// re-runs config, soaks again with a new check Job, and the rollout completes.
+			if s.ran["node-1"] != nil {
+				t.Fatalf("node-1 started during the failure: %v", s.ran["node-1"])
+			}
+			s.run(v1alpha1.StatusComplete)
+			for _, n := range s.nodeNames() {
+				if s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged || s.nodes[n].rec.Packages["tool"].Version != "1.1.0" {
+					t.Errorf("%s: %s %s", n, s.nodes[n].rec.Rollout, s.nodes[n].rec.Packages["tool"].Version)
+				}
+			}
+			if len(soakJobs) != 3 { // node-0 twice, node-1 once
+				t.Errorf("soak jobs %d, want 3", len(soakJobs))
+			}
+		})
 	}
 }

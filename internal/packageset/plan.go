@@ -1,6 +1,7 @@
 package packageset
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -283,6 +284,8 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
+	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage.
+	SoakCheck bool
 	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
 	// necessarily the current spec's: rollback, removal); empty for records written before
 	// specs were kept.
@@ -341,6 +344,13 @@ func JobName(set, node, pkg string, flow int, stage Stage, attempt int32) string
 		v1alpha1.StageUpgrade: "up", v1alpha1.StageInterrupt: "in", v1alpha1.StagePostInterrupt: "pi"}[stage]
 	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s\x00%d", set, node, pkg, flow, stage, attempt))[:10]
 	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-" + abbrev + "-" + h
+}
+
+// SoakJobName is the deterministic name of the Job re-running the check of pkg's last stage
+// while node soaks after flow (attempt restarts: a retried flow soaks with a new Job).
+func SoakJobName(set, node, pkg string, flow int, restarts int32) string {
+	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00soak\x00%d", set, node, pkg, flow, restarts))[:10]
+	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-sk-" + h
 }
 
 func cut(s string, n int) string {
@@ -632,12 +642,13 @@ func (p *nodePass) want(name string) *Want {
 	return nil
 }
 
-// settled: the package's record matches what is wanted and its flow is done.
+// settled: the package's record matches what is wanted and its flow is done and complete (a
+// flow abandoned while erroring, when the package stopped being wanted, is not).
 func settled(r *PackageRecord, w *Want) bool {
 	if w == nil {
 		return r == nil
 	}
-	return r != nil && r.Done && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
+	return r != nil && r.Done && r.State == v1alpha1.StateComplete && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
 }
 
 func (p *nodePass) needsWork() bool {
@@ -718,6 +729,9 @@ func (p *nodePass) step(name string) error {
 		switch {
 		case r == nil || r.Done:
 			if settled(r, w) {
+				if !bytes.Equal(r.Spec, w.Spec) {
+					r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
+				}
 				return nil
 			}
 			if w != nil && p.quarantine[Quarantine(w.Name, w.Version)] {
@@ -907,6 +921,9 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt, Spec: r.Spec}
 			first = v1alpha1.StageUninstall
 		case cmp < 0:
+			first = v1alpha1.StageApply
+		case r.State != v1alpha1.StateComplete:
+			// The same version again after its flow was abandoned unfinished: apply it anew.
 			first = v1alpha1.StageApply
 		default:
 			first = v1alpha1.StageConfig
@@ -1180,7 +1197,12 @@ func (p *nodePass) rollout() error {
 			if left := p.f.Soak - p.f.Now.Sub(p.rec.Since); left > 0 {
 				p.requeueIn(left)
 			} else {
-				target = v1alpha1.RolloutConverged
+				switch p.soakChecks() {
+				case soakPassed:
+					target = v1alpha1.RolloutConverged
+				case soakFailed:
+					target = v1alpha1.RolloutFailed
+				}
 			}
 		default:
 			target = v1alpha1.RolloutSoaking
@@ -1192,6 +1214,57 @@ func (p *nodePass) rollout() error {
 		}
 	}
 	return p.walk(prev, target)
+}
+
+type soakResult int
+
+const (
+	soakRunning soakResult = iota
+	soakPassed
+	soakFailed
+)
+
+// soakChecks re-runs, once the soak window has elapsed, the check of every package's last
+// stage as a Job (JobSpec.SoakCheck; seed 001's probes before Converged): all passed →
+// soakPassed; one failed → that package's last stage is erroring again with the check's
+// message (soakFailed: the node is Failed and the policy applies: halt retries the stage with
+// backoff, rollback reverts); otherwise the checks are created or still running.
+func (p *nodePass) soakChecks() soakResult {
+	res := soakPassed
+	for _, name := range p.sortedRecords() {
+		r := p.rec.Packages[name]
+		if !r.Done || r.Removing {
+			continue
+		}
+		jn := SoakJobName(p.f.Name, p.n.Name, name, r.Flow, r.Restarts)
+		j, ok := p.n.Jobs[jn]
+		switch {
+		case !ok:
+			timeout := DefaultStageTimeout
+			if w := p.want(name); w != nil {
+				timeout = w.StageTimeout
+			}
+			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image,
+				Stage: r.Stage, Timeout: timeout, SoakCheck: true, Spec: r.Spec})
+			res = min(res, soakRunning)
+		case j.Failed || j.ImagePullError:
+			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
+			r.Restarts++
+			r.Message = strings.TrimSpace("soak check " + CheckOf(r.Stage) + " failed: " + j.Reason + ": " + j.Message)
+			if j.ImagePullError {
+				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
+			}
+			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+			p.requeueIn(backoff(r.Restarts))
+			return soakFailed
+		case !j.Succeeded:
+			res = min(res, soakRunning)
+		}
+	}
+	if res == soakRunning {
+		p.requeueIn(Poll)
+	}
+	return res
 }
 
 // walk moves the rollout state from prev to target through the seed's table, inserting the
