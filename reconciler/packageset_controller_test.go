@@ -427,3 +427,102 @@ func TestPackageSetRollbackQuarantine(t *testing.T) {
 		t.Errorf("still Stalled: %+v", c)
 	}
 }
+
+// soakJobs lists the set's soak-check Jobs (stage label "<check>-soak") as node → succeeded/failed.
+func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]string {
+	out := map[string][]string{}
+	for _, j := range e.setJobs(t, set) {
+		if !strings.HasSuffix(j.Labels[v1alpha1.LabelStage], "-soak") {
+			continue
+		}
+		res := "running"
+		for _, c := range j.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+				res = string(c.Type)
+			}
+		}
+		out[j.Labels[v1alpha1.LabelNode]] = append(out[j.Labels[v1alpha1.LabelNode]], j.Labels[v1alpha1.LabelStage]+"="+res)
+	}
+	return out
+}
+
+// Soak on the cluster, budget 1, policy rollback: 1.0.1 with a 2s soak rolls out node by node,
+// each node's config check re-run by a soak Job that succeeds, all Converged. Then 1.1.0 with
+// a 20s soak: while the first node soaks, kwok's chaos label is added to the package's pod
+// labels (same version: no stage runs, the recorded spec follows), so its soak check fails:
+// the node is Failed, rolls back to 1.0.1 (Reverted), 1.1.0 is quarantined and the other node
+// never starts it.
+func TestPackageSetSoak(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-soak-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgTool("1.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
+	if n := len(e.soakJobs(t, pool)); n != 0 {
+		t.Fatalf("soak jobs without a soak: %d", n)
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1")}
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	done := e.waitSet(t, pool, "complete at 1.0.1 after soaking", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.NodeState[nodes[0]]["dcgm-tool"].Version == "1.0.1" &&
+			s.Status.NodeState[nodes[1]]["dcgm-tool"].Version == "1.0.1"
+	})
+	soaks := e.soakJobs(t, pool)
+	for _, n := range nodes {
+		if fmt.Sprint(soaks[n]) != "[config-check-soak=Complete]" || done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s soak jobs %v rollout %s", n, soaks[n], done.Status.NodeRollout[n])
+		}
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.1.0")}
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 20 * time.Second}
+	})
+	soaking := e.waitSet(t, pool, "a node soaking 1.1.0", func(s *v1alpha1.PackageSet) bool {
+		for _, r := range s.Status.NodeRollout {
+			if r == v1alpha1.RolloutSoaking {
+				return true
+			}
+		}
+		return false
+	})
+	var first string
+	for n, r := range soaking.Status.NodeRollout {
+		if r == v1alpha1.RolloutSoaking {
+			first = n
+		}
+	}
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+	})
+	got := e.waitSet(t, pool, "soak check failed, reverted", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.NodeRollout[first] == v1alpha1.RolloutReverted && s.Status.Status == v1alpha1.StatusErroring
+	})
+	soaks = e.soakJobs(t, pool)
+	if fmt.Sprint(soaks[first]) != "[config-check-soak=Complete config-check-soak=Failed]" &&
+		fmt.Sprint(soaks[first]) != "[config-check-soak=Failed config-check-soak=Complete]" {
+		t.Errorf("%s soak jobs %v", first, soaks[first])
+	}
+	if ps := got.Status.NodeState[first]["dcgm-tool"]; ps.Version != "1.0.1" {
+		t.Errorf("%s at %+v after the rollback", first, ps)
+	}
+	if fmt.Sprint(got.Status.QuarantinedVersions) != "[dcgm-tool@1.1.0]" {
+		t.Errorf("quarantined %v", got.Status.QuarantinedVersions)
+	}
+	for _, n := range nodes {
+		if n != first && got.Status.NodeState[n]["dcgm-tool"].Version != "1.0.1" {
+			t.Errorf("%s moved to %+v: the rollout did not stop", n, got.Status.NodeState[n]["dcgm-tool"])
+		}
+	}
+	if c := setCondition(got, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "dcgm-tool@1.1.0") {
+		t.Errorf("Stalled %+v", c)
+	}
+}
