@@ -526,3 +526,56 @@ func TestPackageSetSoak(t *testing.T) {
 		t.Errorf("Stalled %+v", c)
 	}
 }
+
+// The reconciler stopped mid-rollout and started again (three times, with fresh caches)
+// finishes with no stage run twice on any node: 4 GPU nodes, two packages (one with a reboot
+// interrupt), budget 2; each node/package/stage has exactly one Job and no cordon is left.
+func TestPackageSetRestartMidRollout(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-rst-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 4)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgDriver("550.1.0"), pkgTool("3.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(2))}, AdditionalTolerations: gpuToleration}}
+	e.createSet(t, set)
+	const total = 4 * (4 + 2) // driver: apply, config, interrupt, post-interrupt; tool: apply, config
+	for _, at := range []int{3, 9, 16} {
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+			return len(e.setJobs(t, pool)) >= at, nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %d jobs: %v", at, err)
+		}
+		var s v1alpha1.PackageSet
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: pool}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Status.Status == v1alpha1.StatusComplete {
+			t.Fatalf("complete before the restart at %d jobs: not mid-rollout", at)
+		}
+		e.restartManager(t)
+	}
+	e.waitSet(t, pool, "complete after restarts", statusIs(v1alpha1.StatusComplete))
+	count := map[string]int{}
+	for _, j := range e.setJobs(t, pool) {
+		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
+	}
+	if len(count) != total {
+		t.Errorf("%d distinct node/package/stage jobs, want %d: %v", len(count), total, count)
+	}
+	for k, n := range count {
+		if n != 1 {
+			t.Errorf("%s ran %d times", k, n)
+		}
+	}
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+			t.Fatal(err)
+		}
+		if node.Spec.Unschedulable {
+			t.Errorf("%s still cordoned", n)
+		}
+	}
+}
