@@ -875,6 +875,11 @@ func (p *nodePass) canRevert(r *PackageRecord) bool {
 // node is Failed while it runs and Reverted when it is done.
 func (p *nodePass) revert(name string, r *PackageRecord) error {
 	p.quarantine[Quarantine(name, r.Version)] = true
+	for i := range p.failures {
+		if f := &p.failures[i]; f.Package == name {
+			f.Message += fmt.Sprintf("; rolling back to %s, %s quarantined", r.Prev.Version, Quarantine(name, r.Version))
+		}
+	}
 	prev := *r.Prev
 	p.rec.Flows++
 	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Interrupt: prev.Interrupt}
