@@ -2,7 +2,8 @@
 # hack/bench.sh — what `make bench` runs: build, local cluster, reconciler, then
 # hack/bench (Go) which times 100 gantry_performer (plan, apply, no-op plan, destroy) beside
 # Terraform's floor (100 terraform_data), measures kwok's pod ready delay and the end-to-end
-# wait latency (reconciler writes Running/Ready → the provider's Create returns).
+# wait latency (reconciler writes Running/Ready → the provider's Create returns); then
+# hack/bench/packageset: a 2-package PackageSet over PS_BENCH_NODES kwok nodes.
 # Prints numbers; it does not pass or fail on them.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -13,3 +14,7 @@ bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh start >/dev/null
 go run ./hack/bench -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" \
   -tfrc "$CACHE/terraformrc" -workdir "$CACHE/bench" -reconciler-log "$CACHE/reconciler.log" "$@"
+# PackageSet: its own reconciler process (peak RSS, CPU, API requests per node-stage) over
+# PS_BENCH_NODES kwok nodes (default 200).
+bash hack/reconciler.sh stop >/dev/null 2>&1 || true
+go run ./hack/bench/packageset -kubeconfig "$KUBECONFIG_PATH" -reconciler "$BIN/gantry-reconciler" -nodes "${PS_BENCH_NODES:-200}"

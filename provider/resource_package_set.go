@@ -173,8 +173,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				}}},
 			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (seed 001).",
 				Attributes: map[string]schema.Attribute{
-					"soak_duration":     schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage before it is Converged, e.g. `30s`.", Validators: []validator.String{durationValidator{}}},
-					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed; `rollback`.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
+					"soak_duration":     schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s`; then each package's last check is re-run as a Job: success → Converged, failure → Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
+					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed (its stage is retried with backoff); `rollback`: a node whose new version fails (a stage or the soak check) returns to the previous version (uninstall of the new one if `uninstall_enabled`, then apply of the previous), the rollout stops and `<package>@<version>` is quarantined: the apply fails naming the rollback, and the set stays erroring (Stalled) until the version changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
 				}},
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 32)},

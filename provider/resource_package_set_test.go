@@ -155,3 +155,57 @@ func checkPackageSetGone(c *kube.Clients, pool string) resource.TestCheckFunc {
 		return nil
 	}
 }
+
+func rollbackConfig(pool, version, extra string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %q
+  node_selector = { "gantry.dev/test-pool" = %q }
+  interruption_budget = { count = 1 }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  rollout = { on_health_failure = "rollback" }
+  packages = [
+    {
+      name    = "dcgm-tool"
+      version = %q
+      image   = "ghcr.io/gantry-dev/dcgm-tool:1"
+%s
+    },
+  ]
+  timeouts = { create = "5m", update = "5m", delete = "5m" }
+}
+`, pool, pool, version, extra)
+}
+
+// Policy rollback: 1.0.0 complete on 3 own nodes; 1.1.0 failing via kwok's chaos label fails
+// the apply naming the rollback to 1.0.0 and the quarantined dcgm-tool@1.1.0; 1.2.0 then
+// applies cleanly (the quarantine only holds the version it names).
+func TestAccPackageSet_rollback(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-rb-" + rand.String(5)
+	accNodes(t, c, pool, 3)
+	addr := "gantry_package_set.test"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config:            rollbackConfig(pool, "1.0.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete"))},
+			},
+			{
+				Config:      rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				ExpectError: regexp.MustCompile(`(?s)PackageSet\s+Failed.*stage\s+upgrade.*roll(ed|ing)\s+back\s+to\s+1\.0\.0.*dcgm-tool@1\.1\.0`),
+			},
+			{
+				Config: rollbackConfig(pool, "1.2.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("3/3")),
+				},
+			},
+		},
+	})
+}

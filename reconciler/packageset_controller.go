@@ -245,9 +245,13 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	for _, p := range set.Spec.Packages {
 		f.Wants = append(f.Wants, packageset.WantOf(p))
 	}
-	if ro := set.Spec.Rollout; ro != nil && ro.SoakDuration != nil {
-		f.Soak = ro.SoakDuration.Duration
+	if ro := set.Spec.Rollout; ro != nil {
+		if ro.SoakDuration != nil {
+			f.Soak = ro.SoakDuration.Duration
+		}
+		f.OnHealthFailure = ro.OnHealthFailure
 	}
+	f.Quarantined = set.Status.QuarantinedVersions
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
 		return f, nil, fmt.Errorf("nodeSelector: %w", err)
@@ -534,16 +538,30 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 
 // createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
 // tolerations; the init container runs the stage, the main container its check (interrupt:
-// one container). AlreadyExists is success: the name is deterministic.
+// one container; a soak check: the check container only, labelled stage "<check>-soak"). AlreadyExists is success: the name is deterministic.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
+	// The spec of the version this stage runs, as the node record keeps it (a rollback runs
+	// the previous version's, a removed package's uninstall its last one: Skyhook #186); the
+	// current spec for records that predate it.
 	var pkg *v1alpha1.Package
-	for i := range set.Spec.Packages {
-		if set.Spec.Packages[i].Name == js.Package {
-			pkg = &set.Spec.Packages[i]
+	if len(js.Spec) > 0 {
+		pkg = &v1alpha1.Package{}
+		if err := json.Unmarshal(js.Spec, pkg); err != nil {
+			return fmt.Errorf("node %s package %s: recorded spec: %w", node.Name, js.Package, err)
+		}
+	} else {
+		for i := range set.Spec.Packages {
+			if set.Spec.Packages[i].Name == js.Package {
+				pkg = &set.Spec.Packages[i]
+			}
 		}
 	}
+	stageLabel := string(js.Stage)
+	if js.SoakCheck {
+		stageLabel = packageset.CheckOf(js.Stage) + "-soak"
+	}
 	lbl := map[string]string{v1alpha1.LabelManagedBy: performer.ManagedBy, v1alpha1.LabelPackageSet: set.Name,
-		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: string(js.Stage), v1alpha1.LabelNode: node.Name}
+		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: stageLabel, v1alpha1.LabelNode: node.Name}
 	podLabels := map[string]string{}
 	podAnn := map[string]string{"gantry.dev/version": js.Version}
 	var env []corev1.EnvVar
@@ -594,14 +612,17 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	}
 	spec := corev1.PodSpec{NodeName: node.Name, RestartPolicy: corev1.RestartPolicyNever, Tolerations: stageTolerations(set),
 		TerminationGracePeriodSeconds: grace}
-	if js.Stage == v1alpha1.StageInterrupt {
+	switch {
+	case js.SoakCheck:
+		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}
+	case js.Stage == v1alpha1.StageInterrupt:
 		args := []string{"interrupt"}
 		if js.Interrupt != nil {
 			args = append(args, string(js.Interrupt.Type))
 			args = append(args, js.Interrupt.Services...)
 		}
 		spec.Containers = []corev1.Container{container("interrupt", args...)}
-	} else {
+	default:
 		spec.InitContainers = []corev1.Container{container("stage", string(js.Stage))}
 		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}
 	}
@@ -630,6 +651,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	st.CompleteNodes, st.NodesInProgress = d.CompleteNodes, d.NodesInProgress
+	st.QuarantinedVersions = d.Quarantined
 	st.NodeStatus, st.NodeState, st.NodeRollout = nil, nil, nil
 	for _, np := range d.Nodes {
 		if np.Record == nil {

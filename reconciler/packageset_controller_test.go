@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -331,3 +332,250 @@ func (e *testEnv) updateSet(t *testing.T, name string, mod func(*v1alpha1.Packag
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Policy rollback on the cluster: 2 own GPU nodes at dcgm-tool 1.0.0, budget 1; version 1.1.0
+// carries kwok's chaos label so its upgrade stage fails. The first node is Failed, runs seed
+// 000's downgrade flow (uninstall is not enabled, so apply and config of 1.0.0, with 1.0.0's
+// recorded spec: no chaos label; kwok's chaos fails every pod of a labelled version, so an
+// uninstall of 1.1.0 would fail too: that path is covered by the machine's tables) and is
+// Reverted; the other node never starts;
+// dcgm-tool@1.1.0 is quarantined and the set is erroring and Stalled (VersionQuarantined,
+// naming package and version). Version 1.2.0 then rolls out to both nodes.
+func TestPackageSetRollbackQuarantine(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-rb-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	tool := pkgTool
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{tool("1.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
+	before := map[string]bool{}
+	for _, j := range e.setJobs(t, pool) {
+		before[j.Name] = true
+	}
+	if len(before) != 4 {
+		t.Fatalf("%d jobs for 1.0.0 on 2 nodes, want 4 (apply, config)", len(before))
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		bad := tool("1.1.0")
+		bad.PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+		s.Spec.Packages = []v1alpha1.Package{bad}
+	})
+	got := e.waitSet(t, pool, "reverted and stalled", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue
+	})
+	stalled := setCondition(got, v1alpha1.ConditionStalled)
+	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "dcgm-tool@1.1.0") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+	if fmt.Sprint(got.Status.QuarantinedVersions) != "[dcgm-tool@1.1.0]" {
+		t.Errorf("quarantined %v", got.Status.QuarantinedVersions)
+	}
+	var reverted, other string
+	for _, n := range nodes {
+		switch got.Status.NodeRollout[n] {
+		case v1alpha1.RolloutReverted:
+			reverted = n
+		case v1alpha1.RolloutPending:
+			other = n // its change is queued behind the quarantine
+		}
+	}
+	if reverted == "" || other == "" {
+		t.Fatalf("node rollout %v, want one Reverted and one Pending", got.Status.NodeRollout)
+	}
+	if ps := got.Status.NodeState[other]["dcgm-tool"]; ps.Version != "1.0.0" || ps.State != v1alpha1.StateComplete {
+		t.Errorf("other node state %+v", ps)
+	}
+	if ps := got.Status.NodeState[reverted]["dcgm-tool"]; ps.Version != "1.0.0" || ps.State != v1alpha1.StateComplete {
+		t.Errorf("reverted node state %+v", ps)
+	}
+	// Jobs since the update: on the reverted node upgrade (1.1.0, failed), apply and config
+	// (1.0.0, no chaos label); none on the other node.
+	var ran []string
+	for _, j := range e.setJobs(t, pool) {
+		if before[j.Name] {
+			continue
+		}
+		if j.Labels[v1alpha1.LabelNode] != reverted {
+			t.Errorf("job %s on %s: the rollout did not stop", j.Name, j.Labels[v1alpha1.LabelNode])
+		}
+		_, chaos := j.Spec.Template.Labels["pod-container-running-failed.stage.kwok.x-k8s.io"]
+		ran = append(ran, fmt.Sprintf("%s@%s chaos=%v", j.Labels[v1alpha1.LabelStage], j.Spec.Template.Annotations["gantry.dev/version"], chaos))
+	}
+	sort.Strings(ran)
+	if want := "[apply@1.0.0 chaos=false config@1.0.0 chaos=false upgrade@1.1.0 chaos=true]"; fmt.Sprint(ran) != want {
+		t.Errorf("jobs after the update %v, want %s", ran, want)
+	}
+
+	// A new version ends the stall: both nodes upgrade.
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages = []v1alpha1.Package{tool("1.2.0")} })
+	done := e.waitSet(t, pool, "complete at 1.2.0", statusIs(v1alpha1.StatusComplete))
+	for _, n := range nodes {
+		if ps := done.Status.NodeState[n]["dcgm-tool"]; ps.Version != "1.2.0" {
+			t.Errorf("%s at %+v", n, ps)
+		}
+		if done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s rollout %s", n, done.Status.NodeRollout[n])
+		}
+	}
+	if c := setCondition(done, v1alpha1.ConditionStalled); c.Status != metav1.ConditionFalse {
+		t.Errorf("still Stalled: %+v", c)
+	}
+}
+
+// soakJobs lists the set's soak-check Jobs (stage label "<check>-soak") as node → succeeded/failed.
+func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]string {
+	out := map[string][]string{}
+	for _, j := range e.setJobs(t, set) {
+		if !strings.HasSuffix(j.Labels[v1alpha1.LabelStage], "-soak") {
+			continue
+		}
+		res := "running"
+		for _, c := range j.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+				res = string(c.Type)
+			}
+		}
+		out[j.Labels[v1alpha1.LabelNode]] = append(out[j.Labels[v1alpha1.LabelNode]], j.Labels[v1alpha1.LabelStage]+"="+res)
+	}
+	return out
+}
+
+// Soak on the cluster, budget 1, policy rollback: 1.0.1 with a 2s soak rolls out node by node,
+// each node's config check re-run by a soak Job that succeeds, all Converged. Then 1.1.0 with
+// a 20s soak: while the first node soaks, kwok's chaos label is added to the package's pod
+// labels (same version: no stage runs, the recorded spec follows), so its soak check fails:
+// the node is Failed, rolls back to 1.0.1 (Reverted), 1.1.0 is quarantined and the other node
+// never starts it.
+func TestPackageSetSoak(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-soak-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgTool("1.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
+	if n := len(e.soakJobs(t, pool)); n != 0 {
+		t.Fatalf("soak jobs without a soak: %d", n)
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1")}
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	done := e.waitSet(t, pool, "complete at 1.0.1 after soaking", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.NodeState[nodes[0]]["dcgm-tool"].Version == "1.0.1" &&
+			s.Status.NodeState[nodes[1]]["dcgm-tool"].Version == "1.0.1"
+	})
+	soaks := e.soakJobs(t, pool)
+	for _, n := range nodes {
+		if fmt.Sprint(soaks[n]) != "[config-check-soak=Complete]" || done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s soak jobs %v rollout %s", n, soaks[n], done.Status.NodeRollout[n])
+		}
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.1.0")}
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 20 * time.Second}
+	})
+	soaking := e.waitSet(t, pool, "a node soaking 1.1.0", func(s *v1alpha1.PackageSet) bool {
+		for _, r := range s.Status.NodeRollout {
+			if r == v1alpha1.RolloutSoaking {
+				return true
+			}
+		}
+		return false
+	})
+	var first string
+	for n, r := range soaking.Status.NodeRollout {
+		if r == v1alpha1.RolloutSoaking {
+			first = n
+		}
+	}
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+	})
+	got := e.waitSet(t, pool, "soak check failed, reverted", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.NodeRollout[first] == v1alpha1.RolloutReverted && s.Status.Status == v1alpha1.StatusErroring
+	})
+	soaks = e.soakJobs(t, pool)
+	if fmt.Sprint(soaks[first]) != "[config-check-soak=Complete config-check-soak=Failed]" &&
+		fmt.Sprint(soaks[first]) != "[config-check-soak=Failed config-check-soak=Complete]" {
+		t.Errorf("%s soak jobs %v", first, soaks[first])
+	}
+	if ps := got.Status.NodeState[first]["dcgm-tool"]; ps.Version != "1.0.1" {
+		t.Errorf("%s at %+v after the rollback", first, ps)
+	}
+	if fmt.Sprint(got.Status.QuarantinedVersions) != "[dcgm-tool@1.1.0]" {
+		t.Errorf("quarantined %v", got.Status.QuarantinedVersions)
+	}
+	for _, n := range nodes {
+		if n != first && got.Status.NodeState[n]["dcgm-tool"].Version != "1.0.1" {
+			t.Errorf("%s moved to %+v: the rollout did not stop", n, got.Status.NodeState[n]["dcgm-tool"])
+		}
+	}
+	if c := setCondition(got, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "dcgm-tool@1.1.0") {
+		t.Errorf("Stalled %+v", c)
+	}
+}
+
+// The reconciler stopped mid-rollout and started again (three times, with fresh caches)
+// finishes with no stage run twice on any node: 4 GPU nodes, two packages (one with a reboot
+// interrupt), budget 2; each node/package/stage has exactly one Job and no cordon is left.
+func TestPackageSetRestartMidRollout(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-rst-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 4)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgDriver("550.1.0"), pkgTool("3.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(2))}, AdditionalTolerations: gpuToleration}}
+	e.createSet(t, set)
+	const total = 4 * (4 + 2) // driver: apply, config, interrupt, post-interrupt; tool: apply, config
+	for _, at := range []int{3, 9, 16} {
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+			return len(e.setJobs(t, pool)) >= at, nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %d jobs: %v", at, err)
+		}
+		var s v1alpha1.PackageSet
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: pool}, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Status.Status == v1alpha1.StatusComplete {
+			t.Fatalf("complete before the restart at %d jobs: not mid-rollout", at)
+		}
+		e.restartManager(t)
+	}
+	e.waitSet(t, pool, "complete after restarts", statusIs(v1alpha1.StatusComplete))
+	count := map[string]int{}
+	for _, j := range e.setJobs(t, pool) {
+		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
+	}
+	if len(count) != total {
+		t.Errorf("%d distinct node/package/stage jobs, want %d: %v", len(count), total, count)
+	}
+	for k, n := range count {
+		if n != 1 {
+			t.Errorf("%s ran %d times", k, n)
+		}
+	}
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+			t.Fatal(err)
+		}
+		if node.Spec.Unschedulable {
+			t.Errorf("%s still cordoned", n)
+		}
+	}
+}

@@ -108,19 +108,39 @@ func start(kubeconfig string) (*testEnv, error) {
 		return nil, fmt.Errorf("default ServiceAccount in %s: %w", ns, err)
 	}
 
+	if err := startManager(cfg, ns); err != nil {
+		return nil, err
+	}
+	return &testEnv{cfg: cfg, c: c, ns: ns, logPath: logPath}, nil
+}
+
+// startManager starts a new in-process manager watching ns (stopMgr stops it, mgrDone
+// reports its end).
+func startManager(cfg *rest.Config, ns string) error {
 	o := DefaultOptions()
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.Namespaces = []string{ns}
 	o.SkipNameValidation = true
 	mgr, err := NewManager(cfg, o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
 	mgrDone = make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(mctx) }()
-	return &testEnv{cfg: cfg, c: c, ns: ns, logPath: logPath}, nil
+	return nil
+}
+
+// restartManager stops the running manager (its reconciles in flight are abandoned at their
+// next API call: the context is cancelled) and starts a fresh one with empty caches.
+func (e *testEnv) restartManager(t *testing.T) {
+	t.Helper()
+	stopMgr()
+	<-mgrDone
+	if err := startManager(e.cfg, e.ns); err != nil {
+		t.Fatalf("restart manager: %v", err)
+	}
 }
 
 func TestMain(m *testing.M) {

@@ -2,7 +2,9 @@ package packageset
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -11,7 +13,11 @@ import (
 // taints, gates, pause, budget) and checks the invariants after every pass (sim.pass): never
 // more nodes cordoned or in flight than the budget, no Job created twice, no interrupt without
 // the cordon; here: no stage skipped (each stage Job follows its predecessor's success or
-// retries it), and once every node is complete no cordon is left.
+// retries it, soak checks included), once every node is complete no cordon is left; with policy rollback (ops[0]&4)
+// no flow of a quarantined version starts (flows under way finish, or roll back if they fail,
+// and nodes soaking on it run their soak check;
+// the rollback's uninstall runs the bad version), and a
+// quarantined version once recorded is never forgotten.
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{9, 9, 9, 1, 1, 1, 3, 3, 200, 7, 7})
@@ -43,6 +49,43 @@ func FuzzPlan(f *testing.F) {
 		s.facts.Budget = &v1alpha1.InterruptionBudget{Count: ptr(int32(1 + int(ops[0])%3))}
 		failing := map[string]bool{}
 		s.fail = func(j JobSpec, _ int) bool { return failing[j.Node+"/"+string(j.Stage)] }
+		if ops[0]&4 != 0 {
+			s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+		}
+		if ops[0]&8 != 0 {
+			s.facts.Soak = time.Minute // soak checks run once op 8 (or the final run) moves the clock
+		}
+		pass := func() {
+			before := map[string]bool{}
+			for _, q := range s.facts.Quarantined {
+				before[q] = true
+			}
+			active := map[string]bool{} // node/package@version of flows under way before the pass
+			for name, n := range s.nodes {
+				if n.rec != nil {
+					for pkg, r := range n.rec.Packages {
+						if !r.Done {
+							active[name+"/"+Quarantine(pkg, r.Version)] = true
+						}
+					}
+				}
+			}
+			d := s.pass()
+			for _, np := range d.Nodes {
+				for _, j := range np.Jobs {
+					q := Quarantine(j.Package, j.Version)
+					if before[q] && j.Stage != unin && !j.SoakCheck && !active[np.Name+"/"+q] {
+						t.Fatalf("%s: stage %s of quarantined %s@%s started", np.Name, j.Stage, j.Package, j.Version)
+					}
+				}
+			}
+			for q := range before {
+				if !strings.Contains(fmt.Sprint(d.Quarantined), q) {
+					t.Fatalf("quarantine %s forgotten: %v", q, d.Quarantined)
+				}
+			}
+			s.facts.Quarantined = d.Quarantined // what the controller writes to status
+		}
 		checker := newStageChecker(t)
 		for _, op := range ops {
 			switch op % 10 {
@@ -63,7 +106,7 @@ func FuzzPlan(f *testing.F) {
 			case 9:
 				s.facts.Budget = &v1alpha1.InterruptionBudget{Percent: ptr(int32(1 + int(op)%100))}
 			}
-			s.pass()
+			pass()
 			checker.check(s)
 		}
 		// Let everything finish: no failures, no holds.
@@ -71,6 +114,13 @@ func FuzzPlan(f *testing.F) {
 		s.facts.Paused = false
 		for _, n := range s.nodes {
 			n.gate, n.blocked = GateOpen, ""
+		}
+		if s.facts.OnHealthFailure == v1alpha1.HealthFailureRollback {
+			// A record still erroring may roll back (and quarantine) in the final passes:
+			// move every package to a version no failure touched.
+			for i := range s.facts.Wants {
+				s.facts.Wants[i].Version, s.facts.Wants[i].Image = "3.0.0", "img:3.0.0"
+			}
 		}
 		s.run(v1alpha1.StatusComplete)
 		checker.check(s)

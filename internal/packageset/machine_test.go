@@ -2,8 +2,12 @@ package packageset
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -379,3 +383,270 @@ func TestHolds(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Policy rollback (seed 001 / NixFleet rollback-and-halt): a stage of the new version fails on
+// the first node → that node is Failed while seed 000's downgrade flow runs (uninstall of the
+// bad version, apply and config of the previous one), then Reverted; the version is
+// quarantined, no other node starts it, the set is erroring and Stalled naming package and
+// version; a new version clears it and the rollout proceeds everywhere.
+func TestRollbackQuarantine(t *testing.T) {
+	s := newSim(t, 3, tool("1.0.0"))
+	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+	s.facts.Wants[0].Uninstall = true
+	s.run(v1alpha1.StatusComplete)
+
+	s.reset()
+	bad := tool("1.1.0")
+	bad.Uninstall = true
+	s.facts.Wants = []Want{bad}
+	s.fail = func(j JobSpec, _ int) bool { return j.Version == "1.1.0" && j.Stage == conf }
+	var d Decision
+	sawFailed := false
+	for i := 0; i < 50; i++ {
+		d = s.pass()
+		if r := s.nodes["node-0"].rec; r.Rollout == v1alpha1.RolloutFailed {
+			sawFailed = true
+		}
+		if s.nodes["node-0"].rec.Rollout == v1alpha1.RolloutReverted && len(s.pendingJobs()) == 0 {
+			break
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMax)
+	}
+	r := s.nodes["node-0"].rec
+	if !sawFailed || r.Rollout != v1alpha1.RolloutReverted {
+		t.Fatalf("node-0 rollout %s (saw Failed %v)", r.Rollout, sawFailed)
+	}
+	if got := s.stages("node-0", "tool"); got != "upgrade,config,uninstall,apply,config" {
+		t.Errorf("node-0 stages %s", got)
+	}
+	if p := r.Packages["tool"]; p.Version != "1.0.0" || !p.Done || p.Image != "ghcr.io/x/tool:1.0.0" {
+		t.Errorf("node-0 tool record %+v", p)
+	}
+	if s.ran["node-1"] != nil || s.ran["node-2"] != nil {
+		t.Errorf("rollout not stopped: %v", s.ran)
+	}
+	if fmt.Sprint(d.Quarantined) != "[tool@1.1.0]" || fmt.Sprint(d.Stalled) != "[tool@1.1.0]" || d.Status != v1alpha1.StatusErroring {
+		t.Fatalf("quarantined %v stalled %v status %s", d.Quarantined, d.Stalled, d.Status)
+	}
+	var stalled metav1.Condition
+	for _, c := range d.Conditions {
+		if c.Type == v1alpha1.ConditionStalled {
+			stalled = c
+		}
+	}
+	if stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonVersionQuarantined || !strings.Contains(stalled.Message, "tool@1.1.0") ||
+		!strings.Contains(stalled.Message, "rolled back to 1.0.0") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+
+	// Quarantine survives the node records (it is in status): a fresh pass with the
+	// quarantine only in the facts still stalls and starts nothing.
+	s.facts.Quarantined = d.Quarantined
+	for _, n := range s.nodes {
+		for _, p := range n.rec.Packages {
+			p.Reverting, p.RevertedFrom = false, ""
+		}
+	}
+	d = s.pass()
+	if len(s.pendingJobs()) != 0 || fmt.Sprint(d.Stalled) != "[tool@1.1.0]" || d.Status != v1alpha1.StatusErroring {
+		t.Fatalf("quarantine from status: jobs %v stalled %v status %s", s.pendingJobs(), d.Stalled, d.Status)
+	}
+
+	// A new version: Stalled ends, every node upgrades.
+	s.reset()
+	good := tool("1.2.0")
+	good.Uninstall = true
+	s.facts.Wants = []Want{good}
+	d = s.run(v1alpha1.StatusComplete)
+	for _, n := range s.nodeNames() {
+		if got := s.stages(n, "tool"); got != "upgrade,config" {
+			t.Errorf("%s stages %s", n, got)
+		}
+		if s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged {
+			t.Errorf("%s rollout %s", n, s.nodes[n].rec.Rollout)
+		}
+	}
+	if len(d.Stalled) != 0 || fmt.Sprint(d.Quarantined) != "[tool@1.1.0]" {
+		t.Errorf("stalled %v quarantined %v", d.Stalled, d.Quarantined)
+	}
+	// Asking for the quarantined version again stalls at once, nothing runs.
+	s.reset()
+	s.facts.Wants = []Want{bad}
+	d = s.pass()
+	if len(s.pendingJobs()) != 0 || d.Status != v1alpha1.StatusErroring || len(d.Stalled) != 1 {
+		t.Errorf("back to quarantined: jobs %v status %s stalled %v", s.pendingJobs(), d.Status, d.Stalled)
+	}
+}
+
+// Rollback transitions in isolation: without uninstall the rollback applies the previous
+// version directly; a new package (nothing to return to) and a config-only change halt like
+// policy halt (Failed, retried), never Reverted; a failed interrupt of the new version reverts.
+func TestRollbackRows(t *testing.T) {
+	cases := []struct {
+		name      string
+		from, to  Want
+		failStage Stage
+		fresh     bool
+		stages    string
+		rollout   v1alpha1.RolloutState
+	}{
+		{"no uninstall: apply previous", tool("1.0.0"), tool("1.1.0"), conf, false, "upgrade,config,apply,config", v1alpha1.RolloutReverted},
+		{"interrupt fails: reverts with previous interrupt", driver("1.0.0"), driver("1.1.0"), intr, false,
+			"upgrade,config,interrupt,uninstall,apply,config,interrupt,post-interrupt", v1alpha1.RolloutReverted},
+		{"new package: halt", Want{}, tool("1.1.0"), conf, true, "apply,config", v1alpha1.RolloutFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(t, 2)
+			s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+			if !c.fresh {
+				s.facts.Wants = []Want{c.from}
+				s.run(v1alpha1.StatusComplete)
+				s.reset()
+			}
+			s.facts.Wants = []Want{c.to}
+			s.fail = func(j JobSpec, _ int) bool { return j.Version == c.to.Version && j.Stage == c.failStage }
+			for i := 0; i < 60; i++ {
+				s.pass()
+				s.settle() // the clock stands still: no backoff elapses, no retry
+			}
+			if got := s.stages("node-0", c.to.Name); got != c.stages {
+				t.Errorf("stages %s, want %s", got, c.stages)
+			}
+			if got := s.nodes["node-0"].rec.Rollout; got != c.rollout {
+				t.Errorf("rollout %s, want %s", got, c.rollout)
+			}
+			if s.ran["node-1"] != nil {
+				t.Errorf("node-1 started: %v", s.ran["node-1"])
+			}
+			if s.nodes["node-0"].cordoned {
+				t.Error("cordon left behind")
+			}
+		})
+	}
+}
+
+// Stage Jobs carry the spec of the version they run (Skyhook #186): a removed package's
+// uninstall gets its last spec (a spec change that keeps version and config runs no stage but
+// refreshes the recorded spec), a rollback's apply the previous version's, never the current
+// spec's.
+func TestJobSpecFollowsRecordedVersion(t *testing.T) {
+	withSpec := func(w Want, spec string) Want { w.Spec = []byte(spec); return w }
+	s := newSim(t, 1, withSpec(driver("1.0.0"), `{"env":"v1"}`), withSpec(tool("1.0.0"), `{"env":"t1"}`))
+	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+	s.run(v1alpha1.StatusComplete)
+	s.reset()
+	s.facts.Wants = []Want{withSpec(driver("1.0.0"), `{"env":"v1b"}`), withSpec(tool("1.0.0"), `{"env":"t1"}`)}
+	if d := s.pass(); len(s.ran) != 0 || d.Status != v1alpha1.StatusComplete {
+		t.Fatalf("a spec-only change ran %v, status %s", s.ran, d.Status)
+	}
+	specs := map[string]string{} // stage@version → spec of its Job
+	s.fail = func(j JobSpec, _ int) bool {
+		specs[fmt.Sprintf("%s %s@%s", j.Package, j.Stage, j.Version)] = string(j.Spec)
+		return j.Version == "1.1.0" && j.Stage == conf
+	}
+	// driver removed (uninstall enabled); tool upgraded to a failing 1.1.0 → rolled back.
+	s.facts.Wants = []Want{withSpec(tool("1.1.0"), `{"env":"t2"}`)}
+	for i := 0; i < 30; i++ {
+		s.pass()
+		s.settle()
+	}
+	want := map[string]string{
+		"driver uninstall@1.0.0": `{"env":"v1b"}`,
+		"tool upgrade@1.1.0":     `{"env":"t2"}`,
+		"tool config@1.1.0":      `{"env":"t2"}`,
+		"tool apply@1.0.0":       `{"env":"t1"}`,
+		"tool config@1.0.0":      `{"env":"t1"}`,
+	}
+	for k, v := range want {
+		if specs[k] != v {
+			t.Errorf("%s ran with spec %q, want %q (all: %v)", k, specs[k], v, specs)
+		}
+	}
+	if len(specs) != len(want) {
+		t.Errorf("jobs %v", specs)
+	}
+}
+
+// Soak (seed 001): after its last stage a node is Soaking for the soak window (in flight: with
+// budget 1 the next node waits), then its last stage's check is re-run as a Job; success →
+// Converged; failure → Failed, erroring naming the soak check, and the policy applies: halt
+// retries the stage, rollback reverts to the previous version and quarantines.
+func TestSoak(t *testing.T) {
+	for _, policy := range []v1alpha1.HealthFailurePolicy{"", v1alpha1.HealthFailureHalt, v1alpha1.HealthFailureRollback} {
+		t.Run("policy="+string(policy), func(t *testing.T) {
+			s := newSim(t, 2, tool("1.0.0"))
+			s.run(v1alpha1.StatusComplete)
+			s.reset()
+			s.facts.Soak = time.Minute
+			s.facts.OnHealthFailure = policy
+			s.facts.Wants = []Want{tool("1.1.0")}
+			soakFails := true
+			var soakJobs []JobSpec
+			s.fail = func(j JobSpec, _ int) bool {
+				if j.SoakCheck {
+					soakJobs = append(soakJobs, j)
+					return j.Node == "node-0" && soakFails
+				}
+				return false
+			}
+			// Upgrade node-0 with the clock standing still: Soaking, no soak check yet.
+			for i := 0; i < 6; i++ {
+				s.pass()
+				s.settle()
+			}
+			if r := s.nodes["node-0"].rec; r.Rollout != v1alpha1.RolloutSoaking {
+				t.Fatalf("node-0 rollout %s, want Soaking", r.Rollout)
+			}
+			if len(soakJobs) != 0 || s.ran["node-1"] != nil {
+				t.Fatalf("before the window: soak jobs %v, node-1 ran %v", soakJobs, s.ran["node-1"])
+			}
+			// The window elapses: the soak check of config runs and fails.
+			s.now = s.now.Add(time.Minute)
+			d := s.pass()
+			s.settle()
+			if len(soakJobs) != 1 || soakJobs[0].Stage != conf || soakJobs[0].Node != "node-0" || soakJobs[0].Version != "1.1.0" {
+				t.Fatalf("soak jobs %+v", soakJobs)
+			}
+			d = s.pass()
+			if s.nodes["node-0"].rec.Rollout != v1alpha1.RolloutFailed && s.nodes["node-0"].rec.Rollout != v1alpha1.RolloutReverted {
+				t.Fatalf("after a failed soak check: rollout %s", s.nodes["node-0"].rec.Rollout)
+			}
+			if len(d.Failures) == 0 || !strings.Contains(d.Failures[0].Message, "soak check config-check failed") {
+				t.Errorf("failures %v", d.Failures)
+			}
+			soakFails = false
+			if policy == v1alpha1.HealthFailureRollback {
+				for i := 0; i < 10; i++ {
+					s.settle()
+					d = s.pass()
+				}
+				if r := s.nodes["node-0"].rec; r.Rollout != v1alpha1.RolloutReverted || r.Packages["tool"].Version != "1.0.0" {
+					t.Fatalf("rollback: rollout %s version %s", r.Rollout, r.Packages["tool"].Version)
+				}
+				if got := s.stages("node-0", "tool"); got != "upgrade,config,config,apply,config" { // the third is the soak check
+					t.Errorf("stages %s", got)
+				}
+				if fmt.Sprint(d.Quarantined) != "[tool@1.1.0]" || s.ran["node-1"] != nil {
+					t.Errorf("quarantined %v, node-1 ran %v", d.Quarantined, s.ran["node-1"])
+				}
+				return
+			}
+			// Halt: node-1 does not start while node-0 is Failed; the retry (after backoff)
+			// re-runs config, soaks again with a new check Job, and the rollout completes.
+			if s.ran["node-1"] != nil {
+				t.Fatalf("node-1 started during the failure: %v", s.ran["node-1"])
+			}
+			s.run(v1alpha1.StatusComplete)
+			for _, n := range s.nodeNames() {
+				if s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged || s.nodes[n].rec.Packages["tool"].Version != "1.1.0" {
+					t.Errorf("%s: %s %s", n, s.nodes[n].rec.Rollout, s.nodes[n].rec.Packages["tool"].Version)
+				}
+			}
+			if len(soakJobs) != 3 { // node-0 twice, node-1 once
+				t.Errorf("soak jobs %d, want 3", len(soakJobs))
+			}
+		})
+	}
+}

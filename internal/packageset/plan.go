@@ -1,8 +1,10 @@
 package packageset
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sort"
@@ -40,6 +42,8 @@ const (
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonDeleting             = "Uninstalling"
 	ReasonDrainBlocked         = "DrainBlocked"
+	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
+	ReasonVersionQuarantined = "VersionQuarantined"
 )
 
 // MaxFailuresListed is how many failing node/package/stage lines a message names before it
@@ -56,6 +60,10 @@ type Want struct {
 	DependsOn        []string
 	Uninstall        bool
 	StageTimeout     time.Duration
+	// Spec is the package's API spec as JSON (env, config values, pod labels, ...), kept in the
+	// node records so a rollback or a removed package's uninstall runs with the spec of the
+	// version it runs, not the current one (Skyhook #186). Opaque to the machine.
+	Spec []byte
 }
 
 // WantOf maps an API package to a Want.
@@ -65,6 +73,7 @@ func WantOf(p v1alpha1.Package) Want {
 	for d := range p.DependsOn {
 		w.DependsOn = append(w.DependsOn, d)
 	}
+	w.Spec, _ = json.Marshal(p) // a plain struct: cannot fail
 	sort.Strings(w.DependsOn)
 	if p.StageTimeout != nil && p.StageTimeout.Duration > 0 {
 		w.StageTimeout = p.StageTimeout.Duration
@@ -146,7 +155,31 @@ type PackageRecord struct {
 	Done bool `json:"done,omitempty"`
 	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
 	Flow int `json:"flow"`
+	// Prev is the version the package was at before this flow (what a rollback returns to);
+	// nil for a new package or a flow that keeps the version (config change): such a flow
+	// cannot be rolled back and a failure halts.
+	Prev *Applied `json:"prev,omitempty"`
+	// Reverting: this flow rolls the package back after version RevertedFrom failed (policy
+	// rollback): uninstall of RevertedFrom (uninstall enabled), then apply of Prev. It stays set
+	// once the flow is done (the node is Reverted) until a new flow starts.
+	Reverting    bool   `json:"reverting,omitempty"`
+	RevertedFrom string `json:"revertedFrom,omitempty"`
+	// Spec is the API spec of Version (Want.Spec): what its stage Jobs run with.
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
+
+// Applied is one version of a package as a node applied it.
+type Applied struct {
+	Version   string              `json:"version"`
+	Image     string              `json:"image,omitempty"`
+	Config    map[string]string   `json:"config,omitempty"`
+	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
+	Uninstall bool                `json:"uninstall,omitempty"`
+	Spec      json.RawMessage     `json:"spec,omitempty"`
+}
+
+// Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions).
+func Quarantine(pkg, version string) string { return pkg + "@" + version }
 
 // NodeRecord is a node's state for one set (the gantry.dev/state_<set> annotation, JSON).
 type NodeRecord struct {
@@ -168,6 +201,11 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	for k, p := range r.Packages {
 		c := *p
 		c.Config = maps.Clone(p.Config)
+		if p.Prev != nil {
+			pv := *p.Prev
+			pv.Config = maps.Clone(p.Prev.Config)
+			c.Prev = &pv
+		}
 		out.Packages[k] = &c
 	}
 	return &out
@@ -230,6 +268,11 @@ type SetFacts struct {
 	Paused, Disabled bool
 	Budget           *v1alpha1.InterruptionBudget
 	Soak             time.Duration
+	// OnHealthFailure is the rollout's policy ("" is halt).
+	OnHealthFailure v1alpha1.HealthFailurePolicy
+	// Quarantined are the versions already quarantined (status.quarantinedVersions,
+	// "<package>@<version>").
+	Quarantined []string
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -241,6 +284,12 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
+	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage.
+	SoakCheck bool
+	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
+	// necessarily the current spec's: rollback, removal); empty for records written before
+	// specs were kept.
+	Spec []byte
 }
 
 // NodePlan is what to do on one node.
@@ -276,6 +325,12 @@ type Decision struct {
 	CompleteNodes   string
 	NodesInProgress int32
 	Failures        []Failure
+	// Quarantined is every quarantined version ("<package>@<version>", sorted): the facts'
+	// ones plus the ones this pass (or a node record of a rollback) adds.
+	Quarantined []string
+	// Stalled names the wanted packages whose version is quarantined ("<package>@<version>"):
+	// no flow starts for them until the spec's version changes.
+	Stalled []string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration
@@ -289,6 +344,13 @@ func JobName(set, node, pkg string, flow int, stage Stage, attempt int32) string
 		v1alpha1.StageUpgrade: "up", v1alpha1.StageInterrupt: "in", v1alpha1.StagePostInterrupt: "pi"}[stage]
 	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s\x00%d", set, node, pkg, flow, stage, attempt))[:10]
 	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-" + abbrev + "-" + h
+}
+
+// SoakJobName is the deterministic name of the Job re-running the check of pkg's last stage
+// while node soaks after flow (attempt restarts: a retried flow soaks with a new Job).
+func SoakJobName(set, node, pkg string, flow int, restarts int32) string {
+	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00soak\x00%d", set, node, pkg, flow, restarts))[:10]
+	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-sk-" + h
 }
 
 func cut(s string, n int) string {
@@ -326,7 +388,21 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 	}
 	budget := Budget(f.Budget, selected)
-	inflight, halted, cordoned := 0, false, 0
+	quarantine := map[string]bool{}
+	for _, q := range f.Quarantined {
+		quarantine[q] = true
+	}
+	for _, n := range nodes {
+		if n.Record == nil {
+			continue
+		}
+		for name, r := range n.Record.Packages {
+			if r.Reverting && r.RevertedFrom != "" {
+				quarantine[Quarantine(name, r.RevertedFrom)] = true
+			}
+		}
+	}
+	inflight, halted, cordoned := 0, stalledWants(wants, quarantine) != nil && !f.Deleting, 0
 	for _, n := range nodes {
 		if n.Cordoned {
 			cordoned++
@@ -350,7 +426,7 @@ func Plan(f SetFacts) (Decision, error) {
 		if n.Selected && !f.Deleting {
 			nodeWants = wants
 		}
-		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots}
+		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots, quarantine: quarantine}
 		if p.rec == nil {
 			p.rec = &NodeRecord{}
 		}
@@ -400,6 +476,13 @@ func Plan(f SetFacts) (Decision, error) {
 			d.RequeueAfter = p.requeue
 		}
 	}
+	for q := range quarantine {
+		d.Quarantined = append(d.Quarantined, q)
+	}
+	sort.Strings(d.Quarantined)
+	if !f.Deleting && specErr == nil {
+		d.Stalled = stalledWants(wants, quarantine)
+	}
 	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
 	d.NodesInProgress = int32(inProgress)
 	switch {
@@ -411,6 +494,9 @@ func Plan(f SetFacts) (Decision, error) {
 		d.Status = v1alpha1.StatusUnknown
 	default:
 		d.Status = Aggregate(statuses)
+		if len(d.Stalled) > 0 && (d.Status == v1alpha1.StatusWaiting || d.Status == v1alpha1.StatusUnknown) {
+			d.Status = v1alpha1.StatusErroring // nothing will move until the version changes
+		}
 	}
 	if f.Deleting {
 		d.Finished = true
@@ -425,6 +511,18 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	d.Conditions = conditions(f, d, specErr, blocked, drain)
 	return d, nil
+}
+
+// stalledWants lists the wanted packages whose version is quarantined ("<package>@<version>",
+// in the wants' order); nil if none.
+func stalledWants(wants []Want, quarantine map[string]bool) []string {
+	var out []string
+	for _, w := range wants {
+		if quarantine[Quarantine(w.Name, w.Version)] {
+			out = append(out, Quarantine(w.Name, w.Version))
+		}
+	}
+	return out
 }
 
 // FailureMessage names each failure (at most MaxFailuresListed, then how many more).
@@ -485,6 +583,17 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) 
 			stalled.Message = msg
 		}
 	}
+	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
+		msg := "quarantined by a rollback, change the version to continue: " + strings.Join(d.Stalled, ", ")
+		if len(d.Failures) > 0 {
+			msg += "; " + FailureMessage(d.Failures)
+		}
+		ready = cond(v1alpha1.ConditionReady, false, ReasonVersionQuarantined, msg)
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
+		if reconciling.Status == metav1.ConditionTrue {
+			reconciling.Message = msg
+		}
+	}
 	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
 	if len(blocked) > 0 {
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
@@ -516,6 +625,12 @@ type nodePass struct {
 	plan        NodePlan
 	failures    []Failure
 	requeue     time.Duration
+	// quarantine is the set's quarantined versions ("<package>@<version>"), shared by the
+	// set's nodes: a rollback on one node adds to it for the nodes after it.
+	quarantine map[string]bool
+	// reverted: a package of the node was rolled back and the spec still asks for the
+	// quarantined version (the node is Reverted and reports erroring).
+	reverted bool
 }
 
 func (p *nodePass) want(name string) *Want {
@@ -527,12 +642,13 @@ func (p *nodePass) want(name string) *Want {
 	return nil
 }
 
-// settled: the package's record matches what is wanted and its flow is done.
+// settled: the package's record matches what is wanted and its flow is done and complete (a
+// flow abandoned while erroring, when the package stopped being wanted, is not).
 func settled(r *PackageRecord, w *Want) bool {
 	if w == nil {
 		return r == nil
 	}
-	return r != nil && r.Done && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
+	return r != nil && r.Done && r.State == v1alpha1.StateComplete && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
 }
 
 func (p *nodePass) needsWork() bool {
@@ -613,7 +729,18 @@ func (p *nodePass) step(name string) error {
 		switch {
 		case r == nil || r.Done:
 			if settled(r, w) {
+				if !bytes.Equal(r.Spec, w.Spec) {
+					r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
+				}
 				return nil
+			}
+			if w != nil && p.quarantine[Quarantine(w.Name, w.Version)] {
+				if r != nil && r.Reverting {
+					p.reverted = true
+					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage,
+						fmt.Sprintf("rolled back to %s after version %s failed; %s is quarantined", r.Version, r.RevertedFrom, Quarantine(name, w.Version))})
+				}
+				return nil // Stalled until the version changes
 			}
 			if !p.canStart() || !p.depsComplete(w) {
 				return nil
@@ -629,10 +756,20 @@ func (p *nodePass) step(name string) error {
 				return p.observe(name, r) // completion handled in interrupts()
 			}
 			advanced, err := p.observeAndAdvance(name, r)
-			if err != nil || !advanced {
+			if err != nil {
 				return err
 			}
+			if r.State == v1alpha1.StateErroring && p.canRevert(r) {
+				return p.revert(name, r)
+			}
+			if !advanced {
+				return nil
+			}
 		case r.State == v1alpha1.StateErroring:
+			if p.canRevert(r) {
+				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+				return p.revert(name, r)
+			}
 			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
 			if wait > 0 || !p.canStart() {
 				if wait > 0 {
@@ -670,7 +807,12 @@ func (p *nodePass) step(name string) error {
 					delete(p.rec.Packages, name)
 					return nil
 				}
-				r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+				if r.Reverting && r.Prev != nil {
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
+					r.Prev = nil
+				} else {
+					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
+				}
 			}
 			if !p.canStart() {
 				return nil
@@ -719,6 +861,41 @@ func (p *nodePass) transition(r *PackageRecord, ev Event) error {
 	return nil
 }
 
+// canRevert: policy rollback and r's failing flow moved the package from a known version (Prev)
+// to another that it is applying; a rollback flow itself, a removal, a flow without Prev
+// (new package, config change) or a downgrade's uninstall of the old version halts instead.
+func (p *nodePass) canRevert(r *PackageRecord) bool {
+	return p.f.OnHealthFailure == v1alpha1.HealthFailureRollback && r.Prev != nil && r.Prev.Version != r.Version &&
+		!r.Reverting && !r.Removing && r.State == v1alpha1.StateErroring && p.canStart()
+}
+
+// revert quarantines r's version and replaces its failed flow with seed 000's downgrade flow
+// back to r.Prev (NixFleet rollback-and-halt): uninstall of the failed version when uninstall
+// is enabled, then apply of the previous one, config and its interrupt if it has one. The
+// node is Failed while it runs and Reverted when it is done.
+func (p *nodePass) revert(name string, r *PackageRecord) error {
+	p.quarantine[Quarantine(name, r.Version)] = true
+	for i := range p.failures {
+		if f := &p.failures[i]; f.Package == name {
+			f.Message += fmt.Sprintf("; rolling back to %s, %s quarantined", r.Prev.Version, Quarantine(name, r.Version))
+		}
+	}
+	prev := *r.Prev
+	p.rec.Flows++
+	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Interrupt: prev.Interrupt}
+	first := v1alpha1.StageApply
+	if r.Uninstall {
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev, nr.Spec = r.Version, r.Image, r.Config, true, &prev, r.Spec
+		first = v1alpha1.StageUninstall
+	} else {
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
+	}
+	p.rec.Packages[name] = nr
+	p.begin(nr, first)
+	p.createJob(name, nr)
+	return nil
+}
+
 // startFlow opens a new flow for a package (seed 000 / Skyhook HandleVersionChange): new →
 // apply; version up → upgrade; version down → uninstall of the old (uninstall enabled), then
 // apply; config change only → config (with the interrupts of the changed keys listed in
@@ -733,7 +910,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 			delete(p.rec.Packages, name)
 			return nil
 		}
-		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true}
+		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true, Spec: r.Spec}
 		first = v1alpha1.StageUninstall
 	case r == nil:
 		first = v1alpha1.StageApply
@@ -746,9 +923,12 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		case cmp > 0:
 			first = v1alpha1.StageUpgrade
 		case cmp < 0 && r.Uninstall:
-			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt}
+			*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Interrupt: w.Interrupt, Spec: r.Spec}
 			first = v1alpha1.StageUninstall
 		case cmp < 0:
+			first = v1alpha1.StageApply
+		case r.State != v1alpha1.StateComplete:
+			// The same version again after its flow was abandoned unfinished: apply it anew.
 			first = v1alpha1.StageApply
 		default:
 			first = v1alpha1.StageConfig
@@ -767,7 +947,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 					}
 				}
 			}
-			nr.Version, nr.Image, nr.Config, nr.Uninstall = w.Version, w.Image, w.Config, w.Uninstall
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Uninstall, w.Spec
 			if len(its) > 0 {
 				m, _, err := MergeInterrupts(its)
 				if err != nil {
@@ -778,7 +958,10 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		}
 	}
 	if nr.Version == "" {
-		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall
+		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
+	}
+	if w != nil && r != nil && !r.Removing && r.Version != w.Version {
+		nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall, Spec: r.Spec}
 	}
 	p.rec.Packages[name] = nr
 	p.begin(nr, first)
@@ -816,7 +999,7 @@ func (p *nodePass) createJob(name string, r *PackageRecord) {
 	if w := p.want(name); w != nil {
 		timeout = w.StageTimeout
 	}
-	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout}
+	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout, Spec: r.Spec}
 	if r.Stage == v1alpha1.StageInterrupt {
 		js.Interrupt = r.Interrupt
 	}
@@ -885,7 +1068,13 @@ func (p *nodePass) interrupts() error {
 			}
 		}
 		if winner == nil {
-			return &TransitionError{"state", string(v1alpha1.StateSkipped), "", "skipped interrupts without a running one"}
+			// The winner's flow was rolled back: the skipped ones wait at config complete
+			// again and merge into the next interrupt.
+			for _, name := range running {
+				r := p.rec.Packages[name]
+				r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
+			}
+			return nil
 		}
 		if winner.State == v1alpha1.StateInProgress {
 			if err := p.observe(winnerName, winner); err != nil {
@@ -971,9 +1160,11 @@ func (p *nodePass) sortedRecords() []string {
 // requires it).
 func (p *nodePass) rollout() error {
 	var target v1alpha1.RolloutState
-	erroring, deferred, active := false, false, false
+	erroring, deferred, active, reverting := false, false, false, false
 	for _, r := range p.rec.Packages {
 		switch {
+		case r.Reverting && !r.Done:
+			reverting = true
 		case r.State == v1alpha1.StateErroring:
 			erroring = true
 		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
@@ -986,8 +1177,10 @@ func (p *nodePass) rollout() error {
 	work := p.needsWork()
 	prev := p.rec.Rollout
 	switch {
-	case erroring:
+	case erroring || reverting:
 		target = v1alpha1.RolloutFailed
+	case p.reverted && !active && !deferred:
+		target = v1alpha1.RolloutReverted
 	case active:
 		target = v1alpha1.RolloutActivating
 	case deferred:
@@ -1009,7 +1202,12 @@ func (p *nodePass) rollout() error {
 			if left := p.f.Soak - p.f.Now.Sub(p.rec.Since); left > 0 {
 				p.requeueIn(left)
 			} else {
-				target = v1alpha1.RolloutConverged
+				switch p.soakChecks() {
+				case soakPassed:
+					target = v1alpha1.RolloutConverged
+				case soakFailed:
+					target = v1alpha1.RolloutFailed
+				}
 			}
 		default:
 			target = v1alpha1.RolloutSoaking
@@ -1021,6 +1219,57 @@ func (p *nodePass) rollout() error {
 		}
 	}
 	return p.walk(prev, target)
+}
+
+type soakResult int
+
+const (
+	soakRunning soakResult = iota
+	soakPassed
+	soakFailed
+)
+
+// soakChecks re-runs, once the soak window has elapsed, the check of every package's last
+// stage as a Job (JobSpec.SoakCheck; seed 001's probes before Converged): all passed →
+// soakPassed; one failed → that package's last stage is erroring again with the check's
+// message (soakFailed: the node is Failed and the policy applies: halt retries the stage with
+// backoff, rollback reverts); otherwise the checks are created or still running.
+func (p *nodePass) soakChecks() soakResult {
+	res := soakPassed
+	for _, name := range p.sortedRecords() {
+		r := p.rec.Packages[name]
+		if !r.Done || r.Removing {
+			continue
+		}
+		jn := SoakJobName(p.f.Name, p.n.Name, name, r.Flow, r.Restarts)
+		j, ok := p.n.Jobs[jn]
+		switch {
+		case !ok:
+			timeout := DefaultStageTimeout
+			if w := p.want(name); w != nil {
+				timeout = w.StageTimeout
+			}
+			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image,
+				Stage: r.Stage, Timeout: timeout, SoakCheck: true, Spec: r.Spec})
+			res = min(res, soakRunning)
+		case j.Failed || j.ImagePullError:
+			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
+			r.Restarts++
+			r.Message = strings.TrimSpace("soak check " + CheckOf(r.Stage) + " failed: " + j.Reason + ": " + j.Message)
+			if j.ImagePullError {
+				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
+			}
+			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+			p.requeueIn(backoff(r.Restarts))
+			return soakFailed
+		case !j.Succeeded:
+			res = min(res, soakRunning)
+		}
+	}
+	if res == soakRunning {
+		p.requeueIn(Poll)
+	}
+	return res
 }
 
 // walk moves the rollout state from prev to target through the seed's table, inserting the
@@ -1085,6 +1334,8 @@ func (p *nodePass) status() Status {
 		return v1alpha1.StatusErroring
 	case progress || len(p.plan.Jobs) > 0 || p.plan.Cordon || p.plan.Drain:
 		return v1alpha1.StatusInProgress
+	case p.reverted:
+		return v1alpha1.StatusErroring
 	case !p.needsWork():
 		if p.rec.Rollout == v1alpha1.RolloutSoaking {
 			return v1alpha1.StatusInProgress

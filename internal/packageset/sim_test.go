@@ -142,7 +142,20 @@ func (s *sim) run(want Status) Decision {
 		s.settle()
 		s.now = s.now.Add(BackoffMax)
 	}
-	s.t.Fatalf("status %s after 400 passes, want %s; failures %v", d.Status, want, d.Failures)
+	var recs []string
+	for _, name := range s.nodeNames() {
+		n := s.nodes[name]
+		if n.rec == nil {
+			recs = append(recs, name+": none")
+			continue
+		}
+		line := fmt.Sprintf("%s: %s cordoned=%v", name, n.rec.Rollout, n.cordoned)
+		for pkg, r := range n.rec.Packages {
+			line += fmt.Sprintf(" %s@%s %s/%s done=%v", pkg, r.Version, r.Stage, r.State, r.Done)
+		}
+		recs = append(recs, line)
+	}
+	s.t.Fatalf("status %s after 400 passes, want %s; failures %v; nodes %v", d.Status, want, d.Failures, recs)
 	return d
 }
 
