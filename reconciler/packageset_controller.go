@@ -66,12 +66,17 @@ type PackageSetReconciler struct {
 	// DrainBlocked condition until a drain succeeds).
 	drainBlockers map[string]string
 	nsReady       bool
+	// staleRV remembers, per set, the resourceVersion our last status write replaced: while
+	// the cache still returns it, a pass would only plan from stale status and have its
+	// status write refused (conflict), so it waits for the cache (the write's own event
+	// enqueues the set again).
+	staleRV map[string]string
 }
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}}
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{}}
 }
 
 // SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint and
@@ -162,7 +167,14 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	logger := log.FromContext(ctx)
 	var set v1alpha1.PackageSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setStale(req.Name, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.isStale(set.Name, set.ResourceVersion) {
+		logger.V(1).Info("cache behind our status write, waiting", "resourceVersion", set.ResourceVersion)
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	deleting := !set.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
@@ -220,6 +232,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			return ctrl.Result{}, err
 		}
+		r.setStale(set.Name, before.ResourceVersion)
 		if prev != status.Status {
 			typ := corev1.EventTypeNormal
 			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
@@ -295,6 +308,32 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 	close(work)
 	wg.Wait()
 	return conflicted, firstErr
+}
+
+// setStale records rv as the set's stale resourceVersion ("" forgets the set).
+func (r *PackageSetReconciler) setStale(name, rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.staleRV == nil {
+		r.staleRV = map[string]string{}
+	}
+	if rv == "" {
+		delete(r.staleRV, name)
+		return
+	}
+	r.staleRV[name] = rv
+}
+
+// isStale: rv is the version our last status write of the set replaced (the cache has not
+// caught up). Any other version forgets it.
+func (r *PackageSetReconciler) isStale(name, rv string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.staleRV[name]
+	if ok && old != rv {
+		delete(r.staleRV, name)
+	}
+	return ok && old == rv
 }
 
 func ignoreConflict(err error) error {
