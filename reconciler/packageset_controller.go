@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,17 +66,22 @@ type PackageSetReconciler struct {
 	// DrainBlocked condition until a drain succeeds).
 	drainBlockers map[string]string
 	nsReady       bool
+	// staleRV remembers, per set, the resourceVersion our last status write replaced: while
+	// the cache still returns it, a pass would only plan from stale status and have its
+	// status write refused (conflict), so it waits for the cache (the write's own event
+	// enqueues the set again).
+	staleRV map[string]string
 }
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}}
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{}}
 }
 
 // SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint and
-// cordon changes only: kubelet heartbeats do not trigger passes); a Node change enqueues every
-// PackageSet.
+// cordon changes only: kubelet heartbeats do not trigger passes); a Node change enqueues the
+// PackageSets that select the node or hold a record or cordon on it.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -84,17 +90,55 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable
 		},
 	}
-	allSets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+	// A Node event concerns the sets that select the node (before or after the change: a
+	// label change can deselect it) or hold a record on it; no other set reads that node.
+	setsOfNode := func(ctx context.Context, nodes ...*corev1.Node) []reconcile.Request {
 		var list v1alpha1.PackageSetList
-		if err := r.Client.List(ctx, &list); err != nil {
+		if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i, s := range list.Items {
-			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}}
+		var out []reconcile.Request
+		for i := range list.Items {
+			s := &list.Items[i]
+			sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
+			for _, n := range nodes {
+				if n == nil {
+					continue
+				}
+				_, hasRecord := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+s.Name]
+				_, hasCordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+s.Name]
+				if err != nil || hasRecord || hasCordon || sel.Matches(labels.Set(n.Labels)) {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}})
+					break
+				}
+			}
 		}
 		return out
-	})
+	}
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	nodeHandler := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			n, _ := e.Object.(*corev1.Node)
+			enqueue(q, setsOfNode(ctx, n))
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, _ := e.ObjectOld.(*corev1.Node)
+			n, _ := e.ObjectNew.(*corev1.Node)
+			enqueue(q, setsOfNode(ctx, o, n))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			n, _ := e.Object.(*corev1.Node)
+			enqueue(q, setsOfNode(ctx, n))
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			n, _ := e.Object.(*corev1.Node)
+			enqueue(q, setsOfNode(ctx, n))
+		},
+	}
 	jobToSet := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if s := o.GetLabels()[v1alpha1.LabelPackageSet]; s != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: s}}}
@@ -105,7 +149,7 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		For(&v1alpha1.PackageSet{}).
 		Watches(&batchv1.Job{}, jobToSet).
 		Watches(&corev1.Pod{}, jobToSet).
-		Watches(&corev1.Node{}, allSets, builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.Node{}, nodeHandler, builder.WithPredicates(nodeChanged)).
 		Named("packageset").
 		WithOptions(opts).
 		Complete(r)
@@ -123,7 +167,14 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	logger := log.FromContext(ctx)
 	var set v1alpha1.PackageSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setStale(req.Name, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.isStale(set.Name, set.ResourceVersion) {
+		logger.V(1).Info("cache behind our status write, waiting", "resourceVersion", set.ResourceVersion)
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	deleting := !set.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
@@ -151,32 +202,17 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
-	for _, np := range d.Nodes {
-		node := nodes[np.Name]
-		if node == nil {
-			continue
-		}
-		if err := r.writeNode(ctx, &set, node, np); err != nil {
-			if apierrors.IsConflict(err) {
-				logger.V(1).Info("node write conflict, retrying", "node", np.Name)
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, err
-		}
-		for _, j := range np.DeleteJobs {
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j, Namespace: r.JobNamespace}}
-			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		for _, js := range np.Jobs {
-			if err := r.createJob(ctx, &set, node, js); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		if np.Drain {
-			r.drain(ctx, &set, node)
-		}
+	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
+	// client's QPS/burst still bounds the request rate); within a node the order stays
+	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
+	// node's actions (its Jobs are not created without its record) and retries the pass soon.
+	conflicted, err := r.act(ctx, &set, nodes, d.Nodes)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if conflicted > 0 {
+		logger.V(1).Info("node write conflicts, retrying", "nodes", conflicted)
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 
 	if deleting && d.Finished {
@@ -196,6 +232,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			return ctrl.Result{}, err
 		}
+		r.setStale(set.Name, before.ResourceVersion)
 		if prev != status.Status {
 			typ := corev1.EventTypeNormal
 			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
@@ -206,6 +243,97 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// actWorkers bounds the nodes a pass acts on concurrently.
+const actWorkers = 32
+
+// act carries out the node plans: per node its record write, then its Job deletes and
+// creates, then its drain; nodes concurrently (actWorkers). It returns how many nodes had a
+// write conflict (their remaining actions skipped) and the first other error.
+func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, plans []packageset.NodePlan) (int, error) {
+	var (
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		conflicted int
+		firstErr   error
+	)
+	work := make(chan int)
+	one := func(np packageset.NodePlan) error {
+		node := nodes[np.Name]
+		if node == nil {
+			return nil
+		}
+		if err := r.writeNode(ctx, set, node, np); err != nil {
+			return err
+		}
+		for _, j := range np.DeleteJobs {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j, Namespace: r.JobNamespace}}
+			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		for _, js := range np.Jobs {
+			if err := r.createJob(ctx, set, node, js); err != nil {
+				return err
+			}
+		}
+		if np.Drain {
+			r.drain(ctx, set, node)
+		}
+		return nil
+	}
+	for w := 0; w < min(actWorkers, len(plans)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				err := one(plans[i])
+				if err == nil {
+					continue
+				}
+				mu.Lock()
+				if apierrors.IsConflict(err) {
+					conflicted++
+				} else if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range plans {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return conflicted, firstErr
+}
+
+// setStale records rv as the set's stale resourceVersion ("" forgets the set).
+func (r *PackageSetReconciler) setStale(name, rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.staleRV == nil {
+		r.staleRV = map[string]string{}
+	}
+	if rv == "" {
+		delete(r.staleRV, name)
+		return
+	}
+	r.staleRV[name] = rv
+}
+
+// isStale: rv is the version our last status write of the set replaced (the cache has not
+// caught up). Any other version forgets it.
+func (r *PackageSetReconciler) isStale(name, rv string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.staleRV[name]
+	if ok && old != rv {
+		delete(r.staleRV, name)
+	}
+	return ok && old == rv
 }
 
 func ignoreConflict(err error) error {
@@ -257,19 +385,21 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, fmt.Errorf("nodeSelector: %w", err)
 	}
 	var nodeList corev1.NodeList
-	if err := r.Client.List(ctx, &nodeList); err != nil {
+	// The lists are read-only here (writeNode copies a node before changing it), so they
+	// share the cache's objects instead of deep-copying every node, Job and pod per pass.
+	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	var sets v1alpha1.PackageSetList
-	if err := r.Client.List(ctx, &sets); err != nil {
+	if err := r.Client.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	pullErr := map[string]string{} // job name → kubelet message
@@ -524,7 +654,41 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 		return nil
 	}
 	if err := r.Client.Update(ctx, n); err != nil {
-		return err
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		// The node changed since the pass read it: someone else (e.g. kwok's or the kubelet's
+		// status heartbeat) or our own previous write not yet in the cache. Re-read it: if
+		// what this set owns already is what we want, the write is done; if nothing the plan
+		// read changed (labels, taints, unschedulable, gantry.dev/ annotations), write the
+		// same change onto the fresh node (still with its resourceVersion); else it is a real
+		// conflict and the pass is retried.
+		fresh := &corev1.Node{}
+		if gerr := r.APIReader.Get(ctx, types.NamespacedName{Name: node.Name}, fresh); gerr != nil {
+			return err
+		}
+		switch {
+		case sameGantryState(fresh, n):
+			n = fresh
+		case samePlanInputs(fresh, node):
+			retry := fresh.DeepCopy()
+			if retry.Annotations == nil {
+				retry.Annotations = map[string]string{}
+			}
+			for k := range gantryAnnotations(fresh) {
+				delete(retry.Annotations, k)
+			}
+			for k, v := range gantryAnnotations(n) {
+				retry.Annotations[k] = v
+			}
+			retry.Spec.Unschedulable = n.Spec.Unschedulable
+			if rerr := r.Client.Update(ctx, retry); rerr != nil {
+				return rerr
+			}
+			n = retry
+		default:
+			return err
+		}
 	}
 	if np.Cordon {
 		r.Recorder.Event(set, corev1.EventTypeNormal, "Cordoned", "cordoned node "+node.Name+" for its interrupt")
@@ -534,6 +698,29 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 	}
 	*node = *n
 	return nil
+}
+
+// gantryAnnotations are a node's gantry.dev/ annotations (every set's record, status and
+// cordon).
+func gantryAnnotations(n *corev1.Node) map[string]string {
+	out := map[string]string{}
+	for k, v := range n.Annotations {
+		if strings.HasPrefix(k, "gantry.dev/") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sameGantryState: a and b carry the same gantry.dev/ annotations and cordon.
+func sameGantryState(a, b *corev1.Node) bool {
+	return a.Spec.Unschedulable == b.Spec.Unschedulable && equality.Semantic.DeepEqual(gantryAnnotations(a), gantryAnnotations(b))
+}
+
+// samePlanInputs: nothing a pass reads from a node differs between a and b (labels, taints,
+// unschedulable, gantry.dev/ annotations; the rest, e.g. status heartbeats, does not matter).
+func samePlanInputs(a, b *corev1.Node) bool {
+	return sameGantryState(a, b) && equality.Semantic.DeepEqual(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
 // createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage

@@ -37,8 +37,11 @@ func main() {
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of /healthz and /readyz; "0" disables it`)
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "objects of one kind reconciled in parallel")
 	flag.StringVar(&namespaces, "namespaces", "", "comma-separated namespaces to reconcile; empty means all")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "client requests per second to the API server")
-	flag.IntVar(&burst, "kube-api-burst", 100, "client request burst to the API server")
+	// 100/200 (client-go's default is 5/10): a PackageSet pass writes one record and creates
+	// one Job per node it advances, so at 50/100 a few hundred nodes spend seconds per pass
+	// waiting on the client's rate limiter; lower these on a shared API server.
+	flag.Float64Var(&qps, "kube-api-qps", 100, "client requests per second to the API server")
+	flag.IntVar(&burst, "kube-api-burst", 200, "client request burst to the API server")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
