@@ -289,3 +289,27 @@ func cloneMap(m map[string]string) map[string]string {
 	}
 	return maps.Clone(m)
 }
+
+// readLive reads the object namespace/name of spec's kind for a refresh, through the shared
+// informer (wait.Registry.Get: one LIST per kind and namespace for a whole refresh, a GET to
+// confirm an object the informer lacks). It returns (nil, nil) when the object is gone — the
+// caller removes the resource from state so the next plan creates it — and an error
+// diagnostic naming the kind for any other client or API error.
+func readLive(ctx context.Context, data *providerData, spec wait.Spec, namespace, name string) (*unstructured.Unstructured, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	_, reg, err := data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	u, err := reg.Get(ctx, spec, namespace, name)
+	if apierrors.IsNotFound(err) {
+		tflog.Info(ctx, spec.Kind+" no longer exists; removing it from state", map[string]interface{}{"object": namespace + "/" + name})
+		return nil, nil
+	}
+	if err != nil {
+		diags.Append(apiDiagnostic(spec.Kind, "Reading", err))
+		return nil, diags
+	}
+	return u, nil
+}

@@ -344,19 +344,14 @@ func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	c, _, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	u, err := resourceFor(c.Dynamic, wait.Executor.GVR, ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		resp.State.RemoveResource(ctx)
+	u, diags := readLive(ctx, r.data, wait.Executor, ns, name)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Executor", "Reading", err))
+	if u == nil {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state, err := flattenExecutor(u, &prior)

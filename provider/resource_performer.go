@@ -421,23 +421,15 @@ func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	_, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
 	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
-	// Through the shared informer: a refresh of N performers in a namespace is one LIST, not
-	// N GETs (an object the informer lacks is confirmed with a GET, so NotFound is real).
-	u, err := reg.Get(ctx, wait.Performer, ns, name)
-	if apierrors.IsNotFound(err) {
-		tflog.Info(ctx, "Performer no longer exists; removing it from state")
-		resp.State.RemoveResource(ctx)
+	u, diags := readLive(ctx, r.data, wait.Performer, ns, name)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Performer", "Reading", err))
+	if u == nil {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state, err := flattenPerformer(u, &prior)

@@ -274,19 +274,14 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	c, _, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	u, err := resourceFor(c.Dynamic, wait.Workspace.GVR, ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		resp.State.RemoveResource(ctx)
+	u, diags := readLive(ctx, r.data, wait.Workspace, ns, name)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Reading", err))
+	if u == nil {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state, err := flattenWorkspace(u, &prior)
