@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -67,12 +68,14 @@ type packageSetModel struct {
 	Paused                types.Bool        `tfsdk:"paused"`
 	Disabled              types.Bool        `tfsdk:"disabled"`
 	InterruptionBudget    *budgetModel      `tfsdk:"interruption_budget"`
+	PodNonInterruptLabels map[string]string `tfsdk:"pod_non_interrupt_labels"`
 	AdditionalTolerations []tolerationModel `tfsdk:"additional_tolerations"`
 	Rollout               *rolloutModel     `tfsdk:"rollout"`
 	Packages              []packageModel    `tfsdk:"packages"`
 	Status                types.String      `tfsdk:"status"`
 	CompleteNodes         types.String      `tfsdk:"complete_nodes"`
 	NodeStatus            types.Map         `tfsdk:"node_status"`
+	QuarantinedVersions   types.List        `tfsdk:"quarantined_versions"`
 	Timeouts              timeouts.Value    `tfsdk:"timeouts"`
 }
 
@@ -96,12 +99,16 @@ type packageModel struct {
 	Version          types.String              `tfsdk:"version"`
 	Image            types.String              `tfsdk:"image"`
 	Env              map[string]string         `tfsdk:"env"`
+	EnvFrom          []envFromModel            `tfsdk:"env_from"`
 	Config           map[string]string         `tfsdk:"config"`
 	Interrupt        *interruptModel           `tfsdk:"interrupt"`
 	ConfigInterrupts map[string]interruptModel `tfsdk:"config_interrupts"`
 	DependsOn        map[string]string         `tfsdk:"depends_on"`
+	Resources        *resourcesModel           `tfsdk:"resources"`
+	GracefulShutdown types.String              `tfsdk:"graceful_shutdown"`
 	StageTimeout     types.String              `tfsdk:"stage_timeout"`
 	PodLabels        map[string]string         `tfsdk:"pod_labels"`
+	PodAnnotations   map[string]string         `tfsdk:"pod_annotations"`
 	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
 }
 
@@ -133,6 +140,11 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 		"services": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 			MarkdownDescription: "Services to restart (type `service` only, required there)."},
 	}
+	quantityMap := func(what string) schema.MapAttribute {
+		return schema.MapAttribute{Optional: true, ElementType: types.StringType,
+			MarkdownDescription: fmt.Sprintf("Resource %s of the stage containers, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what),
+			Validators:          []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})}}
+	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Jobs on each node) " +
 			"applied to the nodes a selector picks, with seed 000's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
@@ -162,6 +174,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 				}},
+			"pod_non_interrupt_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Pod labels (all must match) of pods that must finish before a node is interrupted: the drain waits for them instead of evicting them. Unset or empty: none."},
 			"additional_tolerations": schema.ListNestedAttribute{Optional: true,
 				MarkdownDescription: "Tolerations added to every stage pod. A node whose taints are not tolerated is `blocked`.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -185,7 +199,13 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1")}},
 					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
-					"env":    schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
+					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
+					"env_from": envFromAttribute("the namespace of the stage Jobs"),
+					"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "CPU and memory requests and limits of the stage containers.",
+						Attributes: map[string]schema.Attribute{"requests": quantityMap("requests"), "limits": quantityMap("limits")}},
+					"graceful_shutdown": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Grace period of the stage pods, e.g. `30s`: it becomes their `terminationGracePeriodSeconds` (whole seconds, rounded down). Unset: the Kubernetes default (30s).",
+						Validators:          []validator.String{durationValidator{}}},
 					"config": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Configuration passed to stage pods; a change re-runs `config`."},
 					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
 						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt)."},
@@ -196,12 +216,15 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m); past it the stage is erroring.",
 						Validators: []validator.String{durationValidator{}}},
 					"pod_labels":        schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the stage pods."},
+					"pod_annotations":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations added to the stage pods."},
 					"uninstall_enabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the uninstall stage when the package is removed, downgraded or the set destroyed."},
 				}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
-			"timeouts":       timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "`<package>@<version>` the rollout rolled back from (`on_health_failure = \"rollback\"`); such a version is not rolled out again until the package's version changes."},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 }
@@ -245,6 +268,16 @@ func (r *packageSetResource) ValidateConfig(ctx context.Context, req resource.Va
 			if (it.Type.ValueString() == "service") != (len(it.Services) > 0) {
 				resp.Diagnostics.AddAttributeError(p, "Invalid Interrupt", "services are required for type service and only allowed for it.")
 			}
+		}
+		envNames := map[string]bool{}
+		for _, e := range p.EnvFrom {
+			if e.Name.IsUnknown() || e.Name.IsNull() {
+				continue
+			}
+			if envNames[e.Name.ValueString()] {
+				resp.Diagnostics.AddAttributeError(at.AtName("env_from"), "Duplicate Environment Variable", fmt.Sprintf("env_from names %q twice.", e.Name.ValueString()))
+			}
+			envNames[e.Name.ValueString()] = true
 		}
 		if p.Interrupt != nil {
 			check(*p.Interrupt, at.AtName("interrupt"))
@@ -471,6 +504,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			s.InterruptionBudget.Count = &v
 		}
 	}
+	if len(m.PodNonInterruptLabels) > 0 {
+		s.PodNonInterruptLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.PodNonInterruptLabels)}
+	}
 	for _, t := range m.AdditionalTolerations {
 		s.AdditionalTolerations = append(s.AdditionalTolerations, corev1.Toleration{Key: t.Key.ValueString(),
 			Operator: corev1.TolerationOperator(t.Operator.ValueString()), Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString()),
@@ -488,7 +524,19 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
-			Env: cloneMap(p.Env), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn), PodLabels: cloneMap(p.PodLabels)}
+			Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
+			PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
+		var err error
+		if ap.Resources, err = expandResources(p.Resources); err != nil {
+			return nil, fmt.Errorf("packages[%q].%w", ap.Name, err)
+		}
+		if !p.GracefulShutdown.IsNull() {
+			d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
+			if err != nil {
+				return nil, err
+			}
+			ap.GracefulShutdown = &metav1.Duration{Duration: d}
+		}
 		if p.Interrupt != nil {
 			ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
 		}
@@ -547,6 +595,11 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 			m.InterruptionBudget.Count = types.Int64Value(int64(*b.Count))
 		}
 	}
+	if s.PodNonInterruptLabels != nil {
+		m.PodNonInterruptLabels = optMap(s.PodNonInterruptLabels.MatchLabels, prior.PodNonInterruptLabels)
+	} else {
+		m.PodNonInterruptLabels = optMap(nil, prior.PodNonInterruptLabels)
+	}
 	for i, t := range s.AdditionalTolerations {
 		var pt tolerationModel
 		if i < len(prior.AdditionalTolerations) {
@@ -576,7 +629,12 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		mp := packageModel{Name: types.StringValue(p.Name), Version: types.StringValue(p.Version), Image: types.StringValue(p.Image),
 			Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
-			PodLabels: optMap(p.PodLabels, pp.PodLabels), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
+			PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
+			EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
+			GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
+		if p.GracefulShutdown != nil {
+			mp.GracefulShutdown = durationString(p.GracefulShutdown.Duration, pp.GracefulShutdown)
+		}
 		if p.Interrupt != nil {
 			mp.Interrupt = &interruptModel{Type: types.StringValue(string(p.Interrupt.Type)), Services: optList(p.Interrupt.Services, priorServices(pp.Interrupt))}
 		}
@@ -630,4 +688,10 @@ func setPackageSetStatus(m *packageSetModel, u *unstructured.Unstructured) {
 		elems[k] = types.StringValue(v)
 	}
 	m.NodeStatus, _ = types.MapValue(types.StringType, elems)
+	qv, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")
+	q := make([]attr.Value, 0, len(qv))
+	for _, v := range qv {
+		q = append(q, types.StringValue(v))
+	}
+	m.QuarantinedVersions, _ = types.ListValue(types.StringType, q)
 }

@@ -49,6 +49,7 @@ resource "gantry_package_set" "test" {
   node_selector = { "gantry.dev/test-pool" = %q }
   priority      = 50
   interruption_budget = { count = 2 }
+  pod_non_interrupt_labels = { "app" = "training" }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
   packages = [
     {
@@ -65,6 +66,13 @@ resource "gantry_package_set" "test" {
       interrupt  = { type = "reboot" }
       depends_on = { "dcgm-tool" = %q }
       uninstall_enabled = true
+      env_from = [
+        { name = "DRIVER_TOKEN", secret_key_ref = { name = "driver-secrets", key = "token" } },
+        { name = "DRIVER_MODE", config_map_key_ref = { name = "driver-config", key = "mode" } },
+      ]
+      resources         = { requests = { cpu = "500m", memory = "64Mi" }, limits = { memory = "128Mi" } }
+      graceful_shutdown = "1m30s"
+      pod_annotations   = { "gantry.dev/test" = "lifecycle" }
     },
   ]
   timeouts = { create = "5m", update = "5m", delete = "5m" }
@@ -95,6 +103,11 @@ func TestAccPackageSet_lifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("node_status"), knownvalue.MapExact(map[string]knownvalue.Check{
 						pool + "-0": knownvalue.StringExact("complete"), pool + "-1": knownvalue.StringExact("complete"), pool + "-2": knownvalue.StringExact("complete")})),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(1).AtMapKey("name"), knownvalue.StringExact("gpu-driver")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(1).AtMapKey("graceful_shutdown"), knownvalue.StringExact("1m30s")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(1).AtMapKey("resources").AtMapKey("requests").AtMapKey("cpu"), knownvalue.StringExact("500m")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(0).AtMapKey("env_from"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("packages").AtSliceIndex(0).AtMapKey("graceful_shutdown"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("quarantined_versions"), knownvalue.ListSizeExact(0)),
 				},
 			},
 			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
@@ -128,6 +141,11 @@ resource "gantry_package_set" "bad" {
 				ExpectError: regexp.MustCompile(`Dependency Cycle`)},
 			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  interruption_budget = { count = 1, percent = 5 }", 1),
 				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", graceful_shutdown = "soon" }`), ExpectError: regexp.MustCompile(`Invalid Duration`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", env_from = [{ name = "A", secret_key_ref = { name = "s", key = "k" } }, { name = "A", config_map_key_ref = { name = "c", key = "k" } }] }`),
+				ExpectError: regexp.MustCompile(`Duplicate Environment Variable`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", env_from = [{ name = "A" }] }`), ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", resources = { limits = { memory = "1x" } } }`), ExpectError: regexp.MustCompile(`quantity`)},
 		},
 	})
 }
@@ -204,6 +222,7 @@ func TestAccPackageSet_rollback(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("3/3")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("quarantined_versions"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("dcgm-tool@1.1.0")})),
 				},
 			},
 		},

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -95,17 +94,6 @@ type performerModelV0 struct {
 	Timeouts             timeouts.Value       `tfsdk:"timeouts"`
 }
 
-type envFromModel struct {
-	Name            types.String `tfsdk:"name"`
-	SecretKeyRef    *keyRefModel `tfsdk:"secret_key_ref"`
-	ConfigMapKeyRef *keyRefModel `tfsdk:"config_map_key_ref"`
-}
-
-type keyRefModel struct {
-	Name types.String `tfsdk:"name"`
-	Key  types.String `tfsdk:"key"`
-}
-
 type hardwareModel struct {
 	GPUCount     types.Int64       `tfsdk:"gpu_count"`
 	GPUType      types.String      `tfsdk:"gpu_type"`
@@ -119,26 +107,6 @@ func (r *performerResource) Metadata(_ context.Context, req resource.MetadataReq
 }
 
 func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	keyRef := func(what string) schema.SingleNestedAttribute {
-		return schema.SingleNestedAttribute{
-			Optional:            true,
-			MarkdownDescription: fmt.Sprintf("A key of a %s in the performer's namespace. Exactly one of `secret_key_ref` and `config_map_key_ref`.", what),
-			Attributes: map[string]schema.Attribute{
-				"name": schema.StringAttribute{
-					Required:            true,
-					MarkdownDescription: fmt.Sprintf("Name of the %s.", what),
-					Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-				},
-				"key": schema.StringAttribute{
-					Required:            true,
-					MarkdownDescription: "Key within it.",
-					Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-				},
-			},
-		}
-	}
-	secretRef := keyRef("Secret")
-	secretRef.Validators = []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("config_map_key_ref"))}
 	quantityMap := func(what string) schema.MapAttribute {
 		return schema.MapAttribute{
 			Optional:    true,
@@ -237,21 +205,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				ElementType:         types.StringType,
 				MarkdownDescription: "Plain environment variables, name → value. They are stored in the cluster and in Terraform state: put key material in Secrets and use `env_from`.",
 			},
-			"env_from": schema.ListNestedAttribute{
-				Optional:            true,
-				MarkdownDescription: "Environment variables read from a key of a Secret or a ConfigMap in the performer's namespace. Names must be unique.",
-				NestedObject: schema.NestedAttributeObject{
-					Attributes: map[string]schema.Attribute{
-						"name": schema.StringAttribute{
-							Required:            true,
-							MarkdownDescription: "Name of the environment variable.",
-							Validators:          []validator.String{stringvalidator.RegexMatches(envName, "must be a C identifier: letters, digits and '_', not starting with a digit")},
-						},
-						"secret_key_ref":     secretRef,
-						"config_map_key_ref": keyRef("ConfigMap"),
-					},
-				},
-			},
+			"env_from": envFromAttribute("the performer's namespace"),
 			"command": schema.ListAttribute{
 				Optional:            true,
 				ElementType:         types.StringType,
@@ -599,16 +553,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 	for _, s := range m.ImagePullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 	}
-	for _, e := range m.EnvFrom {
-		ref := v1alpha1.EnvFromRef{Name: e.Name.ValueString()}
-		if e.SecretKeyRef != nil {
-			ref.SecretKeyRef = &v1alpha1.KeyRef{Name: e.SecretKeyRef.Name.ValueString(), Key: e.SecretKeyRef.Key.ValueString()}
-		}
-		if e.ConfigMapKeyRef != nil {
-			ref.ConfigMapKeyRef = &v1alpha1.KeyRef{Name: e.ConfigMapKeyRef.Name.ValueString(), Key: e.ConfigMapKeyRef.Key.ValueString()}
-		}
-		spec.EnvFrom = append(spec.EnvFrom, ref)
-	}
+	spec.EnvFrom = expandEnvFrom(m.EnvFrom)
 	var err error
 	if spec.Resources, err = expandResources(m.Resources); err != nil {
 		return nil, err
@@ -679,19 +624,7 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	}
 	m.ImagePullSecrets = optList(secrets, prior.ImagePullSecrets)
 
-	for _, e := range s.EnvFrom {
-		em := envFromModel{Name: types.StringValue(e.Name)}
-		if e.SecretKeyRef != nil {
-			em.SecretKeyRef = &keyRefModel{Name: types.StringValue(e.SecretKeyRef.Name), Key: types.StringValue(e.SecretKeyRef.Key)}
-		}
-		if e.ConfigMapKeyRef != nil {
-			em.ConfigMapKeyRef = &keyRefModel{Name: types.StringValue(e.ConfigMapKeyRef.Name), Key: types.StringValue(e.ConfigMapKeyRef.Key)}
-		}
-		m.EnvFrom = append(m.EnvFrom, em)
-	}
-	if m.EnvFrom == nil && prior.EnvFrom != nil {
-		m.EnvFrom = []envFromModel{}
-	}
+	m.EnvFrom = flattenEnvFrom(s.EnvFrom, prior.EnvFrom)
 
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)

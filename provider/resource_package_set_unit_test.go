@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func psFieldsModel() *packageSetModel {
+	return &packageSetModel{
+		Name: types.StringValue("gpu"), Priority: types.Int64Null(), Paused: types.BoolNull(), Disabled: types.BoolNull(),
+		PodNonInterruptLabels: map[string]string{"app": "training"},
+		Packages: []packageModel{{
+			Name: types.StringValue("dcgm-tool"), Version: types.StringValue("1.0.0"), Image: types.StringValue("img:1"),
+			EnvFrom: []envFromModel{
+				{Name: types.StringValue("TOKEN"), SecretKeyRef: &keyRefModel{Name: types.StringValue("s"), Key: types.StringValue("k")}},
+				{Name: types.StringValue("MODE"), ConfigMapKeyRef: &keyRefModel{Name: types.StringValue("cm"), Key: types.StringValue("mode")}},
+			},
+			Resources:        &resourcesModel{Requests: map[string]string{"cpu": "0.5"}, Limits: map[string]string{"memory": "1Gi"}},
+			GracefulShutdown: types.StringValue("90s"),
+			PodAnnotations:   map[string]string{"team": "infra"},
+			StageTimeout:     types.StringNull(), UninstallEnabled: types.BoolNull(),
+		}},
+	}
+}
+
+// expand → flatten with the configuration as prior state gives the configuration back (the
+// user's spellings "0.5" and "90s" survive the API's "500m" and "1m30s").
+func TestPackageSetFields_roundTrip(t *testing.T) {
+	m := psFieldsModel()
+	obj, err := expandPackageSet(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := obj.Object["spec"].(map[string]interface{})
+	if got, _, _ := unstructured.NestedStringMap(spec, "podNonInterruptLabels", "matchLabels"); !reflect.DeepEqual(got, m.PodNonInterruptLabels) {
+		t.Errorf("podNonInterruptLabels = %v", got)
+	}
+	pkg := spec["packages"].([]interface{})[0].(map[string]interface{})
+	if pkg["gracefulShutdown"] != "1m30s" {
+		t.Errorf("gracefulShutdown = %v", pkg["gracefulShutdown"])
+	}
+	if refs := pkg["envFrom"].([]interface{}); len(refs) != 2 {
+		t.Errorf("envFrom = %v", refs)
+	}
+	if q, _, _ := unstructured.NestedString(pkg, "resources", "requests", "cpu"); q != "500m" {
+		t.Errorf("resources.requests.cpu = %q", q)
+	}
+	if a, _, _ := unstructured.NestedStringMap(pkg, "podAnnotations"); a["team"] != "infra" {
+		t.Errorf("podAnnotations = %v", a)
+	}
+	_ = unstructured.SetNestedStringSlice(obj.Object, []string{"dcgm-tool@1.1.0"}, "status", "quarantinedVersions")
+	got, err := flattenPackageSet(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.PodNonInterruptLabels, m.PodNonInterruptLabels) {
+		t.Errorf("pod_non_interrupt_labels = %v", got.PodNonInterruptLabels)
+	}
+	gp, wp := got.Packages[0], m.Packages[0]
+	if !reflect.DeepEqual(gp.EnvFrom, wp.EnvFrom) || !reflect.DeepEqual(gp.Resources, wp.Resources) ||
+		!gp.GracefulShutdown.Equal(wp.GracefulShutdown) || !reflect.DeepEqual(gp.PodAnnotations, wp.PodAnnotations) {
+		t.Errorf("package = %+v, want %+v", gp, wp)
+	}
+	if q := got.QuarantinedVersions.Elements(); len(q) != 1 || !q[0].Equal(types.StringValue("dcgm-tool@1.1.0")) {
+		t.Errorf("quarantined_versions = %v", got.QuarantinedVersions)
+	}
+}
+
+// Unset attributes stay null (no perpetual diff); set-but-empty ones stay empty; with no
+// status quarantined_versions is an empty list.
+func TestPackageSetFields_nulls(t *testing.T) {
+	m := psFieldsModel()
+	m.PodNonInterruptLabels = nil
+	p := &m.Packages[0]
+	p.EnvFrom, p.Resources, p.GracefulShutdown, p.PodAnnotations = nil, nil, types.StringNull(), nil
+	obj, err := expandPackageSet(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := obj.Object["spec"].(map[string]interface{})
+	pkg := spec["packages"].([]interface{})[0].(map[string]interface{})
+	for _, k := range []string{"envFrom", "resources", "gracefulShutdown", "podAnnotations"} {
+		if _, ok := pkg[k]; ok {
+			t.Errorf("package has %s: %v", k, pkg[k])
+		}
+	}
+	if _, ok := spec["podNonInterruptLabels"]; ok {
+		t.Errorf("spec has podNonInterruptLabels")
+	}
+	got, err := flattenPackageSet(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := got.Packages[0]
+	if got.PodNonInterruptLabels != nil || gp.EnvFrom != nil || gp.Resources != nil || !gp.GracefulShutdown.IsNull() || gp.PodAnnotations != nil {
+		t.Errorf("nulls not kept: %+v %+v", got.PodNonInterruptLabels, gp)
+	}
+	if got.QuarantinedVersions.IsNull() || len(got.QuarantinedVersions.Elements()) != 0 {
+		t.Errorf("quarantined_versions = %v", got.QuarantinedVersions)
+	}
+	// empty (not null) in the configuration stays empty
+	m.PodNonInterruptLabels, p.EnvFrom, p.PodAnnotations, p.Resources = map[string]string{}, []envFromModel{}, map[string]string{}, &resourcesModel{}
+	got, _ = flattenPackageSet(obj, m)
+	gp = got.Packages[0]
+	if got.PodNonInterruptLabels == nil || gp.EnvFrom == nil || gp.PodAnnotations == nil || gp.Resources == nil {
+		t.Errorf("empties not kept: %+v %+v", got.PodNonInterruptLabels, gp)
+	}
+}
+
+// A change made outside Terraform shows in the refreshed state (drift).
+func TestPackageSetFields_drift(t *testing.T) {
+	m := psFieldsModel()
+	obj, _ := expandPackageSet(m)
+	pkgs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "packages")
+	pkg := pkgs[0].(map[string]interface{})
+	pkg["gracefulShutdown"] = "5s"
+	pkg["podAnnotations"] = map[string]interface{}{"team": "other"}
+	pkg["resources"] = map[string]interface{}{"limits": map[string]interface{}{"memory": "2Gi"}}
+	pkg["envFrom"] = []interface{}{map[string]interface{}{"name": "X", "secretKeyRef": map[string]interface{}{"name": "s2", "key": "k2"}}}
+	_ = unstructured.SetNestedSlice(obj.Object, pkgs, "spec", "packages")
+	_ = unstructured.SetNestedStringMap(obj.Object, map[string]string{"app": "batch"}, "spec", "podNonInterruptLabels", "matchLabels")
+	got, err := flattenPackageSet(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := got.Packages[0]
+	if gp.GracefulShutdown.ValueString() != "5s" || gp.PodAnnotations["team"] != "other" || gp.Resources.Limits["memory"] != "2Gi" ||
+		gp.Resources.Requests != nil || len(gp.EnvFrom) != 1 || gp.EnvFrom[0].SecretKeyRef.Name.ValueString() != "s2" ||
+		got.PodNonInterruptLabels["app"] != "batch" {
+		t.Errorf("drift not read: %+v %v", gp, got.PodNonInterruptLabels)
+	}
+}
