@@ -290,7 +290,8 @@ func cloneMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-// readLive reads the object namespace/name of spec's kind for a refresh, through the shared
+// readLive reads the object namespace/name (namespace "" for a cluster-scoped kind such as
+// PackageSet) of spec's kind for a refresh, through the shared
 // informer (wait.Registry.Get: one LIST per kind and namespace for a whole refresh, a GET to
 // confirm an object the informer lacks). It returns (nil, nil) when the object is gone — the
 // caller removes the resource from state so the next plan creates it — and an error

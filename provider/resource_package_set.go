@@ -355,22 +355,17 @@ func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	c, _, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
 	name := prior.Name.ValueString()
 	if name == "" {
 		name = prior.ID.ValueString()
 	}
-	u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		resp.State.RemoveResource(ctx)
+	u, diags := readLive(ctx, r.data, wait.PackageSet, "", name)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+	if u == nil {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state, err := flattenPackageSet(u, &prior)
