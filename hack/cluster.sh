@@ -26,7 +26,9 @@
 #   - A scheduled Pod turns Running and Ready immediately: kwok's pod-ready stage has NO
 #     delay (in practice well under a second after binding). Nodes are Ready right away.
 #   - A Running Pod owned by a Job turns Succeeded (containers terminated, reason Completed,
-#     exit code 0; Ready=False, reason PodCompleted) with no delay, so the Job completes.
+#     exit code 0; Ready=False, reason PodCompleted) with no delay, so the Job completes;
+#     annotation pod-complete.stage.kwok.x-k8s.io/delay=<Go duration> (ours, as in kwok's
+#     "general" stages) holds it Running that long first (slow stages, stage timeouts).
 #     Pods not owned by a Job run forever.
 #   - Deleting a Pod works: kwok's pod-delete stage clears the Pod's finalizers and deletes it
 #     (note: it strips ALL finalizers, which a real kubelet would not do).
@@ -47,7 +49,15 @@
 #   - Image pull failure (kwok v0.7.0 has no such stage; ours, in kwokctl.yaml):
 #       label image-pull-failed.stage.gantry.dev=true on a Pod: it stays Pending, Ready=False,
 #       containers waiting with reason ErrImagePull, then ImagePullBackOff after ~1s.
+#   - A reboot that kills its own interrupt pod (Skyhook #633; ours): label
+#       interrupt-killed.stage.gantry.dev=true on a package-set interrupt Pod
+#       (gantry.dev/stage=interrupt): after 1s it turns Failed, containers terminated with
+#       exit code 143 (SIGTERM). Nodes never reboot on kwok: a test sets the Node's
+#       status.nodeInfo.bootID itself.
 #   A Pod whose image merely does not exist still runs: kwok never pulls images.
+#
+# A cluster created from another version of hack/cluster/kwokctl.yaml is recreated by `up`
+# (and `status` calls it stale).
 #
 # Environment: GANTRY_CLUSTER_TIMEOUT (seconds to wait for readiness, default 120).
 set -euo pipefail
@@ -138,6 +148,7 @@ create() {
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed"; }
   install_kubeconfig
   wait_for "the API server" healthy
+  config_hash >"$state/config"
   exec 8>&-
 }
 
@@ -146,6 +157,11 @@ install_kubeconfig() {
 }
 
 objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
+
+# config_hash: kwokctl.yaml (components' flags, kwok Stages) as the cluster was created with;
+# a cluster created from another version of it is recreated by `up`.
+config_hash() { sha256sum "$manifests/kwokctl.yaml" | cut -c1-16; }
+config_current() { [ "$(cat "$state/config" 2>/dev/null)" = "$(config_hash)" ]; }
 
 # objects_ready: the manifests applied last are current, all their nodes are Ready.
 objects_ready() {
@@ -190,6 +206,10 @@ up() {
     # Running but not answering (starting, or a loaded machine): give it time before
     # concluding it is broken, since recreating it would wipe whatever uses it.
     (wait_for "the API server of $name" healthy) || true
+  fi
+  if healthy && ! config_current; then
+    log "$name was created from another hack/cluster/kwokctl.yaml; recreating it"
+    down_locked
   fi
   if ! healthy; then
     # Absent, or a component died (e.g. after a reboot). kwokctl can restart components,
@@ -238,7 +258,9 @@ down() {
 }
 
 status() {
-  if healthy; then
+  if healthy && ! config_current; then
+    echo "stale: $name was created from another hack/cluster/kwokctl.yaml (run: hack/cluster.sh up)"; return 1
+  elif healthy; then
     echo "up: $name (kubeconfig: $kubeconfig)"
   elif [ -d "$clusterdir" ]; then
     echo "down: $name exists but is not healthy (run: hack/cluster.sh up)"; return 1

@@ -79,15 +79,16 @@ func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetR
 		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{}}
 }
 
-// SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint and
-// cordon changes only: kubelet heartbeats do not trigger passes); a Node change enqueues the
+// SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint,
+// cordon and boot ID changes only: kubelet heartbeats do not trigger passes); a Node change enqueues the
 // PackageSets that select the node or hold a record or cordon on it.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable
+				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+				o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID // a reboot interrupt's proof
 		},
 	}
 	// A Node event concerns the sets that select the node (before or after the change: a
@@ -452,7 +453,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			continue
 		}
 		nodes[node.Name] = node
-		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name]}
+		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name], BootID: node.Status.NodeInfo.BootID}
 		if hasRecord {
 			rec := &packageset.NodeRecord{}
 			if err := json.Unmarshal([]byte(raw), rec); err != nil {

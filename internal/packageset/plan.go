@@ -166,6 +166,10 @@ type PackageRecord struct {
 	RevertedFrom string `json:"revertedFrom,omitempty"`
 	// Spec is the API spec of Version (Want.Spec): what its stage Jobs run with.
 	Spec json.RawMessage `json:"spec,omitempty"`
+	// BootID is the node's boot ID (status.nodeInfo.bootID) when this package's reboot
+	// interrupt started; empty for other stages and interrupt types. A different boot ID
+	// later means the reboot happened (see nodePass.rebooted).
+	BootID string `json:"bootID,omitempty"`
 }
 
 // Applied is one version of a package as a node applied it.
@@ -255,6 +259,9 @@ type NodeFacts struct {
 	Drained bool
 	// DrainBlocker says what refuses the drain (e.g. a PodDisruptionBudget), if anything.
 	DrainBlocker string
+	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
+	// when the node reboots.
+	BootID string
 }
 
 // SetFacts are the facts of one pass.
@@ -753,6 +760,10 @@ func (p *nodePass) step(name string) error {
 			}
 		case r.State == v1alpha1.StateInProgress:
 			if r.Stage == v1alpha1.StageInterrupt {
+				if p.rebooted(r) {
+					p.rebootDone(r) // whatever its Job says: the node came back
+					return nil
+				}
 				return p.observe(name, r) // completion handled in interrupts()
 			}
 			advanced, err := p.observeAndAdvance(name, r)
@@ -765,6 +776,16 @@ func (p *nodePass) step(name string) error {
 			if !advanced {
 				return nil
 			}
+		case r.State == v1alpha1.StateErroring && p.rebooted(r):
+			// The reboot interrupt's pod was killed by the reboot it started (exit 143, or
+			// lost with the node) and was seen failed before the node came back: the node's
+			// boot ID changed, so the interrupt did its work (Skyhook #633: a successful
+			// reboot must not leave the node erroring and cordoned). Retry → Succeeded.
+			if err := p.transition(r, EventRetry); err != nil {
+				return err
+			}
+			p.rebootDone(r)
+			return nil
 		case r.State == v1alpha1.StateErroring:
 			if p.canRevert(r) {
 				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
@@ -1077,7 +1098,9 @@ func (p *nodePass) interrupts() error {
 			return nil
 		}
 		if winner.State == v1alpha1.StateInProgress {
-			if err := p.observe(winnerName, winner); err != nil {
+			if p.rebooted(winner) {
+				p.rebootDone(winner) // whatever its pod says: the node came back
+			} else if err := p.observe(winnerName, winner); err != nil {
 				return err
 			}
 		}
@@ -1138,12 +1161,31 @@ func (p *nodePass) interrupts() error {
 			}
 			m := merged
 			r.Interrupt = &m
+			if m.Type == v1alpha1.InterruptReboot {
+				r.BootID = p.n.BootID
+			}
 			p.createJob(name, r)
 		} else if err := p.transition(r, EventSkipped); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rebooted: r is the running (or failed) reboot interrupt and the node has booted since it
+// started (its boot ID differs from the one recorded then). A node that reports no boot ID
+// cannot be told to have rebooted: its interrupt counts only by its Job's outcome.
+func (p *nodePass) rebooted(r *PackageRecord) bool {
+	return r.Stage == v1alpha1.StageInterrupt && r.Interrupt != nil && r.Interrupt.Type == v1alpha1.InterruptReboot &&
+		r.BootID != "" && p.n.BootID != "" && p.n.BootID != r.BootID
+}
+
+// rebootDone completes a reboot interrupt the node's new boot ID proves done (seed 000
+// Succeeded from in_progress); the message says so until post-interrupt starts.
+func (p *nodePass) rebootDone(r *PackageRecord) {
+	_ = p.transition(r, EventSucceeded) // in_progress → complete is always legal
+	r.Message = fmt.Sprintf("node rebooted (boot ID %s → %s)", r.BootID, p.n.BootID)
+	r.BootID = ""
 }
 
 func (p *nodePass) sortedRecords() []string {

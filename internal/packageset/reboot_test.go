@@ -1,0 +1,163 @@
+package packageset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// rebootNode drives one node through Plan by hand: Jobs succeed unless held, the node's boot
+// ID is the test's to change.
+type rebootNode struct {
+	t      *testing.T
+	f      SetFacts
+	rec    *NodeRecord
+	jobs   map[string]JobFact
+	cord   bool
+	boot   string
+	ran    []string          // stage of every Job created, in order
+	byName map[string]string // job name → stage
+}
+
+func newRebootNode(t *testing.T) *rebootNode {
+	return &rebootNode{t: t, boot: "boot-1", jobs: map[string]JobFact{}, byName: map[string]string{},
+		f: SetFacts{Name: "gpu-drivers", Generation: 1, Wants: []Want{driver("1.0.0")}, Now: time.Unix(1_700_000_000, 0)}}
+}
+
+func (n *rebootNode) pass() Decision {
+	n.t.Helper()
+	n.f.Nodes = []NodeFacts{{Name: "node-0", Selected: true, Record: n.rec.Clone(), Jobs: copyJobs(n.jobs), Cordoned: n.cord, Drained: n.cord, BootID: n.boot}}
+	d, err := Plan(n.f)
+	if err != nil {
+		n.t.Fatalf("Plan: %v", err)
+	}
+	np := d.Nodes[0]
+	n.rec = np.Record.Clone()
+	for _, j := range np.Jobs {
+		if _, dup := n.jobs[j.Name]; dup {
+			n.t.Fatalf("job %s created twice", j.Name)
+		}
+		n.jobs[j.Name] = JobFact{}
+		n.ran = append(n.ran, string(j.Stage))
+		n.byName[j.Name] = string(j.Stage)
+	}
+	n.cord = (n.cord || np.Cordon) && !np.Uncordon
+	n.f.Now = n.f.Now.Add(time.Second)
+	return d
+}
+
+// settle succeeds every undecided Job except the interrupt ones.
+func (n *rebootNode) settle() {
+	for name, j := range n.jobs {
+		if !j.Succeeded && !j.Failed && n.byName[name] != string(v1alpha1.StageInterrupt) {
+			n.jobs[name] = JobFact{Succeeded: true}
+		}
+	}
+}
+
+// untilInterrupt runs passes until the interrupt Job exists and returns its name.
+func (n *rebootNode) untilInterrupt() string {
+	n.t.Helper()
+	for i := 0; i < 20; i++ {
+		n.pass()
+		for name, st := range n.byName {
+			if st == string(v1alpha1.StageInterrupt) {
+				return name
+			}
+		}
+		n.settle()
+	}
+	n.t.Fatalf("no interrupt job; ran %v", n.ran)
+	return ""
+}
+
+func (n *rebootNode) untilComplete() Decision {
+	n.t.Helper()
+	for i := 0; i < 20; i++ {
+		d := n.pass()
+		if d.Status == v1alpha1.StatusComplete {
+			return d
+		}
+		n.settle()
+	}
+	n.t.Fatalf("not complete; ran %v record %+v", n.ran, n.rec.Packages["driver"])
+	return Decision{}
+}
+
+// Skyhook #633: a reboot interrupt's pod is killed by the reboot it starts (exit 143); the
+// node's new boot ID proves the reboot done, so the interrupt completes (no erroring, no
+// second reboot, no cordon left) whether the boot ID changes before or after the failed Job
+// is seen. Without a new boot ID the failure is a real one: erroring, then a retry.
+func TestRebootInterruptCompletesOnNewBootID(t *testing.T) {
+	killed := JobFact{Failed: true, Reason: "BackoffLimitExceeded", Message: "container interrupt exited 143 (Error)"}
+	t.Run("boot ID changes while the interrupt runs", func(t *testing.T) {
+		n := newRebootNode(t)
+		job := n.untilInterrupt()
+		if got := n.rec.Packages["driver"].BootID; got != "boot-1" {
+			t.Fatalf("recorded boot ID %q", got)
+		}
+		n.boot = "boot-2"
+		d := n.pass()
+		if r := n.rec.Packages["driver"]; r.Stage != v1alpha1.StagePostInterrupt || r.State != v1alpha1.StateInProgress || d.Status == v1alpha1.StatusErroring {
+			t.Fatalf("after reboot: %s/%s status %s", r.Stage, r.State, d.Status)
+		}
+		n.jobs[job] = killed // the pod's failure arrives late: ignored
+		n.untilComplete()
+		if got := strings.Join(n.ran, ","); got != "apply,config,interrupt,post-interrupt" {
+			t.Errorf("ran %s", got)
+		}
+		if n.cord {
+			t.Error("cordon left")
+		}
+	})
+	t.Run("failed pod seen before the boot ID changes", func(t *testing.T) {
+		n := newRebootNode(t)
+		job := n.untilInterrupt()
+		n.jobs[job] = killed
+		d := n.pass()
+		if r := n.rec.Packages["driver"]; r.State != v1alpha1.StateErroring || d.Status != v1alpha1.StatusErroring {
+			t.Fatalf("before the node is back: %s/%s status %s", r.Stage, r.State, d.Status)
+		}
+		n.boot = "boot-2" // back within the backoff
+		n.pass()
+		r := n.rec.Packages["driver"]
+		if r.Stage != v1alpha1.StagePostInterrupt || r.State != v1alpha1.StateInProgress {
+			t.Fatalf("after the node is back: %s/%s %q", r.Stage, r.State, r.Message)
+		}
+		n.untilComplete()
+		if got := strings.Join(n.ran, ","); got != "apply,config,interrupt,post-interrupt" {
+			t.Errorf("ran %s (a second interrupt is a second reboot)", got)
+		}
+		if n.cord || n.rec.Rollout != v1alpha1.RolloutConverged {
+			t.Errorf("cordoned %v rollout %s", n.cord, n.rec.Rollout)
+		}
+	})
+	t.Run("no new boot ID: erroring, then retried", func(t *testing.T) {
+		n := newRebootNode(t)
+		job := n.untilInterrupt()
+		n.jobs[job] = killed
+		d := n.pass()
+		if d.Status != v1alpha1.StatusErroring || !strings.Contains(FailureMessage(d.Failures), "stage interrupt: BackoffLimitExceeded: container interrupt exited 143") {
+			t.Fatalf("status %s failures %v", d.Status, d.Failures)
+		}
+		n.f.Now = n.f.Now.Add(BackoffMin)
+		n.pass()
+		if got := strings.Join(n.ran, ","); got != "apply,config,interrupt,interrupt" {
+			t.Errorf("ran %s", got)
+		}
+	})
+	t.Run("a node without boot IDs relies on the Job", func(t *testing.T) {
+		n := newRebootNode(t)
+		n.boot = ""
+		job := n.untilInterrupt()
+		n.boot = "boot-2"
+		n.pass()
+		if r := n.rec.Packages["driver"]; r.Stage != v1alpha1.StageInterrupt || r.State != v1alpha1.StateInProgress {
+			t.Fatalf("%s/%s", r.Stage, r.State)
+		}
+		n.jobs[job] = JobFact{Succeeded: true}
+		n.untilComplete()
+	})
+}

@@ -1,0 +1,128 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+)
+
+// setBootID sets a node's status.nodeInfo.bootID, as a kubelet reports it after a boot (kwok
+// does not reboot nodes; its node-initialize stage keeps a boot ID once set).
+func (e *testEnv) setBootID(t *testing.T, node, id string) {
+	t.Helper()
+	ctx := context.Background()
+	var n corev1.Node
+	if err := e.c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	before := n.DeepCopy()
+	n.Status.NodeInfo.BootID = id
+	if err := e.c.Status().Patch(ctx, &n, client.MergeFrom(before)); err != nil {
+		t.Fatalf("set boot ID of %s: %v", node, err)
+	}
+}
+
+// Skyhook #633 on the cluster: the reboot interrupt's pod is killed by the reboot it starts
+// (kwok stage interrupt-killed.stage.gantry.dev: exit 143) and seen failed while the node is
+// down — the package is erroring, naming the exit code; the node then reports a new boot ID,
+// which proves the reboot done: the interrupt completes without a second interrupt Job (a
+// second reboot), post-interrupt runs, the set is complete and the node uncordoned.
+func TestPackageSetRebootKillsInterruptPod(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-boot-%d", seq.Add(1))
+	node := e.gpuNodes(t, pool, 1)[0]
+	e.setBootID(t, node, "boot-1")
+	drv := pkgDriver("1.0.0")
+	drv.PodLabels = map[string]string{"interrupt-killed.stage.gantry.dev": "true"}
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{drv},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration}}
+	e.createSet(t, set)
+
+	s := e.waitSet(t, pool, "the interrupt pod killed (erroring)", func(p *v1alpha1.PackageSet) bool {
+		st := p.Status.NodeState[node][drv.Name]
+		return st.Stage == v1alpha1.StageInterrupt && st.State == v1alpha1.StateErroring
+	})
+	if m := s.Status.NodeState[node][drv.Name].Message; !strings.Contains(m, "exited 143") {
+		t.Errorf("erroring message %q does not name the exit code", m)
+	}
+	e.setBootID(t, node, "boot-2") // the node is back from its reboot
+	e.waitSet(t, pool, "complete after the reboot", statusIs(v1alpha1.StatusComplete))
+
+	var stages []string
+	interrupts := 0
+	for _, j := range e.setJobs(t, pool) {
+		stages = append(stages, j.Labels[v1alpha1.LabelStage])
+		if j.Labels[v1alpha1.LabelStage] == string(v1alpha1.StageInterrupt) {
+			interrupts++
+		}
+	}
+	if interrupts != 1 {
+		t.Errorf("%d interrupt Jobs (stages %v): want exactly one, a second one is a second reboot", interrupts, stages)
+	}
+	var got corev1.Node
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: node}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Unschedulable || got.Annotations[v1alpha1.AnnotationCordonPrefix+pool] != "" {
+		t.Errorf("node left cordoned: unschedulable=%v annotations %v", got.Spec.Unschedulable, got.Annotations)
+	}
+}
+
+// Skyhook #306 and stage timeouts: a stage whose image cannot be pulled (kwok stage
+// image-pull-failed.stage.gantry.dev) and a stage running past its stageTimeout (kwok holds
+// the pod for pod-complete.stage.kwok.x-k8s.io/delay) are erroring, naming node, package,
+// stage and the kubelet's or the Job controller's reason — never in_progress forever; the
+// unpullable stage's Job is deleted (a new attempt is a new Job after the backoff).
+func TestPackageSetImagePullAndStageTimeout(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-fail-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	one := func(node string, pkg v1alpha1.Package) *v1alpha1.PackageSet {
+		set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.PackageSetSpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/hostname": node}},
+			Packages:     []v1alpha1.Package{pkg}, AdditionalTolerations: gpuToleration}}
+		e.createSet(t, set)
+		return set
+	}
+	pull := pkgTool("1.0.0")
+	pull.PodLabels = map[string]string{"image-pull-failed.stage.gantry.dev": "true"}
+	slow := pkgTool("1.0.0")
+	slow.StageTimeout = &metav1.Duration{Duration: 3 * time.Second}
+	slow.PodAnnotations = map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "10m"}
+	a, b := one(nodes[0], pull), one(nodes[1], slow)
+
+	got := e.waitSet(t, a.Name, "erroring on the image pull", statusIs(v1alpha1.StatusErroring))
+	msg := setCondition(got, v1alpha1.ConditionReady).Message
+	if !strings.Contains(msg, "node "+nodes[0]+" package dcgm-tool stage apply: ImagePullFailed: ") || !strings.Contains(msg, "ErrImagePull") && !strings.Contains(msg, "ImagePullBackOff") {
+		t.Errorf("image pull: Ready message %q", msg)
+	}
+	first := packageset.JobName(a.Name, nodes[0], "dcgm-tool", 1, v1alpha1.StageApply, 0)
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: first}, &batchv1.Job{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("the unpullable attempt's Job %s was not deleted: %v", first, err)
+	}
+
+	got = e.waitSet(t, b.Name, "erroring past the stage timeout", statusIs(v1alpha1.StatusErroring))
+	msg = setCondition(got, v1alpha1.ConditionReady).Message
+	if !strings.Contains(msg, "node "+nodes[1]+" package dcgm-tool stage apply: DeadlineExceeded") {
+		t.Errorf("stage timeout: Ready message %q", msg)
+	}
+}
