@@ -170,6 +170,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.setStale(req.Name, "")
+			forgetPackageSetMetrics(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -220,8 +221,12 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		before := set.DeepCopy()
 		controllerutil.RemoveFinalizer(&set, v1alpha1.Finalizer)
 		err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			forgetPackageSetMetrics(set.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
+	recordPackageSetMetrics(set.Name, d, nodes)
 	status := r.status(&set, d)
 	if !equality.Semantic.DeepEqual(set.Status, status) {
 		prev := set.Status.Status
@@ -824,9 +829,13 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
 		return err
 	}
-	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Client.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
 		return err
 	}
+	packageSetJobs.WithLabelValues(set.Name, stageMetricLabel(js)).Inc()
 	return nil
 }
 
