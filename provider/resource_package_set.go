@@ -51,8 +51,10 @@ const (
 
 var (
 	packageNameRe = regexp.MustCompile(`^[a-z][-a-z0-9]{0,41}[a-z]$`)
-	semverRe      = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
-	setNameRe     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// configKeyRe: a ConfigMap key that is also a plain file name (not ".", not "..*").
+	configKeyRe = regexp.MustCompile(`^(\.[-_a-zA-Z0-9]|[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$`)
+	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	setNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
@@ -206,7 +208,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"graceful_shutdown": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "Grace period of the stage pods, e.g. `30s`: it becomes their `terminationGracePeriodSeconds` (whole seconds, rounded down). Unset: the Kubernetes default (30s).",
 						Validators:          []validator.String{durationValidator{}}},
-					"config": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Configuration passed to stage pods; a change re-runs `config`."},
+					"config": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "Configuration of the stage pods, key → value: mounted read-only at `/etc/gantry/config` in every stage container, one file per key (`GANTRY_CONFIG_DIR` names the path). Keys are file names: letters, digits, `-`, `_` and `.`, not `.` and not starting with `..`. A change re-runs `config`.",
+						Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(configKeyRe, "must be a file name (ConfigMap key): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"))}},
 					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
 						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt)."},
 					"config_interrupts": schema.MapNestedAttribute{Optional: true, NestedObject: schema.NestedAttributeObject{Attributes: interruptAttrs},

@@ -146,6 +146,8 @@ resource "gantry_package_set" "bad" {
 				ExpectError: regexp.MustCompile(`Duplicate Environment Variable`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", env_from = [{ name = "A" }] }`), ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", resources = { limits = { memory = "1x" } } }`), ExpectError: regexp.MustCompile(`quantity`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "a/b" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "..a" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
 		},
 	})
 }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,6 +48,7 @@ const DefaultJobNamespace = "gantry-system"
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // PackageSetReconciler runs seed 000's package lifecycle and seed 001's rollout
 // (internal/packageset) on the nodes a PackageSet selects: per-node state on the Nodes'
@@ -61,11 +63,12 @@ type PackageSetReconciler struct {
 	JobNamespace string
 	Now          func() time.Time
 
-	mu sync.Mutex
-	// drainBlockers remembers, per set/node, the last refused eviction (reported as the
-	// DrainBlocked condition until a drain succeeds).
-	drainBlockers map[string]string
-	nsReady       bool
+	mu      sync.Mutex
+	nsReady bool
+	// cfgMu serialises ensureConfigMap; cfgCreated holds the config ConfigMaps (by name)
+	// created or found to exist that the cache may not show yet.
+	cfgMu      sync.Mutex
+	cfgCreated map[string]bool
 	// staleRV remembers, per set, the resourceVersion our last status write replaced: while
 	// the cache still returns it, a pass would only plan from stale status and have its
 	// status write refused (conflict), so it waits for the cache (the write's own event
@@ -76,7 +79,7 @@ type PackageSetReconciler struct {
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{}}
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, staleRV: map[string]string{}, cfgCreated: map[string]bool{}}
 }
 
 // SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint,
@@ -208,13 +211,19 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// client's QPS/burst still bounds the request rate); within a node the order stays
 	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
 	// node's actions (its Jobs are not created without its record) and retries the pass soon.
-	conflicted, err := r.act(ctx, &set, nodes, d.Nodes)
+	conflicted, refusals, err := r.act(ctx, &set, nodes, d.Nodes)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if conflicted > 0 {
 		logger.V(1).Info("node write conflicts, retrying", "nodes", conflicted)
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	d.AddDrainRefusals(refusals)
+	if !deleting && d.Status == v1alpha1.StatusComplete {
+		if err := r.pruneConfigMaps(ctx, &set, facts.Wants, d.Nodes); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	if deleting && d.Finished {
@@ -239,6 +248,15 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 		r.setStale(set.Name, before.ResourceVersion)
+		// DrainBlocked is announced when it turns True or names something new, not on every
+		// pass it stays so: the event recorder's spam filter allows 25 events per object and
+		// type, then one per 5 minutes, so a Warning per pass would mute the set's other
+		// Warnings. The condition lives in the status, so a restart does not repeat it.
+		if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
+			if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
+				r.Recorder.Event(&set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
+			}
+		}
 		if prev != status.Status {
 			typ := corev1.EventTypeNormal
 			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
@@ -256,13 +274,15 @@ const actWorkers = 32
 
 // act carries out the node plans: per node its record write, then its Job deletes and
 // creates, then its drain; nodes concurrently (actWorkers). It returns how many nodes had a
-// write conflict (their remaining actions skipped) and the first other error.
-func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, plans []packageset.NodePlan) (int, error) {
+// write conflict (their remaining actions skipped), the drains' refused evictions (node →
+// message) and the first other error.
+func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, plans []packageset.NodePlan) (int, map[string]string, error) {
 	var (
 		wg         sync.WaitGroup
 		mu         sync.Mutex
 		conflicted int
 		firstErr   error
+		refusals   = map[string]string{}
 	)
 	work := make(chan int)
 	one := func(np packageset.NodePlan) error {
@@ -285,7 +305,15 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 			}
 		}
 		if np.Drain {
-			r.drain(ctx, set, node)
+			refused, err := r.drain(ctx, set, node)
+			if err != nil {
+				return err
+			}
+			if refused != "" {
+				mu.Lock()
+				refusals[node.Name] = refused
+				mu.Unlock()
+			}
 		}
 		return nil
 	}
@@ -313,7 +341,7 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 	}
 	close(work)
 	wg.Wait()
-	return conflicted, firstErr
+	return conflicted, refusals, firstErr
 }
 
 // setStale records rv as the set's stale resourceVersion ("" forgets the set).
@@ -470,24 +498,15 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		nf.Gate = gate(set, &sets, node)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
-		r.mu.Lock()
-		nf.DrainBlocker = r.drainBlockers[set.Name+"/"+node.Name]
-		r.mu.Unlock()
 		if nf.Cordoned {
-			evict, hold, err := r.podsToDrain(ctx, set, node)
+			// Read each pass (uncached: the cache holds only our own pods), so the drain's
+			// state is never remembered in the process and a restart loses nothing.
+			evict, hold, terminating, err := r.podsToDrain(ctx, set, node)
 			if err != nil {
 				return f, nil, err
 			}
-			nf.Drained = len(evict) == 0 && len(hold) == 0
-			if len(hold) > 0 && nf.DrainBlocker == "" {
-				nf.DrainBlocker = "waiting for non-interrupt pods: " + strings.Join(hold, ", ")
-			}
-			if nf.Drained {
-				r.mu.Lock()
-				delete(r.drainBlockers, set.Name+"/"+node.Name)
-				r.mu.Unlock()
-				nf.DrainBlocker = ""
-			}
+			nf.Drained = len(evict) == 0 && len(terminating) == 0
+			nf.NonInterrupt, nf.Terminating = hold, terminating
 		}
 		f.Nodes = append(f.Nodes, nf)
 	}
@@ -556,22 +575,25 @@ func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.
 	return g
 }
 
-// podsToDrain lists the node's pods to evict (Skyhook ShouldEvict: running or pending, not in
-// kube-system, not DaemonSet-owned, not tolerating unschedulable, not our stage pods) and the
-// running pods matching podNonInterruptLabels (which must finish first).
-func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (evict []corev1.Pod, hold []string, err error) {
+// podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
+// the pods to evict (Skyhook ShouldEvict: running or pending, not in kube-system, not
+// DaemonSet-owned, not tolerating unschedulable, not our stage pods); hold, the running or
+// pending pods matching podNonInterruptLabels, which must finish first ("namespace/name", even
+// while terminating: they still run); terminating, the pods to evict already being deleted
+// ("namespace/name": evicted, grace period running).
+func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (evict []corev1.Pod, hold, terminating []string, err error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var nonInterrupt labels.Selector
 	if set.Spec.PodNonInterruptLabels != nil {
 		if nonInterrupt, err = metav1.LabelSelectorAsSelector(set.Spec.PodNonInterruptLabels); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
 			continue
 		}
 		if nonInterrupt != nil && !nonInterrupt.Empty() && nonInterrupt.Matches(labels.Set(p.Labels)) {
@@ -590,35 +612,56 @@ func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.Pa
 				tolerates = true
 			}
 		}
-		if !tolerates {
+		switch {
+		case tolerates:
+		case p.DeletionTimestamp != nil:
+			terminating = append(terminating, p.Namespace+"/"+p.Name)
+		default:
 			evict = append(evict, p)
 		}
 	}
-	return evict, hold, nil
+	return evict, hold, terminating, nil
 }
 
-// drain evicts the node's pods through the Eviction API; a refusal (429: a PodDisruptionBudget)
-// is remembered as the node's drain blocker and reported as a Warning event.
-func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) {
-	evict, _, err := r.podsToDrain(ctx, set, node)
+// drain evicts the node's pods to evict (podsToDrain) through the Eviction API (the
+// PodDisruptionBudgets decide; a pod already gone is fine). It returns what refused them,
+// "pod <ns>/<name>: <message> (<causes>)" per pod joined by "; " (a 429 names the
+// PodDisruptionBudget in its cause), or "" when every eviction was accepted; err only when the
+// node's pods cannot be listed. A refusal is retried by the next pass that drains.
+func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (string, error) {
+	evict, _, _, err := r.podsToDrain(ctx, set, node)
 	if err != nil {
-		return
+		return "", err
 	}
-	var blockers []string
+	var refused []string
 	for i := range evict {
 		p := &evict[i]
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		if err := r.Client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
-			blockers = append(blockers, fmt.Sprintf("pod %s/%s: %v", p.Namespace, p.Name, err))
+			refused = append(refused, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, evictionError(err)))
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(blockers) > 0 {
-		msg := strings.Join(blockers, "; ")
-		r.drainBlockers[set.Name+"/"+node.Name] = msg
-		r.Recorder.Event(set, corev1.EventTypeWarning, "DrainBlocked", fmt.Sprintf("node %s: %s", node.Name, msg))
+	return strings.Join(refused, "; "), nil
+}
+
+// evictionError is an eviction error's message followed by its status causes in parentheses
+// (for a PodDisruptionBudget: "The disruption budget <name> needs 1 healthy pods and has 1
+// currently"; err.Error() alone does not name it).
+func evictionError(err error) string {
+	msg := err.Error()
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Details != nil {
+		var causes []string
+		for _, c := range st.Status().Details.Causes {
+			if c.Message != "" {
+				causes = append(causes, c.Message)
+			}
+		}
+		if len(causes) > 0 {
+			msg += " (" + strings.Join(causes, "; ") + ")"
+		}
 	}
+	return msg
 }
 
 // writeNode writes the node's record, status and cordon annotations (and spec.unschedulable)
@@ -731,7 +774,10 @@ func samePlanInputs(a, b *corev1.Node) bool {
 
 // createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
 // tolerations; the init container runs the stage, the main container its check (interrupt:
-// one container; a soak check: the check container only, labelled stage "<check>-soak"). AlreadyExists is success: the name is deterministic.
+// one container; a soak check: the check container only, labelled stage "<check>-soak").
+// AlreadyExists is success: the name is deterministic. The package's config (of the version
+// the stage runs) is its ConfigMap (ensureConfigMap, created first), mounted read-only at
+// packageset.ConfigMountPath in every container, with GANTRY_CONFIG_DIR naming the path.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
 	// The spec of the version this stage runs, as the node record keeps it (a rollback runs
 	// the previous version's, a removed package's uninstall its last one: Skyhook #186); the
@@ -760,6 +806,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	var env []corev1.EnvVar
 	var res corev1.ResourceRequirements
 	var grace *int64
+	var cfgName string // the package's config ConfigMap, "" without config
 	if pkg != nil {
 		for k, v := range pkg.PodLabels {
 			podLabels[k] = v
@@ -784,10 +831,11 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 			}
 			env = append(env, ev)
 		}
-		if len(pkg.Config) > 0 {
-			b, _ := json.Marshal(pkg.Config)
-			podAnn["gantry.dev/config"] = string(b)
-			env = append(env, corev1.EnvVar{Name: "GANTRY_CONFIG", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['gantry.dev/config']"}}})
+		if cfgName = packageset.ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
+			if err := r.ensureConfigMap(ctx, set, js.Package, cfgName, pkg.Config); err != nil {
+				return fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfgName, err)
+			}
+			env = append(env, corev1.EnvVar{Name: packageset.EnvConfigDir, Value: packageset.ConfigMountPath})
 		}
 		res = pkg.Resources
 		if pkg.GracefulShutdown != nil {
@@ -800,11 +848,18 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	}
 	env = append(env, corev1.EnvVar{Name: "GANTRY_PACKAGE", Value: js.Package}, corev1.EnvVar{Name: "GANTRY_VERSION", Value: js.Version},
 		corev1.EnvVar{Name: "GANTRY_STAGE", Value: string(js.Stage)}, corev1.EnvVar{Name: "GANTRY_NODE", Value: node.Name})
+	var mounts []corev1.VolumeMount
+	var volumes []corev1.Volume
+	if cfgName != "" {
+		mounts = []corev1.VolumeMount{{Name: configVolume, MountPath: packageset.ConfigMountPath, ReadOnly: true}}
+		volumes = []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cfgName}}}}}
+	}
 	container := func(name string, args ...string) corev1.Container {
-		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res}
+		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res, VolumeMounts: mounts}
 	}
 	spec := corev1.PodSpec{NodeName: node.Name, RestartPolicy: corev1.RestartPolicyNever, Tolerations: stageTolerations(set),
-		TerminationGracePeriodSeconds: grace}
+		TerminationGracePeriodSeconds: grace, Volumes: volumes}
 	switch {
 	case js.SoakCheck:
 		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}

@@ -255,10 +255,16 @@ type NodeFacts struct {
 	// Cordoned: this set holds the node's cordon (gantry.dev/cordon_<set>) and the node is
 	// unschedulable.
 	Cordoned bool
-	// Drained: no pod left to evict and no non-interrupt pod running (valid when Cordoned).
+	// Drained: no pod left to evict and none evicted still terminating (valid when Cordoned).
 	Drained bool
-	// DrainBlocker says what refuses the drain (e.g. a PodDisruptionBudget), if anything.
-	DrainBlocker string
+	// NonInterrupt names ("namespace/name") the node's running pods matching the set's
+	// podNonInterruptLabels (valid when Cordoned): while any runs, the node is neither drained
+	// nor interrupted (Skyhook: cordon, wait for them, then drain).
+	NonInterrupt []string
+	// Terminating names ("namespace/name") the pods to drain that are already being deleted
+	// (evicted, their grace period running; valid when Cordoned): the node is not drained
+	// until they are gone.
+	Terminating []string
 	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
 	// when the node reboots.
 	BootID string
@@ -338,6 +344,10 @@ type Decision struct {
 	// Stalled names the wanted packages whose version is quarantined ("<package>@<version>"):
 	// no flow starts for them until the spec's version changes.
 	Stalled []string
+	// DrainBlockers: node → what holds up its drain ("waiting for non-interrupt pods: ns/a",
+	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
+	// AddDrainRefusals); the DrainBlocked condition lists them.
+	DrainBlockers map[string]string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration
@@ -427,7 +437,7 @@ func Plan(f SetFacts) (Decision, error) {
 	cordonSlots := budget - cordoned
 	statuses := make([]Status, 0, len(nodes))
 	complete, inProgress := 0, 0
-	var blocked, drain []string
+	var blocked []string
 	for _, n := range nodes {
 		var nodeWants []Want
 		if n.Selected && !f.Deleting {
@@ -465,8 +475,11 @@ func Plan(f SetFacts) (Decision, error) {
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		if n.DrainBlocker != "" {
-			drain = append(drain, n.Name+": "+n.DrainBlocker)
+		if msg := drainWait(n); msg != "" && !plan.Uncordon {
+			if d.DrainBlockers == nil {
+				d.DrainBlockers = map[string]string{}
+			}
+			d.DrainBlockers[n.Name] = msg
 		}
 		d.Nodes = append(d.Nodes, plan)
 		if n.Selected {
@@ -516,8 +529,67 @@ func Plan(f SetFacts) (Decision, error) {
 	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
 		d.RequeueAfter = Poll
 	}
-	d.Conditions = conditions(f, d, specErr, blocked, drain)
+	d.Conditions = conditions(f, d, specErr, blocked)
 	return d, nil
+}
+
+// drainWait says what a cordoned node's drain waits for in the facts ("" if nothing): running
+// non-interrupt pods first (the drain has not started), else evicted pods still terminating.
+func drainWait(n NodeFacts) string {
+	switch {
+	case !n.Cordoned:
+		return ""
+	case len(n.NonInterrupt) > 0:
+		return "waiting for non-interrupt pods: " + strings.Join(n.NonInterrupt, ", ")
+	case len(n.Terminating) > 0 && !n.Drained:
+		return "waiting for evicted pods to terminate: " + strings.Join(n.Terminating, ", ")
+	}
+	return ""
+}
+
+// AddDrainRefusals folds what refused this pass's evictions (node → message, e.g. "pod ns/a:
+// Cannot evict pod as it would violate the pod's disruption budget. (The disruption budget
+// pdb-a needs 1 healthy pods and has 1 currently)") into DrainBlockers and the DrainBlocked
+// condition. The controller drains after Plan, so the refusals of a pass reach its status this
+// way; every pass that drains retries the evictions, so they are found again after a restart
+// and nothing about them is kept between passes.
+func (d *Decision) AddDrainRefusals(refusals map[string]string) {
+	if len(refusals) == 0 {
+		return
+	}
+	if d.DrainBlockers == nil {
+		d.DrainBlockers = map[string]string{}
+	}
+	for node, msg := range refusals {
+		if old := d.DrainBlockers[node]; old != "" {
+			msg = old + "; " + msg
+		}
+		d.DrainBlockers[node] = msg
+	}
+	for i := range d.Conditions {
+		if d.Conditions[i].Type == ConditionDrainBlocked {
+			d.Conditions[i] = drainCondition(d.Conditions[i].ObservedGeneration, d.DrainBlockers)
+		}
+	}
+}
+
+// drainCondition is DrainBlocked: True naming each blocked node and what blocks it ("<node>:
+// <message>", by node name, at most MaxFailuresListed), else False.
+func drainCondition(generation int64, blockers map[string]string) metav1.Condition {
+	if len(blockers) == 0 {
+		return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionFalse, Reason: "NoDrainBlocked", ObservedGeneration: generation}
+	}
+	nodes := make([]string, 0, len(blockers))
+	for n := range blockers {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	items := make([]string, len(nodes))
+	for i, n := range nodes {
+		items[i] = n + ": " + blockers[n]
+	}
+	return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionTrue, Reason: ReasonDrainBlocked,
+		Message: listMessage(items), ObservedGeneration: generation}
 }
 
 // stalledWants lists the wanted packages whose version is quarantined ("<package>@<version>",
@@ -548,7 +620,7 @@ func FailureMessage(fs []Failure) string {
 	return b.String()
 }
 
-func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) []metav1.Condition {
+func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav1.Condition {
 	g := f.Generation
 	cond := func(t string, s bool, reason, msg string) metav1.Condition {
 		st := metav1.ConditionFalse
@@ -605,11 +677,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) 
 	if len(blocked) > 0 {
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
 	}
-	dr := cond(ConditionDrainBlocked, len(drain) > 0, "NoDrainBlocked", "")
-	if len(drain) > 0 {
-		dr.Reason, dr.Message = ReasonDrainBlocked, listMessage(drain)
-	}
-	return []metav1.Condition{ready, reconciling, stalled, taint, dr}
+	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers)}
 }
 
 func listMessage(items []string) string {
@@ -1061,7 +1129,7 @@ func (p *nodePass) observeAndAdvance(name string, r *PackageRecord) (bool, error
 
 // interrupts runs the node's merged interrupt once every package whose flow has one is at
 // config complete (Deferred) and no other stage of the set runs on the node: cordon (budget:
-// the node is in flight), drain, then one interrupt Job for the highest-ranked interrupt, the
+// the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Job for the highest-ranked interrupt, the
 // others skipped; on its success all of them complete and go on to post-interrupt.
 func (p *nodePass) interrupts() error {
 	var ready, running []string
@@ -1139,6 +1207,9 @@ func (p *nodePass) interrupts() error {
 			p.plan.Cordon = true
 		}
 		return nil
+	}
+	if len(p.n.NonInterrupt) > 0 {
+		return nil // the non-interrupt pods finish before the drain starts
 	}
 	if !p.n.Drained {
 		p.plan.Drain = true

@@ -31,9 +31,14 @@ type simNode struct {
 	jobs     map[string]JobFact
 	pending  map[string]JobSpec // created, outcome not yet decided
 	cordoned bool
-	blocked  string
-	gate     Gate
-	selected bool
+	// nonInterrupt, terminating and undrained (pods left to evict) are the drain's facts
+	// while cordoned; drains counts the passes that planned a drain.
+	nonInterrupt, terminating []string
+	undrained                 bool
+	drains                    int
+	blocked                   string
+	gate                      Gate
+	selected                  bool
 }
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
@@ -53,8 +58,13 @@ func (s *sim) pass() Decision {
 	f.Now = s.now
 	f.Nodes = nil
 	for name, n := range s.nodes {
-		f.Nodes = append(f.Nodes, NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Drained: n.cordoned})
+		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned}
+		if n.cordoned {
+			nf.Drained = !n.undrained && len(n.terminating) == 0
+			nf.NonInterrupt, nf.Terminating = n.nonInterrupt, n.terminating
+		}
+		f.Nodes = append(f.Nodes, nf)
 	}
 	d, err := Plan(f)
 	if err != nil {
@@ -79,6 +89,9 @@ func (s *sim) pass() Decision {
 		}
 		for _, j := range np.DeleteJobs {
 			delete(n.jobs, j)
+		}
+		if np.Drain {
+			n.drains++
 		}
 		if np.Cordon {
 			n.cordoned = true

@@ -250,9 +250,13 @@ type Package struct {
 	// +listMapKey=name
 	// +optional
 	EnvFrom []EnvFromRef `json:"envFrom,omitempty"`
-	// Config is mounted into stage pods (env GANTRY_CONFIG_<KEY> and annotation). A change
-	// re-runs config (and the interrupt only for keys listed in ConfigInterrupts).
+	// Config is mounted into every stage container at /etc/gantry/config, one file per key
+	// holding its value (env GANTRY_CONFIG_DIR names the path), from an immutable ConfigMap
+	// per content in the Job namespace. Keys are ConfigMap keys (letters, digits, '-', '_',
+	// '.'; not '.', not starting with '..'). A change re-runs config (and the interrupt only
+	// for keys listed in ConfigInterrupts).
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && k != '.' && !k.startsWith('..'))",message="config keys must be ConfigMap keys (file names): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 	// Interrupt the node needs after config (cordon, drain, interrupt, post-interrupt).
