@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -377,6 +378,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		if ro.SoakDuration != nil {
 			f.Soak = ro.SoakDuration.Duration
 		}
+		if ro.SoakCheckInterval != nil {
+			f.SoakInterval = ro.SoakCheckInterval.Duration
+		}
 		f.OnHealthFailure = ro.OnHealthFailure
 	}
 	f.Quarantined = set.Status.QuarantinedVersions
@@ -725,7 +729,9 @@ func samePlanInputs(a, b *corev1.Node) bool {
 
 // createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
 // tolerations; the init container runs the stage, the main container its check (interrupt:
-// one container; a soak check: the check container only, labelled stage "<check>-soak"). AlreadyExists is success: the name is deterministic.
+// one container; a soak check: the check container only, labelled stage "<check>-soak", its
+// round in the pod annotation gantry.dev/soak-round). AlreadyExists is success: the name is
+// deterministic.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
 	// The spec of the version this stage runs, as the node record keeps it (a rollback runs
 	// the previous version's, a removed package's uninstall its last one: Skyhook #186); the
@@ -751,6 +757,9 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: stageLabel, v1alpha1.LabelNode: node.Name}
 	podLabels := map[string]string{}
 	podAnn := map[string]string{"gantry.dev/version": js.Version}
+	if js.SoakCheck {
+		podAnn["gantry.dev/soak-round"] = strconv.Itoa(js.SoakRound)
+	}
 	var env []corev1.EnvVar
 	var res corev1.ResourceRequirements
 	var grace *int64
