@@ -972,3 +972,31 @@ func TestSoak(t *testing.T) {
 		})
 	}
 }
+
+// A downgrade whose uninstall fails while the spec has moved on to a higher version (found by
+// FuzzPlan, testdata f21c5e839cd747b8) is no failed downgrade: nothing is quarantined, the
+// uninstall is retried (halt) and the flow goes on to the version asked for.
+func TestDowngradeUninstallSpecMovedUp(t *testing.T) {
+	s := newSim(t, 1, driver("2.0.0"))
+	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+	s.run(v1alpha1.StatusComplete)
+	s.reset()
+	s.facts.Wants = []Want{driver("1.0.0")}
+	failing := true
+	s.fail = func(j JobSpec, _ int) bool { return failing && j.Stage == unin }
+	s.pass() // uninstall of 2.0.0 created
+	s.settle()
+	s.facts.Wants = []Want{driver("3.0.0")}
+	d := s.pass() // it failed; the spec now asks for 3.0.0
+	if r := s.nodes["node-0"].rec; r.Rollout != v1alpha1.RolloutFailed || r.Packages["driver"].Reverting || len(d.Quarantined) != 0 {
+		t.Fatalf("rollout %s record %+v quarantined %v", r.Rollout, r.Packages["driver"], d.Quarantined)
+	}
+	failing = false
+	s.run(v1alpha1.StatusComplete)
+	if got := s.stages("node-0", "driver"); got != "uninstall,uninstall,apply,config,interrupt,post-interrupt" {
+		t.Errorf("stages %s", got)
+	}
+	if r := s.nodes["node-0"].rec.Packages["driver"]; r.Version != "3.0.0" {
+		t.Errorf("version %s", r.Version)
+	}
+}

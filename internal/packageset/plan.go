@@ -1032,8 +1032,9 @@ const (
 // revertOf says how a failing flow rolls back (policy rollback), revertNone when it halts
 // instead (retried with backoff like policy halt): a rollback flow itself, a removal, a flow
 // without anything recorded to return to (a re-apply of the same version, a record written
-// before Prev/New were kept), a downgrade's uninstall when the spec no longer asks for another
-// version, or a node that may not start stages (hold, budget).
+// before Prev/New were kept), a downgrade's uninstall when the spec no longer asks for a lower
+// version (the flow then goes on to the version asked for once the uninstall passes), or a
+// node that may not start stages (hold, budget).
 func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
 	if p.f.OnHealthFailure != v1alpha1.HealthFailureRollback || r.Reverting || r.Removing || r.State != v1alpha1.StateErroring || !p.canStart() {
 		return revertNone
@@ -1046,8 +1047,10 @@ func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
 	case r.Prev.Version != r.Version:
 		return revertVersion
 	case r.Stage == v1alpha1.StageUninstall:
-		if w := p.want(name); w != nil && w.Version != r.Version {
-			return revertDowngrade
+		if w := p.want(name); w != nil {
+			if cmp, err := compareVersions(w.Version, r.Version); err == nil && cmp < 0 {
+				return revertDowngrade
+			}
 		}
 	case !maps.Equal(r.Prev.Config, r.Config):
 		return revertConfig
