@@ -581,6 +581,9 @@ func TestRollbackRows(t *testing.T) {
 				!strings.Contains(stalled.Message, "node node-0 package "+c.to.Name) || !strings.Contains(stalled.Message, "rolled back") {
 				t.Errorf("Stalled %+v", stalled)
 			}
+			if strings.Contains(c.quarantine, "#config-") != strings.Contains(stalled.Message, "change the config") {
+				t.Errorf("Stalled does not say what to change: %q", stalled.Message)
+			}
 			if s.ran["node-1"] != nil {
 				t.Errorf("node-1 started: %v", s.ran["node-1"])
 			}

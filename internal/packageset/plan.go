@@ -718,7 +718,19 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, drain []string) 
 		}
 	}
 	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
-		msg := "quarantined by a rollback, change the version (for <package>@<version>#config-<hash>: the config) to continue: " + strings.Join(d.Stalled, ", ")
+		var cfg, ver bool
+		for _, q := range d.Stalled {
+			c := strings.Contains(q, "#config-")
+			cfg, ver = cfg || c, ver || !c
+		}
+		change := "the version"
+		switch {
+		case cfg && ver:
+			change = "the version (for a #config-<hash>: the config)"
+		case cfg:
+			change = "the config (or the version)"
+		}
+		msg := "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ")
 		if len(d.Failures) > 0 {
 			msg += "; " + FailureMessage(d.Failures)
 		}
