@@ -87,8 +87,9 @@ type budgetModel struct {
 }
 
 type rolloutModel struct {
-	SoakDuration    types.String `tfsdk:"soak_duration"`
-	OnHealthFailure types.String `tfsdk:"on_health_failure"`
+	SoakDuration      types.String `tfsdk:"soak_duration"`
+	SoakCheckInterval types.String `tfsdk:"soak_check_interval"`
+	OnHealthFailure   types.String `tfsdk:"on_health_failure"`
 }
 
 type interruptModel struct {
@@ -119,18 +120,27 @@ func (r *packageSetResource) Metadata(_ context.Context, req resource.MetadataRe
 }
 
 // durationValidator checks a Go duration string ("30s", "5m").
-type durationValidator struct{}
+// durationValidator accepts a Go duration ("30s", "5m", "1h") of at least min (0: any
+// non-negative one).
+type durationValidator struct{ min time.Duration }
 
-func (durationValidator) Description(context.Context) string {
+func (v durationValidator) Description(context.Context) string {
+	if v.min > 0 {
+		return "value must be a duration of at least " + v.min.String() + " such as 30s, 5m or 1h"
+	}
 	return "value must be a duration such as 30s, 5m or 1h"
 }
 func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d < 0 {
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	switch {
+	case err != nil || d < 0:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is not a non-negative duration such as 30s, 5m or 1h.", req.ConfigValue.ValueString()))
+	case d < v.min:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is shorter than %s.", req.ConfigValue.ValueString(), v.min))
 	}
 }
 
@@ -189,8 +199,17 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				}}},
 			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (seed 001).",
 				Attributes: map[string]schema.Attribute{
-					"soak_duration":     schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s`; then each package's last check is re-run as a Job: success → Converged, failure → Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
-					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed (its stage is retried with backoff); `rollback`: a node whose new version fails (a stage or the soak check) returns to the previous version (uninstall of the new one if `uninstall_enabled`, then apply of the previous), the rollout stops and `<package>@<version>` is quarantined: the apply fails naming the rollback, and the set stays erroring (Stalled) until the version changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
+					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
+						"While it soaks, each package's last check is re-run as a Job in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
+						"The node is Converged once that last round passed; a failed round makes it Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
+					"soak_check_interval": schema.StringAttribute{Optional: true, MarkdownDescription: "Time between the starts of two soak check rounds, e.g. `10s`, at least `1s` " +
+						"(a round still running delays the next). Unset: `soak_duration`/3, at least 5s.", Validators: []validator.String{durationValidator{min: time.Second}}},
+					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed (its stage is retried with backoff); " +
+						"`rollback`: a node whose change fails (a stage or a soak check round) returns to what it had and the rollout stops: a new version to the previous one " +
+						"(uninstall of the new one if `uninstall_enabled`, then apply of the previous), a new package is uninstalled (if `uninstall_enabled`) and forgotten, " +
+						"a config-only change goes back to the previous config (with its config interrupt), and a downgrade whose uninstall of the installed version fails re-applies the installed version. " +
+						"What failed is quarantined, `<package>@<version>` (for a downgrade, its target) or `<package>@<version>#config-<hash>` for a config: " +
+						"the apply fails naming the rollback, and the set stays erroring (Stalled) until the version (or config) changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
 				}},
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 32)},
@@ -227,7 +246,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
 			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "`<package>@<version>` the rollout rolled back from (`on_health_failure = \"rollback\"`); such a version is not rolled out again until the package's version changes."},
+				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`): `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
@@ -520,6 +539,13 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			}
 			s.Rollout.SoakDuration = &metav1.Duration{Duration: d}
 		}
+		if !ro.SoakCheckInterval.IsNull() {
+			d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
+			if err != nil {
+				return nil, err
+			}
+			s.Rollout.SoakCheckInterval = &metav1.Duration{Duration: d}
+		}
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
@@ -613,12 +639,15 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		if prior.Rollout != nil {
 			pr = *prior.Rollout
 		}
-		m.Rollout = &rolloutModel{OnHealthFailure: optString(string(ro.OnHealthFailure), pr.OnHealthFailure), SoakDuration: types.StringNull()}
+		m.Rollout = &rolloutModel{OnHealthFailure: optString(string(ro.OnHealthFailure), pr.OnHealthFailure), SoakDuration: types.StringNull(), SoakCheckInterval: types.StringNull()}
 		if pr.OnHealthFailure.IsNull() && ro.OnHealthFailure == v1alpha1.HealthFailureHalt {
 			m.Rollout.OnHealthFailure = types.StringNull()
 		}
 		if ro.SoakDuration != nil {
 			m.Rollout.SoakDuration = durationString(ro.SoakDuration.Duration, pr.SoakDuration)
+		}
+		if ro.SoakCheckInterval != nil {
+			m.Rollout.SoakCheckInterval = durationString(ro.SoakCheckInterval.Duration, pr.SoakCheckInterval)
 		}
 	}
 	for i, p := range s.Packages {

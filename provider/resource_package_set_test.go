@@ -142,6 +142,8 @@ resource "gantry_package_set" "bad" {
 			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  interruption_budget = { count = 1, percent = 5 }", 1),
 				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", graceful_shutdown = "soon" }`), ExpectError: regexp.MustCompile(`Invalid Duration`)},
+			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  rollout = { soak_duration = \"1m\", soak_check_interval = \"500ms\" }", 1),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Duration.*shorter than 1s`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", env_from = [{ name = "A", secret_key_ref = { name = "s", key = "k" } }, { name = "A", config_map_key_ref = { name = "c", key = "k" } }] }`),
 				ExpectError: regexp.MustCompile(`Duplicate Environment Variable`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", env_from = [{ name = "A" }] }`), ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
@@ -183,7 +185,7 @@ resource "gantry_package_set" "test" {
   node_selector = { "gantry.dev/test-pool" = %q }
   interruption_budget = { count = 1 }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
-  rollout = { on_health_failure = "rollback" }
+  rollout = { on_health_failure = "rollback", soak_duration = "2s", soak_check_interval = "1s" }
   packages = [
     {
       name    = "dcgm-tool"
@@ -197,7 +199,8 @@ resource "gantry_package_set" "test" {
 `, pool, pool, version, extra)
 }
 
-// Policy rollback: 1.0.0 complete on 3 own nodes; 1.1.0 failing via kwok's chaos label fails
+// Policy rollback with a 2s soak checked every second: 1.0.0 complete on 3 own nodes (each
+// soaked); 1.1.0 failing via kwok's chaos label fails
 // the apply naming the rollback to 1.0.0 and the quarantined dcgm-tool@1.1.0; 1.2.0 then
 // applies cleanly (the quarantine only holds the version it names).
 func TestAccPackageSet_rollback(t *testing.T) {
@@ -212,8 +215,9 @@ func TestAccPackageSet_rollback(t *testing.T) {
 		CheckDestroy:             checkPackageSetGone(c, pool),
 		Steps: []resource.TestStep{
 			{
-				Config:            rollbackConfig(pool, "1.0.0", ""),
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete"))},
+				Config: rollbackConfig(pool, "1.0.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("soak_check_interval"), knownvalue.StringExact("1s"))},
 			},
 			{
 				Config:      rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),

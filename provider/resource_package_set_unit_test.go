@@ -1,9 +1,13 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -131,5 +135,50 @@ func TestPackageSetFields_drift(t *testing.T) {
 		gp.Resources.Requests != nil || len(gp.EnvFrom) != 1 || gp.EnvFrom[0].SecretKeyRef.Name.ValueString() != "s2" ||
 		got.PodNonInterruptLabels["app"] != "batch" {
 		t.Errorf("drift not read: %+v %v", gp, got.PodNonInterruptLabels)
+	}
+}
+
+// rollout.soak_check_interval maps like soak_duration: to spec.rollout.soakCheckInterval and
+// back with the user's spelling ("90s" survives the API's "1m30s"), unset stays null (no
+// perpetual diff), a change outside Terraform shows (drift); the validator rejects less
+// than 1s at plan.
+func TestPackageSetFields_soakCheckInterval(t *testing.T) {
+	m := psFieldsModel()
+	m.Rollout = &rolloutModel{SoakDuration: types.StringValue("5m"), SoakCheckInterval: types.StringValue("90s"), OnHealthFailure: types.StringValue("rollback")}
+	obj, err := expandPackageSet(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(obj.Object, "spec", "rollout", "soakCheckInterval"); got != "1m30s" {
+		t.Errorf("soakCheckInterval = %q", got)
+	}
+	got, err := flattenPackageSet(obj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Rollout.SoakCheckInterval.Equal(types.StringValue("90s")) || !got.Rollout.SoakDuration.Equal(types.StringValue("5m")) {
+		t.Errorf("rollout = %+v", got.Rollout)
+	}
+	// drift
+	_ = unstructured.SetNestedField(obj.Object, "20s", "spec", "rollout", "soakCheckInterval")
+	if got, _ = flattenPackageSet(obj, m); got.Rollout.SoakCheckInterval.ValueString() != "20s" {
+		t.Errorf("drift not read: %v", got.Rollout.SoakCheckInterval)
+	}
+	// unset stays null
+	m.Rollout.SoakCheckInterval = types.StringNull()
+	obj, _ = expandPackageSet(m)
+	if _, found, _ := unstructured.NestedString(obj.Object, "spec", "rollout", "soakCheckInterval"); found {
+		t.Error("spec.rollout has soakCheckInterval")
+	}
+	if got, _ = flattenPackageSet(obj, m); !got.Rollout.SoakCheckInterval.IsNull() {
+		t.Errorf("soak_check_interval = %v, want null", got.Rollout.SoakCheckInterval)
+	}
+	// plan validation
+	for v, ok := range map[string]bool{"1s": true, "10s": true, "500ms": false, "0s": false, "-5s": false, "ten": false} {
+		resp := &validator.StringResponse{}
+		durationValidator{min: time.Second}.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("rollout").AtName("soak_check_interval"), ConfigValue: types.StringValue(v)}, resp)
+		if resp.Diagnostics.HasError() == ok {
+			t.Errorf("soak_check_interval %q: errors %v", v, resp.Diagnostics)
+		}
 	}
 }

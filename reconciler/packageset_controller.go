@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -411,6 +412,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		if ro.SoakDuration != nil {
 			f.Soak = ro.SoakDuration.Duration
 		}
+		if ro.SoakCheckInterval != nil {
+			f.SoakInterval = ro.SoakCheckInterval.Duration
+		}
 		f.OnHealthFailure = ro.OnHealthFailure
 	}
 	f.Quarantined = set.Status.QuarantinedVersions
@@ -774,10 +778,11 @@ func samePlanInputs(a, b *corev1.Node) bool {
 
 // createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
 // tolerations; the init container runs the stage, the main container its check (interrupt:
-// one container; a soak check: the check container only, labelled stage "<check>-soak").
-// AlreadyExists is success: the name is deterministic. The package's config (of the version
-// the stage runs) is its ConfigMap (ensureConfigMap, created first), mounted read-only at
-// packageset.ConfigMountPath in every container, with GANTRY_CONFIG_DIR naming the path.
+// one container; a soak check: the check container only, labelled stage "<check>-soak", its
+// round in the pod annotation gantry.dev/soak-round). AlreadyExists is success: the name is
+// deterministic. The package's config (of the version the stage runs) is its ConfigMap
+// (ensureConfigMap, created first), mounted read-only at packageset.ConfigMountPath in every
+// container, with GANTRY_CONFIG_DIR naming the path.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
 	// The spec of the version this stage runs, as the node record keeps it (a rollback runs
 	// the previous version's, a removed package's uninstall its last one: Skyhook #186); the
@@ -803,6 +808,9 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: stageLabel, v1alpha1.LabelNode: node.Name}
 	podLabels := map[string]string{}
 	podAnn := map[string]string{"gantry.dev/version": js.Version}
+	if js.SoakCheck {
+		podAnn["gantry.dev/soak-round"] = strconv.Itoa(js.SoakRound)
+	}
 	var env []corev1.EnvVar
 	var res corev1.ResourceRequirements
 	var grace *int64

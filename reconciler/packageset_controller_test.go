@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -428,9 +429,16 @@ func TestPackageSetRollbackQuarantine(t *testing.T) {
 	}
 }
 
-// soakJobs lists the set's soak-check Jobs (stage label "<check>-soak") as node → succeeded/failed.
-func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]string {
-	out := map[string][]string{}
+// soakJob is one soak-check Job (stage label "<check>-soak") of a set.
+type soakJob struct {
+	Version string
+	Round   int
+	Result  string // Complete, Failed or running
+}
+
+// soakJobs lists the set's soak-check Jobs per node, in round order per version.
+func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]soakJob {
+	out := map[string][]soakJob{}
 	for _, j := range e.setJobs(t, set) {
 		if !strings.HasSuffix(j.Labels[v1alpha1.LabelStage], "-soak") {
 			continue
@@ -441,21 +449,39 @@ func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]string {
 				res = string(c.Type)
 			}
 		}
-		out[j.Labels[v1alpha1.LabelNode]] = append(out[j.Labels[v1alpha1.LabelNode]], j.Labels[v1alpha1.LabelStage]+"="+res)
+		round, err := strconv.Atoi(j.Spec.Template.Annotations["gantry.dev/soak-round"])
+		if err != nil {
+			t.Errorf("soak job %s: round annotation %q", j.Name, j.Spec.Template.Annotations["gantry.dev/soak-round"])
+		}
+		n := j.Labels[v1alpha1.LabelNode]
+		out[n] = append(out[n], soakJob{j.Spec.Template.Annotations["gantry.dev/version"], round, res})
+	}
+	for _, js := range out {
+		sort.Slice(js, func(a, b int) bool {
+			return js[a].Version < js[b].Version || js[a].Version == js[b].Version && js[a].Round < js[b].Round
+		})
 	}
 	return out
 }
 
-// Soak on the cluster, budget 1, policy rollback: 1.0.1 with a 2s soak rolls out node by node,
-// each node's config check re-run by a soak Job that succeeds, all Converged. Then 1.1.0 with
-// a 20s soak: while the first node soaks, kwok's chaos label is added to the package's pod
-// labels (same version: no stage runs, the recorded spec follows), so its soak check fails:
-// the node is Failed, rolls back to 1.0.1 (Reverted), 1.1.0 is quarantined and the other node
-// never starts it.
+// Soak rounds and rollback on the cluster, budget 1, policy rollback (seed 001).
+//
+//  1. 1.0.1 with a 3s soak checked every second: each node re-runs its config check in rounds
+//     0, 1, 2, 3 (one Job each, all Complete) and is Converged.
+//  2. 1.1.0 with a 60s soak checked every 2s: once the first node has passed two rounds,
+//     kwok's chaos label is added to the package's pod labels (same version: no stage runs,
+//     the recorded spec follows), so its next round fails long before the window ends: the
+//     node is Failed, rolls back to 1.0.1 (Reverted), 1.1.0 is quarantined, the other node
+//     never starts it.
+//  3. A new package (gpu-probe, no uninstall) whose apply fails (chaos label): nothing to
+//     return to, so the first node drops it (no uninstall Job) and is Reverted, gpu-probe@1.0.0
+//     is quarantined and the other node never starts it; gpu-probe 1.0.1 then rolls out to
+//     both nodes.
 func TestPackageSetSoak(t *testing.T) {
 	e := setup(t)
 	pool := fmt.Sprintf("ps-soak-%d", seq.Add(1))
 	nodes := e.gpuNodes(t, pool, 2)
+	chaos := map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
 		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
 		Packages:           []v1alpha1.Package{pkgTool("1.0.0")},
@@ -467,9 +493,11 @@ func TestPackageSetSoak(t *testing.T) {
 		t.Fatalf("soak jobs without a soak: %d", n)
 	}
 
+	// 1. Rounds 0-3 over a 3s window, every node Converged.
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
 		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1")}
-		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 2 * time.Second}
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 3 * time.Second}
+		s.Spec.Rollout.SoakCheckInterval = &metav1.Duration{Duration: time.Second}
 	})
 	done := e.waitSet(t, pool, "complete at 1.0.1 after soaking", func(s *v1alpha1.PackageSet) bool {
 		return s.Status.Status == v1alpha1.StatusComplete && s.Status.NodeState[nodes[0]]["dcgm-tool"].Version == "1.0.1" &&
@@ -477,39 +505,52 @@ func TestPackageSetSoak(t *testing.T) {
 	})
 	soaks := e.soakJobs(t, pool)
 	for _, n := range nodes {
-		if fmt.Sprint(soaks[n]) != "[config-check-soak=Complete]" || done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+		if fmt.Sprint(soaks[n]) != "[{1.0.1 0 Complete} {1.0.1 1 Complete} {1.0.1 2 Complete} {1.0.1 3 Complete}]" || done.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
 			t.Errorf("%s soak jobs %v rollout %s", n, soaks[n], done.Status.NodeRollout[n])
 		}
 	}
 
+	// 2. A round failing mid-window: Failed, rolled back, quarantined.
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
 		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.1.0")}
-		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: 20 * time.Second}
-	})
-	soaking := e.waitSet(t, pool, "a node soaking 1.1.0", func(s *v1alpha1.PackageSet) bool {
-		for _, r := range s.Status.NodeRollout {
-			if r == v1alpha1.RolloutSoaking {
-				return true
-			}
-		}
-		return false
+		s.Spec.Rollout.SoakDuration = &metav1.Duration{Duration: time.Minute}
+		s.Spec.Rollout.SoakCheckInterval = &metav1.Duration{Duration: 2 * time.Second}
 	})
 	var first string
-	for n, r := range soaking.Status.NodeRollout {
-		if r == v1alpha1.RolloutSoaking {
-			first = n
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		for n, js := range e.soakJobs(t, pool) {
+			passed := 0
+			for _, j := range js {
+				if j.Version == "1.1.0" && j.Result == "Complete" {
+					passed++
+				}
+			}
+			if passed >= 2 {
+				first = n
+				return true, nil
+			}
 		}
-	}
-	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
-		s.Spec.Packages[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+		return false, nil
 	})
-	got := e.waitSet(t, pool, "soak check failed, reverted", func(s *v1alpha1.PackageSet) bool {
+	if err != nil {
+		t.Fatalf("no node passed two soak rounds of 1.1.0: %v", e.soakJobs(t, pool))
+	}
+	soakStart := time.Now()
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages[0].PodLabels = chaos })
+	got := e.waitSet(t, pool, "soak round failed, reverted", func(s *v1alpha1.PackageSet) bool {
 		return s.Status.NodeRollout[first] == v1alpha1.RolloutReverted && s.Status.Status == v1alpha1.StatusErroring
 	})
-	soaks = e.soakJobs(t, pool)
-	if fmt.Sprint(soaks[first]) != "[config-check-soak=Complete config-check-soak=Failed]" &&
-		fmt.Sprint(soaks[first]) != "[config-check-soak=Failed config-check-soak=Complete]" {
-		t.Errorf("%s soak jobs %v", first, soaks[first])
+	if time.Since(soakStart) > 45*time.Second {
+		t.Errorf("the rollback took %s: the failing round was not mid-window", time.Since(soakStart))
+	}
+	var failed []soakJob
+	for _, j := range e.soakJobs(t, pool)[first] {
+		if j.Version == "1.1.0" && j.Result == "Failed" {
+			failed = append(failed, j)
+		}
+	}
+	if len(failed) != 1 || failed[0].Round < 2 || failed[0].Round >= 30 {
+		t.Errorf("%s failed soak rounds %v, want one mid-window (2 <= round < 30)", first, failed)
 	}
 	if ps := got.Status.NodeState[first]["dcgm-tool"]; ps.Version != "1.0.1" {
 		t.Errorf("%s at %+v after the rollback", first, ps)
@@ -522,8 +563,58 @@ func TestPackageSetSoak(t *testing.T) {
 			t.Errorf("%s moved to %+v: the rollout did not stop", n, got.Status.NodeState[n]["dcgm-tool"])
 		}
 	}
-	if c := setCondition(got, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "dcgm-tool@1.1.0") {
+	if c := setCondition(got, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "dcgm-tool@1.1.0") ||
+		!strings.Contains(c.Message, "soak check config-check failed in round") && !strings.Contains(c.Message, "rolled back to 1.0.1") {
 		t.Errorf("Stalled %+v", c)
+	}
+
+	// 3. A new package failing: dropped (nothing to return to), Reverted, quarantined.
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		probe := v1alpha1.Package{Name: "gpu-probe", Version: "1.0.0", Image: "ghcr.io/gantry-dev/gpu-probe:1.0.0", PodLabels: chaos}
+		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1"), probe}
+		s.Spec.Rollout.SoakDuration, s.Spec.Rollout.SoakCheckInterval = nil, nil
+	})
+	got = e.waitSet(t, pool, "new package reverted and stalled", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue &&
+			strings.Contains(fmt.Sprint(s.Status.QuarantinedVersions), "gpu-probe@1.0.0")
+	})
+	var reverted string
+	for _, n := range nodes {
+		if got.Status.NodeRollout[n] == v1alpha1.RolloutReverted {
+			reverted = n
+		}
+		if _, has := got.Status.NodeState[n]["gpu-probe"]; has {
+			t.Errorf("%s still records gpu-probe: %+v", n, got.Status.NodeState[n]["gpu-probe"])
+		}
+	}
+	if reverted == "" {
+		t.Fatalf("no node Reverted: %v", got.Status.NodeRollout)
+	}
+	if fmt.Sprint(got.Status.QuarantinedVersions) != "[dcgm-tool@1.1.0 gpu-probe@1.0.0]" {
+		t.Errorf("quarantined %v", got.Status.QuarantinedVersions)
+	}
+	stalled := setCondition(got, v1alpha1.ConditionStalled)
+	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "gpu-probe@1.0.0") || !strings.Contains(stalled.Message, "new version 1.0.0 failed and was removed") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+	var probeJobs []string
+	for _, j := range e.setJobs(t, pool) {
+		if j.Labels[v1alpha1.LabelPackage] == "gpu-probe" {
+			probeJobs = append(probeJobs, j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelStage])
+		}
+	}
+	if fmt.Sprint(probeJobs) != "["+reverted+"/apply]" {
+		t.Errorf("gpu-probe jobs %v, want only the failed apply on %s (no uninstall: not enabled; the other node never started)", probeJobs, reverted)
+	}
+	// A new version of it rolls out to both nodes.
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[1] = v1alpha1.Package{Name: "gpu-probe", Version: "1.0.1", Image: "ghcr.io/gantry-dev/gpu-probe:1.0.1"}
+	})
+	final := e.waitSet(t, pool, "complete with gpu-probe 1.0.1", statusIs(v1alpha1.StatusComplete))
+	for _, n := range nodes {
+		if ps := final.Status.NodeState[n]["gpu-probe"]; ps.Version != "1.0.1" || ps.State != v1alpha1.StateComplete || final.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s gpu-probe %+v rollout %s", n, ps, final.Status.NodeRollout[n])
+		}
 	}
 }
 

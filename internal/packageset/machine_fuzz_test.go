@@ -2,6 +2,7 @@ package packageset
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,20 +10,33 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// FuzzPlan drives the machine with random sequences of facts (spec changes, Job outcomes,
-// taints, gates, pause, budget) and checks the invariants after every pass (sim.pass): never
-// more nodes cordoned or in flight than the budget, no Job created twice, no interrupt without
-// the cordon; here: no stage skipped (each stage Job follows its predecessor's success or
-// retries it, soak checks included), once every node is complete no cordon is left; with policy rollback (ops[0]&4)
-// no flow of a quarantined version starts (flows under way finish, or roll back if they fail,
-// and nodes soaking on it run their soak check;
-// the rollback's uninstall runs the bad version), and a
-// quarantined version once recorded is never forgotten.
+// FuzzPlan drives the machine with random sequences of facts (spec changes: versions, new and
+// removed packages, config-only changes; Job outcomes: stages, soak checks, a bad config;
+// taints, gates, pause, budget, small and large clock steps) and checks the invariants after
+// every pass (sim.pass): never more nodes cordoned or in flight than the budget, no Job
+// created twice, no interrupt without the cordon; here: no stage skipped (each stage Job
+// follows its predecessor's success or retries it, soak checks included), one soak round at
+// a time per node/package/flow attempt and rounds in increasing order, once every node is
+// complete no cordon is left; with policy rollback (ops[0]&4) no flow of a quarantined version
+// or config starts (flows under way finish, or roll back if they fail, and nodes soaking on it
+// run their soak checks; the rollback's uninstall runs the bad version, and a rollback returns
+// a node to the version it ran even when another node's failure quarantined that version
+// meanwhile), and a quarantine once
+// recorded is never forgotten. ops[0] also picks: &8 a 1m soak, &16 uninstall for tool (new
+// tool packages then roll back by uninstalling), &32 a 10s soak check interval, &64 a config
+// interrupt for tool's config key.
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{9, 9, 9, 1, 1, 1, 3, 3, 200, 7, 7})
 	f.Add([]byte{5, 5, 5, 5, 2, 2, 2, 8, 8, 0, 0, 4, 6})
 	f.Add([]byte{17, 33, 65, 129, 3, 11, 250, 6, 2, 4})
+	// rollback, soak with 10s rounds: tool's config-only change fails on node-2 (cfgb)
+	f.Add([]byte{44, 64, 0, 0, 0, 0, 0, 0, 0, 163, 0, 0, 0, 0, 0, 0, 58, 0, 58, 0, 8, 0, 0})
+	// rollback, tool uninstall: tool removed then re-added (new package) with its config failing
+	f.Add([]byte{20, 4, 0, 0, 0, 73, 0, 0, 33, 14, 0, 0, 0, 8, 0, 0})
+	// rollback, soak with 10s rounds: node-0's soak checks fail mid-window (new packages roll
+	// back), then a config change
+	f.Add([]byte{44, 0, 0, 0, 0, 0, 0, 244, 58, 0, 58, 0, 58, 0, 163, 0, 0, 0, 0, 58, 0, 58, 0, 8, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return
@@ -34,6 +48,12 @@ func FuzzPlan(f *testing.F) {
 		mk := func(b byte) []Want {
 			d := driver(versions[int(b)%4])
 			tl := tool(versions[int(b>>2)%4])
+			mode := map[bool]string{true: "b", false: "a"}[b&128 != 0]
+			tl.Config, tl.Spec = ConfigHashes(map[string]string{"mode": mode}), []byte(`{"mode":"`+mode+`"}`)
+			tl.Uninstall = ops[0]&16 != 0
+			if ops[0]&64 != 0 {
+				tl.ConfigInterrupts = map[string]v1alpha1.Interrupt{"mode": {Type: v1alpha1.InterruptService, Services: []string{"cfg"}}}
+			}
 			if b&16 != 0 {
 				tl.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"svc"}}
 			}
@@ -48,13 +68,20 @@ func FuzzPlan(f *testing.F) {
 		s := newSim(t, 4, mk(0)...)
 		s.facts.Budget = &v1alpha1.InterruptionBudget{Count: ptr(int32(1 + int(ops[0])%3))}
 		failing := map[string]bool{}
-		s.fail = func(j JobSpec, _ int) bool { return failing[j.Node+"/"+string(j.Stage)] }
+		s.fail = func(j JobSpec, _ int) bool {
+			return failing[j.Node+"/"+string(j.Stage)] || j.SoakCheck && failing[j.Node+"/soak"] || failing[j.Node+"/cfgb"] && string(j.Spec) == `{"mode":"b"}`
+		}
 		if ops[0]&4 != 0 {
 			s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
 		}
 		if ops[0]&8 != 0 {
-			s.facts.Soak = time.Minute // soak checks run once op 8 (or the final run) moves the clock
+			s.facts.Soak = time.Minute // round 0 at once, later rounds once op 8 (or the final run) moves the clock
 		}
+		if ops[0]&32 != 0 {
+			s.facts.SoakInterval = 10 * time.Second
+		}
+		soakKey := map[string]string{} // soak Job name → node/package/flow/restarts
+		soakRound := map[string]int{}  // node/package/flow/restarts → last round created
 		pass := func() {
 			before := map[string]bool{}
 			for _, q := range s.facts.Quarantined {
@@ -70,12 +97,56 @@ func FuzzPlan(f *testing.F) {
 					}
 				}
 			}
+			flows := map[string]int{} // node → flows started before the pass
+			for name, n := range s.nodes {
+				if n.rec != nil {
+					flows[name] = n.rec.Flows
+				}
+			}
+			pending := map[string]bool{} // soak Jobs created and not decided before the pass
+			for _, n := range s.nodes {
+				for jn, j := range n.pending {
+					if j.SoakCheck {
+						pending[jn] = true
+					}
+				}
+			}
 			d := s.pass()
 			for _, np := range d.Nodes {
 				for _, j := range np.Jobs {
 					q := Quarantine(j.Package, j.Version)
+					if r := np.Record.recordPackages()[j.Package]; r != nil && r.Reverting {
+						q = "" // a rollback returns to what the node ran, even if quarantined since (elsewhere)
+					}
 					if before[q] && j.Stage != unin && !j.SoakCheck && !active[np.Name+"/"+q] {
 						t.Fatalf("%s: stage %s of quarantined %s@%s started", np.Name, j.Stage, j.Package, j.Version)
+					}
+					if !j.SoakCheck {
+						continue
+					}
+					r := np.Record.Packages[j.Package]
+					if r == nil || !r.Done || r.Stage != j.Stage {
+						t.Fatalf("%s: soak check %s of %s without a done flow: %+v", np.Name, j.Name, j.Package, r)
+					}
+					key := fmt.Sprintf("%s/%s/%d/%d", np.Name, j.Package, r.Flow, r.Restarts)
+					if last, ok := soakRound[key]; ok && j.SoakRound <= last {
+						t.Fatalf("%s: soak round %d after round %d", key, j.SoakRound, last)
+					}
+					for jn := range pending {
+						if soakKey[jn] == key {
+							t.Fatalf("%s: soak round %d started while %s runs", key, j.SoakRound, jn)
+						}
+					}
+					soakKey[j.Name], soakRound[key] = key, j.SoakRound
+				}
+				// A flow started this pass (not a rollback, not a removal) is never of a
+				// quarantined version or config.
+				for pkg, r := range np.Record.recordPackages() {
+					if r.Flow <= flows[np.Name] || r.Reverting || r.Removing || r.Stage == unin {
+						continue
+					}
+					if q := quarantinedKey(before, &Want{Name: pkg, Version: r.Version, Config: r.Config}); q != "" {
+						t.Fatalf("%s: flow %d of %s (%s) started on quarantined %s", np.Name, r.Flow, pkg, r.Stage, q)
 					}
 				}
 			}
@@ -94,7 +165,8 @@ func FuzzPlan(f *testing.F) {
 			case 3:
 				s.facts.Wants = mk(op)
 			case 4:
-				failing[fmt.Sprintf("node-%d/%s", op/10%4, []Stage{appl, conf, intr, post, upgr, unin}[op/40%6])] = op&1 == 0
+				keys := []string{string(appl), string(conf), string(intr), string(post), string(upgr), string(unin), "soak", "cfgb"}
+				failing[fmt.Sprintf("node-%d/%s", op/10%4, keys[(op/40+op/10)%8])] = op&1 == 0
 			case 5:
 				s.nodes[fmt.Sprintf("node-%d", op/10%4)].gate = Gate(op / 10 % 3)
 			case 6:
@@ -102,11 +174,33 @@ func FuzzPlan(f *testing.F) {
 			case 7:
 				s.nodes[fmt.Sprintf("node-%d", op/10%4)].blocked = map[bool]string{true: "taint", false: ""}[op&32 != 0]
 			case 8:
-				s.now = s.now.Add(BackoffMax)
+				if op&16 != 0 {
+					s.now = s.now.Add(7 * time.Second) // within a soak window: the next round
+				} else {
+					s.now = s.now.Add(BackoffMax)
+				}
 			case 9:
 				s.facts.Budget = &v1alpha1.InterruptionBudget{Percent: ptr(int32(1 + int(op)%100))}
 			}
 			pass()
+			if os.Getenv("FUZZ_TRACE") != "" { // FUZZ_TRACE=1 go test -run FuzzPlan/<input> -v: the records after every op
+				t.Logf("op %d (%d): jobs so far %v", op, op%10, s.ran)
+				for _, n := range s.nodeNames() {
+					r := s.nodes[n].rec
+					if r == nil {
+						continue
+					}
+					line := fmt.Sprintf("  %s %s cord=%v wd=%v q=%v:", n, r.Rollout, s.nodes[n].cordoned, r.Withdrawn, s.facts.Quarantined)
+					for pkg, p := range r.Packages {
+						pv := ""
+						if p.Prev != nil {
+							pv = p.Prev.Version
+						}
+						line += fmt.Sprintf(" %s@%s %s/%s done=%v new=%v prev=%s rev=%v from=%s flow=%d;", pkg, p.Version, p.Stage, p.State, p.Done, p.New, pv, p.Reverting, p.RevertedFrom, p.Flow)
+					}
+					t.Log(line)
+				}
+			}
 			checker.check(s)
 		}
 		// Let everything finish: no failures, no holds.
@@ -130,6 +224,14 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// recordPackages is r's packages (none for a nil record).
+func (r *NodeRecord) recordPackages() map[string]*PackageRecord {
+	if r == nil {
+		return nil
+	}
+	return r.Packages
 }
 
 // stageChecker checks, for every package on every node, that each new stage Job follows the

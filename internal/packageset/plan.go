@@ -26,6 +26,12 @@ const (
 	// Poll is the requeue delay while work is under way (Job and Node watches normally trigger
 	// a pass earlier).
 	Poll = 5 * time.Second
+	// MinDefaultSoakCheckInterval is the floor of the default soak check interval
+	// (soakDuration/3, at least this; SoakInterval).
+	MinDefaultSoakCheckInterval = 5 * time.Second
+	// MinSoakCheckInterval is the floor of an explicit spec.rollout.soakCheckInterval (the CRD
+	// rejects less; the machine clamps a smaller value to it).
+	MinSoakCheckInterval = time.Second
 )
 
 // Condition types and reasons besides the kstatus ones.
@@ -155,21 +161,40 @@ type PackageRecord struct {
 	Done bool `json:"done,omitempty"`
 	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
 	Flow int `json:"flow"`
-	// Prev is the version the package was at before this flow (what a rollback returns to);
-	// nil for a new package or a flow that keeps the version (config change): such a flow
-	// cannot be rolled back and a failure halts.
+	// Prev is what the package was before this flow (what a rollback returns to): the previous
+	// version for a version change, the same version with its previous config (and spec) for a
+	// config-only change; nil for a new package (New) and for a removal.
 	Prev *Applied `json:"prev,omitempty"`
-	// Reverting: this flow rolls the package back after version RevertedFrom failed (policy
-	// rollback): uninstall of RevertedFrom (uninstall enabled), then apply of Prev. It stays set
-	// once the flow is done (the node is Reverted) until a new flow starts.
+	// New: this flow installs a package the node did not have (seed 000's apply flow with no
+	// previous version). A rollback of it uninstalls it (uninstall enabled) and drops the record
+	// (NodeRecord.Withdrawn).
+	New bool `json:"new,omitempty"`
+	// Reverting: this flow rolls the package back after the change to RevertedFrom failed (policy
+	// rollback; revert): uninstall of RevertedFrom (uninstall enabled) then apply of Prev for a
+	// version change; the previous config for a config change (RevertedConfig set); a re-apply
+	// of the installed version after the uninstall of a downgrade to RevertedFrom failed. It
+	// stays set once the flow is done (the node is Reverted) until a new flow starts.
 	Reverting    bool   `json:"reverting,omitempty"`
 	RevertedFrom string `json:"revertedFrom,omitempty"`
+	// RevertedConfig is ConfigKey of the config whose config-only change failed (the
+	// quarantine is ConfigQuarantine: "<package>@<RevertedFrom>#config-<RevertedConfig>");
+	// empty for a version rollback.
+	RevertedConfig string `json:"revertedConfig,omitempty"`
 	// Spec is the API spec of Version (Want.Spec): what its stage Jobs run with.
 	Spec json.RawMessage `json:"spec,omitempty"`
 	// BootID is the node's boot ID (status.nodeInfo.bootID) when this package's reboot
 	// interrupt started; empty for other stages and interrupt types. A different boot ID
 	// later means the reboot happened (see nodePass.rebooted).
 	BootID string `json:"bootID,omitempty"`
+}
+
+func (a *Applied) clone() *Applied {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Config = maps.Clone(a.Config)
+	return &c
 }
 
 // Applied is one version of a package as a node applied it.
@@ -182,17 +207,76 @@ type Applied struct {
 	Spec      json.RawMessage     `json:"spec,omitempty"`
 }
 
-// Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions).
+// Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions):
+// the version failed (a stage, its soak check, or the uninstall that a downgrade to it needs)
+// and was rolled back (policy rollback). A set asking for it is Stalled until the version
+// changes.
 func Quarantine(pkg, version string) string { return pkg + "@" + version }
+
+// ConfigKey is a short hash (8 hex digits) of a package's config hashes (ConfigHashes: key →
+// value hash), independent of map order; "" config and nil give the same key.
+func ConfigKey(config map[string]string) string {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, config[k])
+	}
+	return shortHash(b.String())[:8]
+}
+
+// ConfigQuarantine is the key of a quarantined config, "<package>@<version>#config-<ConfigKey>"
+// (status.quarantinedVersions): a config-only change of version to config failed and was
+// rolled back to the previous config (policy rollback). The version itself is not
+// quarantined (it still works with its previous config); a set asking for this version with
+// this config is Stalled until the config (or the version) changes.
+func ConfigQuarantine(pkg, version string, config map[string]string) string {
+	return pkg + "@" + version + "#config-" + ConfigKey(config)
+}
+
+// quarantineKey is the quarantine a rollback flow holds ("" for any other record).
+func (r *PackageRecord) quarantineKey(name string) string {
+	switch {
+	case !r.Reverting || r.RevertedFrom == "":
+		return ""
+	case r.RevertedConfig != "":
+		return name + "@" + r.RevertedFrom + "#config-" + r.RevertedConfig
+	}
+	return Quarantine(name, r.RevertedFrom)
+}
+
+// quarantinedKey is the quarantine key that stalls w ("<package>@<version>", else its
+// "#config-<hash>" key), "" if none.
+func quarantinedKey(quarantine map[string]bool, w *Want) string {
+	if q := Quarantine(w.Name, w.Version); quarantine[q] {
+		return q
+	}
+	if q := ConfigQuarantine(w.Name, w.Version, w.Config); quarantine[q] {
+		return q
+	}
+	return ""
+}
 
 // NodeRecord is a node's state for one set (the gantry.dev/state_<set> annotation, JSON).
 type NodeRecord struct {
 	Packages map[string]*PackageRecord `json:"packages,omitempty"`
 	Rollout  v1alpha1.RolloutState     `json:"rollout,omitempty"`
-	// Since is when Rollout began (soak).
+	// Since is when Rollout began (soak: the window and round 0 start then).
 	Since time.Time `json:"since"`
+	// SoakRound is the soak check round under way while Rollout is Soaking (0 otherwise):
+	// round k's Jobs are SoakJobName(..., k), so a restarted reconciler recomputes the same
+	// names from the record and Now (nodePass.soak).
+	SoakRound int `json:"soakRound,omitempty"`
 	// Flows counts the flows started on this node.
 	Flows int `json:"flows"`
+	// Withdrawn are the packages whose new-package flow failed and was rolled back by removing
+	// them (policy rollback, nothing to return to): package → the failed version, which is
+	// quarantined. The node stays Reverted while the spec asks for it; an entry goes when the
+	// package starts a new flow or leaves the spec.
+	Withdrawn map[string]string `json:"withdrawn,omitempty"`
 }
 
 // Clone deep-copies r (nil stays nil).
@@ -201,15 +285,12 @@ func (r *NodeRecord) Clone() *NodeRecord {
 		return nil
 	}
 	out := *r
+	out.Withdrawn = maps.Clone(r.Withdrawn)
 	out.Packages = map[string]*PackageRecord{}
 	for k, p := range r.Packages {
 		c := *p
 		c.Config = maps.Clone(p.Config)
-		if p.Prev != nil {
-			pv := *p.Prev
-			pv.Config = maps.Clone(p.Prev.Config)
-			c.Prev = &pv
-		}
+		c.Prev = p.Prev.clone()
 		out.Packages[k] = &c
 	}
 	return &out
@@ -280,7 +361,9 @@ type SetFacts struct {
 	Wants            []Want
 	Paused, Disabled bool
 	Budget           *v1alpha1.InterruptionBudget
-	Soak             time.Duration
+	// Soak is spec.rollout.soakDuration (0: no soak); SoakInterval is
+	// spec.rollout.soakCheckInterval (0: the default, see SoakInterval).
+	Soak, SoakInterval time.Duration
 	// OnHealthFailure is the rollout's policy ("" is halt).
 	OnHealthFailure v1alpha1.HealthFailurePolicy
 	// Quarantined are the versions already quarantined (status.quarantinedVersions,
@@ -297,8 +380,10 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
-	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage.
+	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage;
+	// SoakRound is its round (0 first).
 	SoakCheck bool
+	SoakRound int
 	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
 	// necessarily the current spec's: rollback, removal); empty for records written before
 	// specs were kept.
@@ -326,7 +411,12 @@ type Failure struct {
 	Message       string
 }
 
+// String is "node <node> package <package> stage <stage>: <message>" ("stage <stage>" left
+// out when no stage applies, e.g. a withdrawn package).
 func (f Failure) String() string {
+	if f.Stage == "" {
+		return fmt.Sprintf("node %s package %s: %s", f.Node, f.Package, f.Message)
+	}
 	return fmt.Sprintf("node %s package %s stage %s: %s", f.Node, f.Package, f.Stage, f.Message)
 }
 
@@ -338,11 +428,12 @@ type Decision struct {
 	CompleteNodes   string
 	NodesInProgress int32
 	Failures        []Failure
-	// Quarantined is every quarantined version ("<package>@<version>", sorted): the facts'
-	// ones plus the ones this pass (or a node record of a rollback) adds.
+	// Quarantined is every quarantined version ("<package>@<version>", Quarantine) and config
+	// ("<package>@<version>#config-<hash>", ConfigQuarantine), sorted: the facts' ones plus the
+	// ones this pass (or a node record of a rollback) adds.
 	Quarantined []string
-	// Stalled names the wanted packages whose version is quarantined ("<package>@<version>"):
-	// no flow starts for them until the spec's version changes.
+	// Stalled names the wanted packages whose version or config is quarantined (the key): no
+	// flow starts for them until the spec's version (or config) changes.
 	Stalled []string
 	// DrainBlockers: node → what holds up its drain ("waiting for non-interrupt pods: ns/a",
 	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
@@ -364,9 +455,15 @@ func JobName(set, node, pkg string, flow int, stage Stage, attempt int32) string
 }
 
 // SoakJobName is the deterministic name of the Job re-running the check of pkg's last stage
-// while node soaks after flow (attempt restarts: a retried flow soaks with a new Job).
-func SoakJobName(set, node, pkg string, flow int, restarts int32) string {
-	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00soak\x00%d", set, node, pkg, flow, restarts))[:10]
+// in soak round round (0 first) while node soaks after flow (attempt restarts: a retried flow
+// soaks with new Jobs). Round 0 keeps the name of the single soak check of earlier releases.
+// At most 49 characters.
+func SoakJobName(set, node, pkg string, flow int, restarts int32, round int) string {
+	in := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00soak\x00%d", set, node, pkg, flow, restarts)
+	if round > 0 {
+		in += fmt.Sprintf("\x00%d", round)
+	}
+	h := shortHash(in)[:10]
 	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-sk-" + h
 }
 
@@ -380,6 +477,39 @@ func cut(s string, n int) string {
 func shortHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// SoakInterval is the time between the starts of two soak check rounds (seed 001: "probes
+// have started; soak window has not yet elapsed"): interval (spec.rollout.soakCheckInterval)
+// when set, at least MinSoakCheckInterval; unset (0): soak/3, at least
+// MinDefaultSoakCheckInterval (5s).
+func SoakInterval(soak, interval time.Duration) time.Duration {
+	if interval > 0 {
+		return max(interval, MinSoakCheckInterval)
+	}
+	return max(soak/3, MinDefaultSoakCheckInterval)
+}
+
+// SoakRounds is the index of the last soak check round of a window soak long with rounds
+// interval apart: ceil(soak/interval) (0 when soak <= 0). Round k starts SoakRoundStart after
+// the node began Soaking; the last one starts when the window ends.
+func SoakRounds(soak, interval time.Duration) int {
+	if soak <= 0 || interval <= 0 {
+		return 0
+	}
+	return int((soak + interval - 1) / interval)
+}
+
+// SoakRoundStart is when round k is due, after the node began Soaking: min(k·interval, soak).
+// Round 0 starts at once, the last (SoakRounds) at the end of the window.
+func SoakRoundStart(k int, soak, interval time.Duration) time.Duration {
+	if k <= 0 {
+		return 0
+	}
+	if interval <= 0 || time.Duration(k) > soak/interval {
+		return soak
+	}
+	return min(time.Duration(k)*interval, soak)
 }
 
 // backoff is the delay before retry number restarts (>= 1).
@@ -414,9 +544,12 @@ func Plan(f SetFacts) (Decision, error) {
 			continue
 		}
 		for name, r := range n.Record.Packages {
-			if r.Reverting && r.RevertedFrom != "" {
-				quarantine[Quarantine(name, r.RevertedFrom)] = true
+			if q := r.quarantineKey(name); q != "" {
+				quarantine[q] = true
 			}
+		}
+		for name, v := range n.Record.Withdrawn {
+			quarantine[Quarantine(name, v)] = true
 		}
 	}
 	inflight, halted, cordoned := 0, stalledWants(wants, quarantine) != nil && !f.Deleting, 0
@@ -592,13 +725,14 @@ func drainCondition(generation int64, blockers map[string]string) metav1.Conditi
 		Message: listMessage(items), ObservedGeneration: generation}
 }
 
-// stalledWants lists the wanted packages whose version is quarantined ("<package>@<version>",
-// in the wants' order); nil if none.
+// stalledWants lists the wanted packages whose version or config is quarantined (the key,
+// "<package>@<version>" or "<package>@<version>#config-<hash>", in the wants' order); nil if
+// none.
 func stalledWants(wants []Want, quarantine map[string]bool) []string {
 	var out []string
-	for _, w := range wants {
-		if quarantine[Quarantine(w.Name, w.Version)] {
-			out = append(out, Quarantine(w.Name, w.Version))
+	for i := range wants {
+		if q := quarantinedKey(quarantine, &wants[i]); q != "" {
+			out = append(out, q)
 		}
 	}
 	return out
@@ -663,7 +797,19 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		}
 	}
 	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
-		msg := "quarantined by a rollback, change the version to continue: " + strings.Join(d.Stalled, ", ")
+		var cfg, ver bool
+		for _, q := range d.Stalled {
+			c := strings.Contains(q, "#config-")
+			cfg, ver = cfg || c, ver || !c
+		}
+		change := "the version"
+		switch {
+		case cfg && ver:
+			change = "the version (for a #config-<hash>: the config)"
+		case cfg:
+			change = "the config (or the version)"
+		}
+		msg := "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ")
 		if len(d.Failures) > 0 {
 			msg += "; " + FailureMessage(d.Failures)
 		}
@@ -755,6 +901,11 @@ func (p *nodePass) run() (NodePlan, error) {
 	}
 	sort.Strings(gone)
 	names = append(names, gone...)
+	for name := range p.rec.Withdrawn {
+		if p.want(name) == nil {
+			p.unwithdraw(name) // left the spec (or the node, or the set is deleted)
+		}
+	}
 	for _, name := range names {
 		if err := p.step(name); err != nil {
 			return p.plan, err
@@ -809,13 +960,17 @@ func (p *nodePass) step(name string) error {
 				}
 				return nil
 			}
-			if w != nil && p.quarantine[Quarantine(w.Name, w.Version)] {
-				if r != nil && r.Reverting {
+			if q := p.quarantinedKeyOf(w); q != "" {
+				switch {
+				case r != nil && r.Reverting:
 					p.reverted = true
-					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage,
-						fmt.Sprintf("rolled back to %s after version %s failed; %s is quarantined", r.Version, r.RevertedFrom, Quarantine(name, w.Version))})
+					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, revertedMessage(r, q)})
+				case r == nil && p.rec.Withdrawn[name] != "":
+					p.reverted = true
+					p.failures = append(p.failures, Failure{p.n.Name, name, "",
+						fmt.Sprintf("rolled back: new version %s failed and was removed; %s is quarantined", p.rec.Withdrawn[name], q)})
 				}
-				return nil // Stalled until the version changes
+				return nil // Stalled until the version (or config) changes
 			}
 			if !p.canStart() || !p.depsComplete(w) {
 				return nil
@@ -838,8 +993,10 @@ func (p *nodePass) step(name string) error {
 			if err != nil {
 				return err
 			}
-			if r.State == v1alpha1.StateErroring && p.canRevert(r) {
-				return p.revert(name, r)
+			if r.State == v1alpha1.StateErroring {
+				if kind := p.revertOf(name, r); kind != revertNone {
+					return p.revert(name, r, kind)
+				}
 			}
 			if !advanced {
 				return nil
@@ -855,9 +1012,9 @@ func (p *nodePass) step(name string) error {
 			p.rebootDone(r)
 			return nil
 		case r.State == v1alpha1.StateErroring:
-			if p.canRevert(r) {
+			if kind := p.revertOf(name, r); kind != revertNone {
 				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
-				return p.revert(name, r)
+				return p.revert(name, r, kind)
 			}
 			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
 			if wait > 0 || !p.canStart() {
@@ -896,7 +1053,13 @@ func (p *nodePass) step(name string) error {
 					delete(p.rec.Packages, name)
 					return nil
 				}
-				if r.Reverting && r.Prev != nil {
+				if r.Reverting && r.Prev == nil {
+					// A failed new package is uninstalled: nothing to return to.
+					delete(p.rec.Packages, name)
+					p.withdraw(name, r.RevertedFrom)
+					return nil
+				}
+				if r.Reverting {
 					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
 					r.Prev = nil
 				} else {
@@ -950,46 +1113,219 @@ func (p *nodePass) transition(r *PackageRecord, ev Event) error {
 	return nil
 }
 
-// canRevert: policy rollback and r's failing flow moved the package from a known version (Prev)
-// to another that it is applying; a rollback flow itself, a removal, a flow without Prev
-// (new package, config change) or a downgrade's uninstall of the old version halts instead.
-func (p *nodePass) canRevert(r *PackageRecord) bool {
-	return p.f.OnHealthFailure == v1alpha1.HealthFailureRollback && r.Prev != nil && r.Prev.Version != r.Version &&
-		!r.Reverting && !r.Removing && r.State == v1alpha1.StateErroring && p.canStart()
+// revertKind is what a rollback of a failed flow returns the package to (revertOf).
+type revertKind int
+
+const (
+	revertNone revertKind = iota
+	// revertVersion: the flow moved the package to another version (upgrade, or a downgrade
+	// past its uninstall): back to Prev's version.
+	revertVersion
+	// revertNew: the flow installed a new package: uninstall it (enabled) and drop its record.
+	revertNew
+	// revertConfig: the flow changed the config only: back to Prev's config.
+	revertConfig
+	// revertDowngrade: the uninstall of the installed version, the first stage of a downgrade,
+	// failed: re-apply the installed version.
+	revertDowngrade
+)
+
+// revertOf says how a failing flow rolls back (policy rollback), revertNone when it halts
+// instead (retried with backoff like policy halt): a rollback flow itself, a removal, a flow
+// without anything recorded to return to (a re-apply of the same version, a record written
+// before Prev/New were kept), a downgrade's uninstall when the spec no longer asks for a lower
+// version (the flow then goes on to the version asked for once the uninstall passes), or a
+// node that may not start stages (hold, budget).
+func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
+	if p.f.OnHealthFailure != v1alpha1.HealthFailureRollback || r.Reverting || r.Removing || r.State != v1alpha1.StateErroring || !p.canStart() {
+		return revertNone
+	}
+	switch {
+	case r.New:
+		return revertNew
+	case r.Prev == nil:
+		return revertNone
+	case r.Prev.Version != r.Version:
+		return revertVersion
+	case r.Stage == v1alpha1.StageUninstall:
+		if w := p.want(name); w != nil {
+			if cmp, err := compareVersions(w.Version, r.Version); err == nil && cmp < 0 {
+				return revertDowngrade
+			}
+		}
+	case !maps.Equal(r.Prev.Config, r.Config):
+		return revertConfig
+	}
+	return revertNone
 }
 
-// revert quarantines r's version and replaces its failed flow with seed 000's downgrade flow
-// back to r.Prev (NixFleet rollback-and-halt): uninstall of the failed version when uninstall
-// is enabled, then apply of the previous one, config and its interrupt if it has one. The
-// node is Failed while it runs and Reverted when it is done.
-func (p *nodePass) revert(name string, r *PackageRecord) error {
-	p.quarantine[Quarantine(name, r.Version)] = true
-	for i := range p.failures {
-		if f := &p.failures[i]; f.Package == name {
-			f.Message += fmt.Sprintf("; rolling back to %s, %s quarantined", r.Prev.Version, Quarantine(name, r.Version))
-		}
-	}
-	prev := *r.Prev
+// revert quarantines what failed and replaces r's failed flow with one back to what the node
+// had (NixFleet rollback-and-halt, seed 001 Failed → Reverted). The node is Failed while the
+// rollback flow runs and Reverted when it is done; the quarantine stalls the set (no node
+// starts the failed change) until the spec changes. By kind:
+//
+//   - revertVersion: seed 000's downgrade flow back to r.Prev: uninstall of the failed version
+//     when uninstall is enabled, then apply of the previous one, config and its interrupt if
+//     it has one. Quarantine "<package>@<failed version>".
+//   - revertNew (nothing to return to): uninstall of the failed version when uninstall is
+//     enabled, then the record is dropped (NodeRecord.Withdrawn keeps the failed version);
+//     without uninstall nothing runs and the record is dropped at once (Reverted this pass).
+//     Quarantine "<package>@<failed version>".
+//   - revertConfig: a config flow back to r.Prev's config (and spec): config, then the
+//     interrupt the changed keys need (configInterrupts), post-interrupt. The version still
+//     works, so only the failed config is quarantined: ConfigQuarantine,
+//     "<package>@<version>#config-<hash>".
+//   - revertDowngrade: the uninstall of the installed version failed, so that version is
+//     still there in an unknown state (the uninstall may have stopped halfway): it is applied
+//     again, apply → config (→ its interrupt → post-interrupt), as startFlow does for a
+//     version whose flow was abandoned unfinished; a config stage alone could not be trusted
+//     on a half-removed package. Quarantine "<package>@<target version>": the downgrade
+//     cannot be done without that uninstall.
+func (p *nodePass) revert(name string, r *PackageRecord, kind revertKind) error {
+	var q, note string
 	p.rec.Flows++
-	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Interrupt: prev.Interrupt}
+	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version}
 	first := v1alpha1.StageApply
-	if r.Uninstall {
-		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev, nr.Spec = r.Version, r.Image, r.Config, true, &prev, r.Spec
+	switch kind {
+	case revertVersion:
+		q, note = Quarantine(name, r.Version), "rolling back to "+r.Prev.Version
+		prev := *r.Prev
+		nr.Interrupt = prev.Interrupt
+		if r.Uninstall {
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev, nr.Spec = r.Version, r.Image, r.Config, true, &prev, r.Spec
+			first = v1alpha1.StageUninstall
+		} else {
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
+		}
+	case revertNew:
+		q = Quarantine(name, r.Version)
+		if !r.Uninstall {
+			p.noteRevert(name, q, "removing the new package (uninstall not enabled: nothing to run)")
+			delete(p.rec.Packages, name)
+			p.withdraw(name, r.Version)
+			return nil
+		}
+		note = "uninstalling the new package"
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = r.Version, r.Image, r.Config, true, r.Spec
 		first = v1alpha1.StageUninstall
-	} else {
+	case revertConfig:
+		q, note = ConfigQuarantine(name, r.Version, r.Config), "rolling back to the previous config"
+		prev := *r.Prev
 		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
+		nr.RevertedConfig = ConfigKey(r.Config)
+		cis := map[string]v1alpha1.Interrupt(nil)
+		if w := p.want(name); w != nil {
+			cis = w.ConfigInterrupts
+		}
+		it, err := configInterrupt(r.Config, prev.Config, cis)
+		if err != nil {
+			return err
+		}
+		nr.Interrupt = it
+		first = v1alpha1.StageConfig
+	case revertDowngrade:
+		w := p.want(name)
+		q, note = Quarantine(name, w.Version), fmt.Sprintf("the downgrade to %s needs it: re-applying %s", w.Version, r.Version)
+		prev := *r.Prev
+		nr.RevertedFrom = w.Version
+		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Interrupt, prev.Uninstall, prev.Spec
+	default:
+		return fmt.Errorf("package %s: no rollback for this flow", name)
 	}
+	p.noteRevert(name, q, note)
 	p.rec.Packages[name] = nr
 	p.begin(nr, first)
 	p.createJob(name, nr)
 	return nil
 }
 
+// noteRevert quarantines q and adds to this pass's failures of package name what the
+// rollback does.
+func (p *nodePass) noteRevert(name, q, note string) {
+	p.quarantine[q] = true
+	for i := range p.failures {
+		if f := &p.failures[i]; f.Package == name {
+			f.Message += fmt.Sprintf("; %s, %s quarantined", note, q)
+		}
+	}
+}
+
+// withdraw records that package name's new version failed and was removed (revertNew): the
+// node is Reverted and the version quarantined (the record survives a lost status write).
+func (p *nodePass) withdraw(name, version string) {
+	if p.rec.Withdrawn == nil {
+		p.rec.Withdrawn = map[string]string{}
+	}
+	p.rec.Withdrawn[name] = version
+	p.quarantine[Quarantine(name, version)] = true
+	p.reverted = true
+}
+
+func (p *nodePass) unwithdraw(name string) {
+	delete(p.rec.Withdrawn, name)
+	if len(p.rec.Withdrawn) == 0 {
+		p.rec.Withdrawn = nil
+	}
+}
+
+// quarantinedKeyOf is the quarantine that stalls w on this pass ("" if none).
+func (p *nodePass) quarantinedKeyOf(w *Want) string {
+	if w == nil {
+		return ""
+	}
+	return quarantinedKey(p.quarantine, w)
+}
+
+// revertedMessage says what a done rollback flow r did and which quarantine q (the one
+// stalling the wanted package) holds the node.
+func revertedMessage(r *PackageRecord, q string) string {
+	if r.RevertedConfig != "" {
+		return fmt.Sprintf("rolled back to the previous config of %s after config %s failed; %s is quarantined (change the config to continue)",
+			r.Version, r.RevertedConfig, q)
+	}
+	return fmt.Sprintf("rolled back to %s after the change to %s failed; %s is quarantined", r.Version, r.RevertedFrom, q)
+}
+
+// configInterrupt merges the configInterrupts of the keys that differ between two configs
+// (changed, added or removed); nil when none of them needs one.
+func configInterrupt(a, b map[string]string, cis map[string]v1alpha1.Interrupt) (*v1alpha1.Interrupt, error) {
+	var its []v1alpha1.Interrupt
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if a[k] == b[k] {
+			continue
+		}
+		if it, ok := cis[k]; ok {
+			its = append(its, it)
+		}
+	}
+	if len(its) == 0 {
+		return nil, nil
+	}
+	m, _, err := MergeInterrupts(its)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // startFlow opens a new flow for a package (seed 000 / Skyhook HandleVersionChange): new →
 // apply; version up → upgrade; version down → uninstall of the old (uninstall enabled), then
 // apply; config change only → config (with the interrupts of the changed keys listed in
-// configInterrupts); no longer wanted → uninstall (enabled) or forget.
+// configInterrupts); no longer wanted → uninstall (enabled) or forget. It records what a
+// rollback returns to (Prev: the previous version, or the previous config of the same
+// version; New for a new package) and clears the package's Withdrawn entry.
 func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
+	p.unwithdraw(name)
 	p.rec.Flows++
 	nr := &PackageRecord{Flow: p.rec.Flows}
 	var first Stage
@@ -1003,6 +1339,7 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		first = v1alpha1.StageUninstall
 	case r == nil:
 		first = v1alpha1.StageApply
+		nr.New = true
 	default:
 		cmp, err := compareVersions(w.Version, r.Version)
 		if err != nil {
@@ -1017,33 +1354,20 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 		case cmp < 0:
 			first = v1alpha1.StageApply
 		case r.State != v1alpha1.StateComplete:
-			// The same version again after its flow was abandoned unfinished: apply it anew.
+			// The same version again after its flow was abandoned unfinished: apply it anew
+			// (what a rollback returns to is still what the abandoned flow had).
 			first = v1alpha1.StageApply
+			nr.New, nr.Prev = r.New, r.Prev.clone()
 		default:
 			first = v1alpha1.StageConfig
-			var its []v1alpha1.Interrupt
-			for k, h := range w.Config {
-				if r.Config[k] != h {
-					if it, ok := w.ConfigInterrupts[k]; ok {
-						its = append(its, it)
-					}
-				}
-			}
-			for k := range r.Config {
-				if _, ok := w.Config[k]; !ok {
-					if it, ok := w.ConfigInterrupts[k]; ok {
-						its = append(its, it)
-					}
-				}
-			}
 			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Uninstall, w.Spec
-			if len(its) > 0 {
-				m, _, err := MergeInterrupts(its)
-				if err != nil {
-					return err
-				}
-				nr.Interrupt = &m
+			it, err := configInterrupt(w.Config, r.Config, w.ConfigInterrupts)
+			if err != nil {
+				return err
 			}
+			nr.Interrupt = it
+			// What a failed config change rolls back to: this version with its config.
+			nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall, Spec: r.Spec}
 		}
 	}
 	if nr.Version == "" {
@@ -1311,23 +1635,13 @@ func (p *nodePass) rollout() error {
 		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged:
 			target = v1alpha1.RolloutConverged
 		case v1alpha1.RolloutSoaking:
-			target = v1alpha1.RolloutSoaking
-			if left := p.f.Soak - p.f.Now.Sub(p.rec.Since); left > 0 {
-				p.requeueIn(left)
-			} else {
-				switch p.soakChecks() {
-				case soakPassed:
-					target = v1alpha1.RolloutConverged
-				case soakFailed:
-					target = v1alpha1.RolloutFailed
-				}
-			}
+			target = p.soak()
 		default:
-			target = v1alpha1.RolloutSoaking
-			if p.f.Soak <= 0 {
-				target = v1alpha1.RolloutConverged
-			} else {
-				p.requeueIn(p.f.Soak)
+			target = v1alpha1.RolloutConverged
+			if p.f.Soak > 0 {
+				// Entering Soaking: the window and its round 0 start now.
+				p.rec.Since, p.rec.SoakRound = p.f.Now, 0
+				target = p.soak()
 			}
 		}
 	}
@@ -1342,19 +1656,56 @@ const (
 	soakFailed
 )
 
-// soakChecks re-runs, once the soak window has elapsed, the check of every package's last
-// stage as a Job (JobSpec.SoakCheck; seed 001's probes before Converged): all passed →
-// soakPassed; one failed → that package's last stage is erroring again with the check's
-// message (soakFailed: the node is Failed and the policy applies: halt retries the stage with
-// backoff, rollback reverts); otherwise the checks are created or still running.
-func (p *nodePass) soakChecks() soakResult {
+// soak runs the soak window of a node whose stages are done (seed 001 Soaking: "probes have
+// started; soak window has not yet elapsed"; Converged: "soak elapsed, probes passing"). The
+// check of every package's last stage is re-run as Jobs (JobSpec.SoakCheck) in rounds: round
+// k starts SoakRoundStart(k) after the node began Soaking (record Since): round 0 at once,
+// then every SoakInterval, the last round (SoakRounds) when the window ends. One round runs
+// at a time (all of a round's Jobs passed before the next starts); a round missed while the
+// reconciler was away is skipped (the next round is the latest one due). The round under way
+// is the record's SoakRound, so its Job names (SoakJobName with the round) come from the
+// record and Now alone: a restarted reconciler never creates a round's Job twice. Result:
+// Converged once the last round (started at the window's end) passed; Failed when a check of
+// any round fails (soakRound: that package is erroring and the policy applies); otherwise
+// Soaking (a round running or the next one not due yet; requeued for it).
+func (p *nodePass) soak() v1alpha1.RolloutState {
+	iv := SoakInterval(p.f.Soak, p.f.SoakInterval)
+	last := SoakRounds(p.f.Soak, iv)
+	elapsed := p.f.Now.Sub(p.rec.Since)
+	k := min(p.rec.SoakRound, last) // a shortened window ends at its new last round
+	for {
+		p.rec.SoakRound = k
+		if due := SoakRoundStart(k, p.f.Soak, iv); elapsed < due {
+			p.requeueIn(due - elapsed)
+			return v1alpha1.RolloutSoaking
+		}
+		switch p.soakRound(k, last) {
+		case soakFailed:
+			return v1alpha1.RolloutFailed
+		case soakRunning:
+			p.requeueIn(Poll)
+			return v1alpha1.RolloutSoaking
+		}
+		if k >= last {
+			return v1alpha1.RolloutConverged
+		}
+		for k++; k < last && SoakRoundStart(k+1, p.f.Soak, iv) <= elapsed; k++ {
+		}
+	}
+}
+
+// soakRound creates or reads round k's check Jobs (one per package whose flow is done): all
+// passed → soakPassed; one failed → that package's last stage is erroring again with the
+// check's message, naming the round (soakFailed: the node is Failed and the policy applies:
+// halt retries the stage with backoff, rollback reverts); otherwise soakRunning.
+func (p *nodePass) soakRound(k, last int) soakResult {
 	res := soakPassed
 	for _, name := range p.sortedRecords() {
 		r := p.rec.Packages[name]
 		if !r.Done || r.Removing {
 			continue
 		}
-		jn := SoakJobName(p.f.Name, p.n.Name, name, r.Flow, r.Restarts)
+		jn := SoakJobName(p.f.Name, p.n.Name, name, r.Flow, r.Restarts, k)
 		j, ok := p.n.Jobs[jn]
 		switch {
 		case !ok:
@@ -1363,12 +1714,12 @@ func (p *nodePass) soakChecks() soakResult {
 				timeout = w.StageTimeout
 			}
 			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image,
-				Stage: r.Stage, Timeout: timeout, SoakCheck: true, Spec: r.Spec})
+				Stage: r.Stage, Timeout: timeout, SoakCheck: true, SoakRound: k, Spec: r.Spec})
 			res = min(res, soakRunning)
 		case j.Failed || j.ImagePullError:
 			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
 			r.Restarts++
-			r.Message = strings.TrimSpace("soak check " + CheckOf(r.Stage) + " failed: " + j.Reason + ": " + j.Message)
+			r.Message = strings.TrimSpace(fmt.Sprintf("soak check %s failed in round %d/%d: %s: %s", CheckOf(r.Stage), k, last, j.Reason, j.Message))
 			if j.ImagePullError {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
@@ -1378,9 +1729,6 @@ func (p *nodePass) soakChecks() soakResult {
 		case !j.Succeeded:
 			res = min(res, soakRunning)
 		}
-	}
-	if res == soakRunning {
-		p.requeueIn(Poll)
 	}
 	return res
 }
@@ -1394,6 +1742,8 @@ func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
 		next := target
 		if RolloutTransition(cur, target) != nil {
 			switch {
+			case target == v1alpha1.RolloutReverted && (cur == v1alpha1.RolloutActivating || cur == v1alpha1.RolloutDeferred || cur == v1alpha1.RolloutSoaking):
+				next = v1alpha1.RolloutFailed // rolled back within the pass that saw the failure
 			case cur == "" || cur == v1alpha1.RolloutConverged || cur == v1alpha1.RolloutReverted || cur == v1alpha1.RolloutSoaking:
 				next = v1alpha1.RolloutPending // a spec change opens a new rollout
 			case cur == v1alpha1.RolloutPending || cur == v1alpha1.RolloutFailed:
@@ -1414,6 +1764,9 @@ func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
 		return RolloutTransition(cur, target)
 	}
 	p.rec.Rollout = cur
+	if cur != v1alpha1.RolloutSoaking {
+		p.rec.SoakRound = 0
+	}
 	return nil
 }
 

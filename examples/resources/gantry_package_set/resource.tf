@@ -8,6 +8,10 @@ resource "gantry_package_set" "gpu" {
   interruption_budget    = { count = 2 }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
 
+  # Each node soaks 10 minutes after its last stage, its checks re-run every 2 minutes; a
+  # failure rolls that node back and quarantines what failed.
+  rollout = { soak_duration = "10m", soak_check_interval = "2m", on_health_failure = "rollback" }
+
   packages = [
     {
       name              = "gpu-driver"

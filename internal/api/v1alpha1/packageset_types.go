@@ -211,14 +211,25 @@ type InterruptionBudget struct {
 }
 
 // Rollout configures how nodes converge (seed 001).
+// +kubebuilder:validation:XValidation:rule="!has(self.soakCheckInterval) || duration(self.soakCheckInterval) >= duration('1s')",message="soakCheckInterval must be at least 1s"
 type Rollout struct {
-	// SoakDuration is how long a node soaks after its last stage, its check re-run at the end,
-	// before it counts as Converged (e.g. "30s"; 0 or unset: no soak).
+	// SoakDuration is how long a node soaks after its last stage before it counts as
+	// Converged (e.g. "30s"; 0 or unset: no soak). While it soaks (Soaking), the check of each
+	// package's last stage is re-run as a Job in rounds: one at once, then every
+	// soakCheckInterval, the last when the window ends; Converged once that last round passed,
+	// Failed as soon as a round fails (onHealthFailure applies).
 	// +optional
 	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
-	// OnHealthFailure: halt (no new node starts while a node is Failed) or rollback (the
-	// failed node returns to the previous version, the rollout stops and the version is
-	// quarantined). Default halt.
+	// SoakCheckInterval is the time between the starts of two soak check rounds (at least 1s;
+	// a round still running delays the next). Unset: soakDuration/3, at least 5s.
+	// +optional
+	SoakCheckInterval *metav1.Duration `json:"soakCheckInterval,omitempty"`
+	// OnHealthFailure: halt (no new node starts while a node is Failed; its stage is retried
+	// with backoff) or rollback (the failed node returns to what it had: the previous version;
+	// the previous config after a config-only change; nothing, the package uninstalled if
+	// enabled, for a new package; the installed version re-applied when the uninstall of a
+	// downgrade fails; the rollout stops and "<package>@<version>" is quarantined, or
+	// "<package>@<version>#config-<hash>" for a config). Default halt.
 	// +kubebuilder:default=halt
 	// +optional
 	OnHealthFailure HealthFailurePolicy `json:"onHealthFailure,omitempty"`
@@ -340,7 +351,10 @@ type PackageSetStatus struct {
 	// NodesInProgress is the number of nodes in_progress.
 	// +optional
 	NodesInProgress int32 `json:"nodesInProgress,omitempty"`
-	// QuarantinedVersions are "<package>@<version>" the rollout rolled back from.
+	// QuarantinedVersions are what the rollout rolled back from: "<package>@<version>" (a
+	// version, or the target of a downgrade whose uninstall failed), or
+	// "<package>@<version>#config-<hash>" (a config of that version: hash of its values). A
+	// spec asking for one is Stalled (VersionQuarantined) until the version or config changes.
 	// +optional
 	QuarantinedVersions []string `json:"quarantinedVersions,omitempty"`
 }
