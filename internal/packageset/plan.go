@@ -1632,7 +1632,10 @@ func (p *nodePass) rollout() error {
 		}
 	default:
 		switch prev {
-		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged:
+		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged, v1alpha1.RolloutReverted:
+			// Nothing ran in this rollout: a Reverted node the spec now asks to stay where the
+			// rollback left it converges (Reverted → Pending → Converged) without soaking
+			// again, and without taking a budget slot it was not granted.
 			target = v1alpha1.RolloutConverged
 		case v1alpha1.RolloutSoaking:
 			target = p.soak()
