@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 // ConfigMountPath is where a package's config is mounted in every stage container: one file
@@ -39,8 +41,9 @@ func ConfigMapName(set, pkg string, config map[string]string) string {
 
 // ConfigMapsInUse names the config ConfigMaps (ConfigMapName) the set may still mount: those
 // of the wanted packages and, on every node record, of each package's recorded spec (what its
-// stage Jobs run with: a removed package's uninstall, a rollback) and of its previous version
-// (what a rollback returns to). Specs that do not decode are skipped: a Job falls back to the
+// stage Jobs run with: a removed package's uninstall, a rollback) and, until the node is
+// Converged, of its previous version or config (what a rollback returns to; a later rollout
+// records its own previous spec, whose ConfigMap is the current one). Specs that do not decode are skipped: a Job falls back to the
 // current spec for them, which the wants cover.
 func ConfigMapsInUse(set string, wants []Want, records []*NodeRecord) map[string]bool {
 	out := map[string]bool{}
@@ -67,8 +70,8 @@ func ConfigMapsInUse(set string, wants []Want, records []*NodeRecord) map[string
 		}
 		for name, r := range rec.Packages {
 			add(name, r.Spec)
-			if r.Prev != nil {
-				add(name, r.Prev.Spec)
+			if r.Prev != nil && rec.Rollout != v1alpha1.RolloutConverged {
+				add(name, r.Prev.Spec) // a failure before Converged rolls back to it
 			}
 		}
 	}

@@ -123,7 +123,8 @@ func TestConfigMapName(t *testing.T) {
 	}
 }
 
-// ConfigMapsInUse: the wanted configs, the records' specs and their previous versions' specs.
+// ConfigMapsInUse: the wanted configs, the records' specs and, until Converged, their previous
+// versions' specs.
 func TestConfigMapsInUse(t *testing.T) {
 	spec := func(cfg map[string]string) []byte {
 		b, _ := json.Marshal(v1alpha1.Package{Name: "p", Config: cfg})
@@ -140,5 +141,11 @@ func TestConfigMapsInUse(t *testing.T) {
 	}
 	if got[ConfigMapName("s", "p", gone)] || len(got) != 3 {
 		t.Errorf("in use %v", got)
+	}
+	// Once the node is Converged its previous spec is no rollback target any more.
+	recs[1].Rollout = v1alpha1.RolloutConverged
+	got = ConfigMapsInUse("s", wants, recs)
+	if got[ConfigMapName("s", "p", prev)] || len(got) != 2 {
+		t.Errorf("converged node: in use %v", got)
 	}
 }
