@@ -3,6 +3,11 @@
 # in the background. PID in .cache/reconciler.pid, logs in .cache/reconciler.log.
 # `start` is a no-op when the recorded process is alive. Extra flags for the reconciler (e.g.
 # --zap-log-level=debug) can be passed in $GANTRY_RECONCILER_ARGS.
+#
+# GANTRY_RECONCILER_RBAC=1 runs it the way config/manager/manager.yaml does in a cluster: as
+# ServiceAccount gantry-system/gantry-reconciler bound to the generated config/rbac
+# (ClusterRole from the controllers' +kubebuilder:rbac markers, leader-election Role), with
+# --leader-elect; a verb missing from the markers then fails (make test uses it).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 pidfile="$CACHE/reconciler.pid"
@@ -10,11 +15,39 @@ logfile="$CACHE/reconciler.log"
 
 alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
+# sa_kubeconfig: applies config/rbac and the ServiceAccount, writes a kubeconfig holding only
+# a token of that ServiceAccount (TokenRequest, 24h) and prints its path.
+sa_kubeconfig() {
+  local out="$CACHE/reconciler-sa.kubeconfig" server ca token
+  kc() { kubectl --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+  kc get namespace gantry-system >/dev/null 2>&1 || kc create namespace gantry-system >/dev/null
+  kc -n gantry-system get serviceaccount gantry-reconciler >/dev/null 2>&1 || kc -n gantry-system create serviceaccount gantry-reconciler >/dev/null
+  kc apply -f "$ROOT/config/rbac/" >/dev/null
+  token=$(kc -n gantry-system create token gantry-reconciler --duration=24h)
+  server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')
+  (umask 077; cat >"$out" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
+users: [{name: gantry-reconciler, user: {token: "$token"}}]
+contexts: [{name: local, context: {cluster: local, user: gantry-reconciler}}]
+current-context: local
+EOF
+  )
+  echo "$out"
+}
+
 case ${1:-status} in
   start)
     if alive; then echo "reconciler already running (pid $(cat "$pidfile"), log $logfile)"; exit 0; fi
     [ -f "$KUBECONFIG_PATH" ] || { echo "no cluster: run 'make cluster' first" >&2; exit 1; }
-    nohup "$BIN/gantry-reconciler" --kubeconfig "$KUBECONFIG_PATH" \
+    kubeconfig=$KUBECONFIG_PATH rbac_args=()
+    if [ "${GANTRY_RECONCILER_RBAC:-0}" = 1 ]; then
+      kubeconfig=$(sa_kubeconfig)
+      rbac_args=(--leader-elect --leader-election-namespace=gantry-system)
+    fi
+    nohup "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \
       --metrics-bind-address=0 --health-probe-bind-address=0 \
       --zap-time-encoding=rfc3339nano ${GANTRY_RECONCILER_ARGS:-} >"$logfile" 2>&1 &
     echo $! >"$pidfile"

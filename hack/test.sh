@@ -42,7 +42,7 @@ log "unit, machine and controller tests"
 go test $(go list ./... | grep -v /provider) -count=1 -timeout 20m
 
 log "provider acceptance tests (real Terraform CLI, reconciler running)"
-bash hack/reconciler.sh start
+GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/terraform" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" \
   go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' 
 test "${PIPESTATUS[0]}" = 0
