@@ -39,6 +39,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz, e.g. ":8081"; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof (/debug/pprof/...), e.g. "127.0.0.1:6060";
+	// "" or "0" disables it (the default).
+	PprofBindAddress string
 	// LeaderElection enables leader election (Lease LeaderElectionID) for running replicas.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease; required when running outside a cluster with
@@ -109,6 +112,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
