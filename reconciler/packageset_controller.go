@@ -71,17 +71,160 @@ type PackageSetReconciler struct {
 	// status write refused (conflict), so it waits for the cache (the write's own event
 	// enqueues the set again).
 	staleRV map[string]string
+	// PassGap is the least time between the end of one pass over a set and the start of the
+	// next one that a Job, Pod or Node event triggers (DefaultPassGap when zero; negative: no
+	// gap). A pass reads every node of the set, so at hundreds of nodes one event per pass
+	// would spend the reconciler's CPU on passes that each find one change; the gap lets
+	// the events of that time be handled by one pass. Spec changes and requeues are not
+	// delayed.
+	PassGap time.Duration
+	// lastPass is when the last pass over each set ended; the zero time while one runs.
+	lastPass map[string]time.Time
+	// lastStatus is when each set's status was last written (statusWait).
+	lastStatus map[string]time.Time
 }
+
+// DefaultPassGap is PackageSetReconciler.PassGap's default.
+const DefaultPassGap = 250 * time.Millisecond
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{}}
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{},
+		lastPass: map[string]time.Time{}, lastStatus: map[string]time.Time{}}
 }
 
-// SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint and
-// cordon changes only: kubelet heartbeats do not trigger passes); a Node change enqueues the
-// PackageSets that select the node or hold a record or cordon on it.
+// passDelay is how long an event for set waits before its pass: the rest of PassGap since the
+// last pass ended, PassGap while a pass runs, 0 when the set has not been passed over
+// recently.
+func (r *PackageSetReconciler) passDelay(set string) time.Duration {
+	gap := r.PassGap
+	if gap == 0 {
+		gap = DefaultPassGap
+	}
+	if gap < 0 {
+		return 0
+	}
+	r.mu.Lock()
+	last, ok := r.lastPass[set]
+	r.mu.Unlock()
+	switch {
+	case !ok:
+		return 0
+	case last.IsZero():
+		return gap
+	}
+	return max(0, time.Until(last.Add(gap)))
+}
+
+// passing marks a pass over set as running (end false) or ended.
+func (r *PackageSetReconciler) passing(set string, end bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastPass == nil {
+		r.lastPass = map[string]time.Time{}
+	}
+	t := time.Time{}
+	if end {
+		t = time.Now()
+	}
+	r.lastPass[set] = t
+}
+
+// enqueue adds the sets' passes to q, each after its passDelay.
+func (r *PackageSetReconciler) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	for _, req := range reqs {
+		if d := r.passDelay(req.Name); d > 0 {
+			q.AddAfter(req, d)
+		} else {
+			q.Add(req)
+		}
+	}
+}
+
+// stageJobChanged: a stage Job event a pass must see: its deletion (the stage's Job is gone)
+// or a change of its conditions (complete, failed) or labels. Creations are the reconciler's
+// own (a pass that does not find a Job it created in the cache yet gets AlreadyExists) and
+// status updates that do not change a condition (active, ready counts) change no fact.
+var stageJobChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*batchv1.Job)
+		n, ok2 := e.ObjectNew.(*batchv1.Job)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return jobConditions(o) != jobConditions(n) || !equality.Semantic.DeepEqual(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+	},
+}
+
+func jobConditions(j *batchv1.Job) string {
+	var b strings.Builder
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			b.WriteString(string(c.Type) + ":" + c.Reason + ":" + c.Message + ";")
+		}
+	}
+	return b.String()
+}
+
+// stagePodProblem is the part of a stage Pod facts() reads: its image pull errors and failed
+// containers ("" for a pod without either, the normal case).
+func stagePodProblem(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+				b.WriteString(cs.Name + ":" + w.Reason + ":" + w.Message + ";")
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				fmt.Fprintf(&b, "%s:%d:%s:%s;", cs.Name, t.ExitCode, t.Reason, t.Message)
+			}
+		}
+	}
+	return b.String()
+}
+
+// stagePodChanged: a stage Pod event a pass must see: a pod whose pull error or container
+// failure appears or changes. Everything else about a stage pod reaches the set through its
+// Job's conditions.
+// indexStagePodProblem indexes stage pods with a stagePodProblem by their set's name.
+const indexStagePodProblem = "gantry.dev/stage-pod-problem"
+
+var stagePodChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		p, ok := e.Object.(*corev1.Pod)
+		return !ok || stagePodProblem(p) != ""
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		pn := stagePodProblem(n)
+		return pn != "" && pn != stagePodProblem(o)
+	},
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+}
+
+// setChanged: a PackageSet event other than a status-only update (the reconciler's own status
+// writes change no fact a pass reads: they only report what the last pass decided).
+var setChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) || !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+	},
+}
+
+// SetupWithManager watches PackageSets (not their status-only updates), their stage Jobs
+// (deletions and condition changes), their stage Pods (pull errors and container failures
+// only) and Nodes (label, annotation, taint and cordon changes only: kubelet heartbeats do not
+// trigger passes); a Node change enqueues the PackageSets that select the node or hold a
+// record or cordon on it. Job, Pod and Node events start a pass no sooner than PassGap after
+// the set's previous pass ended.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -115,11 +258,7 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		}
 		return out
 	}
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
-		for _, req := range reqs {
-			q.Add(req)
-		}
-	}
+	enqueue := r.enqueue
 	nodeHandler := handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			n, _ := e.Object.(*corev1.Node)
@@ -139,16 +278,45 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			enqueue(q, setsOfNode(ctx, n))
 		},
 	}
-	jobToSet := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	// Stage Jobs and Pods enqueue their set (label gantry.dev/package-set), after passDelay.
+	toSet := func(o client.Object) []reconcile.Request {
+		if o == nil {
+			return nil
+		}
 		if s := o.GetLabels()[v1alpha1.LabelPackageSet]; s != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: s}}}
 		}
 		return nil
-	})
+	}
+	stageHandler := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+	}
+	// Stage pods with a pull error or a failed container, by set: a pass lists only those
+	// (normally none) instead of every stage pod of the set.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexStagePodProblem, func(o client.Object) []string {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.Labels[v1alpha1.LabelPackageSet] == "" || stagePodProblem(p) == "" {
+			return nil
+		}
+		return []string{p.Labels[v1alpha1.LabelPackageSet]}
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.PackageSet{}).
-		Watches(&batchv1.Job{}, jobToSet).
-		Watches(&corev1.Pod{}, jobToSet).
+		For(&v1alpha1.PackageSet{}, builder.WithPredicates(setChanged)).
+		Watches(&batchv1.Job{}, stageHandler, builder.WithPredicates(stageJobChanged)).
+		Watches(&corev1.Pod{}, stageHandler, builder.WithPredicates(stagePodChanged)).
 		Watches(&corev1.Node{}, nodeHandler, builder.WithPredicates(nodeChanged)).
 		Named("packageset").
 		WithOptions(opts).
@@ -169,9 +337,15 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.setStale(req.Name, "")
+			r.mu.Lock()
+			delete(r.lastPass, req.Name)
+			delete(r.lastStatus, req.Name)
+			r.mu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.passing(req.Name, false)
+	defer r.passing(req.Name, true)
 	if r.isStale(set.Name, set.ResourceVersion) {
 		logger.V(1).Info("cache behind our status write, waiting", "resourceVersion", set.ResourceVersion)
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -222,7 +396,16 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
 	status := r.status(&set, d)
+	requeue := d.RequeueAfter
 	if !equality.Semantic.DeepEqual(set.Status, status) {
+		if wait := r.statusWait(set.Name, &set.Status, &status, len(d.Nodes)); wait > 0 {
+			// Only per-node progress changed and the last write is recent: write it later
+			// (the node records stay the source of truth).
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+			return ctrl.Result{RequeueAfter: requeue}, nil
+		}
 		prev := set.Status.Status
 		before := set.DeepCopy()
 		set.Status = status
@@ -233,6 +416,12 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 		r.setStale(set.Name, before.ResourceVersion)
+		r.mu.Lock()
+		if r.lastStatus == nil {
+			r.lastStatus = map[string]time.Time{}
+		}
+		r.lastStatus[set.Name] = time.Now()
+		r.mu.Unlock()
 		if prev != status.Status {
 			typ := corev1.EventTypeNormal
 			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
@@ -242,7 +431,54 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			r.Recorder.Event(&set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
 		}
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
+// when only per-node progress changed (nodeStatus, nodeState, nodeRollout, the counts and
+// condition messages): at most once per nodes × statusWritePerNode, at most
+// maxStatusWriteInterval apart. The status maps every node, so each write costs the API
+// server (decode, schema validation, managed fields, etcd, every watcher) in proportion to
+// the nodes; this keeps those bytes per second bounded as sets grow, while small sets (2 ms
+// per node: 20 ms at 10 nodes) see no difference. A change of the aggregate status, the
+// observed generation, a condition's status or reason, or the quarantined versions is
+// written at once.
+const (
+	statusWritePerNode     = 2 * time.Millisecond
+	maxStatusWriteInterval = 5 * time.Second
+)
+
+// statusWait is how long the write of status (replacing old) of a set over nodes should
+// wait: 0 to write now.
+func (r *PackageSetReconciler) statusWait(set string, old, status *v1alpha1.PackageSetStatus, nodes int) time.Duration {
+	if statusUrgent(old, status) {
+		return 0
+	}
+	r.mu.Lock()
+	last, ok := r.lastStatus[set]
+	r.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	interval := min(time.Duration(nodes)*statusWritePerNode, maxStatusWriteInterval)
+	return max(0, time.Until(last.Add(interval)))
+}
+
+// statusUrgent: status differs from old in what a reader waits on (the aggregate status, the
+// observed generation, a condition's status or reason, the quarantined versions), not only
+// in per-node progress.
+func statusUrgent(old, status *v1alpha1.PackageSetStatus) bool {
+	if old.Status != status.Status || old.ObservedGeneration != status.ObservedGeneration ||
+		!equality.Semantic.DeepEqual(old.QuarantinedVersions, status.QuarantinedVersions) || len(old.Conditions) != len(status.Conditions) {
+		return true
+	}
+	for _, c := range status.Conditions {
+		o := meta.FindStatusCondition(old.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.ObservedGeneration != c.ObservedGeneration {
+			return true
+		}
+	}
+	return false
 }
 
 // actWorkers bounds the nodes a pass acts on concurrently.
@@ -399,7 +635,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, err
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	pullErr := map[string]string{} // job name → kubelet message
@@ -467,7 +703,15 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		r.mu.Lock()
 		nf.DrainBlocker = r.drainBlockers[set.Name+"/"+node.Name]
 		r.mu.Unlock()
-		if nf.Cordoned {
+		// A cordoned node's pods are listed (uncached) only while its drain matters: not
+		// while its interrupt runs or after, when it stays cordoned but Drained is not read.
+		if nf.Cordoned && !packageset.DrainMatters(nf.Record) {
+			r.mu.Lock()
+			delete(r.drainBlockers, set.Name+"/"+node.Name)
+			r.mu.Unlock()
+			nf.DrainBlocker = ""
+		}
+		if nf.Cordoned && packageset.DrainMatters(nf.Record) {
 			evict, hold, err := r.podsToDrain(ctx, set, node)
 			if err != nil {
 				return f, nil, err

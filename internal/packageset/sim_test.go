@@ -54,7 +54,8 @@ func (s *sim) pass() Decision {
 	f.Nodes = nil
 	for name, n := range s.nodes {
 		f.Nodes = append(f.Nodes, NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Drained: n.cordoned})
+			// As the controller: a cordoned node's pods are only looked at while DrainMatters.
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Drained: n.cordoned && DrainMatters(n.rec)})
 	}
 	d, err := Plan(f)
 	if err != nil {

@@ -12,8 +12,8 @@
 // be garbage-collected and deletes its nodes (so runs do not overlap with GC work).
 //
 // What it measures per run:
-//   - time to complete: PackageSet created → status complete on every node (observed by polling
-//     every 250 ms);
+//   - time to complete: PackageSet created → status complete on every node (observed with a
+//     watch on the set);
 //   - node-stage times from a Job informer of the bench: Job first seen → Job first seen with
 //     condition Complete=True (slowest, p50, p99);
 //   - the reconciler's peak RSS (VmHWM of /proc/<pid>/status) and CPU seconds (utime+stime of
@@ -62,7 +62,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -116,8 +118,11 @@ type result struct {
 	hwmMiB               float64
 	cpuLife, cpuRun      float64
 	requests, nodeStages float64
+	passes, passSeconds  float64 // package set Reconcile passes and their total wall time
 	loadBefore, load     string
 	log                  string
+	// components: CPU seconds of the local cluster's processes during the run, by name.
+	components map[string]float64
 }
 
 func (r result) slowest() time.Duration       { return pct(r.stages, 1) }
@@ -135,7 +140,7 @@ func pct(d []time.Duration, q float64) time.Duration {
 
 type env struct {
 	cfg        *rest.Config
-	c          client.Client
+	c          client.WithWatch
 	cs         kubernetes.Interface
 	kubeconfig string
 }
@@ -147,7 +152,7 @@ func main() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	check(err)
 	cfg.QPS, cfg.Burst = 200, 400
-	c, err := client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: reconciler.NewScheme()})
 	check(err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	check(err)
@@ -242,6 +247,21 @@ func printRun(v variant, r result) {
 	fmt.Printf("  reconciler peak RSS (VmHWM):  %.1f MiB\n", r.hwmMiB)
 	fmt.Printf("  reconciler CPU:               %.1f s during the run (%.1f s process life)\n", r.cpuRun, r.cpuLife)
 	fmt.Printf("  API requests per node-stage:  %.2f (%.0f requests / %.0f node-stages)\n", r.requests/r.nodeStages, r.requests, r.nodeStages)
+	if r.passes > 0 {
+		fmt.Printf("  package set passes:           %.0f, %.0f ms each on average (%.1f s in passes)\n", r.passes, r.passSeconds/r.passes*1000, r.passSeconds)
+	}
+	if len(r.components) > 0 {
+		names := make([]string, 0, len(r.components))
+		for k := range r.components {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.components[k]))
+		}
+		fmt.Printf("  cluster CPU s during the run: %s\n", strings.Join(parts, ", "))
+	}
 	fmt.Printf("  reconciler log:               %s\n", r.log)
 }
 
@@ -301,6 +321,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	base, err := scrape()
 	check(err)
 	_, cpuBase := procStats(rec.Process.Pid)
+	compBase := e.componentCPU()
 	res.loadBefore = loadavg()
 
 	pct := v.budget
@@ -321,30 +342,30 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		defer close(samplerDone)
 		e.sample(rec.Process.Pid, fmt.Sprintf("%s-%d", v.name, n), stopSampler)
 	}()
+	// Completion is observed with a watch on the set, not by polling: a GET of a set over
+	// 1000 nodes (its status maps every node) costs the API server as much as a status write.
 	start := time.Now()
 	check(e.c.Create(ctx, set))
-	var got v1alpha1.PackageSet
-	for {
-		if err := e.c.Get(ctx, types.NamespacedName{Name: pool}, &got); err == nil && got.Status.Status == v1alpha1.StatusComplete &&
-			got.Status.ObservedGeneration == got.Generation && got.Status.CompleteNodes == fmt.Sprintf("%d/%d", n, n) {
-			break
-		}
-		if ctx.Err() != nil {
-			close(stopSampler)
-			<-samplerDone
-			return res, fmt.Errorf("timed out after %s, status %s %s", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes)
-		}
-		time.Sleep(250 * time.Millisecond)
+	got, err := e.waitComplete(ctx, pool, n)
+	if err != nil {
+		close(stopSampler)
+		<-samplerDone
+		return res, fmt.Errorf("timed out after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
 	}
 	res.elapsed = time.Since(start)
 	after, err := scrape()
 	check(err)
 	hwm, cpu := procStats(rec.Process.Pid)
+	res.components = e.componentCPU()
+	for k := range res.components {
+		res.components[k] -= compBase[k]
+	}
 	close(stopSampler)
 	<-samplerDone
 	res.load = loadavg()
 	res.hwmMiB, res.cpuLife, res.cpuRun = hwm/1024, cpu, cpu-cpuBase
-	res.requests, res.nodeStages = after-base, float64(n*v.stagesPerNode())
+	res.requests, res.nodeStages = after.requests-base.requests, float64(n*v.stagesPerNode())
+	res.passes, res.passSeconds = after.passes-base.passes, after.passSeconds-base.passSeconds
 	// The informer may lag the status by a moment: wait (briefly) for every Job's completion.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && len(jw.durations()) < n*v.stagesPerNode() {
@@ -352,6 +373,63 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	}
 	res.stages = jw.durations()
 	return res, nil
+}
+
+// waitComplete watches the set until its status is complete on all n nodes for its current
+// generation (re-watching from the last seen resourceVersion if the watch ends).
+func (e *env) waitComplete(ctx context.Context, name string, n int) (v1alpha1.PackageSet, error) {
+	var last v1alpha1.PackageSet
+	done := func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation &&
+			s.Status.CompleteNodes == fmt.Sprintf("%d/%d", n, n)
+	}
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := e.c.Watch(ctx, &v1alpha1.PackageSetList{}, &client.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name), Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		if err != nil {
+			rv = ""
+			time.Sleep(time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*v1alpha1.PackageSet)
+			if !ok {
+				if ev.Type == watch.Error {
+					rv = "" // e.g. resourceVersion too old: start over
+				}
+				continue
+			}
+			last, rv = *s, s.ResourceVersion
+			if done(s) {
+				w.Stop()
+				return last, nil
+			}
+		}
+		w.Stop()
+	}
+	return last, ctx.Err()
+}
+
+// componentCPU: CPU seconds (process life) of the local cluster's components, by name, from
+// the pid files kwokctl keeps beside the kubeconfig (.cache/cluster/kwok/clusters/*/pids).
+func (e *env) componentCPU() map[string]float64 {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(e.kubeconfig), "kwok", "clusters", "*", "pids", "*.pid"))
+	out := map[string]float64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if cpu, ok := cpuSeconds(pid); ok {
+			out[strings.TrimSuffix(filepath.Base(f), ".pid")] = cpu
+		}
+	}
+	return out
 }
 
 // cleanup deletes the set (waiting for its finalizer), waits for the garbage collector to
@@ -508,34 +586,47 @@ func fetch(url, path string) error {
 	return os.Rename(tmp, path)
 }
 
-// scrape sums rest_client_requests_total of the reconciler's metrics endpoint.
-func scrape() (float64, error) {
+// counters are the reconciler metrics the bench reads.
+type counters struct {
+	requests    float64 // rest_client_requests_total, all codes and verbs
+	passes      float64 // controller_runtime_reconcile_time_seconds_count{controller="packageset"}
+	passSeconds float64 // controller_runtime_reconcile_time_seconds_sum{controller="packageset"}
+}
+
+// scrape reads the counters from the reconciler's metrics endpoint.
+func scrape() (counters, error) {
+	var c counters
 	resp, err := http.Get("http://" + *metrics + "/metrics")
 	if err != nil {
-		return 0, err
+		return c, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return c, err
 	}
-	sum := 0.0
 	found := false
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		var dst *float64
+		switch {
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			dst, found = &c.requests, true
+		case strings.HasPrefix(line, `controller_runtime_reconcile_time_seconds_count{controller="packageset"}`):
+			dst = &c.passes
+		case strings.HasPrefix(line, `controller_runtime_reconcile_time_seconds_sum{controller="packageset"}`):
+			dst = &c.passSeconds
+		default:
 			continue
 		}
 		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-			found = true
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			*dst += v
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("no rest_client_requests_total yet")
+		return c, fmt.Errorf("no rest_client_requests_total yet")
 	}
-	return sum, nil
+	return c, nil
 }
 
 func loadavg() string {
@@ -565,7 +656,7 @@ func vmRSS(pid int) float64 {
 	return 0
 }
 
-// procStats returns VmHWM (KiB) and utime+stime (seconds, at 100 ticks/s) of pid.
+// procStats returns VmHWM (KiB) and utime+stime (seconds) of pid.
 func procStats(pid int) (hwmKiB, cpuSec float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	check(err)
@@ -576,13 +667,24 @@ func procStats(pid int) (hwmKiB, cpuSec float64) {
 			hwmKiB, _ = strconv.ParseFloat(strings.Fields(sc.Text())[1], 64)
 		}
 	}
+	cpuSec, ok := cpuSeconds(pid)
+	if !ok {
+		check(fmt.Errorf("no /proc/%d/stat", pid))
+	}
+	return hwmKiB, cpuSec
+}
+
+// cpuSeconds is utime+stime of pid (at 100 ticks/s).
+func cpuSeconds(pid int) (float64, bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	check(err)
+	if err != nil {
+		return 0, false
+	}
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:]) // fields from 3 (state) on
 	ut, _ := strconv.ParseFloat(fields[11], 64)               // field 14 utime
 	st, _ := strconv.ParseFloat(fields[12], 64)               // field 15 stime
-	return hwmKiB, (ut + st) / 100
+	return (ut + st) / 100, true
 }
 
 func check(err error) {
