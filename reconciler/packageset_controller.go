@@ -71,62 +71,76 @@ type PackageSetReconciler struct {
 	// status write refused (conflict), so it waits for the cache (the write's own event
 	// enqueues the set again).
 	staleRV map[string]string
-	// PassGap is the least time between the end of one pass over a set and the start of the
-	// next one that a Job, Pod or Node event triggers (DefaultPassGap when zero; negative: no
-	// gap). A pass reads every node of the set, so at hundreds of nodes one event per pass
-	// would spend the reconciler's CPU on passes that each find one change; the gap lets
-	// the events of that time be handled by one pass. Spec changes and requeues are not
-	// delayed.
+	// PassGap bounds the wait between the end of one pass over a set and the start of the
+	// next one that a Job, Pod or Node event triggers: the wait is as long as the last pass
+	// took, at most PassGap (DefaultPassGap when zero; negative: no wait). A pass reads every
+	// node of the set, so at hundreds of nodes one event per pass would spend the reconciler's
+	// CPU on passes that each find one change; the wait lets the events of that time be
+	// handled by one pass (a set's passes take at most about half the reconciler's time),
+	// while small sets, whose passes take milliseconds, see no delay. Spec changes and
+	// requeues are not delayed.
 	PassGap time.Duration
-	// lastPass is when the last pass over each set ended; the zero time while one runs.
-	lastPass map[string]time.Time
+	// lastPass times the last pass over each set.
+	lastPass map[string]passTiming
 	// lastStatus is when each set's status was last written (statusWait).
 	lastStatus map[string]time.Time
 }
 
 // DefaultPassGap is PackageSetReconciler.PassGap's default.
-const DefaultPassGap = 250 * time.Millisecond
+const DefaultPassGap = 500 * time.Millisecond
+
+// passTiming is when a set's last pass started and ended (running: it has not ended yet) and
+// how long the last finished pass took.
+type passTiming struct {
+	running        bool
+	started, ended time.Time
+	took           time.Duration
+}
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{},
-		lastPass: map[string]time.Time{}, lastStatus: map[string]time.Time{}}
+		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{}}
 }
 
-// passDelay is how long an event for set waits before its pass: the rest of PassGap since the
-// last pass ended, PassGap while a pass runs, 0 when the set has not been passed over
-// recently.
+// passDelay is how long an event for set waits before its pass: the gap (the last pass's
+// duration, at most PassGap) after the last pass ended, or the gap from now while a pass runs;
+// 0 when the set has not been passed over yet.
 func (r *PackageSetReconciler) passDelay(set string) time.Duration {
-	gap := r.PassGap
-	if gap == 0 {
-		gap = DefaultPassGap
+	maxGap := r.PassGap
+	if maxGap == 0 {
+		maxGap = DefaultPassGap
 	}
-	if gap < 0 {
+	if maxGap < 0 {
 		return 0
 	}
 	r.mu.Lock()
-	last, ok := r.lastPass[set]
+	t, ok := r.lastPass[set]
 	r.mu.Unlock()
-	switch {
-	case !ok:
+	if !ok {
 		return 0
-	case last.IsZero():
+	}
+	gap := min(maxGap, t.took)
+	if t.running {
 		return gap
 	}
-	return max(0, time.Until(last.Add(gap)))
+	return max(0, time.Until(t.ended.Add(gap)))
 }
 
-// passing marks a pass over set as running (end false) or ended.
+// passing marks a pass over set as started (end false) or ended.
 func (r *PackageSetReconciler) passing(set string, end bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lastPass == nil {
-		r.lastPass = map[string]time.Time{}
+		r.lastPass = map[string]passTiming{}
 	}
-	t := time.Time{}
+	t := r.lastPass[set]
+	now := time.Now()
 	if end {
-		t = time.Now()
+		t.running, t.ended, t.took = false, now, now.Sub(t.started)
+	} else {
+		t.running, t.started = true, now
 	}
 	r.lastPass[set] = t
 }
@@ -223,8 +237,8 @@ var setChanged = predicate.Funcs{
 // (deletions and condition changes), their stage Pods (pull errors and container failures
 // only) and Nodes (label, annotation, taint and cordon changes only: kubelet heartbeats do not
 // trigger passes); a Node change enqueues the PackageSets that select the node or hold a
-// record or cordon on it. Job, Pod and Node events start a pass no sooner than PassGap after
-// the set's previous pass ended.
+// record or cordon on it. Job, Pod and Node events start a pass no sooner than the previous
+// pass took (at most PassGap) after it ended.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
