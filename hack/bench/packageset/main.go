@@ -33,8 +33,8 @@
 //
 // -pprof-dir DIR starts the reconcilers with --pprof-bind-address and saves, per run, the heap
 // profile taken when the RSS was highest (heap-<variant>-<nodes>.pb.gz, sampled every second
-// while RSS grows) and consecutive 10 s CPU profiles (cpu-<variant>-<nodes>-<i>.pb.gz; merge them
-// with `go tool pprof -top DIR/cpu-a-1000-*`).
+// while RSS grows) and, with -pprof-cpu, consecutive 10 s CPU profiles
+// (cpu-<variant>-<nodes>-<i>.pb.gz; merge them with `go tool pprof -top DIR/cpu-a-1000-*`).
 //
 // Stop any other reconciler on the cluster first (make reconciler-stop): two would share the
 // work. Run by `make bench` (hack/bench.sh) after the performer bench.
@@ -84,6 +84,7 @@ var (
 	metrics  = flag.String("metrics", "127.0.0.1:18089", "metrics address of the benchmarked reconciler")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
 	pprofAt  = flag.String("pprof-address", "127.0.0.1:18090", "pprof address of the benchmarked reconciler (with -pprof-dir)")
+	pprofCPU = flag.Bool("pprof-cpu", false, "with -pprof-dir, also save consecutive 10 s CPU profiles (profiling costs the reconciler some CPU)")
 	recArgs  = flag.String("reconciler-args", "", "extra flags for the reconciler (space-separated)")
 	timeout  = flag.Duration("timeout", 20*time.Minute, "give up on one run after")
 )
@@ -536,7 +537,7 @@ func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
+		for i := 0; *pprofCPU; i++ {
 			select {
 			case <-stop:
 				return
