@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -55,8 +57,10 @@ const DefaultJobNamespace = "gantry-system"
 type PackageSetReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  record.EventRecorder
+	// Cache is the manager's cache (stageJobs reads its Job index); nil: Client lists.
+	Cache    cache.Cache
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
 	// JobNamespace holds the stage Jobs (created if missing).
 	JobNamespace string
 	Now          func() time.Time
@@ -99,7 +103,7 @@ type passTiming struct {
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
-	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, drainBlockers: map[string]string{}, staleRV: map[string]string{},
 		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{}}
 }
@@ -644,8 +648,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	jobs, err := r.stageJobs(ctx, set.Name)
+	if err != nil {
 		return f, nil, err
 	}
 	var pods corev1.PodList
@@ -666,7 +670,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		}
 	}
 	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs.Items {
+	for _, j := range jobs {
 		n := j.Labels[v1alpha1.LabelNode]
 		if jobsByNode[n] == nil {
 			jobsByNode[n] = map[string]packageset.JobFact{}
@@ -876,41 +880,46 @@ func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageS
 // writeNode writes the node's record, status and cordon annotations (and spec.unschedulable)
 // in one update with the node's resourceVersion (optimistic concurrency), only if they change.
 func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, np packageset.NodePlan) error {
-	n := node.DeepCopy()
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
+	// The new annotations and cordon first: the node (status included) is only copied when
+	// they change, which most nodes of most passes do not.
+	ann := maps.Clone(node.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
 	}
+	unschedulable := node.Spec.Unschedulable
 	stateKey, statusKey, cordonKey := v1alpha1.AnnotationNodeStatePrefix+set.Name, v1alpha1.AnnotationNodeStatusPrefix+set.Name, v1alpha1.AnnotationCordonPrefix+set.Name
 	if np.Record == nil {
-		delete(n.Annotations, stateKey)
-		delete(n.Annotations, statusKey)
+		delete(ann, stateKey)
+		delete(ann, statusKey)
 	} else {
 		b, err := json.Marshal(np.Record)
 		if err != nil {
 			return err
 		}
-		n.Annotations[stateKey] = string(b)
-		n.Annotations[statusKey] = string(np.Status)
+		ann[stateKey] = string(b)
+		ann[statusKey] = string(np.Status)
 	}
 	if np.Cordon {
-		n.Annotations[cordonKey] = "true"
-		n.Spec.Unschedulable = true
+		ann[cordonKey] = "true"
+		unschedulable = true
 	}
 	if np.Uncordon {
-		delete(n.Annotations, cordonKey)
+		delete(ann, cordonKey)
 		held := false
-		for k := range n.Annotations {
+		for k := range ann {
 			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
 				held = true
 			}
 		}
 		if !held {
-			n.Spec.Unschedulable = false
+			unschedulable = false
 		}
 	}
-	if equality.Semantic.DeepEqual(n.Annotations, node.Annotations) && n.Spec.Unschedulable == node.Spec.Unschedulable {
+	if maps.Equal(ann, node.Annotations) && unschedulable == node.Spec.Unschedulable {
 		return nil
 	}
+	n := node.DeepCopy()
+	n.Annotations, n.Spec.Unschedulable = ann, unschedulable
 	if err := r.Client.Update(ctx, n); err != nil {
 		if !apierrors.IsConflict(err) {
 			return err
@@ -1089,7 +1098,9 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 
 // status derives the set's status from the decision and the node records.
 func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Decision) v1alpha1.PackageSetStatus {
-	st := *set.Status.DeepCopy()
+	// Every field is set below but the conditions, which are updated in place: copy only
+	// those (the node maps of the old status are not copied, they are rebuilt).
+	st := v1alpha1.PackageSetStatus{Conditions: append([]metav1.Condition(nil), set.Status.Conditions...)}
 	st.ObservedGeneration = set.Generation
 	st.Status = d.Status
 	for _, c := range d.Conditions {
