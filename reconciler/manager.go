@@ -6,6 +6,7 @@ package reconciler
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -39,6 +40,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz, e.g. ":8081"; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof (/debug/pprof/...), e.g. "127.0.0.1:6060";
+	// "" or "0" disables it (the default).
+	PprofBindAddress string
 	// LeaderElection enables leader election (Lease LeaderElectionID) for running replicas.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the Lease; required when running outside a cluster with
@@ -54,6 +58,8 @@ type Options struct {
 	// JobNamespace holds PackageSet stage Jobs; default the first of Namespaces, else
 	// DefaultJobNamespace (gantry-system).
 	JobNamespace string
+	// PackageSetPassGap is PackageSetReconciler.PassGap (0: DefaultPassGap; negative: none).
+	PackageSetPassGap time.Duration
 }
 
 // DefaultOptions are the defaults of gantry-reconciler's flags.
@@ -77,7 +83,7 @@ func NewScheme() *runtime.Scheme {
 // NewManager builds the controller-runtime manager with every Gantry controller registered.
 // It does not install CRDs (InstallCRDs) and does not start (call Start on the result).
 //
-// The informer caches of Pods and Services only hold objects labelled
+// The informer caches of Pods, Services, Deployments, ConfigMaps and Jobs only hold objects labelled
 // app.kubernetes.io/managed-by=gantry-reconciler (the ones the reconciler creates), so the
 // reconciler's memory does not grow with the cluster's Pods; controllers read anything else
 // (e.g. a foreign Pod squatting on a performer's name) with the uncached API reader.
@@ -88,14 +94,17 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	scheme := NewScheme()
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: performer.ManagedBy})
 	cacheOpts := cache.Options{
+		// No cached object keeps its managedFields; PackageSet stage Jobs and Pods keep only
+		// what the controllers read (cache_transforms.go).
+		DefaultTransform: stripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:     {Label: managed},
+			&corev1.Pod{}:     {Label: managed, Transform: transformStagePod},
 			&corev1.Service{}: {Label: managed},
 			// Deployments: executors' and workspaces'; ConfigMaps: executors'; Jobs: package
 			// set stages and tuning workspaces.
 			&appsv1.Deployment{}: {Label: managed},
 			&corev1.ConfigMap{}:  {Label: managed},
-			&batchv1.Job{}:       {Label: managed},
+			&batchv1.Job{}:       {Label: managed, Transform: transformStageJob},
 		},
 	}
 	if len(o.Namespaces) > 0 {
@@ -109,6 +118,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
@@ -141,7 +151,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if jobNS == "" {
 		jobNS = DefaultJobNamespace
 	}
-	if err := NewPackageSetReconciler(mgr, jobNS).SetupWithManager(mgr, copts); err != nil {
+	psr := NewPackageSetReconciler(mgr, jobNS)
+	psr.PassGap = o.PackageSetPassGap
+	if err := psr.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("packageset controller: %w", err)
 	}
 	if err := NewWorkspaceReconciler(mgr).SetupWithManager(mgr, copts); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -58,8 +60,10 @@ const DefaultJobNamespace = "gantry-system"
 type PackageSetReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  record.EventRecorder
+	// Cache is the manager's cache (stageJobs reads its Job index); nil: Client lists.
+	Cache    cache.Cache
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
 	// JobNamespace holds the stage Jobs (created if missing).
 	JobNamespace string
 	Now          func() time.Time
@@ -75,17 +79,174 @@ type PackageSetReconciler struct {
 	// status write refused (conflict), so it waits for the cache (the write's own event
 	// enqueues the set again).
 	staleRV map[string]string
+	// PassGap bounds the wait between the end of one pass over a set and the start of the
+	// next one that a Job, Pod or Node event triggers: the wait is as long as the last pass
+	// took, at most PassGap (DefaultPassGap when zero; negative: no wait). A pass reads every
+	// node of the set, so at hundreds of nodes one event per pass would spend the reconciler's
+	// CPU on passes that each find one change; the wait lets the events of that time be
+	// handled by one pass (a set's passes take at most about half the reconciler's time),
+	// while small sets, whose passes take milliseconds, see no delay. Spec changes and
+	// requeues are not delayed.
+	PassGap time.Duration
+	// lastPass times the last pass over each set.
+	lastPass map[string]passTiming
+	// lastStatus is when each set's status was last written (statusWait).
+	lastStatus map[string]time.Time
+}
+
+// DefaultPassGap is PackageSetReconciler.PassGap's default.
+const DefaultPassGap = 500 * time.Millisecond
+
+// passTiming is when a set's last pass started and ended (running: it has not ended yet) and
+// how long the last finished pass took.
+type passTiming struct {
+	running        bool
+	started, ended time.Time
+	took           time.Duration
 }
 
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
-	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, staleRV: map[string]string{}, cfgCreated: map[string]bool{}}
+	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, staleRV: map[string]string{}, cfgCreated: map[string]bool{},
+		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{}}
 }
 
-// SetupWithManager watches PackageSets, their Jobs, and Nodes (label, annotation, taint,
-// cordon and boot ID changes only: kubelet heartbeats do not trigger passes); a Node change enqueues the
-// PackageSets that select the node or hold a record or cordon on it.
+// passDelay is how long an event for set waits before its pass: the gap (the last pass's
+// duration, at most PassGap) after the last pass ended, or the gap from now while a pass runs;
+// 0 when the set has not been passed over yet.
+func (r *PackageSetReconciler) passDelay(set string) time.Duration {
+	maxGap := r.PassGap
+	if maxGap == 0 {
+		maxGap = DefaultPassGap
+	}
+	if maxGap < 0 {
+		return 0
+	}
+	r.mu.Lock()
+	t, ok := r.lastPass[set]
+	r.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	gap := min(maxGap, t.took)
+	if t.running {
+		return gap
+	}
+	return max(0, time.Until(t.ended.Add(gap)))
+}
+
+// passing marks a pass over set as started (end false) or ended.
+func (r *PackageSetReconciler) passing(set string, end bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastPass == nil {
+		r.lastPass = map[string]passTiming{}
+	}
+	t := r.lastPass[set]
+	now := time.Now()
+	if end {
+		t.running, t.ended, t.took = false, now, now.Sub(t.started)
+	} else {
+		t.running, t.started = true, now
+	}
+	r.lastPass[set] = t
+}
+
+// enqueue adds the sets' passes to q, each after its passDelay.
+func (r *PackageSetReconciler) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	for _, req := range reqs {
+		if d := r.passDelay(req.Name); d > 0 {
+			q.AddAfter(req, d)
+		} else {
+			q.Add(req)
+		}
+	}
+}
+
+// stageJobChanged: a stage Job event a pass must see: its deletion (the stage's Job is gone)
+// or a change of its conditions (complete, failed) or labels. Creations are the reconciler's
+// own (a pass that does not find a Job it created in the cache yet gets AlreadyExists) and
+// status updates that do not change a condition (active, ready counts) change no fact.
+var stageJobChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*batchv1.Job)
+		n, ok2 := e.ObjectNew.(*batchv1.Job)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return jobConditions(o) != jobConditions(n) || !equality.Semantic.DeepEqual(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+	},
+}
+
+func jobConditions(j *batchv1.Job) string {
+	var b strings.Builder
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			b.WriteString(string(c.Type) + ":" + c.Reason + ":" + c.Message + ";")
+		}
+	}
+	return b.String()
+}
+
+// stagePodProblem is the part of a stage Pod facts() reads: its image pull errors and failed
+// containers ("" for a pod without either, the normal case).
+func stagePodProblem(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+				b.WriteString(cs.Name + ":" + w.Reason + ":" + w.Message + ";")
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				fmt.Fprintf(&b, "%s:%d:%s:%s;", cs.Name, t.ExitCode, t.Reason, t.Message)
+			}
+		}
+	}
+	return b.String()
+}
+
+// stagePodChanged: a stage Pod event a pass must see: a pod whose pull error or container
+// failure appears or changes. Everything else about a stage pod reaches the set through its
+// Job's conditions.
+// indexStagePodProblem indexes stage pods with a stagePodProblem by their set's name.
+const indexStagePodProblem = "gantry.dev/stage-pod-problem"
+
+var stagePodChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		p, ok := e.Object.(*corev1.Pod)
+		return !ok || stagePodProblem(p) != ""
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		pn := stagePodProblem(n)
+		return pn != "" && pn != stagePodProblem(o)
+	},
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+}
+
+// setChanged: a PackageSet event other than a status-only update (the reconciler's own status
+// writes change no fact a pass reads: they only report what the last pass decided).
+var setChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) || !equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+	},
+}
+
+// SetupWithManager watches PackageSets (not their status-only updates), their stage Jobs
+// (deletions and condition changes), their stage Pods (pull errors and container failures
+// only) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
+// trigger passes); a Node change enqueues the PackageSets that select the node or hold a
+// record or cordon on it. Job, Pod and Node events start a pass no sooner than the previous
+// pass took (at most PassGap) after it ended.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -120,11 +281,7 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		}
 		return out
 	}
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
-		for _, req := range reqs {
-			q.Add(req)
-		}
-	}
+	enqueue := r.enqueue
 	nodeHandler := handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			n, _ := e.Object.(*corev1.Node)
@@ -144,16 +301,45 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			enqueue(q, setsOfNode(ctx, n))
 		},
 	}
-	jobToSet := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	// Stage Jobs and Pods enqueue their set (label gantry.dev/package-set), after passDelay.
+	toSet := func(o client.Object) []reconcile.Request {
+		if o == nil {
+			return nil
+		}
 		if s := o.GetLabels()[v1alpha1.LabelPackageSet]; s != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: s}}}
 		}
 		return nil
-	})
+	}
+	stageHandler := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, toSet(e.Object))
+		},
+	}
+	// Stage pods with a pull error or a failed container, by set: a pass lists only those
+	// (normally none) instead of every stage pod of the set.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexStagePodProblem, func(o client.Object) []string {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.Labels[v1alpha1.LabelPackageSet] == "" || stagePodProblem(p) == "" {
+			return nil
+		}
+		return []string{p.Labels[v1alpha1.LabelPackageSet]}
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.PackageSet{}).
-		Watches(&batchv1.Job{}, jobToSet).
-		Watches(&corev1.Pod{}, jobToSet).
+		For(&v1alpha1.PackageSet{}, builder.WithPredicates(setChanged)).
+		Watches(&batchv1.Job{}, stageHandler, builder.WithPredicates(stageJobChanged)).
+		Watches(&corev1.Pod{}, stageHandler, builder.WithPredicates(stagePodChanged)).
 		Watches(&corev1.Node{}, nodeHandler, builder.WithPredicates(nodeChanged)).
 		Named("packageset").
 		WithOptions(opts).
@@ -175,9 +361,15 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if apierrors.IsNotFound(err) {
 			r.setStale(req.Name, "")
 			forgetPackageSetMetrics(req.Name)
+			r.mu.Lock()
+			delete(r.lastPass, req.Name)
+			delete(r.lastStatus, req.Name)
+			r.mu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.passing(req.Name, false)
+	defer r.passing(req.Name, true)
 	if r.isStale(set.Name, set.ResourceVersion) {
 		logger.V(1).Info("cache behind our status write, waiting", "resourceVersion", set.ResourceVersion)
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -238,7 +430,16 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	recordPackageSetMetrics(set.Name, d, nodes)
 	status := r.status(&set, d)
+	requeue := d.RequeueAfter
 	if !equality.Semantic.DeepEqual(set.Status, status) {
+		if wait := r.statusWait(set.Name, &set.Status, &status, len(d.Nodes)); wait > 0 {
+			// Only per-node progress changed and the last write is recent: write it later
+			// (the node records stay the source of truth).
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+			return ctrl.Result{RequeueAfter: requeue}, nil
+		}
 		prev := set.Status.Status
 		before := set.DeepCopy()
 		set.Status = status
@@ -258,6 +459,12 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 				r.Recorder.Event(&set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
 			}
 		}
+		r.mu.Lock()
+		if r.lastStatus == nil {
+			r.lastStatus = map[string]time.Time{}
+		}
+		r.lastStatus[set.Name] = time.Now()
+		r.mu.Unlock()
 		if prev != status.Status {
 			typ := corev1.EventTypeNormal
 			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
@@ -267,7 +474,54 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			r.Recorder.Event(&set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
 		}
 	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
+// when only per-node progress changed (nodeStatus, nodeState, nodeRollout, the counts and
+// condition messages): at most once per nodes × statusWritePerNode, at most
+// maxStatusWriteInterval apart. The status maps every node, so each write costs the API
+// server (decode, schema validation, managed fields, etcd, every watcher) in proportion to
+// the nodes; this keeps those bytes per second bounded as sets grow, while small sets (2 ms
+// per node: 20 ms at 10 nodes) see no difference. A change of the aggregate status, the
+// observed generation, a condition's status or reason, or the quarantined versions is
+// written at once.
+const (
+	statusWritePerNode     = 2 * time.Millisecond
+	maxStatusWriteInterval = 5 * time.Second
+)
+
+// statusWait is how long the write of status (replacing old) of a set over nodes should
+// wait: 0 to write now.
+func (r *PackageSetReconciler) statusWait(set string, old, status *v1alpha1.PackageSetStatus, nodes int) time.Duration {
+	if statusUrgent(old, status) {
+		return 0
+	}
+	r.mu.Lock()
+	last, ok := r.lastStatus[set]
+	r.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	interval := min(time.Duration(nodes)*statusWritePerNode, maxStatusWriteInterval)
+	return max(0, time.Until(last.Add(interval)))
+}
+
+// statusUrgent: status differs from old in what a reader waits on (the aggregate status, the
+// observed generation, a condition's status or reason, the quarantined versions), not only
+// in per-node progress.
+func statusUrgent(old, status *v1alpha1.PackageSetStatus) bool {
+	if old.Status != status.Status || old.ObservedGeneration != status.ObservedGeneration ||
+		!equality.Semantic.DeepEqual(old.QuarantinedVersions, status.QuarantinedVersions) || len(old.Conditions) != len(status.Conditions) {
+		return true
+	}
+	for _, c := range status.Conditions {
+		o := meta.FindStatusCondition(old.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.ObservedGeneration != c.ObservedGeneration {
+			return true
+		}
+	}
+	return false
 }
 
 // actWorkers bounds the nodes a pass acts on concurrently.
@@ -432,12 +686,12 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	jobs, err := r.stageJobs(ctx, set.Name)
+	if err != nil {
 		return f, nil, err
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingLabels{v1alpha1.LabelPackageSet: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
 	pullErr := map[string]string{} // job name → kubelet message
@@ -454,7 +708,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		}
 	}
 	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs.Items {
+	for _, j := range jobs {
 		n := j.Labels[v1alpha1.LabelNode]
 		if jobsByNode[n] == nil {
 			jobsByNode[n] = map[string]packageset.JobFact{}
@@ -502,9 +756,11 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		nf.Gate = gate(set, &sets, node)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
-		if nf.Cordoned {
-			// Read each pass (uncached: the cache holds only our own pods), so the drain's
-			// state is never remembered in the process and a restart loses nothing.
+		// A cordoned node's pods are listed (uncached: the cache holds only our own pods) each
+		// pass while its drain matters (DrainMatters: not while its interrupt runs or after,
+		// when it stays cordoned but the drain facts are not read), so the drain's state is
+		// never remembered in the process and a restart loses nothing.
+		if nf.Cordoned && packageset.DrainMatters(nf.Record) {
 			evict, hold, terminating, err := r.podsToDrain(ctx, set, node)
 			if err != nil {
 				return f, nil, err
@@ -671,41 +927,46 @@ func evictionError(err error) string {
 // writeNode writes the node's record, status and cordon annotations (and spec.unschedulable)
 // in one update with the node's resourceVersion (optimistic concurrency), only if they change.
 func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, np packageset.NodePlan) error {
-	n := node.DeepCopy()
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
+	// The new annotations and cordon first: the node (status included) is only copied when
+	// they change, which most nodes of most passes do not.
+	ann := maps.Clone(node.Annotations)
+	if ann == nil {
+		ann = map[string]string{}
 	}
+	unschedulable := node.Spec.Unschedulable
 	stateKey, statusKey, cordonKey := v1alpha1.AnnotationNodeStatePrefix+set.Name, v1alpha1.AnnotationNodeStatusPrefix+set.Name, v1alpha1.AnnotationCordonPrefix+set.Name
 	if np.Record == nil {
-		delete(n.Annotations, stateKey)
-		delete(n.Annotations, statusKey)
+		delete(ann, stateKey)
+		delete(ann, statusKey)
 	} else {
 		b, err := json.Marshal(np.Record)
 		if err != nil {
 			return err
 		}
-		n.Annotations[stateKey] = string(b)
-		n.Annotations[statusKey] = string(np.Status)
+		ann[stateKey] = string(b)
+		ann[statusKey] = string(np.Status)
 	}
 	if np.Cordon {
-		n.Annotations[cordonKey] = "true"
-		n.Spec.Unschedulable = true
+		ann[cordonKey] = "true"
+		unschedulable = true
 	}
 	if np.Uncordon {
-		delete(n.Annotations, cordonKey)
+		delete(ann, cordonKey)
 		held := false
-		for k := range n.Annotations {
+		for k := range ann {
 			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
 				held = true
 			}
 		}
 		if !held {
-			n.Spec.Unschedulable = false
+			unschedulable = false
 		}
 	}
-	if equality.Semantic.DeepEqual(n.Annotations, node.Annotations) && n.Spec.Unschedulable == node.Spec.Unschedulable {
+	if maps.Equal(ann, node.Annotations) && unschedulable == node.Spec.Unschedulable {
 		return nil
 	}
+	n := node.DeepCopy()
+	n.Annotations, n.Spec.Unschedulable = ann, unschedulable
 	if err := r.Client.Update(ctx, n); err != nil {
 		if !apierrors.IsConflict(err) {
 			return err
@@ -904,7 +1165,9 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 
 // status derives the set's status from the decision and the node records.
 func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Decision) v1alpha1.PackageSetStatus {
-	st := *set.Status.DeepCopy()
+	// Every field is set below but the conditions, which are updated in place: copy only
+	// those (the node maps of the old status are not copied, they are rebuilt).
+	st := v1alpha1.PackageSetStatus{Conditions: append([]metav1.Condition(nil), set.Status.Conditions...)}
 	st.ObservedGeneration = set.Generation
 	st.Status = d.Status
 	for _, c := range d.Conditions {

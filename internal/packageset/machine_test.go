@@ -1003,3 +1003,33 @@ func TestDowngradeUninstallSpecMovedUp(t *testing.T) {
 		t.Errorf("version %s", r.Version)
 	}
 }
+
+// TestDrainMatters: Drained is read only while a package's interrupt is ahead and none runs.
+func TestDrainMatters(t *testing.T) {
+	reboot := &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}
+	rec := func(ps ...*PackageRecord) *NodeRecord {
+		r := &NodeRecord{Packages: map[string]*PackageRecord{}}
+		for i, p := range ps {
+			r.Packages[fmt.Sprint("p", i)] = p
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		rec  *NodeRecord
+		want bool
+	}{
+		{"no record", nil, false},
+		{"no interrupt", rec(&PackageRecord{Stage: v1alpha1.StageConfig, State: v1alpha1.StateComplete}), false},
+		{"interrupt ahead", rec(&PackageRecord{Stage: v1alpha1.StageConfig, State: v1alpha1.StateComplete, Interrupt: reboot}), true},
+		{"config running", rec(&PackageRecord{Stage: v1alpha1.StageConfig, State: v1alpha1.StateInProgress, Interrupt: reboot}), true},
+		{"interrupt running", rec(&PackageRecord{Stage: v1alpha1.StageInterrupt, State: v1alpha1.StateInProgress, Interrupt: reboot},
+			&PackageRecord{Stage: v1alpha1.StageConfig, State: v1alpha1.StateComplete, Interrupt: reboot}), false},
+		{"post-interrupt", rec(&PackageRecord{Stage: v1alpha1.StagePostInterrupt, State: v1alpha1.StateInProgress, Interrupt: reboot}), false},
+		{"done", rec(&PackageRecord{Stage: v1alpha1.StagePostInterrupt, State: v1alpha1.StateComplete, Interrupt: reboot, Done: true}), false},
+	} {
+		if got := DrainMatters(c.rec); got != c.want {
+			t.Errorf("%s: DrainMatters %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -1451,6 +1451,30 @@ func (p *nodePass) observeAndAdvance(name string, r *PackageRecord) (bool, error
 	return r.State == v1alpha1.StateComplete, nil
 }
 
+// DrainMatters says whether a pass over a cordoned node with record rec may read
+// NodeFacts.Drained (interrupts below): only while some package's interrupt is still ahead
+// (at stage config) and none runs yet. Once the interrupt Job runs or has run, the
+// controller need not list the node's pods to fill Drained in. Drained false is always
+// safe to report: the pass drains (again) and the next pass looks.
+func DrainMatters(rec *NodeRecord) bool {
+	if rec == nil {
+		return false
+	}
+	ahead := false
+	for _, r := range rec.Packages {
+		if r.Interrupt == nil || r.Done {
+			continue
+		}
+		switch r.Stage {
+		case v1alpha1.StageInterrupt:
+			return false
+		case v1alpha1.StageConfig:
+			ahead = true
+		}
+	}
+	return ahead
+}
+
 // interrupts runs the node's merged interrupt once every package whose flow has one is at
 // config complete (Deferred) and no other stage of the set runs on the node: cordon (budget:
 // the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Job for the highest-ranked interrupt, the

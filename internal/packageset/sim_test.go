@@ -60,7 +60,8 @@ func (s *sim) pass() Decision {
 	for name, n := range s.nodes {
 		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
 			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned}
-		if n.cordoned {
+		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
+		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0
 			nf.NonInterrupt, nf.Terminating = n.nonInterrupt, n.terminating
 		}

@@ -1,12 +1,43 @@
-// Command packageset benchmarks the PackageSet reconciler on the local cluster: it starts its
-// own bin/gantry-reconciler process (metrics on a loopback port), creates -nodes kwok nodes, a
-// PackageSet with 2 packages (no interrupt, budget percent 100) over them, and waits for
-// status complete. It prints: seconds to complete (set created → status complete), the
-// reconciler's peak RSS (MiB, VmHWM of /proc/<pid>/status) and CPU seconds (utime+stime of
-// /proc/<pid>/stat, whole process life), and API requests per node-stage (the increase of
-// rest_client_requests_total over the run ÷ nodes × 4 stages). It deletes what it created
-// and stops its reconciler. Stop any other reconciler first (make reconciler-stop): two
-// would share the work. Run by `make bench` (hack/bench.sh) after the performer bench.
+// Command packageset benchmarks the PackageSet reconciler on the local cluster (issue 3,
+// "Benchmark"). Variants (-variants, default both):
+//
+//	a  2 packages, no interrupt, budget percent 100 (4 node-stages per node: apply+config ×2)
+//	b  2 packages, the second with a reboot interrupt, budget percent 10 (6 node-stages per
+//	   node: apply+config, apply+config+interrupt+post-interrupt)
+//
+// For each variant it first runs the same set over ONE node (the single-node baseline, unless
+// -baseline=false), then over -nodes kwok nodes. Every run starts its own bin/gantry-reconciler
+// process (metrics on a loopback port; peak RSS is per process), creates its nodes and the
+// PackageSet, waits for status complete, then deletes the set, waits for its Jobs and Pods to
+// be garbage-collected and deletes its nodes (so runs do not overlap with GC work).
+//
+// What it measures per run:
+//   - time to complete: PackageSet created → status complete on every node (observed with a
+//     watch on the set);
+//   - node-stage times from a Job informer of the bench: Job first seen → Job first seen with
+//     condition Complete=True (slowest, p50, p99);
+//   - the reconciler's peak RSS (VmHWM of /proc/<pid>/status) and CPU seconds (utime+stime of
+//     /proc/<pid>/stat: whole process life, and during the run only);
+//   - API requests per node-stage: the increase of the reconciler's rest_client_requests_total
+//     from just before the set is created to complete, ÷ (nodes × node-stages per node);
+//   - the load average (/proc/loadavg) before and after the run.
+//
+// Targets (the issue: "time within 1.5× of the slowest single node's stage time × waves"),
+// waves = ceil(100 / budget percent), both definitions printed:
+//
+//	target(stage) = 1.5 × slowest stage of the single-node run × waves
+//	target(node)  = 1.5 × the single-node run's time to complete × waves
+//
+// A node's stages are sequential, so target(stage) is below what even one node needs whenever
+// a node has more than one stage; target(node) is the one a rollout can meet.
+//
+// -pprof-dir DIR starts the reconcilers with --pprof-bind-address and saves, per run, the heap
+// profile taken when the RSS was highest (heap-<variant>-<nodes>.pb.gz, sampled every second
+// while RSS grows) and, with -pprof-cpu, consecutive 10 s CPU profiles
+// (cpu-<variant>-<nodes>-<i>.pb.gz; merge them with `go tool pprof -top DIR/cpu-a-1000-*`).
+//
+// Stop any other reconciler on the cluster first (make reconciler-stop): two would share the
+// work. Run by `make bench` (hack/bench.sh) after the performer bench.
 package main
 
 import (
@@ -15,17 +46,29 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,33 +77,218 @@ import (
 )
 
 var (
-	recBin  = flag.String("reconciler", "bin/gantry-reconciler", "reconciler binary")
-	nodes   = flag.Int("nodes", 200, "kwok nodes")
-	metrics = flag.String("metrics", "127.0.0.1:18089", "metrics address of the benchmarked reconciler")
-	timeout = flag.Duration("timeout", 15*time.Minute, "give up after")
+	recBin   = flag.String("reconciler", "bin/gantry-reconciler", "reconciler binary")
+	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
+	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%)")
+	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
+	metrics  = flag.String("metrics", "127.0.0.1:18089", "metrics address of the benchmarked reconciler")
+	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
+	pprofAt  = flag.String("pprof-address", "127.0.0.1:18090", "pprof address of the benchmarked reconciler (with -pprof-dir)")
+	pprofCPU = flag.Bool("pprof-cpu", false, "with -pprof-dir, also save consecutive 10 s CPU profiles (profiling costs the reconciler some CPU)")
+	recArgs  = flag.String("reconciler-args", "", "extra flags for the reconciler (space-separated)")
+	timeout  = flag.Duration("timeout", 20*time.Minute, "give up on one run after")
 )
+
+// variant is one benchmarked PackageSet shape.
+type variant struct {
+	name, desc string
+	budget     int32 // percent
+	reboot     bool
+}
+
+var allVariants = map[string]variant{
+	"a": {name: "a", desc: "2 packages, no interrupt, budget 100%", budget: 100},
+	"b": {name: "b", desc: "2 packages, reboot interrupt on one, budget 10%", budget: 10, reboot: true},
+}
+
+// stagesPerNode: apply+config per package, plus interrupt+post-interrupt for the reboot one.
+func (v variant) stagesPerNode() int {
+	if v.reboot {
+		return 6
+	}
+	return 4
+}
+
+func (v variant) waves() int { return int(math.Ceil(100 / float64(v.budget))) }
+
+// result is what one run measured.
+type result struct {
+	nodes                int
+	elapsed              time.Duration
+	stages               []time.Duration // per Job: first seen → Complete seen
+	hwmMiB               float64
+	cpuLife, cpuRun      float64
+	requests, nodeStages float64
+	passes, passSeconds  float64 // package set Reconcile passes and their total wall time
+	loadBefore, load     string
+	log                  string
+	// components: CPU seconds of the local cluster's processes during the run, by name.
+	components map[string]float64
+}
+
+func (r result) slowest() time.Duration       { return pct(r.stages, 1) }
+func (r result) perc(q float64) time.Duration { return pct(r.stages, q) }
+
+func pct(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+type env struct {
+	cfg        *rest.Config
+	c          client.WithWatch
+	cs         kubernetes.Interface
+	kubeconfig string
+}
 
 func main() {
 	flag.Parse()
-	os.Exit(run())
-}
-
-// run does the benchmark; errors panic (check) so the deferred clean-up still runs.
-func run() int {
 	// -kubeconfig is controller-runtime's flag (registered by its config package).
 	kubeconfig := flag.Lookup("kubeconfig").Value.String()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	check(err)
 	cfg.QPS, cfg.Burst = 200, 400
-	c, err := client.New(cfg, client.Options{Scheme: reconciler.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: reconciler.NewScheme()})
 	check(err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	check(err)
+	e := &env{cfg: cfg, c: c, cs: cs, kubeconfig: kubeconfig}
+	if *pprofDir != "" {
+		check(os.MkdirAll(*pprofDir, 0o755))
+	}
+
+	type row struct {
+		v          variant
+		base, full result
+		hasBase    bool
+	}
+	var rows []row
+	failed := false
+	for _, name := range strings.Split(*variants, ",") {
+		v, ok := allVariants[strings.TrimSpace(name)]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b)\n", name)
+			os.Exit(2)
+		}
+		rw := row{v: v}
+		if *baseline {
+			b, err := e.run(v, 1)
+			if err != nil {
+				fmt.Printf("packageset bench %s over 1 node: %v\n", v.name, err)
+				failed = true
+				continue
+			}
+			rw.base, rw.hasBase = b, true
+			printRun(v, b)
+		}
+		full, err := e.run(v, *nodes)
+		if err != nil {
+			fmt.Printf("packageset bench %s over %d nodes: %v\n", v.name, *nodes, err)
+			failed = true
+			continue
+		}
+		rw.full = full
+		printRun(v, full)
+		if rw.hasBase {
+			w := float64(v.waves())
+			tStage := 1.5 * rw.base.slowest().Seconds() * w
+			tNode := 1.5 * rw.base.elapsed.Seconds() * w
+			fmt.Printf("  targets (waves %d = ceil(100/%d%%)):\n", v.waves(), v.budget)
+			fmt.Printf("    target(stage) 1.5 × single-node slowest stage %.2f s × %d = %.1f s: %s (%.2f×)\n",
+				rw.base.slowest().Seconds(), v.waves(), tStage, verdict(full.elapsed.Seconds() <= tStage), full.elapsed.Seconds()/tStage*1.5)
+			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
+				rw.base.elapsed.Seconds(), v.waves(), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
+		}
+		fmt.Printf("  RSS target < 200 MiB: %s\n\n", verdict(full.hwmMiB < 200))
+		rows = append(rows, rw)
+	}
+
+	// Summary: one line per variant, for the closing note.
+	fmt.Println("packageset bench summary (times in s; x = time ÷ (1-node value × waves); RSS = VmHWM MiB; CPU = reconciler s during the run)")
+	fmt.Printf("%-3s %6s %6s %5s %8s %8s %8s %7s %7s %7s %7s %7s %6s %6s %8s  %s\n",
+		"var", "nodes", "budget", "waves", "time", "1n-time", "1n-stg", "x-node", "x-stage", "stg-max", "stg-p50", "stg-p99", "RSS", "CPU", "req/n-s", "load (before → after)")
+	for _, rw := range rows {
+		f := rw.full
+		xn, xs := "-", "-"
+		bt, bs := "-", "-"
+		if rw.hasBase {
+			w := float64(rw.v.waves())
+			xn = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.elapsed.Seconds()*w))
+			xs = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.slowest().Seconds()*w))
+			bt, bs = fmt.Sprintf("%.1f", rw.base.elapsed.Seconds()), fmt.Sprintf("%.2f", rw.base.slowest().Seconds())
+		}
+		fmt.Printf("%-3s %6d %5d%% %5d %8.1f %8s %8s %7s %7s %7.2f %7.2f %7.2f %6.1f %6.1f %8.2f  %s → %s\n",
+			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(), f.elapsed.Seconds(), bt, bs, xn, xs,
+			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
+	}
+	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func printRun(v variant, r result) {
+	fmt.Printf("packageset bench %s: %s, %d node(s), %d node-stages per node\n", v.name, v.desc, r.nodes, v.stagesPerNode())
+	fmt.Printf("  load average before → after: %s → %s\n", r.loadBefore, r.load)
+	fmt.Printf("  time to complete:             %.1f s\n", r.elapsed.Seconds())
+	fmt.Printf("  node-stage time (Job seen → Complete seen): slowest %.2f s, p50 %.2f s, p99 %.2f s (%d Jobs)\n",
+		r.slowest().Seconds(), r.perc(0.5).Seconds(), r.perc(0.99).Seconds(), len(r.stages))
+	fmt.Printf("  reconciler peak RSS (VmHWM):  %.1f MiB\n", r.hwmMiB)
+	fmt.Printf("  reconciler CPU:               %.1f s during the run (%.1f s process life)\n", r.cpuRun, r.cpuLife)
+	fmt.Printf("  API requests per node-stage:  %.2f (%.0f requests / %.0f node-stages)\n", r.requests/r.nodeStages, r.requests, r.nodeStages)
+	if r.passes > 0 {
+		fmt.Printf("  package set passes:           %.0f, %.0f ms each on average (%.1f s in passes)\n", r.passes, r.passSeconds/r.passes*1000, r.passSeconds)
+	}
+	if len(r.components) > 0 {
+		names := make([]string, 0, len(r.components))
+		for k := range r.components {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.components[k]))
+		}
+		fmt.Printf("  cluster CPU s during the run: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Printf("  reconciler log:               %s\n", r.log)
+}
+
+// run is one measured run of v over n nodes. Errors inside panic (check) so the deferred
+// clean-up still runs; they are returned.
+func (e *env) run(v variant, n int) (res result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	res.nodes = n
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	pool := fmt.Sprintf("bench-ps-%d", time.Now().Unix()%100000)
+	pool := fmt.Sprintf("bench-ps%s-%d", v.name, time.Now().UnixMilli()%1000000)
 
-	rec := exec.Command(*recBin, "--kubeconfig", kubeconfig, "--metrics-bind-address="+*metrics, "--health-probe-bind-address=0")
+	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + *metrics, "--health-probe-bind-address=0"}
+	if *pprofDir != "" {
+		args = append(args, "--pprof-bind-address="+*pprofAt)
+	}
+	args = append(args, strings.Fields(*recArgs)...)
+	rec := exec.Command(*recBin, args...)
 	logf, err := os.CreateTemp("", "bench-packageset-reconciler-*.log")
 	check(err)
+	defer logf.Close()
+	res.log = logf.Name()
 	rec.Stdout, rec.Stderr = logf, logf
 	check(rec.Start())
 	defer func() { _ = rec.Process.Kill(); _, _ = rec.Process.Wait() }()
@@ -72,102 +300,364 @@ func run() int {
 	}
 
 	var names []string
-	for i := 0; i < *nodes; i++ {
+	defer func() { e.cleanup(pool, names) }()
+	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%d", pool, i)
 		alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "gantry.dev/bench-pool": pool}},
 			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc}}
-		check(c.Create(ctx, n))
+		check(e.c.Create(ctx, node))
 		names = append(names, name)
 	}
-	defer func() {
-		for _, n := range names {
-			_ = c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-		}
-	}()
+
+	// The bench's own Job informer: when each stage Job was first seen and first seen complete.
+	jw := newJobWatch(e.cs, pool)
+	stopJobs := make(chan struct{})
+	defer close(stopJobs)
+	jw.start(stopJobs)
+
 	// Let the nodes' creation settle in the reconciler before the baseline.
 	time.Sleep(2 * time.Second)
 	base, err := scrape()
 	check(err)
+	_, cpuBase := procStats(rec.Process.Pid)
+	compBase := e.componentCPU()
+	res.loadBefore = loadavg()
 
-	pct := int32(100)
-	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
-		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/bench-pool": pool}},
-		Packages: []v1alpha1.Package{
-			{Name: "tool-a", Version: "1.0.0", Image: "ghcr.io/gantry-dev/tool-a:1"},
-			{Name: "tool-b", Version: "1.0.0", Image: "ghcr.io/gantry-dev/tool-b:1"}},
-		InterruptionBudget: &v1alpha1.InterruptionBudget{Percent: &pct}}}
-	start := time.Now()
-	check(c.Create(ctx, set))
-	defer func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer dcancel()
-		_ = c.Delete(dctx, set)
-		for dctx.Err() == nil {
-			if err := c.Get(dctx, types.NamespacedName{Name: pool}, &v1alpha1.PackageSet{}); err != nil {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-	}()
-	var got v1alpha1.PackageSet
-	for {
-		if err := c.Get(ctx, types.NamespacedName{Name: pool}, &got); err == nil && got.Status.Status == v1alpha1.StatusComplete &&
-			got.Status.ObservedGeneration == got.Generation && got.Status.CompleteNodes == fmt.Sprintf("%d/%d", *nodes, *nodes) {
-			break
-		}
-		if ctx.Err() != nil {
-			fmt.Printf("packageset bench: timed out after %s, status %s %s\n", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes)
-			return 1
-		}
-		time.Sleep(250 * time.Millisecond)
+	pct := v.budget
+	tool := v1alpha1.Package{Name: "tool-a", Version: "1.0.0", Image: "ghcr.io/gantry-dev/tool-a:1"}
+	second := v1alpha1.Package{Name: "tool-b", Version: "1.0.0", Image: "ghcr.io/gantry-dev/tool-b:1"}
+	if v.reboot {
+		second = v1alpha1.Package{Name: "driver", Version: "1.0.0", Image: "ghcr.io/gantry-dev/driver:1",
+			Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}}
 	}
-	elapsed := time.Since(start)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/bench-pool": pool}},
+		Packages:           []v1alpha1.Package{tool, second},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Percent: &pct}}}
+
+	samplerDone := make(chan struct{})
+	stopSampler := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		e.sample(rec.Process.Pid, fmt.Sprintf("%s-%d", v.name, n), stopSampler)
+	}()
+	// Completion is observed with a watch on the set, not by polling: a GET of a set over
+	// 1000 nodes (its status maps every node) costs the API server as much as a status write.
+	start := time.Now()
+	check(e.c.Create(ctx, set))
+	got, err := e.waitComplete(ctx, pool, n)
+	if err != nil {
+		close(stopSampler)
+		<-samplerDone
+		return res, fmt.Errorf("timed out after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
+	}
+	res.elapsed = time.Since(start)
 	after, err := scrape()
 	check(err)
 	hwm, cpu := procStats(rec.Process.Pid)
-	stages := float64(*nodes * 4)
-	fmt.Printf("packageset bench: %d nodes, 2 packages (apply+config each, no interrupt), budget 100%%\n", *nodes)
-	fmt.Printf("  time to complete:            %.1f s\n", elapsed.Seconds())
-	fmt.Printf("  reconciler peak RSS (VmHWM): %.1f MiB\n", hwm/1024)
-	fmt.Printf("  reconciler CPU (life):       %.1f s\n", cpu)
-	fmt.Printf("  API requests per node-stage: %.2f (%.0f requests / %.0f node-stages)\n", (after-base)/stages, after-base, stages)
-	fmt.Printf("  reconciler log:              %s\n", logf.Name())
-	return 0
+	res.components = e.componentCPU()
+	for k := range res.components {
+		res.components[k] -= compBase[k]
+	}
+	close(stopSampler)
+	<-samplerDone
+	res.load = loadavg()
+	res.hwmMiB, res.cpuLife, res.cpuRun = hwm/1024, cpu, cpu-cpuBase
+	res.requests, res.nodeStages = after.requests-base.requests, float64(n*v.stagesPerNode())
+	res.passes, res.passSeconds = after.passes-base.passes, after.passSeconds-base.passSeconds
+	// The informer may lag the status by a moment: wait (briefly) for every Job's completion.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(jw.durations()) < n*v.stagesPerNode() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	res.stages = jw.durations()
+	return res, nil
 }
 
-// scrape sums rest_client_requests_total of the reconciler's metrics endpoint.
-func scrape() (float64, error) {
+// waitComplete watches the set until its status is complete on all n nodes for its current
+// generation (re-watching from the last seen resourceVersion if the watch ends).
+func (e *env) waitComplete(ctx context.Context, name string, n int) (v1alpha1.PackageSet, error) {
+	var last v1alpha1.PackageSet
+	done := func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation &&
+			s.Status.CompleteNodes == fmt.Sprintf("%d/%d", n, n)
+	}
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := e.c.Watch(ctx, &v1alpha1.PackageSetList{}, &client.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name), Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		if err != nil {
+			rv = ""
+			time.Sleep(time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*v1alpha1.PackageSet)
+			if !ok {
+				if ev.Type == watch.Error {
+					rv = "" // e.g. resourceVersion too old: start over
+				}
+				continue
+			}
+			last, rv = *s, s.ResourceVersion
+			if done(s) {
+				w.Stop()
+				return last, nil
+			}
+		}
+		w.Stop()
+	}
+	return last, ctx.Err()
+}
+
+// componentCPU: CPU seconds (process life) of the local cluster's components, by name, from
+// the pid files kwokctl keeps beside the kubeconfig (.cache/cluster/kwok/clusters/*/pids).
+func (e *env) componentCPU() map[string]float64 {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(e.kubeconfig), "kwok", "clusters", "*", "pids", "*.pid"))
+	out := map[string]float64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if cpu, ok := cpuSeconds(pid); ok {
+			out[strings.TrimSuffix(filepath.Base(f), ".pid")] = cpu
+		}
+	}
+	return out
+}
+
+// cleanup deletes the set (waiting for its finalizer), waits for the garbage collector to
+// remove its Jobs and their Pods, then deletes the nodes.
+func (e *env) cleanup(pool string, names []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	_ = e.c.Delete(ctx, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+	gone := func(list func() (int, error)) {
+		for ctx.Err() == nil {
+			if k, err := list(); err == nil && k == 0 {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	gone(func() (int, error) {
+		err := e.c.Get(ctx, types.NamespacedName{Name: pool}, &v1alpha1.PackageSet{})
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 1, err
+	})
+	sel := client.MatchingLabels{v1alpha1.LabelPackageSet: pool}
+	gone(func() (int, error) {
+		var l batchv1.JobList
+		err := e.c.List(ctx, &l, sel)
+		return len(l.Items), err
+	})
+	gone(func() (int, error) {
+		var l corev1.PodList
+		err := e.c.List(ctx, &l, sel)
+		return len(l.Items), err
+	})
+	for _, n := range names {
+		_ = e.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "packageset bench: clean-up of %s incomplete: %v\n", pool, ctx.Err())
+	}
+}
+
+// jobWatch records, per stage Job of one set, when the bench first saw it and first saw it
+// complete.
+type jobWatch struct {
+	mu      sync.Mutex
+	created map[string]time.Time
+	done    map[string]time.Time
+	inf     toolscache.SharedIndexInformer
+}
+
+func newJobWatch(cs kubernetes.Interface, set string) *jobWatch {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = v1alpha1.LabelPackageSet + "=" + set
+	}))
+	jw := &jobWatch{created: map[string]time.Time{}, done: map[string]time.Time{}, inf: f.Batch().V1().Jobs().Informer()}
+	see := func(obj interface{}) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		jw.mu.Lock()
+		defer jw.mu.Unlock()
+		if _, ok := jw.created[j.Name]; !ok {
+			jw.created[j.Name] = now
+		}
+		if _, ok := jw.done[j.Name]; ok {
+			return
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				jw.done[j.Name] = now
+			}
+		}
+	}
+	_, _ = jw.inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, o interface{}) { see(o) }})
+	return jw
+}
+
+func (jw *jobWatch) start(stop <-chan struct{}) {
+	go jw.inf.Run(stop)
+	toolscache.WaitForCacheSync(stop, jw.inf.HasSynced)
+}
+
+// durations: first seen → complete seen, per completed Job.
+func (jw *jobWatch) durations() []time.Duration {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	var out []time.Duration
+	for n, d := range jw.done {
+		out = append(out, d.Sub(jw.created[n]))
+	}
+	return out
+}
+
+// sample, with -pprof-dir, saves the reconciler's heap profile whenever its RSS reaches a new
+// high (at most once a second) and consecutive 10 s CPU profiles, until stop.
+func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
+	if *pprofDir == "" {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; *pprofCPU; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=10", *pprofAt), filepath.Join(*pprofDir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i)))
+		}
+	}()
+	peak := 0.0
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			wg.Wait()
+			return
+		case <-t.C:
+		}
+		if rss := vmRSS(pid); rss > peak*1.02 {
+			peak = rss
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/heap", *pprofAt), filepath.Join(*pprofDir, "heap-"+tag+".pb.gz"))
+		}
+	}
+}
+
+func fetch(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// counters are the reconciler metrics the bench reads.
+type counters struct {
+	requests    float64 // rest_client_requests_total, all codes and verbs
+	passes      float64 // controller_runtime_reconcile_time_seconds_count{controller="packageset"}
+	passSeconds float64 // controller_runtime_reconcile_time_seconds_sum{controller="packageset"}
+}
+
+// scrape reads the counters from the reconciler's metrics endpoint.
+func scrape() (counters, error) {
+	var c counters
 	resp, err := http.Get("http://" + *metrics + "/metrics")
 	if err != nil {
-		return 0, err
+		return c, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return c, err
 	}
-	sum := 0.0
 	found := false
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		var dst *float64
+		switch {
+		case strings.HasPrefix(line, "rest_client_requests_total{"):
+			dst, found = &c.requests, true
+		case strings.HasPrefix(line, `controller_runtime_reconcile_time_seconds_count{controller="packageset"}`):
+			dst = &c.passes
+		case strings.HasPrefix(line, `controller_runtime_reconcile_time_seconds_sum{controller="packageset"}`):
+			dst = &c.passSeconds
+		default:
 			continue
 		}
 		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-			found = true
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			*dst += v
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("no rest_client_requests_total yet")
+		return c, fmt.Errorf("no rest_client_requests_total yet")
 	}
-	return sum, nil
+	return c, nil
 }
 
-// procStats returns VmHWM (KiB) and utime+stime (seconds, at 100 ticks/s) of pid.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// vmRSS is the current VmRSS (KiB) of pid, 0 if unknown.
+func vmRSS(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			v, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// procStats returns VmHWM (KiB) and utime+stime (seconds) of pid.
 func procStats(pid int) (hwmKiB, cpuSec float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	check(err)
@@ -178,13 +668,24 @@ func procStats(pid int) (hwmKiB, cpuSec float64) {
 			hwmKiB, _ = strconv.ParseFloat(strings.Fields(sc.Text())[1], 64)
 		}
 	}
+	cpuSec, ok := cpuSeconds(pid)
+	if !ok {
+		check(fmt.Errorf("no /proc/%d/stat", pid))
+	}
+	return hwmKiB, cpuSec
+}
+
+// cpuSeconds is utime+stime of pid (at 100 ticks/s).
+func cpuSeconds(pid int) (float64, bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	check(err)
+	if err != nil {
+		return 0, false
+	}
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:]) // fields from 3 (state) on
 	ut, _ := strconv.ParseFloat(fields[11], 64)               // field 14 utime
 	st, _ := strconv.ParseFloat(fields[12], 64)               // field 15 stime
-	return hwmKiB, (ut + st) / 100
+	return (ut + st) / 100, true
 }
 
 func check(err error) {

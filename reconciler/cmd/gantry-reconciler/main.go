@@ -35,6 +35,8 @@ func main() {
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (required out of cluster with --leader-elect)")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint; "0" disables it`)
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of /healthz and /readyz; "0" disables it`)
+	flag.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", `address of net/http/pprof (/debug/pprof/); empty or "0" disables it (default: off; do not expose it beyond loopback)`)
+	flag.DurationVar(&o.PackageSetPassGap, "packageset-pass-gap", reconciler.DefaultPassGap, "at most this long between two passes over one PackageSet started by Job, Pod or Node events (the wait is as long as the last pass took; negative: none)")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "objects of one kind reconciled in parallel")
 	flag.StringVar(&namespaces, "namespaces", "", "comma-separated namespaces to reconcile; empty means all")
 	// 100/200 (client-go's default is 5/10): a PackageSet pass writes one record and creates
