@@ -575,7 +575,13 @@ func TestPackageSetSoak(t *testing.T) {
 		s.Spec.Rollout.SoakDuration, s.Spec.Rollout.SoakCheckInterval = nil, nil
 	})
 	got = e.waitSet(t, pool, "new package reverted and stalled", func(s *v1alpha1.PackageSet) bool {
-		return s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue &&
+		reverted := false
+		for _, r := range s.Status.NodeRollout {
+			reverted = reverted || r == v1alpha1.RolloutReverted
+		}
+		// Reverted, not only decided: the pass that decides the rollback reports its
+		// failure; the node is Reverted once the rollback flow is done.
+		return reverted && s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue &&
 			strings.Contains(fmt.Sprint(s.Status.QuarantinedVersions), "gpu-probe@1.0.0")
 	})
 	var reverted string

@@ -64,9 +64,14 @@ func (e *testEnv) setEvents(t *testing.T, set, reason string) []corev1.Event {
 	if err := e.c.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
 		t.Fatal(err)
 	}
+	// By UID: a set of the same name from an earlier run on the same cluster left its own.
+	var ps v1alpha1.PackageSet
+	if err := e.c.Get(context.Background(), client.ObjectKey{Name: set}, &ps); err != nil {
+		t.Fatal(err)
+	}
 	var out []corev1.Event
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == set && ev.Reason == reason {
+		if ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.UID == ps.UID && ev.Reason == reason {
 			out = append(out, ev)
 		}
 	}
@@ -219,7 +224,11 @@ func TestPackageSetDrainBlockedByPDB(t *testing.T) {
 		t.Errorf("DrainBlocked events %+v", evs)
 	}
 	if n := eventCount(evs); n != 1 {
-		t.Errorf("%d DrainBlocked events over ~4 passes and a restart, want 1 (on change only)", n)
+		var msgs []string
+		for _, ev := range evs {
+			msgs = append(msgs, fmt.Sprintf("%dx %s", ev.Count, ev.Message))
+		}
+		t.Errorf("%d DrainBlocked events over ~4 passes and a restart, want 1 (on change only): %q", n, msgs)
 	}
 
 	if err := e.c.Delete(context.Background(), pdb); err != nil {
