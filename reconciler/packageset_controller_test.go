@@ -579,9 +579,10 @@ func TestPackageSetSoak(t *testing.T) {
 		for _, r := range s.Status.NodeRollout {
 			reverted = reverted || r == v1alpha1.RolloutReverted
 		}
-		// Reverted, not only decided: the pass that decides the rollback reports its
-		// failure; the node is Reverted once the rollback flow is done.
-		return reverted && s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue &&
+		// Settled, not only decided: the pass that decides the rollback reports the failure
+		// (and may already show the node Reverted when nothing is left to run); the next
+		// pass reports the rolled-back state.
+		return reverted && strings.Contains(setCondition(s, v1alpha1.ConditionStalled).Message, "was removed") && s.Status.Status == v1alpha1.StatusErroring && setCondition(s, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue &&
 			strings.Contains(fmt.Sprint(s.Status.QuarantinedVersions), "gpu-probe@1.0.0")
 	})
 	var reverted string
