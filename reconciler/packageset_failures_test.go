@@ -25,8 +25,21 @@ func (e *testEnv) setBootID(t *testing.T, node, id string) {
 	t.Helper()
 	ctx := context.Background()
 	var n corev1.Node
-	if err := e.c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
-		t.Fatal(err)
+	// After kwok's node-initialize stage (Ready=True): it writes the node's whole status, and
+	// one computed before our patch would put the old boot ID back.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+			return false, nil
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s not Ready: %v", node, err)
 	}
 	before := n.DeepCopy()
 	n.Status.NodeInfo.BootID = id
