@@ -275,8 +275,10 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		}
 	}()
 	res.nodes = n
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	tctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	ctx, exit := context.WithCancelCause(tctx)
+	defer exit(nil)
 	pool := fmt.Sprintf("bench-ps%s-%d", v.name, time.Now().UnixMilli()%1000000)
 
 	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + *metrics, "--health-probe-bind-address=0"}
@@ -291,7 +293,15 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	res.log = logf.Name()
 	rec.Stdout, rec.Stderr = logf, logf
 	check(rec.Start())
-	defer func() { _ = rec.Process.Kill(); _, _ = rec.Process.Wait() }()
+	// A reconciler that exits (e.g. its metrics port taken by another bench) ends the run at
+	// once, naming its log, instead of waiting for a set nobody reconciles.
+	exited := make(chan struct{})
+	go func() {
+		werr := rec.Wait()
+		exit(fmt.Errorf("the reconciler exited (%v); log %s", werr, logf.Name()))
+		close(exited)
+	}()
+	defer func() { _ = rec.Process.Kill(); <-exited }()
 	for i := 0; i < 600; i++ {
 		if _, err := scrape(); err == nil {
 			break
@@ -351,7 +361,10 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	if err != nil {
 		close(stopSampler)
 		<-samplerDone
-		return res, fmt.Errorf("timed out after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
+		if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded && cause != context.Canceled {
+			err = cause
+		}
+		return res, fmt.Errorf("not complete after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
 	}
 	res.elapsed = time.Since(start)
 	after, err := scrape()
