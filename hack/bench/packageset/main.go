@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,9 +82,9 @@ var (
 	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
 	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%)")
 	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
-	metrics  = flag.String("metrics", "127.0.0.1:18089", "metrics address of the benchmarked reconciler")
+	metrics  = flag.String("metrics", "", "metrics address of the benchmarked reconciler (default: a free loopback port per run)")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
-	pprofAt  = flag.String("pprof-address", "127.0.0.1:18090", "pprof address of the benchmarked reconciler (with -pprof-dir)")
+	pprofAt  = flag.String("pprof-address", "", "pprof address of the benchmarked reconciler (with -pprof-dir; default: a free loopback port per run)")
 	pprofCPU = flag.Bool("pprof-cpu", false, "with -pprof-dir, also save consecutive 10 s CPU profiles (profiling costs the reconciler some CPU)")
 	recArgs  = flag.String("reconciler-args", "", "extra flags for the reconciler (space-separated)")
 	timeout  = flag.Duration("timeout", 20*time.Minute, "give up on one run after")
@@ -279,9 +280,18 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	defer cancel()
 	pool := fmt.Sprintf("bench-ps%s-%d", v.name, time.Now().UnixMilli()%1000000)
 
-	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + *metrics, "--health-probe-bind-address=0"}
+	// Free loopback ports per run unless given: other clones on the machine may run this
+	// bench at the same time, and a fixed port would have it scrape their reconciler.
+	metricsAddr, pprofAddr = *metrics, *pprofAt
+	if metricsAddr == "" {
+		metricsAddr = freeAddr()
+	}
+	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0"}
 	if *pprofDir != "" {
-		args = append(args, "--pprof-bind-address="+*pprofAt)
+		if pprofAddr == "" {
+			pprofAddr = freeAddr()
+		}
+		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
 	args = append(args, strings.Fields(*recArgs)...)
 	rec := exec.Command(*recBin, args...)
@@ -292,9 +302,11 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	rec.Stdout, rec.Stderr = logf, logf
 	check(rec.Start())
 	defer func() { _ = rec.Process.Kill(); _, _ = rec.Process.Wait() }()
-	for i := 0; i < 600; i++ {
+	for i := 0; ; i++ {
 		if _, err := scrape(); err == nil {
 			break
+		} else if i == 600 {
+			check(fmt.Errorf("the reconciler's metrics at %s did not come up (log %s): %v", metricsAddr, res.log, err))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -543,7 +555,7 @@ func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
 				return
 			default:
 			}
-			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=10", *pprofAt), filepath.Join(*pprofDir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i)))
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=10", pprofAddr), filepath.Join(*pprofDir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i)))
 		}
 	}()
 	peak := 0.0
@@ -558,7 +570,7 @@ func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
 		}
 		if rss := vmRSS(pid); rss > peak*1.02 {
 			peak = rss
-			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/heap", *pprofAt), filepath.Join(*pprofDir, "heap-"+tag+".pb.gz"))
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/heap", pprofAddr), filepath.Join(*pprofDir, "heap-"+tag+".pb.gz"))
 		}
 	}
 }
@@ -587,6 +599,17 @@ func fetch(url, path string) error {
 	return os.Rename(tmp, path)
 }
 
+// metricsAddr and pprofAddr are the current run's reconciler's addresses.
+var metricsAddr, pprofAddr string
+
+// freeAddr is a loopback address with a port free right now.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // counters are the reconciler metrics the bench reads.
 type counters struct {
 	requests    float64 // rest_client_requests_total, all codes and verbs
@@ -597,7 +620,7 @@ type counters struct {
 // scrape reads the counters from the reconciler's metrics endpoint.
 func scrape() (counters, error) {
 	var c counters
-	resp, err := http.Get("http://" + *metrics + "/metrics")
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return c, err
 	}
