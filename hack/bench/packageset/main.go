@@ -23,7 +23,8 @@
 //   - the load average (/proc/loadavg) before and after the run.
 //
 // Targets (the issue: "time within 1.5× of the slowest single node's stage time × waves"),
-// waves = ceil(100 / budget percent), both definitions printed:
+// waves = ceil(nodes / budget nodes) (= ceil(100 / budget percent) for 1000 nodes), both
+// definitions printed:
 //
 //	target(stage) = 1.5 × slowest stage of the single-node run × waves
 //	target(node)  = 1.5 × the single-node run's time to complete × waves
@@ -74,6 +75,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/reconciler"
 )
 
@@ -110,7 +112,13 @@ func (v variant) stagesPerNode() int {
 	return 4
 }
 
-func (v variant) waves() int { return int(math.Ceil(100 / float64(v.budget))) }
+// waves over n nodes: ceil(n / the budget's node count) (packageset.Budget: percent of n,
+// at least 1), which is ceil(100 / percent) when percent of n is a whole number.
+func (v variant) waves(n int) int {
+	pct := v.budget
+	b := packageset.Budget(&v1alpha1.InterruptionBudget{Percent: &pct}, n)
+	return (n + b - 1) / b
+}
 
 // result is what one run measured.
 type result struct {
@@ -196,14 +204,14 @@ func main() {
 		rw.full = full
 		printRun(v, full)
 		if rw.hasBase {
-			w := float64(v.waves())
+			w := float64(v.waves(full.nodes))
 			tStage := 1.5 * rw.base.slowest().Seconds() * w
 			tNode := 1.5 * rw.base.elapsed.Seconds() * w
-			fmt.Printf("  targets (waves %d = ceil(100/%d%%)):\n", v.waves(), v.budget)
+			fmt.Printf("  targets (waves %d: %d nodes, budget %d%%):\n", v.waves(full.nodes), full.nodes, v.budget)
 			fmt.Printf("    target(stage) 1.5 × single-node slowest stage %.2f s × %d = %.1f s: %s (%.2f×)\n",
-				rw.base.slowest().Seconds(), v.waves(), tStage, verdict(full.elapsed.Seconds() <= tStage), full.elapsed.Seconds()/tStage*1.5)
+				rw.base.slowest().Seconds(), v.waves(full.nodes), tStage, verdict(full.elapsed.Seconds() <= tStage), full.elapsed.Seconds()/tStage*1.5)
 			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
-				rw.base.elapsed.Seconds(), v.waves(), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
+				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
 		fmt.Printf("  RSS target < 200 MiB: %s\n\n", verdict(full.hwmMiB < 200))
 		rows = append(rows, rw)
@@ -218,13 +226,13 @@ func main() {
 		xn, xs := "-", "-"
 		bt, bs := "-", "-"
 		if rw.hasBase {
-			w := float64(rw.v.waves())
+			w := float64(rw.v.waves(f.nodes))
 			xn = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.elapsed.Seconds()*w))
 			xs = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.slowest().Seconds()*w))
 			bt, bs = fmt.Sprintf("%.1f", rw.base.elapsed.Seconds()), fmt.Sprintf("%.2f", rw.base.slowest().Seconds())
 		}
 		fmt.Printf("%-3s %6d %5d%% %5d %8.1f %8s %8s %7s %7s %7.2f %7.2f %7.2f %6.1f %6.1f %8.2f  %s → %s\n",
-			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(), f.elapsed.Seconds(), bt, bs, xn, xs,
+			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(f.nodes), f.elapsed.Seconds(), bt, bs, xn, xs,
 			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
 	}
 	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
