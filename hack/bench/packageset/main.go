@@ -23,7 +23,8 @@
 //   - the load average (/proc/loadavg) before and after the run.
 //
 // Targets (the issue: "time within 1.5× of the slowest single node's stage time × waves"),
-// waves = ceil(100 / budget percent), both definitions printed:
+// waves = ceil(nodes / budget nodes) (= ceil(100 / budget percent) for 1000 nodes), both
+// definitions printed:
 //
 //	target(stage) = 1.5 × slowest stage of the single-node run × waves
 //	target(node)  = 1.5 × the single-node run's time to complete × waves
@@ -47,6 +48,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,6 +75,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/reconciler"
 )
 
@@ -81,9 +84,9 @@ var (
 	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
 	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%)")
 	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
-	metrics  = flag.String("metrics", "127.0.0.1:18089", "metrics address of the benchmarked reconciler")
+	metrics  = flag.String("metrics", "", "metrics address of the benchmarked reconciler (default: a free loopback port per run)")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
-	pprofAt  = flag.String("pprof-address", "127.0.0.1:18090", "pprof address of the benchmarked reconciler (with -pprof-dir)")
+	pprofAt  = flag.String("pprof-address", "", "pprof address of the benchmarked reconciler (with -pprof-dir; default: a free loopback port per run)")
 	pprofCPU = flag.Bool("pprof-cpu", false, "with -pprof-dir, also save consecutive 10 s CPU profiles (profiling costs the reconciler some CPU)")
 	recArgs  = flag.String("reconciler-args", "", "extra flags for the reconciler (space-separated)")
 	timeout  = flag.Duration("timeout", 20*time.Minute, "give up on one run after")
@@ -109,7 +112,13 @@ func (v variant) stagesPerNode() int {
 	return 4
 }
 
-func (v variant) waves() int { return int(math.Ceil(100 / float64(v.budget))) }
+// waves over n nodes: ceil(n / the budget's node count) (packageset.Budget: percent of n,
+// at least 1), which is ceil(100 / percent) when percent of n is a whole number.
+func (v variant) waves(n int) int {
+	pct := v.budget
+	b := packageset.Budget(&v1alpha1.InterruptionBudget{Percent: &pct}, n)
+	return (n + b - 1) / b
+}
 
 // result is what one run measured.
 type result struct {
@@ -195,14 +204,14 @@ func main() {
 		rw.full = full
 		printRun(v, full)
 		if rw.hasBase {
-			w := float64(v.waves())
+			w := float64(v.waves(full.nodes))
 			tStage := 1.5 * rw.base.slowest().Seconds() * w
 			tNode := 1.5 * rw.base.elapsed.Seconds() * w
-			fmt.Printf("  targets (waves %d = ceil(100/%d%%)):\n", v.waves(), v.budget)
+			fmt.Printf("  targets (waves %d: %d nodes, budget %d%%):\n", v.waves(full.nodes), full.nodes, v.budget)
 			fmt.Printf("    target(stage) 1.5 × single-node slowest stage %.2f s × %d = %.1f s: %s (%.2f×)\n",
-				rw.base.slowest().Seconds(), v.waves(), tStage, verdict(full.elapsed.Seconds() <= tStage), full.elapsed.Seconds()/tStage*1.5)
+				rw.base.slowest().Seconds(), v.waves(full.nodes), tStage, verdict(full.elapsed.Seconds() <= tStage), full.elapsed.Seconds()/tStage*1.5)
 			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
-				rw.base.elapsed.Seconds(), v.waves(), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
+				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
 		fmt.Printf("  RSS target < 200 MiB: %s\n\n", verdict(full.hwmMiB < 200))
 		rows = append(rows, rw)
@@ -217,13 +226,13 @@ func main() {
 		xn, xs := "-", "-"
 		bt, bs := "-", "-"
 		if rw.hasBase {
-			w := float64(rw.v.waves())
+			w := float64(rw.v.waves(f.nodes))
 			xn = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.elapsed.Seconds()*w))
 			xs = fmt.Sprintf("%.2f", f.elapsed.Seconds()/(rw.base.slowest().Seconds()*w))
 			bt, bs = fmt.Sprintf("%.1f", rw.base.elapsed.Seconds()), fmt.Sprintf("%.2f", rw.base.slowest().Seconds())
 		}
 		fmt.Printf("%-3s %6d %5d%% %5d %8.1f %8s %8s %7s %7s %7.2f %7.2f %7.2f %6.1f %6.1f %8.2f  %s → %s\n",
-			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(), f.elapsed.Seconds(), bt, bs, xn, xs,
+			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(f.nodes), f.elapsed.Seconds(), bt, bs, xn, xs,
 			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
 	}
 	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
@@ -281,9 +290,18 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	defer exit(nil)
 	pool := fmt.Sprintf("bench-ps%s-%d", v.name, time.Now().UnixMilli()%1000000)
 
-	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + *metrics, "--health-probe-bind-address=0"}
+	// Free loopback ports per run unless given: other clones on the machine may run this
+	// bench at the same time, and a fixed port would have it scrape their reconciler.
+	metricsAddr, pprofAddr = *metrics, *pprofAt
+	if metricsAddr == "" {
+		metricsAddr = freeAddr()
+	}
+	args := []string{"--kubeconfig", e.kubeconfig, "--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0"}
 	if *pprofDir != "" {
-		args = append(args, "--pprof-bind-address="+*pprofAt)
+		if pprofAddr == "" {
+			pprofAddr = freeAddr()
+		}
+		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
 	args = append(args, strings.Fields(*recArgs)...)
 	rec := exec.Command(*recBin, args...)
@@ -293,8 +311,8 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	res.log = logf.Name()
 	rec.Stdout, rec.Stderr = logf, logf
 	check(rec.Start())
-	// A reconciler that exits (e.g. its metrics port taken by another bench) ends the run at
-	// once, naming its log, instead of waiting for a set nobody reconciles.
+	// A reconciler that exits ends the run at once, naming its log, instead of waiting for a
+	// set nobody reconciles.
 	exited := make(chan struct{})
 	go func() {
 		werr := rec.Wait()
@@ -302,9 +320,11 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		close(exited)
 	}()
 	defer func() { _ = rec.Process.Kill(); <-exited }()
-	for i := 0; i < 600; i++ {
+	for i := 0; ; i++ {
 		if _, err := scrape(); err == nil {
 			break
+		} else if i == 600 {
+			check(fmt.Errorf("the reconciler's metrics at %s did not come up (log %s): %v", metricsAddr, res.log, err))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -556,7 +576,7 @@ func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
 				return
 			default:
 			}
-			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=10", *pprofAt), filepath.Join(*pprofDir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i)))
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=10", pprofAddr), filepath.Join(*pprofDir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i)))
 		}
 	}()
 	peak := 0.0
@@ -571,7 +591,7 @@ func (e *env) sample(pid int, tag string, stop <-chan struct{}) {
 		}
 		if rss := vmRSS(pid); rss > peak*1.02 {
 			peak = rss
-			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/heap", *pprofAt), filepath.Join(*pprofDir, "heap-"+tag+".pb.gz"))
+			_ = fetch(fmt.Sprintf("http://%s/debug/pprof/heap", pprofAddr), filepath.Join(*pprofDir, "heap-"+tag+".pb.gz"))
 		}
 	}
 }
@@ -600,6 +620,17 @@ func fetch(url, path string) error {
 	return os.Rename(tmp, path)
 }
 
+// metricsAddr and pprofAddr are the current run's reconciler's addresses.
+var metricsAddr, pprofAddr string
+
+// freeAddr is a loopback address with a port free right now.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // counters are the reconciler metrics the bench reads.
 type counters struct {
 	requests    float64 // rest_client_requests_total, all codes and verbs
@@ -610,7 +641,7 @@ type counters struct {
 // scrape reads the counters from the reconciler's metrics endpoint.
 func scrape() (counters, error) {
 	var c counters
-	resp, err := http.Get("http://" + *metrics + "/metrics")
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return c, err
 	}
