@@ -1,8 +1,6 @@
 package reconciler
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -74,10 +72,11 @@ func forgetPackageSetMetrics(set string) {
 	}
 }
 
-// stageMetricLabel is the stage label of a Job for packageSetJobs.
-func stageMetricLabel(js packageset.JobSpec) string {
+// jobStageLabel is a stage Job's gantry.dev/stage label (and its packageSetJobs stage): the
+// stage, or "<check>-soak" for a soak check.
+func jobStageLabel(js packageset.JobSpec) string {
 	if js.SoakCheck {
-		return strings.TrimSpace(packageset.CheckOf(js.Stage)) + "-soak"
+		return packageset.CheckOf(js.Stage) + "-soak"
 	}
 	return string(js.Stage)
 }

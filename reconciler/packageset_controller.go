@@ -1061,10 +1061,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 			}
 		}
 	}
-	stageLabel := string(js.Stage)
-	if js.SoakCheck {
-		stageLabel = packageset.CheckOf(js.Stage) + "-soak"
-	}
+	stageLabel := jobStageLabel(js)
 	lbl := map[string]string{v1alpha1.LabelManagedBy: performer.ManagedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: stageLabel, v1alpha1.LabelNode: node.Name}
 	podLabels := map[string]string{}
@@ -1159,7 +1156,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		}
 		return err
 	}
-	packageSetJobs.WithLabelValues(set.Name, stageMetricLabel(js)).Inc()
+	packageSetJobs.WithLabelValues(set.Name, stageLabel).Inc()
 	return nil
 }
 
