@@ -290,6 +290,33 @@ func cloneMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
+// readInto is the Read of every Gantry resource: the live object of spec's kind through
+// readLive; gone → the resource is removed from state (the next plan creates it); otherwise
+// flatten maps it (keeping what only prior knows, e.g. timeouts) and the result is the new
+// state, so any difference from prior shows as drift. Diagnostics: readLive's, or "Error
+// Reading <kind>" naming the object when flatten fails.
+func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, namespace, name string, resp *resource.ReadResponse, flatten func(*unstructured.Unstructured) (*M, error)) {
+	u, diags := readLive(ctx, data, spec, namespace, name)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if u == nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state, err := flatten(u)
+	if err != nil {
+		id := name
+		if namespace != "" {
+			id = namespace + "/" + name
+		}
+		resp.Diagnostics.AddError("Error Reading "+spec.Kind, fmt.Sprintf("The %s %s could not be mapped to Terraform: %v", spec.Kind, id, err))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+}
+
 // readLive reads the object namespace/name (namespace "" for a cluster-scoped kind such as
 // PackageSet) of spec's kind for a refresh, through the shared
 // informer (wait.Registry.Get: one LIST per kind and namespace for a whole refresh, a GET to

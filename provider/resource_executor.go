@@ -345,21 +345,7 @@ func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	u, diags := readLive(ctx, r.data, wait.Executor, ns, name)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if u == nil {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	state, err := flattenExecutor(u, &prior)
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Executor", fmt.Sprintf("The Executor %s/%s could not be mapped to Terraform: %v", ns, name, err))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	readInto(ctx, r.data, wait.Executor, ns, name, resp, func(u *unstructured.Unstructured) (*executorModelV0, error) { return flattenExecutor(u, &prior) })
 }
 
 func (r *executorResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

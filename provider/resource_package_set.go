@@ -382,22 +382,7 @@ func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest,
 	if name == "" {
 		name = prior.ID.ValueString()
 	}
-	u, diags := readLive(ctx, r.data, wait.PackageSet, "", name)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if u == nil {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	state, err := flattenPackageSet(u, &prior)
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading PackageSet", err.Error())
-		return
-	}
-	state.Timeouts = prior.Timeouts
-	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	readInto(ctx, r.data, wait.PackageSet, "", name, resp, func(u *unstructured.Unstructured) (*packageSetModel, error) { return flattenPackageSet(u, &prior) })
 }
 
 // Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
@@ -603,7 +588,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		return nil, err
 	}
 	s := ps.Spec
-	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name)}
+	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts}
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
 	m.Priority = types.Int64Value(int64(s.Priority))
 	if prior.Priority.IsNull() && s.Priority == v1alpha1.DefaultPackageSetPriority {

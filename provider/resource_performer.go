@@ -377,22 +377,7 @@ func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, 
 	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
 	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
-	u, diags := readLive(ctx, r.data, wait.Performer, ns, name)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if u == nil {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	state, err := flattenPerformer(u, &prior)
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Performer", fmt.Sprintf("The Performer %s/%s could not be mapped to Terraform: %v", ns, name, err))
-		return
-	}
-	state.Timeouts = prior.Timeouts
-	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	readInto(ctx, r.data, wait.Performer, ns, name, resp, func(u *unstructured.Unstructured) (*performerModelV0, error) { return flattenPerformer(u, &prior) })
 }
 
 func (r *performerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

@@ -275,22 +275,7 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	u, diags := readLive(ctx, r.data, wait.Workspace, ns, name)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if u == nil {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	state, err := flattenWorkspace(u, &prior)
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Workspace", fmt.Sprintf("The Workspace %s/%s could not be mapped to Terraform: %v", ns, name, err))
-		return
-	}
-	state.Timeouts = prior.Timeouts
-	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	readInto(ctx, r.data, wait.Workspace, ns, name, resp, func(u *unstructured.Unstructured) (*workspaceModelV0, error) { return flattenWorkspace(u, &prior) })
 }
 
 func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -425,7 +410,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
 		return nil, err
 	}
-	m := &workspaceModelV0{Name: types.StringValue(w.Name), Namespace: types.StringValue(w.Namespace),
+	m := &workspaceModelV0{Timeouts: prior.Timeouts, Name: types.StringValue(w.Name), Namespace: types.StringValue(w.Namespace),
 		Labels: readMeta(w.Labels, prior.Labels), Annotations: readMeta(w.Annotations, prior.Annotations)}
 	pr := prior.Resource
 	if pr == nil {
