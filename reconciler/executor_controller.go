@@ -38,12 +38,18 @@ import (
 // ExecutorReconciler runs the Executor lifecycle (internal/executor) against the cluster: it
 // owns the Deployment executor-<name> and its immutable, content-named ConfigMaps. It reads
 // the referenced Performers (watching them, so an endpoint change re-renders the config and
-// rolls the pods) and only the metadata of the referenced Secrets (existence, never values).
+// rolls the pods) and the operator key Secret's data keys straight from the API server (to
+// say "Secret ns/name has no key K" before a rollout; values are never copied out, logged or
+// written: checkRefs). A missing Secret or key is re-checked with the Stalled backoff (5s,
+// doubling, at most 5 minutes), so creating it heals the Executor without user action.
 type ExecutorReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
+
+	// rejected holds the writes the API server rejected for good (errors.go).
+	rejected rejections
 }
 
 // NewExecutorReconciler builds the reconciler from a manager's clients and event recorder.
@@ -60,6 +66,8 @@ func (r *ExecutorReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&v1alpha1.Performer{}, handler.EnqueueRequestsFromMapFunc(r.executorsFor)).
+		// Its pods (through their ReplicaSets, so not owned directly): why a rollout stalls.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(executorOfPod)).
 		Named("executor").
 		WithOptions(opts).
 		Complete(r)
@@ -78,6 +86,15 @@ func (r *ExecutorReconciler) executorsFor(ctx context.Context, obj client.Object
 		}
 	}
 	return out
+}
+
+// executorOfPod maps an executor pod (label gantry.dev/executor) to its Executor.
+func executorOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	n := obj.GetLabels()[v1alpha1.LabelExecutor]
+	if n == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}}}
 }
 
 func references(e *v1alpha1.Executor, name string, lbls map[string]string) bool {
@@ -99,6 +116,9 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	logger := log.FromContext(ctx)
 	var e v1alpha1.Executor
 	if err := r.Client.Get(ctx, req.NamespacedName, &e); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.rejected.clear(req.NamespacedName, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	g, err := r.gather(ctx, &e)
@@ -127,7 +147,17 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				logger.V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return ctrl.Result{}, fmt.Errorf("%s: %w", a, err)
+			ae := &actError{action: string(a), kind: executorActionKind(a), name: executorActionObject(&e, a, g), err: err}
+			var rejected *actError
+			if r.rejected.reject(req.NamespacedName, e.Generation, ae, &rejected) {
+				// Permanent: the next pass hands it to the machine, which stalls (errors.go).
+				logger.Info("write rejected", "action", a, "error", err.Error())
+				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
+			}
+			return ctrl.Result{}, ae
+		}
+		if rj := g.facts.Rejection; rj != nil && rj.Action == string(a) {
+			r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
 		}
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
@@ -187,16 +217,14 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 			}
 		}
 	}
-	// Secrets: metadata only, straight from the API server (never cached, values never read).
-	for _, s := range executor.SecretNames(e) {
-		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: s}, m)
-		if apierrors.IsNotFound(err) {
-			f.MissingSecrets = append(f.MissingSecrets, s)
-		} else if err != nil {
-			return nil, err
-		}
+	// The operator key Secret and its keys, straight from the API server (never cached; only
+	// the data keys are looked at, values are never handed on: checkRefs).
+	missing, err := checkRefs(ctx, r.APIReader, executor.Refs(e))
+	if err != nil {
+		return nil, err
 	}
+	f.MissingRefs = missing
+	f.Rejection = r.rejected.get(types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, e.Generation)
 
 	// The desired config and Deployment, once every performer has its endpoint.
 	ready := len(f.Performers) > 0
@@ -238,6 +266,14 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	} else if found {
 		g.live = &dep
 		f.Deployment = executor.DeploymentFacts(&dep, e.UID)
+		if !f.Deployment.Foreign && (dep.Status.UnavailableReplicas > 0 || dep.Status.ReadyReplicas < dep.Status.Replicas) {
+			// Why the pods do not run (image pull, crash): from the Pod cache (they carry our label).
+			var pods corev1.PodList
+			if err := r.Client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingLabels(executor.SelectorLabels(e))); err != nil {
+				return nil, err
+			}
+			f.PodProblems = executor.PodProblems(pods.Items)
+		}
 	}
 	// The rollback target: the Deployment's own template, or one of its ReplicaSets'.
 	if lg := f.LastGoodRevision; lg != "" && g.live != nil && !f.Deployment.Foreign {
@@ -448,4 +484,29 @@ func (r *ExecutorReconciler) pruneConfigMaps(ctx context.Context, e *v1alpha1.Ex
 func controlledByUID(obj metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == uid
+}
+
+// executorActionKind is the kind of object action a writes.
+func executorActionKind(a executor.Action) string {
+	switch a {
+	case executor.ActionEnsureConfigMap, executor.ActionPruneConfigMaps, executor.ActionDeleteConfigMaps:
+		return "ConfigMap"
+	case executor.ActionAddFinalizer, executor.ActionRemoveFinalizer:
+		return "Executor"
+	}
+	return "Deployment"
+}
+
+// executorActionObject is the name of the object action a writes.
+func executorActionObject(e *v1alpha1.Executor, a executor.Action, g *gathered) string {
+	switch executorActionKind(a) {
+	case "ConfigMap":
+		if g.cm != nil {
+			return g.cm.Name
+		}
+		return "executor-" + e.Name
+	case "Executor":
+		return e.Name
+	}
+	return executor.DeploymentName(e.Name)
 }

@@ -451,12 +451,26 @@ func TestExecutorMissingPerformerAndSecret(t *testing.T) {
 	got = e.waitExecutor(t, x.Name, "SecretNotFound", func(x *v1alpha1.Executor) bool {
 		return execCondition(x, v1alpha1.ConditionStalled).Reason == executor.ReasonSecretNotFound
 	})
-	if c := execCondition(got, executor.ConditionConfigReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `"no-such-keys"`) {
+	if c := execCondition(got, executor.ConditionConfigReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "Secret "+e.ns+"/no-such-keys not found") {
 		t.Errorf("ConfigReady = %+v", c)
 	}
-	// The Secret appears (the executor's backoff re-checks it): Running.
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-such-keys", Namespace: e.ns}, StringData: map[string]string{"ecdsa": keyMaterial}}
+	// The Secret appears without the key: the key is named (the executor's backoff re-checks).
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "no-such-keys", Namespace: e.ns}, StringData: map[string]string{"other": keyMaterial}}
 	if err := e.c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	wantMsg := "Secret " + e.ns + "/no-such-keys has no key ecdsa"
+	got = e.waitExecutor(t, x.Name, "Stalled: "+wantMsg, func(x *v1alpha1.Executor) bool {
+		c := execCondition(x, v1alpha1.ConditionStalled)
+		return c.Status == metav1.ConditionTrue && c.Reason == executor.ReasonSecretNotFound && strings.Contains(c.Message, wantMsg)
+	})
+	if c := execCondition(got, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v", c)
+	}
+	e.waitEvent(t, "Executor", x.Name, "Warning SecretNotFound: spec.operatorKeys: "+wantMsg)
+	// The key is added (the executor's backoff re-checks it): Running, without user action.
+	s.StringData = map[string]string{"ecdsa": keyMaterial}
+	if err := e.c.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	e.waitExecutor(t, x.Name, "Running", execRunning)

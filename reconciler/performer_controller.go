@@ -50,6 +50,8 @@ type PerformerReconciler struct {
 
 	// expected holds the reconciler's own writes its cache may not show yet.
 	expected expectations
+	// rejected holds the writes the API server rejected for good (errors.go).
+	rejected rejections
 }
 
 // NewPerformerReconciler builds the reconciler from a manager's clients and event recorder.
@@ -95,6 +97,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expected.forget(req.NamespacedName)
+			r.rejected.clear(req.NamespacedName, "")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -148,6 +151,9 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		} else {
 			facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
 		}
+		if err := r.gatherFailures(ctx, &p, &facts, desiredPod); err != nil {
+			return ctrl.Result{}, err
+		}
 		d, err := performer.Decide(facts)
 		if err != nil {
 			recordIllegalTransition[*performer.TransitionError](r.Recorder, &p, err)
@@ -167,8 +173,16 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 		err = r.actAll(ctx, &p, d.Actions, desiredPod, desiredSvc, pod, svc, writes)
 		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
+		var rejected *actError
 		switch {
 		case err == nil:
+			if rj := facts.Rejection; rj != nil && slices.Contains(d.Actions, performer.Action(rj.Action)) {
+				r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
+			}
+		case r.rejected.reject(req.NamespacedName, p.Generation, err, &rejected):
+			// Permanent: the next pass hands it to the machine, which stalls (errors.go).
+			logger.Info("write rejected", "action", rejected.action, "error", err.Error())
+			return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
 		case errors.Is(err, errPerformerGone):
 			return ctrl.Result{}, nil
 		case apierrors.IsAlreadyExists(err) && !direct:
@@ -252,7 +266,7 @@ func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer,
 			w, err := r.act(ctx, p, group[0], desiredPod, desiredSvc, pod, svc)
 			record(w)
 			if err != nil {
-				return err
+				return performerActError(group[0], performer.ObjectName(p.Name), err)
 			}
 		} else {
 			ws := make([]written, len(group))
@@ -263,6 +277,7 @@ func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer,
 				go func() {
 					defer wg.Done()
 					ws[k], errs[k] = r.act(ctx, p, a, desiredPod, desiredSvc, pod, svc)
+					errs[k] = performerActError(a, performer.ObjectName(p.Name), errs[k])
 				}()
 			}
 			wg.Wait()
@@ -303,6 +318,46 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 		st.LastUpgradeTime = &t
 	}
 	return st
+}
+
+// gatherFailures adds the facts that explain a Performer that cannot progress: a write
+// rejected earlier (errors.go), the envFrom Secrets/ConfigMaps and keys that are missing
+// (read only when a Pod is about to be created or re-created), and, while the Pod is
+// unschedulable, the node-selector labels no node carries.
+func (r *PerformerReconciler) gatherFailures(ctx context.Context, p *v1alpha1.Performer, f *performer.Facts, desiredPod *corev1.Pod) error {
+	f.Rejection = r.rejected.get(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, p.Generation)
+	if f.Deleting || f.SpecError != "" {
+		return nil
+	}
+	if refs := performer.Refs(p); len(refs) > 0 && (f.Pod == nil || f.Pod.SpecHash != f.DesiredHash) {
+		missing, err := checkRefs(ctx, r.APIReader, refs)
+		if err != nil {
+			return err
+		}
+		f.MissingRefs = missing
+	}
+	if pod := f.Pod; pod != nil && !pod.Foreign && pod.NodeName == "" && pod.Scheduled.Reason == corev1.PodReasonUnschedulable {
+		missing, err := missingNodeLabels(ctx, r.Client, desiredPod.Spec.NodeSelector)
+		if err != nil {
+			return err
+		}
+		f.MissingNodeLabels = missing
+	}
+	return nil
+}
+
+// reject records err as a rejection of key's action when it is a permanent API error from
+// an action (see errors.go), setting *ae; false for any other error.
+func (s *rejections) reject(key types.NamespacedName, generation int64, err error, ae **actError) bool {
+	if !errors.As(err, ae) {
+		return false
+	}
+	reason, ok := permanent((*ae).err)
+	if !ok {
+		return false
+	}
+	s.record(key, generation, (*ae).action, (*ae).kind, key.Namespace+"/"+(*ae).name, reason, apiMessage((*ae).err), time.Now())
+	return true
 }
 
 // written is what an action wrote to an owned object (kind "" when it wrote none).
@@ -376,4 +431,21 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 		return nil // gone, or already replaced: the next pass sees the current state
 	}
 	return err
+}
+
+// performerActError wraps err from action a in an *actError naming the object written.
+func performerActError(a performer.Action, name string, err error) error {
+	if err == nil || errors.Is(err, errPerformerGone) {
+		return err
+	}
+	kind := ""
+	switch a {
+	case performer.ActionEnsureService, performer.ActionDeleteService:
+		kind = "Service"
+	case performer.ActionCreatePod, performer.ActionDeletePod:
+		kind = "Pod"
+	default:
+		kind = "Performer"
+	}
+	return &actError{action: string(a), kind: kind, name: name, err: err}
 }

@@ -291,7 +291,24 @@ func (r *phaseRecorder) seen() []v1alpha1.PerformerPhase {
 }
 
 // events lists the Performer's events, oldest first, one per line.
-func (e *testEnv) events(name string) string {
+func (e *testEnv) events(name string) string { return e.eventsFor("Performer", name) }
+
+// waitEvent polls (generous timeout: events are recorded asynchronously) until an event of
+// the kind/name object contains want, and fails the test otherwise.
+func (e *testEnv) waitEvent(t *testing.T, kind, name, want string) {
+	t.Helper()
+	var got string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		got = e.eventsFor(kind, name)
+		return strings.Contains(got, want), nil
+	})
+	if err != nil {
+		t.Fatalf("no event on %s %s containing %q; events:\n%s", kind, name, want, got)
+	}
+}
+
+// eventsFor lists the events of the kind/name object, oldest first, one per line.
+func (e *testEnv) eventsFor(kind, name string) string {
 	var list corev1.EventList
 	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
 		return err.Error()
@@ -299,7 +316,7 @@ func (e *testEnv) events(name string) string {
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
 	var b strings.Builder
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "Performer" && ev.InvolvedObject.Name == name {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
 			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
 		}
 	}

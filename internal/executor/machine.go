@@ -43,6 +43,7 @@ package executor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // Phase is an Executor's status.phase.
@@ -88,6 +90,7 @@ const (
 	ReasonConfigRendered           = "ConfigRendered"       // ConfigReady=True
 	ReasonConfigPending            = "ConfigPending"        // ConfigReady=False: being written
 	ReasonWaitingForInputs         = "WaitingForInputs"     // ConfigReady=False: performers not ready
+	ReasonRejected                 = failure.ReasonRejected // Stalled: the API server rejected a write (its message)
 )
 
 // Timing.
@@ -143,9 +146,18 @@ type Facts struct {
 	// Performers are the referenced Performers, in reference order (names) or name order
 	// (selector).
 	Performers []PerformerRef
-	// MissingSecrets names the referenced Secrets that do not exist (existence only: the
-	// reconciler never reads their data).
-	MissingSecrets []string
+	// MissingRefs are the problems with the operator key Secret (failure.Problems over Refs:
+	// "Secret ns/name not found", "Secret ns/name has no key K"); the reconciler reads the
+	// Secret's data keys, never hands its values on.
+	MissingRefs []string
+	// Rejection, when non-nil, is an earlier pass's write the API server rejected for good
+	// (failure.Rejection): Failed with reason Rejected and the API server's message; the
+	// rejected action is withheld until Rejection.RetryAt, then tried again.
+	Rejection *failure.Rejection
+	// PodProblems say why the Deployment's pods do not run (PodProblems: image pull and
+	// container start failures, the kubelet's words); they are added to the rollout's
+	// progress and failure messages.
+	PodProblems []string
 	// DesiredRevision is the revision (pod template hash) the spec asks for; "" when the
 	// inputs are not ready (no config can be rendered yet).
 	DesiredRevision string
@@ -357,8 +369,17 @@ func Decide(f Facts) (Decision, error) {
 		st, configOK = live(f, in, &d)
 	}
 
+	if r := f.Rejection; r != nil && !f.Deleting && slices.Contains(d.Actions, Action(r.Action)) {
+		st = failed(ReasonRejected, r.ConditionMessage())
+		if r.Holds(f.Now) {
+			d.Actions = failure.Without(d.Actions, r.Action)
+		}
+	}
 	if st.phase == v1alpha1.ExecutorFailed {
 		d.RequeueAfter = backoff(f)
+		if w := f.Rejection.Wait(f.Now); w > 0 && st.reason == ReasonRejected {
+			d.RequeueAfter = min(max(w, BackoffMin), BackoffMax) // the rejected action's retry
+		}
 	}
 	d.Conditions = conditions(f, st, in, configOK)
 	d.Phase = PhaseOf(d.Conditions)
@@ -419,13 +440,9 @@ func checkInputs(f Facts) inputs {
 		in.perfMsg = "waiting for performers to be Running: " + strings.Join(waiting, ", ")
 		in.waiting = in.perfMsg
 	}
-	if in.blocked == nil && len(f.MissingSecrets) > 0 {
-		var q []string
-		for _, s := range f.MissingSecrets {
-			q = append(q, fmt.Sprintf("%q", s))
-		}
+	if in.blocked == nil && len(f.MissingRefs) > 0 {
 		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonSecretNotFound,
-			message: fmt.Sprintf("operator key Secret %s not found in the executor's namespace", strings.Join(q, ", "))}
+			message: "spec.operatorKeys: " + strings.Join(f.MissingRefs, "; ") + "; the executor proceeds on its own once it exists"}
 	}
 	if in.blocked == nil && f.SpecError != "" {
 		in.blocked = &state{phase: v1alpha1.ExecutorFailed, reason: ReasonInvalidSpec, message: f.SpecError}
@@ -522,7 +539,7 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		return state{phase: ph, reason: reason, message: fmt.Sprintf("waiting for the deployment controller to observe revision %s with %d replicas", target, f.DesiredReplicas)}, configOK
 	}
 	if dep.Progressing.Status == corev1.ConditionFalse && dep.Progressing.Reason == ReasonProgressDeadlineExceeded {
-		cause := fmt.Sprintf("%s: %s", dep.Progressing.Reason, dep.Progressing.Message)
+		cause := fmt.Sprintf("%s: %s", dep.Progressing.Reason, dep.Progressing.Message) + podsSay(f)
 		switch {
 		case rolledBackMode:
 			return failed(ReasonRollbackFailed, fmt.Sprintf("update to revision %s failed and the rollback to revision %s failed too (%s)", f.FailedRevision, target, cause)), configOK
@@ -552,7 +569,7 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		dep.StatusReplicas == want && dep.UnavailableReplicas == 0
 	if !complete {
 		return state{phase: ph, reason: reason, message: fmt.Sprintf("revision %s: %d/%d replicas updated, %d ready, %d available, %d unavailable, %d total",
-			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas)}, configOK
+			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas) + podsSay(f)}, configOK
 	}
 	if rolledBackMode {
 		return state{phase: v1alpha1.ExecutorRunning, reason: ReasonRolledBack, rolledBack: true,
@@ -563,6 +580,15 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 	d.Actions = append(d.Actions, ActionPruneConfigMaps)
 	return state{phase: v1alpha1.ExecutorRunning, reason: ReasonAvailable,
 		message: fmt.Sprintf("revision %s (image %s): %d/%d replicas ready", target, dep.Image, dep.ReadyReplicas, want)}, configOK
+}
+
+// podsSay is "; pods: <problem>; <problem>" when the Deployment's pods report image pull or
+// start failures, "" otherwise.
+func podsSay(f Facts) string {
+	if len(f.PodProblems) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(f.PodProblems, "; ")
 }
 
 // terminate is the Terminating pass (seed 002: Terminating → Cleanup; seed 003: DELETING →
@@ -594,13 +620,7 @@ func failed(reason, msg string) state {
 }
 
 func backoff(f Facts) time.Duration {
-	var since time.Duration
-	for _, c := range f.Conditions {
-		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			since = f.Now.Sub(c.LastTransitionTime.Time)
-		}
-	}
-	return min(max(since, BackoffMin), BackoffMax)
+	return failure.Backoff(f.Conditions, v1alpha1.ConditionStalled, f.Now, BackoffMin, BackoffMax)
 }
 
 func conditions(f Facts, st state, in inputs, configOK bool) []metav1.Condition {

@@ -54,7 +54,7 @@ func (w *world) facts() Facts {
 		LastGoodAvailable: w.rsKept[w.lastGood],
 	}
 	if w.secretGone {
-		f.MissingSecrets = []string{"keys"}
+		f.MissingRefs = []string{"Secret ns/keys not found"}
 	}
 	if !w.perfGone && !w.perfWait {
 		f.DesiredRevision = w.desired()

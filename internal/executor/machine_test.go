@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // was spells out the conditions the machine writes for a phase (with reason), as the memory
@@ -57,6 +59,8 @@ func base() Facts {
 		ConfigMap: ConfigMap{Exists: true}, LastGoodAvailable: true,
 	}
 }
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 type row struct {
 	name string
@@ -226,8 +230,41 @@ var rows = []row{
 		want:  v1alpha1.ExecutorFailed, stalled: ReasonNoPerformersSelected, perf: ReasonNoPerformersSelected},
 	{name: "a missing key Secret fails without rolling out",
 		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
-		facts: func(f *Facts) { f.MissingSecrets = []string{"operator-keys"} },
-		want:  v1alpha1.ExecutorFailed, stalled: ReasonSecretNotFound, msg: []string{`Secret "operator-keys" not found`}},
+		facts: func(f *Facts) { f.MissingRefs = []string{"Secret ns/operator-keys not found"} },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonSecretNotFound, msg: []string{`spec.operatorKeys: Secret ns/operator-keys not found`}},
+	{name: "a key missing from the key Secret fails without rolling out",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) { f.MissingRefs = []string{"Secret ns/operator-keys has no key bls"} },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonSecretNotFound, msg: []string{`Secret ns/operator-keys has no key bls`}},
+	{name: "Creating → Failed: the Deployment write was rejected; withheld until RetryAt",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) {
+			f.Now = t0
+			f.Rejection = &failure.Rejection{Action: string(ActionApplyDeployment), Kind: "Deployment", Name: "ns/executor-x", Reason: "Invalid",
+				Message: `Deployment.apps "executor-x" is invalid: spec.template.spec.nodeSelector: Invalid value: "bad key!"`, Generation: 1, RetryAt: t0.Add(10 * time.Second)}
+		},
+		want: v1alpha1.ExecutorFailed, stalled: ReasonRejected, msg: []string{`writing Deployment ns/executor-x was rejected (Invalid): Deployment.apps "executor-x" is invalid: spec.template.spec.nodeSelector`}},
+	{name: "Failed (rejected) → Failed: RetryAt passed, the Deployment write is tried again",
+		prev: v1alpha1.ExecutorFailed, prevReason: ReasonRejected,
+		facts: func(f *Facts) {
+			f.Now = t0
+			f.Rejection = &failure.Rejection{Action: string(ActionApplyDeployment), Kind: "Deployment", Name: "ns/executor-x", Reason: "Invalid", Message: "m", Generation: 1, RetryAt: t0}
+		},
+		want: v1alpha1.ExecutorFailed, stalled: ReasonRejected, actions: []Action{ActionApplyDeployment}},
+	{name: "Creating: the pods' image pull failure is in the progress message",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) {
+			f.Deployment = progressing("r2", 2)
+			f.PodProblems = []string{`pod executor-x-1: container executor: ErrImagePull: pull access denied`}
+		},
+		want: v1alpha1.ExecutorCreating, msg: []string{"1/2 replicas updated", "; pod executor-x-1: container executor: ErrImagePull: pull access denied"}},
+	{name: "Creating → Failed on the progress deadline says why the pods do not run",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) {
+			f.Deployment = deadline("r2", 2)
+			f.PodProblems = []string{`pod executor-x-1: container executor: CrashLoopBackOff: back-off 10s; last terminated: Error (exit code 1)`}
+		},
+		want: v1alpha1.ExecutorFailed, stalled: ReasonProgressDeadlineExceeded, msg: []string{"has timed out progressing.; pod executor-x-1: container executor: CrashLoopBackOff"}},
 	{name: "a foreign Deployment is an ownership conflict",
 		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
 		facts: func(f *Facts) { f.Deployment = complete("r2", 2); f.Deployment.Foreign = true },
@@ -446,7 +483,7 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 			t.Fatalf("action %s while deleting", a)
 		}
 		if (a == ActionApplyDeployment || a == ActionEnsureConfigMap || a == ActionRollback) &&
-			(cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || len(f.MissingSecrets) > 0 || f.DesiredRevision == "") {
+			(cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || len(f.MissingRefs) > 0 || f.DesiredRevision == "") {
 			t.Fatalf("action %s with inputs not ready: %s", a, describe(d))
 		}
 		if a == ActionApplyDeployment && f.Deployment != nil && f.FailedRevision == f.DesiredRevision && f.FailedRevision != "" && f.LastGoodRevision != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
@@ -290,12 +292,50 @@ func ConfigMapsReferenced(t *corev1.PodTemplateSpec) []string {
 	return out
 }
 
-// SecretNames returns the Secrets an Executor references for its operator keys (sorted).
-func SecretNames(e *v1alpha1.Executor) []string {
-	if e.Spec.OperatorKeys.SecretName == "" {
+// Refs returns the operator key Secret an Executor references, with the keys it reads
+// (ecdsaKey, blsKey); nil without spec.operatorKeys.secretName. Exists and HasKey are left for
+// the controller to fill in.
+func Refs(e *v1alpha1.Executor) []failure.Ref {
+	k := e.Spec.OperatorKeys
+	if k.SecretName == "" {
 		return nil
 	}
-	return []string{e.Spec.OperatorKeys.SecretName}
+	r := failure.Ref{Kind: "Secret", Namespace: e.Namespace, Name: k.SecretName}
+	for _, key := range []string{k.ECDSAKey, k.BLSKey} {
+		if key != "" && !slices.Contains(r.Keys, key) {
+			r.Keys = append(r.Keys, key)
+		}
+	}
+	return []failure.Ref{r}
+}
+
+// PodProblems reads why the Deployment's pods do not run, one message per pod that cannot
+// pull its image or start its container (the kubelet's reason and message verbatim, sorted
+// by pod name): "pod executor-x-5d4-abc: container executor: ErrImagePull: ...".
+func PodProblems(pods []corev1.Pod) []string {
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			w := c.State.Waiting
+			if w != nil && (failure.ImagePullReasons[w.Reason] || failure.ContainerStartReasons[w.Reason]) {
+				msg := fmt.Sprintf("pod %s: container %s: %s", p.Name, c.Name, w.Reason)
+				if w.Message != "" {
+					msg += ": " + w.Message
+				}
+				if t := c.LastTerminationState.Terminated; t != nil {
+					msg += fmt.Sprintf("; last terminated: %s (exit code %d)", t.Reason, t.ExitCode)
+				}
+				out = append(out, msg)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // DeploymentFacts reads the Deployment facts (nil when dep is nil); owner is the Executor's UID.

@@ -291,3 +291,37 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// MissingLabels returns the entries of selector ("key=value", sorted) that no node in
+// nodeLabels carries, each followed by what it stands for when it is a TEE or GPU label, e.g.
+// "feature.node.kubernetes.io/cpu-security.tdx.enabled=true (TEE type tdx)". Empty when every
+// entry is carried by some node (the nodes may still not carry them all at once).
+func MissingLabels(nodeLabels []map[string]string, selector map[string]string) []string {
+	var out []string
+	for k, v := range selector {
+		found := false
+		for _, l := range nodeLabels {
+			if have, ok := l[k]; ok && have == v {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, k+"="+v+labelMeaning(k, v))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func labelMeaning(k, v string) string {
+	for t, x := range teeLabels {
+		if x.label == k {
+			return fmt.Sprintf(" (TEE type %s)", t)
+		}
+	}
+	if k == LabelGPUProduct {
+		return fmt.Sprintf(" (GPU type %s)", v)
+	}
+	return ""
+}

@@ -3,6 +3,7 @@ package hardware
 import (
 	"errors"
 	"reflect"
+	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -252,5 +253,24 @@ func TestContainerResources(t *testing.T) {
 	got, err = none.ContainerResources(user)
 	if err != nil || !reflect.DeepEqual(got, user) {
 		t.Fatalf("got %v %v, want %v", got, err, user)
+	}
+}
+
+func TestMissingLabels(t *testing.T) {
+	nodes := []map[string]string{
+		{LabelTDX: "true", "kubernetes.io/os": "linux"},
+		{LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"},
+	}
+	got := MissingLabels(nodes, map[string]string{LabelSGX: "true", LabelTDX: "true", LabelGPUProduct: "NVIDIA-B200", "kubernetes.io/os": "linux"})
+	want := []string{
+		LabelSGX + "=true (TEE type sgx)",
+		LabelGPUProduct + "=NVIDIA-B200 (GPU type NVIDIA-B200)",
+	}
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("MissingLabels = %q, want %q", got, want)
+	}
+	if got := MissingLabels(nodes, map[string]string{LabelTDX: "true"}); got != nil {
+		t.Fatalf("MissingLabels = %q, want none", got)
 	}
 }

@@ -43,6 +43,7 @@ package performer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // Phase is a Performer's status.phase.
@@ -75,17 +77,19 @@ const (
 	ReasonUpgradeInProgress    = "UpgradeInProgress"    // Reconciling=True while Upgrading
 	ReasonContainerStartFailed = "ContainerStartFailed" // Failed: container cannot be created, started, or crashes
 
-	ReasonPending             = "Pending"             // Reconciling=True while Pending
-	ReasonCreating            = "Creating"            // Reconciling=True while Creating
-	ReasonScheduling          = "Scheduling"          // Reconciling=True while Scheduling
-	ReasonTerminating         = "Terminating"         // Reconciling=True while Terminating
-	ReasonPodFailed           = "PodFailed"           // Failed: the Pod reached phase Failed/Succeeded (e.g. Evicted)
-	ReasonInvalidSpec         = "InvalidSpec"         // Failed: the desired Pod cannot be built (e.g. a node selector conflict)
-	ReasonOwnershipConflict   = "OwnershipConflict"   // Failed: performer-<name> exists and is not ours
-	ReasonPodAbsent           = "PodAbsent"           // Scheduled=False: no Pod
-	ReasonWaitingForScheduler = "WaitingForScheduler" // Scheduled=False: the scheduler has not decided yet
-	ReasonServiceMissing      = "ServiceMissing"      // ServiceReady=False: no Service
-	ReasonServiceOutOfDate    = "ServiceOutOfDate"    // ServiceReady=False: ports/selector differ
+	ReasonPending             = "Pending"                       // Reconciling=True while Pending
+	ReasonCreating            = "Creating"                      // Reconciling=True while Creating
+	ReasonScheduling          = "Scheduling"                    // Reconciling=True while Scheduling
+	ReasonTerminating         = "Terminating"                   // Reconciling=True while Terminating
+	ReasonPodFailed           = "PodFailed"                     // Failed: the Pod reached phase Failed/Succeeded (e.g. Evicted)
+	ReasonInvalidSpec         = "InvalidSpec"                   // Failed: the desired Pod cannot be built (e.g. a node selector conflict)
+	ReasonOwnershipConflict   = "OwnershipConflict"             // Failed: performer-<name> exists and is not ours
+	ReasonPodAbsent           = "PodAbsent"                     // Scheduled=False: no Pod
+	ReasonWaitingForScheduler = "WaitingForScheduler"           // Scheduled=False: the scheduler has not decided yet
+	ReasonServiceMissing      = "ServiceMissing"                // ServiceReady=False: no Service
+	ReasonServiceOutOfDate    = "ServiceOutOfDate"              // ServiceReady=False: ports/selector differ
+	ReasonRejected            = failure.ReasonRejected          // Failed: the API server rejected a write (its message)
+	ReasonReferenceNotFound   = failure.ReasonReferenceNotFound // Failed: an envFrom Secret/ConfigMap or key is missing
 )
 
 // Backoff bounds for re-checking a Failed Performer: the delay is the time it has been failed
@@ -145,6 +149,19 @@ type Facts struct {
 	Pod *Pod
 	// Service is the observed Service performer-<name>.
 	Service Service
+	// Rejection, when non-nil, is an earlier pass's write the API server rejected for good
+	// (failure.Rejection): Failed with reason Rejected and the API server's message; the
+	// rejected action is withheld until Rejection.RetryAt, then tried again.
+	Rejection *failure.Rejection
+	// MissingRefs are the problems with the Secrets and ConfigMaps spec.envFrom references
+	// (failure.Problems: "Secret ns/name not found", "Secret ns/name has no key K"). While
+	// any is missing no Pod is created or re-created (Failed, reason ReferenceNotFound); a
+	// running Pod is left alone.
+	MissingRefs []string
+	// MissingNodeLabels are the Pod's node-selector entries no node carries
+	// (hardware.MissingLabels), read only while the Pod is unschedulable; they are added to
+	// the scheduler's message (e.g. which TEE type's label no node has).
+	MissingNodeLabels []string
 }
 
 // Service facts.
@@ -343,26 +360,11 @@ func PhaseOf(conds []metav1.Condition) Phase {
 	return ""
 }
 
-// state is the outcome of one pass before it is spelled out as conditions.
+// state is the outcome of one pass before it is spelled out as failure.
 type state struct {
 	phase   Phase
 	reason  string // the active condition's reason
 	message string
-}
-
-// imagePullReasons are kubelet waiting reasons meaning the image cannot be pulled.
-var imagePullReasons = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
-	"ErrImageNeverPull": true, "ImageInspectError": true, "RegistryUnavailable": true,
-	"SignatureValidationFailed": true,
-}
-
-// containerStartReasons are kubelet waiting reasons meaning the container cannot be created or
-// started, or keeps crashing.
-var containerStartReasons = map[string]bool{
-	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true,
-	"RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
-	"PreCreateHookError": true, "ContainerCannotRun": true,
 }
 
 // Decide runs one pass of the lifecycle. It is total over Facts: every combination yields a
@@ -408,6 +410,8 @@ func Decide(f Facts) (Decision, error) {
 			st = failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
 		case pod != nil && pod.Foreign:
 			st = failed(ReasonOwnershipConflict, "a Pod with the performer's name exists and is not controlled by this Performer")
+		case len(f.MissingRefs) > 0 && (pod == nil || pod.SpecHash != f.DesiredHash):
+			st = failed(ReasonReferenceNotFound, "spec.envFrom: "+strings.Join(f.MissingRefs, "; ")+"; the performer proceeds on its own once they exist")
 		case pod == nil:
 			d.Actions = append(d.Actions, ActionCreatePod)
 			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the pod")
@@ -423,7 +427,7 @@ func Decide(f Facts) (Decision, error) {
 			d.Actions = append(d.Actions, ActionDeletePod)
 			st = failed(ReasonPodFailed, podFailedMessage(pod))
 		default:
-			if s, ok := podFailure(pod); ok {
+			if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
 				st = s
 			} else if pod.Ready && f.Service.UpToDate {
 				st = state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
@@ -435,9 +439,18 @@ func Decide(f Facts) (Decision, error) {
 		}
 	}
 
+	if r := f.Rejection; r != nil && !f.Deleting && slices.Contains(d.Actions, Action(r.Action)) {
+		st = failed(ReasonRejected, r.ConditionMessage())
+		if r.Holds(f.Now) {
+			d.Actions = failure.Without(d.Actions, r.Action)
+		}
+	}
 	if st.phase == v1alpha1.PerformerFailed {
 		d.Backoff = true
 		d.RequeueAfter = backoff(f)
+		if w := f.Rejection.Wait(f.Now); w > 0 && st.reason == ReasonRejected {
+			d.RequeueAfter = min(max(w, BackoffMin), BackoffMax) // the rejected action's retry
+		}
 	}
 	d.Conditions = conditions(f, st)
 	d.Phase = PhaseOf(d.Conditions)
@@ -488,17 +501,21 @@ func failed(reason, msg string) state {
 // podFailure reports a non-terminal Pod that cannot progress: unschedulable (scheduler's
 // message verbatim), image pull errors and container start errors (kubelet's reason and
 // message verbatim).
-func podFailure(p *Pod) (state, bool) {
+func podFailure(p *Pod, missingLabels []string) (state, bool) {
 	if p.NodeName == "" && p.Scheduled.Status == corev1.ConditionFalse && p.Scheduled.Reason == corev1.PodReasonUnschedulable {
-		return failed(unschedulableReason(p.Scheduled.Message), p.Scheduled.Message), true
+		msg := p.Scheduled.Message
+		if len(missingLabels) > 0 {
+			msg += "; no node has the label " + strings.Join(missingLabels, ", no node has the label ")
+		}
+		return failed(unschedulableReason(p.Scheduled.Message), msg), true
 	}
 	for _, c := range p.Containers {
-		if w := c.Waiting; w != nil && imagePullReasons[w.Reason] {
+		if w := c.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
 			return failed(ReasonImagePullFailed, containerMessage(c.Name, w)), true
 		}
 	}
 	for _, c := range p.Containers {
-		if w := c.Waiting; w != nil && containerStartReasons[w.Reason] {
+		if w := c.Waiting; w != nil && failure.ContainerStartReasons[w.Reason] {
 			msg := containerMessage(c.Name, w)
 			if lt := c.LastTerminated; lt != nil {
 				msg += "; last terminated: " + terminatedMessage(lt)
@@ -581,16 +598,10 @@ func progressMessage(p *Pod, svc Service) string {
 
 // backoff is the Failed re-check delay: how long Stalled has been True, within [BackoffMin, BackoffMax].
 func backoff(f Facts) time.Duration {
-	var since time.Duration
-	for _, c := range f.Conditions {
-		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			since = f.Now.Sub(c.LastTransitionTime.Time)
-		}
-	}
-	return min(max(since, BackoffMin), BackoffMax)
+	return failure.Backoff(f.Conditions, v1alpha1.ConditionStalled, f.Now, BackoffMin, BackoffMax)
 }
 
-// conditions spells a state out as the five conditions.
+// conditions spells a state out as the five failure.
 func conditions(f Facts, st state) []metav1.Condition {
 	cond := func(t string, on bool, reason, msg string) metav1.Condition {
 		s := metav1.ConditionFalse

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 const (
@@ -85,6 +86,15 @@ var (
 )
 
 func acts(a ...Action) []Action { return a }
+
+func rejection(a Action, retryAt time.Time) *failure.Rejection {
+	kind := "Pod"
+	msg := `pods "performer-x" is forbidden: error looking up service account ns/sa: serviceaccount "sa" not found`
+	if a == ActionEnsureService {
+		kind, msg = "Service", `Service "performer-x" is invalid: metadata.name: Invalid value: "performer-x.y": a DNS-1035 label must consist of lower case alphanumeric characters or '-'`
+	}
+	return &failure.Rejection{Action: string(a), Kind: kind, Name: "ns/performer-x", Reason: "Forbidden", Message: msg, Generation: 2, RetryAt: retryAt}
+}
 
 func TestDecide(t *testing.T) {
 	type want struct {
@@ -305,6 +315,52 @@ func TestDecide(t *testing.T) {
 		{"Creating → Failed: service name taken by a foreign service",
 			base(wasCreating, nil, Service{Exists: true, Foreign: true}),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonOwnershipConflict, msg: "Service", requeue: BackoffMin, event: "Warning"}},
+
+		// Writes the API server rejected (failure.Rejection): Stalled with its message; the
+		// rejected action waits for RetryAt, then is tried again.
+		{"Creating → Failed: the pod create was rejected; create withheld until RetryAt",
+			with(base(wasCreating, nil, svcOK), func(f *Facts) { f.Rejection = rejection(ActionCreatePod, f.Now.Add(20*time.Second)) }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonRejected, msg: `creating Pod ns/performer-x was rejected (Forbidden): pods "performer-x" is forbidden: error looking up service account`, requeue: 20 * time.Second, event: "Warning"}},
+		{"Failed (rejected) → Failed: RetryAt passed: the pod create is tried again, still Stalled until it succeeds",
+			with(base(wasMsg(v1alpha1.PerformerFailed, ReasonRejected, "x"), nil, svcOK), func(f *Facts) { f.Rejection = rejection(ActionCreatePod, f.Now.Add(-time.Second)) }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonRejected, msg: "was rejected", actions: acts(ActionCreatePod), requeue: 10 * time.Second, event: "Warning"}},
+		{"Creating → Failed: the service write was rejected; the pod is still created",
+			with(base(wasCreating, nil, svcMissing), func(f *Facts) { f.Rejection = rejection(ActionEnsureService, f.Now.Add(5*time.Second)) }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonRejected, msg: "writing Service", actions: acts(ActionCreatePod), requeue: BackoffMin, event: "Warning"}},
+		{"a rejection of an action no longer wanted is ignored (the pod exists now)",
+			with(base(wasScheduling, podBound(hashA), svcOK), func(f *Facts) { f.Rejection = rejection(ActionCreatePod, f.Now.Add(time.Minute)) }),
+			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "waiting for it to become Ready"}},
+		{"Terminating ignores a rejection",
+			with(base(wasCreating, nil, svcMissing), func(f *Facts) {
+				f.Deleting = true
+				f.Rejection = rejection(ActionCreatePod, f.Now.Add(time.Minute))
+			}),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, actions: acts(ActionRemoveFinalizer), event: "Normal"}},
+		// Referenced Secrets/ConfigMaps checked before use.
+		{"Creating → Failed: an envFrom Secret key is missing; no pod is created",
+			with(base(wasCreating, nil, svcOK), func(f *Facts) { f.MissingRefs = []string{"Secret ns/keys has no key token"} }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonReferenceNotFound, msg: "spec.envFrom: Secret ns/keys has no key token", requeue: BackoffMin, event: "Warning"}},
+		{"Running with a missing ref and a new spec: Failed, the running pod is not deleted",
+			with(base(wasRunning, podReady(hashB), svcOK), func(f *Facts) {
+				f.RunningImage = imgA
+				f.MissingRefs = []string{"ConfigMap ns/cfg not found"}
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonReferenceNotFound, msg: "ConfigMap ns/cfg not found", image: imgA, requeue: BackoffMin, event: "Warning"}},
+		{"Running with a missing ref and an unchanged pod: stays Running",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) {
+				f.RunningImage = imgA
+				f.MissingRefs = []string{"ConfigMap ns/cfg not found"}
+			}),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA}},
+		{"Failed (ReferenceNotFound) → Creating once the refs exist",
+			base(wasMsg(v1alpha1.PerformerFailed, ReasonReferenceNotFound, "x"), nil, svcOK),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionCreatePod), event: "Normal"}},
+		// A TEE type no node offers: the scheduler's message plus the label no node has.
+		{"Scheduling → Failed: unschedulable, and no node has the TEE label",
+			with(base(wasScheduling, podUnschedulable(hashA, noMatch), svcOK), func(f *Facts) {
+				f.MissingNodeLabels = []string{"feature.node.kubernetes.io/cpu-security.sgx.enabled=true (TEE type sgx)"}
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonSchedulingFailed, msg: "; no node has the label feature.node.kubernetes.io/cpu-security.sgx.enabled=true (TEE type sgx)", requeue: BackoffMin, event: "Warning"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

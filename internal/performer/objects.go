@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
@@ -257,4 +259,31 @@ func PodFacts(pod *corev1.Pod, owner types.UID) *Pod {
 func controlledBy(obj metav1.Object, owner types.UID) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == owner
+}
+
+// Refs returns the Secrets and ConfigMaps spec.envFrom reads, one per object (in order of
+// first reference) with the keys read from it; Exists and HasKey are left for the controller
+// to fill in.
+func Refs(p *v1alpha1.Performer) []failure.Ref {
+	var out []failure.Ref
+	add := func(kind string, r *v1alpha1.KeyRef) {
+		for i := range out {
+			if out[i].Kind == kind && out[i].Name == r.Name {
+				if !slices.Contains(out[i].Keys, r.Key) {
+					out[i].Keys = append(out[i].Keys, r.Key)
+				}
+				return
+			}
+		}
+		out = append(out, failure.Ref{Kind: kind, Namespace: p.Namespace, Name: r.Name, Keys: []string{r.Key}})
+	}
+	for _, e := range p.Spec.EnvFrom {
+		if e.SecretKeyRef != nil {
+			add("Secret", e.SecretKeyRef)
+		}
+		if e.ConfigMapKeyRef != nil {
+			add("ConfigMap", e.ConfigMapKeyRef)
+		}
+	}
+	return out
 }

@@ -1,0 +1,146 @@
+// Package failure holds the pure helpers the Gantry machines (internal/performer,
+// internal/executor, internal/workspace, internal/packageset) share: the kubelet reasons that
+// mean a container cannot pull its image or cannot start, the Stalled re-check backoff, the
+// manager label value, and the record of a write the API server rejected (Rejection) that a
+// machine turns into Stalled=True. It imports only k8s.io/api and k8s.io/apimachinery types:
+// neither controller-runtime, client-go nor the Terraform framework.
+package failure
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ImagePullReasons are the kubelet's container waiting reasons that mean the image cannot be
+// pulled.
+var ImagePullReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"ErrImageNeverPull": true, "ImageInspectError": true, "RegistryUnavailable": true,
+	"SignatureValidationFailed": true,
+}
+
+// ContainerStartReasons are the kubelet's container waiting reasons that mean the container
+// cannot be created or started, or keeps crashing.
+var ContainerStartReasons = map[string]bool{
+	"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true,
+	"RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
+	"PreCreateHookError": true, "ContainerCannotRun": true,
+}
+
+// Backoff is the Stalled re-check delay: how long the condition of type stalledType has been
+// True in conds (0 when it is not True or has no lastTransitionTime), clamped to [lo, hi], so
+// successive re-checks of a stalled object roughly double.
+func Backoff(conds []metav1.Condition, stalledType string, now time.Time, lo, hi time.Duration) time.Duration {
+	var since time.Duration
+	for _, c := range conds {
+		if c.Type == stalledType && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			since = now.Sub(c.LastTransitionTime.Time)
+		}
+	}
+	return min(max(since, lo), hi)
+}
+
+// Rejection is a write to an owned object that the API server refused for a reason only a
+// change by the user can fix (Invalid, Forbidden, BadRequest, an admission rejection, a
+// referenced object missing). The controller records it when an action fails and hands it to
+// the machine as a fact on the following passes; the machine turns it into Stalled=True with
+// ConditionReason and Message, withholds the rejected action until RetryAt, and then retries it
+// (a ServiceAccount or PriorityClass created meanwhile heals the object without user action).
+type Rejection struct {
+	// Action is the machine action whose write was rejected, e.g. "CreatePod".
+	Action string
+	// Kind and Name identify the object written, e.g. "Pod", "ns/performer-x".
+	Kind, Name string
+	// Reason is the API server's status reason (metav1.StatusReason), e.g. "Invalid", "Forbidden".
+	Reason string
+	// Message is the API server's own message, verbatim: it names the object and the field.
+	Message string
+	// Generation is the metadata.generation of the object whose pass failed: a newer spec
+	// drops the rejection (the user changed something: try at once).
+	Generation int64
+	// RetryAt is when the rejected action may be tried again.
+	RetryAt time.Time
+}
+
+// ReasonRejected is the Stalled condition reason for a write the API server rejected.
+const ReasonRejected = "Rejected"
+
+// ConditionMessage is the Stalled message for r: the action, the object and the API
+// server's words, e.g. `creating Pod ns/performer-x was rejected (Forbidden): pods
+// "performer-x" is forbidden: error looking up service account ns/sa: serviceaccount "sa" not
+// found`.
+func (r *Rejection) ConditionMessage() string {
+	return fmt.Sprintf("%s %s %s was rejected (%s): %s", verb(r.Action), r.Kind, r.Name, r.Reason, r.Message)
+}
+
+// Holds is true while the rejected action must not be tried again: until RetryAt.
+func (r *Rejection) Holds(now time.Time) bool {
+	return r != nil && now.Before(r.RetryAt)
+}
+
+// Wait is how long until RetryAt (0 when it has passed).
+func (r *Rejection) Wait(now time.Time) time.Duration {
+	if r == nil || !now.Before(r.RetryAt) {
+		return 0
+	}
+	return r.RetryAt.Sub(now)
+}
+
+// Without returns actions without every action equal to a (a fresh slice; nil when empty).
+func Without[A ~string](actions []A, a string) []A {
+	var out []A
+	for _, x := range actions {
+		if string(x) != a {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func verb(action string) string {
+	for _, p := range []struct{ prefix, verb string }{
+		{"Create", "creating"}, {"Ensure", "writing"}, {"Apply", "writing"}, {"Delete", "deleting"},
+		{"Scale", "scaling"}, {"Rollback", "rolling back"}, {"Prune", "pruning"},
+	} {
+		if len(action) >= len(p.prefix) && action[:len(p.prefix)] == p.prefix {
+			return p.verb
+		}
+	}
+	return "writing"
+}
+
+// ReasonReferenceNotFound is the Stalled condition reason for a referenced Secret or
+// ConfigMap (or one of its keys) that does not exist.
+const ReasonReferenceNotFound = "ReferenceNotFound"
+
+// Ref is a Secret or ConfigMap an object references, the keys it needs from it, and what the
+// reconciler found.
+type Ref struct {
+	// Kind is "Secret" or "ConfigMap"; Namespace and Name identify it.
+	Kind, Namespace, Name string
+	// Keys are the data keys the referrer reads (none: the whole object is used).
+	Keys []string
+	// Exists is true when the object exists; HasKey lists its data keys (values never read).
+	Exists bool
+	HasKey map[string]bool
+}
+
+// Problems returns one message per missing object or key, in order: "Secret ns/name not
+// found", "Secret ns/name has no key K".
+func Problems(refs []Ref) []string {
+	var out []string
+	for _, r := range refs {
+		if !r.Exists {
+			out = append(out, fmt.Sprintf("%s %s/%s not found", r.Kind, r.Namespace, r.Name))
+			continue
+		}
+		for _, k := range r.Keys {
+			if !r.HasKey[k] {
+				out = append(out, fmt.Sprintf("%s %s/%s has no key %s", r.Kind, r.Namespace, r.Name, k))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package failure
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestProblems(t *testing.T) {
+	refs := []Ref{
+		{Kind: "Secret", Namespace: "ns", Name: "gone", Keys: []string{"a"}},
+		{Kind: "Secret", Namespace: "ns", Name: "keys", Keys: []string{"ecdsa", "bls"}, Exists: true, HasKey: map[string]bool{"ecdsa": true}},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "cfg", Exists: true},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "nocfg"},
+	}
+	want := []string{"Secret ns/gone not found", "Secret ns/keys has no key bls", "ConfigMap ns/nocfg not found"}
+	if got := Problems(refs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Problems = %q, want %q", got, want)
+	}
+	if got := Problems([]Ref{{Kind: "Secret", Name: "x", Exists: true, Keys: []string{"k"}, HasKey: map[string]bool{"k": true}}}); got != nil {
+		t.Fatalf("Problems = %q, want none", got)
+	}
+}
+
+func TestRejection(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &Rejection{Action: "CreatePod", Kind: "Pod", Name: "ns/performer-x", Reason: "Forbidden", Message: `pods "performer-x" is forbidden: x`, RetryAt: t0.Add(5 * time.Second)}
+	if got, want := r.ConditionMessage(), `creating Pod ns/performer-x was rejected (Forbidden): pods "performer-x" is forbidden: x`; got != want {
+		t.Errorf("ConditionMessage = %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		now  time.Time
+		hold bool
+		wait time.Duration
+	}{{t0, true, 5 * time.Second}, {t0.Add(5 * time.Second), false, 0}, {t0.Add(time.Minute), false, 0}} {
+		if r.Holds(c.now) != c.hold || r.Wait(c.now) != c.wait {
+			t.Errorf("at %v: holds %v wait %v, want %v %v", c.now, r.Holds(c.now), r.Wait(c.now), c.hold, c.wait)
+		}
+	}
+	var none *Rejection
+	if none.Holds(t0) || none.Wait(t0) != 0 {
+		t.Error("a nil rejection holds")
+	}
+	if got := Without([]string{"A", "B", "A"}, "A"); !reflect.DeepEqual(got, []string{"B"}) {
+		t.Errorf("Without = %v", got)
+	}
+	if got := Without([]string{"A"}, "A"); got != nil {
+		t.Errorf("Without = %v, want nil", got)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stalled := func(since time.Duration) []metav1.Condition {
+		return []metav1.Condition{{Type: "Stalled", Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-since))}}
+	}
+	for _, c := range []struct {
+		conds []metav1.Condition
+		want  time.Duration
+	}{
+		{nil, 5 * time.Second},
+		{stalled(time.Second), 5 * time.Second},
+		{stalled(40 * time.Second), 40 * time.Second},
+		{stalled(time.Hour), 5 * time.Minute},
+		{[]metav1.Condition{{Type: "Stalled", Status: metav1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}, 5 * time.Second},
+	} {
+		if got := Backoff(c.conds, "Stalled", t0, 5*time.Second, 5*time.Minute); got != c.want {
+			t.Errorf("Backoff(%v) = %v, want %v", c.conds, got, c.want)
+		}
+	}
+}

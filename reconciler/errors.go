@@ -1,0 +1,166 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+)
+
+// Error classification, shared by the controllers.
+//
+// An error from acting on an owned object (create, update, patch, delete) is either
+//
+//   - transient: 5xx, 429, timeouts, conflicts, connection errors, anything unrecognised. The
+//     pass returns the error (controller-runtime retries with its rate limiter's exponential
+//     backoff) and status is left as it is; or
+//   - permanent: the API server refused the write for a reason only a change can fix: Invalid
+//     (422), Forbidden (403: RBAC, admission plugins such as ServiceAccount, Priority,
+//     RuntimeClass, ResourceQuota, or a webhook), BadRequest (400), MethodNotAllowed,
+//     RequestEntityTooLarge, UnsupportedMediaType. Retrying at once would fail the same way.
+//     (NotFound is not among them: on an update it means the object went away under the
+//     pass, which the next pass sees.)
+//
+// How a permanent failure reaches the status that is written once per pass, with the machine
+// still the decider: the failing pass records a failure.Rejection in the controller's
+// rejections store and ends with an immediate requeue (no error, so no hot retry loop through
+// the rate limiter and no RequeueAfter beside an error). The next pass hands the rejection to
+// the machine as a fact; the machine makes Stalled=True (reason failure.ReasonRejected, the
+// API server's message), Ready=False, a Warning event, withholds the rejected action until
+// Rejection.RetryAt and asks for a requeue then. When it is retried and succeeds, the
+// rejection is dropped; a new generation (the user changed the spec) drops it at once. The
+// store is memory only: after a restart the action is simply tried again and, if still
+// rejected, recorded again.
+
+// permanent reports whether err is a permanent API error (see above); reason is the API
+// server's status reason (e.g. "Invalid", "Forbidden").
+func permanent(err error) (reason string, ok bool) {
+	if err == nil {
+		return "", false
+	}
+	if isTransient(err) {
+		return "", false
+	}
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err),
+		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsUnsupportedMediaType(err):
+		r := string(apierrors.ReasonForError(err))
+		if r == "" || r == string(metav1.StatusReasonUnknown) {
+			r = "Rejected"
+		}
+		return r, true
+	}
+	return "", false
+}
+
+// isTransient reports the errors worth retrying at once with backoff: conflicts, 5xx, 429,
+// timeouts, connection errors and cancelled contexts.
+func isTransient(err error) bool {
+	var netErr net.Error
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsInternalError(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &netErr):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= 500 {
+		return true
+	}
+	return false
+}
+
+// rejectionRetry bounds the delay before a rejected action is tried again: it doubles with
+// each rejection of the same action, from rejectionRetryMin to rejectionRetryMax.
+const (
+	rejectionRetryMin = 5 * time.Second
+	rejectionRetryMax = 5 * time.Minute
+)
+
+// rejections remembers, per object, the last permanent failure of an action (see above).
+type rejections struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]rejected
+}
+
+type rejected struct {
+	r     failure.Rejection
+	delay time.Duration
+}
+
+// get returns the rejection recorded for key while generation is the one it was recorded
+// at; a newer generation drops it (nil).
+func (s *rejections) get(key types.NamespacedName, generation int64) *failure.Rejection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.m[key]
+	if !ok {
+		return nil
+	}
+	if x.r.Generation != generation {
+		delete(s.m, key)
+		return nil
+	}
+	r := x.r
+	return &r
+}
+
+// record stores a rejection of action on the object kind/name for key at generation, with
+// RetryAt after a delay that doubles while the same action keeps being rejected.
+func (s *rejections) record(key types.NamespacedName, generation int64, action, kind, name, reason, message string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.NamespacedName]rejected{}
+	}
+	delay := rejectionRetryMin
+	if x, ok := s.m[key]; ok && x.r.Action == action && x.r.Generation == generation {
+		delay = min(2*x.delay, rejectionRetryMax)
+	}
+	s.m[key] = rejected{delay: delay, r: failure.Rejection{
+		Action: action, Kind: kind, Name: name, Reason: reason, Message: message,
+		Generation: generation, RetryAt: now.Add(delay),
+	}}
+}
+
+// clear drops the rejection for key when it is of action (that action just succeeded), or
+// any rejection when action is "".
+func (s *rejections) clear(key types.NamespacedName, action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if x, ok := s.m[key]; ok && (action == "" || x.r.Action == action) {
+		delete(s.m, key)
+	}
+}
+
+// apiMessage is the API server's message of err (its status message), or err.Error().
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// rejectedRequeue is the delay before the pass that hands a fresh rejection to the machine:
+// at once, in effect (no error is returned, so the rate limiter does not back off).
+const rejectedRequeue = time.Millisecond
+
+// actError is an error from an action on an owned object: which action, which object.
+type actError struct {
+	action, kind, name string
+	err                error
+}
+
+func (e *actError) Error() string { return e.action + ": " + e.err.Error() }
+func (e *actError) Unwrap() error { return e.err }
