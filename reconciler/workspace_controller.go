@@ -40,6 +40,9 @@ type WorkspaceReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
+
+	// rejected holds the writes the API server rejected for good (errors.go).
+	rejected rejections
 }
 
 // NewWorkspaceReconciler builds the reconciler from a manager's clients and event recorder.
@@ -96,6 +99,9 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	logger := log.FromContext(ctx)
 	var w v1alpha1.Workspace
 	if err := r.Client.Get(ctx, req.NamespacedName, &w); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.rejected.clear(req.NamespacedName, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	mode := workspace.ModeOf(&w)
@@ -104,6 +110,15 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(&w),
 		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(&w, v1alpha1.Finalizer),
 		Conditions: w.Status.Conditions,
+		Rejection:  r.rejected.get(req.NamespacedName, w.Generation),
+	}
+	if !facts.Deleting {
+		// The ConfigMap and Secret the pods mount, checked before use (checkRefs).
+		missing, err := checkRefs(ctx, r.APIReader, workspace.Refs(&w))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		facts.MissingRefs = missing
 	}
 
 	// Nodes: the Pending-trap check, and whether each pod's node is alive.
@@ -218,7 +233,17 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return ctrl.Result{}, err
+			ae := &actError{action: string(a), kind: workspaceActionKind(a), name: workspace.ObjectName(w.Name), err: err}
+			var rejected *actError
+			if r.rejected.reject(req.NamespacedName, w.Generation, ae, &rejected) {
+				// Permanent: the next pass hands it to the machine, which stalls (errors.go).
+				logger.Info("write rejected", "action", a, "error", err.Error())
+				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
+			}
+			return ctrl.Result{}, ae
+		}
+		if rj := facts.Rejection; rj != nil && rj.Action == string(a) {
+			r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
 		}
 	}
 	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
@@ -302,4 +327,17 @@ func mergeMap(dst, src map[string]string) map[string]string {
 		dst[k] = v
 	}
 	return dst
+}
+
+// workspaceActionKind is the kind of object action a writes.
+func workspaceActionKind(a workspace.Action) string {
+	switch a {
+	case workspace.ActionEnsureWorkload, workspace.ActionDeleteWorkload:
+		return "Deployment"
+	case workspace.ActionEnsureService, workspace.ActionDeleteService:
+		return "Service"
+	case workspace.ActionCreateJob, workspace.ActionDeleteJob:
+		return "Job"
+	}
+	return "Workspace"
 }

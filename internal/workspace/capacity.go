@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
 // Node is what the Pending-trap check needs to know about one node.
@@ -37,6 +39,9 @@ type Capacity struct {
 	// over them of allocatable GPUs / GPUsPerReplica (a replica's GPUs are on one node); with
 	// GPUsPerReplica 0 it is unbounded (capped at 1<<30).
 	PlaceableReplicas int32
+	// MissingLabels are the selector entries no node carries at all (hardware.MissingLabels:
+	// "key=value (TEE type tdx)"), named in the no-matching-node message.
+	MissingLabels []string
 }
 
 // CapacityOf computes the Capacity of nodes for pods with the given node selector,
@@ -45,6 +50,11 @@ type Capacity struct {
 func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.Toleration, gpusPerReplica int32) Capacity {
 	c := Capacity{Selector: renderSelector(selector), GPUsPerReplica: gpusPerReplica, AllNodes: len(nodes)}
 	var placeable int64
+	all := make([]map[string]string, len(nodes))
+	for i := range nodes {
+		all[i] = nodes[i].Labels
+	}
+	c.MissingLabels = hardware.MissingLabels(all, selector)
 	for _, n := range nodes {
 		if !matches(n.Labels, selector) || !tolerates(tolerations, n.Taints) {
 			continue
@@ -67,6 +77,9 @@ func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.T
 
 func (c Capacity) noMatchMessage() string {
 	msg := fmt.Sprintf("no Ready node matches the workspace's requirements (node selector %s) among the cluster's %d nodes", c.Selector, c.AllNodes)
+	if len(c.MissingLabels) > 0 {
+		msg += "; no node has the label " + strings.Join(c.MissingLabels, ", no node has the label ")
+	}
 	if c.NotReadyMatching > 0 {
 		msg += fmt.Sprintf("; %d matching node(s) are NotReady or cordoned", c.NotReadyMatching)
 	}

@@ -39,6 +39,7 @@ package workspace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // State is a Workspace's status.state; Mode its status.mode.
@@ -92,11 +94,13 @@ const (
 	ReasonJobLost              = "JobLost"              // Failed: the Job vanished while Running
 
 	// Shared.
-	ReasonInvalidSpec       = "InvalidSpec"       // Stalled: the pods cannot be built
-	ReasonOwnershipConflict = "OwnershipConflict" // Stalled: workspace-<name> exists and is not ours
-	ReasonTerminating       = "Terminating"       // Reconciling: being deleted
-	ReasonProgressing       = "Progressing"       // Reconciling: work under way
-	ReasonAddingFinalizer   = "AddingFinalizer"   // Reconciling: first pass
+	ReasonInvalidSpec       = "InvalidSpec"                   // Stalled: the pods cannot be built
+	ReasonOwnershipConflict = "OwnershipConflict"             // Stalled: workspace-<name> exists and is not ours
+	ReasonTerminating       = "Terminating"                   // Reconciling: being deleted
+	ReasonProgressing       = "Progressing"                   // Reconciling: work under way
+	ReasonAddingFinalizer   = "AddingFinalizer"               // Reconciling: first pass
+	ReasonReferenceNotFound = failure.ReasonReferenceNotFound // Stalled: a mounted ConfigMap/Secret is missing
+	ReasonRejected          = failure.ReasonRejected          // Stalled: the API server rejected a write (its message)
 )
 
 // Timing.
@@ -149,6 +153,15 @@ type Facts struct {
 	Job *Job
 	// Pods are the workspace's pods (its label), any phase.
 	Pods []Pod
+	// MissingRefs are the problems with the ConfigMap and Secret the pods mount (Refs,
+	// failure.Problems: "ConfigMap ns/name not found"). While any is missing, no Deployment
+	// or Job is created or updated (InferenceReady/JobStarted=False, reason
+	// ReferenceNotFound, Stalled=True); a running Deployment is left alone.
+	MissingRefs []string
+	// Rejection, when non-nil, is an earlier pass's write the API server rejected for good
+	// (failure.Rejection): Stalled=True with reason Rejected and the API server's message; the
+	// rejected action is withheld until Rejection.RetryAt, then tried again.
+	Rejection *failure.Rejection
 }
 
 // Object is an owned object's existence and freshness.
@@ -343,6 +356,7 @@ func Decide(f Facts) (Decision, error) {
 		} else {
 			p = inference(f, prev, &d)
 		}
+		rejected(f, &p, &d)
 	}
 	d.Conditions = conditions(f, p)
 	d.State = StateOf(f.Mode, d.Conditions)
@@ -441,9 +455,6 @@ type podProblems struct {
 	nodes                                     []string
 }
 
-var imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true, "ImageInspectError": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
-var startReasons = map[string]bool{"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "ContainerCannotRun": true}
-
 func readPods(pods []Pod) podProblems {
 	var r podProblems
 	sorted := append([]Pod(nil), pods...)
@@ -474,11 +485,11 @@ func readPods(pods []Pod) podProblems {
 		if p.WaitingMessage != "" {
 			msg += ": " + p.WaitingMessage
 		}
-		if imagePullReasons[p.WaitingReason] && r.imagePull == nil {
+		if failure.ImagePullReasons[p.WaitingReason] && r.imagePull == nil {
 			r.imagePull = &cond{false, ReasonImagePullFailed, msg}
 		}
 		if r.start == nil {
-			if startReasons[p.WaitingReason] {
+			if failure.ContainerStartReasons[p.WaitingReason] {
 				if p.Terminated != "" {
 					msg += "; last terminated: " + p.Terminated
 				}
@@ -503,8 +514,9 @@ func inference(f Facts, prev State, d *Decision) pass {
 	case f.Service.Foreign:
 		conflict = &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
 	}
+	refsMissing := len(f.MissingRefs) > 0 && (f.Workload == nil || !f.Workload.UpToDate)
 	if f.SpecError == "" && conflict == nil {
-		if f.Workload == nil || !f.Workload.UpToDate {
+		if (f.Workload == nil || !f.Workload.UpToDate) && !refsMissing {
 			d.Actions = append(d.Actions, ActionEnsureWorkload)
 		}
 		if !f.Service.UpToDate {
@@ -539,6 +551,9 @@ func inference(f Facts, prev State, d *Decision) pass {
 		p.stalled = &p.progress
 	case conflict != nil:
 		p.progress, p.stalled = *conflict, conflict
+	case refsMissing:
+		c := refsCond(f)
+		p.progress, p.stalled = c, &c
 	case pods.imagePull != nil:
 		p.progress = *pods.imagePull
 		p.stalled = pods.imagePull
@@ -578,8 +593,36 @@ func inference(f Facts, prev State, d *Decision) pass {
 	return p
 }
 
-// rootCause is the message of the first False condition (seed 004's debugging rule).
+// refsCond is the progress condition while a mounted ConfigMap or Secret is missing.
+func refsCond(f Facts) cond {
+	return cond{false, ReasonReferenceNotFound, strings.Join(f.MissingRefs, "; ") + "; the workspace proceeds on its own once they exist"}
+}
+
+// rejected applies f.Rejection to a pass whose actions still include the rejected one: the
+// progress condition and Stalled carry the API server's message, and the action waits for
+// Rejection.RetryAt. A Ready or terminal pass is left alone.
+func rejected(f Facts, p *pass, d *Decision) {
+	r := f.Rejection
+	if r == nil || f.Deleting || !slices.Contains(d.Actions, Action(r.Action)) || p.state == v1alpha1.WorkspaceStateReady || Terminal(p.state) {
+		return
+	}
+	c := cond{false, ReasonRejected, r.ConditionMessage()}
+	p.progress, p.stalled = c, &c
+	p.summary.message = rootCause(*p)
+	if r.Holds(f.Now) {
+		d.Actions = failure.Without(d.Actions, r.Action)
+	}
+	d.Requeue = false
+	d.RequeueAfter = min(max(r.Wait(f.Now), BackoffMin), BackoffMax)
+}
+
+// rootCause is the message of the first False condition (seed 004's debugging rule), except
+// that a stall is named rather than a scheduler wait it causes.
 func rootCause(p pass) string {
+	if p.stalled != nil && p.resource.reason == ReasonWaitingForScheduler {
+		// Nothing to schedule yet because of what stalls the workspace: say that instead.
+		return p.stalled.reason + ": " + p.stalled.message
+	}
 	for _, c := range []cond{p.resource, p.progress} {
 		if !c.ok {
 			return c.reason + ": " + c.message
@@ -632,6 +675,9 @@ func tuning(f Facts, prev State, d *Decision) pass {
 		p.summary = cond{false, ReasonWorkspaceFailed, ReasonJobLost + ": the tuning job was deleted while running"}
 		p.stalled = &cond{false, ReasonJobLost, "the tuning job was deleted while running"}
 		return p
+	case job == nil && len(f.MissingRefs) > 0:
+		c := refsCond(f)
+		p.progress, p.stalled = c, &c
 	case job == nil:
 		d.Actions = append(d.Actions, ActionCreateJob)
 		p.progress = cond{false, ReasonJobPending, "creating the tuning job"}
@@ -737,13 +783,7 @@ func conditions(f Facts, p pass) []metav1.Condition {
 
 // backoff is the Stalled re-check delay: how long Stalled has been True, clamped.
 func backoff(f Facts) time.Duration {
-	var since time.Duration
-	for _, c := range f.Conditions {
-		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			since = f.Now.Sub(c.LastTransitionTime.Time)
-		}
-	}
-	return min(max(since, BackoffMin), BackoffMax)
+	return failure.Backoff(f.Conditions, v1alpha1.ConditionStalled, f.Now, BackoffMin, BackoffMax)
 }
 
 // event: on a state change, or when Stalled turns True or its reason/message changes.

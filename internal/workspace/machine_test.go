@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 const (
@@ -219,6 +220,53 @@ func TestTransitions(t *testing.T) {
 			facts: tunFacts(sFailed, func(f *Facts) { f.Job = &Job{Complete: true} })},
 		{name: "tuning deleting", from: sSucceeded, to: sSucceeded,
 			facts: tunFacts(sSucceeded, func(f *Facts) { f.Deleting = true }), actions: []Action{ActionDeleteJob}},
+		// ---- failures reaching status (referenced objects, API rejections, TEE labels) ----
+		{name: "inference Pending: the config ConfigMap is missing: no Deployment, Stalled naming it", from: sPending, to: sPending, stalled: true,
+			facts: infFacts(sPending, func(f *Facts) {
+				f.Workload, f.Pods = nil, nil
+				f.MissingRefs = []string{"ConfigMap ns/cfg not found"}
+			}),
+			actions:  []Action{},
+			reasons:  map[string]string{ConditionInferenceReady: ReasonReferenceNotFound, v1alpha1.ConditionStalled: ReasonReferenceNotFound},
+			contains: map[string]string{v1alpha1.ConditionStalled: "ConfigMap ns/cfg not found", ConditionWorkspaceSucceeded: "ReferenceNotFound: ConfigMap ns/cfg not found"}},
+		{name: "inference Ready with a missing ConfigMap and an up-to-date Deployment stays Ready", from: sReady, to: sReady, ready: true,
+			facts: infFacts(sReady, func(f *Facts) { f.MissingRefs = []string{"ConfigMap ns/cfg not found"} })},
+		{name: "tuning Pending: the push Secret is missing: no Job, Stalled naming it", from: sPending, to: sPending, stalled: true,
+			facts: tunFacts(sPending, func(f *Facts) {
+				f.Job, f.Pods = nil, nil
+				f.MissingRefs = []string{"Secret ns/push not found"}
+			}),
+			actions:  []Action{},
+			reasons:  map[string]string{ConditionJobStarted: ReasonReferenceNotFound, v1alpha1.ConditionStalled: ReasonReferenceNotFound},
+			contains: map[string]string{v1alpha1.ConditionStalled: "Secret ns/push not found"}},
+		{name: "inference Pending: the Deployment write was rejected: withheld until RetryAt, Stalled with the API server's message", from: sPending, to: sPending, stalled: true,
+			facts: infFacts(sPending, func(f *Facts) {
+				f.Workload, f.Pods = nil, nil
+				f.Rejection = &failure.Rejection{Action: string(ActionEnsureWorkload), Kind: "Deployment", Name: "ns/workspace-x", Reason: "Forbidden",
+					Message: `pods "workspace-x-" is forbidden: no PriorityClass with name nope was found`, Generation: 1, RetryAt: t0.Add(time.Minute)}
+			}),
+			actions:  []Action{},
+			reasons:  map[string]string{ConditionInferenceReady: ReasonRejected, v1alpha1.ConditionStalled: ReasonRejected},
+			contains: map[string]string{v1alpha1.ConditionStalled: "writing Deployment ns/workspace-x was rejected (Forbidden): pods \"workspace-x-\" is forbidden: no PriorityClass"}},
+		{name: "tuning Pending: the Job create was rejected, RetryAt passed: tried again, still Stalled", from: sPending, to: sPending, stalled: true,
+			facts: tunFacts(sPending, func(f *Facts) {
+				f.Job, f.Pods = nil, nil
+				f.Rejection = &failure.Rejection{Action: string(ActionCreateJob), Kind: "Job", Name: "ns/workspace-x", Reason: "Invalid", Message: "m", Generation: 1, RetryAt: t0}
+			}),
+			actions: []Action{ActionCreateJob},
+			reasons: map[string]string{ConditionJobStarted: ReasonRejected, v1alpha1.ConditionStalled: ReasonRejected}},
+		{name: "inference Ready ignores a rejection of an action it no longer takes", from: sReady, to: sReady, ready: true,
+			facts: infFacts(sReady, func(f *Facts) {
+				f.Rejection = &failure.Rejection{Action: string(ActionEnsureWorkload), Kind: "Deployment", Name: "ns/workspace-x", Reason: "Invalid", Message: "m", Generation: 1, RetryAt: t0.Add(time.Minute)}
+			})},
+		{name: "inference Pending: no node offers the TEE type: the message names it and its label", from: sPending, to: sPending, stalled: true,
+			facts: infFacts(sPending, func(f *Facts) {
+				f.Workload, f.Pods = nil, nil
+				f.Capacity = Capacity{Selector: "feature.node.kubernetes.io/cpu-security.sgx.enabled=true", AllNodes: 7,
+					MissingLabels: []string{"feature.node.kubernetes.io/cpu-security.sgx.enabled=true (TEE type sgx)"}}
+			}),
+			reasons:  map[string]string{ConditionResourceReady: ReasonNoMatchingNodes, v1alpha1.ConditionStalled: ReasonNoMatchingNodes},
+			contains: map[string]string{v1alpha1.ConditionStalled: "no node has the label feature.node.kubernetes.io/cpu-security.sgx.enabled=true (TEE type sgx)"}},
 	}
 	covered := map[Mode]map[[2]State]bool{inf: {}, tun: {}}
 	for _, r := range rows {

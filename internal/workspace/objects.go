@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
@@ -331,6 +332,25 @@ func PodFacts(p *corev1.Pod, nodeReady bool) Pod {
 			if t.Message != "" {
 				out.Terminated += ": " + t.Message
 			}
+		}
+	}
+	return out
+}
+
+// Refs returns the objects a Workspace's pods mount whole: the config ConfigMap
+// (inference.config or tuning.config) and the tuning output's push Secret
+// (tuning.output.imagePushSecret); Exists is left for the controller to fill in.
+func Refs(w *v1alpha1.Workspace) []failure.Ref {
+	var out []failure.Ref
+	if in := w.Spec.Inference; in != nil && in.Config != "" {
+		out = append(out, failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: in.Config})
+	}
+	if t := w.Spec.Tuning; t != nil {
+		if t.Config != "" {
+			out = append(out, failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: t.Config})
+		}
+		if t.Output.ImagePushSecret != "" {
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: t.Output.ImagePushSecret})
 		}
 	}
 	return out
