@@ -96,20 +96,6 @@ func (e *testEnv) updateExecutor(t *testing.T, name string, mod func(*v1alpha1.E
 	}
 }
 
-func (e *testEnv) eventsOf(kind, name string) string {
-	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
-			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
-		}
-	}
-	return b.String()
-}
-
 func describeExecutor(s *v1alpha1.ExecutorStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "phase=%s ready=%s current=%s lastGood=%s failed=%s image=%s cm=%s observedGeneration=%d endpoints=%v\n",

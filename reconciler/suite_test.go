@@ -291,7 +291,7 @@ func (r *phaseRecorder) seen() []v1alpha1.PerformerPhase {
 }
 
 // events lists the Performer's events, oldest first, one per line.
-func (e *testEnv) events(name string) string { return e.eventsFor("Performer", name) }
+func (e *testEnv) events(name string) string { return e.eventsOf("Performer", name) }
 
 // waitEvent polls (generous timeout: events are recorded asynchronously) until an event of
 // the kind/name object contains want, and fails the test otherwise.
@@ -299,7 +299,7 @@ func (e *testEnv) waitEvent(t *testing.T, kind, name, want string) {
 	t.Helper()
 	var got string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		got = e.eventsFor(kind, name)
+		got = e.eventsOf(kind, name)
 		return strings.Contains(got, want), nil
 	})
 	if err != nil {
@@ -307,8 +307,8 @@ func (e *testEnv) waitEvent(t *testing.T, kind, name, want string) {
 	}
 }
 
-// eventsFor lists the events of the kind/name object, oldest first, one per line.
-func (e *testEnv) eventsFor(kind, name string) string {
+// eventsOf lists the events of the kind/name object, oldest first, one per line.
+func (e *testEnv) eventsOf(kind, name string) string {
 	var list corev1.EventList
 	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
 		return err.Error()
