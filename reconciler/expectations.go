@@ -1,12 +1,13 @@
 package reconciler
 
 import (
-	"strconv"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/resourceversion"
 )
 
 // expectationTTL bounds how long a pass waits for the cache to show the reconciler's own
@@ -65,7 +66,7 @@ func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc
 		delete(e.m, key)
 		return ""
 	}
-	if x.performerRV != "" && rvOlder(p.GetResourceVersion(), x.performerRV) {
+	if x.performerRV != "" && resourceversion.Older(p.GetResourceVersion(), x.performerRV) {
 		return "Performer"
 	}
 	for kind, cached := range map[string]client.Object{"Pod": pod, "Service": svc} {
@@ -79,7 +80,7 @@ func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc
 			return kind
 		case !w.deleted && gone:
 			return kind
-		case !w.deleted && rvOlder(cached.GetResourceVersion(), w.rv):
+		case !w.deleted && resourceversion.Older(cached.GetResourceVersion(), w.rv):
 			return kind
 		}
 	}
@@ -107,16 +108,4 @@ func (e *expectations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.m, key)
-}
-
-// rvOlder reports whether resourceVersion a is older than b. resourceVersions are opaque in
-// the API contract; in practice they are etcd revisions (integers), and only then does this
-// compare. Unparsable versions are never "older", so the expectation is then met at once.
-func rvOlder(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
 }

@@ -25,7 +25,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
-	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
 // FieldManager is the field manager (server-side apply) and event source of the reconciler.
@@ -92,7 +91,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("max concurrent reconciles must be >= 1, got %d", o.MaxConcurrentReconciles)
 	}
 	scheme := NewScheme()
-	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: performer.ManagedBy})
+	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})
 	cacheOpts := cache.Options{
 		// No cached object keeps its managedFields; PackageSet stage Jobs and Pods keep only
 		// what the controllers read (cache_transforms.go).

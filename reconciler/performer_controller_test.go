@@ -53,7 +53,7 @@ func (e *testEnv) checkRunning(t *testing.T, p *v1alpha1.Performer, image string
 	if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != p.UID || ref.Kind != "Performer" {
 		t.Errorf("pod controller = %+v", ref)
 	}
-	if pod.Labels[v1alpha1.LabelPerformer] != p.Name || pod.Labels[v1alpha1.LabelManagedBy] != "gantry-reconciler" || pod.Annotations[v1alpha1.AnnotationSpecHash] == "" {
+	if pod.Labels[v1alpha1.LabelPerformer] != p.Name || pod.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy || pod.Annotations[v1alpha1.AnnotationSpecHash] == "" {
 		t.Errorf("pod metadata labels=%v annotations=%v", pod.Labels, pod.Annotations)
 	}
 	c := pod.Spec.Containers[0]
@@ -146,7 +146,9 @@ func TestPerformerUnschedulableRecovers(t *testing.T) {
 	if sched := condition(got, performer.ConditionScheduled); sched.Status != metav1.ConditionFalse || sched.Message != stalled.Message {
 		t.Errorf("Scheduled = %+v", sched)
 	}
-	if ev := e.events(p.Name); !strings.Contains(ev, "Warning HardwareUnavailable: 0/") || !strings.Contains(ev, "Insufficient nvidia.com/gpu") {
+	// Events are recorded asynchronously: poll for the Warning.
+	e.waitEvent(t, "Performer", p.Name, "Warning HardwareUnavailable: 0/")
+	if ev := e.events(p.Name); !strings.Contains(ev, "Insufficient nvidia.com/gpu") {
 		t.Errorf("events:\n%s", ev)
 	}
 	oldPod := e.pod(t, p.Name)

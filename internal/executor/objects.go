@@ -26,8 +26,6 @@ const (
 	ContainerName = "executor"
 	// HealthPortName names the HTTP health port (/healthz, /readyz; seed 002: 8080).
 	HealthPortName = "health"
-	// ManagedBy is the app.kubernetes.io/managed-by value on owned objects.
-	ManagedBy = "gantry-reconciler"
 	// configVolume is the pod volume holding executor-config.yaml.
 	configVolume = "config"
 )
@@ -49,7 +47,7 @@ func SelectorLabels(e *v1alpha1.Executor) map[string]string {
 
 // Labels are the labels of owned objects: the selector labels plus managed-by.
 func Labels(e *v1alpha1.Executor) map[string]string {
-	return map[string]string{v1alpha1.LabelExecutor: e.Name, v1alpha1.LabelManagedBy: ManagedBy}
+	return map[string]string{v1alpha1.LabelExecutor: e.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}
 }
 
 // Selector is the pod label selector in string form (status.selector, scale subresource).

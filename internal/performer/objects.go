@@ -19,12 +19,12 @@ import (
 )
 
 const (
+	// ManagedBy is v1alpha1.ManagedBy (kept for existing callers).
+	ManagedBy = v1alpha1.ManagedBy
 	// ContainerName is the performer container's name (seed 002: "performer").
 	ContainerName = "performer"
 	// PortName is the name of the gRPC container and Service port (seed 002: "grpc").
 	PortName = "grpc"
-	// ManagedBy is the value of the app.kubernetes.io/managed-by label on owned objects.
-	ManagedBy = "gantry-reconciler"
 	// AnnotationVersion on the Pod records spec.version (part of the spec hash).
 	AnnotationVersion = "gantry.dev/version"
 )

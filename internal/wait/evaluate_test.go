@@ -162,14 +162,3 @@ func TestTimeoutErrorMessage(t *testing.T) {
 		t.Errorf("delete timeout message: %q", got)
 	}
 }
-
-func TestRVOlder(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want bool
-	}{{"5", "7", true}, {"7", "5", false}, {"7", "7", false}, {"", "7", false}, {"x", "7", false}} {
-		if got := rvOlder(tc.a, tc.b); got != tc.want {
-			t.Errorf("rvOlder(%q,%q) = %v", tc.a, tc.b, got)
-		}
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/resourceversion"
 )
 
 // informerSyncWait bounds how long Get waits for a new shared informer's first LIST before it
@@ -110,7 +111,7 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 		// informer's copy (if it has one yet) covers the changes before. A copy missing from
 		// the informer is not suspicious: the caller has just written the object.
 		obj = t.Known.DeepCopy()
-		if u := si.cached(t.key()); u != nil && string(u.GetUID()) == string(obj.GetUID()) && !rvOlder(u.GetResourceVersion(), obj.GetResourceVersion()) {
+		if u := si.cached(t.key()); u != nil && string(u.GetUID()) == string(obj.GetUID()) && !resourceversion.Older(u.GetResourceVersion(), obj.GetResourceVersion()) {
 			obj = u
 		}
 	} else {
@@ -332,7 +333,7 @@ func (r *Registry) current(ctx context.Context, si *sharedInformer, spec Spec, t
 	item, exists, _ := si.inf.GetStore().GetByKey(t.key())
 	if exists {
 		u, ok := item.(*unstructured.Unstructured)
-		if !ok || rvOlder(u.GetResourceVersion(), st.lastRV) {
+		if !ok || resourceversion.Older(u.GetResourceVersion(), st.lastRV) {
 			return nil, false, nil // stale copy from a lagging informer
 		}
 		if t.UID != "" && string(u.GetUID()) != t.UID {
@@ -625,18 +626,6 @@ func isObjectNotFound(err error, t Target) bool {
 	}
 	d := se.Status().Details
 	return d != nil && d.Name == t.Name
-}
-
-// rvOlder reports whether resourceVersion a is older than b. resourceVersions are opaque in
-// the API contract; in practice they are etcd revisions (integers), and only then does this
-// compare. Unparsable versions are never "older".
-func rvOlder(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
 }
 
 func joinOr(vals []string) string {

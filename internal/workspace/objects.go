@@ -22,9 +22,6 @@ const (
 	// LabelWorkspace is set on a Workspace's pods (and used as the Deployment and Service
 	// selector); value: the Workspace's name.
 	LabelWorkspace = "gantry.dev/workspace"
-	// ManagedBy is the app.kubernetes.io/managed-by value of owned objects (the reconciler's
-	// pod/service cache only holds objects carrying it).
-	ManagedBy = "gantry-reconciler"
 	// ContainerName is the workload container's name.
 	ContainerName = "model"
 	// PortName is the inference port's name.
@@ -77,7 +74,7 @@ func Endpoint(w *v1alpha1.Workspace) string {
 
 // Labels are the labels of owned objects; the selector uses LabelWorkspace only.
 func Labels(w *v1alpha1.Workspace) map[string]string {
-	return map[string]string{LabelWorkspace: w.Name, v1alpha1.LabelManagedBy: ManagedBy}
+	return map[string]string{LabelWorkspace: w.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}
 }
 
 // Placement maps spec.resource and spec.scheduling through hardware.PlaceAt (errors name

@@ -15,8 +15,11 @@ const (
 const (
 	// LabelPerformer is set on a Performer's Pod and used as its Service selector; value: the Performer's name.
 	LabelPerformer = "gantry.dev/performer"
-	// LabelManagedBy marks objects the reconciler owns; value: "gantry-reconciler".
+	// LabelManagedBy marks objects the reconciler owns; value: ManagedBy.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the LabelManagedBy value of every object the reconciler creates; its
+	// informer caches hold only objects carrying it.
+	ManagedBy = "gantry-reconciler"
 	// AnnotationSpecHash on an owned Pod holds the hash of the Performer spec fields that
 	// require a new Pod (image, version, command, env, ...); a mismatch means an upgrade.
 	AnnotationSpecHash = "gantry.dev/spec-hash"
