@@ -315,3 +315,29 @@ func TestExecutorFailuresReachStatus(t *testing.T) {
 			"Deployment "+e.ns+"/"+executor.DeploymentName(x.Name)+" was rejected (Invalid)", "spec.template.spec.nodeSelector", `"bad key!"`)
 	})
 }
+
+// A hand-edited status the machine cannot move on from (Terminating → Running without a
+// deletion is not a transition the lifecycle allows) is permanent: a Warning event names the
+// illegal transition and the pass ends with a terminal error instead of a hot retry loop.
+func TestPerformerIllegalTransitionIsTerminal(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	p := e.newPerformer("hand-edit", v1alpha1.PerformerSpec{Image: imageV1})
+	e.create(t, p)
+	got := e.waitFor(t, p.Name, "Running", running)
+	for i := range got.Status.Conditions {
+		c := &got.Status.Conditions[i]
+		switch c.Type {
+		case v1alpha1.ConditionReady, v1alpha1.ConditionStalled:
+			c.Status = metav1.ConditionFalse
+		case v1alpha1.ConditionReconciling:
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, performer.ReasonTerminating, "edited by hand"
+		}
+	}
+	got.Status.Phase = v1alpha1.PerformerTerminating
+	if err := e.c.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(t, "Performer", p.Name, "Warning IllegalTransition: illegal Performer phase transition Terminating → Running")
+}

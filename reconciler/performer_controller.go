@@ -156,8 +156,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		d, err := performer.Decide(facts)
 		if err != nil {
-			recordIllegalTransition[*performer.TransitionError](r.Recorder, &p, err)
-			return ctrl.Result{}, err
+			return ctrl.Result{}, illegalTransition[*performer.TransitionError](r.Recorder, &p, err)
 		}
 		if !slices.Contains(d.Actions, performer.ActionRemoveFinalizer) {
 			if stale, err := writeStatus(ctx, r.Client, &p, &p.Status, r.status(&p, d, facts, pod, now)); err != nil {

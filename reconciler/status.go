@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // writeStatus sets *cur (the status field of obj) to want and patches obj's status
@@ -35,11 +36,17 @@ func writeStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 	return false, nil
 }
 
-// recordIllegalTransition emits the Warning event IllegalTransition on obj when err is (or
-// wraps) an E: the *TransitionError of the kind's lifecycle machine.
-func recordIllegalTransition[E error](rec record.EventRecorder, obj runtime.Object, err error) {
+// illegalTransition handles an error from a machine's Decide. When err is (or wraps) an E,
+// the *TransitionError of the kind's lifecycle machine (possible only when the object's
+// status was edited by hand or by someone else), it emits the Warning event
+// IllegalTransition on obj and returns err as a reconcile.TerminalError: retrying cannot
+// help, so the pass is not requeued (no hot loop); the next change to the object starts a new
+// pass. Any other error is returned as is (retried with backoff).
+func illegalTransition[E error](rec record.EventRecorder, obj runtime.Object, err error) error {
 	var te E
 	if errors.As(err, &te) {
 		rec.Event(obj, corev1.EventTypeWarning, "IllegalTransition", err.Error())
+		return reconcile.TerminalError(err)
 	}
+	return err
 }
