@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
@@ -196,7 +197,7 @@ func stagePodProblem(p *corev1.Pod) string {
 	var b strings.Builder
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
 				b.WriteString(cs.Name + ":" + w.Reason + ":" + w.Message + ";")
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
@@ -699,7 +700,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	for _, p := range pods.Items {
 		jn := p.Labels["job-name"]
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
 				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
@@ -714,19 +715,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			jobsByNode[n] = map[string]packageset.JobFact{}
 		}
 		jf := packageset.JobFact{}
-		for _, c := range j.Status.Conditions {
-			if c.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch c.Type {
-			case batchv1.JobComplete:
-				jf.Succeeded = true
-			case batchv1.JobFailed:
-				jf.Failed, jf.Reason, jf.Message = true, c.Reason, c.Message
-				if m := podFail[j.Name]; m != "" {
-					jf.Message = m
-				}
-			}
+		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
+		if m := podFail[j.Name]; jf.Failed && m != "" {
+			jf.Message = m
 		}
 		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
 			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -143,4 +145,22 @@ func Problems(refs []Ref) []string {
 		}
 	}
 	return out
+}
+
+// JobOutcome reads a Job's finished conditions: complete when JobComplete is True; failed
+// when JobFailed is True, with that condition's reason and message verbatim (e.g.
+// "BackoffLimitExceeded", "Job has reached the specified backoff limit").
+func JobOutcome(j *batchv1.Job) (complete, failed bool, reason, message string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			complete = true
+		case batchv1.JobFailed:
+			failed, reason, message = true, c.Reason, c.Message
+		}
+	}
+	return complete, failed, reason, message
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -68,6 +70,32 @@ func TestBackoff(t *testing.T) {
 	} {
 		if got := Backoff(c.conds, "Stalled", t0, 5*time.Second, 5*time.Minute); got != c.want {
 			t.Errorf("Backoff(%v) = %v, want %v", c.conds, got, c.want)
+		}
+	}
+}
+
+func TestJobOutcome(t *testing.T) {
+	job := func(conds ...batchv1.JobCondition) *batchv1.Job {
+		return &batchv1.Job{Status: batchv1.JobStatus{Conditions: conds}}
+	}
+	type out struct {
+		complete, failed bool
+		reason, message  string
+	}
+	for name, c := range map[string]struct {
+		j    *batchv1.Job
+		want out
+	}{
+		"running":  {job(), out{}},
+		"complete": {job(batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}), out{complete: true}},
+		"failed": {job(batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}),
+			out{failed: true, reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit"}},
+		"failure target only": {job(batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue}, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionFalse}), out{}},
+	} {
+		var got out
+		got.complete, got.failed, got.reason, got.message = JobOutcome(c.j)
+		if got != c.want {
+			t.Errorf("%s: %+v, want %+v", name, got, c.want)
 		}
 	}
 }

@@ -315,8 +315,8 @@ type JobFact struct {
 	// Reason and Message of the failure (the Job's Failed condition, or the pod's waiting reason
 	// for an image that cannot be pulled).
 	Reason, Message string
-	// ImagePullError is set while the Job's pod cannot pull its image (ErrImagePull,
-	// ImagePullBackOff, InvalidImageName): the stage is erroring, the Job is deleted.
+	// ImagePullError is set while the Job's pod cannot pull its image (failure.ImagePullReasons:
+	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...): the stage is erroring, the Job is deleted.
 	ImagePullError bool
 }
 

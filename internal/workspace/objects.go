@@ -277,17 +277,7 @@ func JobFacts(have *batchv1.Job, owner types.UID) *Job {
 		return &Job{Foreign: true}
 	}
 	f := &Job{Active: have.Status.Active, Succeeded: have.Status.Succeeded, FailedPods: have.Status.Failed}
-	for _, c := range have.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			f.Complete = true
-		case batchv1.JobFailed:
-			f.Failed, f.FailedReason, f.FailedMessage = true, c.Reason, c.Message
-		}
-	}
+	f.Complete, f.Failed, f.FailedReason, f.FailedMessage = failure.JobOutcome(have)
 	return f
 }
 
