@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
@@ -164,3 +165,24 @@ type actError struct {
 
 func (e *actError) Error() string { return e.action + ": " + e.err.Error() }
 func (e *actError) Unwrap() error { return e.err }
+
+// reject records err as a rejection of key's action at generation when it is (or wraps) an
+// *actError whose cause is a permanent API error, logs it, and returns true: the caller ends
+// the pass with an immediate requeue and the next pass hands the rejection to the machine.
+// Any other error: false (the caller returns it, retried with backoff).
+func (s *rejections) reject(ctx context.Context, key types.NamespacedName, generation int64, err error) bool {
+	var ae *actError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	reason, ok := permanent(ae.err)
+	if !ok {
+		return false
+	}
+	s.record(key, generation, ae.action, ae.kind, key.Namespace+"/"+ae.name, reason, apiMessage(ae.err), time.Now())
+	log.FromContext(ctx).Info("write rejected", "action", ae.action, "object", ae.kind+" "+key.Namespace+"/"+ae.name, "error", ae.err.Error())
+	return true
+}
+
+// accepted drops the rejection of action for key: the action was retried and succeeded.
+func (s *rejections) accepted(key types.NamespacedName, action string) { s.clear(key, action) }

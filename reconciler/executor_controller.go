@@ -147,16 +147,13 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			ae := &actError{action: string(a), kind: executorActionKind(a), name: executorActionObject(&e, a, g), err: err}
-			var rejected *actError
-			if r.rejected.reject(req.NamespacedName, e.Generation, ae, &rejected) {
-				// Permanent: the next pass hands it to the machine, which stalls (errors.go).
-				logger.Info("write rejected", "action", a, "error", err.Error())
+			if r.rejected.reject(ctx, req.NamespacedName, e.Generation, ae) {
 				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
 			}
 			return ctrl.Result{}, ae
 		}
 		if rj := g.facts.Rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
+			r.rejected.accepted(req.NamespacedName, rj.Action)
 		}
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,21 +24,27 @@ import (
 // naming the object and field; Ready=False; a Warning event. Each wait below polls with the
 // suite's generous timeout; nothing asserts on the wall clock.
 
+// stalledWith: the status is for the current generation and Stalled=True has the reason and a
+// message containing every one of msgs.
+func stalledWith(conds []metav1.Condition, generation, observed int64, reason string, msgs []string) bool {
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason || observed != generation {
+		return false
+	}
+	for _, m := range msgs {
+		if !strings.Contains(c.Message, m) {
+			return false
+		}
+	}
+	return true
+}
+
 // waitStalled waits for the Performer's Stalled=True with reason and a message containing
 // every one of msgs, then checks Ready=False and the Warning event.
 func (e *testEnv) waitStalled(t *testing.T, name, reason string, msgs ...string) *v1alpha1.Performer {
 	t.Helper()
 	p := e.waitFor(t, name, "Stalled "+reason, func(p *v1alpha1.Performer) bool {
-		c := condition(p, v1alpha1.ConditionStalled)
-		if c.Status != metav1.ConditionTrue || c.Reason != reason || p.Status.ObservedGeneration != p.Generation {
-			return false
-		}
-		for _, m := range msgs {
-			if !strings.Contains(c.Message, m) {
-				return false
-			}
-		}
-		return true
+		return stalledWith(p.Status.Conditions, p.Generation, p.Status.ObservedGeneration, reason, msgs)
 	})
 	if c := condition(p, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v", c)
@@ -171,16 +178,7 @@ func TestPerformerTEETypeNoNodeOffers(t *testing.T) {
 func (e *testEnv) waitWSStalled(t *testing.T, name, reason string, msgs ...string) *v1alpha1.Workspace {
 	t.Helper()
 	w := e.waitWS(t, name, "Stalled "+reason, func(w *v1alpha1.Workspace) bool {
-		c := wsCond(w, v1alpha1.ConditionStalled)
-		if c.Status != metav1.ConditionTrue || c.Reason != reason || w.Status.ObservedGeneration != w.Generation {
-			return false
-		}
-		for _, m := range msgs {
-			if !strings.Contains(c.Message, m) {
-				return false
-			}
-		}
-		return true
+		return stalledWith(w.Status.Conditions, w.Generation, w.Status.ObservedGeneration, reason, msgs)
 	})
 	if c := wsCond(w, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v", c)
@@ -259,16 +257,7 @@ func TestWorkspaceFailuresReachStatus(t *testing.T) {
 func (e *testEnv) waitExecutorStalled(t *testing.T, name, reason string, msgs ...string) *v1alpha1.Executor {
 	t.Helper()
 	x := e.waitExecutor(t, name, "Stalled "+reason, func(x *v1alpha1.Executor) bool {
-		c := execCondition(x, v1alpha1.ConditionStalled)
-		if c.Status != metav1.ConditionTrue || c.Reason != reason || x.Status.ObservedGeneration != x.Generation {
-			return false
-		}
-		for _, m := range msgs {
-			if !strings.Contains(c.Message, m) {
-				return false
-			}
-		}
-		return true
+		return stalledWith(x.Status.Conditions, x.Generation, x.Status.ObservedGeneration, reason, msgs)
 	})
 	if c := execCondition(x, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v", c)

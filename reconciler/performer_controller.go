@@ -172,15 +172,12 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 		err = r.actAll(ctx, &p, d.Actions, desiredPod, desiredSvc, pod, svc, writes)
 		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
-		var rejected *actError
 		switch {
 		case err == nil:
 			if rj := facts.Rejection; rj != nil && slices.Contains(d.Actions, performer.Action(rj.Action)) {
-				r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
+				r.rejected.accepted(req.NamespacedName, rj.Action)
 			}
-		case r.rejected.reject(req.NamespacedName, p.Generation, err, &rejected):
-			// Permanent: the next pass hands it to the machine, which stalls (errors.go).
-			logger.Info("write rejected", "action", rejected.action, "error", err.Error())
+		case r.rejected.reject(ctx, req.NamespacedName, p.Generation, err):
 			return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
 		case errors.Is(err, errPerformerGone):
 			return ctrl.Result{}, nil
@@ -343,20 +340,6 @@ func (r *PerformerReconciler) gatherFailures(ctx context.Context, p *v1alpha1.Pe
 		f.MissingNodeLabels = missing
 	}
 	return nil
-}
-
-// reject records err as a rejection of key's action when it is a permanent API error from
-// an action (see errors.go), setting *ae; false for any other error.
-func (s *rejections) reject(key types.NamespacedName, generation int64, err error, ae **actError) bool {
-	if !errors.As(err, ae) {
-		return false
-	}
-	reason, ok := permanent((*ae).err)
-	if !ok {
-		return false
-	}
-	s.record(key, generation, (*ae).action, (*ae).kind, key.Namespace+"/"+(*ae).name, reason, apiMessage((*ae).err), time.Now())
-	return true
 }
 
 // written is what an action wrote to an owned object (kind "" when it wrote none).

@@ -233,16 +233,13 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
 			ae := &actError{action: string(a), kind: workspaceActionKind(a), name: workspace.ObjectName(w.Name), err: err}
-			var rejected *actError
-			if r.rejected.reject(req.NamespacedName, w.Generation, ae, &rejected) {
-				// Permanent: the next pass hands it to the machine, which stalls (errors.go).
-				logger.Info("write rejected", "action", a, "error", err.Error())
+			if r.rejected.reject(ctx, req.NamespacedName, w.Generation, ae) {
 				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
 			}
 			return ctrl.Result{}, ae
 		}
 		if rj := facts.Rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.clear(req.NamespacedName, rj.Action) // retried and accepted
+			r.rejected.accepted(req.NamespacedName, rj.Action)
 		}
 	}
 	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
