@@ -625,19 +625,11 @@ func backoff(f Facts) time.Duration {
 
 func conditions(f Facts, st state, in inputs, configOK bool) []metav1.Condition {
 	cond := func(t string, on bool, reason, msg string) metav1.Condition {
-		s := metav1.ConditionFalse
-		if on {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: f.Generation}
+		return failure.Condition(t, on, reason, msg, f.Generation)
 	}
 	running := st.phase == v1alpha1.ExecutorRunning
 	stalled := st.phase == v1alpha1.ExecutorFailed || st.rolledBack
-	out := []metav1.Condition{
-		cond(v1alpha1.ConditionReady, running, st.reason, st.message),
-		cond(v1alpha1.ConditionReconciling, !running && !stalled, st.reason, st.message),
-		cond(v1alpha1.ConditionStalled, stalled, st.reason, st.message),
-	}
+	out := failure.KStatus(running, stalled, st.reason, st.message, f.Generation)
 	switch {
 	case configOK && f.ConfigMap.Exists:
 		out = append(out, cond(ConditionConfigReady, true, ReasonConfigRendered, "executor-config.yaml rendered for revision "+f.DesiredRevision))

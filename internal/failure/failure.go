@@ -164,3 +164,25 @@ func JobOutcome(j *batchv1.Job) (complete, failed bool, reason, message string) 
 	}
 	return complete, failed, reason, message
 }
+
+// Condition is a condition of type t: status True when on (False otherwise), with reason,
+// message and observedGeneration, and no lastTransitionTime (meta.SetStatusCondition sets it).
+func Condition(t string, on bool, reason, message string, generation int64) metav1.Condition {
+	s := metav1.ConditionFalse
+	if on {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: generation}
+}
+
+// KStatus is the kstatus triple every Gantry kind carries, in this order: Ready (True when
+// ready), Reconciling (True when neither ready nor stalled) and Stalled (True when stalled),
+// all three with the same active reason and message. ready and stalled may both be true (an
+// executor rolled back: serving the previous revision, and stalled on the failed one).
+func KStatus(ready, stalled bool, reason, message string, generation int64) []metav1.Condition {
+	return []metav1.Condition{
+		Condition("Ready", ready, reason, message, generation),
+		Condition("Reconciling", !ready && !stalled, reason, message, generation),
+		Condition("Stalled", stalled, reason, message, generation),
+	}
+}

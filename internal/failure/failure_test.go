@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 func TestProblems(t *testing.T) {
@@ -96,6 +98,39 @@ func TestJobOutcome(t *testing.T) {
 		got.complete, got.failed, got.reason, got.message = JobOutcome(c.j)
 		if got != c.want {
 			t.Errorf("%s: %+v, want %+v", name, got, c.want)
+		}
+	}
+}
+
+func TestKStatus(t *testing.T) {
+	// The types are v1alpha1's (not imported by this package: it imports only k8s.io types).
+	if got := KStatus(true, false, "R", "m", 1); got[0].Type != v1alpha1.ConditionReady || got[1].Type != v1alpha1.ConditionReconciling || got[2].Type != v1alpha1.ConditionStalled {
+		t.Fatalf("types %s %s %s", got[0].Type, got[1].Type, got[2].Type)
+	}
+	status := func(c []metav1.Condition) string {
+		var s string
+		for _, x := range c {
+			s += x.Type + "=" + string(x.Status) + " "
+		}
+		return s
+	}
+	for _, c := range []struct {
+		ready, stalled bool
+		want           string
+	}{
+		{true, false, "Ready=True Reconciling=False Stalled=False "},
+		{false, false, "Ready=False Reconciling=True Stalled=False "},
+		{false, true, "Ready=False Reconciling=False Stalled=True "},
+		{true, true, "Ready=True Reconciling=False Stalled=True "},
+	} {
+		got := KStatus(c.ready, c.stalled, "R", "m", 3)
+		if status(got) != c.want {
+			t.Errorf("KStatus(%v, %v) = %s, want %s", c.ready, c.stalled, status(got), c.want)
+		}
+		for _, x := range got {
+			if x.Reason != "R" || x.Message != "m" || x.ObservedGeneration != 3 {
+				t.Errorf("condition %+v", x)
+			}
 		}
 	}
 }

@@ -604,17 +604,9 @@ func backoff(f Facts) time.Duration {
 // conditions spells a state out as the five failure.
 func conditions(f Facts, st state) []metav1.Condition {
 	cond := func(t string, on bool, reason, msg string) metav1.Condition {
-		s := metav1.ConditionFalse
-		if on {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: f.Generation}
+		return failure.Condition(t, on, reason, msg, f.Generation)
 	}
-	out := []metav1.Condition{
-		cond(v1alpha1.ConditionReady, st.phase == v1alpha1.PerformerRunning, st.reason, st.message),
-		cond(v1alpha1.ConditionReconciling, st.phase != v1alpha1.PerformerRunning && st.phase != v1alpha1.PerformerFailed, st.reason, st.message),
-		cond(v1alpha1.ConditionStalled, st.phase == v1alpha1.PerformerFailed, st.reason, st.message),
-	}
+	out := failure.KStatus(st.phase == v1alpha1.PerformerRunning, st.phase == v1alpha1.PerformerFailed, st.reason, st.message, f.Generation)
 
 	p := f.Pod
 	switch {

@@ -748,11 +748,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 // conditions spells a pass out as the six conditions.
 func conditions(f Facts, p pass) []metav1.Condition {
 	mk := func(t string, c cond) metav1.Condition {
-		s := metav1.ConditionFalse
-		if c.ok {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: s, Reason: c.reason, Message: c.message, ObservedGeneration: f.Generation}
+		return failure.Condition(t, c.ok, c.reason, c.message, f.Generation)
 	}
 	ready := p.summary.ok && p.terminating == ""
 	var active cond
@@ -770,14 +766,11 @@ func conditions(f Facts, p pass) []metav1.Condition {
 		}
 	}
 	stalled := p.stalled != nil && !ready && p.terminating == ""
-	out := []metav1.Condition{
-		mk(v1alpha1.ConditionReady, cond{ready, active.reason, active.message}),
-		mk(v1alpha1.ConditionReconciling, cond{!ready && !stalled, active.reason, active.message}),
-		mk(v1alpha1.ConditionStalled, cond{stalled, active.reason, active.message}),
+	out := append(failure.KStatus(ready, stalled, active.reason, active.message, f.Generation),
 		mk(ConditionResourceReady, p.resource),
 		mk(progressType(f.Mode), p.progress),
 		mk(ConditionWorkspaceSucceeded, p.summary),
-	}
+	)
 	return out
 }
 
