@@ -182,7 +182,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
 				Attributes: map[string]schema.Attribute{
 					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
-						Validators: []validator.Int64{int64validator.Between(1, 100), int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("count"))}},
+						Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
 					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 				}},
@@ -250,6 +250,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 // ValidateConfig checks what the CRD's CEL rules check, at plan: unique package names,
