@@ -38,7 +38,7 @@ var annotationMapAttributes = map[string]bool{"annotations": true, "pod_annotati
 
 // withInputValidators returns attrs with the shared input checks added, at any depth: label
 // and annotation maps (labelMapAttributes, annotationMapAttributes), non-negative timeouts,
-// requests ≤ limits in resources, and whole numbers for every Int64 attribute (a clear error
+// requests ≤ limits in resources, unique env_from names, and whole numbers for every Int64 attribute (a clear error
 // for 9090.5 instead of the framework's conversion error).
 func withInputValidators(attrs map[string]schema.Attribute) map[string]schema.Attribute {
 	out := make(map[string]schema.Attribute, len(attrs))
@@ -74,6 +74,9 @@ func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
 		return t
 	case schema.ListNestedAttribute:
 		t.NestedObject.Attributes = withInputValidators(t.NestedObject.Attributes)
+		if name == "env_from" {
+			t.Validators = append(t.Validators, uniqueNames{what: "Environment Variable"})
+		}
 		return t
 	case schema.MapNestedAttribute:
 		t.NestedObject.Attributes = withInputValidators(t.NestedObject.Attributes)
@@ -172,7 +175,7 @@ func (nonNegativeDurations) ValidateObject(_ context.Context, req validator.Obje
 		}
 		if d, err := time.ParseDuration(s.ValueString()); err != nil || d < 0 {
 			resp.Diagnostics.AddAttributeError(req.Path.AtName(n), "Invalid Timeout",
-				fmt.Sprintf("%s: %q is not a non-negative duration such as 30s, 10m or 1h.", req.Path.AtName(n), s.ValueString()))
+				fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 10m or 1h.", req.Path.AtName(n), s.ValueString()))
 		}
 	}
 }

@@ -138,9 +138,9 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	d, err := time.ParseDuration(req.ConfigValue.ValueString())
 	switch {
 	case err != nil || d < 0:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is not a non-negative duration such as 30s, 5m or 1h.", req.ConfigValue.ValueString()))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 5m or 1h.", req.Path, req.ConfigValue.ValueString()))
 	case d < v.min:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is shorter than %s.", req.ConfigValue.ValueString(), v.min))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is shorter than %s.", req.Path, req.ConfigValue.ValueString(), v.min))
 	}
 }
 
@@ -274,7 +274,7 @@ func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.Vali
 			continue
 		}
 		if _, dup := versions[name]; dup {
-			resp.Diagnostics.AddAttributeError(p.Attr("name").Path(), "Duplicate Package", fmt.Sprintf("package %q appears twice in packages.", name))
+			resp.Diagnostics.AddAttributeError(p.Attr("name").Path(), "Duplicate Package", fmt.Sprintf("%s: package %q appears twice in packages.", p.Attr("name").Path(), name))
 		}
 		versions[name] = version
 	}
@@ -294,8 +294,9 @@ func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.Vali
 }
 
 // validatePackageConfig checks one element p of packages: depends_on against versions (all
-// packages' versions; checked only when complete), interrupts, env_from names and
-// config_interrupts keys. It returns the package's dependencies for the cycle check, and false
+// packages' versions; checked only when complete), interrupts and config_interrupts keys
+// (duplicate env_from names: uniqueNames, added by
+// withInputValidators). It returns the package's dependencies for the cycle check, and false
 // when its name or depends_on is not known yet.
 func validatePackageConfig(p configValue, versions map[string]string, complete bool, diags *diag.Diagnostics) (packageset.Want, bool) {
 	name, known := p.Attr("name").String()
@@ -307,7 +308,7 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 		if complete && vok {
 			if have, ok := versions[d]; !ok || have != v {
 				diags.AddAttributeError(deps[d].Path(), "Unknown Dependency",
-					fmt.Sprintf("package %q depends on %s %s, which is not a package of this set at that version.", name, d, v))
+					fmt.Sprintf("%s: package %q depends on %s %s, which is not a package of this set at that version.", deps[d].Path(), name, d, v))
 			}
 		}
 		w.DependsOn = append(w.DependsOn, d)
@@ -326,18 +327,6 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 	if it := p.Attr("interrupt"); it.usable() {
 		checkInterrupt(it)
 	}
-	envNames := map[string]bool{}
-	envFrom, _ := p.Attr("env_from").List()
-	for _, e := range envFrom {
-		n, ok := e.Attr("name").String()
-		if !ok {
-			continue
-		}
-		if envNames[n] {
-			diags.AddAttributeError(e.Attr("name").Path(), "Duplicate Environment Variable", fmt.Sprintf("env_from names %q twice.", n))
-		}
-		envNames[n] = true
-	}
 	cis, _ := p.Attr("config_interrupts").Map()
 	configKeys, configKnown := p.Attr("config").Map()
 	for _, k := range sortedKeys(cis) {
@@ -346,7 +335,7 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 		}
 		if _, ok := configKeys[k]; configKnown && !ok {
 			diags.AddAttributeError(cis[k].Path(), "Unknown Config Key",
-				fmt.Sprintf("config_interrupts key %q is not a key of config.", k))
+				fmt.Sprintf("%s: config_interrupts key %q is not a key of %s.", cis[k].Path(), k, p.Attr("config").Path()))
 		}
 	}
 	return w, known
