@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -125,7 +125,9 @@ type annotationsValidator struct{}
 func (annotationsValidator) Description(context.Context) string {
 	return "keys must be Kubernetes annotation keys (prefix/name); keys and values together at most 256 KiB"
 }
-func (v annotationsValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v annotationsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 
 func (annotationsValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
@@ -188,7 +190,9 @@ type requestsWithinLimits struct{}
 func (requestsWithinLimits) Description(context.Context) string {
 	return "each request must be at most the limit of the same resource"
 }
-func (v requestsWithinLimits) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v requestsWithinLimits) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 
 func (requestsWithinLimits) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
