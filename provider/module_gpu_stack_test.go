@@ -1,17 +1,25 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
 // gpuStackConfig instantiates examples/modules/gpu-stack once per environment (for_each) with
@@ -34,15 +42,16 @@ locals {
   }
 }
 
+# One terraform_data for both environments (terraform-plugin-testing's legacy state shim,
+# used for the post-test destroy, rejects for_each on a root-module resource).
 resource "terraform_data" "env" {
-  for_each = local.envs
-  input = {
-    namespace      = each.value.namespace
-    gpu_product    = each.value.gpu_product
-    labels         = { "app.kubernetes.io/instance" = each.key, "team.gantry.dev/env" = each.key }
+  input = { for k, e in local.envs : k => {
+    namespace      = e.namespace
+    gpu_product    = e.gpu_product
+    labels         = { "app.kubernetes.io/instance" = k, "team.gantry.dev/env" = k }
     driver_version = "550.54.15"
     node_selector  = { "gantry.dev/test-pool" = %[5]q }
-  }
+  } }
 }
 
 module "stack" {
@@ -50,10 +59,10 @@ module "stack" {
   for_each = local.envs
 
   name            = "%[2]s-${each.key}"
-  namespace       = terraform_data.env[each.key].output.namespace
-  labels          = terraform_data.env[each.key].output.labels
+  namespace       = terraform_data.env.output[each.key].namespace
+  labels          = terraform_data.env.output[each.key].labels
   performer_image = "ghcr.io/layr-labs/hello-performer:v1.0.0"
-  gpu             = { count = 1, product = terraform_data.env[each.key].output.gpu_product }
+  gpu             = { count = 1, product = terraform_data.env.output[each.key].gpu_product }
   tee_type        = each.value.tee_type
 
   executor_image      = "ghcr.io/layr-labs/hourglass/executor:1.0.0"
@@ -63,17 +72,25 @@ module "stack" {
   ]
   operator_keys = { secret_name = "operator-keys", ecdsa_key = "ecdsa", bls_key = "bls" }
 
-  model  = { name = "falcon-7b-instruct", image = "ghcr.io/gantry-dev/hello-model:1.0.0", gpu_product = terraform_data.env[each.key].output.gpu_product }
+  model  = { name = "falcon-7b-instruct", image = "ghcr.io/gantry-dev/hello-model:1.0.0", gpu_product = terraform_data.env.output[each.key].gpu_product }
   driver = {
-    version       = terraform_data.env[each.key].output.driver_version
+    version       = terraform_data.env.output[each.key].driver_version
     image         = "ghcr.io/gantry-dev/gpu-driver:550"
-    node_selector = terraform_data.env[each.key].output.node_selector
+    node_selector = terraform_data.env.output[each.key].node_selector
   }
   timeout = "5m"
 }
 
 output "endpoints" {
   value = { for k, m in module.stack : k => m.performer_endpoints }
+}
+
+output "summaries" {
+  value = { for k, m in module.stack : k => m.summaries }
+}
+
+output "driver_nodes" {
+  value = { for k, m in module.stack : k => m.drivers.complete_nodes }
 }
 `, module, prefix, nsA, nsB, pool)
 }
@@ -100,10 +117,21 @@ func TestAccModuleGPUStack_forEachUnknown(t *testing.T) {
 	prefix := "m" + rand.String(5)
 	pool := prefix + "-pool"
 	accNodes(t, c, pool, 2)
-	config := gpuStackConfig(module, prefix, nsA, nsB, pool)
+	// The configuration goes in a directory (ConfigDirectory), not a string: terraform-plugin-
+	// testing runs `terraform init`, which installs modules, on a step's whole configuration
+	// only then (for a string it inits with the provider blocks alone), and only when the step
+	// has providers of its own.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(gpuStackConfig(module, prefix, nsA, nsB, pool)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configDir := config.StaticDirectory(dir)
 
 	var planChecks []plancheck.PlanCheck
 	var stateChecks []statecheck.StateCheck
+	// statecheck addresses root-module resources only: module resources are checked through
+	// the root outputs, which carry the module's outputs.
+	summaries, driverNodes := map[string]knownvalue.Check{}, map[string]knownvalue.Check{}
 	for _, k := range []string{"a", "b"} {
 		m := fmt.Sprintf("module.stack[%q].", k)
 		planChecks = append(planChecks,
@@ -114,17 +142,14 @@ func TestAccModuleGPUStack_forEachUnknown(t *testing.T) {
 			plancheck.ExpectUnknownValue(m+"gantry_package_set.drivers", tfjsonpath.New("packages").AtSliceIndex(0).AtMapKey("config").AtMapKey("driver.conf")),
 			plancheck.ExpectUnknownValue(m+"gantry_workspace.chat", tfjsonpath.New("resource").AtMapKey("gpu_product")),
 		)
-		stateChecks = append(stateChecks,
-			statecheck.ExpectKnownValue(m+"gantry_performer.gpu", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-			statecheck.ExpectKnownValue(m+"gantry_performer.tee", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-			statecheck.ExpectKnownValue(m+"gantry_executor.this", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-			statecheck.ExpectKnownValue(m+"gantry_workspace.chat", tfjsonpath.New("state"), knownvalue.StringExact("Ready")),
-			statecheck.ExpectKnownValue(m+"gantry_package_set.drivers", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
-			statecheck.ExpectKnownValue(m+"gantry_package_set.drivers", tfjsonpath.New("complete_nodes"), knownvalue.StringExact("2/2")),
-			statecheck.ExpectKnownValue(m+"gantry_performer.gpu", tfjsonpath.New("labels").AtMapKey("team.gantry.dev/env"), knownvalue.StringExact(k)),
-		)
+		summaries[k] = knownvalue.MapExact(map[string]knownvalue.Check{
+			"performer_gpu": knownvalue.StringExact("Running"), "performer_tee": knownvalue.StringExact("Running"),
+			"executor": knownvalue.StringExact("Running"), "workspace": knownvalue.StringExact("Ready"), "drivers": knownvalue.StringExact("complete")})
+		driverNodes[k] = knownvalue.StringExact("2/2")
 	}
 	stateChecks = append(stateChecks,
+		statecheck.ExpectKnownOutputValue("summaries", knownvalue.MapExact(summaries)),
+		statecheck.ExpectKnownOutputValue("driver_nodes", knownvalue.MapExact(driverNodes)),
 		statecheck.ExpectKnownOutputValue("endpoints", knownvalue.MapExact(map[string]knownvalue.Check{
 			"a": knownvalue.MapExact(map[string]knownvalue.Check{
 				"gpu": knownvalue.StringExact(fmt.Sprintf("performer-%s-a-gpu.%s.svc.cluster.local:9090", prefix, nsA)),
@@ -134,18 +159,45 @@ func TestAccModuleGPUStack_forEachUnknown(t *testing.T) {
 				"tee": knownvalue.StringExact(fmt.Sprintf("performer-%s-b-tee.%s.svc.cluster.local:9090", prefix, nsB))}),
 		})))
 	resource.Test(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             checkPerformersDestroyed(c),
+		PreCheck: func() { testAccPreCheck(t) },
+		CheckDestroy: func(*terraform.State) error {
+			// Every object of both instances is gone (the state is empty by now: look in the cluster).
+			for _, n := range []string{prefix + "-a-drivers", prefix + "-b-drivers"} {
+				if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("package set %s still exists after destroy (err %v)", n, err)
+				}
+			}
+			for _, ns := range []string{nsA, nsB} {
+				for _, gvr := range []schema.GroupVersionResource{wait.Performer.GVR, wait.Executor.GVR, wait.Workspace.GVR} {
+					l, err := c.Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						return err
+					}
+					if len(l.Items) > 0 {
+						return fmt.Errorf("%d %s left in %s after destroy", len(l.Items), gvr.Resource, ns)
+					}
+				}
+			}
+			return nil
+		},
 		Steps: []resource.TestStep{
 			{
-				Config:            config,
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: planChecks},
-				ConfigStateChecks: stateChecks,
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks:         resource.ConfigPlanChecks{PreApply: planChecks},
+				ConfigStateChecks:        stateChecks,
 			},
 			{
-				Config:           config,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks:         resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// Destroy in a step: the post-test destroy reads state through the legacy
+				// shim, which rejects modules; after this step the state is empty.
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				Destroy:                  true,
 			},
 		},
 	})

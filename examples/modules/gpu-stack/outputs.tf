@@ -31,3 +31,14 @@ output "drivers" {
   description = "The driver package set's status (complete once installed) and complete nodes over selected nodes."
   value       = { status = gantry_package_set.drivers.status, complete_nodes = gantry_package_set.drivers.complete_nodes }
 }
+
+output "summaries" {
+  description = "The success summary each resource reached: performers and executor Running, workspace Ready, driver package set complete."
+  value = {
+    performer_gpu = gantry_performer.gpu.phase
+    performer_tee = gantry_performer.tee.phase
+    executor      = gantry_executor.this.phase
+    workspace     = gantry_workspace.chat.state
+    drivers       = gantry_package_set.drivers.status
+  }
+}
