@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 //     RuntimeClass, ResourceQuota, or a webhook), BadRequest (400), MethodNotAllowed,
 //     RequestEntityTooLarge, UnsupportedMediaType. Retrying at once would fail the same way.
 //     (NotFound is not among them: on an update it means the object went away under the
-//     pass, which the next pass sees.)
+//     pass, which the next pass sees.) One 500 is permanent too: "failed to allocate a
+//     serviceIP: range is full" (the Service CIDR is exhausted).
 //
 // How a permanent failure reaches the status that is written once per pass, with the machine
 // still the decider: the failing pass records a failure.Rejection in the controller's
@@ -46,6 +48,9 @@ func permanent(err error) (reason string, ok bool) {
 	if err == nil {
 		return "", false
 	}
+	if serviceIPRangeFull(err) {
+		return string(apierrors.ReasonForError(err)), true
+	}
 	if isTransient(err) {
 		return "", false
 	}
@@ -60,6 +65,13 @@ func permanent(err error) (reason string, ok bool) {
 		return r, true
 	}
 	return "", false
+}
+
+// serviceIPRangeFull: the API server could not allocate a ClusterIP because the Service CIDR is
+// exhausted. It answers 500 (InternalError), but retrying at once cannot help: only freeing or
+// adding addresses can, so it is permanent (retried with the rejection backoff).
+func serviceIPRangeFull(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(apiMessage(err), "failed to allocate a serviceIP")
 }
 
 // isTransient reports the errors worth retrying at once with backoff: conflicts, 5xx, 429,
