@@ -383,7 +383,10 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		before := set.DeepCopy()
 		controllerutil.AddFinalizer(&set, v1alpha1.Finalizer)
 		if err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{RequeueAfter: conflictRetry}, client.IgnoreNotFound(ignoreConflict(err))
+			if err := client.IgnoreNotFound(ignoreConflict(err)); err != nil {
+				return ctrl.Result{}, err // never RequeueAfter beside an error (it would be ignored)
+			}
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 	}
 	if err := r.ensureNamespace(ctx); err != nil {
