@@ -19,6 +19,12 @@ import (
 // missing object or key. Only the data keys are looked at; values are never copied out,
 // logged or written anywhere (the reader does hold the Secret in memory for the call: the
 // keys are not in a Secret's metadata). Errors other than NotFound are returned.
+//
+// No watch on Secrets or ConfigMaps maps them to their referrers: a Secret informer (even
+// metadata-only) needs list/watch on every Secret, which is RBAC that can read every Secret's
+// value, and the ConfigMap informer is filtered to our own label. A referrer stalled on a
+// missing reference is re-checked with its Stalled backoff instead (5s, doubling with the time
+// it has been stalled, at most 5 minutes), so creating the Secret heals it without user action.
 func checkRefs(ctx context.Context, reader client.Reader, refs []failure.Ref) ([]string, error) {
 	for i := range refs {
 		r := &refs[i]
