@@ -255,9 +255,7 @@ func TestPerformerUpgrade(t *testing.T) {
 			break
 		}
 	}
-	if ev := e.events(p.Name); !strings.Contains(ev, "Normal UpgradeInProgress") {
-		t.Errorf("events:\n%s", ev)
-	}
+	e.waitEvent(t, "Performer", p.Name, "Normal UpgradeInProgress")
 }
 
 // waitForPhases waits until the recorder's last phase is want.
@@ -295,9 +293,7 @@ func TestPerformerPodFailureRecreated(t *testing.T) {
 	if newPod := e.checkRunning(t, got, imageV1); newPod.UID == oldPod.UID {
 		t.Error("pod not re-created")
 	}
-	if ev := e.events(p.Name); !strings.Contains(ev, "Warning PodFailed: pod Failed") {
-		t.Errorf("events:\n%s", ev)
-	}
+	e.waitEvent(t, "Performer", p.Name, "Warning PodFailed: pod Failed")
 }
 
 // Deleting a Performer deletes its Service and Pod, then the finalizer goes and so does the
@@ -318,7 +314,5 @@ func TestPerformerDelete(t *testing.T) {
 	e.waitGone(t, &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: p.Name}})
 	e.waitGone(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: performer.ObjectName(p.Name)}})
 	e.waitGone(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: performer.ObjectName(p.Name)}})
-	if ev := e.events(p.Name); !strings.Contains(ev, "Normal Terminating") {
-		t.Errorf("events:\n%s", ev)
-	}
+	e.waitEvent(t, "Performer", p.Name, "Normal Terminating")
 }

@@ -89,19 +89,7 @@ func describeWS(w *v1alpha1.Workspace) string {
 	return b.String()
 }
 
-func (e *testEnv) wsEvents(name string) string {
-	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "Workspace" && ev.InvolvedObject.Name == name {
-			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
-		}
-	}
-	return b.String()
-}
+func (e *testEnv) wsEvents(name string) string { return e.eventsOf("Workspace", name) }
 
 // stateRecorder records every status.state a watch sees for one Workspace, collapsing repeats.
 type stateRecorder struct {
@@ -272,9 +260,7 @@ func TestWorkspacePendingTrapAndNodeLoss(t *testing.T) {
 	if got.Status.State != v1alpha1.WorkspaceStatePending || res.Status != metav1.ConditionFalse || res.Reason != workspace.ReasonNoMatchingNodes || !strings.Contains(res.Message, product) {
 		t.Errorf("trap: %s", describeWS(got))
 	}
-	if !strings.Contains(e.wsEvents(w.Name), workspace.ReasonNoMatchingNodes) {
-		t.Errorf("no Warning event: %s", e.wsEvents(w.Name))
-	}
+	e.waitEvent(t, "Workspace", w.Name, "Warning "+workspace.ReasonNoMatchingNodes+": ") // recorded asynchronously
 
 	e.addNode(t, node)
 	got = e.waitWS(t, w.Name, "Ready after the node was added", stateIs(v1alpha1.WorkspaceStateReady))
