@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // world is a tiny simulation of a Performer, its Pod and Service, driven by fuzz bytes: each
@@ -29,6 +31,12 @@ type world struct {
 	conds        []metav1.Condition
 	runningImage string
 	gone         bool
+	// rejecting: the API server rejects Pod creates and Service writes (a missing
+	// ServiceAccount, an invalid name); rejection is the controller's record of the last one.
+	rejecting bool
+	rejection *failure.Rejection
+	// missingRefs: an envFrom Secret is missing.
+	missingRefs bool
 }
 
 func (w *world) hash() string { return fmt.Sprintf("%s/%d", w.image, w.variant) }
@@ -40,11 +48,19 @@ func (w *world) facts() Facts {
 		p.Containers = append([]Container(nil), w.pod.Containers...)
 		pod = &p
 	}
-	return Facts{
+	f := Facts{
 		Now: w.now, Generation: w.generation, Deleting: w.deleting, HasFinalizer: w.hasFinalizer,
 		Conditions: append([]metav1.Condition(nil), w.conds...), RunningImage: w.runningImage,
 		DesiredImage: w.image, DesiredHash: w.hash(), SpecError: w.specError, Pod: pod, Service: w.svc,
 	}
+	if r := w.rejection; r != nil && r.Generation == w.generation {
+		x := *r
+		f.Rejection = &x
+	}
+	if w.missingRefs {
+		f.MissingRefs = []string{"Secret ns/keys has no key token"}
+	}
+	return f
 }
 
 var fuzzImages = []string{imgA, imgB, "ghcr.io/acme/performer:3.0"}
@@ -59,6 +75,14 @@ var fuzzWaiting = []ContainerState{
 // apply carries out a decision's actions on the world.
 func (w *world) apply(d Decision) {
 	for _, a := range d.Actions {
+		if w.rejecting && (a == ActionCreatePod || a == ActionEnsureService) {
+			w.rejection = &failure.Rejection{Action: string(a), Kind: "Pod", Name: "ns/performer-x", Reason: "Forbidden",
+				Message: "rejected", Generation: w.generation, RetryAt: w.now.Add(5 * time.Second)}
+			continue
+		}
+		if r := w.rejection; r != nil && r.Action == string(a) {
+			w.rejection = nil // retried and accepted
+		}
 		switch a {
 		case ActionAddFinalizer:
 			w.hasFinalizer = true
@@ -81,7 +105,7 @@ func (w *world) apply(d Decision) {
 // step lets the world change according to op; b parameterises the change.
 func (w *world) step(op, b byte, last Decision) {
 	w.now = w.now.Add(time.Duration(b) * time.Second)
-	switch op % 16 {
+	switch op % 18 {
 	case 0, 1, 2:
 		w.apply(last)
 	case 3: // scheduler binds
@@ -158,6 +182,10 @@ func (w *world) step(op, b byte, last Decision) {
 				w.svc = Service{}
 			}
 		}
+	case 16: // the API server starts or stops rejecting our writes
+		w.rejecting = !w.rejecting
+	case 17: // a referenced Secret key goes missing or appears
+		w.missingRefs = !w.missingRefs
 	}
 }
 
@@ -172,6 +200,8 @@ func FuzzMachine(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 3, 0, 5, 0, 0, 0, 10, 1, 0, 0, 9, 0, 0, 0, 3, 0, 6, 2, 5, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 0, 3, 0, 5, 0, 12, 0, 0, 0, 9, 0, 0, 0, 0, 0})
 	f.Add([]byte{15, 0, 0, 0, 0, 0, 15, 1, 0, 0, 3, 0, 8, 0, 0, 0, 9, 0, 0, 0, 14, 0, 13, 0, 0, 0})
+	f.Add([]byte{16, 0, 0, 0, 0, 0, 0, 3, 0, 9, 16, 0, 0, 0, 0, 0, 3, 0, 5, 0, 0, 0})   // rejected → retried → running
+	f.Add([]byte{17, 0, 0, 0, 0, 0, 17, 9, 0, 0, 3, 0, 5, 0, 17, 0, 10, 1, 0, 0, 0, 0}) // missing ref → fixed; missing on upgrade
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w := &world{now: t0, generation: 1, image: imgA}
 		var last Decision
