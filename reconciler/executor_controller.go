@@ -185,33 +185,8 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	f.Now = metav1.Now().Time
 
 	// Performers: by name (reference order) or by selector (name order).
-	if sel := e.Spec.Performers.Selector; sel != nil {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			f.SpecError = "performers.selector: " + err.Error()
-		} else {
-			var list v1alpha1.PerformerList
-			if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
-				return nil, err
-			}
-			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-			for i := range list.Items {
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(list.Items[i].Name, &list.Items[i]))
-			}
-		}
-	} else {
-		for _, n := range e.Spec.Performers.Names {
-			var p v1alpha1.Performer
-			err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: n}, &p)
-			switch {
-			case apierrors.IsNotFound(err):
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, nil))
-			case err != nil:
-				return nil, err
-			default:
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, &p))
-			}
-		}
+	if err := r.gatherPerformers(ctx, e, &f); err != nil {
+		return nil, err
 	}
 	// The operator key Secret and its keys, straight from the API server (never cached; only
 	// the data keys are looked at, values are never handed on: checkRefs).
@@ -262,13 +237,8 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	} else if found {
 		g.live = &dep
 		f.Deployment = executor.DeploymentFacts(&dep, e.UID)
-		if !f.Deployment.Foreign && (dep.Status.UnavailableReplicas > 0 || dep.Status.ReadyReplicas < dep.Status.Replicas) {
-			// Why the pods do not run (image pull, crash): from the Pod cache (they carry our label).
-			var pods corev1.PodList
-			if err := r.Client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingLabels(executor.SelectorLabels(e))); err != nil {
-				return nil, err
-			}
-			f.PodProblems = executor.PodProblems(pods.Items)
+		if f.PodProblems, err = r.podProblems(ctx, e, &dep, f.Deployment.Foreign); err != nil {
+			return nil, err
 		}
 	}
 	// The rollback target: the Deployment's own template, or one of its ReplicaSets'.
@@ -290,6 +260,53 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	}
 	g.facts = f
 	return g, nil
+}
+
+// gatherPerformers fills f.Performers: by name (reference order) or by selector (name order);
+// an invalid selector is f.SpecError.
+func (r *ExecutorReconciler) gatherPerformers(ctx context.Context, e *v1alpha1.Executor, f *executor.Facts) error {
+	if sel := e.Spec.Performers.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			f.SpecError = "performers.selector: " + err.Error()
+		} else {
+			var list v1alpha1.PerformerList
+			if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
+				return err
+			}
+			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+			for i := range list.Items {
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(list.Items[i].Name, &list.Items[i]))
+			}
+		}
+	} else {
+		for _, n := range e.Spec.Performers.Names {
+			var p v1alpha1.Performer
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: n}, &p)
+			switch {
+			case apierrors.IsNotFound(err):
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, nil))
+			case err != nil:
+				return err
+			default:
+				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, &p))
+			}
+		}
+	}
+	return nil
+}
+
+// podProblems says why the Deployment's pods do not run (image pull, crash), read from the
+// Pod cache (they carry our label) while some are unavailable; nil otherwise.
+func (r *ExecutorReconciler) podProblems(ctx context.Context, e *v1alpha1.Executor, dep *appsv1.Deployment, foreign bool) ([]string, error) {
+	if foreign || (dep.Status.UnavailableReplicas == 0 && dep.Status.ReadyReplicas >= dep.Status.Replicas) {
+		return nil, nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingLabels(executor.SelectorLabels(e))); err != nil {
+		return nil, err
+	}
+	return executor.PodProblems(pods.Items), nil
 }
 
 // get reads from the cache, then from the API server when the cache does not have it (the

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
@@ -191,31 +192,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
-		st := *w.Status.DeepCopy()
-		st.ObservedGeneration = w.Generation
-		for _, c := range d.Conditions {
-			meta.SetStatusCondition(&st.Conditions, c)
-		}
-		// Conditions of the other mode never linger.
-		other := workspace.ConditionJobStarted
-		if mode == v1alpha1.WorkspaceModeTuning {
-			other = workspace.ConditionInferenceReady
-		}
-		meta.RemoveStatusCondition(&st.Conditions, other)
-		st.State, st.Mode = d.State, mode
-		st.ReadyReplicas = d.ReadyReplicas
-		st.WorkloadName = workspace.ObjectName(w.Name)
-		st.Endpoint = ""
-		if facts.Service.Exists && !facts.Service.Foreign {
-			st.Endpoint = workspace.Endpoint(&w)
-		}
-		var nodesUsed []string
-		for _, p := range facts.Pods {
-			if p.NodeName != "" && !p.Deleting {
-				nodesUsed = append(nodesUsed, p.NodeName)
-			}
-		}
-		st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
+		st := r.status(&w, mode, d, facts)
 		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
 			return ctrl.Result{}, err
 		} else if stale {
@@ -227,22 +204,62 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		logger.Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
 	}
 
-	for _, a := range d.Actions {
-		if err := r.act(ctx, &w, a, wantDeploy, wantSvc, wantJob, deploy, svc, job); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			ae := &actError{action: string(a), kind: workspaceActionKind(a), name: workspace.ObjectName(w.Name), err: err}
-			if r.rejected.reject(ctx, req.NamespacedName, w.Generation, ae) {
-				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
-			}
-			return ctrl.Result{}, ae
-		}
-		if rj := facts.Rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.accepted(req.NamespacedName, rj.Action)
-		}
+	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, wantDeploy, wantSvc, wantJob, deploy, svc, job); done {
+		return res, err
 	}
 	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
+}
+
+// status computes the new status from the decision (conditions keep their lastTransitionTime
+// unless their status changes; the other mode's conditions are dropped).
+func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, d workspace.Decision, facts workspace.Facts) v1alpha1.WorkspaceStatus {
+	st := *w.Status.DeepCopy()
+	st.ObservedGeneration = w.Generation
+	for _, c := range d.Conditions {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	// Conditions of the other mode never linger.
+	other := workspace.ConditionJobStarted
+	if mode == v1alpha1.WorkspaceModeTuning {
+		other = workspace.ConditionInferenceReady
+	}
+	meta.RemoveStatusCondition(&st.Conditions, other)
+	st.State, st.Mode = d.State, mode
+	st.ReadyReplicas = d.ReadyReplicas
+	st.WorkloadName = workspace.ObjectName(w.Name)
+	st.Endpoint = ""
+	if facts.Service.Exists && !facts.Service.Foreign {
+		st.Endpoint = workspace.Endpoint(w)
+	}
+	var nodesUsed []string
+	for _, p := range facts.Pods {
+		if p.NodeName != "" && !p.Deleting {
+			nodesUsed = append(nodesUsed, p.NodeName)
+		}
+	}
+	st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
+	return st
+}
+
+// actAll carries out the actions in order. done is true when the pass ends early: a conflict
+// (requeue), a permanent rejection (recorded for the next pass: errors.go) or another error.
+func (r *WorkspaceReconciler) actAll(ctx context.Context, key types.NamespacedName, w *v1alpha1.Workspace, d workspace.Decision, rejection *failure.Rejection, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) (res ctrl.Result, done bool, err error) {
+	for _, a := range d.Actions {
+		if err := r.act(ctx, w, a, wantDeploy, wantSvc, wantJob, deploy, svc, job); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+			}
+			ae := &actError{action: string(a), kind: workspaceActionKind(a), name: workspace.ObjectName(w.Name), err: err}
+			if r.rejected.reject(ctx, key, w.Generation, ae) {
+				return ctrl.Result{RequeueAfter: rejectedRequeue}, true, nil
+			}
+			return ctrl.Result{}, true, ae
+		}
+		if rj := rejection; rj != nil && rj.Action == string(a) {
+			r.rejected.accepted(key, rj.Action)
+		}
+	}
+	return ctrl.Result{}, false, nil
 }
 
 func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) error {
