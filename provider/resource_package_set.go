@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -14,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -22,9 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -332,44 +328,28 @@ func (r *packageSetResource) Configure(_ context.Context, req resource.Configure
 	r.data = d
 }
 
+// packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
+// (cluster-scoped: namespace "").
+var packageSetOps = &kindOps[packageSetModel]{
+	spec:          wait.PackageSet,
+	logField:      "package_set",
+	summaryAttr:   "status",
+	statusAttrs:   []string{"status", "complete_nodes", "node_status", "quarantined_versions"},
+	createTimeout: packageSetCreateTimeout,
+	updateTimeout: packageSetUpdateTimeout,
+	deleteTimeout: packageSetDeleteTimeout,
+	timeouts:      func(m *packageSetModel) timeouts.Value { return m.Timeouts },
+	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
+	expand:        expandPackageSet,
+	setStatus:     setPackageSetStatus,
+}
+
 func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, packageSetCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, true, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.create(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, packageSetUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, false, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.update(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -388,45 +368,7 @@ func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest,
 // Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
 // stages of packages with uninstall enabled, releases cordons and removes the node annotations.
 func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state packageSetModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, packageSetDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	name := state.Name.ValueString()
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
-		return
-	}
-	uid := live.GetUID()
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Deleting", err))
-		return
-	}
-	if err := reg.WaitDeleted(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(uid)}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("PackageSet", "delete", err))
-	}
+	packageSetOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts the PackageSet's name (it is cluster-scoped).
@@ -437,56 +379,6 @@ func (r *packageSetResource) ImportState(ctx context.Context, req resource.Impor
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
-}
-
-func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetModel, create bool, op string) (*packageSetModel, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandPackageSet(plan)
-	if err != nil {
-		diags.AddError("Invalid PackageSet Configuration", err.Error())
-		return nil, diags
-	}
-	name := obj.GetName()
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	if create {
-		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			diags.AddError("PackageSet Already Exists", fmt.Sprintf("A PackageSet %s already exists and is not managed by this configuration. Import it with `terraform import <address> %s`, or choose another name.", name, name))
-			return nil, diags
-		} else if !apierrors.IsNotFound(err) {
-			diags.Append(apiDiagnostic("PackageSet", "Reading", err))
-			return nil, diags
-		}
-	}
-	live, err := serverSideApply(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	tflog.Debug(ctx, "waiting for PackageSet", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setPackageSetStatus(&state, final)
-	if werr != nil {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-	}
-	return &state, diags
 }
 
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model

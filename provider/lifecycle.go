@@ -1,0 +1,203 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// kindOps describes one resource kind to the generic Create, Update, Delete and apply-and-wait
+// path below (Read is readInto in common.go). M is the kind's Terraform model.
+type kindOps[M any] struct {
+	// spec is the wait engine's description of the kind (GVR, summary, success and failure).
+	spec wait.Spec
+	// logField is the tflog field naming the object, e.g. "performer".
+	logField string
+	// summaryAttr is the computed attribute holding the summary (spec.SummaryPath), e.g. "phase".
+	summaryAttr string
+	// statusAttrs are the computed attributes the reconciler writes (summaryAttr among them):
+	// a plan that retries marks them unknown, since the retry may change any of them.
+	statusAttrs []string
+	// createTimeout, updateTimeout, deleteTimeout are the defaults of timeouts = { ... }.
+	createTimeout, updateTimeout, deleteTimeout time.Duration
+	// timeouts returns the model's timeouts attribute.
+	timeouts func(*M) timeouts.Value
+	// key returns the object's namespace ("" when cluster-scoped) and name from the model.
+	key func(*M) (namespace, name string)
+	// expand maps the model to the object to server-side apply.
+	expand func(*M) (*unstructured.Unstructured, error)
+	// setStatus fills the computed attributes (id and status) from an object read back.
+	setStatus func(*M, *unstructured.Unstructured)
+	// check, optional, compares what was planned with the state after a successful wait.
+	check func(plan, state *M) diag.Diagnostics
+}
+
+// create is the Create of every Gantry resource: the plan, the create timeout, then
+// applyAndWait; a non-nil state is saved even with errors (see applyAndWait).
+func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&plan).Create(ctx, k.createTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := k.applyAndWait(ctx, data, &plan, opCreate)
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+// update is the Update of every Gantry resource: as create, with the update timeout.
+func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&plan).Update(ctx, k.updateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+// delete is the Delete of every Gantry resource: the object from the shared informer (one
+// LIST for all the deletes of a kind and namespace; a GET when it lacks the object) gives the
+// UID for the delete precondition and seeds the wait; deleteAndWait deletes and waits until it
+// is gone. An object already gone is success.
+func (k *kindOps[M]) delete(ctx context.Context, data *providerData, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state M
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&state).Delete(ctx, k.deleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns, name := k.key(&state)
+	ctx = tflog.SetField(ctx, k.logField, objectID(ns, name))
+	c, reg, err := data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	live, err := reg.Get(ctx, k.spec, ns, name)
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic(k.spec.Kind, "Reading", err))
+		return
+	}
+	resp.Diagnostics.Append(deleteAndWait(ctx, resourceFor(c.Dynamic, k.spec.GVR, ns), reg, k.spec, live, live)...)
+}
+
+// applyAndWait writes plan with server-side apply, removes fields other managers added
+// (converge), waits per the status contract and returns the state to save. op is opCreate or
+// opUpdate; on create an existing object of that name is refused unless this provider wrote
+// it (see adoptable). Results:
+//   - nil state: nothing was written, or the object vanished while waiting;
+//   - state, no errors: the object is ready (or paused/disabled, for a package set);
+//   - state, a warning: terraform was interrupted during the wait; the state is saved
+//     untainted with the summary last seen (see interruptedDiagnostic);
+//   - state, errors: the object failed, stalled, was rolled back or timed out; the state is
+//     saved (Terraform taints it on create) with the status last seen.
+func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan *M, op string) (*M, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	kind := k.spec.Kind
+	ns, name := k.key(plan)
+	id := objectID(ns, name)
+	ctx = tflog.SetField(ctx, k.logField, id)
+	c, reg, err := data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := k.expand(plan)
+	if err != nil {
+		diags.Append(invalidConfigDiagnostic(kind, err))
+		return nil, diags
+	}
+	ri := resourceFor(c.Dynamic, k.spec.GVR, ns)
+	if op == opCreate {
+		if d := refuseForeign(ctx, ri, reg, k.spec, ns, name); d != nil {
+			diags.Append(d)
+			return nil, diags
+		}
+	}
+	tflog.Debug(ctx, "applying "+kind+" (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
+	live, err := applyObject(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic(kind, "Applying", err))
+		return nil, diags
+	}
+	tflog.Debug(ctx, "waiting for "+kind, map[string]interface{}{"generation": live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, k.spec, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if errors.As(werr, &de) {
+		diags.Append(waitDiagnostic(kind, op, id, werr))
+		return nil, diags
+	}
+	state := *plan
+	k.setStatus(&state, final)
+	switch {
+	case werr == nil:
+	case rolledBack(final):
+		diags.Append(rolledBackDiagnostic(kind, id, werr))
+		return &state, diags
+	default:
+		diags.Append(waitDiagnostic(kind, op, id, werr))
+		return &state, diags
+	}
+	if k.check != nil {
+		diags.Append(k.check(plan, &state)...)
+	}
+	tflog.Info(ctx, kind+" is ready")
+	return &state, diags
+}
+
+// refuseForeign returns an "Already Exists" diagnostic when an object namespace/name of spec's
+// kind exists (checked through the shared informer: one LIST for all the creates of a kind and
+// namespace), nil when it does not, and an API diagnostic when that cannot be told.
+func refuseForeign(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.Registry, spec wait.Spec, ns, name string) diag.Diagnostic {
+	_ = ri
+	exists, err := reg.Exists(ctx, spec, ns, name)
+	switch {
+	case err != nil:
+		return apiDiagnostic(spec.Kind, "Reading", err)
+	case exists:
+		return alreadyExistsDiagnostic(spec.Kind, objectID(ns, name), objectID(ns, name), "it is not in this configuration's state")
+	}
+	return nil
+}
