@@ -3,11 +3,16 @@ package provider
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,6 +43,10 @@ type kindOps[M any] struct {
 	expand func(*M) (*unstructured.Unstructured, error)
 	// setStatus fills the computed attributes (id and status) from an object read back.
 	setStatus func(*M, *unstructured.Unstructured)
+	// notLive, optional, reports that the configuration in state is not what runs although
+	// the summary is a success value (Executor: failed_revision set after a rollback;
+	// PackageSet: a version in state is quarantined by a rollback), and why.
+	notLive func(state *M) (bool, string)
 	// check, optional, compares what was planned with the state after a successful wait.
 	check func(plan, state *M) diag.Diagnostics
 }
@@ -200,4 +209,62 @@ func refuseForeign(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.
 		return alreadyExistsDiagnostic(spec.Kind, objectID(ns, name), objectID(ns, name), "it is not in this configuration's state")
 	}
 	return nil
+}
+
+// planRetry is the ModifyPlan step shared by every Gantry resource: a failure stays in the
+// plan until it is fixed. When the prior state (as refreshed) says the object is not done — its
+// summary is null or not a success value (failed, erroring, blocked, stalled, interrupted
+// mid-wait), or notLive says the configuration is not what runs (a rolled-back update) — it marks the status
+// attributes unknown, so the plan is an in-place update (exit code 2 under
+// -detailed-exitcode) whose apply re-applies the configuration and waits again. An object that
+// recovered by itself refreshes to a success value and plans no change. It never forces a
+// replacement and makes no API call. Create and destroy plans are left alone.
+func (k *kindOps[M]) planRetry(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return
+	}
+	retry, why := k.needsRetry(ctx, req.State, &resp.Diagnostics)
+	if !retry || resp.Diagnostics.HasError() {
+		return
+	}
+	tflog.Info(ctx, k.spec.Kind+" is not ready in state; planning an update that re-applies it and waits again", map[string]interface{}{"why": why})
+	for _, a := range k.statusAttrs {
+		p := path.Root(a)
+		typ, d := req.Plan.Schema.TypeAtPath(ctx, p)
+		resp.Diagnostics.Append(d...)
+		if d.HasError() {
+			return
+		}
+		unknown, err := typ.ValueFromTerraform(ctx, tftypes.NewValue(typ.TerraformType(ctx), tftypes.UnknownValue))
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Error Planning "+k.spec.Kind, err.Error())
+			return
+		}
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, p, unknown)...)
+	}
+}
+
+// needsRetry reports whether state (the refreshed prior state) holds an object that is not
+// done, and why.
+func (k *kindOps[M]) needsRetry(ctx context.Context, state tfsdk.State, diags *diag.Diagnostics) (bool, string) {
+	var summary types.String
+	diags.Append(state.GetAttribute(ctx, path.Root(k.summaryAttr), &summary)...)
+	if diags.HasError() || summary.IsUnknown() {
+		return false, ""
+	}
+	if summary.IsNull() {
+		return true, k.summaryAttr + " is not set"
+	}
+	if v := summary.ValueString(); !slices.Contains(k.spec.Success, v) && !slices.Contains(k.spec.ReturnAtOnce, v) {
+		return true, k.summaryAttr + " is " + v
+	}
+	if k.notLive == nil {
+		return false, ""
+	}
+	var m M
+	diags.Append(state.Get(ctx, &m)...)
+	if diags.HasError() {
+		return false, ""
+	}
+	return k.notLive(&m)
 }

@@ -278,20 +278,11 @@ func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRe
 	r.data = d
 }
 
-// ModifyPlan proposes an in-place update (failed_revision becomes unknown) while the state
-// says a failed update was rolled back: the configuration is not live, and re-applying it
-// either heals the executor (a fixed or reverted configuration) or fails again, saying so.
-// No API call is made.
+// ModifyPlan is planRetry: while the state says the executor failed, is not Running, or a
+// failed update was rolled back (failed_revision set), the plan is an in-place update that
+// re-applies the configuration and waits again. No API call is made.
 func (r *executorResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
-		return
-	}
-	var failed types.String
-	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("failed_revision"), &failed)...)
-	if resp.Diagnostics.HasError() || failed.IsNull() || failed.IsUnknown() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("failed_revision"), types.StringUnknown())...)
+	executorOps.planRetry(ctx, req, resp)
 }
 
 // executorOps is gantry_executor's descriptor for the generic Create/Update/Delete path.
@@ -307,6 +298,12 @@ var executorOps = &kindOps[executorModelV0]{
 	key:           func(m *executorModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandExecutor,
 	setStatus:     setExecutorStatus,
+	notLive: func(m *executorModelV0) (bool, string) {
+		if v := m.FailedRevision.ValueString(); v != "" {
+			return true, "the update to revision " + v + " was rolled back"
+		}
+		return false, ""
+	},
 }
 
 func (r *executorResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

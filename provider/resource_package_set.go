@@ -36,6 +36,7 @@ var (
 	_ resource.ResourceWithConfigure      = (*packageSetResource)(nil)
 	_ resource.ResourceWithImportState    = (*packageSetResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*packageSetResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*packageSetResource)(nil)
 )
 
 // Default timeouts of gantry_package_set.
@@ -342,6 +343,34 @@ var packageSetOps = &kindOps[packageSetModel]{
 	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
 	expand:        expandPackageSet,
 	setStatus:     setPackageSetStatus,
+	notLive:       quarantinedInState,
+}
+
+// quarantinedInState reports a package whose version in state ("<package>@<version>") a
+// rollback quarantined: the nodes run the previous version, not the configuration.
+func quarantinedInState(m *packageSetModel) (bool, string) {
+	if m.QuarantinedVersions.IsNull() || m.QuarantinedVersions.IsUnknown() {
+		return false, ""
+	}
+	q := map[string]bool{}
+	for _, v := range m.QuarantinedVersions.Elements() {
+		if s, ok := v.(types.String); ok {
+			q[s.ValueString()] = true
+		}
+	}
+	for _, p := range m.Packages {
+		if pv := p.Name.ValueString() + "@" + p.Version.ValueString(); q[pv] {
+			return true, pv + " was rolled back and is quarantined"
+		}
+	}
+	return false, ""
+}
+
+// ModifyPlan is planRetry: while the state's status is not complete (nor paused/disabled) —
+// erroring, blocked, or a rollout rolled back with the version quarantined — the plan is an
+// in-place update that re-applies the configuration and waits again. No API call is made.
+func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	packageSetOps.planRetry(ctx, req, resp)
 }
 
 func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -224,6 +224,13 @@ func TestAccPackageSet_rollback(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)PackageSet\s+Failed.*stage\s+upgrade.*roll(ed|ing)\s+back\s+to\s+1\.0\.0.*dcgm-tool@1\.1\.0`),
 			},
 			{
+				// The rollback stays in the plan: an update that re-applies 1.1.0 (and fails again
+				// while it is quarantined) until the configuration changes.
+				Config:             rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
 				Config: rollbackConfig(pool, "1.2.0", ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),

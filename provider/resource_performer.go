@@ -316,11 +316,14 @@ func (r *performerResource) Configure(_ context.Context, req resource.ConfigureR
 // ModifyPlan fills id, service_name and grpc_endpoint at plan time when they are unknown
 // (create, or a change that could alter them) and their inputs are known: they follow from
 // name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
-// resources see them in the plan. No API call is made.
+// resources see them in the plan. And, through planRetry, while the state says the performer
+// is not Running (Failed, or an apply interrupted mid-wait) the plan is an in-place update that
+// re-applies it and waits again. No API call is made.
 func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
 	}
+	performerOps.planRetry(ctx, req, resp)
 	var name, namespace types.String
 	var port types.Int64
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)

@@ -831,3 +831,89 @@ func skipUnlessAcc(t *testing.T) {
 		t.Skip("acceptance tests need TF_ACC=1, a cluster (KUBE_CONFIG_PATH) and a running gantry-reconciler")
 	}
 }
+
+// A failed update stays in the plan until it is fixed: the apply fails with the kubelet's
+// message and says the next plan re-applies; the next plan is an in-place update (not "No
+// changes", not a replacement); applying it unchanged retries (and fails again); applying a
+// fixed configuration updates the same object (same UID) to Running.
+func TestAccPerformer_failedUpdateStaysInPlan(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-failupd")
+	addr := "gantry_performer.upd"
+	good := performerConfig(ns, "upd", `  timeouts = { create = "3m", update = "3m" }`)
+	bad := performerConfig(ns, "upd", `  version = "broken"
+  labels  = { "image-pull-failed.stage.gantry.dev" = "true" }
+  timeouts = { create = "3m", update = "3m" }`)
+	var uid string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPerformersDestroyed(c),
+		Steps: []resource.TestStep{
+			{
+				Config: good,
+				Check:  captureUID(c, wait.Performer, ns, "upd", &uid),
+			},
+			{
+				Config:      bad,
+				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*ErrImagePull.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
+			},
+			{
+				Config:             bad,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: bad,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(addr, tfjsonpath.New("phase")),
+				}},
+				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*ErrImagePull`),
+			},
+			{
+				Config: good,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+				Check: checkSameUID(c, wait.Performer, ns, "upd", &uid),
+			},
+			{
+				Config:             good,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: false,
+			},
+		},
+	})
+}
+
+// captureUID stores the UID of the object ns/name of spec's kind in *uid.
+func captureUID(c *kube.Clients, spec wait.Spec, ns, name string, uid *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := c.Dynamic.Resource(spec.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		*uid = string(u.GetUID())
+		return nil
+	}
+}
+
+// checkSameUID fails unless the object ns/name of spec's kind still has UID *uid (it was
+// updated in place, never replaced).
+func checkSameUID(c *kube.Clients, spec wait.Spec, ns, name string, uid *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := c.Dynamic.Resource(spec.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := string(u.GetUID()); got != *uid {
+			return fmt.Errorf("%s %s/%s was replaced: UID %s, want %s", spec.Kind, ns, name, got, *uid)
+		}
+		return nil
+	}
+}

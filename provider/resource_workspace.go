@@ -34,6 +34,7 @@ var (
 	_ resource.Resource                = (*workspaceResource)(nil)
 	_ resource.ResourceWithConfigure   = (*workspaceResource)(nil)
 	_ resource.ResourceWithImportState = (*workspaceResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*workspaceResource)(nil)
 )
 
 // Default timeouts of gantry_workspace.
@@ -235,6 +236,13 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	key:           func(m *workspaceModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandWorkspace,
 	setStatus:     setWorkspaceStatus,
+}
+
+// ModifyPlan is planRetry: while the state's state is not Ready (inference) or Succeeded
+// (tuning), the plan is an in-place update that re-applies the configuration and waits again.
+// No API call is made.
+func (r *workspaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	workspaceOps.planRetry(ctx, req, resp)
 }
 
 func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
