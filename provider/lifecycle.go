@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
@@ -132,7 +134,7 @@ func (k *kindOps[M]) delete(ctx context.Context, data *providerData, req resourc
 // applyAndWait writes plan with server-side apply, removes fields other managers added
 // (converge), waits per the status contract and returns the state to save. op is opCreate or
 // opUpdate; on create an existing object of that name is refused unless this provider wrote
-// it (see adoptable). Results:
+// it (see refuseForeign). Results:
 //   - nil state: nothing was written, or the object vanished while waiting;
 //   - state, no errors: the object is ready (or paused/disabled, for a package set);
 //   - state, a warning: terraform was interrupted during the wait; the state is saved
@@ -155,6 +157,7 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		diags.Append(invalidConfigDiagnostic(kind, err))
 		return nil, diags
 	}
+	markOwned(obj)
 	ri := resourceFor(c.Dynamic, k.spec.GVR, ns)
 	if op == opCreate {
 		if d := refuseForeign(ctx, ri, reg, k.spec, ns, name); d != nil {
@@ -182,6 +185,13 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	k.setStatus(&state, final)
 	switch {
 	case werr == nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// terraform was interrupted (SIGINT → StopProvider cancels the request's context):
+		// save the state without an error, so a create is not tainted; planRetry makes the
+		// next plan an update that resumes the wait.
+		summary, _, _ := unstructured.NestedString(final.Object, k.spec.SummaryPath...)
+		diags.Append(interruptedDiagnostic(kind, id, k.summaryAttr, summary))
+		return &state, diags
 	case rolledBack(final):
 		diags.Append(rolledBackDiagnostic(kind, id, werr))
 		return &state, diags
@@ -196,18 +206,67 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	return &state, diags
 }
 
-// refuseForeign returns an "Already Exists" diagnostic when an object namespace/name of spec's
-// kind exists (checked through the shared informer: one LIST for all the creates of a kind and
-// namespace), nil when it does not, and an API diagnostic when that cannot be told.
+// managedByAnnotation is the ownership marker the provider writes on every object it applies
+// (value managedByValue), together with its server-side apply field manager (fieldManager) in
+// metadata.managedFields. A create finding an object of its name adopts it only when both are
+// there: the object was written by this provider (by an apply that was interrupted before its
+// state was saved, or whose create failed without state), never by kubectl or another tool.
+const (
+	managedByAnnotation = "gantry.dev/managed-by"
+	managedByValue      = "terraform"
+)
+
+// markOwned adds the ownership marker to obj (an object about to be server-side applied).
+func markOwned(obj *unstructured.Unstructured) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[managedByAnnotation] = managedByValue
+	obj.SetAnnotations(a)
+}
+
+// foreignReason returns "" when u carries the ownership marker and the provider's field
+// manager, else why it is not ours (for the "Already Exists" diagnostic).
+func foreignReason(u *unstructured.Unstructured) string {
+	if u.GetAnnotations()[managedByAnnotation] != managedByValue {
+		return fmt.Sprintf("it has no %s=%s annotation", managedByAnnotation, managedByValue)
+	}
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == fieldManager {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no field of it is managed by %s", fieldManager)
+}
+
+// refuseForeign is the existence check of a create: nil when no object namespace/name of
+// spec's kind exists (checked through the shared informer: one LIST for all the creates of a
+// kind and namespace) or when the one that exists was written by this provider (foreignReason
+// "", read with a GET since the informer drops managedFields) — the create then adopts it and
+// applies over it, so an interrupted apply converges without an import; an "Already Exists"
+// diagnostic naming the object and the import command otherwise; an API diagnostic when that
+// cannot be told.
 func refuseForeign(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.Registry, spec wait.Spec, ns, name string) diag.Diagnostic {
-	_ = ri
+	id := objectID(ns, name)
 	exists, err := reg.Exists(ctx, spec, ns, name)
 	switch {
 	case err != nil:
 		return apiDiagnostic(spec.Kind, "Reading", err)
-	case exists:
-		return alreadyExistsDiagnostic(spec.Kind, objectID(ns, name), objectID(ns, name), "it is not in this configuration's state")
+	case !exists:
+		return nil
 	}
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return apiDiagnostic(spec.Kind, "Reading", err)
+	}
+	if why := foreignReason(u); why != "" {
+		return alreadyExistsDiagnostic(spec.Kind, id, id, why)
+	}
+	tflog.Info(ctx, "adopting the "+spec.Kind+" this provider wrote in an earlier, interrupted apply", map[string]interface{}{"uid": string(u.GetUID())})
 	return nil
 }
 
