@@ -27,14 +27,14 @@ import (
 )
 
 // Interrupted runs converge (issue 10 §5). The real CLI runs as a subprocess with the
-// provider built from this tree (dev_overrides), applying five performers whose Pods are bound
-// to a node no kubelet runs (a Node without kwok's kwok.x-k8s.io/node=fake annotation), so they
-// stay Pending and the apply is waiting when it is interrupted:
+// provider built from this tree (dev_overrides), applying five performers in a namespace whose
+// ResourceQuota allows no Pods (capacity that is not there yet), so they stay Creating and the
+// apply is waiting when it is interrupted:
 //   - SIGINT to the process group (what Ctrl-C does): the apply ends with every performer in
 //     state, none tainted;
 //   - SIGKILL to the process group: the objects exist, the state has none of them.
 //
-// Then kwok takes the node over (the Pods turn Running) and a plain re-apply of each directory
+// Then the quota goes (the Pods are created and turn Running) and a plain re-apply of each directory
 // converges: no replacement (same UIDs), no "Already Exists", every performer Running, and a
 // following plan is empty. A kubectl-created performer of a configured name is still refused,
 // naming it and the import command.
@@ -44,8 +44,15 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-intr")
 	pool := "acc-slow-" + rand.String(5)
-	node := slowNode(t, c, pool)
+	slowNode(t, c, pool)
 	cli := newCLI(t)
+	// No capacity for Pods in the namespace: the reconciler cannot create them (Forbidden,
+	// exceeded quota), so the performers stay Creating and the applies keep waiting.
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: k8sresource.MustParse("0")}}}
+	if _, err := c.Core.CoreV1().ResourceQuotas(ns).Create(context.Background(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	const n = 5
 	dirs := map[string]string{}
@@ -69,15 +76,31 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 		t.Errorf("the interrupted apply does not warn \"Performer Apply Interrupted\"")
 	}
 
+	// While they are still not Running, the plan is an in-place update of all five that waits
+	// again: exit code 2, no replacement.
+	out, code := cli.run(t, dirs["int"], "plan", "-detailed-exitcode", "-input=false", "-no-color")
+	if code != 2 || !strings.Contains(out, fmt.Sprintf("Plan: 0 to add, %d to change, 0 to destroy.", n)) {
+		t.Errorf("plan after SIGINT: exit %d, want 2 and %d in-place updates:\n%s", code, n, out)
+	}
+
 	// SIGKILL mid-apply: objects written, not in state.
 	out = cli.interruptApply(t, c, dirs["kill"], ns, "kill", n, syscall.SIGKILL)
 	t.Logf("killed apply (SIGKILL):\n%s", out)
+	if st := readState(t, dirs["kill"]); len(st) != 0 {
+		t.Logf("after SIGKILL the state holds %v (the CLI had persisted some)", st)
+	}
 	uids := performerUIDs(t, c, ns, n)
 
-	// kwok takes the node over: the Pods turn Running.
-	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
-	if _, err := c.Core.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	// Capacity appears: the quota goes, and the performers are touched so the reconciler,
+	// which may be in a long error backoff by now, tries again at once.
+	if err := c.Core.CoreV1().ResourceQuotas(ns).Delete(context.Background(), "no-pods", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	for name := range uids {
+		patch := []byte(`{"metadata":{"annotations":{"acc.gantry.dev/nudge":"1"}}}`)
+		if _, err := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, set := range []string{"int", "kill"} {
@@ -108,7 +131,7 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ph := u.Object["status"].(map[string]interface{})["phase"]; ph != "Running" {
+			if ph, _, _ := unstructured.NestedString(u.Object, "status", "phase"); ph != "Running" {
 				t.Errorf("performer %s is %v, want Running", u.GetName(), ph)
 			}
 		}
@@ -122,20 +145,19 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 	if _, err := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
-	out, code := cli.run(t, fdir, "apply", "-auto-approve", "-input=false", "-no-color")
+	out, code = cli.run(t, fdir, "apply", "-auto-approve", "-input=false", "-no-color")
 	if code == 0 || !regexp.MustCompile(`(?s)Performer Already Exists.*`+ns+`/foreign-0.*terraform import`).MatchString(out) {
 		t.Errorf("apply over a kubectl-created performer: exit %d, want an Already Exists error naming it:\n%s", code, out)
 	}
 }
 
-// slowNode creates a node pool's Node that kwok does not manage (no kwok.x-k8s.io/node
-// annotation): Pods bound to it stay Pending until the annotation is added. It is tainted so
-// only the test's performers (which tolerate the taint) land there. Deleted at cleanup.
+// slowNode creates a node of its own for the test's performers (tainted so that only they,
+// which tolerate the taint, land there). Deleted at cleanup.
 func slowNode(t *testing.T, c *kube.Clients, pool string) string {
 	t.Helper()
 	alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("64"), corev1.ResourceMemory: k8sresource.MustParse("512Gi"), corev1.ResourcePods: k8sresource.MustParse("110")}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
+		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": pool, "gantry.dev/test-pool": pool}},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/test-pool", Value: pool, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},
@@ -251,13 +273,15 @@ func (c *cli) interruptApply(t *testing.T, kc *kube.Clients, dir, ns, set string
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// Whatever happens to the test, no terraform or provider process of this group survives it.
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		seen := 0
 		for i := 0; i < n; i++ {
 			u, err := kc.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Get(context.Background(), fmt.Sprintf("%s-%d", set, i), metav1.GetOptions{})
 			if err == nil {
-				if _, ok := u.Object["status"].(map[string]interface{})["observedGeneration"]; ok {
+				if _, ok, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); ok {
 					seen++
 				}
 			}
@@ -297,6 +321,9 @@ func readState(t *testing.T, dir string) map[string]string {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return map[string]string{} // the CLI was killed before it wrote any state
 	}
 	var st struct {
 		Resources []struct {

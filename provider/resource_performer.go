@@ -360,7 +360,7 @@ var performerOps = &kindOps[performerModelV0]{
 	timeouts:      func(m *performerModelV0) timeouts.Value { return m.Timeouts },
 	key:           func(m *performerModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandPerformer,
-	setStatus:     setPerformerStatus,
+	setStatus:     setAppliedPerformerStatus,
 	check:         checkPerformerNaming,
 }
 
@@ -529,6 +529,21 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	}
 	setPerformerStatus(m, u)
 	return m, nil
+}
+
+// setAppliedPerformerStatus is setPerformerStatus for the state an apply returns: grpc_endpoint
+// and service_name keep the values planned from the naming contract while the status lacks
+// them (a wait that failed or was interrupted before the reconciler reported them), so the
+// state matches the plan; checkPerformerNaming reports a status that disagrees.
+func setAppliedPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
+	endpoint, service := m.GRPCEndpoint, m.ServiceName
+	setPerformerStatus(m, u)
+	if m.GRPCEndpoint.IsNull() && !endpoint.IsUnknown() {
+		m.GRPCEndpoint = endpoint
+	}
+	if m.ServiceName.IsNull() && !service.IsUnknown() {
+		m.ServiceName = service
+	}
 }
 
 // setPerformerStatus fills the computed attributes from the object: id from its namespace and
