@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 // Only an object carrying both the annotation and the provider's field manager is adoptable.
@@ -66,6 +68,43 @@ func TestQuarantinedInState(t *testing.T) {
 		m.QuarantinedVersions = tc.q
 		if got, why := quarantinedInState(m); got != tc.want {
 			t.Errorf("quarantinedInState(%v) = %v (%s), want %v", tc.q, got, why, tc.want)
+		}
+	}
+}
+
+// After a rollback, a refresh reports the version the nodes run for a quarantined package,
+// and only then.
+func TestReportRunningVersions(t *testing.T) {
+	model := func() *packageSetModel {
+		return &packageSetModel{Packages: []packageModel{
+			{Name: types.StringValue("dcgm-tool"), Version: types.StringValue("1.1.0")},
+			{Name: types.StringValue("gpu-driver"), Version: types.StringValue("550.0.0")},
+		}}
+	}
+	nodes := func(versions ...string) map[string]map[string]v1alpha1.PackageStatus {
+		out := map[string]map[string]v1alpha1.PackageStatus{}
+		for i, v := range versions {
+			out[string(rune('a'+i))] = map[string]v1alpha1.PackageStatus{"dcgm-tool": {Version: v}, "gpu-driver": {Version: "550.0.0"}}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		st   v1alpha1.PackageSetStatus
+		want string
+	}{
+		{"not quarantined", v1alpha1.PackageSetStatus{NodeState: nodes("1.0.0", "1.0.0")}, "1.1.0"},
+		{"rolled back everywhere", v1alpha1.PackageSetStatus{QuarantinedVersions: []string{"dcgm-tool@1.1.0"}, NodeState: nodes("1.0.0", "1.0.0")}, "1.0.0"},
+		{"nodes disagree", v1alpha1.PackageSetStatus{QuarantinedVersions: []string{"dcgm-tool@1.1.0"}, NodeState: nodes("1.0.0", "1.1.0")}, "1.1.0"},
+		{"config quarantined only", v1alpha1.PackageSetStatus{QuarantinedVersions: []string{"dcgm-tool@1.1.0#config-abc"}, NodeState: nodes("1.0.0")}, "1.1.0"},
+	} {
+		m := model()
+		reportRunningVersions(m, &tc.st)
+		if got := m.Packages[0].Version.ValueString(); got != tc.want {
+			t.Errorf("%s: version %s, want %s", tc.name, got, tc.want)
+		}
+		if got := m.Packages[1].Version.ValueString(); got != "550.0.0" {
+			t.Errorf("%s: gpu-driver version %s changed", tc.name, got)
 		}
 	}
 }

@@ -590,8 +590,41 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Packages = append(m.Packages, mp)
 	}
+	reportRunningVersions(m, &ps.Status)
 	setPackageSetStatus(m, u)
 	return m, nil
+}
+
+// reportRunningVersions makes a refresh say what really runs after a rollback: a package
+// whose configured version ("<package>@<version>") is quarantined, and which every node
+// reporting it runs at one other version (status.nodeState), gets that version, so the
+// plan shows the version change (e.g. 1.0.0 → 1.1.0) as an update that re-applies it.
+func reportRunningVersions(m *packageSetModel, st *v1alpha1.PackageSetStatus) {
+	quarantined := map[string]bool{}
+	for _, q := range st.QuarantinedVersions {
+		quarantined[q] = true
+	}
+	for i := range m.Packages {
+		p := &m.Packages[i]
+		name, want := p.Name.ValueString(), p.Version.ValueString()
+		if !quarantined[name+"@"+want] {
+			continue
+		}
+		running := ""
+		for _, pkgs := range st.NodeState {
+			ps, ok := pkgs[name]
+			switch {
+			case !ok || ps.Version == "":
+			case running == "":
+				running = ps.Version
+			case running != ps.Version:
+				running = want // the nodes disagree: keep the configured version
+			}
+		}
+		if running != "" && running != want {
+			p.Version = types.StringValue(running)
+		}
+	}
 }
 
 func priorServices(i *interruptModel) []string {
