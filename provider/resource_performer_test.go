@@ -750,9 +750,11 @@ func TestAccPerformer_impossibleGPURequestFailsFast(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-nogpu")
-	start := time.Now()
+	var start time.Time
 	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+		// Measured from PreCheck, which runs after ParallelTest's pause for a free slot: the
+		// time queued behind other tests is not the apply's.
+		PreCheck:                 func() { testAccPreCheck(t); start = time.Now() },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             checkPerformersDestroyed(c),
 		Steps: []resource.TestStep{{
