@@ -97,7 +97,7 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name := range uids {
-		patch := []byte(`{"metadata":{"annotations":{"acc.gantry.dev/nudge":"1"}}}`)
+		patch := []byte(`{"metadata":{"annotations":{"gantry.dev/acc-nudge":"1"}}}`)
 		if _, err := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
