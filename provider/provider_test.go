@@ -2,11 +2,20 @@ package provider
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -121,8 +130,10 @@ func TestProvider_UnknownConfigAtPlan(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: `
 resource "terraform_data" "cluster" { input = "https://127.0.0.1:1" }
+resource "terraform_data" "ca" { input = "not known at plan" }
 provider "gantry" {
   host  = terraform_data.cluster.output
+  cluster_ca_certificate = terraform_data.ca.output
   token = "unused"
   qps   = 20
   burst = 40
@@ -140,6 +151,19 @@ resource "gantry_performer" "p" {
 
 func TestProvider_ConfigValidation(t *testing.T) {
 	requireTerraform(t)
+	t.Setenv("KUBE_CONFIG_PATH", "")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-kubeconfig")
+	kubeconfig := filepath.Join(dir, "kubeconfig.yaml")
+	junk := filepath.Join(dir, "junk.yaml")
+	if err := os.WriteFile(kubeconfig, []byte(twoContextKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(junk, []byte("clusters: [not: a, kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _ := testCertificate(t)
+	_, otherKeyPEM := testCertificate(t)
 	cases := []struct {
 		name   string
 		config string
@@ -161,6 +185,30 @@ func TestProvider_ConfigValidation(t *testing.T) {
 		{"exec without command", `exec {
     api_version = "client.authentication.k8s.io/v1beta1"
   }`, `(?s)"exec.command" must be specified`},
+		{"exec api_version", `exec {
+    api_version = "client.authentication.k8s.io/v1alpha1"
+    command     = "aws"
+  }`, `(?s)exec.api_version.*value must be one of.*client.authentication.k8s.io/v1`},
+		{"host scheme", `host = "ftp://203.0.113.10:6443"`, `(?s)Invalid Provider Configuration.*host: "ftp://203.0.113.10:6443": scheme "ftp"`},
+		{"host port", `host = "https://203.0.113.10:99999"`, `(?s)host: .*port "99999" is not a number from 1 to 65535`},
+		{"host syntax", `host = "https://api example:6443"`, `(?s)host: "https://api example:6443" is not a URL`},
+		{"config_path unreadable", `config_path = "` + missing + `"`, `(?s)config_path: kubeconfig ".*no-such-kubeconfig" cannot be read`},
+		{"config_paths unreadable", `config_paths = ["` + kubeconfig + `", "` + missing + `"]`, `(?s)config_paths\[1\]: kubeconfig ".*no-such-kubeconfig" cannot\s+be read`},
+		{"config_path unparsable", `config_path = "` + junk + `"`, `(?s)config_path: kubeconfig ".*junk.yaml" does not parse`},
+		{"unknown context", `config_path = "` + kubeconfig + `"
+  config_context = "prod"`, `(?s)config_context: the kubeconfig has no context "prod" \(it has: dev, staging\)`},
+		{"unknown context cluster", `config_path = "` + kubeconfig + `"
+  config_context_cluster = "prod"`, `(?s)config_context_cluster: the kubeconfig has no cluster "prod"`},
+		{"CA not PEM", `cluster_ca_certificate = "not a certificate"`, `(?s)cluster_ca_certificate: no PEM-encoded certificate found`},
+		{"client key is a certificate", `client_certificate = <<-EOT
+` + certPEM + `EOT
+  client_key = <<-EOT
+` + certPEM + `EOT`, `(?s)client_key: the PEM block is a "CERTIFICATE", want a private key`},
+		{"client key of another certificate", `client_certificate = <<-EOT
+` + certPEM + `EOT
+  client_key = <<-EOT
+` + otherKeyPEM + `EOT`, `(?s)client_certificate and client_key are not a key pair`},
+		{"connect_timeout", `connect_timeout = "20"`, `(?s)connect_timeout: "20" is not a duration`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,11 +222,52 @@ resource "gantry_performer" "p" {
 }
 `,
 					PlanOnly:    true,
-					ExpectError: regexp.MustCompile(tc.err),
+					ExpectError: regexp.MustCompile(wrapped(tc.err)),
 				}},
 			})
 		})
 	}
+}
+
+const twoContextKubeconfig = `apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- {name: dev, cluster: {server: "https://127.0.0.1:1"}}
+- {name: staging, cluster: {server: "https://127.0.0.1:2"}}
+users:
+- {name: dev, user: {token: unused}}
+contexts:
+- {name: dev, context: {cluster: dev, user: dev}}
+- {name: staging, context: {cluster: staging, user: dev}}
+`
+
+// testCertificate returns a fresh self-signed CA certificate and its private key, PEM-encoded.
+func testCertificate(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gantry-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))
+}
+
+// wrapped lets the spaces of an error pattern match the line breaks Terraform wraps
+// diagnostics with.
+func wrapped(pattern string) string {
+	return strings.ReplaceAll(pattern, " ", `\s+`)
 }
 
 func TestSettingsFromModel(t *testing.T) {
