@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -309,4 +310,113 @@ func TestImportIDParsing(t *testing.T) {
 			t.Errorf("parseImportID(%q) = %q, %q, %v", tc.id, ns, name, err)
 		}
 	}
+}
+
+// closedPortURL returns an https URL on 127.0.0.1 where nothing listens.
+func closedPortURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "https://" + addr
+}
+
+// unreachableConfig is a provider pointed at host plus a performer; with importBlock, a plan
+// imports (and so reads) an existing performer, which is how a refresh contacts the cluster.
+func unreachableConfig(provider string, importBlock bool) string {
+	cfg := "provider \"gantry\" {\n" + provider + "\n}\n" + `
+resource "gantry_performer" "p" {
+  name      = "unreachable"
+  namespace = "default"
+  image     = "ghcr.io/acme/performer:1"
+}
+`
+	if importBlock {
+		cfg += `
+import {
+  to = gantry_performer.p
+  id = "default/unreachable"
+}
+`
+	}
+	return cfg
+}
+
+// An API server that cannot be reached fails plan (refresh/import) and apply within
+// connect_timeout, quoting the dial or DNS error, instead of retrying until Terraform is
+// killed. The bound is named in the error (the tests do not time it; see the report).
+func TestProvider_UnreachableFailsWithinBound(t *testing.T) {
+	requireTerraform(t)
+	t.Setenv("KUBE_CONFIG_PATH", "")
+	t.Setenv("KUBE_CONFIG_PATHS", "")
+	t.Setenv("KUBE_CONNECT_TIMEOUT", "")
+	closed := closedPortURL(t)
+	cases := []struct {
+		name     string
+		provider string
+		env      map[string]string
+		plan     bool
+		want     string
+	}{
+		{
+			name:     "closed port, plan",
+			provider: `  host = "` + closed + `"` + "\n  token = \"unused\"\n  connect_timeout = \"5s\"",
+			plan:     true,
+			want:     `cannot reach the Kubernetes API server ` + regexp.QuoteMeta(closed) + ` within 5s \(connect_timeout, KUBE_CONNECT_TIMEOUT; \d+ attempts\):.*connect: connection refused`,
+		},
+		{
+			name:     "closed port, apply",
+			provider: `  host = "` + closed + `"` + "\n  token = \"unused\"\n  connect_timeout = \"5s\"",
+			want:     `cannot reach the Kubernetes API server ` + regexp.QuoteMeta(closed) + ` within 5s .*connection refused`,
+		},
+		{
+			name:     "unresolvable host, plan, bound from KUBE_CONNECT_TIMEOUT",
+			provider: `  host = "https://gantry-unreachable.invalid:6443"` + "\n  token = \"unused\"",
+			env:      map[string]string{"KUBE_CONNECT_TIMEOUT": "4s"},
+			plan:     true,
+			want:     `cannot reach the Kubernetes API server https://gantry-unreachable.invalid:6443 within 4s .*lookup gantry-unreachable.invalid.*no such host`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      unreachableConfig(tc.provider, tc.plan),
+					PlanOnly:    tc.plan,
+					ExpectError: regexp.MustCompile(`(?s)` + wrapped(tc.want)),
+				}},
+			})
+		})
+	}
+}
+
+// The local cluster's API server with a CA that did not sign its certificate: plan fails at
+// once (a certificate error is not retried), quoting the TLS error.
+func TestAccProvider_TLSMismatchFailsAtOnce(t *testing.T) {
+	testAccPreCheck(t)
+	host := testClients(t).Config.Host
+	if !strings.HasPrefix(host, "https://") {
+		t.Skipf("the test cluster serves %s, not https", host)
+	}
+	ca, _ := testCertificate(t)
+	t.Setenv("KUBE_CONFIG_PATH", "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: unreachableConfig(`  host = "`+host+`"
+  token = "unused"
+  cluster_ca_certificate = <<-EOT
+`+ca+`EOT`, true),
+			PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)` + wrapped(`cannot connect to the Kubernetes API server `+regexp.QuoteMeta(host)+
+				`:.*x509: certificate signed by unknown authority.*not retried`)),
+		}},
+	})
 }
