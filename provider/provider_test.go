@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -23,8 +24,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
@@ -417,6 +422,122 @@ func TestAccProvider_TLSMismatchFailsAtOnce(t *testing.T) {
 			PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)` + wrapped(`cannot connect to the Kubernetes API server `+regexp.QuoteMeta(host)+
 				`:.*x509: certificate signed by unknown authority.*not retried`)),
+		}},
+	})
+}
+
+// execPluginScript is a client-go credential plugin: it appends a line to $COUNT_FILE and prints
+// the ServiceAccount token in $TOKEN_FILE as an ExecCredential that expires in
+// $EXPIRES_SECONDS, so client-go must run it again for any request after that.
+const execPluginScript = `#!/bin/sh
+set -e
+echo "$(date -u +%H:%M:%S.%N)" >> "$COUNT_FILE"
+exp=$(date -u -d "+${EXPIRES_SECONDS} seconds" +%Y-%m-%dT%H:%M:%SZ)
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"%s"}}\n' "$(cat "$TOKEN_FILE")" "$exp"
+`
+
+// The exec plugin is run again when its credential expires during an apply (the provider caches
+// no token), and an exported KUBE_TOKEN does not replace it: two performers are created 6 s
+// apart (a terraform_data sleeps between them) with a credential that expires after 3 s, and
+// the apply counts the plugin's runs. A provider that cached the first token, or used the bogus
+// KUBE_TOKEN, fails the count or the apply.
+func TestAccProvider_ExecCredentialRefreshed(t *testing.T) {
+	testAccPreCheck(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-exec")
+	ctx := context.Background()
+
+	// A ServiceAccount bound to cluster-admin; the plugin hands out its token.
+	sa := "terraform-runner"
+	if _, err := c.Core.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "gantry-test-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+	}
+	if _, err := c.Core.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Core.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
+	exp := int64(1800)
+	tr, err := c.Core.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("minting a ServiceAccount token: %v", err)
+	}
+
+	dir := t.TempDir()
+	plugin, tokenFile, countFile := filepath.Join(dir, "plugin.sh"), filepath.Join(dir, "token"), filepath.Join(dir, "count")
+	if err := os.WriteFile(plugin, []byte(execPluginScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := c.Config.CAData
+	if len(ca) == 0 && c.Config.CAFile != "" {
+		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := func() int {
+		b, _ := os.ReadFile(countFile)
+		return strings.Count(string(b), "\n")
+	}
+
+	t.Setenv("KUBE_CONFIG_PATH", "")
+	t.Setenv("KUBE_TOKEN", "bogus-token-from-the-environment")
+	config := fmt.Sprintf(`
+provider "gantry" {
+  host                   = %q
+  cluster_ca_certificate = %q
+  exec {
+    api_version = "client.authentication.k8s.io/v1"
+    command     = %q
+    env = {
+      TOKEN_FILE      = %q
+      COUNT_FILE      = %q
+      EXPIRES_SECONDS = "3"
+    }
+  }
+}
+resource "gantry_performer" "first" {
+  name      = "first"
+  namespace = %q
+  image     = "ghcr.io/acme/performer:1"
+}
+resource "terraform_data" "pause" {
+  depends_on = [gantry_performer.first]
+  provisioner "local-exec" { command = "sleep 6" }
+}
+resource "gantry_performer" "second" {
+  depends_on = [terraform_data.pause]
+  name       = "second"
+  namespace  = %q
+  image      = "ghcr.io/acme/performer:1"
+}
+`, c.Config.Host, string(ca), plugin, tokenFile, countFile, ns, ns)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPerformersDestroyed(c),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("gantry_performer.first", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				statecheck.ExpectKnownValue("gantry_performer.second", tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			},
+			// Runs right after the apply, before any later plan starts another provider run.
+			Check: func(*terraform.State) error {
+				n := runs()
+				t.Logf("exec plugin runs during the apply: %d", n)
+				if n < 2 {
+					return fmt.Errorf("the exec plugin ran %d time(s) during an apply that outlived its 3 s credential: the token was not refreshed", n)
+				}
+				return nil
+			},
 		}},
 	})
 }
