@@ -436,7 +436,8 @@ func (p *gantryProvider) ValidateConfig(ctx context.Context, req provider.Valida
 		return // reported on config_path(s) by their validators, or at first use for KUBE_CONFIG_PATH(S)
 	}
 	cErr, aErr, clErr := kube.CheckContext(cfg, names["config_context"], names["config_context_auth_info"], names["config_context_cluster"])
-	for a, err := range map[string]error{"config_context": cErr, "config_context_auth_info": aErr, "config_context_cluster": clErr} {
+	for i, err := range []error{cErr, aErr, clErr} {
+		a := []string{"config_context", "config_context_auth_info", "config_context_cluster"}[i]
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root(a), "Invalid Provider Configuration",
 				fmt.Sprintf("%s: %s (kubeconfig: %s).", a, err, strings.Join(paths, ", ")))
