@@ -180,7 +180,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				MarkdownDescription: fmt.Sprintf("How long to try reaching an API server that has not answered yet, as a duration "+
 					"(`\"20s\"`, `\"1m\"`; default `\"%s\"`). A refresh, apply or import against an endpoint that refuses "+
 					"connections, does not resolve or does not answer fails after this long, quoting the last dial, DNS or TLS "+
-					"error; a certificate that does not verify, or HTTP spoken to an HTTPS port, fails at once. It bounds only "+
+					"error; a certificate that does not verify, or http:// to an HTTPS port (or the reverse), fails at once. It bounds only "+
 					"the first contact of a run: once the API server has answered, waits ride out API server restarts until "+
 					"their own `timeouts`. Environment variable: `%s`.", kube.DefaultConnectTimeout, kube.EnvConnectTimeout),
 				Validators: []validator.String{checkString{"a duration greater than zero", validConnectTimeout}},

@@ -69,7 +69,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // response counts as reached, even 401 or 403: credentials and permissions are reported by
 // the requests that need them. It returns nil when reached, else *UnreachableError quoting
 // the last dial, DNS, TLS or credential-plugin error; certificate verification failures and
-// HTTP/HTTPS mismatches end it at once.
+// HTTP/HTTPS mismatches (either way round) end it at once.
 func Reach(ctx context.Context, c *Clients, timeout time.Duration) error {
 	rc := c.Core.Discovery().RESTClient()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -79,6 +79,10 @@ func Reach(ctx context.Context, c *Clients, timeout time.Duration) error {
 	for {
 		ue.Attempts++
 		err := rc.Get().AbsPath("/version").Do(ctx).Error()
+		if httpToHTTPS(err) {
+			ue.Err, ue.Permanent = fmt.Errorf("the server answers HTTPS on this port (%s): use an https:// host", statusBody(err)), true
+			return ue
+		}
 		if err == nil || isAPIStatus(err) {
 			return nil
 		}
@@ -97,6 +101,27 @@ func Reach(ctx context.Context, c *Clients, timeout time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// httpToHTTPS reports the 400 a Go HTTPS server (the API server) sends to a plain HTTP request.
+func httpToHTTPS(err error) bool {
+	return apierrors.IsBadRequest(err) && strings.Contains(statusBody(err), "HTTP request to an HTTPS server")
+}
+
+// statusBody returns the server's own words from an API status error: its message and causes.
+func statusBody(err error) string {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) {
+		return ""
+	}
+	st := s.Status()
+	parts := []string{st.Message}
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			parts = append(parts, strings.TrimSpace(c.Message))
+		}
+	}
+	return strings.Join(parts, ": ")
 }
 
 func isAPIStatus(err error) bool {

@@ -58,6 +58,7 @@ func TestReach(t *testing.T) {
 	t.Cleanup(unauthorized.Close)
 	plain := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(plain.Close)
+	httpsPort := "http" + strings.TrimPrefix(ok.URL, "https")
 
 	insecure := rest.TLSClientConfig{Insecure: true}
 	cases := []struct {
@@ -72,6 +73,7 @@ func TestReach(t *testing.T) {
 		{name: "connection refused", cfg: &rest.Config{Host: closedPort(t)}, timeout: time.Second, want: "connection refused"},
 		{name: "no such host", cfg: &rest.Config{Host: "https://gantry-test.invalid:6443"}, timeout: time.Second, want: "no such host"},
 		{name: "unknown authority", cfg: &rest.Config{Host: ok.URL}, timeout: time.Minute, want: "certificate signed by unknown authority", permanent: true},
+		{name: "http to an https port", cfg: &rest.Config{Host: httpsPort}, timeout: time.Minute, want: "answers HTTPS on this port", permanent: true},
 		{name: "https to an http port", cfg: &rest.Config{Host: "https" + strings.TrimPrefix(plain.URL, "http")}, timeout: time.Minute, want: "server gave HTTP response to HTTPS client", permanent: true},
 	}
 	for _, tc := range cases {
