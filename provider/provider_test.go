@@ -405,6 +405,7 @@ func TestProvider_UnreachableFailsWithinBound(t *testing.T) {
 // The local cluster's API server with a CA that did not sign its certificate: plan fails at
 // once (a certificate error is not retried), quoting the TLS error.
 func TestAccProvider_TLSMismatchFailsAtOnce(t *testing.T) {
+	skipUnlessAcc(t)
 	testAccPreCheck(t)
 	host := testClients(t).Config.Host
 	if !strings.HasPrefix(host, "https://") {
@@ -442,6 +443,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 // the apply counts the plugin's runs. A provider that cached the first token, or used the bogus
 // KUBE_TOKEN, fails the count or the apply.
 func TestAccProvider_ExecCredentialRefreshed(t *testing.T) {
+	skipUnlessAcc(t)
 	testAccPreCheck(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-exec")
