@@ -71,7 +71,7 @@ func TestReach(t *testing.T) {
 		{name: "answers", cfg: &rest.Config{Host: ok.URL, TLSClientConfig: insecure}, timeout: 5 * time.Second},
 		{name: "401 is reached", cfg: &rest.Config{Host: unauthorized.URL, TLSClientConfig: insecure}, timeout: 5 * time.Second},
 		{name: "connection refused", cfg: &rest.Config{Host: closedPort(t)}, timeout: time.Second, want: "connection refused"},
-		{name: "no such host", cfg: &rest.Config{Host: "https://gantry-test.invalid:6443"}, timeout: time.Second, want: "no such host"},
+		{name: "no such host", cfg: &rest.Config{Host: "https://gantry-test.invalid:6443"}, timeout: time.Second, want: "lookup gantry-test.invalid"},
 		{name: "unknown authority", cfg: &rest.Config{Host: ok.URL}, timeout: time.Minute, want: "certificate signed by unknown authority", permanent: true},
 		{name: "http to an https port", cfg: &rest.Config{Host: httpsPort}, timeout: time.Minute, want: "answers HTTPS on this port", permanent: true},
 		{name: "https to an http port", cfg: &rest.Config{Host: "https" + strings.TrimPrefix(plain.URL, "http")}, timeout: time.Minute, want: "server gave HTTP response to HTTPS client", permanent: true},
