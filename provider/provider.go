@@ -6,7 +6,10 @@
 //
 // The provider makes no API call at plan time: Configure only records the settings, and the
 // clients and the shared wait registry are built on the first Create, Read, Update, Delete or
-// ImportState.
+// ImportState, after a check that the API server answers at all (kube.Reach, bounded by
+// connect_timeout), so an unreachable cluster fails the run instead of being retried forever.
+// Configuration mistakes that need no cluster are reported at plan by attribute validators
+// and ValidateConfig, naming the attribute.
 package provider
 
 import (
@@ -294,9 +297,8 @@ func settingsFromModel(m gantryProviderModel) kube.Settings {
 		TLSServerName:         m.TLSServerName.ValueString(),
 		ProxyURL:              m.ProxyURL.ValueString(),
 		QPS:                   float32(m.QPS.ValueFloat64()),
-		// Validated at plan (ValidateConfig); an invalid value never gets here.
-		ConnectTimeout: connectTimeout(m.ConnectTimeout),
-		Burst:          int(m.Burst.ValueInt64()),
+		Burst:                 int(m.Burst.ValueInt64()),
+		ConnectTimeout:        connectTimeout(m.ConnectTimeout), // checked at plan by its validator
 	}
 	if !m.Insecure.IsNull() {
 		b := m.Insecure.ValueBool()
@@ -355,7 +357,8 @@ func providerDataFrom(data any) (*providerData, error) {
 }
 
 // connectTimeout returns the configured connect_timeout, or 0 (unset: KUBE_CONNECT_TIMEOUT or
-// the default) when it is null, unknown or invalid (ValidateConfig reports invalid values).
+// the default) when it is null, unknown or invalid (its attribute validator reports invalid
+// values at plan).
 func connectTimeout(v types.String) time.Duration {
 	if v.IsNull() || v.IsUnknown() {
 		return 0
