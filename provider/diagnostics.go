@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -126,8 +127,14 @@ func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
 			"this %s; apply again once the cause is fixed.\n\nOriginal Error: %s", kind, err))
 }
 
-// clientDiagnostic reports that the provider could not build its Kubernetes client.
+// clientDiagnostic reports that the provider could not build its Kubernetes client, or could
+// not reach the API server (*kube.UnreachableError).
 func clientDiagnostic(err error) diag.Diagnostic {
+	var ue *kube.UnreachableError
+	if errors.As(err, &ue) {
+		return diag.NewErrorDiagnostic("Kubernetes API Server Unreachable",
+			fmt.Sprintf("The provider could not connect to the Kubernetes API server.\n\nOriginal Error: %s", err))
+	}
 	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
 		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
 }
