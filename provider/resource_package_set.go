@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -22,9 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +37,7 @@ var (
 	_ resource.ResourceWithConfigure      = (*packageSetResource)(nil)
 	_ resource.ResourceWithImportState    = (*packageSetResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*packageSetResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*packageSetResource)(nil)
 )
 
 // Default timeouts of gantry_package_set.
@@ -363,44 +361,56 @@ func (r *packageSetResource) Configure(_ context.Context, req resource.Configure
 	r.data = d
 }
 
+// packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
+// (cluster-scoped: namespace "").
+var packageSetOps = &kindOps[packageSetModel]{
+	spec:          wait.PackageSet,
+	logField:      "package_set",
+	summaryAttr:   "status",
+	statusAttrs:   []string{"status", "complete_nodes", "node_status", "quarantined_versions"},
+	createTimeout: packageSetCreateTimeout,
+	updateTimeout: packageSetUpdateTimeout,
+	deleteTimeout: packageSetDeleteTimeout,
+	timeouts:      func(m *packageSetModel) timeouts.Value { return m.Timeouts },
+	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
+	expand:        expandPackageSet,
+	setStatus:     setPackageSetStatus,
+	notLive:       quarantinedInState,
+}
+
+// quarantinedInState reports a package whose version in state ("<package>@<version>") a
+// rollback quarantined: the nodes run the previous version, not the configuration.
+func quarantinedInState(m *packageSetModel) (bool, string) {
+	if m.QuarantinedVersions.IsNull() || m.QuarantinedVersions.IsUnknown() {
+		return false, ""
+	}
+	q := map[string]bool{}
+	for _, v := range m.QuarantinedVersions.Elements() {
+		if s, ok := v.(types.String); ok {
+			q[s.ValueString()] = true
+		}
+	}
+	for _, p := range m.Packages {
+		if pv := p.Name.ValueString() + "@" + p.Version.ValueString(); q[pv] {
+			return true, pv + " was rolled back and is quarantined"
+		}
+	}
+	return false, ""
+}
+
+// ModifyPlan is planRetry: while the state's status is not complete (nor paused/disabled) —
+// erroring, blocked, or a rollout rolled back with the version quarantined — the plan is an
+// in-place update that re-applies the configuration and waits again. No API call is made.
+func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	packageSetOps.planRetry(ctx, req, resp)
+}
+
 func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, packageSetCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, true, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.create(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, packageSetUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, false, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.update(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -419,45 +429,7 @@ func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest,
 // Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
 // stages of packages with uninstall enabled, releases cordons and removes the node annotations.
 func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state packageSetModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, packageSetDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	name := state.Name.ValueString()
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
-		return
-	}
-	uid := live.GetUID()
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Deleting", err))
-		return
-	}
-	if err := reg.WaitDeleted(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(uid)}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("PackageSet", "delete", err))
-	}
+	packageSetOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts the PackageSet's name (it is cluster-scoped).
@@ -468,56 +440,6 @@ func (r *packageSetResource) ImportState(ctx context.Context, req resource.Impor
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
-}
-
-func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetModel, create bool, op string) (*packageSetModel, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandPackageSet(plan)
-	if err != nil {
-		diags.AddError("Invalid PackageSet Configuration", err.Error())
-		return nil, diags
-	}
-	name := obj.GetName()
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	if create {
-		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			diags.AddError("PackageSet Already Exists", fmt.Sprintf("A PackageSet %s already exists and is not managed by this configuration. Import it with `terraform import <address> %s`, or choose another name.", name, name))
-			return nil, diags
-		} else if !apierrors.IsNotFound(err) {
-			diags.Append(apiDiagnostic("PackageSet", "Reading", err))
-			return nil, diags
-		}
-	}
-	live, err := serverSideApply(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	tflog.Debug(ctx, "waiting for PackageSet", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setPackageSetStatus(&state, final)
-	if werr != nil {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-	}
-	return &state, diags
 }
 
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model
@@ -700,8 +622,41 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Packages = append(m.Packages, mp)
 	}
+	reportRunningVersions(m, &ps.Status)
 	setPackageSetStatus(m, u)
 	return m, nil
+}
+
+// reportRunningVersions makes a refresh say what really runs after a rollback: a package
+// whose configured version ("<package>@<version>") is quarantined, and which every node
+// reporting it runs at one other version (status.nodeState), gets that version, so the
+// plan shows the version change (e.g. 1.0.0 → 1.1.0) as an update that re-applies it.
+func reportRunningVersions(m *packageSetModel, st *v1alpha1.PackageSetStatus) {
+	quarantined := map[string]bool{}
+	for _, q := range st.QuarantinedVersions {
+		quarantined[q] = true
+	}
+	for i := range m.Packages {
+		p := &m.Packages[i]
+		name, want := p.Name.ValueString(), p.Version.ValueString()
+		if !quarantined[name+"@"+want] {
+			continue
+		}
+		running := ""
+		for _, pkgs := range st.NodeState {
+			ps, ok := pkgs[name]
+			switch {
+			case !ok || ps.Version == "":
+			case running == "":
+				running = ps.Version
+			case running != ps.Version:
+				running = want // the nodes disagree: keep the configured version
+			}
+		}
+		if running != "" && running != want {
+			p.Version = types.StringValue(running)
+		}
+	}
 }
 
 func priorServices(i *interruptModel) []string {
