@@ -658,7 +658,8 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 // the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
-		Paused: set.Spec.Paused, Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget}
+		Paused: set.Spec.Paused, Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget,
+		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
 	for _, p := range set.Spec.Packages {
 		f.Wants = append(f.Wants, packageset.WantOf(p))
 	}
@@ -674,7 +675,11 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	f.Quarantined = set.Status.QuarantinedVersions
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
-		return f, nil, fmt.Errorf("nodeSelector: %w", err)
+		// The API server accepted the set but its selector is invalid: the set is Stalled
+		// (InvalidSpec, the parser's message), selects no node, and a deletion still
+		// releases the nodes that carry its records.
+		f.SpecError = "spec.nodeSelector: " + err.Error()
+		sel = labels.Nothing()
 	}
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
@@ -753,7 +758,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			nf.Record = rec
 		}
 		nf.Blocked = untolerated(node, tolerations)
-		nf.Gate = gate(set, &sets, node)
+		nf.Gate, nf.GateSet = gate(set, &sets, node)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
 		// A cordoned node's pods are listed (uncached: the cache holds only our own pods) each
@@ -804,15 +809,16 @@ func untolerated(node *corev1.Node, tols []corev1.Toleration) string {
 
 // gate: the sets that select node and come before set (priority, then name); a paused one
 // pauses this one; one not complete on the node (its gantry.dev/status_<set> annotation) makes
-// this one wait; disabled ones are skipped.
-func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.Node) packageset.Gate {
+// this one wait; disabled ones are skipped. by names the set behind the gate (the paused one,
+// else the last one not complete; "" when open).
+func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.Node) (g packageset.Gate, by string) {
 	prio := func(s *v1alpha1.PackageSet) int32 {
 		if s.Spec.Priority == 0 {
 			return v1alpha1.DefaultPackageSetPriority
 		}
 		return s.Spec.Priority
 	}
-	g := packageset.GateOpen
+	g = packageset.GateOpen
 	for i := range sets.Items {
 		o := &sets.Items[i]
 		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() {
@@ -826,13 +832,13 @@ func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.
 			continue
 		}
 		if o.Spec.Paused {
-			return packageset.GatePaused
+			return packageset.GatePaused, o.Name
 		}
 		if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+o.Name] != string(v1alpha1.StatusComplete) {
-			g = packageset.GateWaiting
+			g, by = packageset.GateWaiting, o.Name
 		}
 	}
-	return g
+	return g, by
 }
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
@@ -946,22 +952,8 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 		ann[stateKey] = string(b)
 		ann[statusKey] = string(np.Status)
 	}
-	if np.Cordon {
-		ann[cordonKey] = "true"
-		unschedulable = true
-	}
-	if np.Uncordon {
-		delete(ann, cordonKey)
-		held := false
-		for k := range ann {
-			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
-				held = true
-			}
-		}
-		if !held {
-			unschedulable = false
-		}
-	}
+	// A node an operator cordoned stays cordoned (packageset.Cordon).
+	unschedulable = packageset.Cordon(ann, unschedulable, cordonKey, np.Cordon, np.Uncordon)
 	if maps.Equal(ann, node.Annotations) && unschedulable == node.Spec.Unschedulable {
 		return nil
 	}

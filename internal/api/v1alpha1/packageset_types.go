@@ -113,9 +113,14 @@ const (
 	AnnotationNodeStatePrefix = "gantry.dev/state_"
 	// AnnotationNodeStatusPrefix + <set>: the node's status value for the set.
 	AnnotationNodeStatusPrefix = "gantry.dev/status_"
-	// AnnotationCordonPrefix + <set>: "true" while the set holds the node's cordon. The node is
-	// uncordoned only when no gantry.dev/cordon_* annotation remains.
+	// AnnotationCordonPrefix + <set>: "true" while the set holds the node's cordon, or
+	// CordonOperator when the node was already cordoned by someone else. The node is
+	// uncordoned only when no gantry.dev/cordon_* annotation remains and none of them said
+	// CordonOperator: a node cordoned by hand stays cordoned.
 	AnnotationCordonPrefix = "gantry.dev/cordon_"
+	// CordonOperator is the AnnotationCordonPrefix value of a set that found its node already
+	// unschedulable (cordoned by an operator, not by a set): releasing it leaves the node cordoned.
+	CordonOperator = "operator"
 	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
@@ -176,6 +181,14 @@ type PackageSetSpec struct {
 	// Disabled skips this set; sets after it continue.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
+
+	// UninstallOnDelete: when the set is deleted, run the uninstall stages of the packages
+	// that enable them (unset: true). false deletes the set without running any stage: the
+	// node records and the set's cordons are removed and the packages stay installed. It is
+	// read while the set is being deleted, so setting it to false lets a deletion blocked by
+	// a failing uninstall finish.
+	// +optional
+	UninstallOnDelete *bool `json:"uninstallOnDelete,omitempty"`
 
 	// InterruptionBudget bounds how many nodes are in flight (stages running, interrupted or
 	// soaking) at once: exactly one of percent or count. Unset: one node at a time.
