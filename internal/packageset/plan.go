@@ -54,7 +54,7 @@ const (
 	// ReasonWaitingForPausedSet: the set's nodes wait for an earlier set that is paused
 	// (Reconciling=False: nothing moves until that set is resumed).
 	ReasonWaitingForPausedSet = "WaitingForPausedSet"
-	ReasonDrainBlocked         = "DrainBlocked"
+	ReasonDrainBlocked        = "DrainBlocked"
 	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
 	ReasonVersionQuarantined = "VersionQuarantined"
 )
@@ -376,7 +376,7 @@ type SetFacts struct {
 	// KeepInstalled: spec.uninstallOnDelete is false. A deletion runs no stage: node records
 	// and cordons are dropped and the finalizer removed; the packages stay installed.
 	KeepInstalled bool
-	Budget           *v1alpha1.InterruptionBudget
+	Budget        *v1alpha1.InterruptionBudget
 	// Soak is spec.rollout.soakDuration (0: no soak); SoakInterval is
 	// spec.rollout.soakCheckInterval (0: the default, see SoakInterval).
 	Soak, SoakInterval time.Duration
