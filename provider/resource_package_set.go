@@ -69,6 +69,7 @@ type packageSetModel struct {
 	Priority              types.Int64       `tfsdk:"priority"`
 	Paused                types.Bool        `tfsdk:"paused"`
 	Disabled              types.Bool        `tfsdk:"disabled"`
+	UninstallOnDelete     types.Bool        `tfsdk:"uninstall_on_delete"`
 	InterruptionBudget    *budgetModel      `tfsdk:"interruption_budget"`
 	PodNonInterruptLabels map[string]string `tfsdk:"pod_non_interrupt_labels"`
 	AdditionalTolerations []tolerationModel `tfsdk:"additional_tolerations"`
@@ -178,6 +179,10 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
 			"disabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Skip this set; later sets continue. The apply returns at once."},
+			"uninstall_on_delete": schema.BoolAttribute{Optional: true, MarkdownDescription: "On destroy, run the `uninstall` stage of the packages with " +
+				"`uninstall_enabled` on every node (unset: `true`). `false` destroys the set without running any stage: the node annotations and the set's cordons " +
+				"are removed, the packages stay installed. A destroy whose uninstall fails stops at once naming node, package, stage and message; to finish it " +
+				"without uninstalling, set `uninstall_on_delete = false`, run `terraform apply`, then `terraform destroy` again (no finalizer to edit)."},
 			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
 				Attributes: map[string]schema.Attribute{
@@ -425,6 +430,14 @@ func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequ
 		return
 	}
 	if err := reg.WaitDeleted(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(uid)}); err != nil {
+		var fe *wait.FailedError
+		if errors.As(err, &fe) && fe.Verdict.Failing != nil && fe.Verdict.Failing.Reason == packageset.ReasonUninstallFailed {
+			resp.Diagnostics.AddError("PackageSet Uninstall Failed",
+				fmt.Sprintf("The PackageSet is being deleted, but an uninstall stage fails, so its deletion cannot finish:\n\n%s\n\n"+
+					"The reconciler keeps retrying the uninstall with backoff. To delete the set without uninstalling, set "+
+					"uninstall_on_delete = false on %s, run terraform apply, then terraform destroy again.", fe.Error(), name))
+			return
+		}
 		resp.Diagnostics.Append(waitDiagnostic("PackageSet", "delete", err))
 	}
 }
@@ -471,10 +484,26 @@ func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetM
 		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
 		return nil, diags
 	}
+	if live.GetDeletionTimestamp() != nil {
+		// The set is being deleted (a destroy that stopped, e.g. on a failing uninstall): the
+		// spec is written (uninstall_on_delete = false lets the deletion finish), nothing to
+		// wait for.
+		diags.AddWarning("PackageSet Is Being Deleted", fmt.Sprintf("PackageSet %s is being deleted; the configuration was written to it. "+
+			"Run terraform destroy to finish the deletion (with uninstall_on_delete = false it runs no uninstall stage).", name))
+		state := *plan
+		setPackageSetStatus(&state, live)
+		return &state, diags
+	}
 	tflog.Debug(ctx, "waiting for PackageSet", map[string]interface{}{"generation": live.GetGeneration()})
 	final, werr := reg.WaitReady(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
 	if final == nil {
 		final = live
+	}
+	if werr == nil {
+		if c := wait.FindCondition(wait.Conditions(final), v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason == packageset.ReasonWaitingForPausedSet {
+			diags.AddWarning("PackageSet Waits for a Paused Package Set",
+				fmt.Sprintf("PackageSet %s was written but waits: %s. It continues when that set is resumed (paused = false); the apply does not wait for it.", name, c.Message))
+		}
 	}
 	var de *wait.DeletedError
 	if werr != nil && errors.As(werr, &de) {
@@ -493,6 +522,9 @@ func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetM
 // leaves null are omitted).
 func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	s := v1alpha1.PackageSetSpec{Paused: m.Paused.ValueBool(), Disabled: m.Disabled.ValueBool(), Priority: int32(m.Priority.ValueInt64())}
+	if !m.UninstallOnDelete.IsNull() && !m.UninstallOnDelete.IsUnknown() {
+		s.UninstallOnDelete = m.UninstallOnDelete.ValueBoolPointer()
+	}
 	if len(m.NodeSelector) > 0 {
 		s.NodeSelector.MatchLabels = cloneMap(m.NodeSelector)
 	}
@@ -596,6 +628,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	}
 	m.Paused = optBool(s.Paused, prior.Paused)
 	m.Disabled = optBool(s.Disabled, prior.Disabled)
+	m.UninstallOnDelete = types.BoolPointerValue(s.UninstallOnDelete)
 	if b := s.InterruptionBudget; b != nil {
 		m.InterruptionBudget = &budgetModel{Percent: types.Int64Null(), Count: types.Int64Null()}
 		if b.Percent != nil {
