@@ -198,7 +198,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
 					"`[gantry_performer.gpu.name]`. Exactly one of `performer_names` and `performer_selector`.",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.UniqueValues(),
-					listvalidator.ExactlyOneOf(path.MatchRoot("performer_selector"))},
+					exactlyOne(path.MatchRoot("performer_selector"))},
 			},
 			"performer_selector": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -214,7 +214,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Attributes: map[string]schema.Attribute{
 					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
-							stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
 					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
@@ -270,6 +270,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

@@ -139,9 +139,9 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	d, err := time.ParseDuration(req.ConfigValue.ValueString())
 	switch {
 	case err != nil || d < 0:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is not a non-negative duration such as 30s, 5m or 1h.", req.ConfigValue.ValueString()))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 5m or 1h.", req.Path, req.ConfigValue.ValueString()))
 	case d < v.min:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is shorter than %s.", req.ConfigValue.ValueString(), v.min))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is shorter than %s.", req.Path, req.ConfigValue.ValueString(), v.min))
 	}
 }
 
@@ -187,7 +187,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
 				Attributes: map[string]schema.Attribute{
 					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
-						Validators: []validator.Int64{int64validator.Between(1, 100), int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("count"))}},
+						Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
 					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 				}},
@@ -255,74 +255,105 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 // ValidateConfig checks what the CRD's CEL rules check, at plan: unique package names,
 // dependsOn naming a package of the set at its version, no dependency cycle, services only
-// (and required) for service interrupts, config_interrupts keys in config.
-func (r *packageSetResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m packageSetModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+// (and required) for service interrupts, config_interrupts keys in config. It reads the
+// configuration through configValue, so values not known yet (module inputs, for_each, values
+// of other resources) are skipped here and checked once known; a check that needs a value
+// not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
+func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
+	if !known {
 		return
 	}
-	versions := map[string]string{}
-	for _, p := range m.Packages {
-		if p.Name.IsUnknown() || p.Version.IsUnknown() {
-			return
+	// versions: name → version of every package; complete when every name and version is known.
+	versions, complete := map[string]string{}, true
+	for _, p := range pkgs {
+		name, nok := p.Attr("name").String()
+		version, vok := p.Attr("version").String()
+		if !nok || !vok {
+			complete = false
+			continue
 		}
-		if _, dup := versions[p.Name.ValueString()]; dup {
-			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Duplicate Package", fmt.Sprintf("package %q appears twice.", p.Name.ValueString()))
+		if _, dup := versions[name]; dup {
+			resp.Diagnostics.AddAttributeError(p.Attr("name").Path(), "Duplicate Package", fmt.Sprintf("%s: package %q appears twice in packages.", p.Attr("name").Path(), name))
 		}
-		versions[p.Name.ValueString()] = p.Version.ValueString()
+		versions[name] = version
 	}
 	var wants []packageset.Want
-	for i, p := range m.Packages {
-		at := path.Root("packages").AtListIndex(i)
-		w := packageset.Want{Name: p.Name.ValueString()}
-		for d, v := range p.DependsOn {
-			if have, ok := versions[d]; !ok || have != v {
-				resp.Diagnostics.AddAttributeError(at.AtName("depends_on"), "Unknown Dependency",
-					fmt.Sprintf("package %q depends on %s %s, which is not a package of this set at that version.", w.Name, d, v))
-			}
-			w.DependsOn = append(w.DependsOn, d)
+	for _, p := range pkgs {
+		w, ok := validatePackageConfig(p, versions, complete, &resp.Diagnostics)
+		if !ok {
+			complete = false
 		}
-		sort.Strings(w.DependsOn)
 		wants = append(wants, w)
-		check := func(it interruptModel, p path.Path) {
-			if it.Type.IsUnknown() {
-				return
-			}
-			if (it.Type.ValueString() == "service") != (len(it.Services) > 0) {
-				resp.Diagnostics.AddAttributeError(p, "Invalid Interrupt", "services are required for type service and only allowed for it.")
-			}
-		}
-		envNames := map[string]bool{}
-		for _, e := range p.EnvFrom {
-			if e.Name.IsUnknown() || e.Name.IsNull() {
-				continue
-			}
-			if envNames[e.Name.ValueString()] {
-				resp.Diagnostics.AddAttributeError(at.AtName("env_from"), "Duplicate Environment Variable", fmt.Sprintf("env_from names %q twice.", e.Name.ValueString()))
-			}
-			envNames[e.Name.ValueString()] = true
-		}
-		if p.Interrupt != nil {
-			check(*p.Interrupt, at.AtName("interrupt"))
-		}
-		for k, it := range p.ConfigInterrupts {
-			check(it, at.AtName("config_interrupts").AtMapKey(k))
-			if _, ok := p.Config[k]; !ok {
-				resp.Diagnostics.AddAttributeError(at.AtName("config_interrupts").AtMapKey(k), "Unknown Config Key",
-					fmt.Sprintf("config_interrupts key %q is not a key of config.", k))
-			}
-		}
 	}
-	if !resp.Diagnostics.HasError() {
+	if complete && !resp.Diagnostics.HasError() {
 		if _, err := packageset.Order(wants); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle", err.Error())
 		}
 	}
+}
+
+// validatePackageConfig checks one element p of packages: depends_on against versions (all
+// packages' versions; checked only when complete), interrupts and config_interrupts keys
+// (duplicate env_from names: uniqueNames, added by
+// withInputValidators). It returns the package's dependencies for the cycle check, and false
+// when its name or depends_on is not known yet.
+func validatePackageConfig(p configValue, versions map[string]string, complete bool, diags *diag.Diagnostics) (packageset.Want, bool) {
+	name, known := p.Attr("name").String()
+	w := packageset.Want{Name: name}
+	deps, depsKnown := p.Attr("depends_on").Map()
+	known = known && depsKnown
+	for _, d := range sortedKeys(deps) {
+		v, vok := deps[d].String()
+		if complete && vok {
+			if have, ok := versions[d]; !ok || have != v {
+				diags.AddAttributeError(deps[d].Path(), "Unknown Dependency",
+					fmt.Sprintf("%s: package %q depends on %s %s, which is not a package of this set at that version.", deps[d].Path(), name, d, v))
+			}
+		}
+		w.DependsOn = append(w.DependsOn, d)
+	}
+	checkInterrupt := func(it configValue) {
+		typ, ok := it.Attr("type").String()
+		services, sok := it.Attr("services").List()
+		if !ok || !sok {
+			return
+		}
+		if (typ == "service") != (len(services) > 0) {
+			diags.AddAttributeError(it.Attr("services").Path(), "Invalid Interrupt",
+				fmt.Sprintf("%s: services are required for type service and only allowed for it (type is %q).", it.Path(), typ))
+		}
+	}
+	if it := p.Attr("interrupt"); it.usable() {
+		checkInterrupt(it)
+	}
+	cis, _ := p.Attr("config_interrupts").Map()
+	configKeys, configKnown := p.Attr("config").Map()
+	for _, k := range sortedKeys(cis) {
+		if cis[k].usable() {
+			checkInterrupt(cis[k])
+		}
+		if _, ok := configKeys[k]; configKnown && !ok {
+			diags.AddAttributeError(cis[k].Path(), "Unknown Config Key",
+				fmt.Sprintf("%s: config_interrupts key %q is not a key of %s.", cis[k].Path(), k, p.Attr("config").Path()))
+		}
+	}
+	return w, known
+}
+
+// sortedKeys is the keys of m in order (stable diagnostics).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (r *packageSetResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

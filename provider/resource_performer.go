@@ -158,13 +158,14 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod. Labels " +
-					"under `kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+					"whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; " +
+					"every other label (including `app.kubernetes.io/*` and `<team>.gantry.dev/*`) is imported and shows as drift when changed outside Terraform.",
 			},
 			"annotations": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "Annotations of the Performer object. Annotations under `kubectl.kubernetes.io/`, " +
-					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` (exactly these prefixes, not their subdomains) that other tools add are ignored unless set here.",
 			},
 			"image": schema.StringAttribute{
 				Required:            true,
@@ -304,6 +305,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *performerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

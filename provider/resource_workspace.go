@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -164,7 +163,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 			},
 			"inference": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Serve a model. Exactly one of `inference` and `tuning`.",
-				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
+				Validators:    []validator.Object{exactlyOne(path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
 				Attributes: map[string]schema.Attribute{
 					"model": schema.StringAttribute{Required: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct")}},
@@ -186,7 +185,6 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 			},
 			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
-				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
 					"method":     schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
@@ -194,7 +192,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"image":      schema.StringAttribute{Required: true, MarkdownDescription: "Tuning container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls` and `input_image`.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
-							listvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("input_image"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"))}},
 					"input_image":        schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
 					"output_image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image reference the tuned adapter is pushed to."},
 					"output_push_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a docker-config Secret used to push (only the name is stored; never credentials).", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
@@ -217,6 +215,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts":            timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
