@@ -71,4 +71,3 @@ func forgetPackageSetMetrics(set string) {
 		v.DeletePartialMatch(prometheus.Labels{"packageset": set})
 	}
 }
-
