@@ -164,7 +164,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
 			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
-			"`disabled` return at once); `erroring` or `blocked` fail the apply naming each failing node, package, stage and message.",
+			"`disabled` return at once, and so does a set that only waits for a paused earlier set: with a warning naming that set); " +
+			"`erroring` or `blocked` fail the apply naming each failing node, package, stage and message. A destroy whose uninstall fails stops at once " +
+			"naming them too; see `uninstall_on_delete` for the way out.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The name; also the import ID.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
