@@ -6,8 +6,8 @@ import (
 )
 
 // PackageSetStatusValue is the one-word summary of a PackageSet (status.status) and of each of
-// its nodes (status.nodeStatus). Values and meanings are seed 000's "Status" table (Skyhook
-// docs/operator-status-definitions.md), spelt as the seed spells them.
+// its nodes (status.nodeStatus). Values and meanings are Skyhook's status table
+// (docs/operator-status-definitions.md), spelt as Skyhook spells them.
 // +kubebuilder:validation:Enum=complete;blocked;waiting;disabled;paused;in_progress;erroring;unknown
 type PackageSetStatusValue string
 
@@ -58,8 +58,8 @@ const (
 	StagePostInterrupt PackageStage = "post-interrupt"
 )
 
-// RolloutState is a node's rollout state for one PackageSet: seed 001's HostRolloutState
-// (NixFleet RFC-0005 §3), spelt as the seed spells it.
+// RolloutState is a node's rollout state for one PackageSet: NixFleet's HostRolloutState
+// (NixFleet RFC-0005 §3), spelt as NixFleet spells it.
 // +kubebuilder:validation:Enum=Pending;Activating;Deferred;Soaking;Converged;Failed;Reverted
 type RolloutState string
 
@@ -130,8 +130,8 @@ const (
 )
 
 // PackageSet installs packages on the nodes its selector picks, running each package's
-// lifecycle stages (seed 000) as Jobs pinned to each node, honouring interrupts, an
-// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (seed 001).
+// lifecycle stages (as NVIDIA Skyhook runs them) as Jobs pinned to each node, honouring interrupts, an
+// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (NixFleet RFC-0005).
 // Source: Skyhook/NodeWright Skyhook (seed-systems.md §1) and NixFleet (§5).
 //
 // +kubebuilder:object:root=true
@@ -203,7 +203,7 @@ type PackageSetSpec struct {
 	// +optional
 	AdditionalTolerations []corev1.Toleration `json:"additionalTolerations,omitempty"`
 
-	// Rollout configures soak and the health-failure policy (seed 001).
+	// Rollout configures soak and the health-failure policy (NixFleet RFC-0005).
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
 }
@@ -340,7 +340,7 @@ type PackageSetStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Status is the one-word summary, aggregated from NodeStatus as seed 000 / Skyhook do.
+	// Status is the one-word summary, aggregated from NodeStatus as Skyhook does.
 	// +optional
 	Status PackageSetStatusValue `json:"status,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus) and TaintNotTolerable, DrainBlocked,
@@ -355,7 +355,7 @@ type PackageSetStatus struct {
 	// NodeState is each node's per-package state, node → package name → status.
 	// +optional
 	NodeState map[string]map[string]PackageStatus `json:"nodeState,omitempty"`
-	// NodeRollout is each node's rollout state (seed 001).
+	// NodeRollout is each node's rollout state (NixFleet RFC-0005).
 	// +optional
 	NodeRollout map[string]RolloutState `json:"nodeRollout,omitempty"`
 	// CompleteNodes is "<complete>/<selected>", e.g. "3/5".
