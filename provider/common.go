@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -282,6 +283,11 @@ func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
 
 // clientDiagnostic reports that the provider could not build its Kubernetes client.
 func clientDiagnostic(err error) diag.Diagnostic {
+	var ue *kube.UnreachableError
+	if errors.As(err, &ue) {
+		return diag.NewErrorDiagnostic("Kubernetes API Server Unreachable",
+			fmt.Sprintf("The provider could not connect to the Kubernetes API server.\n\nOriginal Error: %s", err))
+	}
 	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
 		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
 }
