@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -65,6 +66,12 @@ func waitDiagnostic(kind, op, id string, err error) diag.Diagnostic {
 		de *wait.DeletedError
 	)
 	switch {
+	case errors.As(err, &fe) && op == opDelete && fe.Verdict.Failing != nil && fe.Verdict.Failing.Reason == packageset.ReasonUninstallFailed:
+		return diag.NewErrorDiagnostic(kind+" Uninstall Failed",
+			fmt.Sprintf("The %s %s is being deleted, but an uninstall stage fails, so its deletion cannot finish:\n\n%s\n\n"+
+				"The reconciler keeps retrying the uninstall with backoff and the %s stays in state. Fix the package and destroy again, "+
+				"or, to delete the set without uninstalling, set uninstall_on_delete = false on it, run terraform apply, then terraform destroy again.",
+				kind, id, fe.Error(), kind))
 	case errors.As(err, &fe):
 		return diag.NewErrorDiagnostic(kind+" Failed",
 			fmt.Sprintf("The %s %s was written, but the reconciler reports that it failed:\n\n%s\n\n"+
@@ -157,4 +164,21 @@ func unexpectedAttributeDiagnostic(attr, got, planned string) diag.Diagnostic {
 // importIDDiagnostic reports an import ID that is not of the kind's form.
 func importIDDiagnostic(err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Invalid Import ID", strings.TrimSpace(err.Error()))
+}
+
+// beingDeletedDiagnostic is the warning of an apply onto an object whose deletion has begun
+// (a destroy that stopped, e.g. on a failing package-set uninstall): the configuration was
+// written to it and nothing is waited for.
+func beingDeletedDiagnostic(kind, id string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic(kind+" Is Being Deleted",
+		fmt.Sprintf("%s %s is being deleted; the configuration was written to it and the apply does not wait for it. "+
+			"Run terraform destroy to finish the deletion (for a package set, uninstall_on_delete = false lets it finish without uninstall stages).", kind, id))
+}
+
+// waitingForPausedSetDiagnostic is the warning of a package set applied while a paused set
+// holds it (Ready reason WaitingForPausedSet, message naming that set): the apply returns
+// instead of waiting its whole timeout, since nothing moves until the user resumes the set.
+func waitingForPausedSetDiagnostic(id, message string) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("PackageSet Waits for a Paused Package Set",
+		fmt.Sprintf("PackageSet %s was written but waits: %s. It continues when that set is resumed (paused = false); the apply does not wait for it.", id, message))
 }

@@ -51,6 +51,9 @@ type kindOps[M any] struct {
 	notLive func(state *M) (bool, string)
 	// check, optional, compares what was planned with the state after a successful wait.
 	check func(plan, state *M) diag.Diagnostics
+	// ready, optional, returns warnings about the object a successful wait ended on (id names
+	// it), e.g. a package set that returned because a paused set holds it.
+	ready func(id string, final *unstructured.Unstructured) diag.Diagnostics
 }
 
 // create is the Create of every Gantry resource: the plan, the create timeout, then
@@ -171,6 +174,12 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		diags.Append(apiDiagnostic(kind, "Applying", err))
 		return nil, diags
 	}
+	if live.GetDeletionTimestamp() != nil {
+		diags.Append(beingDeletedDiagnostic(kind, id))
+		state := *plan
+		k.setStatus(&state, live)
+		return &state, diags
+	}
 	tflog.Debug(ctx, "waiting for "+kind, map[string]interface{}{"generation": live.GetGeneration()})
 	final, werr := reg.WaitReady(ctx, k.spec, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
 	if final == nil {
@@ -201,6 +210,9 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	}
 	if k.check != nil {
 		diags.Append(k.check(plan, &state)...)
+	}
+	if k.ready != nil {
+		diags.Append(k.ready(id, final)...)
 	}
 	tflog.Info(ctx, kind+" is ready")
 	return &state, diags

@@ -67,6 +67,7 @@ type packageSetModel struct {
 	Priority              types.Int64       `tfsdk:"priority"`
 	Paused                types.Bool        `tfsdk:"paused"`
 	Disabled              types.Bool        `tfsdk:"disabled"`
+	UninstallOnDelete     types.Bool        `tfsdk:"uninstall_on_delete"`
 	InterruptionBudget    *budgetModel      `tfsdk:"interruption_budget"`
 	PodNonInterruptLabels map[string]string `tfsdk:"pod_non_interrupt_labels"`
 	AdditionalTolerations []tolerationModel `tfsdk:"additional_tolerations"`
@@ -157,11 +158,13 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Jobs on each node) " +
-			"applied to the nodes a selector picks, with seed 000's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
+			"applied to the nodes a selector picks, with Skyhook's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
 			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
 			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
-			"`disabled` return at once); `erroring` or `blocked` fail the apply naming each failing node, package, stage and message.",
+			"`disabled` return at once, and so does a set that only waits for a paused earlier set: with a warning naming that set); " +
+			"`erroring` or `blocked` fail the apply naming each failing node, package, stage and message. A destroy whose uninstall fails stops at once " +
+			"naming them too; see `uninstall_on_delete` for the way out.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The name; also the import ID.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -176,6 +179,10 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
 			"disabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Skip this set; later sets continue. The apply returns at once."},
+			"uninstall_on_delete": schema.BoolAttribute{Optional: true, MarkdownDescription: "On destroy, run the `uninstall` stage of the packages with " +
+				"`uninstall_enabled` on every node (unset: `true`). `false` destroys the set without running any stage: the node annotations and the set's cordons " +
+				"are removed, the packages stay installed. A destroy whose uninstall fails stops at once naming node, package, stage and message; to finish it " +
+				"without uninstalling, set `uninstall_on_delete = false`, run `terraform apply`, then `terraform destroy` again (no finalizer to edit)."},
 			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
 				Attributes: map[string]schema.Attribute{
@@ -195,7 +202,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"effect":             schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty matches all.", Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
 					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a NoExecute taint is tolerated (seconds)."},
 				}}},
-			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (seed 001).",
+			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (NixFleet RFC-0005 rollout).",
 				Attributes: map[string]schema.Attribute{
 					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
 						"While it soaks, each package's last check is re-run as a Job in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
@@ -376,6 +383,17 @@ var packageSetOps = &kindOps[packageSetModel]{
 	expand:        expandPackageSet,
 	setStatus:     setPackageSetStatus,
 	notLive:       quarantinedInState,
+	ready:         waitingForPausedSet,
+}
+
+// waitingForPausedSet warns when the wait returned because a paused set holds this one (Ready
+// False with reason WaitingForPausedSet, whose message names the paused set).
+func waitingForPausedSet(id string, final *unstructured.Unstructured) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if c := wait.FindCondition(wait.Conditions(final), v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason == packageset.ReasonWaitingForPausedSet {
+		diags.Append(waitingForPausedSetDiagnostic(id, c.Message))
+	}
+	return diags
 }
 
 // quarantinedInState reports a package whose version in state ("<package>@<version>") a
@@ -446,6 +464,9 @@ func (r *packageSetResource) ImportState(ctx context.Context, req resource.Impor
 // leaves null are omitted).
 func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	s := v1alpha1.PackageSetSpec{Paused: m.Paused.ValueBool(), Disabled: m.Disabled.ValueBool(), Priority: int32(m.Priority.ValueInt64())}
+	if !m.UninstallOnDelete.IsNull() && !m.UninstallOnDelete.IsUnknown() {
+		s.UninstallOnDelete = m.UninstallOnDelete.ValueBoolPointer()
+	}
 	if len(m.NodeSelector) > 0 {
 		s.NodeSelector.MatchLabels = cloneMap(m.NodeSelector)
 	}
@@ -549,6 +570,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	}
 	m.Paused = optBool(s.Paused, prior.Paused)
 	m.Disabled = optBool(s.Disabled, prior.Disabled)
+	m.UninstallOnDelete = types.BoolPointerValue(s.UninstallOnDelete)
 	if b := s.InterruptionBudget; b != nil {
 		m.InterruptionBudget = &budgetModel{Percent: types.Int64Null(), Count: types.Int64Null()}
 		if b.Percent != nil {

@@ -115,7 +115,7 @@ func TestAccPackageSet_lifecycle(t *testing.T) {
 			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 			{
 				Config:      packageSetConfig(pool, pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
-				ExpectError: regexp.MustCompile(`(?s)PackageSet Failed.*node ` + pool + `-[0-2] package dcgm-tool stage\s+upgrade`),
+				ExpectError: regexp.MustCompile(`(?s)PackageSet Failed.*Stalled=True \(StageErroring:.*node\s+` + pool + `-[0-2]\s+package\s+dcgm-tool\s+stage\s+upgrade`),
 			},
 		},
 	})

@@ -71,12 +71,3 @@ func forgetPackageSetMetrics(set string) {
 		v.DeletePartialMatch(prometheus.Labels{"packageset": set})
 	}
 }
-
-// jobStageLabel is a stage Job's gantry.dev/stage label (and its packageSetJobs stage): the
-// stage, or "<check>-soak" for a soak check.
-func jobStageLabel(js packageset.JobSpec) string {
-	if js.SoakCheck {
-		return packageset.CheckOf(js.Stage) + "-soak"
-	}
-	return string(js.Stage)
-}

@@ -15,9 +15,6 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
-// configVolume is the stage pods' volume of the package's config ConfigMap.
-const configVolume = "gantry-config"
-
 // Package config ConfigMaps. Each (set, package, config content) has one immutable ConfigMap
 // in the Job namespace, named packageset.ConfigMapName, labelled managed-by, package set and
 // package (so the manager's ConfigMap cache, restricted to managed-by, holds them), and owned

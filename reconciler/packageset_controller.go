@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -662,7 +660,8 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 // the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
-		Paused: set.Spec.Paused, Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget}
+		Paused: set.Spec.Paused, Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget,
+		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
 	for _, p := range set.Spec.Packages {
 		f.Wants = append(f.Wants, packageset.WantOf(p))
 	}
@@ -678,7 +677,11 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	f.Quarantined = set.Status.QuarantinedVersions
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
-		return f, nil, fmt.Errorf("nodeSelector: %w", err)
+		// The API server accepted the set but its selector is invalid: the set is Stalled
+		// (InvalidSpec, the parser's message), selects no node, and a deletion still
+		// releases the nodes that carry its records.
+		f.SpecError = "spec.nodeSelector: " + err.Error()
+		sel = labels.Nothing()
 	}
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
@@ -729,7 +732,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	}
 
 	nodes := map[string]*corev1.Node{}
-	tolerations := stageTolerations(set)
+	tolerations := packageset.StageTolerations(set)
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		raw, hasRecord := node.Annotations[v1alpha1.AnnotationNodeStatePrefix+set.Name]
@@ -746,8 +749,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			}
 			nf.Record = rec
 		}
-		nf.Blocked = untolerated(node, tolerations)
-		nf.Gate = gate(set, &sets, node)
+		nf.Blocked = packageset.Untolerated(node.Spec.Taints, tolerations)
+		nf.Gate, nf.GateSet = packageset.GateOf(set, sets.Items, node.Labels, node.Annotations)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
 		// A cordoned node's pods are listed (uncached: the cache holds only our own pods) each
@@ -765,68 +768,6 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.Nodes = append(f.Nodes, nf)
 	}
 	return f, nodes, nil
-}
-
-// stageTolerations are the tolerations of every stage pod: the cordon's own taint plus the
-// set's additional tolerations.
-func stageTolerations(set *v1alpha1.PackageSet) []corev1.Toleration {
-	return append([]corev1.Toleration{
-		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	}, set.Spec.AdditionalTolerations...)
-}
-
-// untolerated names the first NoSchedule/NoExecute taint of node the stage pods do not
-// tolerate ("" when all are tolerated): such a node is blocked (Skyhook TaintNotTolerable).
-func untolerated(node *corev1.Node, tols []corev1.Toleration) string {
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		ok := false
-		for i := range tols {
-			if tols[i].ToleratesTaint(&t) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return t.ToString()
-		}
-	}
-	return ""
-}
-
-// gate: the sets that select node and come before set (priority, then name); a paused one
-// pauses this one; one not complete on the node (its gantry.dev/status_<set> annotation) makes
-// this one wait; disabled ones are skipped.
-func gate(set *v1alpha1.PackageSet, sets *v1alpha1.PackageSetList, node *corev1.Node) packageset.Gate {
-	prio := func(s *v1alpha1.PackageSet) int32 {
-		if s.Spec.Priority == 0 {
-			return v1alpha1.DefaultPackageSetPriority
-		}
-		return s.Spec.Priority
-	}
-	g := packageset.GateOpen
-	for i := range sets.Items {
-		o := &sets.Items[i]
-		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if prio(o) > prio(set) || prio(o) == prio(set) && o.Name > set.Name {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&o.Spec.NodeSelector)
-		if err != nil || !sel.Matches(labels.Set(node.Labels)) {
-			continue
-		}
-		if o.Spec.Paused {
-			return packageset.GatePaused
-		}
-		if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+o.Name] != string(v1alpha1.StatusComplete) {
-			g = packageset.GateWaiting
-		}
-	}
-	return g
 }
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
@@ -940,22 +881,8 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 		ann[stateKey] = string(b)
 		ann[statusKey] = string(np.Status)
 	}
-	if np.Cordon {
-		ann[cordonKey] = "true"
-		unschedulable = true
-	}
-	if np.Uncordon {
-		delete(ann, cordonKey)
-		held := false
-		for k := range ann {
-			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
-				held = true
-			}
-		}
-		if !held {
-			unschedulable = false
-		}
-	}
+	// A node an operator cordoned stays cordoned (packageset.Cordon).
+	unschedulable = packageset.Cordon(ann, unschedulable, cordonKey, np.Cordon, np.Uncordon)
 	if maps.Equal(ann, node.Annotations) && unschedulable == node.Spec.Unschedulable {
 		return nil
 	}
@@ -1031,116 +958,23 @@ func samePlanInputs(a, b *corev1.Node) bool {
 	return sameGantryState(a, b) && equality.Semantic.DeepEqual(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
-// createJob creates one stage Job pinned to its node (spec.nodeName), tolerating the stage
-// tolerations; the init container runs the stage, the main container its check (interrupt:
-// one container; a soak check: the check container only, labelled stage "<check>-soak", its
-// round in the pod annotation gantry.dev/soak-round). AlreadyExists is success: the name is
-// deterministic. The package's config (of the version the stage runs) is its ConfigMap
-// (ensureConfigMap, created first), mounted read-only at packageset.ConfigMountPath in every
-// container, with GANTRY_CONFIG_DIR naming the path.
+// createJob creates one stage Job (packageset.DesiredJob) owned by the set. AlreadyExists is
+// success: the name is deterministic. The package's config (of the version the stage runs)
+// is its ConfigMap (ensureConfigMap), created first.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
-	// The spec of the version this stage runs, as the node record keeps it (a rollback runs
-	// the previous version's, a removed package's uninstall its last one: Skyhook #186); the
-	// current spec for records that predate it.
-	var pkg *v1alpha1.Package
-	if len(js.Spec) > 0 {
-		pkg = &v1alpha1.Package{}
-		if err := json.Unmarshal(js.Spec, pkg); err != nil {
-			return fmt.Errorf("node %s package %s: recorded spec: %w", node.Name, js.Package, err)
-		}
-	} else {
-		for i := range set.Spec.Packages {
-			if set.Spec.Packages[i].Name == js.Package {
-				pkg = &set.Spec.Packages[i]
-			}
-		}
+	pkg, err := packageset.JobPackage(set, js)
+	if err != nil {
+		return err
 	}
-	stageLabel := jobStageLabel(js)
-	lbl := map[string]string{v1alpha1.LabelManagedBy: performer.ManagedBy, v1alpha1.LabelPackageSet: set.Name,
-		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: stageLabel, v1alpha1.LabelNode: node.Name}
-	podLabels := map[string]string{}
-	podAnn := map[string]string{"gantry.dev/version": js.Version}
-	if js.SoakCheck {
-		podAnn["gantry.dev/soak-round"] = strconv.Itoa(js.SoakRound)
-	}
-	var env []corev1.EnvVar
-	var res corev1.ResourceRequirements
-	var grace *int64
 	var cfgName string // the package's config ConfigMap, "" without config
 	if pkg != nil {
-		for k, v := range pkg.PodLabels {
-			podLabels[k] = v
-		}
-		for k, v := range pkg.PodAnnotations {
-			podAnn[k] = v
-		}
-		keys := make([]string, 0, len(pkg.Env))
-		for k := range pkg.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			env = append(env, corev1.EnvVar{Name: k, Value: pkg.Env[k]})
-		}
-		for _, e := range pkg.EnvFrom {
-			ev := corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{}}
-			if e.SecretKeyRef != nil {
-				ev.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.SecretKeyRef.Name}, Key: e.SecretKeyRef.Key}
-			} else if e.ConfigMapKeyRef != nil {
-				ev.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.ConfigMapKeyRef.Name}, Key: e.ConfigMapKeyRef.Key}
-			}
-			env = append(env, ev)
-		}
 		if cfgName = packageset.ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
 			if err := r.ensureConfigMap(ctx, set, js.Package, cfgName, pkg.Config); err != nil {
 				return fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfgName, err)
 			}
-			env = append(env, corev1.EnvVar{Name: packageset.EnvConfigDir, Value: packageset.ConfigMountPath})
-		}
-		res = pkg.Resources
-		if pkg.GracefulShutdown != nil {
-			s := int64(pkg.GracefulShutdown.Duration.Seconds())
-			grace = &s
 		}
 	}
-	for k, v := range lbl {
-		podLabels[k] = v
-	}
-	env = append(env, corev1.EnvVar{Name: "GANTRY_PACKAGE", Value: js.Package}, corev1.EnvVar{Name: "GANTRY_VERSION", Value: js.Version},
-		corev1.EnvVar{Name: "GANTRY_STAGE", Value: string(js.Stage)}, corev1.EnvVar{Name: "GANTRY_NODE", Value: node.Name})
-	var mounts []corev1.VolumeMount
-	var volumes []corev1.Volume
-	if cfgName != "" {
-		mounts = []corev1.VolumeMount{{Name: configVolume, MountPath: packageset.ConfigMountPath, ReadOnly: true}}
-		volumes = []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: cfgName}}}}}
-	}
-	container := func(name string, args ...string) corev1.Container {
-		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res, VolumeMounts: mounts}
-	}
-	spec := corev1.PodSpec{NodeName: node.Name, RestartPolicy: corev1.RestartPolicyNever, Tolerations: stageTolerations(set),
-		TerminationGracePeriodSeconds: grace, Volumes: volumes}
-	switch {
-	case js.SoakCheck:
-		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}
-	case js.Stage == v1alpha1.StageInterrupt:
-		args := []string{"interrupt"}
-		if js.Interrupt != nil {
-			args = append(args, string(js.Interrupt.Type))
-			args = append(args, js.Interrupt.Services...)
-		}
-		spec.Containers = []corev1.Container{container("interrupt", args...)}
-	default:
-		spec.InitContainers = []corev1.Container{container("stage", string(js.Stage))}
-		spec.Containers = []corev1.Container{container("check", packageset.CheckOf(js.Stage))}
-	}
-	deadline := int64(js.Timeout.Seconds())
-	backoffLimit := int32(0)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: r.JobNamespace, Labels: lbl},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
-	}
+	job := packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName)
 	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
 		return err
 	}
@@ -1150,7 +984,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		}
 		return err
 	}
-	packageSetJobs.WithLabelValues(set.Name, stageLabel).Inc()
+	packageSetJobs.WithLabelValues(set.Name, packageset.StageLabel(js)).Inc()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -47,7 +48,13 @@ const (
 	ReasonDisabled             = "Disabled"
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonDeleting             = "Uninstalling"
-	ReasonDrainBlocked         = "DrainBlocked"
+	// ReasonUninstallFailed: the set is being deleted and an uninstall stage fails (Stalled:
+	// the deletion cannot finish until the package is fixed or uninstallOnDelete is false).
+	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonWaitingForPausedSet: the set's nodes wait for an earlier set that is paused
+	// (Reconciling=False: nothing moves until that set is resumed).
+	ReasonWaitingForPausedSet = "WaitingForPausedSet"
+	ReasonDrainBlocked        = "DrainBlocked"
 	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
 	ReasonVersionQuarantined = "VersionQuarantined"
 )
@@ -331,6 +338,8 @@ type NodeFacts struct {
 	// Blocked, if non-empty, says which taint the stage pods do not tolerate.
 	Blocked string
 	Gate    Gate
+	// GateSet names the earlier set behind Gate (GateWaiting, GatePaused); "" when open.
+	GateSet string
 	// Jobs are this set's stage Jobs on the node, by name.
 	Jobs map[string]JobFact
 	// Cordoned: this set holds the node's cordon (gantry.dev/cordon_<set>) and the node is
@@ -360,7 +369,14 @@ type SetFacts struct {
 	// Wants are the packages, in the user's order.
 	Wants            []Want
 	Paused, Disabled bool
-	Budget           *v1alpha1.InterruptionBudget
+	// SpecError, if non-empty, is what the controller found wrong with the spec before it
+	// could gather node facts (e.g. a node selector the API rejects): the set is Stalled
+	// (InvalidSpec) with this message; a deletion still releases the nodes with records.
+	SpecError string
+	// KeepInstalled: spec.uninstallOnDelete is false. A deletion runs no stage: node records
+	// and cordons are dropped and the finalizer removed; the packages stay installed.
+	KeepInstalled bool
+	Budget        *v1alpha1.InterruptionBudget
 	// Soak is spec.rollout.soakDuration (0: no soak); SoakInterval is
 	// spec.rollout.soakCheckInterval (0: the default, see SoakInterval).
 	Soak, SoakInterval time.Duration
@@ -439,6 +455,9 @@ type Decision struct {
 	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
 	// AddDrainRefusals); the DrainBlocked condition lists them.
 	DrainBlockers map[string]string
+	// PausedBy: the set is waiting only because of paused earlier sets, "<node> (by <set>)"
+	// per waiting node; nil otherwise.
+	PausedBy []string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration
@@ -526,6 +545,9 @@ func backoff(restarts int32) time.Duration {
 func Plan(f SetFacts) (Decision, error) {
 	var d Decision
 	wants, specErr := Order(f.Wants)
+	if f.SpecError != "" {
+		specErr = errors.New(f.SpecError)
+	}
 	nodes := append([]NodeFacts(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	selected := 0
@@ -570,7 +592,7 @@ func Plan(f SetFacts) (Decision, error) {
 	cordonSlots := budget - cordoned
 	statuses := make([]Status, 0, len(nodes))
 	complete, inProgress := 0, 0
-	var blocked []string
+	var blocked, pausedBy []string
 	for _, n := range nodes {
 		var nodeWants []Want
 		if n.Selected && !f.Deleting {
@@ -582,6 +604,11 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 		if p.rec.Packages == nil {
 			p.rec.Packages = map[string]*PackageRecord{}
+		}
+		if f.Deleting && f.KeepInstalled {
+			// uninstallOnDelete false: leave the packages, release the node.
+			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})
+			continue
 		}
 		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
 		switch {
@@ -596,6 +623,9 @@ func Plan(f SetFacts) (Decision, error) {
 			p.hold = v1alpha1.StatusPaused
 		case n.Gate == GatePaused && !f.Deleting:
 			p.hold = v1alpha1.StatusWaiting
+			if n.Selected {
+				pausedBy = append(pausedBy, n.Name+" (by "+n.GateSet+")")
+			}
 		case n.Gate == GateWaiting && !f.Deleting:
 			p.hold = v1alpha1.StatusWaiting
 		}
@@ -615,6 +645,9 @@ func Plan(f SetFacts) (Decision, error) {
 			d.DrainBlockers[n.Name] = msg
 		}
 		d.Nodes = append(d.Nodes, plan)
+		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
+			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
+		}
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
 			switch plan.Status {
@@ -661,6 +694,9 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
 		d.RequeueAfter = Poll
+	}
+	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
+		d.PausedBy = pausedBy
 	}
 	d.Conditions = conditions(f, d, specErr, blocked)
 	return d, nil
@@ -769,6 +805,13 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		ready = cond(v1alpha1.ConditionReady, false, ReasonInvalidSpec, specErr.Error())
 		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonInvalidSpec, "")
 		stalled = cond(v1alpha1.ConditionStalled, true, ReasonInvalidSpec, specErr.Error())
+	case f.Deleting && len(d.Failures) > 0:
+		// An uninstall fails: the deletion cannot finish by itself (it retries with backoff).
+		msg := "deletion blocked, uninstall failing: " + FailureMessage(d.Failures) +
+			"; fix the package (its retry runs the spec recorded on the node) or set uninstallOnDelete to false to delete without uninstalling"
+		ready = cond(v1alpha1.ConditionReady, false, ReasonUninstallFailed, msg)
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonUninstallFailed, "")
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonUninstallFailed, msg)
 	case f.Deleting:
 		ready = cond(v1alpha1.ConditionReady, false, ReasonDeleting, "uninstalling and releasing nodes")
 		reconciling = cond(v1alpha1.ConditionReconciling, true, ReasonDeleting, "uninstalling and releasing nodes")
@@ -785,14 +828,20 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		case v1alpha1.StatusBlocked:
 			msg = "stage pods do not tolerate the taints of " + listMessage(blocked)
 		}
+		if len(d.PausedBy) > 0 {
+			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
+		}
+		// erroring and blocked are Stalled (kstatus Failed, the provider fails the apply);
+		// erroring stages are still retried with backoff, and a fix heals the set.
+		failed := s == v1alpha1.StatusBlocked || s == v1alpha1.StatusErroring
 		ready = cond(v1alpha1.ConditionReady, s == v1alpha1.StatusComplete, reason, msg)
-		work := s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusErroring
+		work := (s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown) && len(d.PausedBy) == 0
 		reconciling = cond(v1alpha1.ConditionReconciling, work, reason, "")
 		if work {
 			reconciling.Message = msg
 		}
-		stalled = cond(v1alpha1.ConditionStalled, s == v1alpha1.StatusBlocked, reason, "")
-		if s == v1alpha1.StatusBlocked {
+		stalled = cond(v1alpha1.ConditionStalled, failed, reason, "")
+		if failed {
 			stalled.Message = msg
 		}
 	}
@@ -815,9 +864,8 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		}
 		ready = cond(v1alpha1.ConditionReady, false, ReasonVersionQuarantined, msg)
 		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
-		if reconciling.Status == metav1.ConditionTrue {
-			reconciling.Message = msg
-		}
+		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonVersionQuarantined, "")
 	}
 	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
 	if len(blocked) > 0 {
@@ -1836,4 +1884,15 @@ func (p *nodePass) status() Status {
 		return v1alpha1.StatusComplete
 	}
 	return v1alpha1.StatusWaiting
+}
+
+// statusCount is how many of statuses are s.
+func statusCount(statuses []Status, s Status) int {
+	n := 0
+	for _, x := range statuses {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }

@@ -38,6 +38,7 @@ type simNode struct {
 	drains                    int
 	blocked                   string
 	gate                      Gate
+	gateSet                   string
 	selected                  bool
 }
 
@@ -58,7 +59,7 @@ func (s *sim) pass() Decision {
 	f.Now = s.now
 	f.Nodes = nil
 	for name, n := range s.nodes {
-		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate,
+		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate, GateSet: n.gateSet,
 			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {

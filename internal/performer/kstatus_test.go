@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
 // TestKstatus checks the status contract against kstatus itself (sigs.k8s.io/cli-utils), as
@@ -37,6 +38,10 @@ func TestKstatus(t *testing.T) {
 		res, err := status.Compute(&unstructured.Unstructured{Object: obj})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The provider's wait reads the same verdict (wait.Agreement).
+		if v, ks, ok, err := wait.Agreement(wait.Performer, &unstructured.Unstructured{Object: obj}); err != nil || !ok {
+			t.Errorf("%v: wait %s (%s) disagrees with kstatus %s (%v)", p.Status.Phase, v.State, v.Why, ks, err)
 		}
 		if res.Status != want[phase] {
 			t.Errorf("%s: kstatus %s, want %s (%s)", phase, res.Status, want[phase], res.Message)

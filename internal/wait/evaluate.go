@@ -64,7 +64,8 @@ type Verdict struct {
 // Order: deletionTimestamp set → Failed ("being deleted"); observedGeneration absent or
 // different from generation → InProgress (the status is about an older spec: neither its
 // success nor its failure counts); Stalled=True → Failed; summary in Failure → Failed; summary
-// in Success → Succeeded; summary in ReturnAtOnce → ReturnedAtOnce; otherwise InProgress.
+// in Success → Succeeded; summary in ReturnAtOnce, or Ready=False with a reason in
+// ReturnAtOnceReasons and Reconciling not True → ReturnedAtOnce; otherwise InProgress.
 func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
 	v := Verdict{Generation: obj.GetGeneration()}
 	v.Summary, _, _ = unstructured.NestedString(obj.Object, spec.SummaryPath...)
@@ -107,6 +108,13 @@ func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
 		v.State = ReturnedAtOnce
 		v.Why = fmt.Sprintf("%s is %s", spec.summaryField(), v.Summary)
 		return v
+	}
+	if c := FindCondition(v.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && slices.Contains(spec.ReturnAtOnceReasons, c.Reason) {
+		if r := FindCondition(v.Conditions, v1alpha1.ConditionReconciling); r == nil || r.Status != metav1.ConditionTrue {
+			v.State = ReturnedAtOnce
+			v.Why = fmt.Sprintf("%s is %s (%s: %s)", spec.summaryField(), v.Summary, c.Reason, c.Message)
+			return v
+		}
 	}
 	v.State = InProgress
 	if v.Summary == "" {
@@ -196,4 +204,25 @@ func formatConditions(conds []metav1.Condition) string {
 		parts[i] = formatCondition(c)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// StalledWhileDeleting returns the Stalled=True condition of an object being deleted when the
+// reconciler wrote it after the deletion began (status.observedGeneration and the condition's
+// observedGeneration equal metadata.generation, which the API server bumps when it sets
+// deletionTimestamp on an object with finalizers); nil otherwise. Such an object cannot
+// finish its finalizers without a change from the user (e.g. a PackageSet whose uninstall
+// fails).
+func StalledWhileDeleting(obj *unstructured.Unstructured) *metav1.Condition {
+	if obj == nil || obj.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	og, ok, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if !ok || og != obj.GetGeneration() {
+		return nil
+	}
+	c := FindCondition(Conditions(obj), v1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.GetGeneration() {
+		return nil
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package wait
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -15,4 +16,30 @@ func KStatus(obj *unstructured.Unstructured) (status.Status, string, error) {
 		return status.UnknownStatus, "", err
 	}
 	return res.Status, res.Message, nil
+}
+
+// Agreement computes both verdicts on obj, Evaluate's under spec and kstatus', and reports
+// whether they agree: Succeeded ↔ Current; Failed ↔ Failed (or Terminating for an object
+// being deleted); InProgress ↔ InProgress; ReturnedAtOnce (held by the user: a paused
+// PackageSet) ↔ InProgress from Ready=False alone, neither Reconciling nor Stalled True
+// (kstatus has no "held" status; `kubectl wait --for=condition=Ready` keeps waiting, the
+// provider returns). An error is kstatus' own (a malformed object).
+func Agreement(spec Spec, obj *unstructured.Unstructured) (v Verdict, ks status.Status, ok bool, err error) {
+	v = Evaluate(spec, obj)
+	ks, _, err = KStatus(obj)
+	if err != nil {
+		return v, ks, false, err
+	}
+	switch v.State {
+	case Succeeded:
+		ok = ks == status.CurrentStatus
+	case ReturnedAtOnce:
+		rc, st := FindCondition(v.Conditions, "Reconciling"), FindCondition(v.Conditions, "Stalled")
+		ok = ks == status.InProgressStatus && (rc == nil || rc.Status != metav1.ConditionTrue) && (st == nil || st.Status != metav1.ConditionTrue)
+	case Failed:
+		ok = ks == status.FailedStatus || (obj.GetDeletionTimestamp() != nil && ks == status.TerminatingStatus)
+	case InProgress:
+		ok = ks == status.InProgressStatus
+	}
+	return v, ks, ok, nil
 }

@@ -244,6 +244,8 @@ func (r *Registry) cachedCopy(ctx context.Context, spec Spec, namespace, name st
 
 // WaitDeleted waits until the object t is gone (404, or replaced by an object with another
 // UID), i.e. its finalizers have run. It returns nil at once if the object does not exist,
+// *FailedError at once when the reconciler reports the deletion Stalled (StalledWhileDeleting:
+// e.g. a PackageSet whose uninstall fails, naming node, package, stage and message),
 // *TimeoutError (with the last state, conditions and finalizers seen) when ctx ends first, or
 // the API error of a non-transient GET failure.
 func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
@@ -302,7 +304,12 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 	}
 	seen := inInformer()
 	for {
-		st.observe(obj, Evaluate(spec, obj))
+		v := Evaluate(spec, obj)
+		st.observe(obj, v)
+		if c := StalledWhileDeleting(obj); c != nil {
+			v.State, v.Failing, v.Why = Failed, c, "deletion stalled"
+			return r.failed(ctx, st, obj, v)
+		}
 		select {
 		case <-ctx.Done():
 			return r.timeout(ctx, st, obj)

@@ -43,6 +43,11 @@ type Spec struct {
 	// ReturnAtOnce are summary values that end a wait without error although they are not
 	// success: the user asked for them (PackageSet paused, disabled).
 	ReturnAtOnce []string
+	// ReturnAtOnceReasons are Ready=False reasons that end a wait without error whatever the
+	// summary (for the current generation, and neither Stalled=True nor Reconciling=True):
+	// the object waits on something the user holds on purpose (PackageSet: an earlier set
+	// is paused). The caller may warn with the Ready message.
+	ReturnAtOnceReasons []string
 	// OwnedKinds are the kinds of objects the reconciler creates for this kind; Warning events
 	// of objects of these kinds whose owner chain leads to the waited-on object are reported
 	// in failure and timeout errors.
@@ -204,18 +209,21 @@ var Executor = Spec{
 
 // PackageSet is the Spec of gantry.dev/v1alpha1 PackageSet (cluster-scoped): summary
 // status.status, success complete, paused and disabled return at once (the user asked for
-// them), failure erroring and blocked. The failure detail names each failing node, package,
+// them), and so does a set waiting only for a paused earlier set (Ready reason
+// WaitingForPausedSet: it cannot move until that set is resumed, which is also the user's
+// choice); failure erroring and blocked. The failure detail names each failing node, package,
 // stage and message from status.nodeState (a dozen at most, then a count). Warning events of
 // its stage Jobs are reported.
 var PackageSet = Spec{
-	Kind:         "PackageSet",
-	GVR:          v1alpha1.GroupVersion.WithResource("packagesets"),
-	Namespaced:   false,
-	SummaryPath:  []string{"status", "status"},
-	Success:      []string{string(v1alpha1.StatusComplete)},
-	ReturnAtOnce: []string{string(v1alpha1.StatusPaused), string(v1alpha1.StatusDisabled)},
-	Failure:      []string{string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked)},
-	Detail:       packageSetDetail,
+	Kind:                "PackageSet",
+	GVR:                 v1alpha1.GroupVersion.WithResource("packagesets"),
+	Namespaced:          false,
+	SummaryPath:         []string{"status", "status"},
+	Success:             []string{string(v1alpha1.StatusComplete)},
+	ReturnAtOnce:        []string{string(v1alpha1.StatusPaused), string(v1alpha1.StatusDisabled)},
+	ReturnAtOnceReasons: []string{"WaitingForPausedSet"}, // packageset.ReasonWaitingForPausedSet (its kstatus test checks)
+	Failure:             []string{string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked)},
+	Detail:              packageSetDetail,
 }
 
 // packageSetDetail lists the erroring stages of status.nodeState: "node N package P stage S:

@@ -240,13 +240,34 @@ func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	if !controlledBy(have, owner) {
 		return &Workload{Foreign: true}
 	}
-	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash]}
+	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
+		sameScaleAndImages(have, want)}
 	replicas := int32(1)
 	if have.Spec.Replicas != nil {
 		replicas = *have.Spec.Replicas
 	}
 	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= replicas
 	return f
+}
+
+// sameScaleAndImages: have runs want's replica count and container images. The spec hash
+// annotation says what the reconciler last wrote; this catches what was changed out of band
+// since (`kubectl scale` to 3 replicas, `kubectl set image`), which the next pass puts back.
+func sameScaleAndImages(have, want *appsv1.Deployment) bool {
+	if (have.Spec.Replicas == nil) != (want.Spec.Replicas == nil) ||
+		have.Spec.Replicas != nil && *have.Spec.Replicas != *want.Spec.Replicas {
+		return false
+	}
+	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
+	if len(hc) != len(wc) {
+		return false
+	}
+	for i := range wc {
+		if hc[i].Name != wc[i].Name || hc[i].Image != wc[i].Image {
+			return false
+		}
+	}
+	return true
 }
 
 // ServiceFacts reads a live Service (nil: absent) against the desired one.

@@ -6,8 +6,8 @@ import (
 )
 
 // PackageSetStatusValue is the one-word summary of a PackageSet (status.status) and of each of
-// its nodes (status.nodeStatus). Values and meanings are seed 000's "Status" table (Skyhook
-// docs/operator-status-definitions.md), spelt as the seed spells them.
+// its nodes (status.nodeStatus). Values and meanings are Skyhook's status table
+// (docs/operator-status-definitions.md), spelt as Skyhook spells them.
 // +kubebuilder:validation:Enum=complete;blocked;waiting;disabled;paused;in_progress;erroring;unknown
 type PackageSetStatusValue string
 
@@ -58,8 +58,8 @@ const (
 	StagePostInterrupt PackageStage = "post-interrupt"
 )
 
-// RolloutState is a node's rollout state for one PackageSet: seed 001's HostRolloutState
-// (NixFleet RFC-0005 §3), spelt as the seed spells it.
+// RolloutState is a node's rollout state for one PackageSet: NixFleet's HostRolloutState
+// (NixFleet RFC-0005 §3), spelt as NixFleet spells it.
 // +kubebuilder:validation:Enum=Pending;Activating;Deferred;Soaking;Converged;Failed;Reverted
 type RolloutState string
 
@@ -113,9 +113,14 @@ const (
 	AnnotationNodeStatePrefix = "gantry.dev/state_"
 	// AnnotationNodeStatusPrefix + <set>: the node's status value for the set.
 	AnnotationNodeStatusPrefix = "gantry.dev/status_"
-	// AnnotationCordonPrefix + <set>: "true" while the set holds the node's cordon. The node is
-	// uncordoned only when no gantry.dev/cordon_* annotation remains.
+	// AnnotationCordonPrefix + <set>: "true" while the set holds the node's cordon, or
+	// CordonOperator when the node was already cordoned by someone else. The node is
+	// uncordoned only when no gantry.dev/cordon_* annotation remains and none of them said
+	// CordonOperator: a node cordoned by hand stays cordoned.
 	AnnotationCordonPrefix = "gantry.dev/cordon_"
+	// CordonOperator is the AnnotationCordonPrefix value of a set that found its node already
+	// unschedulable (cordoned by an operator, not by a set): releasing it leaves the node cordoned.
+	CordonOperator = "operator"
 	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
@@ -125,8 +130,8 @@ const (
 )
 
 // PackageSet installs packages on the nodes its selector picks, running each package's
-// lifecycle stages (seed 000) as Jobs pinned to each node, honouring interrupts, an
-// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (seed 001).
+// lifecycle stages (as NVIDIA Skyhook runs them) as Jobs pinned to each node, honouring interrupts, an
+// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (NixFleet RFC-0005).
 // Source: Skyhook/NodeWright Skyhook (seed-systems.md §1) and NixFleet (§5).
 //
 // +kubebuilder:object:root=true
@@ -177,6 +182,14 @@ type PackageSetSpec struct {
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
 
+	// UninstallOnDelete: when the set is deleted, run the uninstall stages of the packages
+	// that enable them (unset: true). false deletes the set without running any stage: the
+	// node records and the set's cordons are removed and the packages stay installed. It is
+	// read while the set is being deleted, so setting it to false lets a deletion blocked by
+	// a failing uninstall finish.
+	// +optional
+	UninstallOnDelete *bool `json:"uninstallOnDelete,omitempty"`
+
 	// InterruptionBudget bounds how many nodes are in flight (stages running, interrupted or
 	// soaking) at once: exactly one of percent or count. Unset: one node at a time.
 	// +optional
@@ -190,7 +203,7 @@ type PackageSetSpec struct {
 	// +optional
 	AdditionalTolerations []corev1.Toleration `json:"additionalTolerations,omitempty"`
 
-	// Rollout configures soak and the health-failure policy (seed 001).
+	// Rollout configures soak and the health-failure policy (NixFleet RFC-0005).
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
 }
@@ -327,7 +340,7 @@ type PackageSetStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Status is the one-word summary, aggregated from NodeStatus as seed 000 / Skyhook do.
+	// Status is the one-word summary, aggregated from NodeStatus as Skyhook does.
 	// +optional
 	Status PackageSetStatusValue `json:"status,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus) and TaintNotTolerable, DrainBlocked,
@@ -342,7 +355,7 @@ type PackageSetStatus struct {
 	// NodeState is each node's per-package state, node → package name → status.
 	// +optional
 	NodeState map[string]map[string]PackageStatus `json:"nodeState,omitempty"`
-	// NodeRollout is each node's rollout state (seed 001).
+	// NodeRollout is each node's rollout state (NixFleet RFC-0005).
 	// +optional
 	NodeRollout map[string]RolloutState `json:"nodeRollout,omitempty"`
 	// CompleteNodes is "<complete>/<selected>", e.g. "3/5".

@@ -435,6 +435,11 @@ func (in *PackageSetSpec) DeepCopyInto(out *PackageSetSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.UninstallOnDelete != nil {
+		in, out := &in.UninstallOnDelete, &out.UninstallOnDelete
+		*out = new(bool)
+		**out = **in
+	}
 	if in.InterruptionBudget != nil {
 		in, out := &in.InterruptionBudget, &out.InterruptionBudget
 		*out = new(InterruptionBudget)

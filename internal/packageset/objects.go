@@ -1,0 +1,215 @@
+package packageset
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// ConfigVolume is the stage pods' volume of the package's config ConfigMap.
+const ConfigVolume = "gantry-config"
+
+// StageTolerations are the tolerations of every stage pod: the cordon's own taint plus the
+// set's additional tolerations.
+func StageTolerations(set *v1alpha1.PackageSet) []corev1.Toleration {
+	return append([]corev1.Toleration{
+		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}, set.Spec.AdditionalTolerations...)
+}
+
+// Untolerated names the first NoSchedule/NoExecute taint of taints ("key=value:Effect") that
+// tols do not tolerate, "" when all are tolerated (PreferNoSchedule is ignored): a node with
+// such a taint is blocked (Skyhook TaintNotTolerable).
+func Untolerated(taints []corev1.Taint, tols []corev1.Toleration) string {
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for i := range tols {
+			if tols[i].ToleratesTaint(&t) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return t.ToString()
+		}
+	}
+	return ""
+}
+
+// GateOf is what the sets before set allow on a node with nodeLabels and nodeAnnotations:
+// among sets (every PackageSet; set itself, disabled and deleting ones are skipped) those that
+// select the node and come before set (lower priority, 0 meaning the default 200; ties by
+// name): a paused one gives GatePaused (by: its name); else one not complete on the node (its
+// gantry.dev/status_<set> annotation) gives GateWaiting (by: the last such one); else
+// GateOpen (by ""). A set whose selector does not parse selects no node.
+func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string) (g Gate, by string) {
+	prio := func(s *v1alpha1.PackageSet) int32 {
+		if s.Spec.Priority == 0 {
+			return v1alpha1.DefaultPackageSetPriority
+		}
+		return s.Spec.Priority
+	}
+	g = GateOpen
+	for i := range sets {
+		o := &sets[i]
+		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if prio(o) > prio(set) || prio(o) == prio(set) && o.Name > set.Name {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&o.Spec.NodeSelector)
+		if err != nil || !sel.Matches(labels.Set(nodeLabels)) {
+			continue
+		}
+		if o.Spec.Paused {
+			return GatePaused, o.Name
+		}
+		if nodeAnnotations[v1alpha1.AnnotationNodeStatusPrefix+o.Name] != string(v1alpha1.StatusComplete) {
+			g, by = GateWaiting, o.Name
+		}
+	}
+	return g, by
+}
+
+// StageLabel is a stage Job's gantry.dev/stage label: the stage, or "<check>-soak" for a
+// soak check.
+func StageLabel(js JobSpec) string {
+	if js.SoakCheck {
+		return CheckOf(js.Stage) + "-soak"
+	}
+	return string(js.Stage)
+}
+
+// JobPackage is the package spec a stage runs: the one the node record kept (js.Spec: a
+// rollback runs the previous version's, a removed package's uninstall its last one: Skyhook
+// #186), else the set's current one of that name (records that predate kept specs); nil when
+// neither exists. Error: a recorded spec that is not a Package.
+func JobPackage(set *v1alpha1.PackageSet, js JobSpec) (*v1alpha1.Package, error) {
+	if len(js.Spec) > 0 {
+		pkg := &v1alpha1.Package{}
+		if err := json.Unmarshal(js.Spec, pkg); err != nil {
+			return nil, fmt.Errorf("node %s package %s: recorded spec: %w", js.Node, js.Package, err)
+		}
+		return pkg, nil
+	}
+	for i := range set.Spec.Packages {
+		if set.Spec.Packages[i].Name == js.Package {
+			return &set.Spec.Packages[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// DesiredJob is the stage Job js on node in namespace (no owner reference: the controller
+// sets it), labelled managed-by managedBy, package set, package, stage (StageLabel) and node,
+// pinned to the node (spec.nodeName), tolerating StageTolerations, never restarted
+// (backoffLimit 0) and bounded by js.Timeout (activeDeadlineSeconds). The init container runs
+// the stage and the main container its check; an interrupt is one container with the merged
+// interrupt's type and services as arguments; a soak check is the check container only, its
+// round in the pod annotation gantry.dev/soak-round. pkg (may be nil) gives env, env_from,
+// resources, pod labels and annotations and the grace period; cfgName, if not "", is the
+// package's config ConfigMap, mounted read-only at ConfigMountPath in every container with
+// GANTRY_CONFIG_DIR naming the path. GANTRY_PACKAGE, GANTRY_VERSION, GANTRY_STAGE and
+// GANTRY_NODE are always set.
+func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, pkg *v1alpha1.Package, cfgName string) *batchv1.Job {
+	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
+		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
+	podLabels := map[string]string{}
+	podAnn := map[string]string{"gantry.dev/version": js.Version}
+	if js.SoakCheck {
+		podAnn["gantry.dev/soak-round"] = strconv.Itoa(js.SoakRound)
+	}
+	var env []corev1.EnvVar
+	var res corev1.ResourceRequirements
+	var grace *int64
+	if pkg != nil {
+		for k, v := range pkg.PodLabels {
+			podLabels[k] = v
+		}
+		for k, v := range pkg.PodAnnotations {
+			podAnn[k] = v
+		}
+		env = packageEnv(pkg)
+		if cfgName != "" {
+			env = append(env, corev1.EnvVar{Name: EnvConfigDir, Value: ConfigMountPath})
+		}
+		res = pkg.Resources
+		if pkg.GracefulShutdown != nil {
+			s := int64(pkg.GracefulShutdown.Duration.Seconds())
+			grace = &s
+		}
+	}
+	for k, v := range lbl {
+		podLabels[k] = v
+	}
+	env = append(env, corev1.EnvVar{Name: "GANTRY_PACKAGE", Value: js.Package}, corev1.EnvVar{Name: "GANTRY_VERSION", Value: js.Version},
+		corev1.EnvVar{Name: "GANTRY_STAGE", Value: string(js.Stage)}, corev1.EnvVar{Name: "GANTRY_NODE", Value: node})
+	var mounts []corev1.VolumeMount
+	var volumes []corev1.Volume
+	if cfgName != "" {
+		mounts = []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigMountPath, ReadOnly: true}}
+		volumes = []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cfgName}}}}}
+	}
+	container := func(name string, args ...string) corev1.Container {
+		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res, VolumeMounts: mounts}
+	}
+	spec := corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
+		TerminationGracePeriodSeconds: grace, Volumes: volumes}
+	switch {
+	case js.SoakCheck:
+		spec.Containers = []corev1.Container{container("check", CheckOf(js.Stage))}
+	case js.Stage == v1alpha1.StageInterrupt:
+		args := []string{"interrupt"}
+		if js.Interrupt != nil {
+			args = append(args, string(js.Interrupt.Type))
+			args = append(args, js.Interrupt.Services...)
+		}
+		spec.Containers = []corev1.Container{container("interrupt", args...)}
+	default:
+		spec.InitContainers = []corev1.Container{container("stage", string(js.Stage))}
+		spec.Containers = []corev1.Container{container("check", CheckOf(js.Stage))}
+	}
+	deadline := int64(js.Timeout.Seconds())
+	backoffLimit := int32(0)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
+	}
+}
+
+// packageEnv is pkg's env (sorted by name) then its env_from references, in order.
+func packageEnv(pkg *v1alpha1.Package) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	keys := make([]string, 0, len(pkg.Env))
+	for k := range pkg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, corev1.EnvVar{Name: k, Value: pkg.Env[k]})
+	}
+	for _, e := range pkg.EnvFrom {
+		ev := corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{}}
+		if e.SecretKeyRef != nil {
+			ev.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.SecretKeyRef.Name}, Key: e.SecretKeyRef.Key}
+		} else if e.ConfigMapKeyRef != nil {
+			ev.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: e.ConfigMapKeyRef.Name}, Key: e.ConfigMapKeyRef.Key}
+		}
+		env = append(env, ev)
+	}
+	return env
+}

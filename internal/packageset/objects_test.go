@@ -1,0 +1,168 @@
+package packageset
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+func TestUntolerated(t *testing.T) {
+	gpu := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	soft := corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}
+	evict := corev1.Taint{Key: "maint", Value: "x", Effect: corev1.TaintEffectNoExecute}
+	cordon := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	base := StageTolerations(&v1alpha1.PackageSet{})
+	withGPU := StageTolerations(&v1alpha1.PackageSet{Spec: v1alpha1.PackageSetSpec{AdditionalTolerations: []corev1.Toleration{
+		{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}})
+	for _, c := range []struct {
+		name   string
+		taints []corev1.Taint
+		tols   []corev1.Toleration
+		want   string
+	}{
+		{"no taints", nil, base, ""},
+		{"the cordon's own taint", []corev1.Taint{cordon}, base, ""},
+		{"PreferNoSchedule ignored", []corev1.Taint{soft}, base, ""},
+		{"GPU taint without toleration", []corev1.Taint{soft, gpu}, base, "nvidia.com/gpu=present:NoSchedule"},
+		{"GPU taint tolerated", []corev1.Taint{gpu, cordon}, withGPU, ""},
+		{"NoExecute not tolerated", []corev1.Taint{gpu, evict}, withGPU, "maint=x:NoExecute"},
+	} {
+		if got := Untolerated(c.taints, c.tols); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestGateOf(t *testing.T) {
+	set := func(name string, prio int32, mod func(*v1alpha1.PackageSet)) v1alpha1.PackageSet {
+		s := v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{Priority: prio,
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "gpu"}}}}
+		if mod != nil {
+			mod(&s)
+		}
+		return s
+	}
+	me := set("me", 100, nil)
+	gpuNode := map[string]string{"pool": "gpu"}
+	done := func(names ...string) map[string]string {
+		m := map[string]string{}
+		for _, n := range names {
+			m[v1alpha1.AnnotationNodeStatusPrefix+n] = "complete"
+		}
+		return m
+	}
+	now := metav1.Now()
+	for _, c := range []struct {
+		name   string
+		others []v1alpha1.PackageSet
+		ann    map[string]string
+		want   Gate
+		by     string
+	}{
+		{"alone", nil, nil, GateOpen, ""},
+		{"earlier complete", []v1alpha1.PackageSet{set("a", 10, nil)}, done("a"), GateOpen, ""},
+		{"earlier not complete", []v1alpha1.PackageSet{set("a", 10, nil)}, nil, GateWaiting, "a"},
+		{"later not complete", []v1alpha1.PackageSet{set("z", 300, nil)}, nil, GateOpen, ""},
+		{"default priority 200 is later", []v1alpha1.PackageSet{set("a", 0, nil)}, nil, GateOpen, ""},
+		{"same priority, earlier name", []v1alpha1.PackageSet{set("a", 100, nil)}, nil, GateWaiting, "a"},
+		{"same priority, later name", []v1alpha1.PackageSet{set("z", 100, nil)}, nil, GateOpen, ""},
+		{"earlier paused", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, done("a", "b"), GatePaused, "b"},
+		{"paused wins over waiting", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, nil, GatePaused, "b"},
+		{"earlier disabled skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.Disabled = true })}, nil, GateOpen, ""},
+		{"earlier deleting skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.DeletionTimestamp = &now })}, nil, GateOpen, ""},
+		{"earlier on other nodes", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.NodeSelector.MatchLabels = map[string]string{"pool": "cpu"} })}, nil, GateOpen, ""},
+		{"earlier with an invalid selector selects nothing", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) {
+			s.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: metav1.LabelSelectorOpIn}}}
+		})}, nil, GateOpen, ""},
+		{"itself skipped", []v1alpha1.PackageSet{me}, nil, GateOpen, ""},
+	} {
+		g, by := GateOf(&me, append(c.others, me), gpuNode, c.ann)
+		if g != c.want || by != c.by {
+			t.Errorf("%s: %v by %q, want %v by %q", c.name, g, by, c.want, c.by)
+		}
+	}
+}
+
+func TestDesiredJob(t *testing.T) {
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}, Spec: v1alpha1.PackageSetSpec{
+		AdditionalTolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}}}
+	pkg := &v1alpha1.Package{Name: "driver", Version: "1.0.0", Image: "img:1", Env: map[string]string{"B": "2", "A": "1"},
+		EnvFrom:          []v1alpha1.EnvFromRef{{Name: "TOKEN", SecretKeyRef: &v1alpha1.KeyRef{Name: "s", Key: "k"}}},
+		PodLabels:        map[string]string{"team": "gpu", v1alpha1.LabelPackageSet: "spoofed"},
+		GracefulShutdown: &metav1.Duration{Duration: 90 * time.Second}}
+	js := JobSpec{Name: "drivers-driver-ap-0123456789", Node: "gpu-0", Package: "driver", Version: "1.0.0", Image: "img:1", Stage: v1alpha1.StageApply, Timeout: 10 * time.Minute}
+
+	j := DesiredJob(set, "gpu-0", "gantry-system", "gantry-reconciler", js, pkg, "cfg-abc")
+	ps := j.Spec.Template.Spec
+	if j.Namespace != "gantry-system" || *j.Spec.BackoffLimit != 0 || *j.Spec.ActiveDeadlineSeconds != 600 || ps.NodeName != "gpu-0" ||
+		ps.RestartPolicy != corev1.RestartPolicyNever || *ps.TerminationGracePeriodSeconds != 90 {
+		t.Errorf("job %+v", j.Spec)
+	}
+	if j.Labels[v1alpha1.LabelStage] != "apply" || j.Labels[v1alpha1.LabelNode] != "gpu-0" || j.Labels[v1alpha1.LabelManagedBy] != "gantry-reconciler" {
+		t.Errorf("labels %v", j.Labels)
+	}
+	if l := j.Spec.Template.Labels; l["team"] != "gpu" || l[v1alpha1.LabelPackageSet] != "drivers" {
+		t.Errorf("pod labels %v (ours must win)", l)
+	}
+	if len(ps.InitContainers) != 1 || ps.InitContainers[0].Args[0] != "apply" || len(ps.Containers) != 1 || ps.Containers[0].Args[0] != "apply-check" {
+		t.Errorf("containers %+v %+v", ps.InitContainers, ps.Containers)
+	}
+	var names []string
+	for _, e := range ps.Containers[0].Env {
+		names = append(names, e.Name)
+	}
+	if got, _ := json.Marshal(names); string(got) != `["A","B","TOKEN","GANTRY_CONFIG_DIR","GANTRY_PACKAGE","GANTRY_VERSION","GANTRY_STAGE","GANTRY_NODE"]` {
+		t.Errorf("env order %s", got)
+	}
+	if len(ps.Volumes) != 1 || ps.Volumes[0].ConfigMap.Name != "cfg-abc" || ps.Containers[0].VolumeMounts[0].MountPath != ConfigMountPath {
+		t.Errorf("config volume %+v", ps.Volumes)
+	}
+	if len(ps.Tolerations) != 2 || ps.Tolerations[0].Key != corev1.TaintNodeUnschedulable {
+		t.Errorf("tolerations %+v", ps.Tolerations)
+	}
+
+	// Interrupt: one container with the merged interrupt.
+	ji := js
+	ji.Stage, ji.Interrupt = v1alpha1.StageInterrupt, &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"a", "b"}}
+	j = DesiredJob(set, "gpu-0", "ns", "m", ji, nil, "")
+	if c := j.Spec.Template.Spec.Containers; len(c) != 1 || len(j.Spec.Template.Spec.InitContainers) != 0 || c[0].Name != "interrupt" ||
+		string(mustJSON(c[0].Args)) != `["interrupt","service","a","b"]` || len(j.Spec.Template.Spec.Volumes) != 0 {
+		t.Errorf("interrupt job %+v", j.Spec.Template.Spec)
+	}
+	// Soak check: the check only, its round annotated, stage label <check>-soak.
+	js2 := js
+	js2.SoakCheck, js2.SoakRound, js2.Stage = true, 2, v1alpha1.StageConfig
+	j = DesiredJob(set, "gpu-0", "ns", "m", js2, pkg, "")
+	if c := j.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Args[0] != "config-check" || j.Spec.Template.Annotations["gantry.dev/soak-round"] != "2" ||
+		j.Labels[v1alpha1.LabelStage] != "config-check-soak" {
+		t.Errorf("soak job %+v labels %v", j.Spec.Template, j.Labels)
+	}
+}
+
+func TestJobPackage(t *testing.T) {
+	cur := v1alpha1.Package{Name: "driver", Version: "2.0.0", Image: "img:2"}
+	set := &v1alpha1.PackageSet{Spec: v1alpha1.PackageSetSpec{Packages: []v1alpha1.Package{cur}}}
+	old, _ := json.Marshal(v1alpha1.Package{Name: "driver", Version: "1.0.0", Image: "img:1"})
+	if p, err := JobPackage(set, JobSpec{Package: "driver", Spec: old}); err != nil || p.Version != "1.0.0" {
+		t.Errorf("recorded spec: %+v %v", p, err)
+	}
+	if p, err := JobPackage(set, JobSpec{Package: "driver"}); err != nil || p.Version != "2.0.0" {
+		t.Errorf("current spec: %+v %v", p, err)
+	}
+	if p, err := JobPackage(set, JobSpec{Package: "gone"}); err != nil || p != nil {
+		t.Errorf("unknown package: %+v %v", p, err)
+	}
+	if _, err := JobPackage(set, JobSpec{Package: "driver", Node: "n", Spec: []byte("{")}); err == nil {
+		t.Error("a broken recorded spec is not an error")
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
