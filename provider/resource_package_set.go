@@ -159,7 +159,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Jobs on each node) " +
-			"applied to the nodes a selector picks, with seed 000's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
+			"applied to the nodes a selector picks, with Skyhook's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
 			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
 			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
@@ -197,7 +197,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"effect":             schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty matches all.", Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
 					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a NoExecute taint is tolerated (seconds)."},
 				}}},
-			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (seed 001).",
+			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (as NixFleet's rollout does).",
 				Attributes: map[string]schema.Attribute{
 					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
 						"While it soaks, each package's last check is re-run as a Job in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +

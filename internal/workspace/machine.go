@@ -229,7 +229,7 @@ func (e *TransitionError) Error() string {
 	if from == "" {
 		from = "(none)"
 	}
-	return fmt.Sprintf("illegal %s workspace state transition %s → %s (seed 004)", e.Mode, from, e.To)
+	return fmt.Sprintf("illegal %s workspace state transition %s → %s (not a transition of KAITO's workspace state machine)", e.Mode, from, e.To)
 }
 
 // States lists each mode's states.
