@@ -221,7 +221,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
+	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil //nolint:staticcheck // Requeue (rate-limited backoff) is what the machine decides; RequeueAfter alone cannot express it
 }
 
 func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) error {
