@@ -143,6 +143,56 @@ type gathered struct {
 	lastGood   *corev1.PodTemplateSpec
 }
 
+// performerRefs reads the executor's performers: by name (reference order, a missing one as
+// not found) or by selector (name order). specErr is set, with no performers, when the
+// selector is invalid; err is an API error.
+func (r *ExecutorReconciler) performerRefs(ctx context.Context, e *v1alpha1.Executor) (refs []executor.PerformerRef, specErr string, err error) {
+	if sel := e.Spec.Performers.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, "performers.selector: " + err.Error(), nil
+		}
+		var list v1alpha1.PerformerList
+		if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
+			return nil, "", err
+		}
+		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+		for i := range list.Items {
+			refs = append(refs, executor.PerformerRefFacts(list.Items[i].Name, &list.Items[i]))
+		}
+		return refs, "", nil
+	}
+	for _, n := range e.Spec.Performers.Names {
+		var p v1alpha1.Performer
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: n}, &p)
+		switch {
+		case apierrors.IsNotFound(err):
+			refs = append(refs, executor.PerformerRefFacts(n, nil))
+		case err != nil:
+			return nil, "", err
+		default:
+			refs = append(refs, executor.PerformerRefFacts(n, &p))
+		}
+	}
+	return refs, "", nil
+}
+
+// missingSecrets names the Secrets the executor references that do not exist. Secrets are read
+// as metadata only, straight from the API server (never cached, values never read).
+func (r *ExecutorReconciler) missingSecrets(ctx context.Context, e *v1alpha1.Executor) ([]string, error) {
+	var missing []string
+	for _, s := range executor.SecretNames(e) {
+		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: s}, m)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, s)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
+}
+
 func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (*gathered, error) {
 	g := &gathered{}
 	f := executor.Facts{
@@ -158,44 +208,12 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	}
 	f.Now = metav1.Now().Time
 
-	// Performers: by name (reference order) or by selector (name order).
-	if sel := e.Spec.Performers.Selector; sel != nil {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			f.SpecError = "performers.selector: " + err.Error()
-		} else {
-			var list v1alpha1.PerformerList
-			if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
-				return nil, err
-			}
-			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-			for i := range list.Items {
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(list.Items[i].Name, &list.Items[i]))
-			}
-		}
-	} else {
-		for _, n := range e.Spec.Performers.Names {
-			var p v1alpha1.Performer
-			err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: n}, &p)
-			switch {
-			case apierrors.IsNotFound(err):
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, nil))
-			case err != nil:
-				return nil, err
-			default:
-				f.Performers = append(f.Performers, executor.PerformerRefFacts(n, &p))
-			}
-		}
+	var err error
+	if f.Performers, f.SpecError, err = r.performerRefs(ctx, e); err != nil {
+		return nil, err
 	}
-	// Secrets: metadata only, straight from the API server (never cached, values never read).
-	for _, s := range executor.SecretNames(e) {
-		m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: s}, m)
-		if apierrors.IsNotFound(err) {
-			f.MissingSecrets = append(f.MissingSecrets, s)
-		} else if err != nil {
-			return nil, err
-		}
+	if f.MissingSecrets, err = r.missingSecrets(ctx, e); err != nil {
+		return nil, err
 	}
 
 	// The desired config and Deployment, once every performer has its endpoint.
