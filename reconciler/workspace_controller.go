@@ -90,6 +90,54 @@ func (r *WorkspaceReconciler) workspacesForNode(ctx context.Context, o client.Ob
 	return out
 }
 
+// nodeFacts lists the nodes for the Pending-trap check (nfacts) and whether each is Ready (by
+// name, for the pods on it).
+func (r *WorkspaceReconciler) nodeFacts(ctx context.Context) (nfacts []workspace.Node, nodeReady map[string]bool, err error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, nil, err
+	}
+	nodeReady = map[string]bool{}
+	for i := range nodes.Items {
+		nf := workspace.NodeFacts(&nodes.Items[i])
+		nodeReady[nf.Name] = nf.Ready
+		nfacts = append(nfacts, nf)
+	}
+	return nfacts, nodeReady, nil
+}
+
+// desiredWorkspaceStatus is the status the pass writes: the decision's conditions (those of
+// the other mode removed), state, mode, ready replicas, workload name, endpoint (when the
+// Service is ours) and the nodes the pods run on.
+func desiredWorkspaceStatus(w *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, facts workspace.Facts, d workspace.Decision) v1alpha1.WorkspaceStatus {
+	st := *w.Status.DeepCopy()
+	st.ObservedGeneration = w.Generation
+	for _, c := range d.Conditions {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	// Conditions of the other mode never linger.
+	other := workspace.ConditionJobStarted
+	if mode == v1alpha1.WorkspaceModeTuning {
+		other = workspace.ConditionInferenceReady
+	}
+	meta.RemoveStatusCondition(&st.Conditions, other)
+	st.State, st.Mode = d.State, mode
+	st.ReadyReplicas = d.ReadyReplicas
+	st.WorkloadName = workspace.ObjectName(w.Name)
+	st.Endpoint = ""
+	if facts.Service.Exists && !facts.Service.Foreign {
+		st.Endpoint = workspace.Endpoint(w)
+	}
+	var nodesUsed []string
+	for _, p := range facts.Pods {
+		if p.NodeName != "" && !p.Deleting {
+			nodesUsed = append(nodesUsed, p.NodeName)
+		}
+	}
+	st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
+	return st
+}
+
 // Reconcile is one pass: gather facts (owned objects, pods, nodes), call workspace.Decide,
 // write status once if it changed, emit the event, act.
 func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -107,16 +155,9 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	// Nodes: the Pending-trap check, and whether each pod's node is alive.
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	nfacts, nodeReady, err := r.nodeFacts(ctx)
+	if err != nil {
 		return ctrl.Result{}, err
-	}
-	nodeReady := map[string]bool{}
-	var nfacts []workspace.Node
-	for i := range nodes.Items {
-		nf := workspace.NodeFacts(&nodes.Items[i])
-		nodeReady[nf.Name] = nf.Ready
-		nfacts = append(nfacts, nf)
 	}
 	pl, specErr := workspace.Placement(&w)
 	if specErr == nil {
@@ -142,7 +183,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		facts.SpecError = specErr.Error()
 	}
 	// Owned objects of both modes are read: deletion cleans up whatever exists.
-	deploy, err := getOpt(ctx, r.Client, r.APIReader, key, &appsv1.Deployment{})
+	deploy, err = getOpt(ctx, r.Client, r.APIReader, key, &appsv1.Deployment{})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -177,31 +218,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
-		st := *w.Status.DeepCopy()
-		st.ObservedGeneration = w.Generation
-		for _, c := range d.Conditions {
-			meta.SetStatusCondition(&st.Conditions, c)
-		}
-		// Conditions of the other mode never linger.
-		other := workspace.ConditionJobStarted
-		if mode == v1alpha1.WorkspaceModeTuning {
-			other = workspace.ConditionInferenceReady
-		}
-		meta.RemoveStatusCondition(&st.Conditions, other)
-		st.State, st.Mode = d.State, mode
-		st.ReadyReplicas = d.ReadyReplicas
-		st.WorkloadName = workspace.ObjectName(w.Name)
-		st.Endpoint = ""
-		if facts.Service.Exists && !facts.Service.Foreign {
-			st.Endpoint = workspace.Endpoint(&w)
-		}
-		var nodesUsed []string
-		for _, p := range facts.Pods {
-			if p.NodeName != "" && !p.Deleting {
-				nodesUsed = append(nodesUsed, p.NodeName)
-			}
-		}
-		st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
+		st := desiredWorkspaceStatus(&w, mode, facts, d)
 		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
 			return ctrl.Result{}, err
 		} else if stale {
