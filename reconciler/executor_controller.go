@@ -150,7 +150,7 @@ func (r *ExecutorReconciler) performerRefs(ctx context.Context, e *v1alpha1.Exec
 	if sel := e.Spec.Performers.Selector; sel != nil {
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			return nil, "performers.selector: " + err.Error(), nil
+			return nil, "performers.selector: " + err.Error(), nil //nolint:nilerr // an invalid selector is the user's spec error, reported in status, not a reconcile error
 		}
 		var list v1alpha1.PerformerList
 		if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
