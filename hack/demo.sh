@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # hack/demo.sh — what `make demo` runs: build, local cluster, reconciler, then
-# `terraform init` + `terraform apply -auto-approve` on examples/stacks/quickstart with the
-# pinned Terraform CLI, the outputs, and `kubectl get performers -A`. Leaves the cluster and
-# the reconciler running; `make down` stops them. A second run plans no changes.
+# `terraform init` + `terraform apply -auto-approve` with the pinned Terraform CLI on
+# examples/stacks/gpu-stack (the GPU-stack module of examples/modules/gpu-stack once per
+# environment, staging and prod: GPU and TEE performers, an executor, an inference workspace
+# and a GPU driver package set each), the outputs, and `kubectl get` of what it made. Before
+# the apply it creates each environment's namespace and its operator key Secret with kubectl
+# (demo keys; key material never goes through Terraform). Leaves the cluster and the
+# reconciler running; `make down` stops them. A second run plans no changes.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -19,7 +23,16 @@ bash hack/reconciler.sh start
 export TF_CLI_CONFIG_FILE="$CACHE/terraformrc"
 export KUBE_CONFIG_PATH="$KUBECONFIG_PATH"
 export TF_IN_AUTOMATION=1
-stack="$ROOT/examples/stacks/quickstart"
+stack="$ROOT/examples/stacks/gpu-stack"
+log "namespaces and operator key Secrets of the environments"
+for ns in gantry-staging gantry-prod; do
+  kubectl --kubeconfig "$KUBECONFIG_PATH" create namespace "$ns" --dry-run=client -o yaml |
+    kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f - >/dev/null
+  # Demo keys only (not real key material): in a real setup an operator or a secret manager writes this Secret.
+  kubectl --kubeconfig "$KUBECONFIG_PATH" -n "$ns" create secret generic operator-keys \
+    --from-literal=ecdsa=0x"$(printf 'de%.0s' {1..32})" --from-literal=bls=0x"$(printf 'b1%.0s' {1..32})" \
+    --dry-run=client -o yaml | kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f - >/dev/null
+done
 log "terraform init ($stack)"
 # The provider in the local mirror is rebuilt from source on every run with the same version,
 # so its checksum can change: drop the (gitignored) lock file rather than fail init on it.
@@ -29,14 +42,15 @@ log "terraform apply"
 terraform -chdir="$stack" apply -input=false -auto-approve
 log "terraform output"
 terraform -chdir="$stack" output
-log "kubectl get performers -A"
-kubectl --kubeconfig "$KUBECONFIG_PATH" get performers -A -o wide
+log "kubectl get performers,executors,workspaces -A; kubectl get packagesets"
+kubectl --kubeconfig "$KUBECONFIG_PATH" get performers,executors,workspaces -A -o wide
+kubectl --kubeconfig "$KUBECONFIG_PATH" get packagesets -o wide
 
 cat <<MSG
 
 The local cluster and the reconciler are still running:
   kubeconfig:      $KUBECONFIG_PATH   (export KUBECONFIG=$KUBECONFIG_PATH)
   reconciler log:  $CACHE/reconciler.log
-  try:             kubectl get performers,pods,svc -A -o wide
+  try:             kubectl get performers,executors,workspaces,pods,svc -A -o wide; kubectl get packagesets
 Run 'make demo' again: the plan finds nothing to change. Stop everything with 'make down'.
 MSG

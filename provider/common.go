@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -32,19 +31,22 @@ import (
 // fieldManager is the server-side apply field manager of every object the provider writes.
 const fieldManager = "terraform-provider-gantry"
 
-// systemKeyPrefixes are label/annotation key prefixes that tools and controllers write on
-// objects (kubectl's last-applied-configuration, gantry.dev/ bookkeeping). Read ignores keys
-// under them unless the configuration set them, so they cause no drift, and the provider never
-// removes them.
-var systemKeyPrefixes = []string{"kubectl.kubernetes.io/", "kubernetes.io/", "k8s.io/", "gantry.dev/"}
+// systemKeyPrefixes are the label/annotation key prefixes (the part of a key before "/")
+// that tools and controllers write on objects: kubectl's last-applied-configuration
+// (kubectl.kubernetes.io), the prefixes Kubernetes reserves for its own components
+// (kubernetes.io, k8s.io) and Gantry's own bookkeeping (gantry.dev). A key is a system key
+// when its prefix is exactly one of these: subdomains are not, so the recommended labels
+// app.kubernetes.io/name and a team's own team.gantry.dev/x are user keys. Read ignores system
+// keys unless the configuration set them, so they cause no drift, and the provider never
+// removes them; every other key is imported and shows as drift when changed out of band.
+var systemKeyPrefixes = map[string]bool{"kubectl.kubernetes.io": true, "kubernetes.io": true, "k8s.io": true, "gantry.dev": true}
 
+// isSystemKey reports whether the label/annotation key k has one of systemKeyPrefixes as its
+// prefix (e.g. "kubectl.kubernetes.io/last-applied-configuration": true;
+// "app.kubernetes.io/name", "team.gantry.dev/x", "name": false).
 func isSystemKey(k string) bool {
-	for _, p := range systemKeyPrefixes {
-		if strings.HasPrefix(k, p) || strings.Contains(k, "."+p) {
-			return true
-		}
-	}
-	return false
+	prefix, _, ok := strings.Cut(k, "/")
+	return ok && systemKeyPrefixes[prefix]
 }
 
 // readMeta returns the labels or annotations to put in state: every key on the object except
@@ -106,7 +108,7 @@ func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.
 	}
 	tflog.Debug(ctx, spec.Kind+" deleted; waiting until it is gone")
 	if err := reg.WaitDeleted(ctx, spec, wait.Target{Namespace: ns, Name: name, UID: string(uid), Known: known}); err != nil {
-		diags.Append(waitDiagnostic(spec.Kind, "delete", err))
+		diags.Append(waitDiagnostic(spec.Kind, opDelete, objectID(ns, name), err))
 	}
 	return diags
 }
@@ -140,7 +142,7 @@ func statusString(u *unstructured.Unstructured, field string) types.String {
 func importNamespaced(ctx context.Context, kind string, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ns, name, err := parseImportID(kind, req.ID)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Import ID", err.Error())
+		resp.Diagnostics.Append(importIDDiagnostic(err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
@@ -245,44 +247,6 @@ func parseImportID(kind, id string) (namespace, name string, err error) {
 	return parts[0], parts[1], nil
 }
 
-// waitDiagnostic turns a wait error into an error diagnostic with a Title Case summary and a
-// detail that gives what happened, what to do and the original error.
-func waitDiagnostic(kind, op string, err error) diag.Diagnostic {
-	var (
-		fe *wait.FailedError
-		te *wait.TimeoutError
-		de *wait.DeletedError
-	)
-	switch {
-	case errors.As(err, &fe):
-		return diag.NewErrorDiagnostic(kind+" Failed",
-			fmt.Sprintf("The %s was written, but the reconciler reports that it failed:\n\n%s\n\n"+
-				"The reconciler keeps retrying with backoff and heals the %s once the cause is fixed (for example "+
-				"when capacity appears); change the configuration if it asks for something the cluster cannot provide. "+
-				"The resource is saved in state as tainted.", kind, fe.Error(), kind))
-	case errors.As(err, &te):
-		return diag.NewErrorDiagnostic("Timed Out Waiting for "+kind,
-			fmt.Sprintf("%s\n\nRaise timeouts.%s if the %s needs longer, or look at the reconciler's log. "+
-				"The resource is saved in state (tainted on create).", te.Error(), op, kind))
-	case errors.As(err, &de):
-		return diag.NewErrorDiagnostic(kind+" Deleted While Waiting",
-			fmt.Sprintf("%s. Something else deleted it; apply again to recreate it.", de.Error()))
-	}
-	return diag.NewErrorDiagnostic("Error Waiting for "+kind, fmt.Sprintf("Original Error: %s", err))
-}
-
-// apiDiagnostic reports a failed API call.
-func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic(fmt.Sprintf("Error %s %s", action, kind),
-		fmt.Sprintf("The Kubernetes API rejected the request or could not be reached.\n\nOriginal Error: %s", err))
-}
-
-// clientDiagnostic reports that the provider could not build its Kubernetes client.
-func clientDiagnostic(err error) diag.Diagnostic {
-	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
-		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
-}
-
 func cloneMap(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
@@ -307,11 +271,7 @@ func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, na
 	}
 	state, err := flatten(u)
 	if err != nil {
-		id := name
-		if namespace != "" {
-			id = namespace + "/" + name
-		}
-		resp.Diagnostics.AddError("Error Reading "+spec.Kind, fmt.Sprintf("The %s %s could not be mapped to Terraform: %v", spec.Kind, id, err))
+		resp.Diagnostics.Append(readMappingDiagnostic(spec.Kind, objectID(namespace, name), err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)

@@ -3,7 +3,6 @@ package provider
 import (
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -49,7 +48,7 @@ func envFromAttribute(where string) schema.ListNestedAttribute {
 		}
 	}
 	secretRef := keyRef("Secret")
-	secretRef.Validators = []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("config_map_key_ref"))}
+	secretRef.Validators = []validator.Object{exactlyOne(path.MatchRelative().AtParent().AtName("config_map_key_ref"))}
 	return schema.ListNestedAttribute{
 		Optional:            true,
 		MarkdownDescription: fmt.Sprintf("Environment variables read from a key of a Secret or a ConfigMap in %s. Names must be unique.", where),

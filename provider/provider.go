@@ -6,13 +6,18 @@
 //
 // The provider makes no API call at plan time: Configure only records the settings, and the
 // clients and the shared wait registry are built on the first Create, Read, Update, Delete or
-// ImportState.
+// ImportState, after a check that the API server answers at all (kube.Reach, bounded by
+// connect_timeout), so an unreachable cluster fails the run instead of being retried forever.
+// Configuration mistakes that need no cluster are reported at plan by attribute validators
+// and ValidateConfig, naming the attribute.
 package provider
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -36,6 +41,7 @@ import (
 var (
 	_ provider.Provider                     = (*gantryProvider)(nil)
 	_ provider.ProviderWithConfigValidators = (*gantryProvider)(nil)
+	_ provider.ProviderWithValidateConfig   = (*gantryProvider)(nil)
 )
 
 // New returns the provider factory for providerserver.Serve; version is the release version
@@ -67,6 +73,7 @@ type gantryProviderModel struct {
 	Exec                  *execModel    `tfsdk:"exec"`
 	QPS                   types.Float64 `tfsdk:"qps"`
 	Burst                 types.Int64   `tfsdk:"burst"`
+	ConnectTimeout        types.String  `tfsdk:"connect_timeout"`
 }
 
 type execModel struct {
@@ -86,20 +93,25 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 		MarkdownDescription: "The Gantry provider writes Gantry custom resources (`gantry.dev/v1alpha1`) to a Kubernetes " +
 			"cluster and waits until the Gantry reconciler reports them ready, or fails the apply with the reason. " +
 			"Connection settings are those of the `kubernetes` provider, with the same `KUBE_*` environment variables; " +
-			"an attribute set in the configuration wins over its environment variable. `KUBECONFIG` is not read. " +
-			"The provider contacts the cluster only while applying, refreshing or importing, never to plan.",
+			"an attribute set in the configuration wins over its environment variable, and credentials are one unit: " +
+			"when the configuration sets `token`, `client_certificate`/`client_key` or `exec`, the credential variables " +
+			"`KUBE_TOKEN`, `KUBE_CLIENT_CERT_DATA` and `KUBE_CLIENT_KEY_DATA` are ignored. `KUBECONFIG` is not read. " +
+			"The provider contacts the cluster only while applying, refreshing or importing, never to plan new " +
+			"resources; an API server it cannot reach fails the run within `connect_timeout`.",
 		Attributes: map[string]schema.Attribute{
 			"config_path": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Path to a kubeconfig file; `~` is expanded. Environment variable: `KUBE_CONFIG_PATH`. " +
-					"Conflicts with `config_paths`.",
+				MarkdownDescription: "Path to a kubeconfig file; `~` is expanded. It must exist and parse when Terraform " +
+					"plans. Environment variable: `KUBE_CONFIG_PATH`. Conflicts with `config_paths`.",
+				Validators: []validator.String{checkString{"a readable kubeconfig file", readableKubeconfig}},
 			},
 			"config_paths": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "Kubeconfig files merged in order, like a `KUBECONFIG` list (the first file that sets a " +
 					"value wins). Environment variable: `KUBE_CONFIG_PATHS` (`:`-separated on Unix, `;` on Windows).",
-				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(
+					stringvalidator.LengthAtLeast(1), checkString{"a readable kubeconfig file", readableKubeconfig})},
 			},
 			"config_context": schema.StringAttribute{
 				Optional:            true,
@@ -117,6 +129,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional: true,
 				MarkdownDescription: "API server URL, e.g. `https://203.0.113.10:6443` (`https://` is assumed when no scheme is " +
 					"given). Overrides the kubeconfig's server. Environment variable: `KUBE_HOST`.",
+				Validators: []validator.String{checkString{"an https:// or http:// URL, or host:port", kube.CheckHost}},
 			},
 			"token": schema.StringAttribute{
 				Optional:            true,
@@ -126,16 +139,19 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"cluster_ca_certificate": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "PEM-encoded CA certificate(s) of the API server. Environment variable: `KUBE_CLUSTER_CA_CERT_DATA`.",
+				Validators:          []validator.String{checkString{"PEM-encoded certificates", kube.CheckCACertificates}},
 			},
 			"client_certificate": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "PEM-encoded client certificate for TLS authentication; needs `client_key`. " +
 					"Environment variable: `KUBE_CLIENT_CERT_DATA`.",
+				Validators: []validator.String{checkString{"a PEM-encoded certificate", kube.CheckClientCertificate}},
 			},
 			"client_key": schema.StringAttribute{
 				Optional:            true,
 				Sensitive:           true,
 				MarkdownDescription: "PEM-encoded private key of `client_certificate`. Environment variable: `KUBE_CLIENT_KEY_DATA`.",
+				Validators:          []validator.String{checkString{"a PEM-encoded private key", kube.CheckClientKey}},
 			},
 			"insecure": schema.BoolAttribute{
 				Optional:            true,
@@ -162,21 +178,35 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"Environment variable: `GANTRY_BURST`.", kube.DefaultBurst),
 				Validators: []validator.Int64{int64validator.AtLeast(1)},
 			},
+			"connect_timeout": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: fmt.Sprintf("How long to try reaching an API server that has not answered yet, as a duration "+
+					"(`\"20s\"`, `\"1m\"`; default `\"%s\"`). A refresh, apply or import against an endpoint that refuses "+
+					"connections, does not resolve or does not answer fails after this long, quoting the last dial, DNS or TLS "+
+					"error; a certificate that does not verify, or http:// to an HTTPS port (or the reverse), fails at once. It bounds only "+
+					"the first contact of a run: once the API server has answered, waits ride out API server restarts until "+
+					"their own `timeouts`. Environment variable: `%s`.", kube.DefaultConnectTimeout, kube.EnvConnectTimeout),
+				Validators: []validator.String{checkString{"a duration greater than zero", validConnectTimeout}},
+			},
 		},
 		Blocks: map[string]schema.Block{
 			"exec": schema.SingleNestedBlock{
 				MarkdownDescription: "A client-go credential plugin that prints an `ExecCredential` (e.g. `aws eks get-token`), " +
-					"run on every token refresh, so long waits outlive short-lived tokens. The command must exist where " +
-					"Terraform runs. Conflicts with `token` and `client_certificate`.",
+					"run again whenever the credential it returned expires (its `expirationTimestamp`) or is rejected, so long " +
+					"waits outlive short-lived tokens; the provider never caches a token itself. The command must exist where " +
+					"Terraform runs. Conflicts with `token` and `client_certificate` (an error at plan). When `exec` is set, " +
+					"`KUBE_TOKEN`, `KUBE_CLIENT_CERT_DATA` and `KUBE_CLIENT_KEY_DATA` are ignored, and so are the token, client " +
+					"certificate and auth provider of the kubeconfig's user.",
 				// A block's attributes cannot be Required (the framework would require them when the
 				// block is absent too), so the block requires them when present.
 				Validators: []validator.Object{objectvalidator.AlsoRequires(
 					path.MatchRelative().AtName("api_version"), path.MatchRelative().AtName("command"))},
 				Attributes: map[string]schema.Attribute{
 					"api_version": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "ExecCredential API version, e.g. `client.authentication.k8s.io/v1beta1`. Required in the block.",
-						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+						Optional: true,
+						MarkdownDescription: "ExecCredential API version the plugin speaks: `client.authentication.k8s.io/v1` or " +
+							"`client.authentication.k8s.io/v1beta1`. Required in the block.",
+						Validators: []validator.String{stringvalidator.OneOf(kube.ExecAPIVersions...)},
 					},
 					"command": schema.StringAttribute{
 						Optional:            true,
@@ -268,6 +298,7 @@ func settingsFromModel(m gantryProviderModel) kube.Settings {
 		ProxyURL:              m.ProxyURL.ValueString(),
 		QPS:                   float32(m.QPS.ValueFloat64()),
 		Burst:                 int(m.Burst.ValueInt64()),
+		ConnectTimeout:        connectTimeout(m.ConnectTimeout), // checked at plan by its validator
 	}
 	if !m.Insecure.IsNull() {
 		b := m.Insecure.ValueBool()
@@ -323,4 +354,133 @@ func providerDataFrom(data any) (*providerData, error) {
 		return nil, fmt.Errorf("expected *provider.providerData, got %T; please report this issue to the provider developers", data)
 	}
 	return d, nil
+}
+
+// connectTimeout returns the configured connect_timeout, or 0 (unset: KUBE_CONNECT_TIMEOUT or
+// the default) when it is null, unknown or invalid (its attribute validator reports invalid
+// values at plan).
+func connectTimeout(v types.String) time.Duration {
+	if v.IsNull() || v.IsUnknown() {
+		return 0
+	}
+	d, err := kube.ParseConnectTimeout(v.ValueString())
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// checkString is a validator.String from a check that returns what is wrong with a value
+// (the internal/kube checks); null and unknown values are skipped, errors name the attribute.
+type checkString struct {
+	desc  string
+	check func(string) error
+}
+
+func (v checkString) Description(context.Context) string             { return v.desc }
+func (v checkString) MarkdownDescription(ctx context.Context) string { return v.desc }
+
+func (v checkString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Provider Configuration",
+			fmt.Sprintf("%s: %s.", req.Path, err))
+	}
+}
+
+func readableKubeconfig(p string) error {
+	_, _, err := kube.LoadKubeconfigs([]string{p})
+	return err
+}
+
+func validConnectTimeout(v string) error {
+	_, err := kube.ParseConnectTimeout(v)
+	return err
+}
+
+// ValidateConfig checks, at plan time and without contacting the cluster, what the attribute
+// validators cannot see alone: client_certificate and client_key are a key pair, and
+// config_context, config_context_auth_info and config_context_cluster name entries of the
+// kubeconfig (config_path or config_paths, else KUBE_CONFIG_PATH or KUBE_CONFIG_PATHS).
+// Unknown values are skipped; errors name the attribute.
+func (p *gantryProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	str := func(name string) (string, bool) {
+		var v types.String
+		if d := req.Config.GetAttribute(ctx, path.Root(name), &v); d.HasError() || v.IsNull() || v.IsUnknown() {
+			return "", false
+		}
+		return v.ValueString(), true
+	}
+	cert, certOK := str("client_certificate")
+	key, keyOK := str("client_key")
+	if certOK && keyOK && kube.CheckClientCertificate(cert) == nil && kube.CheckClientKey(key) == nil {
+		if err := kube.CheckKeyPair(cert, key); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("client_key"), "Invalid Provider Configuration", err.Error()+".")
+		}
+	}
+
+	paths, known := p.kubeconfigPaths(ctx, req)
+	if !known || len(paths) == 0 {
+		return
+	}
+	names := map[string]string{}
+	for _, a := range []string{"config_context", "config_context_auth_info", "config_context_cluster"} {
+		if v, ok := str(a); ok {
+			names[a] = v
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	cfg, _, err := kube.LoadKubeconfigs(paths)
+	if err != nil {
+		return // reported on config_path(s) by their validators, or at first use for KUBE_CONFIG_PATH(S)
+	}
+	cErr, aErr, clErr := kube.CheckContext(cfg, names["config_context"], names["config_context_auth_info"], names["config_context_cluster"])
+	for i, err := range []error{cErr, aErr, clErr} {
+		a := []string{"config_context", "config_context_auth_info", "config_context_cluster"}[i]
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root(a), "Invalid Provider Configuration",
+				fmt.Sprintf("%s: %s (kubeconfig: %s).", a, err, strings.Join(paths, ", ")))
+		}
+	}
+}
+
+// kubeconfigPaths returns the kubeconfig files the provider will read: config_path, else
+// config_paths, else KUBE_CONFIG_PATH, else KUBE_CONFIG_PATHS. known is false when the
+// configuration's value is not known yet.
+func (p *gantryProvider) kubeconfigPaths(ctx context.Context, req provider.ValidateConfigRequest) (paths []string, known bool) {
+	var one types.String
+	req.Config.GetAttribute(ctx, path.Root("config_path"), &one)
+	if one.IsUnknown() {
+		return nil, false
+	}
+	if !one.IsNull() {
+		return []string{one.ValueString()}, true
+	}
+	var many types.List
+	req.Config.GetAttribute(ctx, path.Root("config_paths"), &many)
+	if many.IsUnknown() {
+		return nil, false
+	}
+	if !many.IsNull() {
+		for _, e := range many.Elements() {
+			s, ok := e.(types.String)
+			if !ok || s.IsUnknown() {
+				return nil, false
+			}
+			paths = append(paths, s.ValueString())
+		}
+		return paths, true
+	}
+	s, err := kube.Settings{}.WithEnv(nil)
+	if err != nil {
+		return nil, true
+	}
+	if s.ConfigPath != "" {
+		return []string{s.ConfigPath}, true
+	}
+	return s.ConfigPaths, true
 }

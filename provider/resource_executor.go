@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -26,7 +24,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -198,7 +195,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
 					"`[gantry_performer.gpu.name]`. Exactly one of `performer_names` and `performer_selector`.",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.UniqueValues(),
-					listvalidator.ExactlyOneOf(path.MatchRoot("performer_selector"))},
+					exactlyOne(path.MatchRoot("performer_selector"))},
 			},
 			"performer_selector": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -214,7 +211,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Attributes: map[string]schema.Attribute{
 					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
-							stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
 					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
@@ -270,6 +267,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -281,61 +279,40 @@ func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRe
 	r.data = d
 }
 
-// ModifyPlan proposes an in-place update (failed_revision becomes unknown) while the state
-// says a failed update was rolled back: the configuration is not live, and re-applying it
-// either heals the executor (a fixed or reverted configuration) or fails again, saying so.
-// No API call is made.
+// ModifyPlan is planRetry: while the state says the executor failed, is not Running, or a
+// failed update was rolled back (failed_revision set), the plan is an in-place update that
+// re-applies the configuration and waits again. No API call is made.
 func (r *executorResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
-		return
-	}
-	var failed types.String
-	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("failed_revision"), &failed)...)
-	if resp.Diagnostics.HasError() || failed.IsNull() || failed.IsUnknown() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("failed_revision"), types.StringUnknown())...)
+	executorOps.planRetry(ctx, req, resp)
+}
+
+// executorOps is gantry_executor's descriptor for the generic Create/Update/Delete path.
+var executorOps = &kindOps[executorModelV0]{
+	spec:          wait.Executor,
+	logField:      "executor",
+	summaryAttr:   "phase",
+	statusAttrs:   []string{"phase", "ready_replicas", "current_revision", "last_good_revision", "failed_revision", "config_map_name", "performer_endpoints"},
+	createTimeout: executorCreateTimeout,
+	updateTimeout: executorUpdateTimeout,
+	deleteTimeout: executorDeleteTimeout,
+	timeouts:      func(m *executorModelV0) timeouts.Value { return m.Timeouts },
+	key:           func(m *executorModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
+	expand:        expandExecutor,
+	setStatus:     setExecutorStatus,
+	notLive: func(m *executorModelV0) (bool, string) {
+		if v := m.FailedRevision.ValueString(); v != "" {
+			return true, "the update to revision " + v + " was rolled back"
+		}
+		return false, ""
+	},
 }
 
 func (r *executorResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan executorModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, executorCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, nil, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	executorOps.create(ctx, r.data, req, resp)
 }
 
 func (r *executorResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, prior executorModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, executorUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, &prior, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	executorOps.update(ctx, r.data, req, resp)
 }
 
 func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -349,95 +326,12 @@ func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, r
 }
 
 func (r *executorResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state executorModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, executorDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
-	ri := resourceFor(c.Dynamic, wait.Executor.GVR, ns)
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Executor", "Reading", err))
-		return
-	}
-	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Executor, live, nil)...)
+	executorOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts "<namespace>/<name>".
 func (r *executorResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importNamespaced(ctx, "Executor", req, resp)
-}
-
-// applyAndWait server-side applies the plan, converges away foreign fields, and waits per the
-// status contract. prior is nil on create (an existing object is then refused). When an
-// update fails and was rolled back, the state records failed_revision, which makes the next
-// plan propose an update (ModifyPlan).
-func (r *executorResource) applyAndWait(ctx context.Context, plan, prior *executorModelV0, op string) (*executorModelV0, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandExecutor(plan)
-	if err != nil {
-		diags.AddError("Invalid Executor Configuration", err.Error())
-		return nil, diags
-	}
-	ns, name := obj.GetNamespace(), obj.GetName()
-	ri := resourceFor(c.Dynamic, wait.Executor.GVR, ns)
-	if prior == nil {
-		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			diags.AddError("Executor Already Exists", fmt.Sprintf("An Executor %s/%s already exists and is not managed by this configuration. "+
-				"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
-			return nil, diags
-		} else if !apierrors.IsNotFound(err) {
-			diags.Append(apiDiagnostic("Executor", "Reading", err))
-			return nil, diags
-		}
-	}
-	live, err := applyObject(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("Executor", "Applying", err))
-		return nil, diags
-	}
-	final, werr := reg.WaitReady(ctx, wait.Executor, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("Executor", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setExecutorStatus(&state, final)
-	if werr != nil {
-		if rolledBack(final) {
-			diags.AddError("Executor Update Rolled Back", fmt.Sprintf("The update of Executor %s/%s failed and the reconciler rolled it back.\n\n%s\n\n"+
-				"The previous revision keeps running. failed_revision is set in state, so every plan proposes an update until "+
-				"an apply succeeds: fix the cause (for example the image) or revert the change, and apply again.", ns, name, werr.Error()))
-			return &state, diags
-		}
-		diags.Append(waitDiagnostic("Executor", op, werr))
-	}
-	return &state, diags
 }
 
 // rolledBack reports an Executor running its previous revision after a failed update.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -22,9 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +37,7 @@ var (
 	_ resource.ResourceWithConfigure      = (*packageSetResource)(nil)
 	_ resource.ResourceWithImportState    = (*packageSetResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*packageSetResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*packageSetResource)(nil)
 )
 
 // Default timeouts of gantry_package_set.
@@ -138,9 +136,9 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	d, err := time.ParseDuration(req.ConfigValue.ValueString())
 	switch {
 	case err != nil || d < 0:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is not a non-negative duration such as 30s, 5m or 1h.", req.ConfigValue.ValueString()))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 5m or 1h.", req.Path, req.ConfigValue.ValueString()))
 	case d < v.min:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%q is shorter than %s.", req.ConfigValue.ValueString(), v.min))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is shorter than %s.", req.Path, req.ConfigValue.ValueString(), v.min))
 	}
 }
 
@@ -182,7 +180,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
 				Attributes: map[string]schema.Attribute{
 					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
-						Validators: []validator.Int64{int64validator.Between(1, 100), int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("count"))}},
+						Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
 					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 				}},
@@ -250,74 +248,105 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 // ValidateConfig checks what the CRD's CEL rules check, at plan: unique package names,
 // dependsOn naming a package of the set at its version, no dependency cycle, services only
-// (and required) for service interrupts, config_interrupts keys in config.
-func (r *packageSetResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m packageSetModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+// (and required) for service interrupts, config_interrupts keys in config. It reads the
+// configuration through configValue, so values not known yet (module inputs, for_each, values
+// of other resources) are skipped here and checked once known; a check that needs a value
+// not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
+func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
+	if !known {
 		return
 	}
-	versions := map[string]string{}
-	for _, p := range m.Packages {
-		if p.Name.IsUnknown() || p.Version.IsUnknown() {
-			return
+	// versions: name → version of every package; complete when every name and version is known.
+	versions, complete := map[string]string{}, true
+	for _, p := range pkgs {
+		name, nok := p.Attr("name").String()
+		version, vok := p.Attr("version").String()
+		if !nok || !vok {
+			complete = false
+			continue
 		}
-		if _, dup := versions[p.Name.ValueString()]; dup {
-			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Duplicate Package", fmt.Sprintf("package %q appears twice.", p.Name.ValueString()))
+		if _, dup := versions[name]; dup {
+			resp.Diagnostics.AddAttributeError(p.Attr("name").Path(), "Duplicate Package", fmt.Sprintf("%s: package %q appears twice in packages.", p.Attr("name").Path(), name))
 		}
-		versions[p.Name.ValueString()] = p.Version.ValueString()
+		versions[name] = version
 	}
 	var wants []packageset.Want
-	for i, p := range m.Packages {
-		at := path.Root("packages").AtListIndex(i)
-		w := packageset.Want{Name: p.Name.ValueString()}
-		for d, v := range p.DependsOn {
-			if have, ok := versions[d]; !ok || have != v {
-				resp.Diagnostics.AddAttributeError(at.AtName("depends_on"), "Unknown Dependency",
-					fmt.Sprintf("package %q depends on %s %s, which is not a package of this set at that version.", w.Name, d, v))
-			}
-			w.DependsOn = append(w.DependsOn, d)
+	for _, p := range pkgs {
+		w, ok := validatePackageConfig(p, versions, complete, &resp.Diagnostics)
+		if !ok {
+			complete = false
 		}
-		sort.Strings(w.DependsOn)
 		wants = append(wants, w)
-		check := func(it interruptModel, p path.Path) {
-			if it.Type.IsUnknown() {
-				return
-			}
-			if (it.Type.ValueString() == "service") != (len(it.Services) > 0) {
-				resp.Diagnostics.AddAttributeError(p, "Invalid Interrupt", "services are required for type service and only allowed for it.")
-			}
-		}
-		envNames := map[string]bool{}
-		for _, e := range p.EnvFrom {
-			if e.Name.IsUnknown() || e.Name.IsNull() {
-				continue
-			}
-			if envNames[e.Name.ValueString()] {
-				resp.Diagnostics.AddAttributeError(at.AtName("env_from"), "Duplicate Environment Variable", fmt.Sprintf("env_from names %q twice.", e.Name.ValueString()))
-			}
-			envNames[e.Name.ValueString()] = true
-		}
-		if p.Interrupt != nil {
-			check(*p.Interrupt, at.AtName("interrupt"))
-		}
-		for k, it := range p.ConfigInterrupts {
-			check(it, at.AtName("config_interrupts").AtMapKey(k))
-			if _, ok := p.Config[k]; !ok {
-				resp.Diagnostics.AddAttributeError(at.AtName("config_interrupts").AtMapKey(k), "Unknown Config Key",
-					fmt.Sprintf("config_interrupts key %q is not a key of config.", k))
-			}
-		}
 	}
-	if !resp.Diagnostics.HasError() {
+	if complete && !resp.Diagnostics.HasError() {
 		if _, err := packageset.Order(wants); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle", err.Error())
 		}
 	}
+}
+
+// validatePackageConfig checks one element p of packages: depends_on against versions (all
+// packages' versions; checked only when complete), interrupts and config_interrupts keys
+// (duplicate env_from names: uniqueNames, added by
+// withInputValidators). It returns the package's dependencies for the cycle check, and false
+// when its name or depends_on is not known yet.
+func validatePackageConfig(p configValue, versions map[string]string, complete bool, diags *diag.Diagnostics) (packageset.Want, bool) {
+	name, known := p.Attr("name").String()
+	w := packageset.Want{Name: name}
+	deps, depsKnown := p.Attr("depends_on").Map()
+	known = known && depsKnown
+	for _, d := range sortedKeys(deps) {
+		v, vok := deps[d].String()
+		if complete && vok {
+			if have, ok := versions[d]; !ok || have != v {
+				diags.AddAttributeError(deps[d].Path(), "Unknown Dependency",
+					fmt.Sprintf("%s: package %q depends on %s %s, which is not a package of this set at that version.", deps[d].Path(), name, d, v))
+			}
+		}
+		w.DependsOn = append(w.DependsOn, d)
+	}
+	checkInterrupt := func(it configValue) {
+		typ, ok := it.Attr("type").String()
+		services, sok := it.Attr("services").List()
+		if !ok || !sok {
+			return
+		}
+		if (typ == "service") != (len(services) > 0) {
+			diags.AddAttributeError(it.Attr("services").Path(), "Invalid Interrupt",
+				fmt.Sprintf("%s: services are required for type service and only allowed for it (type is %q).", it.Path(), typ))
+		}
+	}
+	if it := p.Attr("interrupt"); it.usable() {
+		checkInterrupt(it)
+	}
+	cis, _ := p.Attr("config_interrupts").Map()
+	configKeys, configKnown := p.Attr("config").Map()
+	for _, k := range sortedKeys(cis) {
+		if cis[k].usable() {
+			checkInterrupt(cis[k])
+		}
+		if _, ok := configKeys[k]; configKnown && !ok {
+			diags.AddAttributeError(cis[k].Path(), "Unknown Config Key",
+				fmt.Sprintf("%s: config_interrupts key %q is not a key of %s.", cis[k].Path(), k, p.Attr("config").Path()))
+		}
+	}
+	return w, known
+}
+
+// sortedKeys is the keys of m in order (stable diagnostics).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (r *packageSetResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -332,44 +361,56 @@ func (r *packageSetResource) Configure(_ context.Context, req resource.Configure
 	r.data = d
 }
 
+// packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
+// (cluster-scoped: namespace "").
+var packageSetOps = &kindOps[packageSetModel]{
+	spec:          wait.PackageSet,
+	logField:      "package_set",
+	summaryAttr:   "status",
+	statusAttrs:   []string{"status", "complete_nodes", "node_status", "quarantined_versions"},
+	createTimeout: packageSetCreateTimeout,
+	updateTimeout: packageSetUpdateTimeout,
+	deleteTimeout: packageSetDeleteTimeout,
+	timeouts:      func(m *packageSetModel) timeouts.Value { return m.Timeouts },
+	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
+	expand:        expandPackageSet,
+	setStatus:     setPackageSetStatus,
+	notLive:       quarantinedInState,
+}
+
+// quarantinedInState reports a package whose version in state ("<package>@<version>") a
+// rollback quarantined: the nodes run the previous version, not the configuration.
+func quarantinedInState(m *packageSetModel) (bool, string) {
+	if m.QuarantinedVersions.IsNull() || m.QuarantinedVersions.IsUnknown() {
+		return false, ""
+	}
+	q := map[string]bool{}
+	for _, v := range m.QuarantinedVersions.Elements() {
+		if s, ok := v.(types.String); ok {
+			q[s.ValueString()] = true
+		}
+	}
+	for _, p := range m.Packages {
+		if pv := p.Name.ValueString() + "@" + p.Version.ValueString(); q[pv] {
+			return true, pv + " was rolled back and is quarantined"
+		}
+	}
+	return false, ""
+}
+
+// ModifyPlan is planRetry: while the state's status is not complete (nor paused/disabled) —
+// erroring, blocked, or a rollout rolled back with the version quarantined — the plan is an
+// in-place update that re-applies the configuration and waits again. No API call is made.
+func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	packageSetOps.planRetry(ctx, req, resp)
+}
+
 func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, packageSetCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, true, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.create(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan packageSetModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, packageSetUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, false, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	packageSetOps.update(ctx, r.data, req, resp)
 }
 
 func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -388,45 +429,7 @@ func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest,
 // Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
 // stages of packages with uninstall enabled, releases cordons and removes the node annotations.
 func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state packageSetModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, packageSetDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	name := state.Name.ValueString()
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
-		return
-	}
-	uid := live.GetUID()
-	err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil && !apierrors.IsConflict(err) {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Deleting", err))
-		return
-	}
-	if err := reg.WaitDeleted(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(uid)}); err != nil {
-		resp.Diagnostics.Append(waitDiagnostic("PackageSet", "delete", err))
-	}
+	packageSetOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts the PackageSet's name (it is cluster-scoped).
@@ -437,56 +440,6 @@ func (r *packageSetResource) ImportState(ctx context.Context, req resource.Impor
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
-}
-
-func (r *packageSetResource) applyAndWait(ctx context.Context, plan *packageSetModel, create bool, op string) (*packageSetModel, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandPackageSet(plan)
-	if err != nil {
-		diags.AddError("Invalid PackageSet Configuration", err.Error())
-		return nil, diags
-	}
-	name := obj.GetName()
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	if create {
-		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			diags.AddError("PackageSet Already Exists", fmt.Sprintf("A PackageSet %s already exists and is not managed by this configuration. Import it with `terraform import <address> %s`, or choose another name.", name, name))
-			return nil, diags
-		} else if !apierrors.IsNotFound(err) {
-			diags.Append(apiDiagnostic("PackageSet", "Reading", err))
-			return nil, diags
-		}
-	}
-	live, err := serverSideApply(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	if live, err = converge(ctx, ri, obj, live); err != nil {
-		diags.Append(apiDiagnostic("PackageSet", "Applying", err))
-		return nil, diags
-	}
-	tflog.Debug(ctx, "waiting for PackageSet", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.PackageSet, wait.Target{Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setPackageSetStatus(&state, final)
-	if werr != nil {
-		diags.Append(waitDiagnostic("PackageSet", op, werr))
-	}
-	return &state, diags
 }
 
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model
@@ -669,8 +622,41 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Packages = append(m.Packages, mp)
 	}
+	reportRunningVersions(m, &ps.Status)
 	setPackageSetStatus(m, u)
 	return m, nil
+}
+
+// reportRunningVersions makes a refresh say what really runs after a rollback: a package
+// whose configured version ("<package>@<version>") is quarantined, and which every node
+// reporting it runs at one other version (status.nodeState), gets that version, so the
+// plan shows the version change (e.g. 1.0.0 → 1.1.0) as an update that re-applies it.
+func reportRunningVersions(m *packageSetModel, st *v1alpha1.PackageSetStatus) {
+	quarantined := map[string]bool{}
+	for _, q := range st.QuarantinedVersions {
+		quarantined[q] = true
+	}
+	for i := range m.Packages {
+		p := &m.Packages[i]
+		name, want := p.Name.ValueString(), p.Version.ValueString()
+		if !quarantined[name+"@"+want] {
+			continue
+		}
+		running := ""
+		for _, pkgs := range st.NodeState {
+			ps, ok := pkgs[name]
+			switch {
+			case !ok || ps.Version == "":
+			case running == "":
+				running = ps.Version
+			case running != ps.Version:
+				running = want // the nodes disagree: keep the configured version
+			}
+		}
+		if running != "" && running != want {
+			p.Version = types.StringValue(running)
+		}
+	}
 }
 
 func priorServices(i *interruptModel) []string {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
@@ -224,6 +226,21 @@ func TestAccPackageSet_rollback(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)PackageSet\s+Failed.*stage\s+upgrade.*roll(ed|ing)\s+back\s+to\s+1\.0\.0.*dcgm-tool@1\.1\.0`),
 			},
 			{
+				// The rollback stays in the plan: an update that re-applies 1.1.0 (and fails again
+				// while it is quarantined) until the configuration changes.
+				Config:             rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Once the rollback is done on every node, a refresh says what runs: 1.0.0, so
+				// the plan shows the version change.
+				PreConfig:          func() { waitRolledBack(t, c, pool, "dcgm-tool", "1.0.0") },
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check:              resource.TestCheckResourceAttr(addr, "packages.0.version", "1.0.0"),
+			},
+			{
 				Config: rollbackConfig(pool, "1.2.0", ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
@@ -233,4 +250,29 @@ func TestAccPackageSet_rollback(t *testing.T) {
 			},
 		},
 	})
+}
+
+// waitRolledBack polls (up to 3 minutes) until every node of the PackageSet name reports
+// package pkg at version (status.nodeState), i.e. a rollback has finished.
+func waitRolledBack(t *testing.T, c *kube.Clients, name, pkg, version string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			nodes, _, _ := unstructured.NestedMap(u.Object, "status", "nodeState")
+			done := len(nodes) > 0
+			for _, pk := range nodes {
+				v, _, _ := unstructured.NestedString(pk.(map[string]interface{}), pkg, "version")
+				done = done && v == version
+			}
+			if done {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PackageSet %s: %s is not at %s on every node after 3m (last error %v)", name, pkg, version, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -27,7 +26,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -158,13 +156,14 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod. Labels " +
-					"under `kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+					"whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; " +
+					"every other label (including `app.kubernetes.io/*` and `<team>.gantry.dev/*`) is imported and shows as drift when changed outside Terraform.",
 			},
 			"annotations": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "Annotations of the Performer object. Annotations under `kubectl.kubernetes.io/`, " +
-					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` that other tools add are ignored unless set here.",
+					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` (exactly these prefixes, not their subdomains) that other tools add are ignored unless set here.",
 			},
 			"image": schema.StringAttribute{
 				Required:            true,
@@ -304,6 +303,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *performerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -318,11 +318,14 @@ func (r *performerResource) Configure(_ context.Context, req resource.ConfigureR
 // ModifyPlan fills id, service_name and grpc_endpoint at plan time when they are unknown
 // (create, or a change that could alter them) and their inputs are known: they follow from
 // name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
-// resources see them in the plan. No API call is made.
+// resources see them in the plan. And, through planRetry, while the state says the performer
+// is not Running (Failed, or an apply interrupted mid-wait) the plan is an in-place update that
+// re-applies it and waits again. No API call is made.
 func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
 	}
+	performerOps.planRetry(ctx, req, resp)
 	var name, namespace types.String
 	var port types.Int64
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
@@ -347,26 +350,24 @@ func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 }
 
-func (r *performerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan performerModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, performerCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ctx = tflog.SetField(ctx, "performer", plan.Namespace.ValueString()+"/"+plan.Name.ValueString())
+// performerOps is gantry_performer's descriptor for the generic Create/Update/Delete path.
+var performerOps = &kindOps[performerModelV0]{
+	spec:          wait.Performer,
+	logField:      "performer",
+	summaryAttr:   "phase",
+	statusAttrs:   []string{"phase", "node_name", "pod_name"},
+	createTimeout: performerCreateTimeout,
+	updateTimeout: performerUpdateTimeout,
+	deleteTimeout: performerDeleteTimeout,
+	timeouts:      func(m *performerModelV0) timeouts.Value { return m.Timeouts },
+	key:           func(m *performerModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
+	expand:        expandPerformer,
+	setStatus:     setAppliedPerformerStatus,
+	check:         checkPerformerNaming,
+}
 
-	state, diags := r.applyAndWait(ctx, &plan, true, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+func (r *performerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	performerOps.create(ctx, r.data, req, resp)
 }
 
 func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -381,60 +382,11 @@ func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, 
 }
 
 func (r *performerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan performerModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, performerUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ctx = tflog.SetField(ctx, "performer", plan.Namespace.ValueString()+"/"+plan.Name.ValueString())
-
-	state, diags := r.applyAndWait(ctx, &plan, false, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	performerOps.update(ctx, r.data, req, resp)
 }
 
 func (r *performerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state performerModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, performerDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
-	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
-
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
-	// The shared informer's copy (one LIST for all the deletes in the namespace; a GET when
-	// it lacks the object) gives the UID for the precondition and seeds the wait.
-	live, err := reg.Get(ctx, wait.Performer, ns, name)
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Performer", "Reading", err))
-		return
-	}
-	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Performer, live, live)...)
+	performerOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts "<namespace>/<name>"; Read fills in the rest from the cluster.
@@ -442,76 +394,19 @@ func (r *performerResource) ImportState(ctx context.Context, req resource.Import
 	importNamespaced(ctx, "Performer", req, resp)
 }
 
-// applyAndWait writes plan with server-side apply, removes fields other managers added
-// (converge), waits per the status contract and returns the state to save. On create it first
-// refuses to adopt an existing object. A nil state means nothing was written (or the object
-// vanished); a non-nil state with error diagnostics is saved too (Terraform taints a created
-// resource), so a failed performer is tracked and destroyed later.
-func (r *performerResource) applyAndWait(ctx context.Context, plan *performerModelV0, create bool, op string) (*performerModelV0, diag.Diagnostics) {
+// checkPerformerNaming: grpc_endpoint and service_name were planned from the naming contract;
+// it says so plainly if the reconciler disagrees (instead of Terraform's "inconsistent result").
+func checkPerformerNaming(plan, state *performerModelV0) diag.Diagnostics {
 	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandPerformer(plan)
-	if err != nil {
-		diags.AddError("Invalid Performer Configuration", err.Error())
-		return nil, diags
-	}
-	ns, name := obj.GetNamespace(), obj.GetName()
-	ri := resourceFor(c.Dynamic, wait.Performer.GVR, ns)
-	if create {
-		// Through the shared informer (one LIST for all the creates in the namespace; a GET
-		// only to confirm an object it has), not one GET per create.
-		exists, err := reg.Exists(ctx, wait.Performer, ns, name)
-		switch {
-		case err != nil:
-			diags.Append(apiDiagnostic("Performer", "Reading", err))
-			return nil, diags
-		case exists:
-			diags.AddError("Performer Already Exists",
-				fmt.Sprintf("A Performer %s/%s already exists in the cluster and is not managed by this configuration. "+
-					"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
-			return nil, diags
-		}
-	}
-	tflog.Debug(ctx, "applying Performer (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
-	live, err := applyObject(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("Performer", "Applying", err))
-		return nil, diags
-	}
-	tflog.Debug(ctx, "waiting for Performer", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.Performer, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("Performer", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setPerformerStatus(&state, final)
-	if werr != nil {
-		diags.Append(waitDiagnostic("Performer", op, werr))
-		return &state, diags
-	}
-	// grpc_endpoint and service_name were planned from the naming contract; say so plainly
-	// if the reconciler disagrees (instead of Terraform's "inconsistent result").
 	for _, chk := range []struct{ attr, planned, got string }{
 		{"grpc_endpoint", plan.GRPCEndpoint.ValueString(), state.GRPCEndpoint.ValueString()},
 		{"service_name", plan.ServiceName.ValueString(), state.ServiceName.ValueString()},
 	} {
 		if chk.planned != "" && chk.got != chk.planned {
-			diags.AddAttributeError(path.Root(chk.attr), "Unexpected "+chk.attr,
-				fmt.Sprintf("The reconciler reports %s %q, but the provider planned %q from the naming contract. "+
-					"The reconciler and the provider versions probably do not match.", chk.attr, chk.got, chk.planned))
+			diags.Append(unexpectedAttributeDiagnostic(chk.attr, chk.got, chk.planned))
 		}
 	}
-	tflog.Info(ctx, "Performer is Running", map[string]interface{}{"node": state.NodeName.ValueString()})
-	return &state, diags
+	return diags
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -636,6 +531,21 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	}
 	setPerformerStatus(m, u)
 	return m, nil
+}
+
+// setAppliedPerformerStatus is setPerformerStatus for the state an apply returns: grpc_endpoint
+// and service_name keep the values planned from the naming contract while the status lacks
+// them (a wait that failed or was interrupted before the reconciler reported them), so the
+// state matches the plan; checkPerformerNaming reports a status that disagrees.
+func setAppliedPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
+	endpoint, service := m.GRPCEndpoint, m.ServiceName
+	setPerformerStatus(m, u)
+	if m.GRPCEndpoint.IsNull() && !endpoint.IsUnknown() {
+		m.GRPCEndpoint = endpoint
+	}
+	if m.ServiceName.IsNull() && !service.IsUnknown() {
+		m.ServiceName = service
+	}
 }
 
 // setPerformerStatus fills the computed attributes from the object: id from its namespace and

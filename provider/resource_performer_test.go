@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -750,9 +751,11 @@ func TestAccPerformer_impossibleGPURequestFailsFast(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-nogpu")
-	start := time.Now()
+	var start time.Time
 	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+		// Measured from PreCheck, which runs after ParallelTest's pause for a free slot: the
+		// time queued behind other tests is not the apply's.
+		PreCheck:                 func() { testAccPreCheck(t); start = time.Now() },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             checkPerformersDestroyed(c),
 		Steps: []resource.TestStep{{
@@ -829,5 +832,169 @@ func skipUnlessAcc(t *testing.T) {
 	t.Helper()
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance tests need TF_ACC=1, a cluster (KUBE_CONFIG_PATH) and a running gantry-reconciler")
+	}
+}
+
+// A failed update stays in the plan until it is fixed: the apply fails with the kubelet's
+// message and says the next plan re-applies; the next plan is an in-place update (not "No
+// changes", not a replacement); applying it unchanged retries (and fails again); applying a
+// fixed configuration updates the same object (same UID) to Running.
+func TestAccPerformer_failedUpdateStaysInPlan(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-failupd")
+	addr := "gantry_performer.upd"
+	good := performerConfig(ns, "upd", `  timeouts = { create = "3m", update = "3m" }`)
+	bad := performerConfig(ns, "upd", `  version = "broken"
+  labels  = { "image-pull-failed.stage.gantry.dev" = "true" }
+  timeouts = { create = "3m", update = "3m" }`)
+	var uid string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPerformersDestroyed(c),
+		Steps: []resource.TestStep{
+			{
+				Config: good,
+				Check:  captureUID(c, wait.Performer, ns, "upd", &uid),
+			},
+			{
+				Config:      bad,
+				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*ErrImagePull.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
+			},
+			{
+				Config:             bad,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: bad,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(addr, tfjsonpath.New("phase")),
+				}},
+				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*ErrImagePull`),
+			},
+			{
+				Config: good,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+				Check: checkSameUID(c, wait.Performer, ns, "upd", &uid),
+			},
+			{
+				Config:             good,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: false,
+			},
+		},
+	})
+}
+
+// captureUID stores the UID of the object ns/name of spec's kind in *uid.
+func captureUID(c *kube.Clients, spec wait.Spec, ns, name string, uid *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := c.Dynamic.Resource(spec.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		*uid = string(u.GetUID())
+		return nil
+	}
+}
+
+// checkSameUID fails unless the object ns/name of spec's kind still has UID *uid (it was
+// updated in place, never replaced).
+func checkSameUID(c *kube.Clients, spec wait.Spec, ns, name string, uid *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := c.Dynamic.Resource(spec.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := string(u.GetUID()); got != *uid {
+			return fmt.Errorf("%s %s/%s was replaced: UID %s, want %s", spec.Kind, ns, name, got, *uid)
+		}
+		return nil
+	}
+}
+
+// An update that could not finish for a reason outside the configuration (no Pod capacity in
+// the namespace: a ResourceQuota) times out; the next plan is an update that waits again;
+// once the capacity is back and the performer is Running by itself, the plan is empty — no
+// update, no replacement.
+func TestAccPerformer_updateHealedByItselfPlansNoChange(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-heal")
+	addr := "gantry_performer.heal"
+	v1 := performerConfig(ns, "heal", `  timeouts = { create = "3m", update = "15s" }`)
+	v2 := performerConfig(ns, "heal", `  version  = "2.0.0"
+  timeouts = { create = "3m", update = "15s" }`)
+	var uid string
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: k8sresource.MustParse("0")}}}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPerformersDestroyed(c),
+		Steps: []resource.TestStep{
+			{Config: v1, Check: captureUID(c, wait.Performer, ns, "heal", &uid)},
+			{
+				PreConfig: func() {
+					if _, err := c.Core.CoreV1().ResourceQuotas(ns).Create(context.Background(), quota, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      v2,
+				ExpectError: regexp.MustCompile(`(?s)Timed Out Waiting for Performer.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
+			},
+			{Config: v2, PlanOnly: true, ExpectNonEmptyPlan: true},
+			{
+				PreConfig: func() {
+					if err := c.Core.CoreV1().ResourceQuotas(ns).Delete(context.Background(), "no-pods", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					waitPerformerRunning(t, c, ns, "heal")
+				},
+				// A refresh sees Running, and the plan after it must be empty.
+				RefreshState: true,
+			},
+			{
+				Config:            v2,
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running"))},
+				Check:             checkSameUID(c, wait.Performer, ns, "heal", &uid),
+			},
+		},
+	})
+}
+
+// waitPerformerRunning touches the performer ns/name (a gantry.dev/ annotation, which the
+// provider ignores, so the reconciler, possibly in a long error backoff, tries again at once)
+// and polls up to 3 minutes until its phase is Running for its current generation.
+func waitPerformerRunning(t *testing.T, c *kube.Clients, ns, name string) {
+	t.Helper()
+	ri := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns)
+	patch := []byte(`{"metadata":{"annotations":{"gantry.dev/acc-nudge":"` + time.Now().Format("150405.000") + `"}}}`)
+	if _, err := ri.Patch(context.Background(), name, k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		u, err := ri.Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			ph, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+			og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+			if ph == "Running" && og == u.GetGeneration() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("performer %s/%s not Running after 3m (last error %v)", ns, name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"regexp"
 	"sort"
 	"time"
@@ -12,10 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -26,9 +22,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -40,6 +33,7 @@ var (
 	_ resource.Resource                = (*workspaceResource)(nil)
 	_ resource.ResourceWithConfigure   = (*workspaceResource)(nil)
 	_ resource.ResourceWithImportState = (*workspaceResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*workspaceResource)(nil)
 )
 
 // Default timeouts of gantry_workspace.
@@ -164,7 +158,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 			},
 			"inference": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Serve a model. Exactly one of `inference` and `tuning`.",
-				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
+				Validators:    []validator.Object{exactlyOne(path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
 				Attributes: map[string]schema.Attribute{
 					"model": schema.StringAttribute{Required: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct")}},
@@ -186,7 +180,6 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 			},
 			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
-				Validators:    []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("inference"), path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
 					"method":     schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
@@ -194,7 +187,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"image":      schema.StringAttribute{Required: true, MarkdownDescription: "Tuning container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls` and `input_image`.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
-							listvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("input_image"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"))}},
 					"input_image":        schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
 					"output_image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image reference the tuned adapter is pushed to."},
 					"output_push_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a docker-config Secret used to push (only the name is stored; never credentials).", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
@@ -217,6 +210,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts":            timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
+	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
 func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -228,44 +222,34 @@ func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureR
 	r.data = d
 }
 
+// workspaceOps is gantry_workspace's descriptor for the generic Create/Update/Delete path.
+var workspaceOps = &kindOps[workspaceModelV0]{
+	spec:          wait.Workspace,
+	logField:      "workspace",
+	summaryAttr:   "state",
+	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "conditions"},
+	createTimeout: workspaceCreateTimeout,
+	updateTimeout: workspaceUpdateTimeout,
+	deleteTimeout: workspaceDeleteTimeout,
+	timeouts:      func(m *workspaceModelV0) timeouts.Value { return m.Timeouts },
+	key:           func(m *workspaceModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
+	expand:        expandWorkspace,
+	setStatus:     setWorkspaceStatus,
+}
+
+// ModifyPlan is planRetry: while the state's state is not Ready (inference) or Succeeded
+// (tuning), the plan is an in-place update that re-applies the configuration and waits again.
+// No API call is made.
+func (r *workspaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	workspaceOps.planRetry(ctx, req, resp)
+}
+
 func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan workspaceModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, workspaceCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, true, "create")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	workspaceOps.create(ctx, r.data, req, resp)
 }
 
 func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan workspaceModelV0
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, workspaceUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	state, diags := r.applyAndWait(ctx, &plan, false, "update")
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-	}
+	workspaceOps.update(ctx, r.data, req, resp)
 }
 
 func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -279,90 +263,12 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 }
 
 func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state workspaceModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, workspaceDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
-	c, reg, err := r.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := resourceFor(c.Dynamic, wait.Workspace.GVR, ns)
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Workspace", "Reading", err))
-		return
-	}
-	resp.Diagnostics.Append(deleteAndWait(ctx, ri, reg, wait.Workspace, live, nil)...)
+	workspaceOps.delete(ctx, r.data, req, resp)
 }
 
 // ImportState accepts "<namespace>/<name>"; Read fills in the rest.
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importNamespaced(ctx, "Workspace", req, resp)
-}
-
-// applyAndWait: refuse to adopt on create, server-side apply, converge, wait per the status
-// contract (wait.Workspace). A non-nil state with errors is saved (tainted on create).
-func (r *workspaceResource) applyAndWait(ctx context.Context, plan *workspaceModelV0, create bool, op string) (*workspaceModelV0, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	c, reg, err := r.data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return nil, diags
-	}
-	obj, err := expandWorkspace(plan)
-	if err != nil {
-		diags.AddError("Invalid Workspace Configuration", err.Error())
-		return nil, diags
-	}
-	ns, name := obj.GetNamespace(), obj.GetName()
-	ri := resourceFor(c.Dynamic, wait.Workspace.GVR, ns)
-	if create {
-		_, err := ri.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			diags.AddError("Workspace Already Exists", fmt.Sprintf("A Workspace %s/%s already exists and is not managed by this configuration. "+
-				"Import it with `terraform import <address> %s/%s`, or choose another name.", ns, name, ns, name))
-			return nil, diags
-		case !apierrors.IsNotFound(err):
-			diags.Append(apiDiagnostic("Workspace", "Reading", err))
-			return nil, diags
-		}
-	}
-	live, err := applyObject(ctx, ri, obj)
-	if err != nil {
-		diags.Append(apiDiagnostic("Workspace", "Applying", err))
-		return nil, diags
-	}
-	tflog.Debug(ctx, "waiting for Workspace", map[string]interface{}{"generation": live.GetGeneration()})
-	final, werr := reg.WaitReady(ctx, wait.Workspace, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration()})
-	if final == nil {
-		final = live
-	}
-	var de *wait.DeletedError
-	if werr != nil && errors.As(werr, &de) {
-		diags.Append(waitDiagnostic("Workspace", op, werr))
-		return nil, diags
-	}
-	state := *plan
-	setWorkspaceStatus(&state, final)
-	if werr != nil {
-		diags.Append(waitDiagnostic("Workspace", op, werr))
-	}
-	return &state, diags
 }
 
 // expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).

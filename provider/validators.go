@@ -29,7 +29,7 @@ func (v quantityValidator) ValidateString(ctx context.Context, req validator.Str
 	}
 	if _, err := resource.ParseQuantity(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Quantity",
-			fmt.Sprintf("%q is not a Kubernetes quantity (%v): use e.g. 500m, 1, 256Mi or 2Gi.", req.ConfigValue.ValueString(), err))
+			fmt.Sprintf("%s = %q is not a Kubernetes quantity (%v): use e.g. 500m, 1, 256Mi or 2Gi.", req.Path, req.ConfigValue.ValueString(), err))
 	}
 }
 
@@ -96,8 +96,9 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 }
 
 // uniqueNames rejects a list of objects in which two elements have the same known "name"
-// attribute (the CRD's listType=map with listMapKey=name).
-type uniqueNames struct{}
+// attribute (the CRD's listType=map with listMapKey=name). what names the elements in the
+// error's summary ("Duplicate <what>"; "" = "Name").
+type uniqueNames struct{ what string }
 
 func (uniqueNames) Description(context.Context) string { return "element names must be unique" }
 
@@ -118,10 +119,17 @@ func (v uniqueNames) ValidateList(_ context.Context, req validator.ListRequest, 
 			continue
 		}
 		if j, dup := seen[n.ValueString()]; dup {
-			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate name",
-				fmt.Sprintf("name %q is already used by element %d; names must be unique", n.ValueString(), j))
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate "+v.summaryNoun(),
+				fmt.Sprintf("%s: name %q is already used by %s; names must be unique.", req.Path.AtListIndex(i).AtName("name"), n.ValueString(), req.Path.AtListIndex(j)))
 			continue
 		}
 		seen[n.ValueString()] = i
 	}
+}
+
+func (v uniqueNames) summaryNoun() string {
+	if v.what == "" {
+		return "Name"
+	}
+	return v.what
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -48,7 +49,10 @@ func NewLazy(build func() (*Clients, error)) *Lazy {
 }
 
 // LazyFromSettings returns a Lazy that resolves s against the environment (Settings.WithEnv
-// with os.LookupEnv), builds the REST config (RESTConfig) and the clients on first use.
+// with os.LookupEnv), builds the REST config (RESTConfig) and the clients on first use, and
+// checks that the API server answers (Reach, bounded by the resolved ConnectTimeout): an API
+// server that cannot be reached fails the first use, and every later one at once, with
+// *UnreachableError. Once reached, nothing here bounds later requests.
 func LazyFromSettings(s Settings) *Lazy {
 	return NewLazy(func() (*Clients, error) {
 		resolved, err := s.WithEnv(nil)
@@ -59,7 +63,14 @@ func LazyFromSettings(s Settings) *Lazy {
 		if err != nil {
 			return nil, err
 		}
-		return NewClients(cfg)
+		c, err := NewClients(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := Reach(context.Background(), c, resolved.ConnectTimeout); err != nil {
+			return nil, err
+		}
+		return c, nil
 	})
 }
 

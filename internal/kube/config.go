@@ -9,7 +9,9 @@
 // QPS 5 / burst 10 to 50 / 100 (GANTRY_QPS, GANTRY_BURST), because waiting on many
 // resources in parallel is the normal case here.
 //
-// Nothing in this package contacts the cluster.
+// Nothing here contacts the cluster except Reach (and LazyFromSettings, which calls it on
+// first use): a bounded check that the API server answers at all, so an unreachable or
+// misconfigured endpoint fails within connect_timeout instead of being retried forever.
 package kube
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -93,8 +96,17 @@ type Settings struct {
 	QPS float32
 	// Burst is the client's request burst (>= 1); 0 means unset (GANTRY_BURST, else DefaultBurst).
 	Burst int
+	// ConnectTimeout bounds the first contact with the API server (see Reach); 0 means unset
+	// (KUBE_CONNECT_TIMEOUT, else DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 	// UserAgent is sent with every request; empty means client-go's default.
 	UserAgent string
+}
+
+// hasCredentials reports whether s names a credential of its own (token, client certificate
+// or key, exec plugin); the credential environment variables are then not read.
+func (s Settings) hasCredentials() bool {
+	return s.Token != "" || s.ClientCertificate != "" || s.ClientKey != "" || s.Exec != nil
 }
 
 // ExecSettings configure a client-go exec credential plugin (client.authentication.k8s.io).
@@ -110,9 +122,12 @@ type ExecSettings struct {
 }
 
 // WithEnv returns s with every unset field filled from the environment through lookup
-// (os.LookupEnv in production; a map in tests) and QPS/Burst defaulted. Explicit settings
-// always win over the environment. It fails on an unparsable KUBE_INSECURE, GANTRY_QPS or
-// GANTRY_BURST.
+// (os.LookupEnv in production; a map in tests) and QPS, Burst and ConnectTimeout defaulted.
+// Explicit settings always win over the environment, and credentials are one unit: when s
+// sets any of Token, ClientCertificate, ClientKey or Exec, none of KUBE_TOKEN,
+// KUBE_CLIENT_CERT_DATA and KUBE_CLIENT_KEY_DATA is read (so an exported KUBE_TOKEN never
+// replaces a configured exec plugin). It fails on an unparsable KUBE_INSECURE, GANTRY_QPS,
+// GANTRY_BURST or KUBE_CONNECT_TIMEOUT.
 func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -129,10 +144,12 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 	str(&s.ConfigContextAuthInfo, EnvConfigContextAuthInfo)
 	str(&s.ConfigContextCluster, EnvConfigContextCluster)
 	str(&s.Host, EnvHost)
-	str(&s.Token, EnvToken)
+	if !s.hasCredentials() {
+		str(&s.Token, EnvToken)
+		str(&s.ClientCertificate, EnvClientCertData)
+		str(&s.ClientKey, EnvClientKeyData)
+	}
 	str(&s.ClusterCACertificate, EnvClusterCACertData)
-	str(&s.ClientCertificate, EnvClientCertData)
-	str(&s.ClientKey, EnvClientKeyData)
 	str(&s.TLSServerName, EnvTLSServerName)
 	str(&s.ProxyURL, EnvProxyURL)
 	if len(s.ConfigPaths) == 0 {
@@ -173,6 +190,16 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 			s.Burst = n
 		}
 	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = DefaultConnectTimeout
+		if v, ok := lookup(EnvConnectTimeout); ok && v != "" {
+			d, err := ParseConnectTimeout(v)
+			if err != nil {
+				return s, fmt.Errorf("%s=%w", EnvConnectTimeout, err)
+			}
+			s.ConnectTimeout = d
+		}
+	}
 	return s, nil
 }
 
@@ -188,7 +215,8 @@ var ErrNoConfig = errors.New("no Kubernetes configuration: set config_path (or K
 //   - context: ConfigContext, ConfigContextAuthInfo, ConfigContextCluster select or override
 //     parts of the kubeconfig.
 //   - overrides applied on top: Host, Token, ClusterCACertificate, ClientCertificate, ClientKey,
-//     Insecure, TLSServerName, ProxyURL, Exec (never interactive).
+//     Insecure, TLSServerName, ProxyURL, Exec (never interactive). Exec replaces the
+//     kubeconfig user's token, client certificate, basic auth and auth provider.
 //   - when none of the above is set, in-cluster configuration (KUBERNETES_SERVICE_HOST and the
 //     mounted ServiceAccount token), else ErrNoConfig.
 //
@@ -281,6 +309,14 @@ func RESTConfig(s Settings) (*rest.Config, error) {
 	}
 	if cfg.Host == "" {
 		return nil, ErrNoConfig
+	}
+	if s.Exec != nil {
+		// client-go skips an exec plugin when the config holds a token, client certificate
+		// or basic auth (e.g. from the kubeconfig's user): a configured plugin must be used.
+		cfg.BearerToken, cfg.BearerTokenFile = "", ""
+		cfg.CertData, cfg.CertFile, cfg.KeyData, cfg.KeyFile = nil, "", nil, ""
+		cfg.Username, cfg.Password = "", ""
+		cfg.AuthProvider = nil
 	}
 	cfg.QPS = s.QPS
 	cfg.Burst = s.Burst

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const kubeconfigA = `apiVersion: v1
@@ -285,15 +286,30 @@ func TestLazyBuildsOnce(t *testing.T) {
 }
 
 func TestLazyFromSettings(t *testing.T) {
-	dir := t.TempDir()
-	a := writeFile(t, dir, "a.yaml", kubeconfigA)
+	srv := versionServer(t)
 	t.Setenv(EnvQPS, "")
 	t.Setenv(EnvBurst, "")
-	c, err := LazyFromSettings(Settings{ConfigPath: a}).Get()
+	t.Setenv(EnvConnectTimeout, "")
+	c, err := LazyFromSettings(Settings{Host: srv.URL, Insecure: boolPtr(true), Token: "t"}).Get()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Config.QPS != DefaultQPS || c.Config.Burst != DefaultBurst || c.Dynamic == nil || c.Core == nil {
 		t.Errorf("clients: %+v", c.Config)
+	}
+}
+
+// An API server that never answers fails the first use with *UnreachableError, and every
+// later use with the same error at once.
+func TestLazyFromSettingsUnreachable(t *testing.T) {
+	t.Setenv(EnvConnectTimeout, "")
+	l := LazyFromSettings(Settings{Host: closedPort(t), Token: "t", ConnectTimeout: 2 * time.Second})
+	_, err := l.Get()
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Timeout != 2*time.Second || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v, want *UnreachableError quoting connection refused", err)
+	}
+	if _, err2 := l.Get(); err2 != err {
+		t.Errorf("second Get: %v, want the first error", err2)
 	}
 }

@@ -1,0 +1,160 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// The diagnostics of the resources' Create, Read, Update and Delete, one constructor per
+// situation (terraform-provider-random's internal/diagnostics is the model). Every summary is
+// Title Case and names the kind; every detail says what happened, what Terraform does next and
+// what the user can do, then quotes the original error.
+//
+// What Terraform does next follows from Terraform core, not from the provider: an object
+// whose create returns an error is saved as tainted when the provider returns a state
+// (terraform/internal/terraform maybeTainted), and the next plan replaces it; an update that
+// returns an error keeps the returned state untainted; a create that returns no state leaves
+// nothing in state.
+
+// Operations, as the diagnostics name them.
+const (
+	opCreate = "create"
+	opUpdate = "update"
+	opDelete = "delete"
+)
+
+// objectID is how messages name an object: "<namespace>/<name>", or "<name>" when cluster-scoped.
+func objectID(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// nextStep says what the next plan does after op failed on a kind whose object was saved in
+// state (tainted on create) and what the user can do about it.
+func nextStep(kind, op string) string {
+	switch op {
+	case opCreate:
+		return fmt.Sprintf("Terraform saves the %s in state as tainted (it does so for every create that returns an error): "+
+			"the next plan replaces it (deletes and creates it again), which retries. If the %s recovers by itself before then "+
+			"(the reconciler keeps retrying with backoff) and you want to keep it, run `terraform untaint <address>`: "+
+			"the next plan then shows no change.", kind, kind)
+	case opUpdate:
+		return fmt.Sprintf("Terraform keeps the %s in state with the configuration you applied and the status last seen; "+
+			"the next plan shows an update that re-applies the %s and waits again (no change if it has recovered by then).", kind, kind)
+	default:
+		return fmt.Sprintf("The %s stays in state; the next destroy (or apply) deletes it again and waits until it is gone.", kind)
+	}
+}
+
+// waitDiagnostic turns a wait error of op (opCreate, opUpdate, opDelete) on kind's object id
+// into an error diagnostic: failed (summary a failure value or Stalled=True), timed out,
+// deleted by someone else while waiting, or any other error (e.g. Forbidden).
+func waitDiagnostic(kind, op, id string, err error) diag.Diagnostic {
+	var (
+		fe *wait.FailedError
+		te *wait.TimeoutError
+		de *wait.DeletedError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return diag.NewErrorDiagnostic(kind+" Failed",
+			fmt.Sprintf("The %s %s was written, but the reconciler reports that it failed:\n\n%s\n\n"+
+				"%s Change the configuration if it asks for something the cluster cannot provide.", kind, id, fe.Error(), nextStep(kind, op)))
+	case errors.As(err, &te):
+		return diag.NewErrorDiagnostic("Timed Out Waiting for "+kind,
+			fmt.Sprintf("%s\n\n%s Raise timeouts.%s if the %s needs longer, or look at the reconciler's log.", te.Error(), nextStep(kind, op), op, kind))
+	case errors.As(err, &de):
+		return diag.NewErrorDiagnostic(kind+" Deleted While Waiting",
+			fmt.Sprintf("%s. Something else deleted the %s %s; it is not saved in state, and the next plan creates it again.", de.Error(), kind, id))
+	}
+	return diag.NewErrorDiagnostic("Error Waiting for "+kind,
+		fmt.Sprintf("The %s %s was written, but waiting for it failed. %s\n\nOriginal Error: %s", kind, id, nextStep(kind, op), err))
+}
+
+// rolledBackDiagnostic reports an update the reconciler rolled back onto the previous revision
+// (Executor) or version (PackageSet): err is the wait's error, which names what runs now.
+func rolledBackDiagnostic(kind, id string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(kind+" Update Rolled Back",
+		fmt.Sprintf("The update of %s %s failed and the reconciler rolled it back.\n\n%s\n\n"+
+			"The previous revision keeps running. Terraform keeps the configuration you applied in state, and every plan "+
+			"shows an update that re-applies it and waits again until an apply succeeds: fix the cause (for example the "+
+			"image) or revert the change, and apply again.", kind, id, err.Error()))
+}
+
+// interruptedDiagnostic is the warning of a create or update whose wait was cancelled
+// (terraform was interrupted, e.g. Ctrl-C / SIGINT): the object was written, and its state is
+// saved, untainted, with the summary last seen.
+func interruptedDiagnostic(kind, id, summaryAttr, summary string) diag.Diagnostic {
+	if summary == "" {
+		summary = "not reported yet"
+	}
+	return diag.NewWarningDiagnostic(kind+" Apply Interrupted",
+		fmt.Sprintf("Terraform was interrupted while waiting for %s %s. The %s was written to the cluster and is saved in state "+
+			"(not tainted) with %s = %q as last seen. The reconciler carries on; the next plan shows an update that re-applies "+
+			"the %s and waits again (no change if it is ready by then). Nothing is replaced.", kind, id, kind, summaryAttr, summary, kind))
+}
+
+// alreadyExistsDiagnostic refuses to create kind's object id over an object of that name that
+// this provider did not write (it lacks the gantry.dev/managed-by annotation or the
+// terraform-provider-gantry field manager). importID is what `terraform import` takes.
+func alreadyExistsDiagnostic(kind, id, importID, why string) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(kind+" Already Exists",
+		fmt.Sprintf("A %s %s already exists in the cluster and was not created by Terraform (%s), so the provider does not "+
+			"take it over. Nothing was changed. Import it with `terraform import <address> %s` to manage it from this "+
+			"configuration, or choose another name.", kind, id, why, importID))
+}
+
+// invalidConfigDiagnostic reports a configuration the provider cannot map to the API object
+// (normally caught at plan time by the validators). Nothing was written.
+func invalidConfigDiagnostic(kind string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid "+kind+" Configuration",
+		fmt.Sprintf("The configuration could not be mapped to a %s; nothing was written. Fix the configuration and apply again.\n\nOriginal Error: %s", kind, err))
+}
+
+// apiDiagnostic reports a failed API call; action is a gerund such as "Reading", "Applying".
+func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(fmt.Sprintf("Error %s %s", action, kind),
+		fmt.Sprintf("The Kubernetes API rejected the request or could not be reached. Terraform changes nothing in state for "+
+			"this %s; apply again once the cause is fixed.\n\nOriginal Error: %s", kind, err))
+}
+
+// clientDiagnostic reports that the provider could not build its Kubernetes client, or could
+// not reach the API server (*kube.UnreachableError).
+func clientDiagnostic(err error) diag.Diagnostic {
+	var ue *kube.UnreachableError
+	if errors.As(err, &ue) {
+		return diag.NewErrorDiagnostic("Kubernetes API Server Unreachable",
+			fmt.Sprintf("The provider could not connect to the Kubernetes API server.\n\nOriginal Error: %s", err))
+	}
+	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
+		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
+}
+
+// readMappingDiagnostic reports an object read from the cluster that cannot be mapped to the
+// resource's attributes (e.g. written by a newer reconciler or edited into an invalid shape).
+func readMappingDiagnostic(kind, id string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Error Reading "+kind,
+		fmt.Sprintf("The %s %s could not be mapped to Terraform: %v", kind, id, err))
+}
+
+// unexpectedAttributeDiagnostic reports a computed attribute planned from a naming contract
+// that the reconciler reports differently.
+func unexpectedAttributeDiagnostic(attr, got, planned string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root(attr), "Unexpected "+attr,
+		fmt.Sprintf("The reconciler reports %s %q, but the provider planned %q from the naming contract. "+
+			"The reconciler and the provider versions probably do not match.", attr, got, planned))
+}
+
+// importIDDiagnostic reports an import ID that is not of the kind's form.
+func importIDDiagnostic(err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic("Invalid Import ID", strings.TrimSpace(err.Error()))
+}

@@ -1,0 +1,345 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/attr/xattr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Plan-time checks of what the API server would reject at apply (issue 10 §4), added to every
+// resource's schema by withInputValidators so the four resources check the same inputs the
+// same way. Every error is an attribute error on the exact path (a map entry, a list
+// element's attribute) and its message names that path.
+
+// labelMapAttributes are the map attributes whose entries are Kubernetes labels (or label
+// selectors): keys must be qualified names, values label values.
+var labelMapAttributes = map[string]bool{"labels": true, "pod_labels": true, "node_selector": true, "custom_labels": true,
+	"label_selector": true, "performer_selector": true, "pod_non_interrupt_labels": true}
+
+// annotationMapAttributes are the map attributes whose entries are Kubernetes annotations.
+var annotationMapAttributes = map[string]bool{"annotations": true, "pod_annotations": true}
+
+// withInputValidators returns attrs with the shared input checks added, at any depth: label
+// and annotation maps (labelMapAttributes, annotationMapAttributes), non-negative timeouts,
+// requests ≤ limits in resources, unique env_from names, and whole numbers for every Int64 attribute (a clear error
+// for 9090.5 instead of the framework's conversion error).
+func withInputValidators(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	out := make(map[string]schema.Attribute, len(attrs))
+	for name, a := range attrs {
+		out[name] = withInputValidatorsAttr(name, a)
+	}
+	return out
+}
+
+func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
+	switch t := a.(type) {
+	case schema.MapAttribute:
+		if t.ElementType == types.StringType && labelMapAttributes[name] {
+			t.Validators = append(t.Validators, labelsValidator{})
+		}
+		if t.ElementType == types.StringType && annotationMapAttributes[name] {
+			t.Validators = append(t.Validators, annotationsValidator{})
+		}
+		return t
+	case schema.Int64Attribute:
+		if t.CustomType == nil {
+			t.CustomType = wholeNumberType{}
+		}
+		return t
+	case schema.SingleNestedAttribute:
+		t.Attributes = withInputValidators(t.Attributes)
+		if name == "timeouts" {
+			t.Validators = append(t.Validators, nonNegativeDurations{})
+		}
+		if _, ok := t.Attributes["requests"]; ok && name == "resources" {
+			t.Validators = append(t.Validators, requestsWithinLimits{})
+		}
+		return t
+	case schema.ListNestedAttribute:
+		t.NestedObject.Attributes = withInputValidators(t.NestedObject.Attributes)
+		if name == "env_from" {
+			t.Validators = append(t.Validators, uniqueNames{what: "Environment Variable"})
+		}
+		return t
+	case schema.MapNestedAttribute:
+		t.NestedObject.Attributes = withInputValidators(t.NestedObject.Attributes)
+		return t
+	}
+	return a
+}
+
+// labelsValidator checks a map of labels: each key a qualified name (optional DNS-subdomain
+// prefix + "/" + name of at most 63 characters), each known value a label value (at most 63
+// characters, alphanumerics, '-', '_', '.', starting and ending alphanumeric, or empty).
+type labelsValidator struct{}
+
+func (labelsValidator) Description(context.Context) string {
+	return "keys must be Kubernetes label keys (prefix/name) and values label values (at most 63 characters)"
+}
+func (v labelsValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (labelsValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	elems := req.ConfigValue.Elements()
+	for _, k := range sortedKeys(elems) {
+		at := req.Path.AtMapKey(k)
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			resp.Diagnostics.AddAttributeError(at, "Invalid Label Key",
+				fmt.Sprintf("%s: %q is not a valid label key: %s.", req.Path, k, strings.Join(errs, "; ")))
+		}
+		s, ok := elems[k].(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if errs := validation.IsValidLabelValue(s.ValueString()); len(errs) > 0 {
+			resp.Diagnostics.AddAttributeError(at, "Invalid Label Value",
+				fmt.Sprintf("%s: %q is not a valid label value: %s.", at, s.ValueString(), strings.Join(errs, "; ")))
+		}
+	}
+}
+
+// annotationsValidator checks a map of annotations: each key a qualified name (as the API
+// server checks it, lower-cased), and the total size of keys and values at most 256 KiB
+// (checked when every value is known).
+type annotationsValidator struct{}
+
+func (annotationsValidator) Description(context.Context) string {
+	return "keys must be Kubernetes annotation keys (prefix/name); keys and values together at most 256 KiB"
+}
+func (v annotationsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (annotationsValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	elems := req.ConfigValue.Elements()
+	known := map[string]string{}
+	complete := true
+	for _, k := range sortedKeys(elems) {
+		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Invalid Annotation Key",
+				fmt.Sprintf("%s: %q is not a valid annotation key: %s.", req.Path, k, strings.Join(errs, "; ")))
+		}
+		if s, ok := elems[k].(types.String); ok && !s.IsUnknown() {
+			known[k] = s.ValueString()
+		} else {
+			complete = false
+		}
+	}
+	if complete {
+		if err := apivalidation.ValidateAnnotationsSize(known); err != nil {
+			resp.Diagnostics.AddAttributeError(req.Path, "Annotations Too Large", fmt.Sprintf("%s: %v.", req.Path, err))
+		}
+	}
+}
+
+// nonNegativeDurations checks the create/update/delete/read durations of a timeouts block:
+// each known one must parse (e.g. 30s, 10m, 1h) and be zero or more.
+type nonNegativeDurations struct{}
+
+func (nonNegativeDurations) Description(context.Context) string {
+	return "each timeout must be a non-negative duration such as 30s, 10m or 1h"
+}
+func (v nonNegativeDurations) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (nonNegativeDurations) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	attrs := req.ConfigValue.Attributes()
+	for _, n := range sortedKeys(attrs) {
+		s, ok := attrs[n].(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if d, err := time.ParseDuration(s.ValueString()); err != nil || d < 0 {
+			resp.Diagnostics.AddAttributeError(req.Path.AtName(n), "Invalid Timeout",
+				fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 10m or 1h.", req.Path.AtName(n), s.ValueString()))
+		}
+	}
+}
+
+// requestsWithinLimits checks a resources block: for every resource name in both requests
+// and limits with known, valid quantities, the request is at most the limit (the API server
+// rejects a Pod whose request exceeds its limit).
+type requestsWithinLimits struct{}
+
+func (requestsWithinLimits) Description(context.Context) string {
+	return "each request must be at most the limit of the same resource"
+}
+func (v requestsWithinLimits) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (requestsWithinLimits) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	attrs := req.ConfigValue.Attributes()
+	requests, limits := knownQuantities(attrs["requests"]), knownQuantities(attrs["limits"])
+	for _, n := range sortedKeys(requests) {
+		l, ok := limits[n]
+		r := requests[n]
+		if !ok || r.Cmp(l) <= 0 {
+			continue
+		}
+		at := req.Path.AtName("requests").AtMapKey(n)
+		resp.Diagnostics.AddAttributeError(at, "Request Exceeds Limit",
+			fmt.Sprintf("%s = %q is more than %s = %q: a request must be at most its limit.",
+				at, r.String(), req.Path.AtName("limits").AtMapKey(n), l.String()))
+	}
+}
+
+// knownQuantities is the entries of a map of quantities that are known and parse.
+func knownQuantities(v attr.Value) map[string]resource.Quantity {
+	m, ok := v.(types.Map)
+	if !ok || m.IsNull() || m.IsUnknown() {
+		return nil
+	}
+	out := map[string]resource.Quantity{}
+	for k, e := range m.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if q, err := resource.ParseQuantity(s.ValueString()); err == nil {
+			out[k] = q
+		}
+	}
+	return out
+}
+
+// wholeNumberType is the type of every Int64 attribute: basetypes.Int64Type, except that a
+// number with a fractional part (port = 9090.5) is reported as an attribute error naming the
+// attribute and the value, where the framework's own conversion fails with "Value
+// %!s(*big.Float=9090.5) is not an integer" (basetypes.Int64Type.ValueFromTerraform formats a
+// *big.Float with %s). Values are basetypes.Int64Value, so models keep types.Int64.
+type wholeNumberType struct{ basetypes.Int64Type }
+
+// Equal: a wholeNumberType equals itself and basetypes.Int64Type (its values' type).
+func (t wholeNumberType) Equal(o attr.Type) bool {
+	switch o.(type) {
+	case wholeNumberType, basetypes.Int64Type:
+		return true
+	}
+	return false
+}
+
+func (t wholeNumberType) ValueFromTerraform(ctx context.Context, in tftypes.Value) (attr.Value, error) {
+	if in.IsKnown() && !in.IsNull() {
+		var f *big.Float
+		if err := in.As(&f); err == nil && f != nil && !f.IsInt() {
+			return fractionalNumber{Int64Value: basetypes.NewInt64Unknown(), text: f.Text('g', -1)}, nil
+		}
+	}
+	return t.Int64Type.ValueFromTerraform(ctx, in)
+}
+
+// fractionalNumber is what wholeNumberType reads for a number with a fractional part: its
+// ValidateAttribute reports it, so validation stops before any model is read.
+type fractionalNumber struct {
+	basetypes.Int64Value
+	text string
+}
+
+func (v fractionalNumber) ValidateAttribute(_ context.Context, req xattr.ValidateAttributeRequest, resp *xattr.ValidateAttributeResponse) {
+	resp.Diagnostics.AddAttributeError(req.Path, "Invalid Whole Number",
+		fmt.Sprintf("%s = %s: this attribute takes a whole number (an integer such as 1 or 9090), not a fraction.", req.Path, v.text))
+}
+
+// exactlyOneOf requires exactly one of the attribute it is on and the attributes others
+// match (e.g. path.MatchRelative().AtParent().AtName("config_map_key_ref")) to be set; the
+// error names every one of them by its resolved path ("env_from[0].secret_key_ref and
+// env_from[0].config_map_key_ref"), where the framework's ExactlyOneOf names only the
+// expressions it was given. Nothing is checked while any of them is unknown.
+type exactlyOneOf struct{ others []path.Expression }
+
+func exactlyOne(others ...path.Expression) exactlyOneOf { return exactlyOneOf{others: others} }
+
+func (v exactlyOneOf) Description(context.Context) string {
+	return "exactly one of this attribute and " + path.Expressions(v.others).String() + " must be set"
+}
+func (v exactlyOneOf) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v exactlyOneOf) check(ctx context.Context, config tfsdk.Config, self path.Path, selfExpr path.Expression, selfValue attr.Value, diags *diag.Diagnostics) {
+	if selfValue.IsUnknown() {
+		return
+	}
+	all := []path.Path{self}
+	var set []path.Path
+	if !selfValue.IsNull() {
+		set = append(set, self)
+	}
+	for _, e := range v.others {
+		matched, d := config.PathMatches(ctx, selfExpr.Merge(e))
+		diags.Append(d...)
+		for _, mp := range matched {
+			var val attr.Value
+			diags.Append(config.GetAttribute(ctx, mp, &val)...)
+			if val == nil {
+				continue
+			}
+			if val.IsUnknown() {
+				return
+			}
+			all = append(all, mp)
+			if !val.IsNull() {
+				set = append(set, mp)
+			}
+		}
+	}
+	names := joinPaths(all, " or ")
+	switch len(set) {
+	case 1:
+	case 0:
+		diags.AddAttributeError(self, "Invalid Attribute Combination", fmt.Sprintf("Set exactly one of %s: none is set.", names))
+	default:
+		diags.AddAttributeError(self, "Invalid Attribute Combination", fmt.Sprintf("Set exactly one of %s, not %s.", names, joinPaths(set, " and ")))
+	}
+}
+
+func (v exactlyOneOf) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	v.check(ctx, req.Config, req.Path, req.PathExpression, req.ConfigValue, &resp.Diagnostics)
+}
+func (v exactlyOneOf) ValidateList(ctx context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	v.check(ctx, req.Config, req.Path, req.PathExpression, req.ConfigValue, &resp.Diagnostics)
+}
+func (v exactlyOneOf) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	v.check(ctx, req.Config, req.Path, req.PathExpression, req.ConfigValue, &resp.Diagnostics)
+}
+func (v exactlyOneOf) ValidateInt64(ctx context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	v.check(ctx, req.Config, req.Path, req.PathExpression, req.ConfigValue, &resp.Diagnostics)
+}
+
+// joinPaths names paths in a message, e.g. "performer_names or performer_selector".
+func joinPaths(ps []path.Path, sep string) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	sort.Strings(s)
+	return strings.Join(s, sep)
+}

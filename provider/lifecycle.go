@@ -1,0 +1,329 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// kindOps describes one resource kind to the generic Create, Update, Delete and apply-and-wait
+// path below (Read is readInto in common.go). M is the kind's Terraform model.
+type kindOps[M any] struct {
+	// spec is the wait engine's description of the kind (GVR, summary, success and failure).
+	spec wait.Spec
+	// logField is the tflog field naming the object, e.g. "performer".
+	logField string
+	// summaryAttr is the computed attribute holding the summary (spec.SummaryPath), e.g. "phase".
+	summaryAttr string
+	// statusAttrs are the computed attributes the reconciler writes (summaryAttr among them):
+	// a plan that retries marks them unknown, since the retry may change any of them.
+	statusAttrs []string
+	// createTimeout, updateTimeout, deleteTimeout are the defaults of timeouts = { ... }.
+	createTimeout, updateTimeout, deleteTimeout time.Duration
+	// timeouts returns the model's timeouts attribute.
+	timeouts func(*M) timeouts.Value
+	// key returns the object's namespace ("" when cluster-scoped) and name from the model.
+	key func(*M) (namespace, name string)
+	// expand maps the model to the object to server-side apply.
+	expand func(*M) (*unstructured.Unstructured, error)
+	// setStatus fills the computed attributes (id and status) from an object read back.
+	setStatus func(*M, *unstructured.Unstructured)
+	// notLive, optional, reports that the configuration in state is not what runs although
+	// the summary is a success value (Executor: failed_revision set after a rollback;
+	// PackageSet: a version in state is quarantined by a rollback), and why.
+	notLive func(state *M) (bool, string)
+	// check, optional, compares what was planned with the state after a successful wait.
+	check func(plan, state *M) diag.Diagnostics
+}
+
+// create is the Create of every Gantry resource: the plan, the create timeout, then
+// applyAndWait; a non-nil state is saved even with errors (see applyAndWait).
+func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&plan).Create(ctx, k.createTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := k.applyAndWait(ctx, data, &plan, opCreate)
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+// update is the Update of every Gantry resource: as create, with the update timeout.
+func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&plan).Update(ctx, k.updateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	state, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
+	resp.Diagnostics.Append(diags...)
+	if state != nil {
+		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	}
+}
+
+// delete is the Delete of every Gantry resource: the object from the shared informer (one
+// LIST for all the deletes of a kind and namespace; a GET when it lacks the object) gives the
+// UID for the delete precondition and seeds the wait; deleteAndWait deletes and waits until it
+// is gone. An object already gone is success.
+func (k *kindOps[M]) delete(ctx context.Context, data *providerData, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state M
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := k.timeouts(&state).Delete(ctx, k.deleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns, name := k.key(&state)
+	ctx = tflog.SetField(ctx, k.logField, objectID(ns, name))
+	c, reg, err := data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return
+	}
+	live, err := reg.Get(ctx, k.spec, ns, name)
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(apiDiagnostic(k.spec.Kind, "Reading", err))
+		return
+	}
+	resp.Diagnostics.Append(deleteAndWait(ctx, resourceFor(c.Dynamic, k.spec.GVR, ns), reg, k.spec, live, live)...)
+}
+
+// applyAndWait writes plan with server-side apply, removes fields other managers added
+// (converge), waits per the status contract and returns the state to save. op is opCreate or
+// opUpdate; on create an existing object of that name is refused unless this provider wrote
+// it (see refuseForeign). Results:
+//   - nil state: nothing was written, or the object vanished while waiting;
+//   - state, no errors: the object is ready (or paused/disabled, for a package set);
+//   - state, a warning: terraform was interrupted during the wait; the state is saved
+//     untainted with the summary last seen (see interruptedDiagnostic);
+//   - state, errors: the object failed, stalled, was rolled back or timed out; the state is
+//     saved (Terraform taints it on create) with the status last seen.
+func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan *M, op string) (*M, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	kind := k.spec.Kind
+	ns, name := k.key(plan)
+	id := objectID(ns, name)
+	ctx = tflog.SetField(ctx, k.logField, id)
+	c, reg, err := data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return nil, diags
+	}
+	obj, err := k.expand(plan)
+	if err != nil {
+		diags.Append(invalidConfigDiagnostic(kind, err))
+		return nil, diags
+	}
+	markOwned(obj)
+	ri := resourceFor(c.Dynamic, k.spec.GVR, ns)
+	if op == opCreate {
+		if d := refuseForeign(ctx, ri, reg, k.spec, ns, name); d != nil {
+			diags.Append(d)
+			return nil, diags
+		}
+	}
+	tflog.Debug(ctx, "applying "+kind+" (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
+	live, err := applyObject(ctx, ri, obj)
+	if err != nil {
+		diags.Append(apiDiagnostic(kind, "Applying", err))
+		return nil, diags
+	}
+	tflog.Debug(ctx, "waiting for "+kind, map[string]interface{}{"generation": live.GetGeneration()})
+	final, werr := reg.WaitReady(ctx, k.spec, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
+	if final == nil {
+		final = live
+	}
+	var de *wait.DeletedError
+	if errors.As(werr, &de) {
+		diags.Append(waitDiagnostic(kind, op, id, werr))
+		return nil, diags
+	}
+	state := *plan
+	k.setStatus(&state, final)
+	switch {
+	case werr == nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// terraform was interrupted (SIGINT → StopProvider cancels the request's context):
+		// save the state without an error, so a create is not tainted; planRetry makes the
+		// next plan an update that resumes the wait.
+		summary, _, _ := unstructured.NestedString(final.Object, k.spec.SummaryPath...)
+		diags.Append(interruptedDiagnostic(kind, id, k.summaryAttr, summary))
+		return &state, diags
+	case rolledBack(final):
+		diags.Append(rolledBackDiagnostic(kind, id, werr))
+		return &state, diags
+	default:
+		diags.Append(waitDiagnostic(kind, op, id, werr))
+		return &state, diags
+	}
+	if k.check != nil {
+		diags.Append(k.check(plan, &state)...)
+	}
+	tflog.Info(ctx, kind+" is ready")
+	return &state, diags
+}
+
+// managedByAnnotation is the ownership marker the provider writes on every object it applies
+// (value managedByValue), together with its server-side apply field manager (fieldManager) in
+// metadata.managedFields. A create finding an object of its name adopts it only when both are
+// there: the object was written by this provider (by an apply that was interrupted before its
+// state was saved, or whose create failed without state), never by kubectl or another tool.
+const (
+	managedByAnnotation = "gantry.dev/managed-by"
+	managedByValue      = "terraform"
+)
+
+// markOwned adds the ownership marker to obj (an object about to be server-side applied).
+func markOwned(obj *unstructured.Unstructured) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[managedByAnnotation] = managedByValue
+	obj.SetAnnotations(a)
+}
+
+// foreignReason returns "" when u carries the ownership marker and the provider's field
+// manager, else why it is not ours (for the "Already Exists" diagnostic).
+func foreignReason(u *unstructured.Unstructured) string {
+	if u.GetAnnotations()[managedByAnnotation] != managedByValue {
+		return fmt.Sprintf("it has no %s=%s annotation", managedByAnnotation, managedByValue)
+	}
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == fieldManager {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no field of it is managed by %s", fieldManager)
+}
+
+// refuseForeign is the existence check of a create: nil when no object namespace/name of
+// spec's kind exists (checked through the shared informer: one LIST for all the creates of a
+// kind and namespace) or when the one that exists was written by this provider (foreignReason
+// "", read with a GET since the informer drops managedFields) — the create then adopts it and
+// applies over it, so an interrupted apply converges without an import; an "Already Exists"
+// diagnostic naming the object and the import command otherwise; an API diagnostic when that
+// cannot be told.
+func refuseForeign(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.Registry, spec wait.Spec, ns, name string) diag.Diagnostic {
+	id := objectID(ns, name)
+	exists, err := reg.Exists(ctx, spec, ns, name)
+	switch {
+	case err != nil:
+		return apiDiagnostic(spec.Kind, "Reading", err)
+	case !exists:
+		return nil
+	}
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return apiDiagnostic(spec.Kind, "Reading", err)
+	}
+	if why := foreignReason(u); why != "" {
+		return alreadyExistsDiagnostic(spec.Kind, id, id, why)
+	}
+	tflog.Info(ctx, "adopting the "+spec.Kind+" this provider wrote in an earlier, interrupted apply", map[string]interface{}{"uid": string(u.GetUID())})
+	return nil
+}
+
+// planRetry is the ModifyPlan step shared by every Gantry resource: a failure stays in the
+// plan until it is fixed. When the prior state (as refreshed) says the object is not done — its
+// summary is null or not a success value (failed, erroring, blocked, stalled, interrupted
+// mid-wait), or notLive says the configuration is not what runs (a rolled-back update) — it marks the status
+// attributes unknown, so the plan is an in-place update (exit code 2 under
+// -detailed-exitcode) whose apply re-applies the configuration and waits again. An object that
+// recovered by itself refreshes to a success value and plans no change. It never forces a
+// replacement and makes no API call. Create and destroy plans are left alone.
+func (k *kindOps[M]) planRetry(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return
+	}
+	retry, why := k.needsRetry(ctx, req.State, &resp.Diagnostics)
+	if !retry || resp.Diagnostics.HasError() {
+		return
+	}
+	tflog.Info(ctx, k.spec.Kind+" is not ready in state; planning an update that re-applies it and waits again", map[string]interface{}{"why": why})
+	for _, a := range k.statusAttrs {
+		p := path.Root(a)
+		typ, d := req.Plan.Schema.TypeAtPath(ctx, p)
+		resp.Diagnostics.Append(d...)
+		if d.HasError() {
+			return
+		}
+		unknown, err := typ.ValueFromTerraform(ctx, tftypes.NewValue(typ.TerraformType(ctx), tftypes.UnknownValue))
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Error Planning "+k.spec.Kind, err.Error())
+			return
+		}
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, p, unknown)...)
+	}
+}
+
+// needsRetry reports whether state (the refreshed prior state) holds an object that is not
+// done, and why.
+func (k *kindOps[M]) needsRetry(ctx context.Context, state tfsdk.State, diags *diag.Diagnostics) (bool, string) {
+	var summary types.String
+	diags.Append(state.GetAttribute(ctx, path.Root(k.summaryAttr), &summary)...)
+	if diags.HasError() || summary.IsUnknown() {
+		return false, ""
+	}
+	if summary.IsNull() {
+		return true, k.summaryAttr + " is not set"
+	}
+	if v := summary.ValueString(); !slices.Contains(k.spec.Success, v) && !slices.Contains(k.spec.ReturnAtOnce, v) {
+		return true, k.summaryAttr + " is " + v
+	}
+	if k.notLive == nil {
+		return false, ""
+	}
+	var m M
+	diags.Append(state.Get(ctx, &m)...)
+	if diags.HasError() {
+		return false, ""
+	}
+	return k.notLive(&m)
+}
