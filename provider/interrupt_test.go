@@ -303,7 +303,8 @@ func (c *cli) interruptApply(t *testing.T, kc *kube.Clients, dir, ns, set string
 		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("terraform exited after %v: %v", sig, err) // an interrupted apply exits non-zero
 	case <-time.After(3 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		t.Fatalf("terraform did not exit within 3m of %v:\n%s", sig, out.String())

@@ -60,7 +60,7 @@ func requireTerraform(t *testing.T) {
 	}
 	// os.Setenv, not t.Setenv: parallel tests may not use t.Setenv, and the value is the same
 	// for every test in the process.
-	_ = os.Setenv("TF_ACC_TERRAFORM_PATH", p)
+	_ = os.Setenv("TF_ACC_TERRAFORM_PATH", p) //nolint:usetesting // see above
 }
 
 // testAccPreCheck checks what acceptance tests need beyond TF_ACC: the CLI and a cluster
@@ -71,7 +71,7 @@ func testAccPreCheck(t *testing.T) {
 	if os.Getenv("KUBE_CONFIG_PATH") == "" {
 		t.Fatal("KUBE_CONFIG_PATH must point at the test cluster's kubeconfig (make cluster: .cache/cluster/kubeconfig)")
 	}
-	_ = os.Setenv("CHECKPOINT_DISABLE", "1") // no version check calls to checkpoint-api.hashicorp.com
+	_ = os.Setenv("CHECKPOINT_DISABLE", "1") //nolint:usetesting // process-wide, parallel tests; no version check calls to checkpoint-api.hashicorp.com
 }
 
 // testClients returns clients for the cluster in KUBE_CONFIG_PATH (acceptance tests only).

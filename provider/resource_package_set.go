@@ -202,7 +202,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"effect":             schema.StringAttribute{Optional: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty matches all.", Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
 					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a NoExecute taint is tolerated (seconds)."},
 				}}},
-			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (NixFleet RFC-0005 rollout).",
+			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (as NixFleet's rollout does).",
 				Attributes: map[string]schema.Attribute{
 					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
 						"While it soaks, each package's last check is re-run as a Job in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +

@@ -123,10 +123,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 		resp.RequiresReplace = !req.StateValue.IsNull() && req.StateValue.IsNull() != req.PlanValue.IsNull()
 	}, "Switching between inference and tuning replaces the workspace.", "Switching between `inference` and `tuning` replaces the workspace.")
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "A Gantry **Workspace** (`gantry.dev/v1alpha1`, seed 004): an inference service (a Deployment of " +
+		MarkdownDescription: "A Gantry **Workspace** (`gantry.dev/v1alpha1`, modelled on KAITO's Workspace): an inference service (a Deployment of " +
 			"`resource.count` replicas plus the Service `workspace-<name>`) or a LoRA/QLoRA tuning run (a Job). The apply waits " +
 			"until `state` is `Ready` (inference) or `Succeeded` (tuning); it fails at once when the tuning run is `Failed` or the " +
-			"workspace is `Stalled` — for example when no node has the GPU product asked for (seed 004's \"Pending trap\", made " +
+			"workspace is `Stalled` — for example when no node has the GPU product asked for (KAITO's \"Pending trap\", made " +
 			"visible: `ResourceReady=False` with the reason). A stalled workspace proceeds on its own when the cluster changes.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<name>`.",
@@ -202,7 +202,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"runtime_class_name": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "RuntimeClass of the workspace's pods; overrides the one `resource.tee_type` implies."},
 			"priority_class_name": schema.StringAttribute{Optional: true, MarkdownDescription: "PriorityClass of the workspace's pods."},
-			"state":               schema.StringAttribute{Computed: true, MarkdownDescription: "Seed 004's state: `Pending`, `Ready`, `NotReady` (inference) or `Pending`, `Running`, `Succeeded`, `Failed` (tuning)."},
+			"state":               schema.StringAttribute{Computed: true, MarkdownDescription: "The workspace state (as KAITO's Workspace state proposal defines it): `Pending`, `Ready`, `NotReady` (inference) or `Pending`, `Running`, `Succeeded`, `Failed` (tuning)."},
 			"mode":                schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
 			"endpoint":            schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
 			"worker_nodes":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},

@@ -81,7 +81,7 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 	gpuType, _ := attrs["gpu_type"].(types.String)
 	gpuCount, _ := attrs["gpu_count"].(types.Int64)
 
-	if known(teeType) && !teeRequired.IsUnknown() && !(known(teeRequired) && teeRequired.ValueBool()) {
+	if known(teeType) && !teeRequired.IsUnknown() && (!known(teeRequired) || !teeRequired.ValueBool()) {
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("tee_type"), "tee_type Requires tee_required",
 			fmt.Sprintf("tee_type = %q only takes effect with tee_required = true: set tee_required = true, or remove tee_type.", teeType.ValueString()))
 	}
@@ -89,7 +89,7 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("tee_required"), "tee_required Requires tee_type",
 			"tee_required = true needs tee_type: one of sgx, sev-snp or tdx.")
 	}
-	if known(gpuType) && !gpuCount.IsUnknown() && !(known(gpuCount) && gpuCount.ValueInt64() > 0) {
+	if known(gpuType) && !gpuCount.IsUnknown() && (!known(gpuCount) || gpuCount.ValueInt64() <= 0) {
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("gpu_type"), "gpu_type Requires gpu_count",
 			fmt.Sprintf("gpu_type = %q selects the GPU product of the requested GPUs: set gpu_count to 1 or more.", gpuType.ValueString()))
 	}

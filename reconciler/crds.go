@@ -81,7 +81,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) e
 			var crd apiextensionsv1.CustomResourceDefinition
 			if err := c.Get(ctx, types.NamespacedName{Name: u.GetName()}, &crd); err != nil {
 				last = err.Error()
-				return false, nil
+				return false, nil //nolint:nilerr // keep polling; last carries the error into the timeout message
 			}
 			for _, cond := range crd.Status.Conditions {
 				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {

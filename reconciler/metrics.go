@@ -16,7 +16,7 @@ var (
 	// erroring, waiting, blocked, paused, disabled, unknown), after each pass.
 	packageSetNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gantry_packageset_nodes",
-		Help: "Nodes a PackageSet holds a record on, by node status (seed 000: complete, in_progress, erroring, waiting, blocked, paused, disabled, unknown).",
+		Help: "Nodes a PackageSet holds a record on, by node status (as Skyhook defines them: complete, in_progress, erroring, waiting, blocked, paused, disabled, unknown).",
 	}, []string{"packageset", "status"})
 	// packageSetCordoned: nodes whose cordon the set holds (gantry.dev/cordon_<set>).
 	packageSetCordoned = prometheus.NewGaugeVec(prometheus.GaugeOpts{

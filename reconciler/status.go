@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -24,7 +25,10 @@ func writeStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 	if equality.Semantic.DeepEqual(*cur, want) {
 		return false, nil
 	}
-	before := obj.DeepCopyObject().(client.Object)
+	before, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("status write: a deep copy of %T is not a client.Object", obj)
+	}
 	*cur = want
 	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

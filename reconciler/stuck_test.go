@@ -21,8 +21,8 @@ import (
 	gwait "github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// stalledWith: Stalled=True with reason, Reconciling not True (kstatus Failed).
-func stalledWith(reason string) func(*v1alpha1.PackageSet) bool {
+// setStalledWith: a PackageSet with Stalled=True with reason, Reconciling not True (kstatus Failed).
+func setStalledWith(reason string) func(*v1alpha1.PackageSet) bool {
 	return func(p *v1alpha1.PackageSet) bool {
 		s, r := setCondition(p, v1alpha1.ConditionStalled), setCondition(p, v1alpha1.ConditionReconciling)
 		return s.Status == metav1.ConditionTrue && s.Reason == reason && r.Status != metav1.ConditionTrue
@@ -61,7 +61,7 @@ func TestPackageSetInvalidSelectorStallsAndDeletes(t *testing.T) {
 		NodeSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gantry.dev/test-pool", Operator: metav1.LabelSelectorOpIn}}},
 		Packages:     []v1alpha1.Package{pkgTool("1.0.0")}}}
 	e.createSet(t, set)
-	got := e.waitSet(t, name, "Stalled InvalidSpec", stalledWith(packageset.ReasonInvalidSpec))
+	got := e.waitSet(t, name, "Stalled InvalidSpec", setStalledWith(packageset.ReasonInvalidSpec))
 	msg := setCondition(got, v1alpha1.ConditionStalled).Message
 	if !strings.Contains(msg, "spec.nodeSelector") || !strings.Contains(msg, "values") {
 		t.Errorf("Stalled message %q does not name the field and the parser's complaint", msg)
@@ -124,7 +124,7 @@ func TestPackageSetUninstallFailsOnDelete(t *testing.T) {
 	if err := e.c.Delete(context.Background(), &live); err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitSet(t, pool, "Stalled UninstallFailed", stalledWith(packageset.ReasonUninstallFailed))
+	got := e.waitSet(t, pool, "Stalled UninstallFailed", setStalledWith(packageset.ReasonUninstallFailed))
 	msg := setCondition(got, v1alpha1.ConditionStalled).Message
 	if !strings.Contains(msg, "node "+node+" package dcgm-tool stage uninstall: ") || !strings.Contains(msg, "uninstallOnDelete") {
 		t.Errorf("Stalled message %q", msg)

@@ -137,7 +137,9 @@ func startManager(cfg *rest.Config, ns string) error {
 func (e *testEnv) restartManager(t *testing.T) {
 	t.Helper()
 	stopMgr()
-	<-mgrDone
+	if err := <-mgrDone; err != nil {
+		t.Logf("suite manager stopped: %v", err)
+	}
 	if err := startManager(e.cfg, e.ns); err != nil {
 		t.Fatalf("restart manager: %v", err)
 	}
@@ -180,7 +182,9 @@ func teardown(e *testEnv) {
 		return len(list.Items) == 0 && len(wl.Items) == 0, nil
 	})
 	stopMgr()
-	<-mgrDone
+	if err := <-mgrDone; err != nil {
+		fmt.Fprintf(os.Stderr, "suite manager stopped: %v\n", err)
+	}
 	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 }
 

@@ -16,6 +16,7 @@ TERRAFORM_VERSION=v1.8.5
 KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
 TFPLUGINDOCS_VERSION=v0.22.0
+GOLANGCI_LINT_VERSION=v2.15.0
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
 
@@ -80,7 +81,7 @@ modbuild() {
 want=${*:-all}
 for w in $want; do
   case $w in
-    all) set -- terraform kwok kube etcd controller-gen tfplugindocs; "$0" "$@"; exit ;;
+    all) set -- terraform kwok kube etcd controller-gen tfplugindocs golangci-lint; "$0" "$@"; exit ;;
     terraform) goinstall terraform "$TERRAFORM_VERSION" github.com/hashicorp/terraform ;;
     kwok)
       goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
@@ -102,6 +103,7 @@ for w in $want; do
       ln -sfn "$cache/etcd-$ETCD_VERSION/server" "$bin/etcd"; rm -f "$bin/server" ;;
     controller-gen) goinstall controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     tfplugindocs) goinstall tfplugindocs "$TFPLUGINDOCS_VERSION" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs ;;
+    golangci-lint) goinstall golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
     *) echo "tools: unknown tool $w" >&2; exit 2 ;;
   esac
 done

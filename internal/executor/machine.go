@@ -465,16 +465,18 @@ func progressPhase(f Facts, target string, rollingBack bool) (Phase, string) {
 	}
 }
 
-// live is a pass of a live (not deleted) Executor that has its finalizer.
-func live(f Facts, in inputs, d *Decision) (state, bool) {
+// liveHold is the state of a live Executor that cannot act on its Deployment this pass (held
+// true): an object with its name it does not control, a blocked input, or a configuration not
+// rendered yet.
+func liveHold(f Facts, in inputs) (st state, held bool) {
 	dep := f.Deployment
 	switch {
 	case dep != nil && dep.Foreign:
-		return failed(ReasonOwnershipConflict, "a Deployment with the executor's name exists and is not controlled by this Executor"), false
+		return failed(ReasonOwnershipConflict, "a Deployment with the executor's name exists and is not controlled by this Executor"), true
 	case f.ConfigMap.Foreign:
-		return failed(ReasonOwnershipConflict, "a ConfigMap with the executor's config name exists and is not controlled by this Executor"), false
+		return failed(ReasonOwnershipConflict, "a ConfigMap with the executor's config name exists and is not controlled by this Executor"), true
 	case in.blocked != nil:
-		return *in.blocked, false
+		return *in.blocked, true
 	case in.waiting != "" || f.DesiredRevision == "":
 		ph, reason := progressPhase(f, f.DesiredRevision, false)
 		if ph == v1alpha1.ExecutorScaling {
@@ -484,7 +486,61 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		if msg == "" {
 			msg = "waiting for the configuration to be rendered"
 		}
-		return state{phase: ph, reason: reason, message: msg}, false
+		return state{phase: ph, reason: reason, message: msg}, true
+	}
+	return state{}, false
+}
+
+// rollTo is the state when the Deployment does not run target yet: restore the last good
+// revision (rolled-back mode; failed if the Deployment no longer keeps it), else apply target.
+func rollTo(f Facts, target string, rolledBackMode bool, d *Decision) state {
+	if rolledBackMode {
+		if !f.LastGoodAvailable {
+			return failed(ReasonRollbackFailed, fmt.Sprintf("revision %s failed and was rolled back, but the deployment no longer holds revision %s; change the spec to roll out again", f.FailedRevision, f.LastGoodRevision))
+		}
+		d.Actions = append(d.Actions, ActionRollback)
+		return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack, message: fmt.Sprintf("restoring revision %s", target)}
+	}
+	d.Actions = append(d.Actions, ActionApplyDeployment)
+	ph, reason := progressPhase(f, target, false)
+	if ph == v1alpha1.ExecutorScaling {
+		ph, reason = v1alpha1.ExecutorUpdating, ReasonUpdateInProgress
+	}
+	return state{phase: ph, reason: reason, message: fmt.Sprintf("rolling out revision %s", target)}
+}
+
+// deadlineExceeded is the state when the rollout of target exceeded its progress deadline:
+// failed when it was the rollback itself, rolling back when the last good revision can be
+// restored (Seed 003: UPDATING → FAILED → ROLLINGBACK in one observation), else failed saying
+// why no rollback happens.
+func deadlineExceeded(f Facts, target string, rolledBackMode bool, d *Decision) state {
+	dep := f.Deployment
+	cause := fmt.Sprintf("%s: %s", dep.Progressing.Reason, dep.Progressing.Message) + podsSay(f)
+	switch {
+	case rolledBackMode:
+		return failed(ReasonRollbackFailed, fmt.Sprintf("update to revision %s failed and the rollback to revision %s failed too (%s)", f.FailedRevision, target, cause))
+	case f.LastGoodRevision != "" && target != f.LastGoodRevision && f.RollbackEnabled && f.LastGoodAvailable:
+		d.FailedRevision = target
+		d.Actions = append(d.Actions, ActionRollback)
+		return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack,
+			message: fmt.Sprintf("update to revision %s failed (%s); rolling back to revision %s", target, cause, f.LastGoodRevision)}
+	}
+	msg := fmt.Sprintf("rollout of revision %s failed (%s)", target, cause)
+	switch {
+	case f.LastGoodRevision == "" || target == f.LastGoodRevision:
+	case !f.RollbackEnabled:
+		msg += fmt.Sprintf("; rollback is disabled (revision %s was the last good one)", f.LastGoodRevision)
+	case !f.LastGoodAvailable:
+		msg += fmt.Sprintf("; cannot roll back: revision %s is no longer kept", f.LastGoodRevision)
+	}
+	return failed(ReasonProgressDeadlineExceeded, msg)
+}
+
+// live is a pass of a live (not deleted) Executor that has its finalizer.
+func live(f Facts, in inputs, d *Decision) (state, bool) {
+	dep := f.Deployment
+	if st, held := liveHold(f, in); held {
+		return st, false
 	}
 
 	if !f.ConfigMap.Exists {
@@ -513,19 +569,7 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "waiting for the old deployment to be deleted"}, configOK
 	}
 	if dep.Revision != target {
-		if rolledBackMode {
-			if !f.LastGoodAvailable {
-				return failed(ReasonRollbackFailed, fmt.Sprintf("revision %s failed and was rolled back, but the deployment no longer holds revision %s; change the spec to roll out again", f.FailedRevision, f.LastGoodRevision)), configOK
-			}
-			d.Actions = append(d.Actions, ActionRollback)
-			return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack, message: fmt.Sprintf("restoring revision %s", target)}, configOK
-		}
-		d.Actions = append(d.Actions, ActionApplyDeployment)
-		ph, reason := progressPhase(f, target, false)
-		if ph == v1alpha1.ExecutorScaling {
-			ph, reason = v1alpha1.ExecutorUpdating, ReasonUpdateInProgress
-		}
-		return state{phase: ph, reason: reason, message: fmt.Sprintf("rolling out revision %s", target)}, configOK
+		return rollTo(f, target, rolledBackMode, d), configOK
 	}
 	if dep.Replicas != f.DesiredReplicas {
 		if rolledBackMode {
@@ -539,27 +583,7 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		return state{phase: ph, reason: reason, message: fmt.Sprintf("waiting for the deployment controller to observe revision %s with %d replicas", target, f.DesiredReplicas)}, configOK
 	}
 	if dep.Progressing.Status == corev1.ConditionFalse && dep.Progressing.Reason == ReasonProgressDeadlineExceeded {
-		cause := fmt.Sprintf("%s: %s", dep.Progressing.Reason, dep.Progressing.Message) + podsSay(f)
-		switch {
-		case rolledBackMode:
-			return failed(ReasonRollbackFailed, fmt.Sprintf("update to revision %s failed and the rollback to revision %s failed too (%s)", f.FailedRevision, target, cause)), configOK
-		case f.LastGoodRevision != "" && target != f.LastGoodRevision && f.RollbackEnabled && f.LastGoodAvailable:
-			// Seed 003: UPDATING → FAILED → ROLLINGBACK in one observation.
-			d.FailedRevision = target
-			d.Actions = append(d.Actions, ActionRollback)
-			return state{phase: v1alpha1.ExecutorRollingBack, reason: ReasonRollingBack,
-				message: fmt.Sprintf("update to revision %s failed (%s); rolling back to revision %s", target, cause, f.LastGoodRevision)}, configOK
-		default:
-			msg := fmt.Sprintf("rollout of revision %s failed (%s)", target, cause)
-			switch {
-			case f.LastGoodRevision == "" || target == f.LastGoodRevision:
-			case !f.RollbackEnabled:
-				msg += fmt.Sprintf("; rollback is disabled (revision %s was the last good one)", f.LastGoodRevision)
-			case !f.LastGoodAvailable:
-				msg += fmt.Sprintf("; cannot roll back: revision %s is no longer kept", f.LastGoodRevision)
-			}
-			return failed(ReasonProgressDeadlineExceeded, msg), configOK
-		}
+		return deadlineExceeded(f, target, rolledBackMode, d), configOK
 	}
 	if dep.ReplicaFailure.Status == corev1.ConditionTrue {
 		return failed(ReasonReplicaFailure, fmt.Sprintf("%s: %s", dep.ReplicaFailure.Reason, dep.ReplicaFailure.Message)), configOK

@@ -71,7 +71,7 @@ func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
 		}
 		return "", true, nil
 	}
-	return "", false, &TransitionError{"stage", string(s), "", "not a stage of seed 000"}
+	return "", false, &TransitionError{"stage", string(s), "", "not a Skyhook stage"}
 }
 
 // CheckOf is the check that follows stage s ("apply" → "apply-check"); "" for interrupt, the
@@ -118,7 +118,7 @@ var stateTable = map[State]map[Event]State{
 func Apply(s State, ev Event) (State, error) {
 	row, ok := stateTable[s]
 	if !ok {
-		return s, &TransitionError{"state", string(s), string(ev), "not a state of seed 000"}
+		return s, &TransitionError{"state", string(s), string(ev), "not a Skyhook state"}
 	}
 	next, ok := row[ev]
 	if !ok {

@@ -801,7 +801,7 @@ func TestSoakRounds(t *testing.T) {
 				}
 				created = append(created, j.SoakRound)
 			}
-			if fmt.Sprint(created) != fmt.Sprint(tc.created) && !(len(created) == 0 && len(tc.created) == 0) {
+			if fmt.Sprint(created) != fmt.Sprint(tc.created) && (len(created) != 0 || len(tc.created) != 0) {
 				t.Errorf("created rounds %v, want %v", created, tc.created)
 			}
 			if d.RequeueAfter != tc.requeue && tc.requeue != 0 {

@@ -17,7 +17,6 @@ type sim struct {
 	now     time.Time
 	facts   SetFacts
 	nodes   map[string]*simNode
-	budget  int
 	fail    func(j JobSpec, attempt int) bool // true: this Job fails
 	maxCord int                               // most nodes cordoned at once
 	// prevCord and prevInflight are the counts after the previous pass.

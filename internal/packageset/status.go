@@ -77,7 +77,7 @@ func RolloutTransition(from, to v1alpha1.RolloutState) error {
 			return nil
 		}
 	}
-	return &TransitionError{"rollout", string(from), string(to), "not drawn by seed 001"}
+	return &TransitionError{"rollout", string(from), string(to), "not a transition of NixFleet's host rollout states"}
 }
 
 // InFlight reports whether a node in rollout state s uses the interruption budget: Activating,

@@ -6,10 +6,10 @@ import (
 )
 
 // ExecutorPhase is the one-word summary of an Executor (status.phase). It is derived from
-// status.conditions and never drives control flow. Values follow seed 002's HourglassExecutor
+// status.conditions and never drives control flow. Values follow Hourglass's HourglassExecutor
 // lifecycle (Pending → Creating → Running; Running → Updating → Running; Running → Scaling →
-// Running; Creating/Updating/Scaling → Failed → Creating; Running → Terminating) plus seed
-// 003's rollback (FAILED → ROLLINGBACK → INSTALLED, here Failed → RollingBack → Running).
+// Running; Creating/Updating/Scaling → Failed → Creating; Running → Terminating) plus
+// Hourglass's deployment rollback (FAILED → ROLLINGBACK → INSTALLED, here Failed → RollingBack → Running).
 // Unlike Hourglass, the controller never writes a value outside this enum.
 // +kubebuilder:validation:Enum=Pending;Creating;Running;Updating;Scaling;Failed;RollingBack;Terminating
 type ExecutorPhase string
@@ -51,9 +51,9 @@ const (
 // rendered from its multi-chain configuration and the gRPC endpoints of the Performers it
 // uses. Operator keys reach the pods only as Secret references (env valueFrom secretKeyRef) or
 // a remote signer URL: never in this object, the ConfigMap, events or logs (Hourglass kept
-// them in plain text in the CR, seed-systems.md §2.1/§2.5).
-// Source: seed 002 (HourglassExecutor lifecycle, multi-chain config, service discovery) and
-// seed 003 (deployment machine, rollback).
+// them in plain text in the CR).
+// Modelled on Hourglass (HourglassExecutor lifecycle, multi-chain config, service discovery,
+// deployment state machine, rollback).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -149,12 +149,12 @@ type ExecutorSpec struct {
 	// +optional
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
-	// Rollback is what happens when an update fails (seed 003: FAILED → ROLLINGBACK).
+	// Rollback is what happens when an update fails (as Hourglass's deployment machine: FAILED → ROLLINGBACK).
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
 }
 
-// Chain is one chain the executor monitors (seed-systems.md §2.1 config.chains[]).
+// Chain is one chain the executor monitors (Hourglass config.chains[]).
 type Chain struct {
 	// Name of the chain, e.g. "ethereum", "base": lower-case letters, digits and '-'.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`

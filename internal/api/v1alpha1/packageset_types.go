@@ -6,8 +6,8 @@ import (
 )
 
 // PackageSetStatusValue is the one-word summary of a PackageSet (status.status) and of each of
-// its nodes (status.nodeStatus). Values and meanings are Skyhook's status table
-// (docs/operator-status-definitions.md), spelt as Skyhook spells them.
+// its nodes (status.nodeStatus). Values and meanings are Skyhook's "Status" table (Skyhook
+// docs/operator-status-definitions.md), spelt as Skyhook spells them.
 // +kubebuilder:validation:Enum=complete;blocked;waiting;disabled;paused;in_progress;erroring;unknown
 type PackageSetStatusValue string
 
@@ -31,7 +31,7 @@ const (
 	StatusUnknown PackageSetStatusValue = "unknown"
 )
 
-// PackageState is the execution state of one package's current stage on one node (seed 000's
+// PackageState is the execution state of one package's current stage on one node (Skyhook's
 // "State" table).
 // +kubebuilder:validation:Enum=complete;in_progress;skipped;erroring;unknown
 type PackageState string
@@ -44,7 +44,7 @@ const (
 	StateUnknown    PackageState = "unknown"
 )
 
-// PackageStage is the lifecycle stage a package is in on a node (seed 000's "Stage" table; each
+// PackageStage is the lifecycle stage a package is in on a node (Skyhook's "Stage" table; each
 // stage but interrupt runs with its check, e.g. apply then apply-check).
 // +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt
 type PackageStage string
@@ -82,7 +82,7 @@ const (
 )
 
 // InterruptType is what a package needs done to the node after its config stage.
-// Source: Skyhook Package.interrupt.type (seed-systems.md §1.2).
+// Source: Skyhook Package.interrupt.type.
 // +kubebuilder:validation:Enum=service;reboot;noop;restartAllServices
 type InterruptType string
 
@@ -93,7 +93,7 @@ const (
 	InterruptRestartAllServices InterruptType = "restartAllServices"
 )
 
-// HealthFailurePolicy says what a rollout does when a node fails (seed 001 / NixFleet
+// HealthFailurePolicy says what a rollout does when a node fails (NixFleet
 // onHealthFailure: halt, rollback-and-halt).
 // +kubebuilder:validation:Enum=halt;rollback
 type HealthFailurePolicy string
@@ -130,9 +130,9 @@ const (
 )
 
 // PackageSet installs packages on the nodes its selector picks, running each package's
-// lifecycle stages (as NVIDIA Skyhook runs them) as Jobs pinned to each node, honouring interrupts, an
-// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (NixFleet RFC-0005).
-// Source: Skyhook/NodeWright Skyhook (seed-systems.md §1) and NixFleet (§5).
+// lifecycle stages (as Skyhook does) as Jobs pinned to each node, honouring interrupts, an
+// interruption budget, priority ordering, pause/disable and a soak/rollback rollout (as NixFleet does).
+// Modelled on NVIDIA Skyhook (NodeWright) and NixFleet.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -203,7 +203,7 @@ type PackageSetSpec struct {
 	// +optional
 	AdditionalTolerations []corev1.Toleration `json:"additionalTolerations,omitempty"`
 
-	// Rollout configures soak and the health-failure policy (NixFleet RFC-0005).
+	// Rollout configures soak and the health-failure policy (as NixFleet's rollout does).
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
 }
@@ -223,7 +223,7 @@ type InterruptionBudget struct {
 	Count *int32 `json:"count,omitempty"`
 }
 
-// Rollout configures how nodes converge (seed 001).
+// Rollout configures how nodes converge (as NixFleet's rollout does).
 // +kubebuilder:validation:XValidation:rule="!has(self.soakCheckInterval) || duration(self.soakCheckInterval) >= duration('1s')",message="soakCheckInterval must be at least 1s"
 type Rollout struct {
 	// SoakDuration is how long a node soaks after its last stage before it counts as
@@ -355,7 +355,7 @@ type PackageSetStatus struct {
 	// NodeState is each node's per-package state, node → package name → status.
 	// +optional
 	NodeState map[string]map[string]PackageStatus `json:"nodeState,omitempty"`
-	// NodeRollout is each node's rollout state (NixFleet RFC-0005).
+	// NodeRollout is each node's rollout state (NixFleet's host rollout states).
 	// +optional
 	NodeRollout map[string]RolloutState `json:"nodeRollout,omitempty"`
 	// CompleteNodes is "<complete>/<selected>", e.g. "3/5".

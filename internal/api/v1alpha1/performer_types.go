@@ -6,7 +6,7 @@ import (
 )
 
 // PerformerPhase is the one-word summary of a Performer (status.phase). It is derived from
-// status.conditions and never drives control flow. Values follow seed 002's Performer
+// status.conditions and never drives control flow. Values follow Hourglass's Performer
 // lifecycle: Pending → Creating → Scheduling → Running; Running → Upgrading → Running;
 // Scheduling/ImagePull/ContainerStart failures → Failed → Creating (retry with backoff);
 // deletion → Terminating.
@@ -33,13 +33,13 @@ const (
 	TEETDX    TEEType = "tdx"
 )
 
-// DefaultGRPCPort is the Performer gRPC port when spec.grpcPort is unset (seed 002: 9090;
+// DefaultGRPCPort is the Performer gRPC port when spec.grpcPort is unset (Hourglass: 9090;
 // unlike Hourglass, the code and the CRD agree on it).
 const DefaultGRPCPort int32 = 9090
 
 // Performer runs one AVS performer: a Pod plus a ClusterIP Service performer-<name> on its
 // gRPC port, placed on nodes that satisfy its hardware requirements (GPU, TEE).
-// Source: seed 002 (Hourglass Performer) and shared/reference/seed-systems.md §2.2-2.3.
+// Modelled on the Hourglass operator's Performer.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

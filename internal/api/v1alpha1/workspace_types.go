@@ -4,8 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WorkspaceState is the high-level state of a Workspace (status.state), exactly as seed 004
-// ("Workspace Status Field Proposal", KAITO) defines it. It is derived from the
+// WorkspaceState is the high-level state of a Workspace (status.state), exactly as KAITO's
+// "Workspace Status Field Proposal" defines it. It is derived from the
 // WorkspaceSucceeded condition and never drives control flow.
 //
 //   - inference: Pending → Ready ↔ NotReady; once it leaves Pending it never returns there.
@@ -56,10 +56,10 @@ const DefaultInferencePort int32 = 8000
 
 // Workspace runs a model on GPU nodes: either an inference service (a Deployment of
 // resource.count replicas plus a ClusterIP Service workspace-<name>) or a fine-tuning run (a
-// Job workspace-<name>). Its status.state is seed 004's state machine; unlike KAITO, a
+// Job workspace-<name>). Its status.state is KAITO's workspace state machine; unlike KAITO, a
 // workspace the cluster cannot place is not silently Pending: ResourceReady=False says why and
-// Stalled=True (the "Pending trap" made visible, seed-systems.md §3.6).
-// Source: seed 004 and shared/reference/seed-systems.md §3.
+// Stalled=True (KAITO's "Pending trap" made visible).
+// Modelled on KAITO's Workspace.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -239,7 +239,7 @@ type WorkspaceStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State is seed 004's high-level state, derived from the WorkspaceSucceeded condition.
+	// State is KAITO's high-level workspace state, derived from the WorkspaceSucceeded condition.
 	// +optional
 	State WorkspaceState `json:"state,omitempty"`
 	// Mode is Inference or Tuning (from the spec).
