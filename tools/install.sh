@@ -16,8 +16,10 @@ TERRAFORM_VERSION=v1.8.5
 # Newer CLIs the acceptance suite also runs on, built from the pinned main modules
 # tools/terraform (stand-ins for the nested backend modules the proxy's zip leaves out) and
 # tools/tofu; see ../shared/reference/terraform-cli-builds.md.
-TERRAFORM_NEW_VERSION=$(awk '$1=="require" && $2=="github.com/hashicorp/terraform" {print $3}' "$root/tools/terraform/go.mod")
-TOFU_VERSION=$(awk '$1=="require" && $2=="github.com/opentofu/opentofu" {print $3}' "$root/tools/tofu/go.mod")
+# modversion MODDIR MODULE: the version tools/MODDIR/go.mod requires of MODULE.
+modversion() { awk -v m="$2" '$1=="require" && $2==m {print $3; exit} $1==m {print $2; exit}' "$root/tools/$1/go.mod"; }
+TERRAFORM_NEW_VERSION=$(modversion terraform github.com/hashicorp/terraform)
+TOFU_VERSION=$(modversion tofu github.com/opentofu/opentofu)
 KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
 TFPLUGINDOCS_VERSION=v0.22.0
