@@ -10,3 +10,26 @@ mkdir -p "$CACHE"
 
 # log MSG...: a progress line on stderr.
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# sa_kubeconfig NAMESPACE SA OUT: creates the namespace and ServiceAccount if missing, writes to
+# OUT a kubeconfig for the local cluster holding only a token of that ServiceAccount
+# (TokenRequest, 24h), and prints OUT.
+sa_kubeconfig() {
+  local ns=$1 sa=$2 out=$3 server ca token
+  kc() { kubectl --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+  kc get namespace "$ns" >/dev/null 2>&1 || kc create namespace "$ns" >/dev/null
+  kc -n "$ns" get serviceaccount "$sa" >/dev/null 2>&1 || kc -n "$ns" create serviceaccount "$sa" >/dev/null
+  token=$(kc -n "$ns" create token "$sa" --duration=24h)
+  server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')
+  (umask 077; cat >"$out" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
+users: [{name: $sa, user: {token: "$token"}}]
+contexts: [{name: local, context: {cluster: local, user: $sa}}]
+current-context: local
+EOF
+  )
+  echo "$out"
+}

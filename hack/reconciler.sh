@@ -15,27 +15,11 @@ logfile="$CACHE/reconciler.log"
 
 alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
-# sa_kubeconfig: applies config/rbac and the ServiceAccount, writes a kubeconfig holding only
-# a token of that ServiceAccount (TokenRequest, 24h) and prints its path.
-sa_kubeconfig() {
-  local out="$CACHE/reconciler-sa.kubeconfig" server ca token
-  kc() { kubectl --kubeconfig "$KUBECONFIG_PATH" "$@"; }
-  kc get namespace gantry-system >/dev/null 2>&1 || kc create namespace gantry-system >/dev/null
-  kc -n gantry-system get serviceaccount gantry-reconciler >/dev/null 2>&1 || kc -n gantry-system create serviceaccount gantry-reconciler >/dev/null
-  kc apply -f "$ROOT/config/rbac/" >/dev/null
-  token=$(kc -n gantry-system create token gantry-reconciler --duration=24h)
-  server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-  ca=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')
-  (umask 077; cat >"$out" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority: "$ca"}}]
-users: [{name: gantry-reconciler, user: {token: "$token"}}]
-contexts: [{name: local, context: {cluster: local, user: gantry-reconciler}}]
-current-context: local
-EOF
-  )
-  echo "$out"
+# reconciler_kubeconfig: applies config/rbac and the ServiceAccount gantry-system/gantry-reconciler,
+# writes a kubeconfig holding only a token of it (sa_kubeconfig, hack/lib.sh) and prints its path.
+reconciler_kubeconfig() {
+  kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f "$ROOT/config/rbac/" >/dev/null
+  sa_kubeconfig gantry-system gantry-reconciler "$CACHE/reconciler-sa.kubeconfig"
 }
 
 case ${1:-status} in
@@ -44,7 +28,7 @@ case ${1:-status} in
     [ -f "$KUBECONFIG_PATH" ] || { echo "no cluster: run 'make cluster' first" >&2; exit 1; }
     kubeconfig=$KUBECONFIG_PATH rbac_args=()
     if [ "${GANTRY_RECONCILER_RBAC:-0}" = 1 ]; then
-      kubeconfig=$(sa_kubeconfig)
+      kubeconfig=$(reconciler_kubeconfig)
       rbac_args=(--leader-elect --leader-election-namespace=gantry-system)
     fi
     nohup "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \

@@ -41,8 +41,36 @@ export GANTRY_TEST_KUBECONFIG="$KUBECONFIG_PATH"
 log "unit, machine and controller tests"
 go test $(go list ./... | grep -v /provider) -count=1 -timeout 20m
 
-log "provider acceptance tests (real Terraform CLI, reconciler running)"
+# acceptance NAME CLI [VAR=VALUE...]: the provider acceptance tests (TF_ACC=1) with the real CLI
+# at CLI, the environment extended by VAR=VALUE; log .cache/testacc-NAME.log; prints a summary
+# line and returns go test's exit code.
+acceptance() {
+  local name=$1 cli=$2; shift 2
+  local t rc
+  log "provider acceptance tests on $name ($("$cli" version | head -1))"
+  t=$(date +%s)
+  set +e
+  env "$@" TF_ACC=1 TF_ACC_TERRAFORM_PATH="$cli" \
+    go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc-$name.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
+  rc=${PIPESTATUS[0]}
+  set -e
+  summary+=("$(printf '%-16s %s in %ss: %s passed, %s failed, %s skipped' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" \
+    "$(( $(date +%s) - t ))" "$(grep -c '^    --- PASS\|^--- PASS' "$CACHE/testacc-$name.log")" \
+    "$(grep -c '^    --- FAIL\|^--- FAIL' "$CACHE/testacc-$name.log")" "$(grep -c '^    --- SKIP\|^--- SKIP' "$CACHE/testacc-$name.log")")")
+  return "$rc"
+}
+
+log "provider acceptance tests (real Terraform and OpenTofu CLIs, reconciler running)"
 GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
-TF_ACC=1 TF_ACC_TERRAFORM_PATH="$BIN/terraform" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" \
-  go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' 
-test "${PIPESTATUS[0]}" = 0
+# The OpenTofu pass runs as the least-privilege Terraform runner (config/terraform-runner):
+# the provider gets a kubeconfig holding only the runner's token; test fixtures use the admin one.
+runner_kubeconfig=$(bash hack/runner-rbac.sh)
+summary=() failed=0
+acceptance terraform-1.8 "$BIN/terraform" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" || failed=1
+acceptance terraform-1.14 "$BIN/terraform-1.14" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" || failed=1
+acceptance tofu-runner-rbac "$BIN/tofu" KUBE_CONFIG_PATH="$runner_kubeconfig" \
+  GANTRY_TEST_ADMIN_KUBECONFIG="$KUBECONFIG_PATH" GANTRY_TEST_RUNNER_SA=terraform-runner/gantry-runner \
+  TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org || failed=1
+log "acceptance summary"
+printf '  %s\n' "${summary[@]}" >&2
+test "$failed" = 0

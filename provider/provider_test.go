@@ -74,10 +74,16 @@ func testAccPreCheck(t *testing.T) {
 	_ = os.Setenv("CHECKPOINT_DISABLE", "1") //nolint:usetesting // process-wide, parallel tests; no version check calls to checkpoint-api.hashicorp.com
 }
 
-// testClients returns clients for the cluster in KUBE_CONFIG_PATH (acceptance tests only).
+// testClients returns admin clients for the test cluster (acceptance tests only), for fixtures
+// and assertions: GANTRY_TEST_ADMIN_KUBECONFIG when set (the provider itself then runs with the
+// least-privilege runner's KUBE_CONFIG_PATH, see hack/runner-rbac.sh), else KUBE_CONFIG_PATH.
 func testClients(t *testing.T) *kube.Clients {
 	t.Helper()
-	cfg, err := kube.RESTConfig(kube.Settings{ConfigPath: os.Getenv("KUBE_CONFIG_PATH"), QPS: kube.DefaultQPS, Burst: kube.DefaultBurst})
+	path := os.Getenv("GANTRY_TEST_ADMIN_KUBECONFIG")
+	if path == "" {
+		path = os.Getenv("KUBE_CONFIG_PATH")
+	}
+	cfg, err := kube.RESTConfig(kube.Settings{ConfigPath: path, QPS: kube.DefaultQPS, Burst: kube.DefaultBurst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,12 +95,26 @@ func testClients(t *testing.T) *kube.Clients {
 }
 
 // testNamespace creates a namespace of its own for one acceptance test (so tests run in
-// parallel without name clashes) and deletes it when the test ends.
+// parallel without name clashes) and deletes it when the test ends. With
+// GANTRY_TEST_RUNNER_SA=<namespace>/<name> it also binds the runner's namespaced ClusterRole
+// gantry-terraform-runner (config/terraform-runner) to that ServiceAccount there, as a
+// platform team does for each namespace a configuration manages.
 func testNamespace(t *testing.T, c *kube.Clients, prefix string) string {
 	t.Helper()
 	ns := prefix + "-" + rand.String(5)
 	if _, err := c.Core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if sa := os.Getenv("GANTRY_TEST_RUNNER_SA"); sa != "" {
+		saNS, saName, _ := strings.Cut(sa, "/")
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "gantry-terraform-runner", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gantry-terraform-runner"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: saName}},
+		}
+		if _, err := c.Core.RbacV1().RoleBindings(ns).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { _ = c.Core.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	return ns

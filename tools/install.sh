@@ -13,6 +13,13 @@ bin="$root/bin"
 mkdir -p "$cache" "$bin"
 
 TERRAFORM_VERSION=v1.8.5
+# Newer CLIs the acceptance suite also runs on, built from the pinned main modules
+# tools/terraform (stand-ins for the nested backend modules the proxy's zip leaves out) and
+# tools/tofu; see ../shared/reference/terraform-cli-builds.md.
+# modversion MODDIR MODULE: the version tools/MODDIR/go.mod requires of MODULE.
+modversion() { awk -v m="$2" '$1=="require" && $2==m {print $3; exit} $1==m {print $2; exit}' "$root/tools/$1/go.mod"; }
+TERRAFORM_NEW_VERSION=$(modversion terraform github.com/hashicorp/terraform)
+TOFU_VERSION=$(modversion tofu github.com/opentofu/opentofu)
 KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
 TFPLUGINDOCS_VERSION=v0.22.0
@@ -78,11 +85,32 @@ modbuild() {
   for p in "${pkgs[@]}"; do ln -sfn "$dir/$(binname "$p")" "$bin/$(binname "$p")"; done
 }
 
+# clibuild NAME VERSION MODDIR PKG LDFLAGS LINK: go build the CLI PKG from the pinned main module
+# tools/MODDIR into $cache/NAME-VERSION/NAME and link it as bin/LINK.
+clibuild() {
+  local name=$1 version=$2 moddir=$3 pkg=$4 extra=$5 link=$6 dir="$cache/$1-$2"
+  build() {
+    [ -x "$dir/$name" ] && return 0
+    echo "tools: building $name $version (first run only, several minutes)" >&2
+    local t=$(date +%s)
+    mkdir -p "$dir.tmp"
+    (cd "$root/tools/$moddir" && go build -trimpath -ldflags="$ldflags $extra" -o "$dir.tmp/$name" "$pkg")
+    mkdir -p "$dir" && mv "$dir.tmp/$name" "$dir/$name" && rm -rf "$dir.tmp"
+    echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
+  }
+  with_lock "$dir" build
+  ln -sfn "$dir/$name" "$bin/$link"
+}
+
 want=${*:-all}
 for w in $want; do
   case $w in
-    all) set -- terraform kwok kube etcd controller-gen tfplugindocs golangci-lint; "$0" "$@"; exit ;;
+    all) set -- terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint; "$0" "$@"; exit ;;
     terraform) goinstall terraform "$TERRAFORM_VERSION" github.com/hashicorp/terraform ;;
+    terraform-new) clibuild terraform "$TERRAFORM_NEW_VERSION" terraform github.com/hashicorp/terraform \
+                     "-X github.com/hashicorp/terraform/version.dev=no" "terraform-$(echo "$TERRAFORM_NEW_VERSION" | sed -E 's/^v([0-9]+[.][0-9]+).*/\1/')" ;;
+    tofu) clibuild tofu "$TOFU_VERSION" tofu github.com/opentofu/opentofu/cmd/tofu \
+            "-X github.com/opentofu/opentofu/version.dev=no" tofu ;;
     kwok)
       goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
       goinstall kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;

@@ -1,0 +1,5 @@
+module github.com/hashicorp/terraform/internal/backend/remote-state/gcs
+
+go 1.25.8
+
+require github.com/hashicorp/terraform v1.14.9
