@@ -18,7 +18,9 @@ alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 # reconciler_kubeconfig: applies config/rbac and the ServiceAccount gantry-system/gantry-reconciler,
 # writes a kubeconfig holding only a token of it (sa_kubeconfig, hack/lib.sh) and prints its path.
 reconciler_kubeconfig() {
-  kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f "$ROOT/config/rbac/" >/dev/null
+  local kc=(kubectl --kubeconfig "$KUBECONFIG_PATH")
+  "${kc[@]}" get namespace gantry-system >/dev/null 2>&1 || "${kc[@]}" create namespace gantry-system >/dev/null
+  "${kc[@]}" apply -f "$ROOT/config/rbac/" >/dev/null
   sa_kubeconfig gantry-system gantry-reconciler "$CACHE/reconciler-sa.kubeconfig"
 }
 

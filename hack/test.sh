@@ -61,6 +61,9 @@ acceptance() {
 }
 
 log "provider acceptance tests (real Terraform and OpenTofu CLIs, reconciler running)"
+# A TF_CLI_CONFIG_FILE naming a file that does not exist makes the newer CLIs print a warning
+# on every command; the tests need no CLI configuration.
+if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unset TF_CLI_CONFIG_FILE; fi
 GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
 # The OpenTofu pass runs as the least-privilege Terraform runner (config/terraform-runner):
 # the provider gets a kubeconfig holding only the runner's token; test fixtures use the admin one.
