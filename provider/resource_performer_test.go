@@ -745,17 +745,15 @@ func TestAccPerformer_drift(t *testing.T) {
 	})
 }
 
-// A request no node can satisfy fails the apply at once with the scheduler's message, long
-// before the create timeout.
+// A request no node can satisfy fails the apply with the scheduler's message: the error is
+// "Performer Failed" (the reconciler's verdict), never "Timed Out Waiting for Performer", which
+// is what the 10m create timeout would give; no wall clock is asserted.
 func TestAccPerformer_impossibleGPURequestFailsFast(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-nogpu")
-	var start time.Time
 	resource.ParallelTest(t, resource.TestCase{
-		// Measured from PreCheck, which runs after ParallelTest's pause for a free slot: the
-		// time queued behind other tests is not the apply's.
-		PreCheck:                 func() { testAccPreCheck(t); start = time.Now() },
+		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             checkPerformersDestroyed(c),
 		Steps: []resource.TestStep{{
@@ -766,9 +764,6 @@ func TestAccPerformer_impossibleGPURequestFailsFast(t *testing.T) {
 			ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*Insufficient\s+nvidia\.com/gpu`),
 		}},
 	})
-	if d := time.Since(start); d > 2*time.Minute {
-		t.Errorf("the failing apply (plus destroy) took %s; it must fail at once, not at the 10m timeout", d)
-	}
 }
 
 // A container that cannot start fails the apply with the kubelet's message (kwok's chaos stage
