@@ -550,15 +550,101 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	nodes := append([]NodeFacts(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	selected := countSelected(nodes)
+	budget := Budget(f.Budget, selected)
+	quarantine := quarantineSet(f.Quarantined, nodes)
+	inflight, cordoned, failed := rolloutCounts(nodes)
+	halted := failed || (stalledWants(wants, quarantine) != nil && !f.Deleting)
+
+	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
+	// already in flight finish their stages but no more than the budget are interrupted.
+	cordonSlots := budget - cordoned
+	statuses := make([]Status, 0, len(nodes))
+	complete, inProgress := 0, 0
+	var blocked, pausedBy []string
+	for _, n := range nodes {
+		var nodeWants []Want
+		if n.Selected && !f.Deleting {
+			nodeWants = wants
+		}
+		p := newNodePass(f, n, nodeWants, &cordonSlots, quarantine)
+		if f.Deleting && f.KeepInstalled {
+			// uninstallOnDelete false: leave the packages, release the node.
+			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})
+			continue
+		}
+		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
+		var blockedMsg, pausedMsg string
+		p.hold, blockedMsg, pausedMsg = nodeHold(f, n, specErr)
+		if blockedMsg != "" {
+			blocked = append(blocked, blockedMsg)
+		}
+		if pausedMsg != "" {
+			pausedBy = append(pausedBy, pausedMsg)
+		}
+		p.granted = wasInFlight
+		if !p.granted && p.hold == "" && p.needsWork() && inflight < budget && !halted {
+			p.granted = true
+			inflight++
+		}
+		plan, err := p.run()
+		if err != nil {
+			return d, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		d.addNode(n, plan, &p)
+		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
+			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
+		}
+		if n.Selected {
+			statuses = append(statuses, plan.Status)
+			switch plan.Status {
+			case v1alpha1.StatusComplete:
+				complete++
+			case v1alpha1.StatusInProgress:
+				inProgress++
+			}
+		}
+	}
+	for q := range quarantine {
+		d.Quarantined = append(d.Quarantined, q)
+	}
+	sort.Strings(d.Quarantined)
+	if !f.Deleting && specErr == nil {
+		d.Stalled = stalledWants(wants, quarantine)
+	}
+	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
+	d.NodesInProgress = int32(inProgress)
+	d.Status = setStatus(f, specErr, statuses, d.Stalled)
+	if f.Deleting {
+		d.Finished = deleteFinished(d.Nodes)
+	}
+	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
+		d.RequeueAfter = Poll
+	}
+	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
+		d.PausedBy = pausedBy
+	}
+	d.Conditions = conditions(f, d, specErr, blocked)
+	return d, nil
+}
+
+// countSelected is the number of nodes the selector picks.
+func countSelected(nodes []NodeFacts) int {
 	selected := 0
 	for _, n := range nodes {
 		if n.Selected {
 			selected++
 		}
 	}
-	budget := Budget(f.Budget, selected)
+	return selected
+}
+
+// quarantineSet is the set of quarantine keys ("<package>@<version>", or with
+// "#config-<hash>"): those the set's status lists, those a node's record names for a failed
+// package, and the versions a node withdrew.
+func quarantineSet(listed []string, nodes []NodeFacts) map[string]bool {
 	quarantine := map[string]bool{}
-	for _, q := range f.Quarantined {
+	for _, q := range listed {
 		quarantine[q] = true
 	}
 	for _, n := range nodes {
@@ -574,7 +660,12 @@ func Plan(f SetFacts) (Decision, error) {
 			quarantine[Quarantine(name, v)] = true
 		}
 	}
-	inflight, halted, cordoned := 0, stalledWants(wants, quarantine) != nil && !f.Deleting, 0
+	return quarantine
+}
+
+// rolloutCounts counts the nodes in flight (a rollout state InFlight says so, or cordoned)
+// and the cordoned nodes, and says whether any node's rollout Failed (which halts the rollout).
+func rolloutCounts(nodes []NodeFacts) (inflight, cordoned int, failed bool) {
 	for _, n := range nodes {
 		if n.Cordoned {
 			cordoned++
@@ -583,123 +674,93 @@ func Plan(f SetFacts) (Decision, error) {
 			inflight++
 		}
 		if n.Record != nil && n.Record.Rollout == v1alpha1.RolloutFailed {
-			halted = true
+			failed = true
 		}
 	}
+	return inflight, cordoned, failed
+}
 
-	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
-	// already in flight finish their stages but no more than the budget are interrupted.
-	cordonSlots := budget - cordoned
-	statuses := make([]Status, 0, len(nodes))
-	complete, inProgress := 0, 0
-	var blocked, pausedBy []string
-	for _, n := range nodes {
-		var nodeWants []Want
-		if n.Selected && !f.Deleting {
-			nodeWants = wants
-		}
-		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots, quarantine: quarantine}
-		if p.rec == nil {
-			p.rec = &NodeRecord{}
-		}
-		if p.rec.Packages == nil {
-			p.rec.Packages = map[string]*PackageRecord{}
-		}
-		if f.Deleting && f.KeepInstalled {
-			// uninstallOnDelete false: leave the packages, release the node.
-			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})
-			continue
-		}
-		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
-		switch {
-		case specErr != nil && !f.Deleting:
-			p.hold = v1alpha1.StatusUnknown
-		case n.Blocked != "" && n.Selected && !f.Deleting:
-			p.hold = v1alpha1.StatusBlocked
-			blocked = append(blocked, n.Name+": "+n.Blocked)
-		case f.Disabled && !f.Deleting:
-			p.hold = v1alpha1.StatusDisabled
-		case f.Paused && !f.Deleting:
-			p.hold = v1alpha1.StatusPaused
-		case n.Gate == GatePaused && !f.Deleting:
-			p.hold = v1alpha1.StatusWaiting
-			if n.Selected {
-				pausedBy = append(pausedBy, n.Name+" (by "+n.GateSet+")")
-			}
-		case n.Gate == GateWaiting && !f.Deleting:
-			p.hold = v1alpha1.StatusWaiting
-		}
-		p.granted = wasInFlight
-		if !p.granted && p.hold == "" && p.needsWork() && inflight < budget && !halted {
-			p.granted = true
-			inflight++
-		}
-		plan, err := p.run()
-		if err != nil {
-			return d, fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		if msg := drainWait(n); msg != "" && !plan.Uncordon {
-			if d.DrainBlockers == nil {
-				d.DrainBlockers = map[string]string{}
-			}
-			d.DrainBlockers[n.Name] = msg
-		}
-		d.Nodes = append(d.Nodes, plan)
-		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
-			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
-		}
+// newNodePass is the pass over node n with a copy of its record (an empty one if it has none).
+func newNodePass(f SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quarantine map[string]bool) nodePass {
+	p := nodePass{f: f, n: n, wants: wants, rec: n.Record.Clone(), cordonSlots: cordonSlots, quarantine: quarantine}
+	if p.rec == nil {
+		p.rec = &NodeRecord{}
+	}
+	if p.rec.Packages == nil {
+		p.rec.Packages = map[string]*PackageRecord{}
+	}
+	return p
+}
+
+// nodeHold is the status that holds node n this pass ("" for none); when the node is
+// blocked, the "<node>: <reason>" line for the set's condition; when a paused set gates a
+// selected node, the "<node> (by <set>)" entry for PausedBy. Deleting holds nothing.
+func nodeHold(f SetFacts, n NodeFacts, specErr error) (hold Status, blocked, pausedBy string) {
+	switch {
+	case f.Deleting:
+		return "", "", ""
+	case specErr != nil:
+		return v1alpha1.StatusUnknown, "", ""
+	case n.Blocked != "" && n.Selected:
+		return v1alpha1.StatusBlocked, n.Name + ": " + n.Blocked, ""
+	case f.Disabled:
+		return v1alpha1.StatusDisabled, "", ""
+	case f.Paused:
+		return v1alpha1.StatusPaused, "", ""
+	case n.Gate == GatePaused:
 		if n.Selected {
-			statuses = append(statuses, plan.Status)
-			switch plan.Status {
-			case v1alpha1.StatusComplete:
-				complete++
-			case v1alpha1.StatusInProgress:
-				inProgress++
-			}
+			return v1alpha1.StatusWaiting, "", n.Name + " (by " + n.GateSet + ")"
 		}
-		d.Failures = append(d.Failures, p.failures...)
-		if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {
-			d.RequeueAfter = p.requeue
+		return v1alpha1.StatusWaiting, "", ""
+	case n.Gate == GateWaiting:
+		return v1alpha1.StatusWaiting, "", ""
+	}
+	return "", "", ""
+}
+
+// addNode adds node n's plan to the decision with what its pass found: the drain's blocker,
+// the failures and the earliest requeue.
+func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
+	if msg := drainWait(n); msg != "" && !plan.Uncordon {
+		if d.DrainBlockers == nil {
+			d.DrainBlockers = map[string]string{}
 		}
+		d.DrainBlockers[n.Name] = msg
 	}
-	for q := range quarantine {
-		d.Quarantined = append(d.Quarantined, q)
+	d.Nodes = append(d.Nodes, plan)
+	d.Failures = append(d.Failures, p.failures...)
+	if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {
+		d.RequeueAfter = p.requeue
 	}
-	sort.Strings(d.Quarantined)
-	if !f.Deleting && specErr == nil {
-		d.Stalled = stalledWants(wants, quarantine)
-	}
-	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
-	d.NodesInProgress = int32(inProgress)
+}
+
+// setStatus is the set's one-word summary: disabled or paused when the user asked (unless
+// deleting), unknown for a spec error, else the aggregate of the selected nodes' statuses,
+// with erroring instead of waiting/unknown when a wanted version is quarantined (stalled).
+func setStatus(f SetFacts, specErr error, statuses []Status, stalled []string) Status {
 	switch {
 	case f.Disabled && !f.Deleting:
-		d.Status = v1alpha1.StatusDisabled
+		return v1alpha1.StatusDisabled
 	case f.Paused && !f.Deleting:
-		d.Status = v1alpha1.StatusPaused
+		return v1alpha1.StatusPaused
 	case specErr != nil:
-		d.Status = v1alpha1.StatusUnknown
-	default:
-		d.Status = Aggregate(statuses)
-		if len(d.Stalled) > 0 && (d.Status == v1alpha1.StatusWaiting || d.Status == v1alpha1.StatusUnknown) {
-			d.Status = v1alpha1.StatusErroring // nothing will move until the version changes
+		return v1alpha1.StatusUnknown
+	}
+	st := Aggregate(statuses)
+	if len(stalled) > 0 && (st == v1alpha1.StatusWaiting || st == v1alpha1.StatusUnknown) {
+		st = v1alpha1.StatusErroring // nothing will move until the version changes
+	}
+	return st
+}
+
+// deleteFinished says whether a deleting set is done: no node keeps a record, a cordon or a Job.
+func deleteFinished(nodes []NodePlan) bool {
+	for _, np := range nodes {
+		if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {
+			return false
 		}
 	}
-	if f.Deleting {
-		d.Finished = true
-		for _, np := range d.Nodes {
-			if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {
-				d.Finished = false
-			}
-		}
-	}
-	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
-		d.RequeueAfter = Poll
-	}
-	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
-		d.PausedBy = pausedBy
-	}
-	d.Conditions = conditions(f, d, specErr, blocked)
-	return d, nil
+	return true
 }
 
 // drainWait says what a cordoned node's drain waits for in the facts ("" if nothing): running
