@@ -1061,130 +1061,167 @@ func (p *nodePass) step(name string) error {
 		if r != nil && w == nil && !r.Removing && !r.Done && r.State != v1alpha1.StateInProgress {
 			r.Done = true // no longer wanted: abandon the flow (no retry), uninstall below
 		}
+		var again bool
+		var err error
 		switch {
 		case r == nil || r.Done:
-			if settled(r, w) {
-				if !bytes.Equal(r.Spec, w.Spec) {
-					r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
-				}
-				return nil
-			}
-			if q := p.quarantinedKeyOf(w); q != "" {
-				switch {
-				case r != nil && r.Reverting:
-					p.reverted = true
-					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, revertedMessage(r, q)})
-				case r == nil && p.rec.Withdrawn[name] != "":
-					p.reverted = true
-					p.failures = append(p.failures, Failure{p.n.Name, name, "",
-						fmt.Sprintf("rolled back: new version %s failed and was removed; %s is quarantined", p.rec.Withdrawn[name], q)})
-				}
-				return nil // Stalled until the version (or config) changes
-			}
-			if !p.canStart() || !p.depsComplete(w) {
-				return nil
-			}
-			if err := p.startFlow(name, r, w); err != nil {
-				return err
-			}
-			if p.rec.Packages[name] == nil {
-				return nil // removed without uninstall
-			}
+			again, err = p.stepIdle(name, r, w)
 		case r.State == v1alpha1.StateInProgress:
-			if r.Stage == v1alpha1.StageInterrupt {
-				if p.rebooted(r) {
-					p.rebootDone(r) // whatever its Job says: the node came back
-					return nil
-				}
-				return p.observe(name, r) // completion handled in interrupts()
-			}
-			advanced, err := p.observeAndAdvance(name, r)
-			if err != nil {
-				return err
-			}
-			if r.State == v1alpha1.StateErroring {
-				if kind := p.revertOf(name, r); kind != revertNone {
-					return p.revert(name, r, kind)
-				}
-			}
-			if !advanced {
-				return nil
-			}
+			again, err = p.stepInProgress(name, r)
 		case r.State == v1alpha1.StateErroring && p.rebooted(r):
-			// The reboot interrupt's pod was killed by the reboot it started (exit 143, or
-			// lost with the node) and was seen failed before the node came back: the node's
-			// boot ID changed, so the interrupt did its work (Skyhook #633: a successful
-			// reboot must not leave the node erroring and cordoned). Retry → Succeeded.
-			if err := p.transition(r, EventRetry); err != nil {
-				return err
-			}
-			p.rebootDone(r)
-			return nil
+			return p.stepRebootedErroring(r)
 		case r.State == v1alpha1.StateErroring:
-			if kind := p.revertOf(name, r); kind != revertNone {
-				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
-				return p.revert(name, r, kind)
-			}
-			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
-			if wait > 0 || !p.canStart() {
-				if wait > 0 {
-					p.requeueIn(wait)
-				}
-				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
-				return nil
-			}
-			if err := p.transition(r, EventRetry); err != nil {
-				return err
-			}
-			p.createJob(name, r)
-			return nil
+			return p.stepErroring(name, r)
 		case r.State == v1alpha1.StateSkipped:
 			return nil // waits for the merged interrupt (interrupts())
 		case r.State == v1alpha1.StateComplete:
-			next, done, err := NextStage(r.Stage, r.Interrupt != nil)
-			if err != nil {
-				return err
-			}
-			if done {
-				r.Done = true
-				if r.Removing {
-					delete(p.rec.Packages, name)
-					return nil
-				}
-				continue
-			}
-			if next == v1alpha1.StageInterrupt {
-				return nil // merged across packages in interrupts()
-			}
-			if r.Stage == v1alpha1.StageUninstall {
-				// Downgrade: the old version is gone; apply the wanted one.
-				if r.Removing || w == nil {
-					delete(p.rec.Packages, name)
-					return nil
-				}
-				if r.Reverting && r.Prev == nil {
-					// A failed new package is uninstalled: nothing to return to.
-					delete(p.rec.Packages, name)
-					p.withdraw(name, r.RevertedFrom)
-					return nil
-				}
-				if r.Reverting {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
-					r.Prev = nil
-				} else {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
-				}
-			}
-			if !p.canStart() {
-				return nil
-			}
-			p.begin(r, next)
-			p.createJob(name, r)
+			again, err = p.stepComplete(name, r, w)
 		default:
 			return &TransitionError{"state", string(r.State), "", "unexpected state in a node record"}
 		}
+		if err != nil || !again {
+			return err
+		}
 	}
 	return nil
+}
+
+// stepIdle is step for a package with no record or a finished flow (r nil or Done): nothing
+// when settled on the wanted version, stalled when that version is quarantined, else the start
+// of its flow (again: step once more on the new record).
+func (p *nodePass) stepIdle(name string, r *PackageRecord, w *Want) (again bool, err error) {
+	if settled(r, w) {
+		if !bytes.Equal(r.Spec, w.Spec) {
+			r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
+		}
+		return false, nil
+	}
+	if q := p.quarantinedKeyOf(w); q != "" {
+		switch {
+		case r != nil && r.Reverting:
+			p.reverted = true
+			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, revertedMessage(r, q)})
+		case r == nil && p.rec.Withdrawn[name] != "":
+			p.reverted = true
+			p.failures = append(p.failures, Failure{p.n.Name, name, "",
+				fmt.Sprintf("rolled back: new version %s failed and was removed; %s is quarantined", p.rec.Withdrawn[name], q)})
+		}
+		return false, nil // Stalled until the version (or config) changes
+	}
+	if !p.canStart() || !p.depsComplete(w) {
+		return false, nil
+	}
+	if err := p.startFlow(name, r, w); err != nil {
+		return false, err
+	}
+	if p.rec.Packages[name] == nil {
+		return false, nil // removed without uninstall
+	}
+	return true, nil
+}
+
+// stepInProgress is step for a stage in progress: observe its Job (an interrupt: the reboot's
+// proof, else completion is handled in interrupts()), revert when it failed and the policy
+// says so, and step again when the stage advanced.
+func (p *nodePass) stepInProgress(name string, r *PackageRecord) (again bool, err error) {
+	if r.Stage == v1alpha1.StageInterrupt {
+		if p.rebooted(r) {
+			p.rebootDone(r) // whatever its Job says: the node came back
+			return false, nil
+		}
+		return false, p.observe(name, r) // completion handled in interrupts()
+	}
+	advanced, err := p.observeAndAdvance(name, r)
+	if err != nil {
+		return false, err
+	}
+	if r.State == v1alpha1.StateErroring {
+		if kind := p.revertOf(name, r); kind != revertNone {
+			return false, p.revert(name, r, kind)
+		}
+	}
+	return advanced, nil
+}
+
+// stepRebootedErroring is step for an erroring stage on a node that rebooted since it began.
+// The reboot interrupt's pod was killed by the reboot it started (exit 143, or lost with the
+// node) and was seen failed before the node came back: the node's boot ID changed, so the
+// interrupt did its work (Skyhook #633: a successful reboot must not leave the node erroring
+// and cordoned). Retry → Succeeded.
+func (p *nodePass) stepRebootedErroring(r *PackageRecord) error {
+	if err := p.transition(r, EventRetry); err != nil {
+		return err
+	}
+	p.rebootDone(r)
+	return nil
+}
+
+// stepErroring is step for an erroring stage: revert when the policy says so, else retry
+// after the backoff (the failure is reported while it waits).
+func (p *nodePass) stepErroring(name string, r *PackageRecord) error {
+	if kind := p.revertOf(name, r); kind != revertNone {
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+		return p.revert(name, r, kind)
+	}
+	wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
+	if wait > 0 || !p.canStart() {
+		if wait > 0 {
+			p.requeueIn(wait)
+		}
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+		return nil
+	}
+	if err := p.transition(r, EventRetry); err != nil {
+		return err
+	}
+	p.createJob(name, r)
+	return nil
+}
+
+// stepComplete is step for a completed stage: finish the flow (drop the record when removing),
+// leave the interrupt to interrupts(), after an uninstall switch to the version to apply, and
+// begin the next stage (again: step once more).
+func (p *nodePass) stepComplete(name string, r *PackageRecord, w *Want) (again bool, err error) {
+	next, done, err := NextStage(r.Stage, r.Interrupt != nil)
+	if err != nil {
+		return false, err
+	}
+	if done {
+		r.Done = true
+		if r.Removing {
+			delete(p.rec.Packages, name)
+			return false, nil
+		}
+		return true, nil
+	}
+	if next == v1alpha1.StageInterrupt {
+		return false, nil // merged across packages in interrupts()
+	}
+	if r.Stage == v1alpha1.StageUninstall {
+		// Downgrade: the old version is gone; apply the wanted one.
+		if r.Removing || w == nil {
+			delete(p.rec.Packages, name)
+			return false, nil
+		}
+		if r.Reverting && r.Prev == nil {
+			// A failed new package is uninstalled: nothing to return to.
+			delete(p.rec.Packages, name)
+			p.withdraw(name, r.RevertedFrom)
+			return false, nil
+		}
+		if r.Reverting {
+			r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
+			r.Prev = nil
+		} else {
+			r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
+		}
+	}
+	if !p.canStart() {
+		return false, nil
+	}
+	p.begin(r, next)
+	p.createJob(name, r)
+	return true, nil
 }
 
 func (p *nodePass) requeueIn(d time.Duration) {
