@@ -1626,7 +1626,23 @@ func DrainMatters(rec *NodeRecord) bool {
 // the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Job for the highest-ranked interrupt, the
 // others skipped; on its success all of them complete and go on to post-interrupt.
 func (p *nodePass) interrupts() error {
-	var ready, running []string
+	ready, running, reached := p.interruptCandidates()
+	if !reached {
+		return nil // some package has not reached its interrupt yet
+	}
+	if len(running) > 0 {
+		return p.runningInterrupt(running)
+	}
+	if len(ready) == 0 || !p.readyToInterrupt() {
+		return nil
+	}
+	return p.startInterrupt(ready)
+}
+
+// interruptCandidates sorts the packages with an interrupt and an unfinished flow: ready (config
+// complete, waiting for the interrupt) and running (in the interrupt stage). reached is false
+// when one of them has not reached its interrupt yet.
+func (p *nodePass) interruptCandidates() (ready, running []string, reached bool) {
 	for _, name := range p.sortedRecords() {
 		r := p.rec.Packages[name]
 		if r.Interrupt == nil || r.Done {
@@ -1639,76 +1655,92 @@ func (p *nodePass) interrupts() error {
 			running = append(running, name)
 		case r.Stage == v1alpha1.StagePostInterrupt:
 		default:
-			return nil // some package has not reached its interrupt yet
+			return nil, nil, false
 		}
 	}
-	if len(running) > 0 {
-		var winner *PackageRecord
-		var winnerName string
+	return ready, running, true
+}
+
+// runningInterrupt follows the merged interrupt in flight (running: the packages in the
+// interrupt stage, the winner runs the Job, the others are skipped): when the winner completes
+// every one of them moves on to post-interrupt; when the winner's flow was rolled back, the
+// skipped ones go back to config complete.
+func (p *nodePass) runningInterrupt(running []string) error {
+	var winner *PackageRecord
+	var winnerName string
+	for _, name := range running {
+		if r := p.rec.Packages[name]; r.State != v1alpha1.StateSkipped {
+			winner, winnerName = r, name
+		}
+	}
+	if winner == nil {
+		// The winner's flow was rolled back: the skipped ones wait at config complete
+		// again and merge into the next interrupt.
 		for _, name := range running {
-			if r := p.rec.Packages[name]; r.State != v1alpha1.StateSkipped {
-				winner, winnerName = r, name
-			}
+			r := p.rec.Packages[name]
+			r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
 		}
-		if winner == nil {
-			// The winner's flow was rolled back: the skipped ones wait at config complete
-			// again and merge into the next interrupt.
-			for _, name := range running {
-				r := p.rec.Packages[name]
-				r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
-			}
-			return nil
+		return nil
+	}
+	if winner.State == v1alpha1.StateInProgress {
+		if p.rebooted(winner) {
+			p.rebootDone(winner) // whatever its pod says: the node came back
+		} else if err := p.observe(winnerName, winner); err != nil {
+			return err
 		}
-		if winner.State == v1alpha1.StateInProgress {
-			if p.rebooted(winner) {
-				p.rebootDone(winner) // whatever its pod says: the node came back
-			} else if err := p.observe(winnerName, winner); err != nil {
+	}
+	if winner.State == v1alpha1.StateErroring {
+		return nil // retried with backoff by step()
+	}
+	if winner.State != v1alpha1.StateComplete {
+		return nil
+	}
+	for _, name := range running {
+		r := p.rec.Packages[name]
+		if r.State == v1alpha1.StateSkipped {
+			if err := p.transition(r, EventPromoted); err != nil {
 				return err
 			}
 		}
-		if winner.State == v1alpha1.StateErroring {
-			return nil // retried with backoff by step()
-		}
-		if winner.State != v1alpha1.StateComplete {
-			return nil
-		}
-		for _, name := range running {
-			r := p.rec.Packages[name]
-			if r.State == v1alpha1.StateSkipped {
-				if err := p.transition(r, EventPromoted); err != nil {
-					return err
-				}
-			}
-			p.begin(r, v1alpha1.StagePostInterrupt)
-			p.createJob(name, r)
-		}
-		return nil
+		p.begin(r, v1alpha1.StagePostInterrupt)
+		p.createJob(name, r)
 	}
-	if len(ready) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// readyToInterrupt says whether the node may be interrupted now: no other stage of the set runs
+// or errors on it, a start is allowed, and it is cordoned (else it plans a cordon within the
+// cordon slots) and drained (else it plans the drain once the non-interrupt pods are gone).
+func (p *nodePass) readyToInterrupt() bool {
 	for _, r := range p.rec.Packages {
 		if r.State == v1alpha1.StateInProgress || r.State == v1alpha1.StateErroring {
-			return nil // wait for the set's other stages on the node (Skyhook HasRunningPackages)
+			return false // wait for the set's other stages on the node (Skyhook HasRunningPackages)
 		}
 	}
 	if !p.canStart() {
-		return nil
+		return false
 	}
 	if !p.n.Cordoned {
 		if *p.cordonSlots > 0 {
 			*p.cordonSlots--
 			p.plan.Cordon = true
 		}
-		return nil
+		return false
 	}
 	if len(p.n.NonInterrupt) > 0 {
-		return nil // the non-interrupt pods finish before the drain starts
+		return false // the non-interrupt pods finish before the drain starts
 	}
 	if !p.n.Drained {
 		p.plan.Drain = true
-		return nil
+		return false
 	}
+	return true
+}
+
+// startInterrupt merges the ready packages' interrupts into one (reboot > restart-all-services >
+// service > noop) and starts it: the winner runs the merged interrupt's Job, the others are
+// skipped. Errors: an illegal transition or an interrupt MergeInterrupts rejects.
+func (p *nodePass) startInterrupt(ready []string) error {
 	its := make([]v1alpha1.Interrupt, len(ready))
 	for i, name := range ready {
 		its[i] = *p.rec.Packages[name].Interrupt
