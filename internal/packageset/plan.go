@@ -560,7 +560,6 @@ func Plan(f SetFacts) (Decision, error) {
 	// already in flight finish their stages but no more than the budget are interrupted.
 	cordonSlots := budget - cordoned
 	statuses := make([]Status, 0, len(nodes))
-	complete, inProgress := 0, 0
 	var blocked, pausedBy []string
 	for _, n := range nodes {
 		var nodeWants []Want
@@ -582,11 +581,7 @@ func Plan(f SetFacts) (Decision, error) {
 		if pausedMsg != "" {
 			pausedBy = append(pausedBy, pausedMsg)
 		}
-		p.granted = wasInFlight
-		if !p.granted && p.hold == "" && p.needsWork() && inflight < budget && !halted {
-			p.granted = true
-			inflight++
-		}
+		p.grant(wasInFlight, &inflight, budget, halted)
 		plan, err := p.run()
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
@@ -597,23 +592,14 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
-			switch plan.Status {
-			case v1alpha1.StatusComplete:
-				complete++
-			case v1alpha1.StatusInProgress:
-				inProgress++
-			}
 		}
 	}
-	for q := range quarantine {
-		d.Quarantined = append(d.Quarantined, q)
-	}
-	sort.Strings(d.Quarantined)
+	d.Quarantined = sortedKeys(quarantine)
 	if !f.Deleting && specErr == nil {
 		d.Stalled = stalledWants(wants, quarantine)
 	}
-	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
-	d.NodesInProgress = int32(inProgress)
+	d.CompleteNodes = fmt.Sprintf("%d/%d", statusCount(statuses, v1alpha1.StatusComplete), selected)
+	d.NodesInProgress = int32(statusCount(statuses, v1alpha1.StatusInProgress))
 	d.Status = setStatus(f, specErr, statuses, d.Stalled)
 	if f.Deleting {
 		d.Finished = deleteFinished(d.Nodes)
@@ -716,6 +702,27 @@ func nodeHold(f SetFacts, n NodeFacts, specErr error) (hold Status, blocked, pau
 		return v1alpha1.StatusWaiting, "", ""
 	}
 	return "", "", ""
+}
+
+// grant decides whether the pass may start new stages on the node: a node already in flight
+// keeps its grant; another gets one of the budget's slots (inflight counts them) when nothing
+// holds it, it has work to do and the rollout is not halted.
+func (p *nodePass) grant(wasInFlight bool, inflight *int, budget int, halted bool) {
+	p.granted = wasInFlight
+	if !p.granted && p.hold == "" && p.needsWork() && *inflight < budget && !halted {
+		p.granted = true
+		*inflight++
+	}
+}
+
+// sortedKeys is the set's keys in order (nil for an empty set).
+func sortedKeys(set map[string]bool) []string {
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // addNode adds node n's plan to the decision with what its pass found: the drain's blocker,
