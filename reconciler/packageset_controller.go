@@ -362,12 +362,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var set v1alpha1.PackageSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setStale(req.Name, "")
-			forgetPackageSetMetrics(req.Name)
-			r.mu.Lock()
-			delete(r.lastPass, req.Name)
-			delete(r.lastStatus, req.Name)
-			r.mu.Unlock()
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -456,31 +451,48 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 		r.setStale(set.Name, before.ResourceVersion)
-		// DrainBlocked is announced when it turns True or names something new, not on every
-		// pass it stays so: the event recorder's spam filter allows 25 events per object and
-		// type, then one per 5 minutes, so a Warning per pass would mute the set's other
-		// Warnings. The condition lives in the status, so a restart does not repeat it.
-		if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
-			if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
-				r.Recorder.Event(&set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
-			}
-		}
-		r.mu.Lock()
-		if r.lastStatus == nil {
-			r.lastStatus = map[string]time.Time{}
-		}
-		r.lastStatus[set.Name] = time.Now()
-		r.mu.Unlock()
-		if prev != status.Status {
-			typ := corev1.EventTypeNormal
-			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
-				typ = corev1.EventTypeWarning
-			}
-			c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
-			r.Recorder.Event(&set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
-		}
+		r.statusWritten(&set, before, prev, &status)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// forget drops what the reconciler keeps about a deleted package set (stale marker, metrics,
+// pass and status-write times).
+func (r *PackageSetReconciler) forget(name string) {
+	r.setStale(name, "")
+	forgetPackageSetMetrics(name)
+	r.mu.Lock()
+	delete(r.lastPass, name)
+	delete(r.lastStatus, name)
+	r.mu.Unlock()
+}
+
+// statusWritten follows the write of status to set (before: the set as it was, prev: its
+// previous one-word status): the DrainBlocked and Status events, and the time of the write.
+func (r *PackageSetReconciler) statusWritten(set, before *v1alpha1.PackageSet, prev v1alpha1.PackageSetStatusValue, status *v1alpha1.PackageSetStatus) {
+	// DrainBlocked is announced when it turns True or names something new, not on every
+	// pass it stays so: the event recorder's spam filter allows 25 events per object and
+	// type, then one per 5 minutes, so a Warning per pass would mute the set's other
+	// Warnings. The condition lives in the status, so a restart does not repeat it.
+	if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
+		if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
+			r.Recorder.Event(set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
+		}
+	}
+	r.mu.Lock()
+	if r.lastStatus == nil {
+		r.lastStatus = map[string]time.Time{}
+	}
+	r.lastStatus[set.Name] = time.Now()
+	r.mu.Unlock()
+	if prev != status.Status {
+		typ := corev1.EventTypeNormal
+		if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
+			typ = corev1.EventTypeWarning
+		}
+		c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
+		r.Recorder.Event(set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
+	}
 }
 
 // statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
