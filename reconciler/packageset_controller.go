@@ -672,6 +672,49 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 	return err
 }
 
+// stagePodProblems reads the stage pods' container states, by Job name: the kubelet's image
+// pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
+// "container <name> exited <code> (<reason>) <message>").
+func stagePodProblems(pods []corev1.Pod) (pullErr, podFail map[string]string) {
+	pullErr = map[string]string{} // job name → kubelet message
+	podFail = map[string]string{} // job name → failing container
+	for _, p := range pods {
+		jn := p.Labels["job-name"]
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
+				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+			}
+		}
+	}
+	return pullErr, podFail
+}
+
+// jobFactsByNode is what the machine needs of each stage Job, by node and Job name: succeeded,
+// failed (with the failing container's message when a pod says it) or an image pull error.
+func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[string]packageset.JobFact {
+	pullErr, podFail := stagePodProblems(pods)
+	jobsByNode := map[string]map[string]packageset.JobFact{}
+	for _, j := range jobs {
+		n := j.Labels[v1alpha1.LabelNode]
+		if jobsByNode[n] == nil {
+			jobsByNode[n] = map[string]packageset.JobFact{}
+		}
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
+		if m := podFail[j.Name]; jf.Failed && m != "" {
+			jf.Message = m
+		}
+		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
+		}
+		jobsByNode[n][j.Name] = jf
+	}
+	return jobsByNode
+}
+
 // facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
 // the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
@@ -717,35 +760,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	pullErr := map[string]string{} // job name → kubelet message
-	podFail := map[string]string{} // job name → failing container
-	for _, p := range pods.Items {
-		jn := p.Labels["job-name"]
-		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
-				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
-			}
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
-			}
-		}
-	}
-	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs {
-		n := j.Labels[v1alpha1.LabelNode]
-		if jobsByNode[n] == nil {
-			jobsByNode[n] = map[string]packageset.JobFact{}
-		}
-		jf := packageset.JobFact{}
-		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
-		if m := podFail[j.Name]; jf.Failed && m != "" {
-			jf.Message = m
-		}
-		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
-			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
-		}
-		jobsByNode[n][j.Name] = jf
-	}
+	jobsByNode := jobFactsByNode(jobs, pods.Items)
 
 	nodes := map[string]*corev1.Node{}
 	tolerations := packageset.StageTolerations(set)
