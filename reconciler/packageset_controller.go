@@ -249,7 +249,11 @@ var setChanged = predicate.Funcs{
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			o, okOld := e.ObjectOld.(*corev1.Node)
+			n, okNew := e.ObjectNew.(*corev1.Node)
+			if !okOld || !okNew {
+				return true
+			}
 			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 				o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID // a reboot interrupt's proof
@@ -358,12 +362,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var set v1alpha1.PackageSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setStale(req.Name, "")
-			forgetPackageSetMetrics(req.Name)
-			r.mu.Lock()
-			delete(r.lastPass, req.Name)
-			delete(r.lastStatus, req.Name)
-			r.mu.Unlock()
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -452,31 +451,48 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 		r.setStale(set.Name, before.ResourceVersion)
-		// DrainBlocked is announced when it turns True or names something new, not on every
-		// pass it stays so: the event recorder's spam filter allows 25 events per object and
-		// type, then one per 5 minutes, so a Warning per pass would mute the set's other
-		// Warnings. The condition lives in the status, so a restart does not repeat it.
-		if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
-			if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
-				r.Recorder.Event(&set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
-			}
-		}
-		r.mu.Lock()
-		if r.lastStatus == nil {
-			r.lastStatus = map[string]time.Time{}
-		}
-		r.lastStatus[set.Name] = time.Now()
-		r.mu.Unlock()
-		if prev != status.Status {
-			typ := corev1.EventTypeNormal
-			if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
-				typ = corev1.EventTypeWarning
-			}
-			c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
-			r.Recorder.Event(&set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
-		}
+		r.statusWritten(&set, before, prev, &status)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// forget drops what the reconciler keeps about a deleted package set (stale marker, metrics,
+// pass and status-write times).
+func (r *PackageSetReconciler) forget(name string) {
+	r.setStale(name, "")
+	forgetPackageSetMetrics(name)
+	r.mu.Lock()
+	delete(r.lastPass, name)
+	delete(r.lastStatus, name)
+	r.mu.Unlock()
+}
+
+// statusWritten follows the write of status to set (before: the set as it was, prev: its
+// previous one-word status): the DrainBlocked and Status events, and the time of the write.
+func (r *PackageSetReconciler) statusWritten(set, before *v1alpha1.PackageSet, prev v1alpha1.PackageSetStatusValue, status *v1alpha1.PackageSetStatus) {
+	// DrainBlocked is announced when it turns True or names something new, not on every
+	// pass it stays so: the event recorder's spam filter allows 25 events per object and
+	// type, then one per 5 minutes, so a Warning per pass would mute the set's other
+	// Warnings. The condition lives in the status, so a restart does not repeat it.
+	if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
+		if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
+			r.Recorder.Event(set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
+		}
+	}
+	r.mu.Lock()
+	if r.lastStatus == nil {
+		r.lastStatus = map[string]time.Time{}
+	}
+	r.lastStatus[set.Name] = time.Now()
+	r.mu.Unlock()
+	if prev != status.Status {
+		typ := corev1.EventTypeNormal
+		if status.Status == v1alpha1.StatusErroring || status.Status == v1alpha1.StatusBlocked {
+			typ = corev1.EventTypeWarning
+		}
+		c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
+		r.Recorder.Event(set, typ, "Status", fmt.Sprintf("status %s: %s", status.Status, c.Message))
+	}
 }
 
 // statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
@@ -656,6 +672,49 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 	return err
 }
 
+// stagePodProblems reads the stage pods' container states, by Job name: the kubelet's image
+// pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
+// "container <name> exited <code> (<reason>) <message>").
+func stagePodProblems(pods []corev1.Pod) (pullErr, podFail map[string]string) {
+	pullErr = map[string]string{} // job name → kubelet message
+	podFail = map[string]string{} // job name → failing container
+	for _, p := range pods {
+		jn := p.Labels["job-name"]
+		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
+				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+			}
+		}
+	}
+	return pullErr, podFail
+}
+
+// jobFactsByNode is what the machine needs of each stage Job, by node and Job name: succeeded,
+// failed (with the failing container's message when a pod says it) or an image pull error.
+func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[string]packageset.JobFact {
+	pullErr, podFail := stagePodProblems(pods)
+	jobsByNode := map[string]map[string]packageset.JobFact{}
+	for _, j := range jobs {
+		n := j.Labels[v1alpha1.LabelNode]
+		if jobsByNode[n] == nil {
+			jobsByNode[n] = map[string]packageset.JobFact{}
+		}
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
+		if m := podFail[j.Name]; jf.Failed && m != "" {
+			jf.Message = m
+		}
+		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
+		}
+		jobsByNode[n][j.Name] = jf
+	}
+	return jobsByNode
+}
+
 // facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
 // the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
@@ -701,35 +760,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	pullErr := map[string]string{} // job name → kubelet message
-	podFail := map[string]string{} // job name → failing container
-	for _, p := range pods.Items {
-		jn := p.Labels["job-name"]
-		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
-				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
-			}
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
-			}
-		}
-	}
-	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs {
-		n := j.Labels[v1alpha1.LabelNode]
-		if jobsByNode[n] == nil {
-			jobsByNode[n] = map[string]packageset.JobFact{}
-		}
-		jf := packageset.JobFact{}
-		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
-		if m := podFail[j.Name]; jf.Failed && m != "" {
-			jf.Message = m
-		}
-		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
-			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
-		}
-		jobsByNode[n][j.Name] = jf
-	}
+	jobsByNode := jobFactsByNode(jobs, pods.Items)
 
 	nodes := map[string]*corev1.Node{}
 	tolerations := packageset.StageTolerations(set)

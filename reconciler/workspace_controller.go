@@ -207,7 +207,9 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, wantDeploy, wantSvc, wantJob, deploy, svc, job); done {
 		return res, err
 	}
-	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil
+	// Requeue (no RequeueAfter) asks for the controller's rate-limited requeue, which
+	// RequeueAfter cannot express; dropping it would change the retry timing.
+	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil //nolint:staticcheck // SA1019: Requeue keeps the rate-limited requeue (see above)
 }
 
 // status computes the new status from the decision (conditions keep their lastTransitionTime

@@ -147,7 +147,7 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 		}
 		res = pkg.Resources
 		if pkg.GracefulShutdown != nil {
-			s := int64(pkg.GracefulShutdown.Duration.Seconds())
+			s := int64(pkg.GracefulShutdown.Seconds())
 			grace = &s
 		}
 	}

@@ -550,15 +550,87 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	nodes := append([]NodeFacts(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	selected := countSelected(nodes)
+	budget := Budget(f.Budget, selected)
+	quarantine := quarantineSet(f.Quarantined, nodes)
+	inflight, cordoned, failed := rolloutCounts(nodes)
+	halted := failed || (stalledWants(wants, quarantine) != nil && !f.Deleting)
+
+	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
+	// already in flight finish their stages but no more than the budget are interrupted.
+	cordonSlots := budget - cordoned
+	statuses := make([]Status, 0, len(nodes))
+	var blocked, pausedBy []string
+	for _, n := range nodes {
+		var nodeWants []Want
+		if n.Selected && !f.Deleting {
+			nodeWants = wants
+		}
+		p := newNodePass(f, n, nodeWants, &cordonSlots, quarantine)
+		if f.Deleting && f.KeepInstalled {
+			// uninstallOnDelete false: leave the packages, release the node.
+			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})
+			continue
+		}
+		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
+		var blockedMsg, pausedMsg string
+		p.hold, blockedMsg, pausedMsg = nodeHold(f, n, specErr)
+		if blockedMsg != "" {
+			blocked = append(blocked, blockedMsg)
+		}
+		if pausedMsg != "" {
+			pausedBy = append(pausedBy, pausedMsg)
+		}
+		p.grant(wasInFlight, &inflight, budget, halted)
+		plan, err := p.run()
+		if err != nil {
+			return d, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		d.addNode(n, plan, &p)
+		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
+			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
+		}
+		if n.Selected {
+			statuses = append(statuses, plan.Status)
+		}
+	}
+	d.Quarantined = sortedKeys(quarantine)
+	if !f.Deleting && specErr == nil {
+		d.Stalled = stalledWants(wants, quarantine)
+	}
+	d.CompleteNodes = fmt.Sprintf("%d/%d", statusCount(statuses, v1alpha1.StatusComplete), selected)
+	d.NodesInProgress = int32(statusCount(statuses, v1alpha1.StatusInProgress))
+	d.Status = setStatus(f, specErr, statuses, d.Stalled)
+	if f.Deleting {
+		d.Finished = deleteFinished(d.Nodes)
+	}
+	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
+		d.RequeueAfter = Poll
+	}
+	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
+		d.PausedBy = pausedBy
+	}
+	d.Conditions = conditions(f, d, specErr, blocked)
+	return d, nil
+}
+
+// countSelected is the number of nodes the selector picks.
+func countSelected(nodes []NodeFacts) int {
 	selected := 0
 	for _, n := range nodes {
 		if n.Selected {
 			selected++
 		}
 	}
-	budget := Budget(f.Budget, selected)
+	return selected
+}
+
+// quarantineSet is the set of quarantine keys ("<package>@<version>", or with
+// "#config-<hash>"): those the set's status lists, those a node's record names for a failed
+// package, and the versions a node withdrew.
+func quarantineSet(listed []string, nodes []NodeFacts) map[string]bool {
 	quarantine := map[string]bool{}
-	for _, q := range f.Quarantined {
+	for _, q := range listed {
 		quarantine[q] = true
 	}
 	for _, n := range nodes {
@@ -574,7 +646,12 @@ func Plan(f SetFacts) (Decision, error) {
 			quarantine[Quarantine(name, v)] = true
 		}
 	}
-	inflight, halted, cordoned := 0, stalledWants(wants, quarantine) != nil && !f.Deleting, 0
+	return quarantine
+}
+
+// rolloutCounts counts the nodes in flight (a rollout state InFlight says so, or cordoned)
+// and the cordoned nodes, and says whether any node's rollout Failed (which halts the rollout).
+func rolloutCounts(nodes []NodeFacts) (inflight, cordoned int, failed bool) {
 	for _, n := range nodes {
 		if n.Cordoned {
 			cordoned++
@@ -583,123 +660,114 @@ func Plan(f SetFacts) (Decision, error) {
 			inflight++
 		}
 		if n.Record != nil && n.Record.Rollout == v1alpha1.RolloutFailed {
-			halted = true
+			failed = true
 		}
 	}
+	return inflight, cordoned, failed
+}
 
-	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
-	// already in flight finish their stages but no more than the budget are interrupted.
-	cordonSlots := budget - cordoned
-	statuses := make([]Status, 0, len(nodes))
-	complete, inProgress := 0, 0
-	var blocked, pausedBy []string
-	for _, n := range nodes {
-		var nodeWants []Want
-		if n.Selected && !f.Deleting {
-			nodeWants = wants
-		}
-		p := nodePass{f: f, n: n, wants: nodeWants, rec: n.Record.Clone(), cordonSlots: &cordonSlots, quarantine: quarantine}
-		if p.rec == nil {
-			p.rec = &NodeRecord{}
-		}
-		if p.rec.Packages == nil {
-			p.rec.Packages = map[string]*PackageRecord{}
-		}
-		if f.Deleting && f.KeepInstalled {
-			// uninstallOnDelete false: leave the packages, release the node.
-			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})
-			continue
-		}
-		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
-		switch {
-		case specErr != nil && !f.Deleting:
-			p.hold = v1alpha1.StatusUnknown
-		case n.Blocked != "" && n.Selected && !f.Deleting:
-			p.hold = v1alpha1.StatusBlocked
-			blocked = append(blocked, n.Name+": "+n.Blocked)
-		case f.Disabled && !f.Deleting:
-			p.hold = v1alpha1.StatusDisabled
-		case f.Paused && !f.Deleting:
-			p.hold = v1alpha1.StatusPaused
-		case n.Gate == GatePaused && !f.Deleting:
-			p.hold = v1alpha1.StatusWaiting
-			if n.Selected {
-				pausedBy = append(pausedBy, n.Name+" (by "+n.GateSet+")")
-			}
-		case n.Gate == GateWaiting && !f.Deleting:
-			p.hold = v1alpha1.StatusWaiting
-		}
-		p.granted = wasInFlight
-		if !p.granted && p.hold == "" && p.needsWork() && inflight < budget && !halted {
-			p.granted = true
-			inflight++
-		}
-		plan, err := p.run()
-		if err != nil {
-			return d, fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		if msg := drainWait(n); msg != "" && !plan.Uncordon {
-			if d.DrainBlockers == nil {
-				d.DrainBlockers = map[string]string{}
-			}
-			d.DrainBlockers[n.Name] = msg
-		}
-		d.Nodes = append(d.Nodes, plan)
-		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
-			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
-		}
+// newNodePass is the pass over node n with a copy of its record (an empty one if it has none).
+func newNodePass(f SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quarantine map[string]bool) nodePass {
+	p := nodePass{f: f, n: n, wants: wants, rec: n.Record.Clone(), cordonSlots: cordonSlots, quarantine: quarantine}
+	if p.rec == nil {
+		p.rec = &NodeRecord{}
+	}
+	if p.rec.Packages == nil {
+		p.rec.Packages = map[string]*PackageRecord{}
+	}
+	return p
+}
+
+// nodeHold is the status that holds node n this pass ("" for none); when the node is
+// blocked, the "<node>: <reason>" line for the set's condition; when a paused set gates a
+// selected node, the "<node> (by <set>)" entry for PausedBy. Deleting holds nothing.
+func nodeHold(f SetFacts, n NodeFacts, specErr error) (hold Status, blocked, pausedBy string) {
+	switch {
+	case f.Deleting:
+		return "", "", ""
+	case specErr != nil:
+		return v1alpha1.StatusUnknown, "", ""
+	case n.Blocked != "" && n.Selected:
+		return v1alpha1.StatusBlocked, n.Name + ": " + n.Blocked, ""
+	case f.Disabled:
+		return v1alpha1.StatusDisabled, "", ""
+	case f.Paused:
+		return v1alpha1.StatusPaused, "", ""
+	case n.Gate == GatePaused:
 		if n.Selected {
-			statuses = append(statuses, plan.Status)
-			switch plan.Status {
-			case v1alpha1.StatusComplete:
-				complete++
-			case v1alpha1.StatusInProgress:
-				inProgress++
-			}
+			return v1alpha1.StatusWaiting, "", n.Name + " (by " + n.GateSet + ")"
 		}
-		d.Failures = append(d.Failures, p.failures...)
-		if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {
-			d.RequeueAfter = p.requeue
+		return v1alpha1.StatusWaiting, "", ""
+	case n.Gate == GateWaiting:
+		return v1alpha1.StatusWaiting, "", ""
+	}
+	return "", "", ""
+}
+
+// grant decides whether the pass may start new stages on the node: a node already in flight
+// keeps its grant; another gets one of the budget's slots (inflight counts them) when nothing
+// holds it, it has work to do and the rollout is not halted.
+func (p *nodePass) grant(wasInFlight bool, inflight *int, budget int, halted bool) {
+	p.granted = wasInFlight
+	if !p.granted && p.hold == "" && p.needsWork() && *inflight < budget && !halted {
+		p.granted = true
+		*inflight++
+	}
+}
+
+// sortedKeys is the set's keys in order (nil for an empty set).
+func sortedKeys(set map[string]bool) []string {
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// addNode adds node n's plan to the decision with what its pass found: the drain's blocker,
+// the failures and the earliest requeue.
+func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
+	if msg := drainWait(n); msg != "" && !plan.Uncordon {
+		if d.DrainBlockers == nil {
+			d.DrainBlockers = map[string]string{}
 		}
+		d.DrainBlockers[n.Name] = msg
 	}
-	for q := range quarantine {
-		d.Quarantined = append(d.Quarantined, q)
+	d.Nodes = append(d.Nodes, plan)
+	d.Failures = append(d.Failures, p.failures...)
+	if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {
+		d.RequeueAfter = p.requeue
 	}
-	sort.Strings(d.Quarantined)
-	if !f.Deleting && specErr == nil {
-		d.Stalled = stalledWants(wants, quarantine)
-	}
-	d.CompleteNodes = fmt.Sprintf("%d/%d", complete, selected)
-	d.NodesInProgress = int32(inProgress)
+}
+
+// setStatus is the set's one-word summary: disabled or paused when the user asked (unless
+// deleting), unknown for a spec error, else the aggregate of the selected nodes' statuses,
+// with erroring instead of waiting/unknown when a wanted version is quarantined (stalled).
+func setStatus(f SetFacts, specErr error, statuses []Status, stalled []string) Status {
 	switch {
 	case f.Disabled && !f.Deleting:
-		d.Status = v1alpha1.StatusDisabled
+		return v1alpha1.StatusDisabled
 	case f.Paused && !f.Deleting:
-		d.Status = v1alpha1.StatusPaused
+		return v1alpha1.StatusPaused
 	case specErr != nil:
-		d.Status = v1alpha1.StatusUnknown
-	default:
-		d.Status = Aggregate(statuses)
-		if len(d.Stalled) > 0 && (d.Status == v1alpha1.StatusWaiting || d.Status == v1alpha1.StatusUnknown) {
-			d.Status = v1alpha1.StatusErroring // nothing will move until the version changes
+		return v1alpha1.StatusUnknown
+	}
+	st := Aggregate(statuses)
+	if len(stalled) > 0 && (st == v1alpha1.StatusWaiting || st == v1alpha1.StatusUnknown) {
+		st = v1alpha1.StatusErroring // nothing will move until the version changes
+	}
+	return st
+}
+
+// deleteFinished says whether a deleting set is done: no node keeps a record, a cordon or a Job.
+func deleteFinished(nodes []NodePlan) bool {
+	for _, np := range nodes {
+		if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {
+			return false
 		}
 	}
-	if f.Deleting {
-		d.Finished = true
-		for _, np := range d.Nodes {
-			if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {
-				d.Finished = false
-			}
-		}
-	}
-	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
-		d.RequeueAfter = Poll
-	}
-	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
-		d.PausedBy = pausedBy
-	}
-	d.Conditions = conditions(f, d, specErr, blocked)
-	return d, nil
+	return true
 }
 
 // drainWait says what a cordoned node's drain waits for in the facts ("" if nothing): running
@@ -1000,130 +1068,167 @@ func (p *nodePass) step(name string) error {
 		if r != nil && w == nil && !r.Removing && !r.Done && r.State != v1alpha1.StateInProgress {
 			r.Done = true // no longer wanted: abandon the flow (no retry), uninstall below
 		}
+		var again bool
+		var err error
 		switch {
 		case r == nil || r.Done:
-			if settled(r, w) {
-				if !bytes.Equal(r.Spec, w.Spec) {
-					r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
-				}
-				return nil
-			}
-			if q := p.quarantinedKeyOf(w); q != "" {
-				switch {
-				case r != nil && r.Reverting:
-					p.reverted = true
-					p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, revertedMessage(r, q)})
-				case r == nil && p.rec.Withdrawn[name] != "":
-					p.reverted = true
-					p.failures = append(p.failures, Failure{p.n.Name, name, "",
-						fmt.Sprintf("rolled back: new version %s failed and was removed; %s is quarantined", p.rec.Withdrawn[name], q)})
-				}
-				return nil // Stalled until the version (or config) changes
-			}
-			if !p.canStart() || !p.depsComplete(w) {
-				return nil
-			}
-			if err := p.startFlow(name, r, w); err != nil {
-				return err
-			}
-			if p.rec.Packages[name] == nil {
-				return nil // removed without uninstall
-			}
+			again, err = p.stepIdle(name, r, w)
 		case r.State == v1alpha1.StateInProgress:
-			if r.Stage == v1alpha1.StageInterrupt {
-				if p.rebooted(r) {
-					p.rebootDone(r) // whatever its Job says: the node came back
-					return nil
-				}
-				return p.observe(name, r) // completion handled in interrupts()
-			}
-			advanced, err := p.observeAndAdvance(name, r)
-			if err != nil {
-				return err
-			}
-			if r.State == v1alpha1.StateErroring {
-				if kind := p.revertOf(name, r); kind != revertNone {
-					return p.revert(name, r, kind)
-				}
-			}
-			if !advanced {
-				return nil
-			}
+			again, err = p.stepInProgress(name, r)
 		case r.State == v1alpha1.StateErroring && p.rebooted(r):
-			// The reboot interrupt's pod was killed by the reboot it started (exit 143, or
-			// lost with the node) and was seen failed before the node came back: the node's
-			// boot ID changed, so the interrupt did its work (Skyhook #633: a successful
-			// reboot must not leave the node erroring and cordoned). Retry → Succeeded.
-			if err := p.transition(r, EventRetry); err != nil {
-				return err
-			}
-			p.rebootDone(r)
-			return nil
+			return p.stepRebootedErroring(r)
 		case r.State == v1alpha1.StateErroring:
-			if kind := p.revertOf(name, r); kind != revertNone {
-				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
-				return p.revert(name, r, kind)
-			}
-			wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
-			if wait > 0 || !p.canStart() {
-				if wait > 0 {
-					p.requeueIn(wait)
-				}
-				p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
-				return nil
-			}
-			if err := p.transition(r, EventRetry); err != nil {
-				return err
-			}
-			p.createJob(name, r)
-			return nil
+			return p.stepErroring(name, r)
 		case r.State == v1alpha1.StateSkipped:
 			return nil // waits for the merged interrupt (interrupts())
 		case r.State == v1alpha1.StateComplete:
-			next, done, err := NextStage(r.Stage, r.Interrupt != nil)
-			if err != nil {
-				return err
-			}
-			if done {
-				r.Done = true
-				if r.Removing {
-					delete(p.rec.Packages, name)
-					return nil
-				}
-				continue
-			}
-			if next == v1alpha1.StageInterrupt {
-				return nil // merged across packages in interrupts()
-			}
-			if r.Stage == v1alpha1.StageUninstall {
-				// Downgrade: the old version is gone; apply the wanted one.
-				if r.Removing || w == nil {
-					delete(p.rec.Packages, name)
-					return nil
-				}
-				if r.Reverting && r.Prev == nil {
-					// A failed new package is uninstalled: nothing to return to.
-					delete(p.rec.Packages, name)
-					p.withdraw(name, r.RevertedFrom)
-					return nil
-				}
-				if r.Reverting {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
-					r.Prev = nil
-				} else {
-					r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
-				}
-			}
-			if !p.canStart() {
-				return nil
-			}
-			p.begin(r, next)
-			p.createJob(name, r)
+			again, err = p.stepComplete(name, r, w)
 		default:
 			return &TransitionError{"state", string(r.State), "", "unexpected state in a node record"}
 		}
+		if err != nil || !again {
+			return err
+		}
 	}
 	return nil
+}
+
+// stepIdle is step for a package with no record or a finished flow (r nil or Done): nothing
+// when settled on the wanted version, stalled when that version is quarantined, else the start
+// of its flow (again: step once more on the new record).
+func (p *nodePass) stepIdle(name string, r *PackageRecord, w *Want) (again bool, err error) {
+	if settled(r, w) {
+		if !bytes.Equal(r.Spec, w.Spec) {
+			r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
+		}
+		return false, nil
+	}
+	if q := p.quarantinedKeyOf(w); q != "" {
+		switch {
+		case r != nil && r.Reverting:
+			p.reverted = true
+			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, revertedMessage(r, q)})
+		case r == nil && p.rec.Withdrawn[name] != "":
+			p.reverted = true
+			p.failures = append(p.failures, Failure{p.n.Name, name, "",
+				fmt.Sprintf("rolled back: new version %s failed and was removed; %s is quarantined", p.rec.Withdrawn[name], q)})
+		}
+		return false, nil // Stalled until the version (or config) changes
+	}
+	if !p.canStart() || !p.depsComplete(w) {
+		return false, nil
+	}
+	if err := p.startFlow(name, r, w); err != nil {
+		return false, err
+	}
+	if p.rec.Packages[name] == nil {
+		return false, nil // removed without uninstall
+	}
+	return true, nil
+}
+
+// stepInProgress is step for a stage in progress: observe its Job (an interrupt: the reboot's
+// proof, else completion is handled in interrupts()), revert when it failed and the policy
+// says so, and step again when the stage advanced.
+func (p *nodePass) stepInProgress(name string, r *PackageRecord) (again bool, err error) {
+	if r.Stage == v1alpha1.StageInterrupt {
+		if p.rebooted(r) {
+			p.rebootDone(r) // whatever its Job says: the node came back
+			return false, nil
+		}
+		return false, p.observe(name, r) // completion handled in interrupts()
+	}
+	advanced, err := p.observeAndAdvance(name, r)
+	if err != nil {
+		return false, err
+	}
+	if r.State == v1alpha1.StateErroring {
+		if kind := p.revertOf(name, r); kind != revertNone {
+			return false, p.revert(name, r, kind)
+		}
+	}
+	return advanced, nil
+}
+
+// stepRebootedErroring is step for an erroring stage on a node that rebooted since it began.
+// The reboot interrupt's pod was killed by the reboot it started (exit 143, or lost with the
+// node) and was seen failed before the node came back: the node's boot ID changed, so the
+// interrupt did its work (Skyhook #633: a successful reboot must not leave the node erroring
+// and cordoned). Retry → Succeeded.
+func (p *nodePass) stepRebootedErroring(r *PackageRecord) error {
+	if err := p.transition(r, EventRetry); err != nil {
+		return err
+	}
+	p.rebootDone(r)
+	return nil
+}
+
+// stepErroring is step for an erroring stage: revert when the policy says so, else retry
+// after the backoff (the failure is reported while it waits).
+func (p *nodePass) stepErroring(name string, r *PackageRecord) error {
+	if kind := p.revertOf(name, r); kind != revertNone {
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+		return p.revert(name, r, kind)
+	}
+	wait := backoff(r.Restarts) - p.f.Now.Sub(r.Since)
+	if wait > 0 || !p.canStart() {
+		if wait > 0 {
+			p.requeueIn(wait)
+		}
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+		return nil
+	}
+	if err := p.transition(r, EventRetry); err != nil {
+		return err
+	}
+	p.createJob(name, r)
+	return nil
+}
+
+// stepComplete is step for a completed stage: finish the flow (drop the record when removing),
+// leave the interrupt to interrupts(), after an uninstall switch to the version to apply, and
+// begin the next stage (again: step once more).
+func (p *nodePass) stepComplete(name string, r *PackageRecord, w *Want) (again bool, err error) {
+	next, done, err := NextStage(r.Stage, r.Interrupt != nil)
+	if err != nil {
+		return false, err
+	}
+	if done {
+		r.Done = true
+		if r.Removing {
+			delete(p.rec.Packages, name)
+			return false, nil
+		}
+		return true, nil
+	}
+	if next == v1alpha1.StageInterrupt {
+		return false, nil // merged across packages in interrupts()
+	}
+	if r.Stage == v1alpha1.StageUninstall {
+		// Downgrade: the old version is gone; apply the wanted one.
+		if r.Removing || w == nil {
+			delete(p.rec.Packages, name)
+			return false, nil
+		}
+		if r.Reverting && r.Prev == nil {
+			// A failed new package is uninstalled: nothing to return to.
+			delete(p.rec.Packages, name)
+			p.withdraw(name, r.RevertedFrom)
+			return false, nil
+		}
+		if r.Reverting {
+			r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = r.Prev.Version, r.Prev.Image, r.Prev.Config, r.Prev.Interrupt, r.Prev.Uninstall, r.Prev.Spec
+			r.Prev = nil
+		} else {
+			r.Version, r.Image, r.Config, r.Interrupt, r.Uninstall, r.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec
+		}
+	}
+	if !p.canStart() {
+		return false, nil
+	}
+	p.begin(r, next)
+	p.createJob(name, r)
+	return true, nil
 }
 
 func (p *nodePass) requeueIn(d time.Duration) {
@@ -1528,7 +1633,23 @@ func DrainMatters(rec *NodeRecord) bool {
 // the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Job for the highest-ranked interrupt, the
 // others skipped; on its success all of them complete and go on to post-interrupt.
 func (p *nodePass) interrupts() error {
-	var ready, running []string
+	ready, running, reached := p.interruptCandidates()
+	if !reached {
+		return nil // some package has not reached its interrupt yet
+	}
+	if len(running) > 0 {
+		return p.runningInterrupt(running)
+	}
+	if len(ready) == 0 || !p.readyToInterrupt() {
+		return nil
+	}
+	return p.startInterrupt(ready)
+}
+
+// interruptCandidates sorts the packages with an interrupt and an unfinished flow: ready (config
+// complete, waiting for the interrupt) and running (in the interrupt stage). reached is false
+// when one of them has not reached its interrupt yet.
+func (p *nodePass) interruptCandidates() (ready, running []string, reached bool) {
 	for _, name := range p.sortedRecords() {
 		r := p.rec.Packages[name]
 		if r.Interrupt == nil || r.Done {
@@ -1541,76 +1662,92 @@ func (p *nodePass) interrupts() error {
 			running = append(running, name)
 		case r.Stage == v1alpha1.StagePostInterrupt:
 		default:
-			return nil // some package has not reached its interrupt yet
+			return nil, nil, false
 		}
 	}
-	if len(running) > 0 {
-		var winner *PackageRecord
-		var winnerName string
+	return ready, running, true
+}
+
+// runningInterrupt follows the merged interrupt in flight (running: the packages in the
+// interrupt stage, the winner runs the Job, the others are skipped): when the winner completes
+// every one of them moves on to post-interrupt; when the winner's flow was rolled back, the
+// skipped ones go back to config complete.
+func (p *nodePass) runningInterrupt(running []string) error {
+	var winner *PackageRecord
+	var winnerName string
+	for _, name := range running {
+		if r := p.rec.Packages[name]; r.State != v1alpha1.StateSkipped {
+			winner, winnerName = r, name
+		}
+	}
+	if winner == nil {
+		// The winner's flow was rolled back: the skipped ones wait at config complete
+		// again and merge into the next interrupt.
 		for _, name := range running {
-			if r := p.rec.Packages[name]; r.State != v1alpha1.StateSkipped {
-				winner, winnerName = r, name
-			}
+			r := p.rec.Packages[name]
+			r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
 		}
-		if winner == nil {
-			// The winner's flow was rolled back: the skipped ones wait at config complete
-			// again and merge into the next interrupt.
-			for _, name := range running {
-				r := p.rec.Packages[name]
-				r.Stage, r.State, r.Since = v1alpha1.StageConfig, v1alpha1.StateComplete, p.f.Now
-			}
-			return nil
+		return nil
+	}
+	if winner.State == v1alpha1.StateInProgress {
+		if p.rebooted(winner) {
+			p.rebootDone(winner) // whatever its pod says: the node came back
+		} else if err := p.observe(winnerName, winner); err != nil {
+			return err
 		}
-		if winner.State == v1alpha1.StateInProgress {
-			if p.rebooted(winner) {
-				p.rebootDone(winner) // whatever its pod says: the node came back
-			} else if err := p.observe(winnerName, winner); err != nil {
+	}
+	if winner.State == v1alpha1.StateErroring {
+		return nil // retried with backoff by step()
+	}
+	if winner.State != v1alpha1.StateComplete {
+		return nil
+	}
+	for _, name := range running {
+		r := p.rec.Packages[name]
+		if r.State == v1alpha1.StateSkipped {
+			if err := p.transition(r, EventPromoted); err != nil {
 				return err
 			}
 		}
-		if winner.State == v1alpha1.StateErroring {
-			return nil // retried with backoff by step()
-		}
-		if winner.State != v1alpha1.StateComplete {
-			return nil
-		}
-		for _, name := range running {
-			r := p.rec.Packages[name]
-			if r.State == v1alpha1.StateSkipped {
-				if err := p.transition(r, EventPromoted); err != nil {
-					return err
-				}
-			}
-			p.begin(r, v1alpha1.StagePostInterrupt)
-			p.createJob(name, r)
-		}
-		return nil
+		p.begin(r, v1alpha1.StagePostInterrupt)
+		p.createJob(name, r)
 	}
-	if len(ready) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// readyToInterrupt says whether the node may be interrupted now: no other stage of the set runs
+// or errors on it, a start is allowed, and it is cordoned (else it plans a cordon within the
+// cordon slots) and drained (else it plans the drain once the non-interrupt pods are gone).
+func (p *nodePass) readyToInterrupt() bool {
 	for _, r := range p.rec.Packages {
 		if r.State == v1alpha1.StateInProgress || r.State == v1alpha1.StateErroring {
-			return nil // wait for the set's other stages on the node (Skyhook HasRunningPackages)
+			return false // wait for the set's other stages on the node (Skyhook HasRunningPackages)
 		}
 	}
 	if !p.canStart() {
-		return nil
+		return false
 	}
 	if !p.n.Cordoned {
 		if *p.cordonSlots > 0 {
 			*p.cordonSlots--
 			p.plan.Cordon = true
 		}
-		return nil
+		return false
 	}
 	if len(p.n.NonInterrupt) > 0 {
-		return nil // the non-interrupt pods finish before the drain starts
+		return false // the non-interrupt pods finish before the drain starts
 	}
 	if !p.n.Drained {
 		p.plan.Drain = true
-		return nil
+		return false
 	}
+	return true
+}
+
+// startInterrupt merges the ready packages' interrupts into one (reboot > restart-all-services >
+// service > noop) and starts it: the winner runs the merged interrupt's Job, the others are
+// skipped. Errors: an illegal transition or an interrupt MergeInterrupts rejects.
+func (p *nodePass) startInterrupt(ready []string) error {
 	its := make([]v1alpha1.Interrupt, len(ready))
 	for i, name := range ready {
 		its[i] = *p.rec.Packages[name].Interrupt

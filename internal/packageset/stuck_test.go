@@ -103,15 +103,14 @@ func TestDeleteUninstallFailsThenKeepInstalled(t *testing.T) {
 	s.run(v1alpha1.StatusComplete)
 	s.facts.Deleting = true
 	s.fail = func(j JobSpec, _ int) bool { return j.Stage == unin && j.Node == "node-1" }
-	var d Decision
 	for i := 0; i < 10; i++ {
-		d = s.pass()
+		s.pass()
 		s.settle()
 		s.now = s.now.Add(BackoffMax)
 	}
-	d = s.pass() // the retry
+	s.pass() // the retry
 	s.settle()
-	d = s.pass() // it failed again, in backoff
+	d := s.pass() // it failed again, in backoff
 	if d.Finished {
 		t.Fatal("finished although an uninstall fails")
 	}

@@ -374,69 +374,11 @@ type state struct {
 func Decide(f Facts) (Decision, error) {
 	prev := PhaseOf(f.Conditions)
 	d := Decision{Image: f.RunningImage}
-	pod := f.Pod
-	ownPod := pod != nil && !pod.Foreign
 	var st state
-
-	switch {
-	case f.Deleting:
+	if f.Deleting {
 		st = terminate(f, &d)
-	default:
-		if !f.HasFinalizer {
-			// Seed: [*] → Pending → Creating in one pass: the finalizer is the first action, so
-			// it is on before anything is created (the controller stops the pass if adding it
-			// fails) and the owned objects are always cleaned up. Later, if someone removed
-			// it, it is put back the same way.
-			d.Actions = append(d.Actions, ActionAddFinalizer)
-		}
-		if !f.Service.Foreign && !f.Service.UpToDate && f.SpecError == "" {
-			d.Actions = append(d.Actions, ActionEnsureService)
-		}
-		upgrading := prev != v1alpha1.PerformerPending && f.RunningImage != "" &&
-			(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
-				(ownPod && pod.SpecHash != f.DesiredHash))
-		// progress is the in-progress state: Upgrading whenever an upgrade is under way,
-		// otherwise the given phase.
-		progress := func(p Phase, reason, msg string) state {
-			if upgrading {
-				return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
-			}
-			return state{p, reason, msg}
-		}
-		switch {
-		case f.SpecError != "":
-			st = failed(ReasonInvalidSpec, f.SpecError)
-		case f.Service.Foreign:
-			st = failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
-		case pod != nil && pod.Foreign:
-			st = failed(ReasonOwnershipConflict, "a Pod with the performer's name exists and is not controlled by this Performer")
-		case len(f.MissingRefs) > 0 && (pod == nil || pod.SpecHash != f.DesiredHash):
-			st = failed(ReasonReferenceNotFound, "spec.envFrom: "+strings.Join(f.MissingRefs, "; ")+"; the performer proceeds on its own once they exist")
-		case pod == nil:
-			d.Actions = append(d.Actions, ActionCreatePod)
-			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the pod")
-		case pod.Deleting:
-			d.RequeueAfter = WaitPoll
-			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old pod to be deleted")
-		case pod.SpecHash != f.DesiredHash:
-			// Seed: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
-			d.Actions = append(d.Actions, ActionDeletePod)
-			st = progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: deleting the pod to re-create it")
-		case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
-			// Seed: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
-			d.Actions = append(d.Actions, ActionDeletePod)
-			st = failed(ReasonPodFailed, podFailedMessage(pod))
-		default:
-			if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
-				st = s
-			} else if pod.Ready && f.Service.UpToDate {
-				st = state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
-				d.Image = f.DesiredImage
-				d.UpgradeFinished = upgrading
-			} else {
-				st = progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
-			}
-		}
+	} else {
+		st = converge(f, prev, &d)
 	}
 
 	if r := f.Rejection; r != nil && !f.Deleting && slices.Contains(d.Actions, Action(r.Action)) {
@@ -459,6 +401,75 @@ func Decide(f Facts) (Decision, error) {
 	}
 	d.Event = event(f.Conditions, prev, st)
 	return d, nil
+}
+
+// converge is the pass of a Performer that is not being deleted: the finalizer and the
+// Service first, then the pod's state (podState), Upgrading while an upgrade is under way.
+func converge(f Facts, prev Phase, d *Decision) state {
+	pod := f.Pod
+	ownPod := pod != nil && !pod.Foreign
+	if !f.HasFinalizer {
+		// Seed: [*] → Pending → Creating in one pass: the finalizer is the first action, so
+		// it is on before anything is created (the controller stops the pass if adding it
+		// fails) and the owned objects are always cleaned up. Later, if someone removed
+		// it, it is put back the same way.
+		d.Actions = append(d.Actions, ActionAddFinalizer)
+	}
+	if !f.Service.Foreign && !f.Service.UpToDate && f.SpecError == "" {
+		d.Actions = append(d.Actions, ActionEnsureService)
+	}
+	upgrading := prev != v1alpha1.PerformerPending && f.RunningImage != "" &&
+		(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
+			(ownPod && pod.SpecHash != f.DesiredHash))
+	return podState(f, d, upgrading)
+}
+
+// podState is the outcome for the Performer's pod (with the actions it needs): failed for a
+// spec error, a foreign object or a missing reference, else create, replace or wait for the
+// pod, and Running once it is ready behind an up-to-date Service.
+func podState(f Facts, d *Decision, upgrading bool) state {
+	pod := f.Pod
+	// progress is the in-progress state: Upgrading whenever an upgrade is under way,
+	// otherwise the given phase.
+	progress := func(p Phase, reason, msg string) state {
+		if upgrading {
+			return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
+		}
+		return state{p, reason, msg}
+	}
+	switch {
+	case f.SpecError != "":
+		return failed(ReasonInvalidSpec, f.SpecError)
+	case f.Service.Foreign:
+		return failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
+	case pod != nil && pod.Foreign:
+		return failed(ReasonOwnershipConflict, "a Pod with the performer's name exists and is not controlled by this Performer")
+	case len(f.MissingRefs) > 0 && (pod == nil || pod.SpecHash != f.DesiredHash):
+		return failed(ReasonReferenceNotFound, "spec.envFrom: "+strings.Join(f.MissingRefs, "; ")+"; the performer proceeds on its own once they exist")
+	case pod == nil:
+		d.Actions = append(d.Actions, ActionCreatePod)
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the pod")
+	case pod.Deleting:
+		d.RequeueAfter = WaitPoll
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old pod to be deleted")
+	case pod.SpecHash != f.DesiredHash:
+		// Seed: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
+		d.Actions = append(d.Actions, ActionDeletePod)
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: deleting the pod to re-create it")
+	case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
+		// Seed: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
+		d.Actions = append(d.Actions, ActionDeletePod)
+		return failed(ReasonPodFailed, podFailedMessage(pod))
+	}
+	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
+		return s
+	}
+	if pod.Ready && f.Service.UpToDate {
+		d.Image = f.DesiredImage
+		d.UpgradeFinished = upgrading
+		return state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
+	}
+	return progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
 }
 
 // terminate is the Terminating pass (seed: Terminating → ServiceCleanup → PodCleanup → [*]).

@@ -503,30 +503,9 @@ func readPods(pods []Pod) podProblems {
 	return r
 }
 
-// inference is one pass of an inference workspace.
-func inference(f Facts, prev State, d *Decision) pass {
-	established := prev == v1alpha1.WorkspaceStateReady || prev == v1alpha1.WorkspaceStateNotReady
-	p := pass{}
-	var conflict *cond
-	switch {
-	case f.Workload != nil && f.Workload.Foreign:
-		conflict = &cond{false, ReasonOwnershipConflict, "a Deployment named like the workspace exists and is not controlled by it"}
-	case f.Service.Foreign:
-		conflict = &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
-	}
-	refsMissing := len(f.MissingRefs) > 0 && (f.Workload == nil || !f.Workload.UpToDate)
-	if f.SpecError == "" && conflict == nil {
-		if (f.Workload == nil || !f.Workload.UpToDate) && !refsMissing {
-			d.Actions = append(d.Actions, ActionEnsureWorkload)
-		}
-		if !f.Service.UpToDate {
-			d.Actions = append(d.Actions, ActionEnsureService)
-		}
-	}
-	pods := readPods(f.Pods)
-	d.ReadyReplicas = pods.readyOnReadyNode
-
-	// ResourceReady: capacity, then the pods' placement.
+// inferenceResource sets ResourceReady of an inference pass: capacity first (stalled unless the
+// spec is invalid), then the pods' placement (stalled when unschedulable).
+func inferenceResource(f Facts, pods podProblems, p *pass) {
 	res := resourceCheck(f)
 	switch {
 	case res != nil:
@@ -543,8 +522,12 @@ func inference(f Facts, prev State, d *Decision) pass {
 	default:
 		p.resource = cond{true, ReasonResourcesAvailable, fmt.Sprintf("%d replicas bound to Ready nodes %s", pods.bound, strings.Join(pods.nodes, ", "))}
 	}
+}
 
-	// InferenceReady: every replica Ready on a Ready node, the rollout done, the Service up.
+// inferenceProgress sets InferenceReady of an inference pass: every replica Ready on a Ready
+// node, the rollout done, the Service up. An invalid spec, an ownership conflict, a missing
+// reference, an image pull or a container start failure stall it.
+func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bool, p *pass) {
 	switch {
 	case f.SpecError != "":
 		p.progress = cond{false, ReasonInvalidSpec, f.SpecError}
@@ -574,6 +557,107 @@ func inference(f Facts, prev State, d *Decision) pass {
 	default:
 		p.progress = cond{true, ReasonInferenceReady, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)}
 	}
+}
+
+// tuningResource sets ResourceReady of a tuning pass: capacity (stalled), an unschedulable pod
+// of an active Job (stalled), placed once a pod is bound or the Job finished.
+func tuningResource(f Facts, pods podProblems, p *pass) {
+	job := f.Job
+	res := resourceCheck(f)
+	switch {
+	case res != nil:
+		p.resource = *res
+		p.stalled = res
+	case pods.unschedulable != nil && job != nil && job.Active > 0:
+		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
+	case pods.bound > 0 || (job != nil && (job.Complete || job.Failed)):
+		p.resource = cond{true, ReasonResourcesAvailable, "the tuning pod was placed on " + strings.Join(pods.nodes, ", ")}
+		if len(pods.nodes) == 0 {
+			p.resource.message = "the tuning pod was placed"
+		}
+	default:
+		p.resource = cond{false, ReasonWaitingForScheduler, "the tuning pod is not bound to a node yet"}
+	}
+}
+
+// tuningOutcome sets the state and WorkspaceSucceeded of a tuning pass that did not end early:
+// Running first when the Job is seen finished (Pending → Running → Succeeded|Failed), then
+// Succeeded or Failed; Running once started (never back to Pending), else Pending.
+func tuningOutcome(prev State, job *Job, pods podProblems, p *pass, d *Decision) {
+	finished := job != nil && !job.Foreign && (job.Complete || job.Failed)
+	switch {
+	case finished && prev != v1alpha1.WorkspaceStateRunning:
+		// Seed 004 draws Pending → Running → Succeeded|Failed: report Running first.
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job ran (observed finished)"}
+		p.stalled = nil
+		d.Requeue = true
+	case finished && job.Complete:
+		p.state = v1alpha1.WorkspaceStateSucceeded
+		p.summary = cond{true, ReasonWorkspaceSucceeded, fmt.Sprintf("the tuning job completed (%d succeeded)", job.Succeeded)}
+		p.stalled = nil
+	case finished:
+		msg := "the tuning job failed"
+		if job.FailedReason != "" {
+			msg += ": " + job.FailedReason
+		}
+		if job.FailedMessage != "" {
+			msg += ": " + job.FailedMessage
+		}
+		if pods.start != nil {
+			msg += "; " + pods.start.message
+		}
+		p.state = v1alpha1.WorkspaceStateFailed
+		p.summary = cond{false, ReasonWorkspaceFailed, msg}
+		p.stalled = &cond{false, ReasonWorkspaceFailed, msg}
+	case p.progress.ok:
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job is running"}
+		p.stalled = nil
+		d.RequeueAfter = WaitPoll
+	case prev == v1alpha1.WorkspaceStateRunning:
+		// Running never goes back to Pending (e.g. a retried pod waiting for a node): the
+		// job has started; what holds it up is in the other conditions.
+		p.state = v1alpha1.WorkspaceStateRunning
+		p.summary = cond{false, ReasonJobRunning, "the tuning job is running; " + p.progress.reason + ": " + p.progress.message}
+		p.progress = cond{true, ReasonJobStarted, "the tuning job had started"}
+		if p.stalled == nil {
+			d.RequeueAfter = WaitPoll
+		}
+	default:
+		p.state = v1alpha1.WorkspaceStatePending
+		p.summary = cond{false, ReasonWorkspacePending, rootCause(*p)}
+		if p.stalled == nil {
+			d.RequeueAfter = WaitPoll
+		}
+	}
+}
+
+// inference is one pass of an inference workspace.
+func inference(f Facts, prev State, d *Decision) pass {
+	established := prev == v1alpha1.WorkspaceStateReady || prev == v1alpha1.WorkspaceStateNotReady
+	p := pass{}
+	var conflict *cond
+	switch {
+	case f.Workload != nil && f.Workload.Foreign:
+		conflict = &cond{false, ReasonOwnershipConflict, "a Deployment named like the workspace exists and is not controlled by it"}
+	case f.Service.Foreign:
+		conflict = &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
+	}
+	refsMissing := len(f.MissingRefs) > 0 && (f.Workload == nil || !f.Workload.UpToDate)
+	if f.SpecError == "" && conflict == nil {
+		if (f.Workload == nil || !f.Workload.UpToDate) && !refsMissing {
+			d.Actions = append(d.Actions, ActionEnsureWorkload)
+		}
+		if !f.Service.UpToDate {
+			d.Actions = append(d.Actions, ActionEnsureService)
+		}
+	}
+	pods := readPods(f.Pods)
+	d.ReadyReplicas = pods.readyOnReadyNode
+
+	inferenceResource(f, pods, &p)
+	inferenceProgress(f, pods, conflict, refsMissing, &p)
 
 	switch {
 	case p.progress.ok && p.resource.ok:
@@ -645,21 +729,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 	job := f.Job
 	pods := readPods(f.Pods)
 
-	res := resourceCheck(f)
-	switch {
-	case res != nil:
-		p.resource = *res
-		p.stalled = res
-	case pods.unschedulable != nil && job != nil && job.Active > 0:
-		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
-	case pods.bound > 0 || (job != nil && (job.Complete || job.Failed)):
-		p.resource = cond{true, ReasonResourcesAvailable, "the tuning pod was placed on " + strings.Join(pods.nodes, ", ")}
-		if len(pods.nodes) == 0 {
-			p.resource.message = "the tuning pod was placed"
-		}
-	default:
-		p.resource = cond{false, ReasonWaitingForScheduler, "the tuning pod is not bound to a node yet"}
-	}
+	tuningResource(f, pods, &p)
 
 	switch {
 	case job != nil && job.Foreign:
@@ -695,53 +765,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 		p.progress = cond{false, ReasonJobPending, msg}
 	}
 
-	finished := job != nil && !job.Foreign && (job.Complete || job.Failed)
-	switch {
-	case finished && prev != v1alpha1.WorkspaceStateRunning:
-		// Seed 004 draws Pending → Running → Succeeded|Failed: report Running first.
-		p.state = v1alpha1.WorkspaceStateRunning
-		p.summary = cond{false, ReasonJobRunning, "the tuning job ran (observed finished)"}
-		p.stalled = nil
-		d.Requeue = true
-	case finished && job.Complete:
-		p.state = v1alpha1.WorkspaceStateSucceeded
-		p.summary = cond{true, ReasonWorkspaceSucceeded, fmt.Sprintf("the tuning job completed (%d succeeded)", job.Succeeded)}
-		p.stalled = nil
-	case finished:
-		msg := "the tuning job failed"
-		if job.FailedReason != "" {
-			msg += ": " + job.FailedReason
-		}
-		if job.FailedMessage != "" {
-			msg += ": " + job.FailedMessage
-		}
-		if pods.start != nil {
-			msg += "; " + pods.start.message
-		}
-		p.state = v1alpha1.WorkspaceStateFailed
-		p.summary = cond{false, ReasonWorkspaceFailed, msg}
-		p.stalled = &cond{false, ReasonWorkspaceFailed, msg}
-	case p.progress.ok:
-		p.state = v1alpha1.WorkspaceStateRunning
-		p.summary = cond{false, ReasonJobRunning, "the tuning job is running"}
-		p.stalled = nil
-		d.RequeueAfter = WaitPoll
-	case prev == v1alpha1.WorkspaceStateRunning:
-		// Running never goes back to Pending (e.g. a retried pod waiting for a node): the
-		// job has started; what holds it up is in the other conditions.
-		p.state = v1alpha1.WorkspaceStateRunning
-		p.summary = cond{false, ReasonJobRunning, "the tuning job is running; " + p.progress.reason + ": " + p.progress.message}
-		p.progress = cond{true, ReasonJobStarted, "the tuning job had started"}
-		if p.stalled == nil {
-			d.RequeueAfter = WaitPoll
-		}
-	default:
-		p.state = v1alpha1.WorkspaceStatePending
-		p.summary = cond{false, ReasonWorkspacePending, rootCause(p)}
-		if p.stalled == nil {
-			d.RequeueAfter = WaitPoll
-		}
-	}
+	tuningOutcome(prev, job, pods, &p, d)
 	return p
 }
 
