@@ -27,14 +27,15 @@ import (
 )
 
 // Interrupted runs converge (issue 10 §5). The real CLI runs as a subprocess with the
-// provider built from this tree (dev_overrides), applying five performers in a namespace whose
-// ResourceQuota allows no Pods (capacity that is not there yet), so they stay Creating and the
-// apply is waiting when it is interrupted:
+// provider built from this tree (dev_overrides), applying five performers pinned to a node of
+// their own that no kubelet runs yet (kwok does not manage it: capacity that is not there yet),
+// so their Pods are bound but never start, the performers stay Creating and the apply is
+// waiting when it is interrupted:
 //   - SIGINT to the process group (what Ctrl-C does): the apply ends with every performer in
 //     state, none tainted;
 //   - SIGKILL to the process group: the objects exist, the state has none of them.
 //
-// Then the quota goes (the Pods are created and turn Running) and a plain re-apply of each directory
+// Then kwok takes the node over (its Pods turn Running) and a plain re-apply of each directory
 // converges: no replacement (same UIDs), no "Already Exists", every performer Running, and a
 // following plan is empty. A kubectl-created performer of a configured name is still refused,
 // naming it and the import command.
@@ -46,13 +47,6 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 	pool := "acc-slow-" + rand.String(5)
 	slowNode(t, c, pool)
 	cli := newCLI(t)
-	// No capacity for Pods in the namespace: the reconciler cannot create them (Forbidden,
-	// exceeded quota), so the performers stay Creating and the applies keep waiting.
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: k8sresource.MustParse("0")}}}
-	if _, err := c.Core.CoreV1().ResourceQuotas(ns).Create(context.Background(), quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	const n = 5
 	dirs := map[string]string{}
@@ -91,9 +85,10 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 	}
 	uids := performerUIDs(t, c, ns, n)
 
-	// Capacity appears: the quota goes, and the performers are touched so the reconciler,
-	// which may be in a long error backoff by now, tries again at once.
-	if err := c.Core.CoreV1().ResourceQuotas(ns).Delete(context.Background(), "no-pods", metav1.DeleteOptions{}); err != nil {
+	// Capacity appears: kwok starts managing the node (the annotation it selects nodes by),
+	// so the bound Pods turn Running; the performers are touched so the reconciler passes at once.
+	kwokPatch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
+	if _, err := c.Core.CoreV1().Nodes().Patch(context.Background(), pool, types.MergePatchType, kwokPatch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name := range uids {
@@ -152,12 +147,14 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 }
 
 // slowNode creates a node of its own for the test's performers (tainted so that only they,
-// which tolerate the taint, land there). Deleted at cleanup.
+// which tolerate the taint, land there), without kwok's kwok.x-k8s.io/node annotation: no
+// simulated kubelet runs it until the test adds that annotation, so Pods bound to it do not
+// start. Deleted at cleanup.
 func slowNode(t *testing.T, c *kube.Clients, pool string) string {
 	t.Helper()
 	alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("64"), corev1.ResourceMemory: k8sresource.MustParse("512Gi"), corev1.ResourcePods: k8sresource.MustParse("110")}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": pool, "gantry.dev/test-pool": pool}},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/test-pool", Value: pool, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},

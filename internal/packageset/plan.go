@@ -587,8 +587,8 @@ func Plan(f SetFacts) (Decision, error) {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		d.addNode(n, plan, &p)
-		if n.Selected && n.Gate == GatePaused && plan.Status != v1alpha1.StatusWaiting {
-			pausedBy = pausedBy[:len(pausedBy)-1] // still finishing what it started
+		if pausedMsg != "" && plan.Status != v1alpha1.StatusWaiting {
+			pausedBy = pausedBy[:len(pausedBy)-1] // this node's entry: still finishing what it started
 		}
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
