@@ -16,11 +16,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
@@ -85,12 +87,20 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 	}
 	uids := performerUIDs(t, c, ns, n)
 
-	// Capacity appears: kwok starts managing the node (the annotation it selects nodes by),
-	// so the bound Pods turn Running; the performers are touched so the reconciler passes at once.
-	kwokPatch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
-	if _, err := c.Core.CoreV1().Nodes().Patch(context.Background(), pool, types.MergePatchType, kwokPatch, metav1.PatchOptions{}); err != nil {
+	// Capacity appears: the node is replaced by one kwok simulates (kwok does not take over a
+	// node it skipped when the annotation is added later); the Pods bound to the old one are
+	// garbage-collected, the reconciler re-creates them and they turn Running there. The
+	// performers are touched so the reconciler passes at once.
+	if err := c.Core.CoreV1().Nodes().Delete(context.Background(), pool, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := kwait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Core.CoreV1().Nodes().Get(ctx, pool, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("node %s not gone: %v", pool, err)
+	}
+	createNode(t, c, pool, true)
 	for name := range uids {
 		patch := []byte(`{"metadata":{"annotations":{"gantry.dev/acc-nudge":"1"}}}`)
 		if _, err := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -148,13 +158,25 @@ func TestAccPerformer_interruptedApplyConverges(t *testing.T) {
 
 // slowNode creates a node of its own for the test's performers (tainted so that only they,
 // which tolerate the taint, land there), without kwok's kwok.x-k8s.io/node annotation: no
-// simulated kubelet runs it until the test adds that annotation, so Pods bound to it do not
-// start. Deleted at cleanup.
+// simulated kubelet runs it (hack/cluster/kwokctl.yaml), so Pods bound to it do not start.
+// Deleted at cleanup.
 func slowNode(t *testing.T, c *kube.Clients, pool string) string {
 	t.Helper()
+	createNode(t, c, pool, false)
+	t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), pool, metav1.DeleteOptions{}) })
+	return pool
+}
+
+// createNode creates the tainted node pool (see slowNode), simulated by kwok when simulated.
+func createNode(t *testing.T, c *kube.Clients, pool string, simulated bool) {
+	t.Helper()
 	alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("64"), corev1.ResourceMemory: k8sresource.MustParse("512Gi"), corev1.ResourcePods: k8sresource.MustParse("110")}
+	ann := map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
+	if simulated {
+		ann["kwok.x-k8s.io/node"] = "fake"
+	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
+		ObjectMeta: metav1.ObjectMeta{Name: pool, Annotations: ann,
 			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": pool, "gantry.dev/test-pool": pool}},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/test-pool", Value: pool, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},
@@ -162,8 +184,6 @@ func slowNode(t *testing.T, c *kube.Clients, pool string) string {
 	if _, err := c.Core.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create node %s: %v", pool, err)
 	}
-	t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), pool, metav1.DeleteOptions{}) })
-	return pool
 }
 
 func interruptConfig(ns, pool, set string, n int) string {
