@@ -51,6 +51,10 @@ type kindOps[M any] struct {
 	notLive func(state *M) (bool, string)
 	// check, optional, compares what was planned with the state after a successful wait.
 	check func(plan, state *M) diag.Diagnostics
+	// settled are summary values that are neither success nor ReturnAtOnce but need no retry
+	// in the next plan (PackageSet: waiting, which the apply returns on when a paused set holds
+	// the set, see ready).
+	settled []string
 	// ready, optional, returns warnings about the object a successful wait ended on (id names
 	// it), e.g. a package set that returned because a paused set holds it.
 	ready func(id string, final *unstructured.Unstructured) diag.Diagnostics
@@ -326,7 +330,7 @@ func (k *kindOps[M]) needsRetry(ctx context.Context, state tfsdk.State, diags *d
 	if summary.IsNull() {
 		return true, k.summaryAttr + " is not set"
 	}
-	if v := summary.ValueString(); !slices.Contains(k.spec.Success, v) && !slices.Contains(k.spec.ReturnAtOnce, v) {
+	if v := summary.ValueString(); !slices.Contains(k.spec.Success, v) && !slices.Contains(k.spec.ReturnAtOnce, v) && !slices.Contains(k.settled, v) {
 		return true, k.summaryAttr + " is " + v
 	}
 	if k.notLive == nil {

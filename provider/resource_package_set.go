@@ -384,6 +384,7 @@ var packageSetOps = &kindOps[packageSetModel]{
 	setStatus:     setPackageSetStatus,
 	notLive:       quarantinedInState,
 	ready:         waitingForPausedSet,
+	settled:       []string{string(v1alpha1.StatusWaiting)},
 }
 
 // waitingForPausedSet warns when the wait returned because a paused set holds this one (Ready

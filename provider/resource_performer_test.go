@@ -944,7 +944,8 @@ func TestAccPerformer_updateHealedByItselfPlansNoChange(t *testing.T) {
 					}
 				},
 				Config:      v2,
-				ExpectError: regexp.MustCompile(`(?s)Timed Out Waiting for Performer.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
+				// The quota's rejection is Stalled at once (exceeded quota, the API server's words).
+				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*exceeded\s+quota.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
 			},
 			{Config: v2, PlanOnly: true, ExpectNonEmptyPlan: true},
 			{
