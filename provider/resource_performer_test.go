@@ -943,7 +943,7 @@ func TestAccPerformer_updateHealedByItselfPlansNoChange(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config:      v2,
+				Config: v2,
 				// The quota's rejection is Stalled at once (exceeded quota, the API server's words).
 				ExpectError: regexp.MustCompile(`(?s)Performer\s+Failed.*exceeded\s+quota.*next\s+plan\s+shows\s+an\s+update\s+that\s+re-applies`),
 			},
