@@ -120,10 +120,11 @@ resource "gantry_package_set" "second" {
   priority      = 20
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
   packages = [{ name = "dcgm-exporter", version = "1.0.0", image = "ghcr.io/gantry-dev/dcgm-exporter:1" }]
-  timeouts = { create = "10m" }
+  timeouts = { create = "10m", update = "10m" }
+  %[3]s
   depends_on = [gantry_package_set.first]
 }
-`, pool, paused)
+`, pool, paused, map[bool]string{true: "", false: "paused = false"}[paused])
 	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -134,9 +135,11 @@ resource "gantry_package_set" "second" {
 					statecheck.ExpectKnownValue("gantry_package_set.first", tfjsonpath.New("status"), knownvalue.StringExact("paused")),
 					statecheck.ExpectKnownValue("gantry_package_set.second", tfjsonpath.New("status"), knownvalue.StringExact("waiting")),
 				}},
+			// Resumed (and the second set updated, so its apply waits): both complete.
 			{Config: cfg(false),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("gantry_package_set.first", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue("gantry_package_set.second", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
 				}},
 		},
 	})
