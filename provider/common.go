@@ -86,7 +86,13 @@ func applyObject(ctx context.Context, ri dynamic.ResourceInterface, obj *unstruc
 	if err != nil {
 		return nil, err
 	}
-	return converge(ctx, ri, obj, live)
+	out, err := converge(ctx, ri, obj, live)
+	if apierrors.IsNotFound(err) && live.GetDeletionTimestamp() != nil {
+		// The apply let a pending deletion finish (e.g. uninstall_on_delete = false on a package
+		// set whose destroy stopped): the object is gone; the caller sees it as being deleted.
+		return live, nil
+	}
+	return out, err
 }
 
 // deleteAndWait deletes live (the object as last read) with background propagation and a UID

@@ -232,7 +232,9 @@ func newCLI(t *testing.T) *cli {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	rc := filepath.Join(bin, "terraformrc")
-	cfg := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"registry.terraform.io/gantry-dev/gantry\" = %q\n  }\n  direct {}\n}\n", bin)
+	// Both registry hosts: the source gantry-dev/gantry resolves to registry.terraform.io under
+	// Terraform and to registry.opentofu.org under OpenTofu.
+	cfg := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"registry.terraform.io/gantry-dev/gantry\" = %[1]q\n    \"registry.opentofu.org/gantry-dev/gantry\" = %[1]q\n  }\n  direct {}\n}\n", bin)
 	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
