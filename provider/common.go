@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -143,19 +142,6 @@ func statusString(u *unstructured.Unstructured, field string) types.String {
 	return types.StringValue(v)
 }
 
-// importNamespaced is ImportState of a namespaced kind: it accepts "<namespace>/<name>" and
-// sets id, namespace and name; Read fills in the rest from the cluster.
-func importNamespaced(ctx context.Context, kind string, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseImportID(kind, req.ID)
-	if err != nil {
-		resp.Diagnostics.Append(importIDDiagnostic(err))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-}
-
 // converge removes what server-side apply leaves behind: entries of maps and map-lists (env,
 // node_selector, labels, ...) that another field manager added and the configuration does not
 // have. Apply only removes fields this manager owned, so without this step such entries would
@@ -281,6 +267,7 @@ func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, na
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, namespace, name)...)
 }
 
 // readLive reads the object namespace/name (namespace "" for a cluster-scoped kind such as

@@ -79,6 +79,8 @@ func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resourc
 	resp.Diagnostics.Append(diags...)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+		ns, name := k.key(state)
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
 	}
 }
 
@@ -100,6 +102,8 @@ func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resourc
 	resp.Diagnostics.Append(diags...)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
+		ns, name := k.key(state)
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/providervalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -42,6 +43,7 @@ var (
 	_ provider.Provider                     = (*gantryProvider)(nil)
 	_ provider.ProviderWithConfigValidators = (*gantryProvider)(nil)
 	_ provider.ProviderWithValidateConfig   = (*gantryProvider)(nil)
+	_ provider.ProviderWithListResources    = (*gantryProvider)(nil)
 )
 
 // New returns the provider factory for providerserver.Serve; version is the release version
@@ -265,6 +267,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+	resp.ListResourceData = data
 }
 
 func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
@@ -273,6 +276,17 @@ func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 		NewExecutorResource,
 		NewPackageSetResource,
 		NewWorkspaceResource,
+	}
+}
+
+// ListResources are the list resources of `terraform query` (Terraform >= 1.14): one per
+// resource type, of the same name (see list.go).
+func (p *gantryProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{
+		NewPerformerListResource,
+		NewExecutorListResource,
+		NewPackageSetListResource,
+		NewWorkspaceListResource,
 	}
 }
 

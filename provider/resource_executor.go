@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -35,6 +36,7 @@ import (
 var (
 	_ resource.Resource                = (*executorResource)(nil)
 	_ resource.ResourceWithConfigure   = (*executorResource)(nil)
+	_ resource.ResourceWithIdentity    = (*executorResource)(nil)
 	_ resource.ResourceWithImportState = (*executorResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*executorResource)(nil)
 )
@@ -58,6 +60,9 @@ var (
 
 // NewExecutorResource returns the gantry_executor resource.
 func NewExecutorResource() resource.Resource { return &executorResource{} }
+
+// NewExecutorListResource returns the gantry_executor list resource (terraform query, Terraform >= 1.14).
+func NewExecutorListResource() list.ListResource { return &executorResource{} }
 
 type executorResource struct{ data *providerData }
 
@@ -329,9 +334,25 @@ func (r *executorResource) Delete(ctx context.Context, req resource.DeleteReques
 	executorOps.delete(ctx, r.data, req, resp)
 }
 
-// ImportState accepts "<namespace>/<name>".
+// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}.
 func (r *executorResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importNamespaced(ctx, "Executor", req, resp)
+	importObject(ctx, "Executor", true, req, resp)
+}
+
+// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
+// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
+func (r *executorResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identitySchema("Executor", true)
+}
+
+// ListResourceConfigSchema is the config of a `list "gantry_executor"` block (terraform query).
+func (r *executorResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listConfigSchema("Executor", true)
+}
+
+// List returns the Executors a list block selects, mapped as an import reads them (listObjects).
+func (r *executorResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	listObjects(ctx, r.data, wait.Executor, true, flattenExecutor, req, stream)
 }
 
 // rolledBack reports an Executor running its previous revision after a failed update.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -25,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
@@ -35,6 +35,7 @@ import (
 var (
 	_ resource.Resource                   = (*packageSetResource)(nil)
 	_ resource.ResourceWithConfigure      = (*packageSetResource)(nil)
+	_ resource.ResourceWithIdentity       = (*packageSetResource)(nil)
 	_ resource.ResourceWithImportState    = (*packageSetResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*packageSetResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*packageSetResource)(nil)
@@ -57,6 +58,9 @@ var (
 
 // NewPackageSetResource returns the gantry_package_set resource.
 func NewPackageSetResource() resource.Resource { return &packageSetResource{} }
+
+// NewPackageSetListResource returns the gantry_package_set list resource (terraform query, Terraform >= 1.14).
+func NewPackageSetListResource() list.ListResource { return &packageSetResource{} }
 
 type packageSetResource struct{ data *providerData }
 
@@ -451,14 +455,25 @@ func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequ
 	packageSetOps.delete(ctx, r.data, req, resp)
 }
 
-// ImportState accepts the PackageSet's name (it is cluster-scoped).
+// ImportState accepts the PackageSet's name (it is cluster-scoped) or an identity {name}.
 func (r *packageSetResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if errs := validation.IsDNS1123Label(req.ID); len(errs) > 0 {
-		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("import ID %q must be the PackageSet's name: %v", req.ID, errs))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
+	importObject(ctx, "PackageSet", false, req, resp)
+}
+
+// IdentitySchema is {name} (Terraform >= 1.12; a PackageSet is cluster-scoped): import blocks
+// may give `identity = { name = ... }`, and `terraform query` returns it.
+func (r *packageSetResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identitySchema("PackageSet", false)
+}
+
+// ListResourceConfigSchema is the config of a `list "gantry_package_set"` block (terraform query).
+func (r *packageSetResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listConfigSchema("PackageSet", false)
+}
+
+// List returns the PackageSets a list block selects, mapped as an import reads them (listObjects).
+func (r *packageSetResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	listObjects(ctx, r.data, wait.PackageSet, false, flattenPackageSet, req, stream)
 }
 
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model

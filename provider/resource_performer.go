@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -38,6 +39,7 @@ import (
 var (
 	_ resource.Resource                = (*performerResource)(nil)
 	_ resource.ResourceWithConfigure   = (*performerResource)(nil)
+	_ resource.ResourceWithIdentity    = (*performerResource)(nil)
 	_ resource.ResourceWithImportState = (*performerResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*performerResource)(nil)
 )
@@ -51,6 +53,9 @@ const (
 
 // NewPerformerResource returns the gantry_performer resource.
 func NewPerformerResource() resource.Resource { return &performerResource{} }
+
+// NewPerformerListResource returns the gantry_performer list resource (terraform query, Terraform >= 1.14).
+func NewPerformerListResource() list.ListResource { return &performerResource{} }
 
 // performerResource manages one gantry.dev/v1alpha1 Performer.
 type performerResource struct {
@@ -389,9 +394,25 @@ func (r *performerResource) Delete(ctx context.Context, req resource.DeleteReque
 	performerOps.delete(ctx, r.data, req, resp)
 }
 
-// ImportState accepts "<namespace>/<name>"; Read fills in the rest from the cluster.
+// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}; Read fills in the rest from the cluster.
 func (r *performerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importNamespaced(ctx, "Performer", req, resp)
+	importObject(ctx, "Performer", true, req, resp)
+}
+
+// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
+// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
+func (r *performerResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identitySchema("Performer", true)
+}
+
+// ListResourceConfigSchema is the config of a `list "gantry_performer"` block (terraform query).
+func (r *performerResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listConfigSchema("Performer", true)
+}
+
+// List returns the Performers a list block selects, mapped as an import reads them (listObjects).
+func (r *performerResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	listObjects(ctx, r.data, wait.Performer, true, flattenPerformer, req, stream)
 }
 
 // checkPerformerNaming: grpc_endpoint and service_name were planned from the naming contract;

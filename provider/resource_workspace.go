@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -32,6 +33,7 @@ import (
 var (
 	_ resource.Resource                = (*workspaceResource)(nil)
 	_ resource.ResourceWithConfigure   = (*workspaceResource)(nil)
+	_ resource.ResourceWithIdentity    = (*workspaceResource)(nil)
 	_ resource.ResourceWithImportState = (*workspaceResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*workspaceResource)(nil)
 )
@@ -45,6 +47,9 @@ const (
 
 // NewWorkspaceResource returns the gantry_workspace resource.
 func NewWorkspaceResource() resource.Resource { return &workspaceResource{} }
+
+// NewWorkspaceListResource returns the gantry_workspace list resource (terraform query, Terraform >= 1.14).
+func NewWorkspaceListResource() list.ListResource { return &workspaceResource{} }
 
 // workspaceResource manages one gantry.dev/v1alpha1 Workspace (seed 004).
 type workspaceResource struct{ data *providerData }
@@ -266,9 +271,25 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	workspaceOps.delete(ctx, r.data, req, resp)
 }
 
-// ImportState accepts "<namespace>/<name>"; Read fills in the rest.
+// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}; Read fills in the rest.
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importNamespaced(ctx, "Workspace", req, resp)
+	importObject(ctx, "Workspace", true, req, resp)
+}
+
+// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
+// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
+func (r *workspaceResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identitySchema("Workspace", true)
+}
+
+// ListResourceConfigSchema is the config of a `list "gantry_workspace"` block (terraform query).
+func (r *workspaceResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listConfigSchema("Workspace", true)
+}
+
+// List returns the Workspaces a list block selects, mapped as an import reads them (listObjects).
+func (r *workspaceResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	listObjects(ctx, r.data, wait.Workspace, true, flattenWorkspace, req, stream)
 }
 
 // expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).

@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	listschema "github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// List resources (`terraform query`, Terraform >= 1.14): every Gantry resource type is also a
+// list resource of the same name, so a team can find the objects of a kind that exist in the
+// cluster — including those created with kubectl — and adopt them:
+// `terraform query -generate-config-out=generated.tf` writes a resource block and an import
+// block (by identity) per object, and the next plan imports them with no changes.
+//
+// The list block's config has `label_selector` (Kubernetes selector syntax, e.g.
+// "team=ml,tier!=dev") and, for namespaced kinds, `namespace` (all namespaces when omitted).
+// Objects are listed from the API server (paged by 500, stopping at the block's `limit`) and
+// mapped by the same code as import, so the generated configuration is what a refresh of an
+// imported object would hold.
+
+// listPageSize is the LIST page size (objects per request) of a list resource.
+const listPageSize = 500
+
+// listConfigSchema returns the config schema of a kind's list block.
+func listConfigSchema(kind string, namespaced bool) listschema.Schema {
+	attrs := map[string]listschema.Attribute{
+		"label_selector": listschema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: fmt.Sprintf("Only %ss whose labels match this Kubernetes label selector, e.g. "+
+				"`\"team=ml,tier!=dev\"` or `\"app in (a,b)\"`. All when omitted.", kind),
+			Validators: []validator.String{checkString{"a Kubernetes label selector", func(s string) error {
+				_, err := labels.Parse(s)
+				return err
+			}}},
+		},
+	}
+	if namespaced {
+		attrs["namespace"] = listschema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: fmt.Sprintf("Only %ss in this namespace. All namespaces when omitted.", kind),
+		}
+	}
+	return listschema.Schema{
+		MarkdownDescription: fmt.Sprintf("Lists the %ss in the cluster for `terraform query` (Terraform 1.14 and later), "+
+			"with their identity and, with `include_resource = true`, their attributes as an import would read them.", kind),
+		Attributes: attrs,
+	}
+}
+
+// listObjects is the List of every Gantry list resource: the objects of spec's kind matching
+// the list block's namespace and label_selector, each pushed with its identity and display
+// name "<namespace>/<name>" and, when the request includes resources, its attributes mapped
+// by flatten from a model whose every attribute is null (as after an import). API errors are
+// pushed as one result carrying an error diagnostic naming the kind.
+func listObjects[M any](ctx context.Context, data *providerData, spec wait.Spec, namespaced bool,
+	flatten func(u *unstructured.Unstructured, prior *M) (*M, error), req list.ListRequest, stream *list.ListResultsStream) {
+	var ns, selector types.String
+	var diags diag.Diagnostics
+	diags.Append(req.Config.GetAttribute(ctx, path.Root("label_selector"), &selector)...)
+	if namespaced {
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("namespace"), &ns)...)
+	}
+	if diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	c, _, err := data.get()
+	if err != nil {
+		stream.Results = list.ListResultsStreamDiagnostics(diag.Diagnostics{clientDiagnostic(err)})
+		return
+	}
+	ri := resourceFor(c.Dynamic, spec.GVR, ns.ValueString())
+	stream.Results = func(push func(list.ListResult) bool) {
+		opts := metav1.ListOptions{LabelSelector: selector.ValueString(), Limit: listPageSize}
+		var sent int64
+		for {
+			page, err := ri.List(ctx, opts)
+			if err != nil {
+				push(list.ListResult{Diagnostics: diag.Diagnostics{apiDiagnostic(spec.Kind, "Listing", err)}})
+				return
+			}
+			for i := range page.Items {
+				if req.Limit > 0 && sent >= req.Limit {
+					return
+				}
+				if !push(listResult(ctx, req, &page.Items[i], flatten)) {
+					return
+				}
+				sent++
+			}
+			if opts.Continue = page.GetContinue(); opts.Continue == "" {
+				return
+			}
+		}
+	}
+}
+
+// listResult maps one listed object to its list result (identity, display name and, when the
+// request asks for it, the resource's attributes).
+func listResult[M any](ctx context.Context, req list.ListRequest, u *unstructured.Unstructured, flatten func(*unstructured.Unstructured, *M) (*M, error)) list.ListResult {
+	r := req.NewListResult(ctx)
+	ns, name := u.GetNamespace(), u.GetName()
+	r.DisplayName = objectID(ns, name)
+	r.Diagnostics.Append(setIdentity(ctx, r.Identity, ns, name)...)
+	if !req.IncludeResource || r.Diagnostics.HasError() {
+		return r
+	}
+	prior, diags := nullModel[M](ctx, r.Resource)
+	r.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		return r
+	}
+	m, err := flatten(u, prior)
+	if err != nil {
+		r.Diagnostics.Append(readMappingDiagnostic(u.GetKind(), r.DisplayName, err))
+		return r
+	}
+	r.Diagnostics.Append(r.Resource.Set(ctx, m)...)
+	return r
+}
+
+// nullModel returns the model M whose every attribute is null, read from a value of res's
+// schema (what ImportState leaves before Read fills it in), so typed nested values such as
+// timeouts carry their attribute types.
+func nullModel[M any](ctx context.Context, res *tfsdk.Resource) (*M, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	typ, ok := res.Schema.Type().TerraformType(ctx).(tftypes.Object)
+	if !ok {
+		diags.AddError("Unexpected Resource Schema", "the resource schema is not an object; please report this issue to the provider developers")
+		return nil, diags
+	}
+	vals := make(map[string]tftypes.Value, len(typ.AttributeTypes))
+	for name, t := range typ.AttributeTypes {
+		vals[name] = tftypes.NewValue(t, nil)
+	}
+	empty := tfsdk.Resource{Schema: res.Schema, Raw: tftypes.NewValue(typ, vals)}
+	var m M
+	diags.Append(empty.Get(ctx, &m)...)
+	return &m, diags
+}
