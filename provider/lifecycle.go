@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -58,6 +59,15 @@ type kindOps[M any] struct {
 	// ready, optional, returns warnings about the object a successful wait ended on (id names
 	// it), e.g. a package set that returned because a paused set holds it.
 	ready func(id string, final *unstructured.Unstructured) diag.Diagnostics
+	// prepare, optional, runs before a create or update writes the object, with the
+	// configuration (which alone holds write-only values) and the prior state (nil on
+	// create): it writes what the object references (Executor: the Secret holding write-only
+	// operator keys) and records on plan what expand needs. Errors stop the apply before the
+	// object is written.
+	prepare func(ctx context.Context, c *kube.Clients, config tfsdk.Config, plan, prior *M) diag.Diagnostics
+	// applied, optional, runs right after the object was written (live is the API server's
+	// answer), before the wait: e.g. it makes the object the owner of what prepare wrote.
+	applied func(ctx context.Context, c *kube.Clients, plan *M, live *unstructured.Unstructured) diag.Diagnostics
 }
 
 // create is the Create of every Gantry resource: the plan, the create timeout, then
@@ -75,6 +85,9 @@ func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resourc
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if !k.runPrepare(ctx, data, req.Config, &plan, nil, &resp.Diagnostics) {
+		return
+	}
 	state, diags := k.applyAndWait(ctx, data, &plan, opCreate)
 	resp.Diagnostics.Append(diags...)
 	if state != nil {
@@ -98,6 +111,11 @@ func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resourc
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var prior M
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() || !k.runPrepare(ctx, data, req.Config, &plan, &prior, &resp.Diagnostics) {
+		return
+	}
 	state, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
 	resp.Diagnostics.Append(diags...)
 	if state != nil {
@@ -105,6 +123,20 @@ func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resourc
 		ns, name := k.key(state)
 		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
 	}
+}
+
+// runPrepare runs k.prepare, when set, and reports whether the apply may go on.
+func (k *kindOps[M]) runPrepare(ctx context.Context, data *providerData, config tfsdk.Config, plan, prior *M, diags *diag.Diagnostics) bool {
+	if k.prepare == nil {
+		return true
+	}
+	c, _, err := data.get()
+	if err != nil {
+		diags.Append(clientDiagnostic(err))
+		return false
+	}
+	diags.Append(k.prepare(ctx, c, config, plan, prior)...)
+	return !diags.HasError()
 }
 
 // delete is the Delete of every Gantry resource: the object from the shared informer (one
@@ -181,6 +213,12 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	if err != nil {
 		diags.Append(apiDiagnostic(kind, "Applying", err))
 		return nil, diags
+	}
+	if k.applied != nil {
+		if d := k.applied(ctx, c, plan, live); d.HasError() {
+			diags.Append(d...)
+			return nil, diags
+		}
 	}
 	if live.GetDeletionTimestamp() != nil {
 		diags.Append(beingDeletedDiagnostic(kind, id))

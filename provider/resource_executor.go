@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
@@ -111,10 +113,17 @@ type chainModel struct {
 }
 
 type operatorKeysModel struct {
-	SecretName      types.String `tfsdk:"secret_name"`
-	ECDSAKey        types.String `tfsdk:"ecdsa_key"`
-	BLSKey          types.String `tfsdk:"bls_key"`
-	RemoteSignerURL types.String `tfsdk:"remote_signer_url"`
+	SecretName        types.String `tfsdk:"secret_name"`
+	ECDSAKey          types.String `tfsdk:"ecdsa_key"`
+	BLSKey            types.String `tfsdk:"bls_key"`
+	RemoteSignerURL   types.String `tfsdk:"remote_signer_url"`
+	ECDSAPrivateKeyWO types.String `tfsdk:"ecdsa_private_key_wo"`
+	BLSPrivateKeyWO   types.String `tfsdk:"bls_private_key_wo"`
+	KeysWOVersion     types.Int64  `tfsdk:"private_keys_wo_version"`
+
+	// woGiven are the Secret keys (woECDSAKey, woBLSKey) of the write-only keys the
+	// configuration gives, set by prepareOperatorKeys during apply; never in state.
+	woGiven []string
 }
 
 func (r *executorResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -134,7 +143,8 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"the gRPC endpoints of the performers it uses. The reconciler renders `executor-config.yaml` into a ConfigMap " +
 			"(a change rolls the pods), and on a failed update rolls back to the last good revision; the apply then fails " +
 			"saying so and naming the revision that runs. Operator keys are only ever **references** to a Secret in the " +
-			"executor's namespace (or a remote signer URL): no key material is sent by or stored in Terraform.",
+			"executor's namespace (or a remote signer URL), or write-only attributes the provider writes into a Secret it owns: no " +
+			"key material is ever stored in the plan or the state.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "`<namespace>/<name>`, also the import ID.",
@@ -209,14 +219,16 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"operator_keys": schema.SingleNestedAttribute{
 				Required: true,
-				MarkdownDescription: "Where the operator's signing keys come from: a Secret in the executor's namespace and the keys in it " +
-					"(`secret_name` with `ecdsa_key` and/or `bls_key`), or `remote_signer_url`. Only references: the key " +
-					"material stays in the Secret and reaches the pods as `valueFrom.secretKeyRef`.",
+				MarkdownDescription: "Where the operator's signing keys come from, exactly one of: a Secret in the executor's namespace and " +
+					"the keys in it (`secret_name` with `ecdsa_key` and/or `bls_key`); `remote_signer_url`; or the keys themselves as " +
+					"write-only attributes (`ecdsa_private_key_wo` and/or `bls_private_key_wo` with `private_keys_wo_version`, " +
+					"Terraform 1.11 and later), which the provider writes into a Secret it owns and never stores in plan or state. " +
+					"The key material reaches the pods only as `valueFrom.secretKeyRef`.",
 				Validators: []validator.Object{secretKeysValidator{}},
 				Attributes: map[string]schema.Attribute{
 					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
-							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"), path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
 					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
@@ -225,6 +237,20 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
 					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
+					"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
+						MarkdownDescription: "**Write-only** (Terraform 1.11 and later): the ECDSA private key itself. The provider writes it " +
+							"into a Secret it owns, `<name>-operator-keys` (key `ecdsa-private-key`), owned by the Executor; it is never " +
+							"stored in the plan, the state or the logs. Needs `private_keys_wo_version`; conflicts with `secret_name`.",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
+					"bls_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
+						MarkdownDescription: "**Write-only** (Terraform 1.11 and later): the BLS private key itself, written like " +
+							"`ecdsa_private_key_wo` (key `bls-private-key`). Needs `private_keys_wo_version`.",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
+					"private_keys_wo_version": schema.Int64Attribute{Optional: true,
+						MarkdownDescription: "Version of the write-only keys, at least 1. Terraform cannot see a change of a write-only value: " +
+							"increase this number to rotate the keys. The Secret is rewritten and the executor pods roll onto the new keys " +
+							"(annotation `gantry.dev/operator-keys-version`). Needs `ecdsa_private_key_wo` and/or `bls_private_key_wo`.",
+						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 				},
 			},
 			"log_level": schema.StringAttribute{
@@ -304,6 +330,8 @@ var executorOps = &kindOps[executorModelV0]{
 	key:           func(m *executorModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandExecutor,
 	setStatus:     setExecutorStatus,
+	prepare:       prepareOperatorKeys,
+	applied:       ownOperatorKeys,
 	notLive: func(m *executorModelV0) (bool, string) {
 		if v := m.FailedRevision.ValueString(); v != "" {
 			return true, "the update to revision " + v + " was rolled back"
@@ -397,6 +425,16 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 	if k := m.OperatorKeys; k != nil {
 		spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: k.SecretName.ValueString(), ECDSAKey: k.ECDSAKey.ValueString(),
 			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString()}
+		if !k.KeysWOVersion.IsNull() {
+			spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: operatorKeysSecretName(m.Name.ValueString()),
+				SecretVersion: strconv.FormatInt(k.KeysWOVersion.ValueInt64(), 10)}
+			if slices.Contains(k.woGiven, woECDSAKey) {
+				spec.OperatorKeys.ECDSAKey = woECDSAKey
+			}
+			if slices.Contains(k.woGiven, woBLSKey) {
+				spec.OperatorKeys.BLSKey = woBLSKey
+			}
+		}
 	}
 	var err error
 	if spec.Resources, err = expandResources(m.Resources); err != nil {
@@ -480,11 +518,7 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 	if prior.OperatorKeys != nil {
 		pk = *prior.OperatorKeys
 	}
-	k := s.OperatorKeys
-	m.OperatorKeys = &operatorKeysModel{
-		SecretName: optString(k.SecretName, pk.SecretName), ECDSAKey: optString(k.ECDSAKey, pk.ECDSAKey),
-		BLSKey: optString(k.BLSKey, pk.BLSKey), RemoteSignerURL: optString(k.RemoteSignerURL, pk.RemoteSignerURL),
-	}
+	m.OperatorKeys = flattenOperatorKeys(s.OperatorKeys, u.GetName(), pk)
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
 	var err error
@@ -493,6 +527,22 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 	}
 	setExecutorStatus(m, u)
 	return m, nil
+}
+
+// flattenOperatorKeys maps spec.operatorKeys to operator_keys. Keys in the provider-owned
+// Secret (secretName <executor>-operator-keys with a secretVersion) read back as
+// private_keys_wo_version only: the Secret's name and keys are the provider's business, and
+// the write-only keys are never read. The write-only attributes are always null in state.
+func flattenOperatorKeys(k v1alpha1.OperatorKeys, executor string, prior operatorKeysModel) *operatorKeysModel {
+	m := &operatorKeysModel{ECDSAPrivateKeyWO: types.StringNull(), BLSPrivateKeyWO: types.StringNull(), KeysWOVersion: types.Int64Null()}
+	if v, err := strconv.ParseInt(k.SecretVersion, 10, 64); err == nil && k.SecretName == operatorKeysSecretName(executor) {
+		m.SecretName, m.ECDSAKey, m.BLSKey, m.RemoteSignerURL = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
+		m.KeysWOVersion = types.Int64Value(v)
+		return m
+	}
+	m.SecretName, m.ECDSAKey = optString(k.SecretName, prior.SecretName), optString(k.ECDSAKey, prior.ECDSAKey)
+	m.BLSKey, m.RemoteSignerURL = optString(k.BLSKey, prior.BLSKey), optString(k.RemoteSignerURL, prior.RemoteSignerURL)
+	return m
 }
 
 // setExecutorStatus fills the computed attributes from the object.
@@ -555,7 +605,8 @@ func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.Lis
 }
 
 // secretKeysValidator requires ecdsa_key and/or bls_key with secret_name (the CRD's CEL rule
-// "operatorKeys.secretName needs ecdsaKey and/or blsKey").
+// "operatorKeys.secretName needs ecdsaKey and/or blsKey"), and ecdsa_private_key_wo and/or
+// bls_private_key_wo with private_keys_wo_version.
 type secretKeysValidator struct{}
 
 func (secretKeysValidator) Description(context.Context) string {
@@ -583,5 +634,12 @@ func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.Obj
 	if k1 && k2 && k3 && secret && !ecdsa && !bls {
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("secret_name"), "secret_name Needs a Key",
 			"operator_keys.secret_name names the Secret; also set ecdsa_key and/or bls_key: the keys within it that hold the private keys.")
+	}
+	version, k4 := set("private_keys_wo_version")
+	woECDSA, k5 := set("ecdsa_private_key_wo")
+	woBLS, k6 := set("bls_private_key_wo")
+	if k4 && k5 && k6 && version && !woECDSA && !woBLS {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("private_keys_wo_version"), "private_keys_wo_version Needs a Key",
+			"operator_keys.private_keys_wo_version versions the write-only keys; also set ecdsa_private_key_wo and/or bls_private_key_wo.")
 	}
 }

@@ -169,7 +169,8 @@ func DesiredConfigMap(e *v1alpha1.Executor, data, hash string) *corev1.ConfigMap
 // the spec, a rolling update that keeps every old pod until a new one is available
 // (maxUnavailable 0, maxSurge 1), spec.progressDeadlineSeconds, revisionHistoryLimit =
 // keepRevisions. The pod template mounts the ConfigMap cmName at /etc/gantry, carries the
-// config hash and the revision (SpecHash of the template) as annotations, the spec's
+// config hash, the operator keys version (spec.operatorKeys.secretVersion, so a key rotation
+// rolls the pods) and the revision (SpecHash of the template) as annotations, the spec's
 // podLabels, and gets the operator keys only as Secret references. Errors come from
 // hardware.Place / ContainerResources (scheduling that cannot be honoured).
 func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1.Deployment, error) {
@@ -237,6 +238,9 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 			Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}},
 		},
+	}
+	if k.SecretName != "" && k.SecretVersion != "" {
+		tmpl.Annotations[v1alpha1.AnnotationOperatorKeysVersion] = k.SecretVersion
 	}
 	rev, err := SpecHash(tmpl)
 	if err != nil {

@@ -23,6 +23,9 @@ const (
 	// AnnotationSpecHash on an owned Pod holds the hash of the Performer spec fields that
 	// require a new Pod (image, version, command, env, ...); a mismatch means an upgrade.
 	AnnotationSpecHash = "gantry.dev/spec-hash"
+	// AnnotationOperatorKeysVersion on an executor's pod template holds
+	// spec.operatorKeys.secretVersion, so a key rotation rolls the pods.
+	AnnotationOperatorKeysVersion = "gantry.dev/operator-keys-version"
 	// Finalizer is put on every Gantry object so deletion waits for the owned objects to go.
 	Finalizer = "gantry.dev/finalizer"
 )

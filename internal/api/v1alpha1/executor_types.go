@@ -192,6 +192,7 @@ type PerformerSelection struct {
 // +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.remoteSignerUrl)",message="set exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"
 // +kubebuilder:validation:XValidation:rule="!has(self.secretName) || has(self.ecdsaKey) || has(self.blsKey)",message="operatorKeys.secretName needs ecdsaKey and/or blsKey"
 // +kubebuilder:validation:XValidation:rule="has(self.secretName) || (!has(self.ecdsaKey) && !has(self.blsKey))",message="operatorKeys.ecdsaKey and blsKey need secretName"
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) || !has(self.secretVersion)",message="operatorKeys.secretVersion needs secretName"
 type OperatorKeys struct {
 	// SecretName is a Secret in the Executor's namespace holding the private keys.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
@@ -211,6 +212,14 @@ type OperatorKeys struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	RemoteSignerURL string `json:"remoteSignerUrl,omitempty"`
+	// SecretVersion, when set, names the version of the keys in the Secret: it is copied to
+	// the executor pod template's annotation gantry.dev/operator-keys-version, so changing it
+	// rolls the pods onto the rotated keys (environment variables from a Secret are read only
+	// when a container starts). The Terraform provider sets it from
+	// operator_keys.private_keys_wo_version when it writes the Secret itself.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	SecretVersion string `json:"secretVersion,omitempty"`
 }
 
 // RollbackPolicy says what to do when an update fails.

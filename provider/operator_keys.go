@@ -1,0 +1,134 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+)
+
+// Write-only operator keys of gantry_executor (Terraform >= 1.11). Instead of naming a Secret
+// someone else wrote, a configuration may pass the private keys themselves as the write-only
+// attributes operator_keys.ecdsa_private_key_wo / bls_private_key_wo with
+// private_keys_wo_version. Terraform sends write-only values to the provider during apply
+// only: they are never in the plan, the state or the provider's logs. The provider writes them
+// into a Secret it owns, <executor name>-operator-keys in the executor's namespace (keys
+// ecdsa-private-key and bls-private-key, annotation gantry.dev/operator-keys-version = the
+// version), points spec.operatorKeys at it and makes the Executor the Secret's owner, so the
+// Secret goes with the Executor. The Secret is rewritten when it is missing, when the version
+// changes (a rotation: the reconciler rolls the pods, see spec.operatorKeys.secretVersion) or
+// when the set of keys given changes; a change of a key's value alone is not seen (Terraform
+// keeps no trace of it): bump the version.
+
+// Secret keys of the provider-owned operator keys Secret.
+const (
+	woECDSAKey = "ecdsa-private-key"
+	woBLSKey   = "bls-private-key"
+)
+
+// operatorKeysSecretName is the name of the Secret holding an executor's write-only keys.
+func operatorKeysSecretName(executor string) string { return executor + "-operator-keys" }
+
+// woKeys returns the write-only keys given in the configuration, Secret key → value (empty
+// when write-only keys are not used). Unknown values are an error: Terraform gives write-only
+// values only at apply, where they are known.
+func woKeys(ctx context.Context, config tfsdk.Config) (map[string]string, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	out := map[string]string{}
+	for attr, key := range map[string]string{"ecdsa_private_key_wo": woECDSAKey, "bls_private_key_wo": woBLSKey} {
+		var v types.String
+		p := path.Root("operator_keys").AtName(attr)
+		diags.Append(config.GetAttribute(ctx, p, &v)...)
+		if v.IsUnknown() {
+			diags.AddAttributeError(p, "Unknown Write-Only Value", "operator_keys."+attr+" is not known at apply time.")
+		}
+		if !v.IsNull() && !v.IsUnknown() {
+			out[key] = v.ValueString()
+		}
+	}
+	return out, diags
+}
+
+// prepareOperatorKeys is gantry_executor's kindOps.prepare: with private_keys_wo_version set,
+// it reads the write-only keys from the configuration, records which are given (expand
+// references only those) and writes the provider-owned Secret when it is missing, its version
+// differs from the plan's or its set of keys differs (server-side apply, field manager
+// terraform-provider-gantry). Without it, a Secret this provider wrote for the executor
+// earlier is left to applied, which deletes it once the Executor no longer references it.
+// Diagnostics name the Secret and the API server's message, never a key.
+func prepareOperatorKeys(ctx context.Context, c *kube.Clients, config tfsdk.Config, plan, _ *executorModelV0) diag.Diagnostics {
+	k := plan.OperatorKeys
+	if k == nil || k.KeysWOVersion.IsNull() {
+		return nil
+	}
+	keys, diags := woKeys(ctx, config)
+	if diags.HasError() {
+		return diags
+	}
+	k.woGiven = slices.Sorted(maps.Keys(keys))
+	ns, name := plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString())
+	version := strconv.FormatInt(k.KeysWOVersion.ValueInt64(), 10)
+	secrets := c.Core.CoreV1().Secrets(ns)
+	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		diags.Append(apiDiagnostic("Secret", "Reading", err))
+		return diags
+	case cur.Annotations[v1alpha1.AnnotationOperatorKeysVersion] == version && slices.Equal(slices.Sorted(maps.Keys(cur.Data)), k.woGiven):
+		tflog.Debug(ctx, "operator keys Secret is current", map[string]interface{}{"secret": ns + "/" + name, "version": version})
+		return diags
+	}
+	ac := corev1ac.Secret(name, ns).WithType(corev1.SecretTypeOpaque).WithStringData(keys).
+		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "terraform", "app.kubernetes.io/part-of": "gantry"}).
+		WithAnnotations(map[string]string{managedByAnnotation: managedByValue, v1alpha1.AnnotationOperatorKeysVersion: version})
+	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+		diags.Append(apiDiagnostic("Secret", "Writing", err))
+		return diags
+	}
+	tflog.Info(ctx, "wrote the operator keys Secret", map[string]interface{}{"secret": ns + "/" + name, "version": version, "keys": k.woGiven})
+	return diags
+}
+
+// ownOperatorKeys is gantry_executor's kindOps.applied: the Secret prepareOperatorKeys wrote
+// gets the Executor (live) as its controller owner, so deleting the Executor deletes it; a
+// Secret this provider wrote earlier that the Executor no longer uses (the configuration moved
+// to secret_name or remote_signer_url) is deleted.
+func ownOperatorKeys(ctx context.Context, c *kube.Clients, plan *executorModelV0, live *unstructured.Unstructured) diag.Diagnostics {
+	var diags diag.Diagnostics
+	ns, name := plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString())
+	secrets := c.Core.CoreV1().Secrets(ns)
+	if k := plan.OperatorKeys; k == nil || k.KeysWOVersion.IsNull() {
+		cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if err == nil && cur.Annotations[managedByAnnotation] == managedByValue && metav1.IsControlledBy(cur, live) {
+			if err := secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}}); err != nil && !apierrors.IsNotFound(err) {
+				diags.Append(apiDiagnostic("Secret", "Deleting", err))
+			}
+		}
+		return diags
+	}
+	owner := metav1ac.OwnerReference().WithAPIVersion(live.GetAPIVersion()).WithKind(live.GetKind()).
+		WithName(live.GetName()).WithUID(live.GetUID()).WithController(true).WithBlockOwnerDeletion(false)
+	ac := corev1ac.Secret(name, ns).WithOwnerReferences(owner)
+	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager + "-owner", Force: true}); err != nil {
+		diags.AddError("Error Writing Secret", fmt.Sprintf("Could not make Executor %s/%s the owner of its operator keys Secret %s: %s",
+			ns, live.GetName(), name, err))
+	}
+	return diags
+}
