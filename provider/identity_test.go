@@ -48,6 +48,15 @@ func skipBelowTerraform(t *testing.T, min, feature string) {
 	}
 }
 
+// requiredGantry is the terraform block of configurations run by the CLI harness (newCLI),
+// whose dev_overrides serve gantry-dev/gantry.
+const requiredGantry = `terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+`
+
 // identityStack is one object of each kind, all labelled acc-query=<label> where the kind has
 // labels: a performer, an executor over it, a one-replica inference workspace and a package set
 // on the test's own pool.
@@ -106,7 +115,7 @@ func TestAccIdentity_importByIdentity(t *testing.T) {
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-ident")
 	pool := "acc-ident-" + rand.String(5)
-	accNodes(t, c, pool, 1)
+	accNodes(t, c, pool, 3)
 	config := identityStack(ns, pool, pool)
 	nsName := func(name string) map[string]knownvalue.Check {
 		return map[string]knownvalue.Check{"namespace": knownvalue.StringExact(ns), "name": knownvalue.StringExact(name)}

@@ -43,7 +43,7 @@ func TestAccList_queryGeneratesConfigThatPlansNoChanges(t *testing.T) {
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-query")
 	pool := "acc-query-" + rand.String(5)
-	accNodes(t, c, pool, 1)
+	accNodes(t, c, pool, 3)
 	label := pool
 
 	// A performer created with kubectl, outside any Terraform configuration.
@@ -57,7 +57,7 @@ func TestAccList_queryGeneratesConfigThatPlansNoChanges(t *testing.T) {
 	}
 
 	cli := newCLI(t)
-	created := cli.workdir(t, identityStack(ns, pool, label))
+	created := cli.workdir(t, requiredGantry+identityStack(ns, pool, label))
 	if out, code := cli.run(t, created, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
 		t.Fatalf("apply of the stack exited %d:\n%s", code, out)
 	}
@@ -67,7 +67,7 @@ func TestAccList_queryGeneratesConfigThatPlansNoChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	adopt := cli.workdir(t, "provider \"gantry\" {}\n")
+	adopt := cli.workdir(t, requiredGantry+"\nprovider \"gantry\" {}\n")
 	if err := os.WriteFile(filepath.Join(adopt, "found.tfquery.hcl"), []byte(queryConfig(ns, label)), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,25 @@ import (
 )
 
 // woExecutorConfig is a performer and an executor whose operator keys are given by keys (HCL
-// attributes inside operator_keys).
+// attributes inside operator_keys), with the ephemeral, sensitive variables ecdsa and bls
+// (Terraform >= 1.10) that carry the keys as a pipeline would pass them (TF_VAR_*).
 func woExecutorConfig(ns, keys string) string {
-	return fmt.Sprintf(`
+	return requiredGantry + fmt.Sprintf(`
 provider "gantry" {}
+
+variable "ecdsa" {
+  type      = string
+  default   = null
+  sensitive = true
+  ephemeral = true
+}
+
+variable "bls" {
+  type      = string
+  default   = null
+  sensitive = true
+  ephemeral = true
+}
 
 resource "gantry_performer" "p" {
   name      = "perf"
@@ -57,14 +72,18 @@ func TestAccExecutor_writeOnlyKeys(t *testing.T) {
 	ns := testNamespace(t, c, "acc-wo")
 	ecdsa1, bls1 := "0xecdsa1"+rand.String(24), "0xbls1"+rand.String(24)
 	ecdsa2, bls2 := "0xecdsa2"+rand.String(24), "0xbls2"+rand.String(24)
-	keys := func(ecdsa, bls string, version int) string {
-		return fmt.Sprintf("    ecdsa_private_key_wo = %q\n    bls_private_key_wo = %q\n    private_keys_wo_version = %d\n", ecdsa, bls, version)
+	keys := func(version int) string {
+		return fmt.Sprintf("    ecdsa_private_key_wo = var.ecdsa\n    bls_private_key_wo = var.bls\n    private_keys_wo_version = %d\n", version)
 	}
 
 	cli := newCLI(t)
 	logFile := filepath.Join(t.TempDir(), "trace.log")
-	cli.env = append(cli.env, "TF_LOG=trace", "TF_LOG_PATH="+logFile)
-	dir := cli.workdir(t, woExecutorConfig(ns, keys(ecdsa1, bls1, 1)))
+	base := append(cli.env, "TF_LOG=trace", "TF_LOG_PATH="+logFile)
+	setKeys := func(ecdsa, bls string) {
+		cli.env = append(append([]string(nil), base...), "TF_VAR_ecdsa="+ecdsa, "TF_VAR_bls="+bls)
+	}
+	setKeys(ecdsa1, bls1)
+	dir := cli.workdir(t, woExecutorConfig(ns, keys(1)))
 	apply := func(step string) {
 		t.Helper()
 		if out, code := cli.run(t, dir, "plan", "-out=tfplan", "-input=false", "-no-color"); code != 0 {
@@ -106,9 +125,10 @@ func TestAccExecutor_writeOnlyKeys(t *testing.T) {
 	checkSecret("create", ecdsa1, bls1, "1")
 
 	// Rotation: new keys and version 2.
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(woExecutorConfig(ns, keys(ecdsa2, bls2, 2))), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(woExecutorConfig(ns, keys(2))), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	setKeys(ecdsa2, bls2)
 	apply("rotate")
 	checkSecret("rotate", ecdsa2, bls2, "2")
 	if out, code := cli.run(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
