@@ -258,6 +258,9 @@ func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, na
 		return
 	}
 	if u == nil {
+		// The identity is still returned: the framework asks for one after every Read without
+		// errors, even one that removes the resource (a CLI older than 1.12 sends none to keep).
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, namespace, name)...)
 		resp.State.RemoveResource(ctx)
 		return
 	}

@@ -123,8 +123,8 @@ func TestAccIdentity_importByIdentity(t *testing.T) {
 	step := func(addr string) resource.TestStep {
 		return resource.TestStep{
 			Config: config, ResourceName: addr, ImportState: true,
-			ImportStateKind:   resource.ImportBlockWithResourceIdentity,
-			ImportPlanChecks:  resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop)}},
+			ImportStateKind:  resource.ImportBlockWithResourceIdentity,
+			ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop)}},
 		}
 	}
 	resource.ParallelTest(t, resource.TestCase{

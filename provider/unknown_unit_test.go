@@ -149,7 +149,8 @@ func TestUnknownValues_everyResource(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				vr, err := srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: typeName, Config: &dv})
+				vr, err := srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: typeName, Config: &dv,
+					ClientCapabilities: &tfprotov6.ValidateResourceConfigClientCapabilities{WriteOnlyAttributesAllowed: true}})
 				if err != nil {
 					t.Fatal(err)
 				}
