@@ -238,12 +238,12 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
 					"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
-						MarkdownDescription: "**Write-only** (Terraform 1.11 and later): the ECDSA private key itself. The provider writes it " +
+						MarkdownDescription: "Terraform 1.11 and later: the ECDSA private key itself. The provider writes it " +
 							"into a Secret it owns, `<name>-operator-keys` (key `ecdsa-private-key`), owned by the Executor; it is never " +
 							"stored in the plan, the state or the logs. Needs `private_keys_wo_version`; conflicts with `secret_name`.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
 					"bls_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
-						MarkdownDescription: "**Write-only** (Terraform 1.11 and later): the BLS private key itself, written like " +
+						MarkdownDescription: "Terraform 1.11 and later: the BLS private key itself, written like " +
 							"`ecdsa_private_key_wo` (key `bls-private-key`). Needs `private_keys_wo_version`.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
 					"private_keys_wo_version": schema.Int64Attribute{Optional: true,

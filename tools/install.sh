@@ -22,7 +22,7 @@ TERRAFORM_NEW_VERSION=$(modversion terraform github.com/hashicorp/terraform)
 TOFU_VERSION=$(modversion tofu github.com/opentofu/opentofu)
 KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
-TFPLUGINDOCS_VERSION=v0.22.0
+TFPLUGINDOCS_VERSION=v0.25.0
 GOLANGCI_LINT_VERSION=v2.15.0
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
