@@ -37,14 +37,14 @@ func cliVersion(t *testing.T) (*version.Version, bool) {
 
 // skipBelowTerraform skips a test that needs Terraform min or later (and skips it on OpenTofu,
 // whose releases number differently and lack the feature tested).
-func skipBelowTerraform(t *testing.T, min, feature string) {
+func skipBelowTerraform(t *testing.T, minVersion, feature string) {
 	t.Helper()
 	v, tofu := cliVersion(t)
 	if tofu {
 		t.Skipf("%s: not tested on OpenTofu %s", feature, v)
 	}
-	if v.LessThan(version.Must(version.NewVersion(min))) {
-		t.Skipf("%s needs Terraform %s or later; this CLI is %s", feature, min, v)
+	if v.LessThan(version.Must(version.NewVersion(minVersion))) {
+		t.Skipf("%s needs Terraform %s or later; this CLI is %s", feature, minVersion, v)
 	}
 }
 

@@ -104,7 +104,7 @@ func TestAccProvider_exitsWhenTerraformIsKilled(t *testing.T) {
 	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-done
+	_ = <-done
 	t.Logf("killed terraform (pid %d); its provider is pid %d", cmd.Process.Pid, provider)
 	for i := 0; alive(provider); i++ {
 		if i == 600 {
