@@ -12,4 +12,6 @@ kc apply -f "$ROOT/config/terraform-runner/rbac.yaml" >/dev/null
 out=$(sa_kubeconfig terraform-runner gantry-runner "$CACHE/runner.kubeconfig")
 kc create clusterrolebinding gantry-terraform-runner-packagesets --clusterrole=gantry-terraform-runner-packagesets \
   --serviceaccount=terraform-runner:gantry-runner --dry-run=client -o yaml | kc apply -f - >/dev/null
+kc create clusterrolebinding gantry-terraform-runner-inventory --clusterrole=gantry-terraform-runner-inventory \
+  --serviceaccount=terraform-runner:gantry-runner --dry-run=client -o yaml | kc apply -f - >/dev/null
 echo "$out"

@@ -290,8 +290,15 @@ func (p *gantryProvider) ListResources(context.Context) []func() list.ListResour
 	}
 }
 
+// DataSources: one per kind (data_sources.go) and gantry_nodes.
 func (p *gantryProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{
+		NewPerformerDataSource,
+		NewExecutorDataSource,
+		NewPackageSetDataSource,
+		NewWorkspaceDataSource,
+		NewNodesDataSource,
+	}
 }
 
 // settingsFromModel maps the configuration to kube.Settings; unset attributes stay zero so
