@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/providervalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -44,6 +45,7 @@ var (
 	_ provider.ProviderWithConfigValidators = (*gantryProvider)(nil)
 	_ provider.ProviderWithValidateConfig   = (*gantryProvider)(nil)
 	_ provider.ProviderWithListResources    = (*gantryProvider)(nil)
+	_ provider.ProviderWithActions          = (*gantryProvider)(nil)
 )
 
 // New returns the provider factory for providerserver.Serve; version is the release version
@@ -268,6 +270,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ListResourceData = data
+	resp.ActionData = data
 }
 
 func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
@@ -276,6 +279,15 @@ func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 		NewExecutorResource,
 		NewPackageSetResource,
 		NewWorkspaceResource,
+	}
+}
+
+// Actions are the day-2 operations of Terraform >= 1.14 (actions.go).
+func (p *gantryProvider) Actions(context.Context) []func() action.Action {
+	return []func() action.Action{
+		NewPerformerRestartAction,
+		NewPackageSetResumeAction,
+		NewPackageSetRerunAction,
 	}
 }
 

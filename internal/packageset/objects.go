@@ -73,7 +73,7 @@ func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, no
 		if err != nil || !sel.Matches(labels.Set(nodeLabels)) {
 			continue
 		}
-		if o.Spec.Paused {
+		if o.IsPaused() {
 			return GatePaused, o.Name
 		}
 		if nodeAnnotations[v1alpha1.AnnotationNodeStatusPrefix+o.Name] != string(v1alpha1.StatusComplete) {

@@ -123,13 +123,17 @@ func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
 			},
 		}},
 	}
-	hash, err := SpecHash(spec, p.Spec.Version)
+	restartedAt := p.Annotations[v1alpha1.AnnotationRestartedAt]
+	hash, err := SpecHash(spec, p.Spec.Version, restartedAt)
 	if err != nil {
 		return nil, err
 	}
 	annotations := map[string]string{v1alpha1.AnnotationSpecHash: hash}
 	if p.Spec.Version != "" {
 		annotations[AnnotationVersion] = p.Spec.Version
+	}
+	if restartedAt != "" {
+		annotations[v1alpha1.AnnotationRestartedAt] = restartedAt
 	}
 	labels := make(map[string]string, len(p.Labels)+2)
 	for k, v := range p.Labels {
@@ -151,12 +155,15 @@ func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
 }
 
 // SpecHash is the hex SHA-256 (first 16 digits) of the JSON of a Pod spec as DesiredPod builds
-// it plus spec.version: the value of the gantry.dev/spec-hash annotation.
-func SpecHash(spec corev1.PodSpec, version string) (string, error) {
+// it plus spec.version and the Performer's gantry.dev/restartedAt annotation (a restart
+// request, as `kubectl rollout restart` stamps a pod template): the value of the
+// gantry.dev/spec-hash annotation. An empty restartedAt leaves the hash as it was without it.
+func SpecHash(spec corev1.PodSpec, version, restartedAt string) (string, error) {
 	b, err := json.Marshal(struct {
-		Spec    corev1.PodSpec `json:"spec"`
-		Version string         `json:"version"`
-	}{spec, version})
+		Spec        corev1.PodSpec `json:"spec"`
+		Version     string         `json:"version"`
+		RestartedAt string         `json:"restartedAt,omitempty"`
+	}{spec, version, restartedAt})
 	if err != nil {
 		return "", err
 	}

@@ -113,6 +113,9 @@ func TestSpecHash(t *testing.T) {
 		"gpuCount": func(p *v1alpha1.Performer) { p.Spec.HardwareRequirements.GPUCount = 2 },
 		"grpcPort": func(p *v1alpha1.Performer) { p.Spec.GRPCPort = 7070 },
 		"args":     func(p *v1alpha1.Performer) { p.Spec.Args = nil },
+		"restart": func(p *v1alpha1.Performer) {
+			p.Annotations = map[string]string{v1alpha1.AnnotationRestartedAt: "2026-11-24T23:30:00Z"}
+		},
 	}
 	for name, mod := range changes {
 		if hashOf(mod) == base {

@@ -26,6 +26,10 @@ const (
 	// AnnotationOperatorKeysVersion on an executor's pod template holds
 	// spec.operatorKeys.secretVersion, so a key rotation rolls the pods.
 	AnnotationOperatorKeysVersion = "gantry.dev/operator-keys-version"
+	// AnnotationRestartedAt on a Performer asks for its Pod to be replaced (the
+	// gantry_performer_restart action, or kubectl annotate): the value (a timestamp) is part of
+	// the Pod's spec hash, so a new value is an upgrade of the Pod, and is copied to the Pod.
+	AnnotationRestartedAt = "gantry.dev/restartedAt"
 	// Finalizer is put on every Gantry object so deletion waits for the owned objects to go.
 	Finalizer = "gantry.dev/finalizer"
 )

@@ -121,6 +121,11 @@ const (
 	// CordonOperator is the AnnotationCordonPrefix value of a set that found its node already
 	// unschedulable (cordoned by an operator, not by a set): releasing it leaves the node cordoned.
 	CordonOperator = "operator"
+	// AnnotationPause on a PackageSet set to "true" pauses it like spec.paused, without
+	// touching the spec a configuration owns (Skyhook's CLI pauses a Skyhook the same way, with
+	// an annotation): `kubectl annotate packageset <name> gantry.dev/pause=true` stops a rollout,
+	// the gantry_package_set_resume action (or removing the annotation) resumes it.
+	AnnotationPause = "gantry.dev/pause"
 	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
@@ -400,4 +405,10 @@ type PackageSetList struct {
 
 func init() {
 	SchemeBuilder.Register(&PackageSet{}, &PackageSetList{})
+}
+
+// IsPaused reports whether the set is paused: spec.paused, or the gantry.dev/pause=true
+// annotation.
+func (in *PackageSet) IsPaused() bool {
+	return in.Spec.Paused || in.Annotations[AnnotationPause] == "true"
 }
