@@ -104,7 +104,9 @@ func TestAccProvider_exitsWhenTerraformIsKilled(t *testing.T) {
 	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = <-done
+	if err := <-done; err == nil {
+		t.Fatal("terraform exited cleanly after SIGKILL")
+	}
 	t.Logf("killed terraform (pid %d); its provider is pid %d", cmd.Process.Pid, provider)
 	for i := 0; alive(provider); i++ {
 		if i == 600 {
