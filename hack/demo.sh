@@ -11,8 +11,10 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-log "build and install the provider into the local mirror"
-make --no-print-directory install
+log "release the provider (this platform) and serve it from a loopback network mirror"
+release=$(RELEASE_HOST_ONLY=1 bash hack/release.sh)
+mirror_rc=$(bash hack/mirror.sh start "$release")
+trap 'bash hack/mirror.sh stop' EXIT
 log "local cluster"
 bash hack/cluster.sh up
 log "reconciler"
@@ -20,7 +22,7 @@ log "reconciler"
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh start
 
-export TF_CLI_CONFIG_FILE="$CACHE/terraformrc"
+export TF_CLI_CONFIG_FILE="$mirror_rc" SSL_CERT_FILE="$CACHE/mirror/ca.pem"
 export KUBE_CONFIG_PATH="$KUBECONFIG_PATH"
 export TF_IN_AUTOMATION=1
 stack="$ROOT/examples/stacks/gpu-stack"
@@ -36,8 +38,17 @@ done
 log "terraform init ($stack)"
 # The provider in the local mirror is rebuilt from source on every run with the same version,
 # so its checksum can change: drop the (gitignored) lock file rather than fail init on it.
-rm -f "$stack/.terraform.lock.hcl"
-terraform -chdir="$stack" init -input=false >/dev/null
+# The lock file is kept: init verifies the mirror's package against it. A provider rebuilt from
+# changed sources has other hashes; then the lock file is updated on purpose (-upgrade), saying so.
+if ! terraform -chdir="$stack" init -input=false >"$CACHE/demo-init.log" 2>&1; then
+  if grep -q "checksum\|does not match" "$CACHE/demo-init.log"; then
+    log "the provider was rebuilt since the lock file was written: updating its hashes (terraform init -upgrade)"
+    terraform -chdir="$stack" init -input=false -upgrade >/dev/null
+  else
+    cat "$CACHE/demo-init.log" >&2; exit 1
+  fi
+fi
+grep -q '"h1:' "$stack/.terraform.lock.hcl" || { log "the lock file has no h1: hash"; exit 1; }
 log "terraform apply"
 terraform -chdir="$stack" apply -input=false -auto-approve
 log "terraform output"

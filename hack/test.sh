@@ -4,9 +4,11 @@
 #   2. build both binaries;
 #   3. start the local cluster (or reuse a running one);
 #   4. unit, machine and controller suites (internal/..., reconciler/...) against the cluster;
-#   5. the reconciler as a separate process, then the provider acceptance tests with the real
+#   5. the release (hack/release-test.sh: GoReleaser, signature, terraform/tofu init from a
+#      loopback network mirror);
+#   6. the reconciler as a separate process, then the provider acceptance tests with the real
 #      Terraform CLI (TF_ACC=1);
-#   6. stop what this script started (the reconciler always; the cluster if it was not up before).
+#   7. stop what this script started (the reconciler always; the cluster if it was not up before).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -59,6 +61,9 @@ acceptance() {
     "$(grep -c '^    --- FAIL\|^--- FAIL' "$CACHE/testacc-$name.log")" "$(grep -c '^    --- SKIP\|^--- SKIP' "$CACHE/testacc-$name.log")")")
   return "$rc"
 }
+
+log "release: GoReleaser artifacts, installed by terraform and tofu from a loopback network mirror"
+bash hack/release-test.sh
 
 log "provider acceptance tests (real Terraform and OpenTofu CLIs, reconciler running)"
 # A TF_CLI_CONFIG_FILE naming a file that does not exist makes the newer CLIs print a warning

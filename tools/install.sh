@@ -24,6 +24,11 @@ KWOK_VERSION=v0.7.0
 CONTROLLER_GEN_VERSION=v0.18.0
 TFPLUGINDOCS_VERSION=v0.25.0
 GOLANGCI_LINT_VERSION=v2.15.0
+# GoReleaser for make release: v2.13.0 is the newest that builds here (later releases need Go
+# newer than 1.26.8, or a module the proxy refuses: go.digitalxero.dev/go-msix).
+GORELEASER_VERSION=v2.13.0
+# Helm for the reconciler's chart (charts/gantry-reconciler): lint, template, server dry run.
+HELM_VERSION=v3.22.0
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
 
@@ -48,7 +53,9 @@ goinstall() {
     echo "tools: building $name $version (first run only)" >&2
     local t=$(date +%s)
     GOBIN="$dir.tmp" go install -trimpath -ldflags="$ldflags" "$pkg@$version"
-    mkdir -p "$dir" && mv "$dir.tmp/$(basename "$pkg")" "$dir/$name" && rm -rf "$dir.tmp"
+    local base=${pkg##*/}
+    case $base in v[0-9]*) base=${pkg%/*}; base=${base##*/} ;; esac # module path's major version suffix
+    mkdir -p "$dir" && mv "$dir.tmp/$base" "$dir/$name" && rm -rf "$dir.tmp"
     echo "tools: $name built in $(( $(date +%s) - t ))s" >&2
   }
   with_lock "$dir" build
@@ -105,7 +112,7 @@ clibuild() {
 want=${*:-all}
 for w in $want; do
   case $w in
-    all) set -- terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint; "$0" "$@"; exit ;;
+    all) set -- terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs; "$0" "$@"; exit ;;
     terraform) goinstall terraform "$TERRAFORM_VERSION" github.com/hashicorp/terraform ;;
     terraform-new) clibuild terraform "$TERRAFORM_NEW_VERSION" terraform github.com/hashicorp/terraform \
                      "-X github.com/hashicorp/terraform/version.dev=no" "terraform-$(echo "$TERRAFORM_NEW_VERSION" | sed -E 's/^v([0-9]+[.][0-9]+).*/\1/')" ;;
@@ -132,6 +139,15 @@ for w in $want; do
     controller-gen) goinstall controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     tfplugindocs) goinstall tfplugindocs "$TFPLUGINDOCS_VERSION" github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs ;;
     golangci-lint) goinstall golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+    goreleaser) goinstall goreleaser "$GORELEASER_VERSION" github.com/goreleaser/goreleaser/v2 ;;
+    helm) goinstall helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+    debs) # Debian packages the release path uses (signing, zip checks), installed when missing
+      missing=$(for c in gpg:gnupg zip:zip unzip:unzip; do command -v "${c%%:*}" >/dev/null || echo "${c#*:}"; done)
+      if [ -n "$missing" ]; then
+        echo "tools: apt-get install $missing" >&2
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing; } >/dev/null ||
+          { echo "tools: could not install $missing (apt-get as root)" >&2; exit 1; }
+      fi ;;
     *) echo "tools: unknown tool $w" >&2; exit 2 ;;
   esac
 done
