@@ -453,7 +453,41 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.setStale(set.Name, before.ResourceVersion)
 		r.statusWritten(&set, before, prev, &status)
 	}
+	if retry, err := r.quarantineLifted(ctx, &set, d); err != nil {
+		return ctrl.Result{}, err
+	} else if retry {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// quarantineLifted ends an operator's request to lift quarantines (the
+// gantry.dev/clear-quarantine annotation), after the status without them is written: a Normal
+// event names the keys lifted, and the annotation keeps only the keys still held by a rollback
+// in progress (removed when none). retry: a conflict (the annotation changed meanwhile) or
+// the set is gone, so the pass is retried soon; err: any other API error of the write.
+func (r *PackageSetReconciler) quarantineLifted(ctx context.Context, set *v1alpha1.PackageSet, d packageset.Decision) (retry bool, err error) {
+	value, asked := set.Annotations[v1alpha1.AnnotationClearQuarantine]
+	if !asked || len(d.QuarantinePending) > 0 && value == strings.Join(d.QuarantinePending, ",") {
+		return false, nil
+	}
+	before := set.DeepCopy()
+	if len(d.QuarantinePending) > 0 {
+		set.Annotations[v1alpha1.AnnotationClearQuarantine] = strings.Join(d.QuarantinePending, ",")
+	} else {
+		delete(set.Annotations, v1alpha1.AnnotationClearQuarantine)
+	}
+	if err := r.Client.Patch(ctx, set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	if len(d.QuarantineLifted) > 0 {
+		r.Recorder.Eventf(set, corev1.EventTypeNormal, "QuarantineLifted", "quarantine lifted (%s): %s; the next flow tries it again",
+			v1alpha1.AnnotationClearQuarantine, strings.Join(d.QuarantineLifted, ", "))
+	}
+	return false, nil
 }
 
 // forget drops what the reconciler keeps about a deleted package set (stale marker, metrics,
@@ -734,6 +768,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.OnHealthFailure = ro.OnHealthFailure
 	}
 	f.Quarantined = set.Status.QuarantinedVersions
+	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
 		// The API server accepted the set but its selector is invalid: the set is Stalled

@@ -342,6 +342,67 @@ func ptrTo[T any](v T) *T { return &v }
 // Reverted; the other node never starts;
 // dcgm-tool@1.1.0 is quarantined and the set is erroring and Stalled (VersionQuarantined,
 // naming package and version). Version 1.2.0 then rolls out to both nodes.
+// Lifting a quarantine on the cluster (the gantry.dev/clear-quarantine annotation the
+// gantry_package_set_clear_quarantine action writes): dcgm-tool 1.1.0 fails (kwok's chaos label),
+// is rolled back and quarantined; the cause is fixed without changing the version (the label
+// goes), which stays Stalled; the annotation lifts the quarantine, the reconciler removes the
+// annotation with a QuarantineLifted event, and both nodes then run 1.1.0.
+func TestPackageSetClearQuarantine(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-cq-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgTool("1.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))}, AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback}}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		bad := pkgTool("1.1.0")
+		bad.PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+		s.Spec.Packages = []v1alpha1.Package{bad}
+	})
+	e.waitSet(t, pool, "quarantined", func(s *v1alpha1.PackageSet) bool {
+		return setCondition(s, v1alpha1.ConditionStalled).Reason == "VersionQuarantined" && fmt.Sprint(s.Status.QuarantinedVersions) == "[dcgm-tool@1.1.0]"
+	})
+	// The cause is fixed, the version is the same: still quarantined.
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages = []v1alpha1.Package{pkgTool("1.1.0")} })
+	got := e.waitSet(t, pool, "fixed spec seen", func(s *v1alpha1.PackageSet) bool { return s.Status.ObservedGeneration == s.Generation })
+	if setCondition(got, v1alpha1.ConditionStalled).Reason != "VersionQuarantined" {
+		t.Fatalf("not stalled by the quarantine after an unrelated change: %+v", got.Status.Conditions)
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[v1alpha1.AnnotationClearQuarantine] = "dcgm-tool@1.1.0"
+	})
+	done := e.waitSet(t, pool, "complete at 1.1.0 after the lift", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation
+	})
+	for _, n := range nodes {
+		if ps := done.Status.NodeState[n]["dcgm-tool"]; ps.Version != "1.1.0" || ps.State != v1alpha1.StateComplete {
+			t.Errorf("%s state %+v", n, ps)
+		}
+	}
+	if len(done.Status.QuarantinedVersions) != 0 {
+		t.Errorf("quarantined %v", done.Status.QuarantinedVersions)
+	}
+	if _, kept := done.Annotations[v1alpha1.AnnotationClearQuarantine]; kept {
+		t.Errorf("annotation kept: %v", done.Annotations)
+	}
+	var events []corev1.Event
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		events = e.setEvents(t, pool, "QuarantineLifted")
+		return len(events) > 0, nil
+	})
+	if len(events) != 1 || !strings.Contains(events[0].Message, "dcgm-tool@1.1.0") {
+		t.Errorf("QuarantineLifted events %+v", events)
+	}
+}
+
 func TestPackageSetRollbackQuarantine(t *testing.T) {
 	e := setup(t)
 	pool := fmt.Sprintf("ps-rb-%d", seq.Add(1))

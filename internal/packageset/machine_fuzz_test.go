@@ -3,6 +3,7 @@ package packageset
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,9 @@ func FuzzPlan(f *testing.F) {
 		pass := func() {
 			before := map[string]bool{}
 			for _, q := range s.facts.Quarantined {
-				before[q] = true
+				if !slices.Contains(s.facts.ClearQuarantine, q) || revertRunning(q, s.nodeFacts()) {
+					before[q] = true // a lifted key may run again; a pending one may not
+				}
 			}
 			active := map[string]bool{} // node/package@version of flows under way before the pass
 			for name, n := range s.nodes {
@@ -155,7 +158,13 @@ func FuzzPlan(f *testing.F) {
 					t.Fatalf("quarantine %s forgotten: %v", q, d.Quarantined)
 				}
 			}
-			s.facts.Quarantined = d.Quarantined // what the controller writes to status
+			for _, q := range d.QuarantinePending {
+				if !slices.Contains(d.Quarantined, q) {
+					t.Fatalf("pending lift %s not quarantined: %v", q, d.Quarantined)
+				}
+			}
+			s.facts.Quarantined = d.Quarantined           // what the controller writes to status
+			s.facts.ClearQuarantine = d.QuarantinePending // the controller keeps the pending keys asked
 		}
 		checker := newStageChecker(t)
 		for _, op := range ops {
@@ -171,6 +180,9 @@ func FuzzPlan(f *testing.F) {
 				s.nodes[fmt.Sprintf("node-%d", op/10%4)].gate = Gate(op / 10 % 3)
 			case 6:
 				s.facts.Paused = op&16 != 0
+				if op&64 != 0 { // gantry.dev/clear-quarantine: lift every quarantine
+					s.facts.ClearQuarantine = append([]string(nil), s.facts.Quarantined...)
+				}
 			case 7:
 				s.nodes[fmt.Sprintf("node-%d", op/10%4)].blocked = map[bool]string{true: "taint", false: ""}[op&32 != 0]
 			case 8:

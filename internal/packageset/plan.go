@@ -385,6 +385,10 @@ type SetFacts struct {
 	// Quarantined are the versions already quarantined (status.quarantinedVersions,
 	// "<package>@<version>").
 	Quarantined []string
+	// ClearQuarantine are the quarantine keys an operator asked to lift (the set's annotation
+	// gantry.dev/clear-quarantine, ParseClearQuarantine; the gantry_package_set_clear_quarantine
+	// action writes it): see clearQuarantine.
+	ClearQuarantine []string
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -451,6 +455,9 @@ type Decision struct {
 	// Stalled names the wanted packages whose version or config is quarantined (the key): no
 	// flow starts for them until the spec's version (or config) changes.
 	Stalled []string
+	// QuarantineLifted are the ClearQuarantine keys this pass lifted; QuarantinePending the
+	// ones still held by a rollback in progress (they stay asked for). Sorted.
+	QuarantineLifted, QuarantinePending []string
 	// DrainBlockers: node → what holds up its drain ("waiting for non-interrupt pods: ns/a",
 	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
 	// AddDrainRefusals); the DrainBlocked condition lists them.
@@ -552,7 +559,9 @@ func Plan(f SetFacts) (Decision, error) {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	selected := countSelected(nodes)
 	budget := Budget(f.Budget, selected)
-	quarantine := quarantineSet(f.Quarantined, nodes)
+	var listed []string
+	nodes, listed, d.QuarantineLifted, d.QuarantinePending = clearQuarantine(f.ClearQuarantine, f.Quarantined, nodes)
+	quarantine := quarantineSet(listed, nodes)
 	inflight, cordoned, failed := rolloutCounts(nodes)
 	halted := failed || (stalledWants(wants, quarantine) != nil && !f.Deleting)
 

@@ -120,6 +120,23 @@ func (s *sim) pass() Decision {
 	return d
 }
 
+// nodeFacts is the nodes' records as a pass would read them (records only).
+func (s *sim) nodeFacts() []NodeFacts {
+	var out []NodeFacts
+	for name, n := range s.nodes {
+		out = append(out, NodeFacts{Name: name, Record: n.rec})
+	}
+	return out
+}
+
+// recPackages is the node's package records (none without a record).
+func (n *simNode) recPackages() map[string]*PackageRecord {
+	if n.rec == nil {
+		return nil
+	}
+	return n.rec.Packages
+}
+
 func (s *sim) inFlight() int {
 	c := 0
 	for _, n := range s.nodes {

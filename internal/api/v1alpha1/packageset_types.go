@@ -126,6 +126,15 @@ const (
 	// an annotation): `kubectl annotate packageset <name> gantry.dev/pause=true` stops a rollout,
 	// the gantry_package_set_resume action (or removing the annotation) resumes it.
 	AnnotationPause = "gantry.dev/pause"
+	// AnnotationClearQuarantine on a PackageSet lifts quarantines a rollback left: its value is
+	// a comma-separated list of keys as status.quarantinedVersions lists them
+	// ("<package>@<version>" or "<package>@<version>#config-<hash>"). The reconciler drops
+	// them from status and from the nodes' records, so the next flow tries that version (or
+	// config) again, then removes the annotation; a key whose rollback is still running on a
+	// node stays in the annotation until that rollback is done. The
+	// gantry_package_set_clear_quarantine action writes it; `kubectl annotate packageset
+	// <name> gantry.dev/clear-quarantine=<key>` does the same.
+	AnnotationClearQuarantine = "gantry.dev/clear-quarantine"
 	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
