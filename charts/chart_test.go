@@ -239,7 +239,9 @@ func TestChartServerDryRun(t *testing.T) {
 	if out, err := run(t, nil, kubectl, "--kubeconfig", kubeconfig, "create", "namespace", ns); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	t.Cleanup(func() { _, _ = run(t, nil, kubectl, "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = run(t, nil, kubectl, "--kubeconfig", kubeconfig, "delete", "namespace", ns, "--wait=false")
+	})
 	objs := render(t, ns)
 	var all bytes.Buffer
 	for _, o := range objs {

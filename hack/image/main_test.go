@@ -64,7 +64,7 @@ func TestImage(t *testing.T) {
 	c := cf.Config
 	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH || len(c.Entrypoint) != 1 || c.Entrypoint[0] != "/gantry-reconciler" ||
 		c.User != "65532:65532" || c.Labels["org.opencontainers.image.version"] != "9.8.7" ||
-		c.Labels["org.opencontainers.image.source"] != Source || !cf.Created.Time.Equal(time.Unix(0, 0)) {
+		c.Labels["org.opencontainers.image.source"] != Source || !cf.Created.Equal(time.Unix(0, 0)) {
 		t.Errorf("config: os %s arch %s entrypoint %v user %q labels %v created %v", cf.OS, cf.Architecture, c.Entrypoint, c.User, c.Labels, cf.Created)
 	}
 	layers, err := got.Layers()
