@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +169,112 @@ func TestAccActions(t *testing.T) {
 
 	if _, code := run("plan", "-detailed-exitcode"); code != 0 {
 		t.Errorf("plan after the actions: exit %d, want 0 (no changes)", code)
+	}
+}
+
+func clearQuarantineConfig(pool, version string, chaos bool) string {
+	labels := ""
+	if chaos { // kwok fails every stage pod with this label
+		labels = `pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`
+	}
+	return requiredGantry + fmt.Sprintf(`
+provider "gantry" {}
+
+resource "gantry_package_set" "s" {
+  name                   = %[1]q
+  node_selector          = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  interruption_budget    = { count = 1 }
+  rollout                = { on_health_failure = "rollback" }
+  packages = [{
+    name    = "dcgm-tool"
+    version = %[2]q
+    image   = "ghcr.io/gantry-dev/dcgm-tool:1"
+    %[3]s
+  }]
+  timeouts = { create = "3m", update = "3m" }
+}
+
+action "gantry_package_set_clear_quarantine" "all" {
+  config {
+    name    = gantry_package_set.s.name
+    timeout = "3m"
+  }
+}
+
+action "gantry_package_set_clear_quarantine" "wrong" {
+  config {
+    name     = gantry_package_set.s.name
+    versions = ["dcgm-tool@9.9.9"]
+  }
+}
+`, pool, version, labels)
+}
+
+// gantry_package_set_clear_quarantine (Terraform >= 1.14): version 1.1.0 fails on the first
+// node (kwok's chaos label), is rolled back and quarantined, and the apply fails saying so. The
+// cause is fixed without changing the version: the apply still fails (quarantined). Asking to
+// lift a key the set does not list is refused naming the listed one; lifting every quarantine
+// makes the reconciler run 1.1.0 on both nodes, and the action returns once the set is
+// complete. The next plan has no changes.
+func TestAccActionClearQuarantine(t *testing.T) {
+	skipUnlessAcc(t)
+	skipBelowTerraform(t, "1.14.0", "actions")
+	testAccPreCheck(t)
+	c := testClients(t)
+	pool := "acc-cq-" + rand.String(5)
+	accNodes(t, c, pool, 2)
+	cli := newCLI(t)
+	dir := cli.workdir(t, clearQuarantineConfig(pool, "1.0.0", false))
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		out, code := cli.run(t, dir, append(args, "-input=false", "-no-color")...)
+		t.Logf("terraform %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		return out, code
+	}
+	if _, code := run("apply", "-auto-approve"); code != 0 {
+		t.Fatal("apply 1.0.0 failed")
+	}
+	writeMain(t, dir, clearQuarantineConfig(pool, "1.1.0", true))
+	if out, code := run("apply", "-auto-approve"); code == 0 || !strings.Contains(out, "dcgm-tool@1.1.0") {
+		t.Fatalf("apply of the failing 1.1.0: exit %d, want a failure naming the quarantined dcgm-tool@1.1.0", code)
+	}
+	writeMain(t, dir, clearQuarantineConfig(pool, "1.1.0", false))
+	if out, code := run("apply", "-auto-approve"); code == 0 || !strings.Contains(out, "quarantined") {
+		t.Fatalf("apply of the fixed 1.1.0 before the lift: exit %d, want a failure saying it is quarantined", code)
+	}
+	out, code := run("apply", "-auto-approve", "-invoke=action.gantry_package_set_clear_quarantine.wrong")
+	if code == 0 || !strings.Contains(out, "Version Not Quarantined") || !strings.Contains(out, "dcgm-tool@1.1.0") {
+		t.Errorf("lifting a key not listed: exit %d, want a refusal naming dcgm-tool@1.1.0", code)
+	}
+	if _, code := run("apply", "-auto-approve", "-invoke=action.gantry_package_set_clear_quarantine.all"); code != 0 {
+		t.Fatal("clear quarantine action failed")
+	}
+	sets := c.Dynamic.Resource(wait.PackageSet.GVR)
+	u, err := sets.Get(context.Background(), pool, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, _ := unstructured.NestedString(u.Object, "status", "status")
+	q, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")
+	if status != string(v1alpha1.StatusComplete) || len(q) != 0 {
+		t.Errorf("after the lift: status %q, quarantined %v; want complete and none", status, q)
+	}
+	for i := 0; i < 2; i++ {
+		nodeState, _, _ := unstructured.NestedString(u.Object, "status", "nodeState", fmt.Sprintf("%s-%d", pool, i), "dcgm-tool", "version")
+		if nodeState != "1.1.0" {
+			t.Errorf("node %s-%d runs %q, want 1.1.0", pool, i, nodeState)
+		}
+	}
+	if _, code := run("plan", "-detailed-exitcode"); code != 0 {
+		t.Errorf("plan after the lift: exit %d, want 0 (no changes)", code)
+	}
+}
+
+// writeMain replaces main.tf in dir with config.
+func writeMain(t *testing.T, dir, config string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -288,6 +288,7 @@ func (p *gantryProvider) Actions(context.Context) []func() action.Action {
 		NewPerformerRestartAction,
 		NewPackageSetResumeAction,
 		NewPackageSetRerunAction,
+		NewPackageSetClearQuarantineAction,
 	}
 }
 
