@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -18,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -78,9 +82,55 @@ func serverSideApply(ctx context.Context, ri dynamic.ResourceInterface, obj *uns
 	return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 }
 
+// writeBackoff paces the retries of a write after a transient API error (retryWrite): 0.5 s
+// doubling to at most 5 s, so a write resumes within 5 s of the API server answering again.
+var writeBackoff = kwait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Second}
+
+// retryWrite runs write until it succeeds, fails with an error that is not transient, or ctx
+// ends (the resource's create, update or delete timeout). Transient is failure.Transient less
+// conflicts and AlreadyExists, which the callers handle themselves: 5xx (among them the API
+// server's "Timeout: request did not complete within requested timeout" while etcd does not
+// answer), 429, timeouts and connection errors. Every write retried here is idempotent
+// (server-side apply, a delete with a UID precondition, an apply followed by a converge that is
+// computed again from the apply's answer). When ctx ends it returns the last API error,
+// wrapped with how long and how many times the write was tried; a permanent error is returned
+// as it is.
+func retryWrite(ctx context.Context, what string, write func(context.Context) error) error {
+	start, b := time.Now(), writeBackoff
+	for attempt := 1; ; attempt++ {
+		err := write(ctx)
+		if err == nil || !failure.Transient(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%s retried for %s, %d attempts, until the timeout)", err, what, time.Since(start).Round(time.Second), attempt)
+		}
+		tflog.Warn(ctx, what+": transient API error, retrying", map[string]interface{}{"attempt": attempt, "error": err.Error()})
+		timer := time.NewTimer(b.Step())
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("%w (%s retried for %s, %d attempts, until the timeout)", err, what, time.Since(start).Round(time.Second), attempt)
+		case <-timer.C:
+		}
+	}
+}
+
 // applyObject writes obj with serverSideApply and then converges (see converge), returning
-// the object as the API server has it afterwards.
+// the object as the API server has it afterwards. Transient API errors are retried until ctx
+// ends (retryWrite).
 func applyObject(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var out *unstructured.Unstructured
+	err := retryWrite(ctx, "server-side apply of "+obj.GetKind()+" "+objectID(obj.GetNamespace(), obj.GetName()), func(ctx context.Context) error {
+		var err error
+		out, err = applyOnce(ctx, ri, obj)
+		return err
+	})
+	return out, err
+}
+
+// applyOnce is one serverSideApply and converge of obj.
+func applyOnce(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live, err := serverSideApply(ctx, ri, obj)
 	if err != nil {
 		return nil, err
@@ -103,7 +153,9 @@ func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, reg *wait.
 	var diags diag.Diagnostics
 	ns, name, uid := live.GetNamespace(), live.GetName(), live.GetUID()
 	policy := metav1.DeletePropagationBackground
-	err := ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := retryWrite(ctx, "delete of "+spec.Kind+" "+objectID(ns, name), func(ctx context.Context) error {
+		return ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	})
 	if apierrors.IsNotFound(err) {
 		return diags
 	}

@@ -98,7 +98,10 @@ func prepareOperatorKeys(ctx context.Context, c *kube.Clients, config tfsdk.Conf
 	ac := corev1ac.Secret(name, ns).WithType(corev1.SecretTypeOpaque).WithStringData(keys).
 		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "terraform", "app.kubernetes.io/part-of": "gantry"}).
 		WithAnnotations(map[string]string{managedByAnnotation: managedByValue, v1alpha1.AnnotationOperatorKeysVersion: version})
-	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+	if err := retryWrite(ctx, "server-side apply of Secret "+ns+"/"+name, func(ctx context.Context) error {
+		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		return err
+	}); err != nil {
 		diags.Append(apiDiagnostic("Secret", "Writing", err))
 		return diags
 	}
@@ -126,7 +129,10 @@ func ownOperatorKeys(ctx context.Context, c *kube.Clients, plan *executorModelV0
 	owner := metav1ac.OwnerReference().WithAPIVersion(live.GetAPIVersion()).WithKind(live.GetKind()).
 		WithName(live.GetName()).WithUID(live.GetUID()).WithController(true).WithBlockOwnerDeletion(false)
 	ac := corev1ac.Secret(name, ns).WithOwnerReferences(owner)
-	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager + "-owner", Force: true}); err != nil {
+	if err := retryWrite(ctx, "owner reference of Secret "+ns+"/"+name, func(ctx context.Context) error {
+		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager + "-owner", Force: true})
+		return err
+	}); err != nil {
 		diags.AddError("Error Writing Secret", fmt.Sprintf("Could not make Executor %s/%s the owner of its operator keys Secret %s: %s",
 			ns, live.GetName(), name, err))
 	}

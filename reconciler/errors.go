@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -74,24 +73,8 @@ func serviceIPRangeFull(err error) bool {
 	return apierrors.IsInternalError(err) && strings.Contains(apiMessage(err), "failed to allocate a serviceIP")
 }
 
-// isTransient reports the errors worth retrying at once with backoff: conflicts, 5xx, 429,
-// timeouts, connection errors and cancelled contexts.
-func isTransient(err error) bool {
-	var netErr net.Error
-	switch {
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsTooManyRequests(err),
-		apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsInternalError(err),
-		apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
-		return true
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &netErr):
-		return true
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code >= 500 {
-		return true
-	}
-	return false
-}
+// isTransient: failure.Transient (conflicts, 5xx, 429, timeouts, connection errors, ended contexts).
+func isTransient(err error) bool { return failure.Transient(err) }
 
 // rejectionRetry bounds the delay before a rejected action is tried again: it doubles with
 // each rejection of the same action, from rejectionRetryMin to rejectionRetryMax.
