@@ -192,9 +192,17 @@ apply_objects() {
 
 # control_plane_ready: controller-manager and scheduler hold their leases, and the
 # service-account controller made the default ServiceAccount (Pods need it).
+# component_port NAME: the --secure-port of the running component NAME (from its pid file).
+component_port() {
+  tr '\0' '\n' <"/proc/$(cat "$clusterdir/pids/$1.pid")/cmdline" | sed -n 's/^--secure-port=//p'
+}
+
+# control_plane_ready: the controller-manager runs its controllers (the default ServiceAccount
+# exists) and the scheduler is serving. Both run without leader election (kwokctl.yaml), so
+# there are no Leases to look at.
 control_plane_ready() {
-  kc -n kube-system get lease kube-controller-manager kube-scheduler &&
-    kc -n default get serviceaccount default
+  kc -n default get serviceaccount default &&
+    curl -ksf "https://127.0.0.1:$(component_port kube-scheduler)/healthz"
 }
 
 up() {

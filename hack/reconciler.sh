@@ -33,7 +33,12 @@ case ${1:-status} in
       kubeconfig=$(reconciler_kubeconfig)
       rbac_args=(--leader-elect --leader-election-namespace=gantry-system)
     fi
-    nohup "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \
+    # Supervised like its Deployment (restartPolicy Always): with --leader-elect the reconciler
+    # exits when it cannot renew its Lease (an API server or etcd outage longer than the renew
+    # deadline, as controller-runtime does) and relies on being restarted. The loop restarts it
+    # after 1 s; it runs in its own process group, which `stop` kills whole.
+    setsid nohup bash -c 'while :; do "$@"; echo "gantry-reconciler exited with status $?; restarting it in 1s (as its Deployment would)"; sleep 1; done' \
+      supervise "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \
       --metrics-bind-address=0 --health-probe-bind-address=0 \
       --zap-time-encoding=rfc3339nano ${GANTRY_RECONCILER_ARGS:-} >"$logfile" 2>&1 &
     echo $! >"$pidfile"
@@ -49,9 +54,9 @@ case ${1:-status} in
     echo "reconciler did not become ready; log: $logfile" >&2; exit 1 ;;
   stop)
     if alive; then
-      pid=$(cat "$pidfile"); kill "$pid"
+      pid=$(cat "$pidfile"); kill -- "-$pid" 2>/dev/null || kill "$pid"
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
+      kill -9 -- "-$pid" 2>/dev/null || true
       echo "reconciler stopped"
     fi
     rm -f "$pidfile" ;;

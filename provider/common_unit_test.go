@@ -1,8 +1,13 @@
 package provider
 
 import (
+	"context"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // System keys are exactly those under kubectl.kubernetes.io/, kubernetes.io/, k8s.io/ and
@@ -43,5 +48,36 @@ func TestReadMeta_keepsUserKeys(t *testing.T) {
 	want["gantry.dev/owner"] = "me"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("refresh: readMeta = %v, want %v", got, want)
+	}
+}
+
+// retryWrite retries transient errors (the API server's Timeout while etcd does not answer),
+// returns a permanent error at once, and when the timeout ends says how long it retried.
+func TestRetryWrite(t *testing.T) {
+	etcdDown := apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+	calls := 0
+	err := retryWrite(context.Background(), "apply", func(context.Context) error {
+		if calls++; calls < 3 {
+			return etcdDown
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("transient twice then success: err %v after %d calls, want nil after 3", err, calls)
+	}
+
+	calls = 0
+	invalid := apierrors.NewBadRequest("spec.image: Required value")
+	if err := retryWrite(context.Background(), "apply", func(context.Context) error { calls++; return invalid }); err != invalid || calls != 1 {
+		t.Errorf("permanent: err %v after %d calls, want the error after 1", err, calls)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	calls = 0
+	err = retryWrite(ctx, "server-side apply of Performer ns/p", func(context.Context) error { calls++; return etcdDown })
+	if !apierrors.IsTimeout(err) || calls < 2 || !strings.Contains(err.Error(), "server-side apply of Performer ns/p retried for") ||
+		!strings.Contains(err.Error(), "attempts, until the timeout") {
+		t.Errorf("until the timeout: err %v after %d calls", err, calls)
 	}
 }
