@@ -31,7 +31,9 @@ case ${1:-status} in
     kubeconfig=$KUBECONFIG_PATH rbac_args=()
     if [ "${GANTRY_RECONCILER_RBAC:-0}" = 1 ]; then
       kubeconfig=$(reconciler_kubeconfig)
-      rbac_args=(--leader-elect --leader-election-namespace=gantry-system)
+      # A stable identity across the supervisor's restarts (as a Pod's name): a restarted
+      # reconciler takes its Lease back at once.
+      rbac_args=(--leader-elect --leader-election-namespace=gantry-system "--leader-election-identity=local-$(hostname)-$$")
     fi
     # Supervised like its Deployment (restartPolicy Always): with --leader-elect the reconciler
     # exits when it cannot renew its Lease (an API server or etcd outage longer than the renew

@@ -6,6 +6,8 @@ package reconciler
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +51,12 @@ type Options struct {
 	// LeaderElectionNamespace holds the Lease; required when running outside a cluster with
 	// LeaderElection (in-cluster it defaults to the Pod's namespace).
 	LeaderElectionNamespace string
+	// LeaderElectionIdentity is this replica's identity in the Lease; empty means
+	// controller-runtime's "<hostname>_<random UUID>". Give each replica a stable one (its Pod's
+	// name: the Helm chart passes it) so that a replica restarted after losing its Lease (an API
+	// server or etcd outage longer than the renew deadline makes it exit) takes the Lease back
+	// at once instead of waiting for it to expire (15 s). It must differ between replicas.
+	LeaderElectionIdentity string
 	// MaxConcurrentReconciles is the number of Performers reconciled in parallel (>= 1).
 	MaxConcurrentReconciles int
 	// Namespaces restricts the reconciler to these namespaces; empty means all namespaces.
@@ -112,7 +122,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mopts := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -122,7 +132,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}
+	if o.LeaderElection && o.LeaderElectionIdentity != "" {
+		lock, err := leaseLock(cfg, o.LeaderElectionNamespace, o.LeaderElectionIdentity)
+		if err != nil {
+			return nil, err
+		}
+		mopts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
@@ -159,4 +177,22 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// leaseLock is the Lease LeaderElectionID in namespace (default: the Pod's namespace, from the
+// ServiceAccount mount) held under identity (Options.LeaderElectionIdentity).
+func leaseLock(cfg *rest.Config, namespace, identity string) (resourcelock.Interface, error) {
+	if namespace == "" {
+		b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+		if err != nil {
+			return nil, fmt.Errorf("leader election: no namespace given and not in a cluster: %w", err)
+		}
+		namespace = strings.TrimSpace(string(b))
+	}
+	c, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
+	if err != nil {
+		return nil, fmt.Errorf("leader election client: %w", err)
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, LeaderElectionID, c.CoreV1(), c.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: identity})
 }

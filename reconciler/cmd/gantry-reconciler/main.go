@@ -33,6 +33,7 @@ func main() {
 	flag.DurationVar(&crdTimeout, "crd-install-timeout", time.Minute, "how long to wait for the applied CRDs to be Established")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "enable leader election (Lease "+reconciler.LeaderElectionID+") so only one replica reconciles")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (required out of cluster with --leader-elect)")
+	flag.StringVar(&o.LeaderElectionIdentity, "leader-election-identity", os.Getenv("POD_NAME"), "this replica's identity in the Lease, stable across restarts and unique per replica (default $POD_NAME, else <hostname>_<random UUID>): a replica restarted after losing the Lease takes it back at once")
 	flag.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of the Prometheus metrics endpoint; "0" disables it`)
 	flag.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of /healthz and /readyz; "0" disables it`)
 	flag.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", `address of net/http/pprof (/debug/pprof/); empty or "0" disables it (default: off; do not expose it beyond loopback)`)
