@@ -57,7 +57,9 @@ log "verifying the release in $out"
 gpg --batch --quiet --verify "$out/${name}_${version}_SHA256SUMS.sig" "$out/${name}_${version}_SHA256SUMS" 2>/dev/null ||
   die "the SHA256SUMS signature does not verify"
 for z in "$out/${name}_${version}"_*.zip; do
-  unzip -Z1 "$z" | grep -qx "${name}_v${version}" || die "$(basename "$z") does not hold ${name}_v${version}"
+  exe="${name}_v${version}"
+  case $z in *_windows_*) exe="$exe.exe" ;; esac # Terraform runs terraform-provider-<name>_v<version>.exe on Windows
+  unzip -Z1 "$z" | grep -qx "$exe" || die "$(basename "$z") does not hold $exe"
 done
 grep -q "${name}_${version}_manifest.json" "$out/${name}_${version}_SHA256SUMS" || die "the manifest is not in SHA256SUMS"
 ls -1 "$out" | sed 's/^/  /' >&2
