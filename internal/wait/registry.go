@@ -131,6 +131,8 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 		st.target = t
 	}
 	last := Verdict{State: -1}
+	poll := time.NewTicker(DegradedPoll)
+	defer poll.Stop()
 	for {
 		if t.Generation == 0 || obj.GetGeneration() >= t.Generation {
 			v := Evaluate(spec, obj)
@@ -163,8 +165,43 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 			if next != nil {
 				obj = next
 			}
+		case <-poll.C:
+			if next, gone := r.pollDegraded(ctx, si, spec, t, st); gone {
+				return nil, &DeletedError{Kind: spec.Kind, Target: t}
+			} else if next != nil {
+				obj = next
+			}
 		}
 	}
+}
+
+// DegradedPoll is how often a wait GETs its object while the shared informer's watch is
+// failing (an API server or etcd outage): the informer's reflector re-lists on a backoff that
+// grows to 30 s, so without the poll a wait would resume up to 30 s after the API server is
+// back; with it, within about DegradedPoll. No request is made while the watch works.
+const DegradedPoll = time.Second
+
+// pollDegraded is one poll of t while si's watch is failing (nothing otherwise): one GET, not
+// retried (the next tick retries). It returns the object when it is newer than what the wait
+// saw, gone when it no longer exists (404 or another UID).
+func (r *Registry) pollDegraded(ctx context.Context, si *sharedInformer, spec Spec, t Target, st *waitState) (*unstructured.Unstructured, bool) {
+	if !si.degraded() {
+		return nil, false
+	}
+	gctx, cancel := context.WithTimeout(ctx, DegradedPoll)
+	defer cancel()
+	u, err := r.resource(spec, t.Namespace).Get(gctx, t.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && t.UID != "" && string(u.GetUID()) != t.UID:
+		return nil, true
+	case err == nil && !resourceversion.Older(u.GetResourceVersion(), st.lastRV):
+		return u, false
+	case isObjectNotFound(err, t):
+		return nil, true
+	case err != nil:
+		st.lastErr = err
+	}
+	return nil, false
 }
 
 // Get returns the object namespace/name of spec's kind from the shared informer (started if
@@ -303,6 +340,8 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 		return u != nil && string(u.GetUID()) == t.UID
 	}
 	seen := inInformer()
+	poll := time.NewTicker(DegradedPoll)
+	defer poll.Stop()
 	for {
 		v := Evaluate(spec, obj)
 		st.observe(obj, v)
@@ -323,6 +362,15 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 			if err != nil {
 				return err
 			}
+			if gone {
+				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				return nil
+			}
+			if next != nil {
+				obj = next
+			}
+		case <-poll.C:
+			next, gone := r.pollDegraded(ctx, si, spec, t, st)
 			if gone {
 				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
 				return nil
@@ -468,6 +516,16 @@ type sharedInformer struct {
 	mu       sync.Mutex
 	waiters  map[string]map[*waiter]struct{}
 	lastErr  error
+	// watchFailing: the last thing the reflector reported is a list/watch error (an API server
+	// outage); the next event clears it. Waits then also poll (DegradedPoll).
+	watchFailing bool
+}
+
+// degraded reports whether the informer's watch is failing (see watchFailing).
+func (si *sharedInformer) degraded() bool {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	return si.watchFailing
 }
 
 type waiter struct{ ch chan struct{} }
@@ -504,7 +562,7 @@ func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, er
 	})
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, rf *cache.Reflector, err error) {
 		si.mu.Lock()
-		si.lastErr = err
+		si.lastErr, si.watchFailing = err, true
 		si.mu.Unlock()
 		si.notifyAll()
 		cache.DefaultWatchErrorHandler(ctx, rf, err)
@@ -580,6 +638,7 @@ func (si *sharedInformer) notifyObj(o interface{}) {
 	}
 	si.mu.Lock()
 	defer si.mu.Unlock()
+	si.watchFailing = false // an event: the watch (or a re-list) works again
 	for w := range si.waiters[key] {
 		w.notify()
 	}

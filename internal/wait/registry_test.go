@@ -549,3 +549,40 @@ func TestRegistryGetWithoutListPermission(t *testing.T) {
 		t.Errorf("Get took %s, want a prompt fallback to GET", d)
 	}
 }
+
+// While the shared informer cannot list or watch (an API server or etcd outage: the
+// reflector's re-list backs off up to 30 s), a wait still sees its object change by polling
+// with GETs (DegradedPoll): here every LIST fails, so no event ever comes, and the wait
+// succeeds only through the poll (without it, it would run into its timeout).
+func TestWaitReadyPollsWhileTheWatchFails(t *testing.T) {
+	env := newFakeEnv(t, setStatus(newPerformer("ns", "p", 1), "Creating", 1))
+	env.dyn.PrependReactor("list", "performers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcdserver: request timed out")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := env.waitReadyAsync(ctx, Target{Namespace: "ns", Name: "p", Generation: 1})
+	select {
+	case r := <-done:
+		t.Fatalf("returned before the change: %v", r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Running", 1, cond("Ready", "True", "Running", "")))
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("wait with a failing watch: %v", r.err)
+	}
+	if phase, _, _ := unstructured.NestedString(r.obj.Object, "status", "phase"); phase != "Running" {
+		t.Errorf("returned phase %q", phase)
+	}
+
+	// The same for a deletion.
+	del := env.reg.WaitDeleted
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = env.dyn.Resource(Performer.GVR).Namespace("ns").Delete(context.Background(), "p", metav1.DeleteOptions{})
+	}()
+	if err := del(ctx, Performer, Target{Namespace: "ns", Name: "p", Known: r.obj}); err != nil {
+		t.Fatalf("delete wait with a failing watch: %v", err)
+	}
+}
