@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
@@ -135,9 +137,6 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		nfacts = append(nfacts, nf)
 	}
 	pl, specErr := workspace.Placement(&w)
-	if specErr == nil {
-		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, w.Spec.Resource.GPUCount)
-	}
 
 	var (
 		wantDeploy *appsv1.Deployment
@@ -181,9 +180,22 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabels{workspace.LabelWorkspace: w.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
+	bound := int32(0)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		facts.Pods = append(facts.Pods, workspace.PodFacts(p, nodeReady[p.Spec.NodeName]))
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			bound++
+		}
+	}
+	if specErr == nil {
+		if bound < facts.Replicas && w.Spec.Resource.GPUCount > 0 && !facts.Deleting {
+			// Not all replicas are placed: count what other pods already use (free, not total).
+			if err := r.countUsedGPUs(ctx, &w, nfacts); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, w.Spec.Resource.GPUCount)
 	}
 
 	d, err := workspace.Decide(facts)
@@ -355,4 +367,24 @@ func workspaceActionKind(a workspace.Action) string {
 		return "Job"
 	}
 	return "Workspace"
+}
+
+// countUsedGPUs sets each node's UsedGPU: the nvidia.com/gpu requested by the non-terminated
+// pods bound to it, the workspace's own pods left out (hardware.GPUsInUse). Pods other than
+// the reconciler's are not cached, so it lists them from the API server (only while a
+// workspace has replicas to place, at the Stalled re-check backoff).
+func (r *WorkspaceReconciler) countUsedGPUs(ctx context.Context, w *v1alpha1.Workspace, nodes []workspace.Node) error {
+	var all corev1.PodList
+	if err := r.APIReader.List(ctx, &all, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))}); err != nil {
+		return err
+	}
+	used := hardware.GPUsInUse(all.Items, func(p *corev1.Pod) bool {
+		return p.Namespace == w.Namespace && p.Labels[workspace.LabelWorkspace] == w.Name
+	})
+	for i := range nodes {
+		nodes[i].UsedGPU = used[nodes[i].Name]
+	}
+	return nil
 }

@@ -291,6 +291,51 @@ func TestWorkspacePendingTrapAndNodeLoss(t *testing.T) {
 	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
 }
 
+// The Pending trap counts free GPUs, not total ones: a node of 8 GPUs of which another pod
+// (not the workspace's) uses 6 cannot hold a replica of 4. The workspace is Stalled with
+// InsufficientCapacity naming how many are free where ("2 of 8 GPUs free", "<node> 2/8"); once
+// the other pod is deleted the workspace goes Ready without any change.
+func TestWorkspaceFreeCapacity(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	product := fmt.Sprintf("GANTRY-TEST-L40S-%d", seq.Add(1))
+	node := testGPUNode(fmt.Sprintf("gantry-test-l40s-%d", seq.Add(1)), product, 8)
+	e.addNode(t, node)
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	six := resource.MustParse("6")
+	blocker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gpu-hog-%d", seq.Add(1)), Namespace: e.ns},
+		Spec: corev1.PodSpec{NodeName: node.Name, Tolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/hog:1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": six}, Limits: corev1.ResourceList{"nvidia.com/gpu": six}}}}}}
+	if err := e.c.Create(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+
+	w := e.newWorkspace("free", nil, inferenceSpec(1, 4, product))
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Stalled by free capacity", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, workspace.ConditionResourceReady).Reason == workspace.ReasonInsufficientCapacity
+	})
+	res := wsCond(got, workspace.ConditionResourceReady)
+	if !strings.Contains(res.Message, "2 of 8 GPUs free") || !strings.Contains(res.Message, node.Name+" 2/8") ||
+		wsCond(got, v1alpha1.ConditionStalled).Status != metav1.ConditionTrue {
+		t.Errorf("free capacity: %s", describeWS(got))
+	}
+
+	if err := e.c.Delete(ctx, blocker, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitWS(t, w.Name, "Ready once the GPUs are free", stateIs(v1alpha1.WorkspaceStateReady))
+	if !slices.Equal(got.Status.WorkerNodes, []string{node.Name}) {
+		t.Errorf("worker nodes %v", got.Status.WorkerNodes)
+	}
+	_ = e.c.Delete(ctx, got)
+	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
+}
+
 // A LoRA tuning run: kwok completes the Job; Pending → Running → Succeeded, terminal.
 func TestWorkspaceTuningSucceeded(t *testing.T) {
 	e := setup(t)

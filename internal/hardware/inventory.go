@@ -40,6 +40,26 @@ type NodeInventory struct {
 	Labels map[string]string
 }
 
+// GPUsInUse is, per node name, the nvidia.com/gpu devices requested by the containers of the
+// pods bound to it that have not terminated (phase not Succeeded or Failed), as the scheduler
+// counts them; pods for which skip returns true (skip may be nil) are left out, e.g. a
+// workspace's own pods when asking whether it could be placed.
+func GPUsInUse(pods []corev1.Pod, skip func(*corev1.Pod) bool) map[string]int64 {
+	inUse := map[string]int64{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || skip != nil && skip(p) {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			if q, ok := c.Resources.Requests[ResourceGPU]; ok {
+				inUse[p.Spec.NodeName] += q.Value()
+			}
+		}
+	}
+	return inUse
+}
+
 // GPUFree is the number of nvidia.com/gpu devices not requested yet (never below 0).
 func (n NodeInventory) GPUFree() int64 {
 	if f := n.GPUAllocatable - n.GPUInUse; f > 0 {
@@ -52,18 +72,7 @@ func (n NodeInventory) GPUFree() int64 {
 // requests of pods (pods of other nodes, unbound or terminated pods are ignored), TEE types
 // from node labels, usable RuntimeClasses from runtimeClasses.
 func Inventory(nodes []corev1.Node, pods []corev1.Pod, runtimeClasses []nodev1.RuntimeClass) []NodeInventory {
-	inUse := map[string]int64{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			if q, ok := c.Resources.Requests[ResourceGPU]; ok {
-				inUse[p.Spec.NodeName] += q.Value()
-			}
-		}
-	}
+	inUse := GPUsInUse(pods, nil)
 	out := make([]NodeInventory, 0, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]

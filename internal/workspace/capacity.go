@@ -20,7 +20,13 @@ type Node struct {
 	Taints []corev1.Taint
 	// AllocatableGPU is status.allocatable["nvidia.com/gpu"] (0 when absent).
 	AllocatableGPU int64
+	// UsedGPU is the nvidia.com/gpu other pods bound to the node request (not the workspace's
+	// own pods, not terminated pods: hardware.GPUsInUse); 0 when not counted.
+	UsedGPU int64
 }
+
+// FreeGPU is AllocatableGPU less UsedGPU, never below 0.
+func (n Node) FreeGPU() int64 { return max(0, n.AllocatableGPU-n.UsedGPU) }
 
 // Capacity is what the cluster's nodes offer a workspace, from CapacityOf.
 type Capacity struct {
@@ -33,20 +39,27 @@ type Capacity struct {
 	MatchingNodes, AllNodes int
 	// NotReadyMatching counts matching nodes that are NotReady or cordoned (not in MatchingNodes).
 	NotReadyMatching int
-	// TotalGPUs is the sum of allocatable nvidia.com/gpu over the matching nodes.
-	TotalGPUs int64
-	// PlaceableReplicas is how many replicas the matching nodes can hold if empty: the sum
-	// over them of allocatable GPUs / GPUsPerReplica (a replica's GPUs are on one node); with
-	// GPUsPerReplica 0 it is unbounded (capped at 1<<30).
+	// TotalGPUs is the sum of allocatable nvidia.com/gpu over the matching nodes; FreeGPUs
+	// the sum of what other pods leave free there (Node.FreeGPU).
+	TotalGPUs, FreeGPUs int64
+	// FreeByNode is "<node> <free>/<allocatable>" per matching node with GPUs, sorted by
+	// name, at most maxFreeListed (for messages).
+	FreeByNode []string
+	// PlaceableReplicas is how many replicas the matching nodes can hold besides the other
+	// pods on them: the sum over them of free GPUs / GPUsPerReplica (a replica's GPUs are on
+	// one node); with GPUsPerReplica 0 it is unbounded (capped at 1<<30).
 	PlaceableReplicas int32
 	// MissingLabels are the selector entries no node carries at all (hardware.MissingLabels:
 	// "key=value (TEE type tdx)"), named in the no-matching-node message.
 	MissingLabels []string
 }
 
+// maxFreeListed bounds Capacity.FreeByNode.
+const maxFreeListed = 10
+
 // CapacityOf computes the Capacity of nodes for pods with the given node selector,
-// tolerations and GPUs per replica. It is total capacity (allocatable), not free capacity:
-// GPUs used by other pods show up as the scheduler's "Insufficient nvidia.com/gpu" instead.
+// tolerations and GPUs per replica: what the matching Ready, schedulable nodes have free
+// (allocatable less what other pods request, Node.UsedGPU), the KAITO "Pending trap" check.
 func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.Toleration, gpusPerReplica int32) Capacity {
 	c := Capacity{Selector: renderSelector(selector), GPUsPerReplica: gpusPerReplica, AllNodes: len(nodes)}
 	var placeable int64
@@ -65,13 +78,18 @@ func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.T
 		}
 		c.MatchingNodes++
 		c.TotalGPUs += n.AllocatableGPU
+		c.FreeGPUs += n.FreeGPU()
+		if n.AllocatableGPU > 0 && len(c.FreeByNode) < maxFreeListed {
+			c.FreeByNode = append(c.FreeByNode, fmt.Sprintf("%s %d/%d", n.Name, n.FreeGPU(), n.AllocatableGPU))
+		}
 		if gpusPerReplica > 0 {
-			placeable += n.AllocatableGPU / int64(gpusPerReplica)
+			placeable += n.FreeGPU() / int64(gpusPerReplica)
 		} else {
 			placeable = 1 << 30
 		}
 	}
 	c.PlaceableReplicas = int32(min(placeable, 1<<30))
+	sort.Strings(c.FreeByNode)
 	return c
 }
 
@@ -87,8 +105,15 @@ func (c Capacity) noMatchMessage() string {
 }
 
 func (c Capacity) insufficientMessage(replicas int32) string {
-	return fmt.Sprintf("%d replica(s) of %d nvidia.com/gpu each need more than the %d matching Ready node(s) offer (%d GPUs in total, room for %d replica(s); node selector %s); the workspace proceeds on its own when capacity is added",
-		replicas, c.GPUsPerReplica, c.MatchingNodes, c.TotalGPUs, c.PlaceableReplicas, c.Selector)
+	free := ""
+	if len(c.FreeByNode) > 0 {
+		free = "; free/allocatable per node: " + strings.Join(c.FreeByNode, ", ")
+		if c.MatchingNodes > len(c.FreeByNode) {
+			free += ", ..."
+		}
+	}
+	return fmt.Sprintf("%d replica(s) of %d nvidia.com/gpu each need more than the %d matching Ready node(s) have free (%d of %d GPUs free, room for %d replica(s)%s; node selector %s); the workspace proceeds on its own when GPUs are freed or capacity is added",
+		replicas, c.GPUsPerReplica, c.MatchingNodes, c.FreeGPUs, c.TotalGPUs, c.PlaceableReplicas, free, c.Selector)
 }
 
 func matches(labels, selector map[string]string) bool {

@@ -18,8 +18,9 @@
 //
 // A workspace the cluster cannot place stays Pending, as the seed requires, but not silently:
 // when no Ready node matches the node selector (GPU product, label selector, TEE), or the
-// matching nodes' total allocatable GPUs cannot hold resource.count replicas of
-// resource.gpuCount each, ResourceReady=False says so (reasons NoMatchingNodes,
+// GPUs the matching nodes have free (allocatable less what other pods request, counted while
+// replicas are unplaced) cannot hold resource.count replicas of resource.gpuCount each,
+// ResourceReady=False says so (reasons NoMatchingNodes,
 // InsufficientCapacity) and Stalled=True. The scheduler's own "0/N nodes are available" and
 // the kubelet's image pull / start errors stall it the same way. Nodes are facts: when one is
 // added, the next pass (the controller watches Nodes) proceeds without user action.
@@ -78,7 +79,7 @@ const (
 	// ResourceReady reasons.
 	ReasonResourcesAvailable   = "ResourcesAvailable"   // True: capacity and every replica bound to a Ready node
 	ReasonNoMatchingNodes      = "NoMatchingNodes"      // False (Stalled): no Ready node matches the selector
-	ReasonInsufficientCapacity = "InsufficientCapacity" // False (Stalled): matching nodes' total GPUs < asked
+	ReasonInsufficientCapacity = "InsufficientCapacity" // False (Stalled): matching nodes' free GPUs < asked
 	ReasonUnschedulable        = "Unschedulable"        // False (Stalled): the scheduler's own message
 	ReasonNodeLost             = "NodeLost"             // False: a replica's node is gone or NotReady
 	ReasonWaitingForScheduler  = "WaitingForScheduler"  // False: pods not bound yet
