@@ -136,21 +136,27 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		nodeReady[nf.Name] = nf.Ready
 		nfacts = append(nfacts, nf)
 	}
-	pl, specErr := workspace.Placement(&w)
+	// rw is w with its model preset applied (workspace.Resolve): what the owned objects and
+	// the capacity check are built from; status is written on w.
+	rw, specErr := workspace.Resolve(&w)
+	var pl hardware.Placement
+	if specErr == nil {
+		pl, specErr = workspace.Placement(rw)
+	}
 
 	var (
 		wantDeploy *appsv1.Deployment
 		wantJob    *batchv1.Job
-		wantSvc    = workspace.DesiredService(&w)
+		wantSvc    = workspace.DesiredService(rw)
 		deploy     *appsv1.Deployment
 		svc        *corev1.Service
 		job        *batchv1.Job
 	)
 	if specErr == nil {
 		if mode == v1alpha1.WorkspaceModeTuning {
-			wantJob, specErr = workspace.DesiredJob(&w)
+			wantJob, specErr = workspace.DesiredJob(rw)
 		} else {
-			wantDeploy, specErr = workspace.DesiredDeployment(&w)
+			wantDeploy, specErr = workspace.DesiredDeployment(rw)
 		}
 	}
 	if specErr != nil {
@@ -189,13 +195,13 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	if specErr == nil {
-		if bound < facts.Replicas && w.Spec.Resource.GPUCount > 0 && !facts.Deleting {
+		if bound < facts.Replicas && rw.Spec.Resource.GPUCount > 0 && !facts.Deleting {
 			// Not all replicas are placed: count what other pods already use (free, not total).
 			if err := r.countUsedGPUs(ctx, &w, nfacts); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, w.Spec.Resource.GPUCount)
+		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, rw.Spec.Resource.GPUCount)
 	}
 
 	d, err := workspace.Decide(facts)

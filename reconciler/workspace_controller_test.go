@@ -234,6 +234,62 @@ func TestWorkspaceInferenceReady(t *testing.T) {
 	e.waitGone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "workspace-" + w.Name, Namespace: e.ns}})
 }
 
+// A preset workspace (KAITO's inference.preset): only the preset and the GPU product are
+// given; the Deployment runs the preset's image and arguments with MODEL_NAME and PORT, on as
+// many GPUs as the preset needs (falcon-40b-instruct: 2 per replica). An unknown preset stalls
+// the workspace (InvalidSpec) naming the closest presets, and creates nothing.
+func TestWorkspacePreset(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	spec := inferenceSpec(1, 0, a100)
+	spec.Inference = &v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}
+	w := e.newWorkspace("preset", nil, spec)
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, v := range c.Env {
+		env[v.Name] = v.Value
+	}
+	gpus := c.Resources.Limits["nvidia.com/gpu"]
+	if c.Image != "mcr.microsoft.com/aks/kaito/kaito-falcon-40b-instruct:0.1.1" || gpus.Value() != 2 ||
+		!slices.Equal(c.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)"}) ||
+		env["MODEL_NAME"] != "falcon-40b-instruct" || env["PORT"] != "8000" {
+		t.Errorf("preset container: image %s gpus %s args %v env %v", c.Image, gpus.String(), c.Args, env)
+	}
+	_ = e.c.Delete(ctx, got)
+
+	bad := e.newWorkspace("preset-typo", nil, v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1},
+		Inference: &v1alpha1.WorkspaceInference{Preset: "mistral-7b-instrct"}})
+	if err := e.c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitWS(t, bad.Name, "Stalled", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue
+	})
+	if st := wsCond(got, v1alpha1.ConditionStalled); st.Reason != workspace.ReasonInvalidSpec || !strings.Contains(st.Message, "did you mean mistral-7b-instruct") {
+		t.Errorf("unknown preset: %s", describeWS(got))
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + bad.Name}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Deployment exists for an unknown preset (%v)", err)
+	}
+	_ = e.c.Delete(ctx, got)
+
+	// The API server refuses a workspace with neither preset nor model (CEL).
+	none := e.newWorkspace("nomodel", nil, v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1},
+		Inference: &v1alpha1.WorkspaceInference{Image: "registry.example/x:1"}})
+	if err := e.c.Create(ctx, none); err == nil || !strings.Contains(err.Error(), "spec.inference needs a preset, or a model and an image") {
+		t.Errorf("create without preset and model: %v", err)
+	}
+}
+
 // The Pending trap made visible, and healing without user action: a workspace asking for a
 // GPU product no node has stays Pending with ResourceReady=False (NoMatchingNodes) and
 // Stalled=True; a node with that product is added and it goes Ready on its own. Then the

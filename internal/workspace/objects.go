@@ -106,7 +106,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 	case w.Spec.Inference != nil:
 		in := w.Spec.Inference
 		c.Image, c.Args = in.Image, append([]string(nil), in.Args...)
-		c.Env = []corev1.EnvVar{{Name: "MODEL_NAME", Value: in.Model}}
+		c.Env = []corev1.EnvVar{{Name: "MODEL_NAME", Value: in.Model}, {Name: "PORT", Value: fmt.Sprint(Port(w))}}
 		for i, a := range in.Adapters {
 			strength := a.Strength
 			if strength == "" {

@@ -87,6 +87,7 @@ type Workspace struct {
 // +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || self == oldSelf",message="a tuning workspace's spec is immutable (its Job cannot change): delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset))",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or a preset, which sets it)"
 type WorkspaceSpec struct {
 	// Resource is what each replica needs and how many replicas there are.
 	Resource WorkspaceResource `json:"resource"`
@@ -107,7 +108,6 @@ type WorkspaceSpec struct {
 
 // WorkspaceResource is the per-replica accelerator and node requirement (KAITO's ResourceSpec:
 // instanceType becomes gpuProduct, labelSelector its matchLabels; count is the replica count).
-// +kubebuilder:validation:XValidation:rule="!has(self.gpuProduct) || (has(self.gpuCount) && self.gpuCount > 0)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0"
 type WorkspaceResource struct {
 	// Count is the number of replicas (inference) — 1 for tuning. 1-64, default 1.
 	// +kubebuilder:validation:Minimum=1
@@ -137,14 +137,26 @@ type WorkspaceResource struct {
 	TEEType TEEType `json:"teeType,omitempty"`
 }
 
-// WorkspaceInference serves a model (KAITO's InferenceSpec, with the image explicit).
+// WorkspaceInference serves a model (KAITO's InferenceSpec): a preset from Gantry's model
+// catalog, or an explicit model and image.
+// +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.model) && has(self.image))",message="spec.inference needs a preset, or a model and an image"
 type WorkspaceInference struct {
-	// Model is the model name, e.g. "falcon-7b-instruct" (passed to the container as MODEL_NAME).
+	// Preset names a model of Gantry's preset catalog (KAITO's preset names, e.g.
+	// "falcon-7b-instruct"; see the Model presets guide): it fills model, image, args and
+	// resource.gpuCount (when 0) where they are empty. An unknown name stalls the workspace
+	// (InvalidSpec) naming the closest presets.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9.-]{0,62}[a-z0-9])?$`
+	// +optional
+	Preset string `json:"preset,omitempty"`
+	// Model is the model name, e.g. "falcon-7b-instruct" (passed to the container as MODEL_NAME);
+	// default: the preset's.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`
-	Model string `json:"model"`
-	// Image is the serving container image.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// Image is the serving container image; default: the preset's.
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	// +optional
+	Image string `json:"image,omitempty"`
 	// Args are the container arguments.
 	// +optional
 	Args []string `json:"args,omitempty"`
@@ -180,16 +192,25 @@ type WorkspaceAdapter struct {
 	Strength string `json:"strength,omitempty"`
 }
 
-// WorkspaceTuning fine-tunes a base model (KAITO's TuningSpec, with the image explicit).
+// WorkspaceTuning fine-tunes a base model (KAITO's TuningSpec): a preset that can be tuned,
+// or an explicit base model and image.
+// +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.baseModel) && has(self.image))",message="spec.tuning needs a preset, or a baseModel and an image"
 type WorkspaceTuning struct {
 	// Method is lora or qlora.
 	Method TuningMethod `json:"method"`
-	// BaseModel is the model to tune, e.g. "phi-3-mini-4k-instruct".
+	// Preset names a model of Gantry's preset catalog that can be fine-tuned (see the Model
+	// presets guide): it fills baseModel, image and resource.gpuCount (when 0) where empty.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9.-]{0,62}[a-z0-9])?$`
+	// +optional
+	Preset string `json:"preset,omitempty"`
+	// BaseModel is the model to tune, e.g. "phi-3-mini-4k-instruct"; default: the preset's.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_./:-]{0,126}[A-Za-z0-9])?$`
-	BaseModel string `json:"baseModel"`
-	// Image is the tuning container image.
+	// +optional
+	BaseModel string `json:"baseModel,omitempty"`
+	// Image is the tuning container image; default: the preset's.
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	// +optional
+	Image string `json:"image,omitempty"`
 	// Input is the training data.
 	Input WorkspaceDataSource `json:"input"`
 	// Output is where the tuned adapter goes.

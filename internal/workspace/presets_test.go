@@ -1,0 +1,87 @@
+package workspace
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// The catalog is well-formed: at least ten presets, unique names, each with a model, an image,
+// GPUs and a GPU memory quantity; several can be tuned; gated ones are marked.
+func TestPresetCatalog(t *testing.T) {
+	ps := Presets()
+	if len(ps) < 10 {
+		t.Fatalf("%d presets, want at least 10", len(ps))
+	}
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if seen[p.Name] {
+			t.Errorf("preset %s twice", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Model == "" || p.Image == "" || p.GPUCount < 1 {
+			t.Errorf("preset %+v: model, image and gpuCount are required", p)
+		}
+		if _, err := resource.ParseQuantity(p.GPUMemory); err != nil {
+			t.Errorf("preset %s gpuMemory %q: %v", p.Name, p.GPUMemory, err)
+		}
+	}
+	if len(TuningPresets()) < 3 {
+		t.Errorf("tuning presets %v", TuningPresets())
+	}
+}
+
+func TestResolve(t *testing.T) {
+	inference := func(in v1alpha1.WorkspaceInference, gpus int32) *v1alpha1.Workspace {
+		return &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{GPUCount: gpus}, Inference: &in}}
+	}
+	// A preset fills what is empty.
+	got, err := Resolve(inference(v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := got.Spec.Inference
+	if in.Model != "falcon-40b-instruct" || in.Image != "mcr.microsoft.com/aks/kaito/kaito-falcon-40b-instruct:0.1.1" || got.Spec.Resource.GPUCount != 2 ||
+		!slices.Equal(in.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)"}) {
+		t.Errorf("resolved %+v gpus %d", in, got.Spec.Resource.GPUCount)
+	}
+	// Field by field, the user's values win.
+	got, err = Resolve(inference(v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct", Image: "registry.example/falcon:mine", Args: []string{"--x"}}, 4))
+	if err != nil || got.Spec.Inference.Image != "registry.example/falcon:mine" || got.Spec.Resource.GPUCount != 4 || !slices.Equal(got.Spec.Inference.Args, []string{"--x"}) ||
+		got.Spec.Inference.Model != "falcon-40b-instruct" {
+		t.Errorf("overrides: %+v %v", got.Spec.Inference, err)
+	}
+	// The input is not changed.
+	orig := inference(v1alpha1.WorkspaceInference{Preset: "phi-2"}, 0)
+	if _, err := Resolve(orig); err != nil || orig.Spec.Inference.Model != "" || orig.Spec.Resource.GPUCount != 0 {
+		t.Errorf("Resolve changed its input: %+v", orig.Spec)
+	}
+	// Unknown names list the close ones.
+	_, err = Resolve(inference(v1alpha1.WorkspaceInference{Preset: "falcon-7b-instrct"}, 0))
+	if err == nil || !strings.Contains(err.Error(), "spec.inference.preset") || !strings.Contains(err.Error(), "did you mean falcon-7b-instruct") {
+		t.Errorf("unknown preset: %v", err)
+	}
+	_, err = Resolve(inference(v1alpha1.WorkspaceInference{Preset: "gpt-17"}, 0))
+	if err == nil || !strings.Contains(err.Error(), "the presets are: deepseek-r1-distill-llama-8b") {
+		t.Errorf("far-off preset: %v", err)
+	}
+	// Neither preset nor model.
+	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Image: "x"}, 1)); err == nil || !strings.Contains(err.Error(), "model and image are required") {
+		t.Errorf("no preset, no model: %v", err)
+	}
+	// Tuning: only tunable presets.
+	tuning := func(preset string) *v1alpha1.Workspace {
+		return &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Tuning: &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningLoRA, Preset: preset}}}
+	}
+	got, err = Resolve(tuning("phi-3-mini-4k-instruct"))
+	if err != nil || got.Spec.Tuning.BaseModel != "phi-3-mini-4k-instruct" || got.Spec.Tuning.Image == "" || got.Spec.Resource.GPUCount != 1 {
+		t.Errorf("tuning preset: %+v %v", got.Spec.Tuning, err)
+	}
+	if _, err := Resolve(tuning("falcon-40b")); err == nil || !strings.Contains(err.Error(), "cannot be fine-tuned") || !strings.Contains(err.Error(), "phi-2") {
+		t.Errorf("untunable preset: %v", err)
+	}
+}
