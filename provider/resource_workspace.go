@@ -85,6 +85,7 @@ type wsResourceModel struct {
 }
 
 type wsInferenceModel struct {
+	Preset   types.String     `tfsdk:"preset"`
 	Model    types.String     `tfsdk:"model"`
 	Image    types.String     `tfsdk:"image"`
 	Args     []string         `tfsdk:"args"`
@@ -101,6 +102,7 @@ type wsAdapterModel struct {
 
 type wsTuningModel struct {
 	Method           types.String `tfsdk:"method"`
+	Preset           types.String `tfsdk:"preset"`
 	BaseModel        types.String `tfsdk:"base_model"`
 	Image            types.String `tfsdk:"image"`
 	InputURLs        []string     `tfsdk:"input_urls"`
@@ -155,8 +157,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						MarkdownDescription: "Replicas (1-64, default 1); must be 1 for tuning.", Validators: []validator.Int64{int64validator.Between(1, 64)}},
 					"gpu_count": schema.Int64Attribute{Optional: true, MarkdownDescription: "`nvidia.com/gpu` devices per replica (0-64), all on one node.",
 						Validators: []validator.Int64{int64validator.Between(0, 64)}},
-					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0.",
-						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("gpu_count"))}},
+					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0, or a model preset (which sets it).",
+						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"),
+							requiresAnyOf{what: "gpu_count > 0 or a model preset (inference.preset, tuning.preset), which sets it", paths: []path.Expression{
+								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
 					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
 					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
 						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
@@ -166,9 +170,15 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Validators:    []validator.Object{exactlyOne(path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
 				Attributes: map[string]schema.Attribute{
-					"model": schema.StringAttribute{Required: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct")}},
-					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Serving container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
-					"args":  schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container arguments."},
+					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset (KAITO's preset names, e.g. `falcon-7b-instruct`; see the [Model presets](../guides/model-presets.md) guide): " +
+						"it sets `model`, `image`, `args` and `resource.gpu_count` where they are not given. An unknown name fails the plan, naming the closest presets.",
+						Validators: []validator.String{presetValidator{}}},
+					"model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`; required without `preset` (default: the preset's).",
+						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
+					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Serving container image; required without `preset` (default: the preset's).",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
+					"args": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container arguments (default with a preset: " +
+						"`--served-model-name=<model>`, `--port=$(PORT)` and the preset's own; the container's `PORT` is `port`)."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
 						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
@@ -187,9 +197,14 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
-					"method":     schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
-					"base_model": schema.StringAttribute{Required: true, MarkdownDescription: "Model to tune, e.g. `phi-3-mini-4k-instruct`.", Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name")}},
-					"image":      schema.StringAttribute{Required: true, MarkdownDescription: "Tuning container image.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"method": schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
+					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset that can be fine-tuned (see the [Model presets](../guides/model-presets.md) guide): " +
+						"it sets `base_model`, `image` and `resource.gpu_count` where they are not given.",
+						Validators: []validator.String{presetValidator{tuning: true}}},
+					"base_model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model to tune, e.g. `phi-3-mini-4k-instruct`; required without `preset`.",
+						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
+					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Tuning container image; required without `preset`.",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
 					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls` and `input_image`.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
 							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"))}},
@@ -300,7 +315,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			GPUProduct: r.GPUProduct.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
 	}
 	if i := m.Inference; i != nil {
-		spec.Inference = &v1alpha1.WorkspaceInference{Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
+		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
 			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString()}
 		for _, a := range i.Adapters {
 			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
@@ -308,7 +323,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	}
 	if t := m.Tuning; t != nil {
 		bl := int32(t.BackoffLimit.ValueInt64())
-		spec.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(t.Method.ValueString()), BaseModel: t.BaseModel.ValueString(),
+		spec.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(t.Method.ValueString()), Preset: t.Preset.ValueString(), BaseModel: t.BaseModel.ValueString(),
 			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl,
 			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString()},
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
@@ -355,7 +370,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		if port == 0 {
 			port = v1alpha1.DefaultInferencePort
 		}
-		m.Inference = &wsInferenceModel{Model: types.StringValue(in.Model), Image: types.StringValue(in.Image), Args: optList(in.Args, pi.Args),
+		m.Inference = &wsInferenceModel{Preset: optString(in.Preset, pi.Preset), Model: optString(in.Model, pi.Model), Image: optString(in.Image, pi.Image), Args: optList(in.Args, pi.Args),
 			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config)}
 		for i, a := range in.Adapters {
 			var pa wsAdapterModel
@@ -377,7 +392,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		if t.BackoffLimit != nil {
 			bl = int64(*t.BackoffLimit)
 		}
-		m.Tuning = &wsTuningModel{Method: types.StringValue(string(t.Method)), BaseModel: types.StringValue(t.BaseModel), Image: types.StringValue(t.Image),
+		m.Tuning = &wsTuningModel{Method: types.StringValue(string(t.Method)), Preset: optString(t.Preset, pt.Preset), BaseModel: optString(t.BaseModel, pt.BaseModel), Image: optString(t.Image, pt.Image),
 			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage),
 			OutputImage: types.StringValue(t.Output.Image), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
 			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl)}

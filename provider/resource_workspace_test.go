@@ -16,7 +16,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -168,6 +170,75 @@ func TestAccWorkspace_impossibleGPUProductFailsFast(t *testing.T) {
 			ExpectError: regexp.MustCompile(`(?s)Workspace\s+Failed.*NoMatchingNodes.*NVIDIA-B200-NOWHERE`),
 		}},
 	})
+}
+
+// A preset workspace (KAITO's inference.preset) with only the preset and the GPU product: it
+// goes Ready on the preset's image and GPU count (phi-3-mini-4k-instruct: 1 GPU), state keeps
+// what the configuration says (model and image null), and the next plan is empty.
+func TestAccWorkspace_preset(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-ws-preset")
+	addr := "gantry_workspace.phi"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: workspaceConfig(ns, "phi", `
+  resource  = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
+  inference = { preset = "phi-3-mini-4k-instruct" }
+  timeouts  = { create = "3m" }
+`),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("inference").AtMapKey("preset"), knownvalue.StringExact("phi-3-mini-4k-instruct")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("inference").AtMapKey("model"), knownvalue.Null()),
+			},
+			Check: func(*terraform.State) error {
+				var dep appsv1.Deployment
+				if err := c.Core.AppsV1().RESTClient().Get().Namespace(ns).Resource("deployments").Name("workspace-phi").Do(context.Background()).Into(&dep); err != nil {
+					return err
+				}
+				ct := dep.Spec.Template.Spec.Containers[0]
+				gpus := ct.Resources.Limits["nvidia.com/gpu"]
+				if ct.Image != "mcr.microsoft.com/aks/kaito/kaito-phi-3-mini-4k-instruct:0.1.1" || gpus.Value() != 1 {
+					return fmt.Errorf("preset not applied: image %s, GPUs %s", ct.Image, gpus.String())
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+// Preset mistakes fail the plan naming the attribute: an unknown name lists the closest
+// presets; a preset that cannot be tuned lists those that can; neither preset nor model.
+func TestWorkspace_presetAtPlan(t *testing.T) {
+	requireTerraform(t)
+	for name, c := range map[string]struct{ body, err string }{
+		"typo": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "falcon-7b-instrct" }
+`, `(?s)Unknown Model Preset.*inference.preset.*did you mean\s+falcon-7b-instruct`},
+		"untunable": {`
+  resource = { gpu_count = 1 }
+  tuning = { method = "lora", preset = "falcon-40b", input_image = "d", output_image = "o" }
+`, `(?s)Model Preset Cannot Be Tuned.*phi-3-mini-4k-instruct`},
+		"no model": {`
+  resource  = { gpu_count = 1 }
+  inference = { image = "i" }
+`, `(?s)inference.model.*preset`},
+		"product without count or preset": {`
+  resource  = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
+  inference = { model = "m", image = "i" }
+`, `(?s)gpu_product\s+requires\s+gpu_count\s+>\s+0\s+or\s+a\s+model\s+preset`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: workspaceConfig("default", "w", c.body), PlanOnly: true, ExpectError: regexp.MustCompile(c.err)}},
+			})
+		})
+	}
 }
 
 // inference and tuning together: a plan-time error naming both.

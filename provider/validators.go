@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
 // Validators the framework's -validators module has no equivalent for. Each checks at plan
@@ -132,4 +136,72 @@ func (v uniqueNames) summaryNoun() string {
 		return "Name"
 	}
 	return v.what
+}
+
+// presetValidator checks a workspace's inference.preset / tuning.preset against the model
+// catalog shipped with the reconciler (internal/workspace/presets.yaml): an unknown name is a
+// plan error naming the closest presets (for tuning: only presets that can be fine-tuned).
+type presetValidator struct{ tuning bool }
+
+func (v presetValidator) Description(context.Context) string {
+	if v.tuning {
+		return "a model preset that can be fine-tuned (see the Model presets guide)"
+	}
+	return "a model preset (see the Model presets guide)"
+}
+
+func (v presetValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v presetValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	name := req.ConfigValue.ValueString()
+	p, ok := workspace.LookupPreset(name)
+	switch {
+	case !ok:
+		resp.Diagnostics.AddAttributeError(req.Path, "Unknown Model Preset", fmt.Sprintf("%s: %s.", req.Path, workspace.UnknownPresetError(name, v.tuning)))
+	case v.tuning && !p.Tuning:
+		resp.Diagnostics.AddAttributeError(req.Path, "Model Preset Cannot Be Tuned",
+			fmt.Sprintf("%s: preset %q cannot be fine-tuned; the presets that can are: %s.", req.Path, name, strings.Join(workspace.TuningPresets(), ", ")))
+	}
+}
+
+// requiresAnyOf: when the attribute is set, at least one of paths must be set too (values not
+// known yet pass: they are checked at apply).
+type requiresAnyOf struct {
+	paths []path.Expression
+	what  string
+}
+
+func (v requiresAnyOf) Description(context.Context) string { return "requires " + v.what }
+
+func (v requiresAnyOf) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v requiresAnyOf) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for _, e := range v.paths {
+		matched, diags := req.Config.PathMatches(ctx, req.PathExpression.Merge(e))
+		if diags.HasError() {
+			continue
+		}
+		for _, p := range matched {
+			var val attr.Value
+			if d := req.Config.GetAttribute(ctx, p, &val); d.HasError() {
+				continue
+			}
+			if val.IsUnknown() || !val.IsNull() && !isZeroInt(val) {
+				return
+			}
+		}
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Missing Required Attribute", fmt.Sprintf("%s requires %s.", req.Path, v.what))
+}
+
+// isZeroInt: val is a known Int64 0.
+func isZeroInt(val attr.Value) bool {
+	i, ok := val.(types.Int64)
+	return ok && !i.IsNull() && !i.IsUnknown() && i.ValueInt64() == 0
 }
