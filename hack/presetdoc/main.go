@@ -1,0 +1,89 @@
+// Command presetdoc writes the Model presets guide (a tfplugindocs template) from the preset
+// catalog the reconciler ships (internal/workspace/presets.yaml), so the guide lists exactly
+// the presets the reconciler and the provider's plan-time check know. `make generate` runs it:
+//
+//	go run ./hack/presetdoc > templates/guides/model-presets.md.tmpl
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
+)
+
+func main() {
+	w := os.Stdout
+	fmt.Fprint(w, `---
+page_title: "Model presets"
+subcategory: "Guides"
+description: |-
+  The model presets gantry_workspace accepts in inference.preset and tuning.preset: image, GPUs, GPU memory, arguments.
+---
+
+# Model presets
+
+`+"`gantry_workspace`"+` can name a model by its preset, as KAITO's workspaces do
+(`+"`inference = { preset = \"falcon-7b-instruct\" }`"+`), instead of spelling out its image,
+arguments and GPU count. The presets come from a catalog shipped with the reconciler (one data
+file, `+"`internal/workspace/presets.yaml`"+`); this page is generated from it.
+
+A preset fills each field the configuration leaves empty, field by field:
+
+| workspace attribute | from the preset |
+| --- | --- |
+| `+"`inference.model`"+` / `+"`tuning.base_model`"+` | the model name |
+| `+"`inference.image`"+` / `+"`tuning.image`"+` | the image |
+| `+"`inference.args`"+` | `+"`--served-model-name=<model>`"+`, `+"`--port=$(PORT)`"+` and the preset's own arguments (the container's `+"`PORT`"+` is `+"`inference.port`"+`, default 8000) |
+| `+"`resource.gpu_count`"+` | the GPUs per replica, when not set (or 0) |
+
+A value given in the configuration always wins, so a preset can run with another image tag or
+more GPUs. `+"`resource.gpu_product`"+` is never set by a preset: choose the GPU (the GPU memory
+column says how much the model needs in total across its GPUs).
+
+An unknown preset fails `+"`terraform plan`"+`, naming the closest presets; a Workspace applied
+with kubectl that names one is Stalled (`+"`InvalidSpec`"+`) with the same message. Only presets
+marked tunable can be used in `+"`tuning.preset`"+`. A gated model downloads its weights at start
+from a gated Hugging Face repository and needs a token there.
+
+## Catalog
+
+| preset | model | GPUs | GPU memory | tunable | gated | image |
+| --- | --- | --- | --- | --- | --- | --- |
+`)
+	for _, p := range workspace.Presets() {
+		fmt.Fprintf(w, "| `%s` | %s | %d | %s | %s | %s | `%s` |\n", p.Name, p.Model, p.GPUCount, p.GPUMemory, yes(p.Tuning), yes(p.Gated), p.Image)
+	}
+	fmt.Fprint(w, `
+Extra arguments per preset:
+
+`)
+	for _, p := range workspace.Presets() {
+		if len(p.Args) > 0 {
+			fmt.Fprintf(w, "* `%s`: `%s`\n", p.Name, strings.Join(p.Args, " "))
+		}
+	}
+	fmt.Fprint(w, `
+Images and GPU needs follow KAITO's published presets (kaito-project/kaito,
+`+"`presets/workspace/models`"+`).
+
+## Example
+
+`+"```terraform"+`
+resource "gantry_workspace" "chat" {
+  name      = "chat"
+  namespace = "inference"
+  resource  = { count = 2, gpu_product = "NVIDIA-A100-SXM4-80GB" }
+  inference = { preset = "phi-3-mini-4k-instruct" }
+}
+`+"```"+`
+`)
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return ""
+}
