@@ -85,13 +85,15 @@ type wsResourceModel struct {
 }
 
 type wsInferenceModel struct {
-	Preset   types.String     `tfsdk:"preset"`
-	Model    types.String     `tfsdk:"model"`
-	Image    types.String     `tfsdk:"image"`
-	Args     []string         `tfsdk:"args"`
-	Port     types.Int64      `tfsdk:"port"`
-	Config   types.String     `tfsdk:"config"`
-	Adapters []wsAdapterModel `tfsdk:"adapters"`
+	Preset types.String `tfsdk:"preset"`
+	Model  types.String `tfsdk:"model"`
+	Image  types.String `tfsdk:"image"`
+	Args   []string     `tfsdk:"args"`
+	Port   types.Int64  `tfsdk:"port"`
+	Config types.String `tfsdk:"config"`
+	// ModelAccessSecret is only a Secret's name: the token never passes through Terraform.
+	ModelAccessSecret types.String     `tfsdk:"model_access_secret"`
+	Adapters          []wsAdapterModel `tfsdk:"adapters"`
 }
 
 type wsAdapterModel struct {
@@ -182,6 +184,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
 						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
 					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+					"model_access_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a Secret in the namespace whose key `HF_TOKEN` holds a Hugging Face token " +
+						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights. Required by gated presets. Only the name is in Terraform; " +
+						"the reconciler checks that the Secret and its key exist and never reads the token.",
+						Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
 					"adapters": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "LoRA adapters loaded beside the model (at most 16, names unique).",
 						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}},
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -316,7 +322,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
-			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString()}
+			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString(), ModelAccessSecret: i.ModelAccessSecret.ValueString()}
 		for _, a := range i.Adapters {
 			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
 		}
@@ -371,7 +377,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 			port = v1alpha1.DefaultInferencePort
 		}
 		m.Inference = &wsInferenceModel{Preset: optString(in.Preset, pi.Preset), Model: optString(in.Model, pi.Model), Image: optString(in.Image, pi.Image), Args: optList(in.Args, pi.Args),
-			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config)}
+			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config), ModelAccessSecret: optString(in.ModelAccessSecret, pi.ModelAccessSecret)}
 		for i, a := range in.Adapters {
 			var pa wsAdapterModel
 			if i < len(pi.Adapters) {

@@ -223,6 +223,10 @@ func TestWorkspace_presetAtPlan(t *testing.T) {
   resource = { gpu_count = 1 }
   tuning = { method = "lora", preset = "falcon-40b", input_image = "d", output_image = "o" }
 `, `(?s)Model Preset Cannot Be Tuned.*phi-3-mini-4k-instruct`},
+		"gated without secret": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "llama-3.1-8b-instruct" }
+`, `(?s)Gated Model Needs a Model Access Secret.*inference.model_access_secret`},
 		"no model": {`
   resource  = { gpu_count = 1 }
   inference = { image = "i" }

@@ -152,7 +152,7 @@ func (v presetValidator) Description(context.Context) string {
 
 func (v presetValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (v presetValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v presetValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
@@ -164,6 +164,14 @@ func (v presetValidator) ValidateString(_ context.Context, req validator.StringR
 	case v.tuning && !p.Tuning:
 		resp.Diagnostics.AddAttributeError(req.Path, "Model Preset Cannot Be Tuned",
 			fmt.Sprintf("%s: preset %q cannot be fine-tuned; the presets that can are: %s.", req.Path, name, strings.Join(workspace.TuningPresets(), ", ")))
+	case !v.tuning && p.Gated:
+		var secret types.String
+		at := req.Path.ParentPath().AtName("model_access_secret")
+		if d := req.Config.GetAttribute(ctx, at, &secret); !d.HasError() && secret.IsNull() {
+			resp.Diagnostics.AddAttributeError(at, "Gated Model Needs a Model Access Secret",
+				fmt.Sprintf("%s: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): set %s to a Secret whose key %s holds a token.",
+					req.Path, name, at, workspace.ModelAccessKey))
+		}
 	}
 }
 

@@ -290,6 +290,52 @@ func TestWorkspacePreset(t *testing.T) {
 	}
 }
 
+// A gated model (KAITO's model access Secret): the llama preset needs
+// spec.inference.modelAccessSecret. While the Secret is missing the workspace is Stalled
+// (ReferenceNotFound) naming it; once it exists with its key HF_TOKEN the workspace goes Ready
+// and the model server gets HF_TOKEN from the Secret (a secretKeyRef: the value never appears
+// in the Deployment).
+func TestWorkspaceGatedModel(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	spec := inferenceSpec(1, 0, a100)
+	secret := fmt.Sprintf("hf-token-%d", seq.Add(1))
+	spec.Inference = &v1alpha1.WorkspaceInference{Preset: "llama-3.1-8b-instruct", ModelAccessSecret: secret}
+	w := e.newWorkspace("gated", nil, spec)
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Stalled on the missing Secret", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Reason == "ReferenceNotFound"
+	})
+	if st := wsCond(got, v1alpha1.ConditionStalled); !strings.Contains(st.Message, secret) {
+		t.Errorf("missing secret: %s", describeWS(got))
+	}
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: e.ns},
+		StringData: map[string]string{"HF_TOKEN": "hf_not-a-real-token"}}); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitWS(t, w.Name, "Ready with the Secret", stateIs(v1alpha1.WorkspaceStateReady))
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	var ref *corev1.SecretKeySelector
+	for _, v := range dep.Spec.Template.Spec.Containers[0].Env {
+		if v.Name == "HF_TOKEN" && v.ValueFrom != nil {
+			ref = v.ValueFrom.SecretKeyRef
+		}
+		if strings.Contains(v.Value, "hf_not-a-real-token") {
+			t.Errorf("the token is in the Deployment: %s", v.Name)
+		}
+	}
+	if ref == nil || ref.Name != secret || ref.Key != "HF_TOKEN" {
+		t.Errorf("HF_TOKEN env from %+v", ref)
+	}
+	_ = e.c.Delete(ctx, got)
+}
+
 // The Pending trap made visible, and healing without user action: a workspace asking for a
 // GPU product no node has stays Pending with ResourceReady=False (NoMatchingNodes) and
 // Stalled=True; a node with that product is added and it goes Ready on its own. Then the

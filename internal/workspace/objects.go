@@ -107,6 +107,10 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 		in := w.Spec.Inference
 		c.Image, c.Args = in.Image, append([]string(nil), in.Args...)
 		c.Env = []corev1.EnvVar{{Name: "MODEL_NAME", Value: in.Model}, {Name: "PORT", Value: fmt.Sprint(Port(w))}}
+		if in.ModelAccessSecret != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: ModelAccessKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.ModelAccessSecret}, Key: ModelAccessKey}}})
+		}
 		for i, a := range in.Adapters {
 			strength := a.Strength
 			if strength == "" {
@@ -345,13 +349,21 @@ func PodFacts(p *corev1.Pod, nodeReady bool) Pod {
 	return out
 }
 
-// Refs returns the objects a Workspace's pods mount whole: the config ConfigMap
-// (inference.config or tuning.config) and the tuning output's push Secret
-// (tuning.output.imagePushSecret); Exists is left for the controller to fill in.
+// ModelAccessKey is the key of spec.inference.modelAccessSecret holding the hub token, and the
+// model server's environment variable that gets it (as KAITO's model access Secret).
+const ModelAccessKey = "HF_TOKEN"
+
+// Refs returns the objects a Workspace's pods use: the config ConfigMap (inference.config or
+// tuning.config), the model access Secret with its key HF_TOKEN (inference.modelAccessSecret)
+// and the tuning output's push Secret (tuning.output.imagePushSecret); Exists is left for the
+// controller to fill in.
 func Refs(w *v1alpha1.Workspace) []failure.Ref {
 	var out []failure.Ref
 	if in := w.Spec.Inference; in != nil && in.Config != "" {
 		out = append(out, failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: in.Config})
+	}
+	if in := w.Spec.Inference; in != nil && in.ModelAccessSecret != "" {
+		out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: in.ModelAccessSecret, Keys: []string{ModelAccessKey}})
 	}
 	if t := w.Spec.Tuning; t != nil {
 		if t.Config != "" {

@@ -142,6 +142,9 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 			if out.Spec.Resource.GPUCount == 0 {
 				out.Spec.Resource.GPUCount = p.GPUCount
 			}
+			if p.Gated && inf.ModelAccessSecret == "" {
+				return out, fmt.Errorf("spec.inference.modelAccessSecret: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): name a Secret whose key %s holds a token", p.Name, ModelAccessKey)
+			}
 		}
 		if inf.Model == "" || inf.Image == "" {
 			return out, fmt.Errorf("spec.inference: model and image are required without a preset")

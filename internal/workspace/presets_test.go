@@ -73,6 +73,13 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Image: "x"}, 1)); err == nil || !strings.Contains(err.Error(), "model and image are required") {
 		t.Errorf("no preset, no model: %v", err)
 	}
+	// A gated preset needs a model access Secret.
+	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Preset: "llama-3.1-8b-instruct"}, 0)); err == nil || !strings.Contains(err.Error(), "spec.inference.modelAccessSecret") {
+		t.Errorf("gated without secret: %v", err)
+	}
+	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Preset: "llama-3.1-8b-instruct", ModelAccessSecret: "hf"}, 0)); err != nil {
+		t.Errorf("gated with secret: %v", err)
+	}
 	// Tuning: only tunable presets.
 	tuning := func(preset string) *v1alpha1.Workspace {
 		return &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Tuning: &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningLoRA, Preset: preset}}}

@@ -170,6 +170,14 @@ type WorkspaceInference struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	Config string `json:"config,omitempty"`
+	// ModelAccessSecret is the name of a Secret in the workspace's namespace whose key HF_TOKEN
+	// holds a Hugging Face token (KAITO's presetOptions.modelAccessSecret): the model server
+	// gets it as the environment variable HF_TOKEN to download gated weights. Required by gated
+	// presets. The reconciler checks that the Secret and its key exist (ReferenceNotFound
+	// otherwise) and never reads the value.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ModelAccessSecret string `json:"modelAccessSecret,omitempty"`
 	// Adapters are LoRA adapters loaded beside the model.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
