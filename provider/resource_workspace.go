@@ -79,6 +79,7 @@ type workspaceModelV0 struct {
 type wsResourceModel struct {
 	Count         types.Int64       `tfsdk:"count"`
 	GPUCount      types.Int64       `tfsdk:"gpu_count"`
+	InstanceType  types.String      `tfsdk:"instance_type"`
 	GPUProduct    types.String      `tfsdk:"gpu_product"`
 	LabelSelector map[string]string `tfsdk:"label_selector"`
 	TEEType       types.String      `tfsdk:"tee_type"`
@@ -161,8 +162,14 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.Int64{int64validator.Between(0, 64)}},
 					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0, or a model preset (which sets it).",
 						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"),
-							requiresAnyOf{what: "gpu_count > 0 or a model preset (inference.preset, tuning.preset), which sets it", paths: []path.Expression{
-								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
+							requiresAnyOf{what: "gpu_count > 0, or an instance_type or a model preset (inference.preset, tuning.preset), which set it", paths: []path.Expression{
+								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRelative().AtParent().AtName("instance_type"),
+								path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
+					"instance_type": schema.StringAttribute{Optional: true, MarkdownDescription: "A cloud GPU instance type as KAITO's `resource.instanceType` writes it " +
+						"(e.g. `Standard_NC24ads_A100_v4`, `p4d.24xlarge`; see the [Instance types](../guides/instance-types.md) guide): replicas run on nodes labelled " +
+						"`node.kubernetes.io/instance-type` with it, `gpu_count` defaults to the type's GPUs per node, and asking for more GPUs than one node has fails. " +
+						"An unknown type fails the plan, naming the closest.",
+						Validators: []validator.String{instanceTypeValidator{}}},
 					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
 					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
 						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
@@ -318,7 +325,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	var spec v1alpha1.WorkspaceSpec
 	if r := m.Resource; r != nil {
 		spec.Resource = v1alpha1.WorkspaceResource{Count: int32(r.Count.ValueInt64()), GPUCount: int32(r.GPUCount.ValueInt64()),
-			GPUProduct: r.GPUProduct.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
+			GPUProduct: r.GPUProduct.ValueString(), InstanceType: r.InstanceType.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
@@ -366,7 +373,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	}
 	r := w.Spec.Resource
 	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
-		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType)}
+		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType)}
 	if in := w.Spec.Inference; in != nil {
 		pi := prior.Inference
 		if pi == nil {

@@ -227,6 +227,10 @@ func TestWorkspace_presetAtPlan(t *testing.T) {
   resource  = { gpu_count = 1 }
   inference = { preset = "llama-3.1-8b-instruct" }
 `, `(?s)Gated Model Needs a Model Access Secret.*inference.model_access_secret`},
+		"unknown instance type": {`
+  resource  = { instance_type = "Standard_NC24ads_A100" }
+  inference = { model = "m", image = "i" }
+`, `(?s)Unknown Instance Type.*did you mean\s+Standard_NC24ads_A100_v4`},
 		"no model": {`
   resource  = { gpu_count = 1 }
   inference = { image = "i" }
@@ -234,7 +238,7 @@ func TestWorkspace_presetAtPlan(t *testing.T) {
 		"product without count or preset": {`
   resource  = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
   inference = { model = "m", image = "i" }
-`, `(?s)gpu_product\s+requires\s+gpu_count\s+>\s+0\s+or\s+a\s+model\s+preset`},
+`, `(?s)Missing Required Attribute.*gpu_product\s+requires\s+gpu_count\s+>\s+0,\s+or\s+an\s+instance_type\s+or\s+a\s+model\s+preset`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{

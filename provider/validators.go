@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
@@ -212,4 +213,25 @@ func (v requiresAnyOf) ValidateString(ctx context.Context, req validator.StringR
 func isZeroInt(val attr.Value) bool {
 	i, ok := val.(types.Int64)
 	return ok && !i.IsNull() && !i.IsUnknown() && i.ValueInt64() == 0
+}
+
+// instanceTypeValidator checks a workspace's resource.instance_type against the instance type
+// catalog (internal/hardware/instancetypes.yaml), naming the closest known types.
+type instanceTypeValidator struct{}
+
+func (instanceTypeValidator) Description(context.Context) string {
+	return "a GPU instance type of the Instance types guide"
+}
+
+func (v instanceTypeValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (instanceTypeValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, ok := hardware.LookupInstanceType(req.ConfigValue.ValueString()); !ok {
+		resp.Diagnostics.AddAttributeError(req.Path, "Unknown Instance Type", fmt.Sprintf("%s: %s.", req.Path, hardware.UnknownInstanceTypeError(req.ConfigValue.ValueString())))
+	}
 }

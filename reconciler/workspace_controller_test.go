@@ -336,6 +336,51 @@ func TestWorkspaceGatedModel(t *testing.T) {
 	_ = e.c.Delete(ctx, got)
 }
 
+// An instance type (KAITO's resource.instanceType): replicas go to nodes labelled
+// node.kubernetes.io/instance-type with it and get the type's GPUs per node when no gpuCount is
+// asked. With no node of the type the workspace is Stalled (NoMatchingNodes) naming the label.
+func TestWorkspaceInstanceType(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	node := testGPUNode(fmt.Sprintf("gantry-test-nc48-%d", seq.Add(1)), "NVIDIA-A100-PCIE-80GB", 2)
+	node.Labels["node.kubernetes.io/instance-type"] = "Standard_NC48ads_A100_v4"
+	e.addNode(t, node)
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+
+	w := e.newWorkspace("nc48", nil, v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, InstanceType: "Standard_NC48ads_A100_v4"},
+		Inference: &v1alpha1.WorkspaceInference{Model: "falcon-7b-instruct", Image: modelImage}})
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	if !slices.Equal(got.Status.WorkerNodes, []string{node.Name}) {
+		t.Errorf("worker nodes %v, want the instance type's node %s", got.Status.WorkerNodes, node.Name)
+	}
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	gpus := dep.Spec.Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
+	if gpus.Value() != 2 || dep.Spec.Template.Spec.NodeSelector["node.kubernetes.io/instance-type"] != "Standard_NC48ads_A100_v4" {
+		t.Errorf("pods: gpus %s node selector %v", gpus.String(), dep.Spec.Template.Spec.NodeSelector)
+	}
+	_ = e.c.Delete(ctx, got)
+
+	none := e.newWorkspace("p5", nil, v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, InstanceType: "p5.48xlarge"},
+		Inference: &v1alpha1.WorkspaceInference{Model: "falcon-7b-instruct", Image: modelImage}})
+	if err := e.c.Create(ctx, none); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitWS(t, none.Name, "Stalled", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Reason == workspace.ReasonNoMatchingNodes
+	})
+	if !strings.Contains(wsCond(got, v1alpha1.ConditionStalled).Message, "node.kubernetes.io/instance-type=p5.48xlarge") {
+		t.Errorf("no p5 node: %s", describeWS(got))
+	}
+	_ = e.c.Delete(ctx, got)
+}
+
 // The Pending trap made visible, and healing without user action: a workspace asking for a
 // GPU product no node has stays Pending with ResourceReady=False (NoMatchingNodes) and
 // Stalled=True; a node with that product is added and it goes Ready on its own. Then the

@@ -1,20 +1,71 @@
-// Command presetdoc writes the Model presets guide (a tfplugindocs template) from the preset
-// catalog the reconciler ships (internal/workspace/presets.yaml), so the guide lists exactly
-// the presets the reconciler and the provider's plan-time check know. `make generate` runs it:
+// Command presetdoc writes the Model presets and Instance types guides (tfplugindocs
+// templates) from the catalogs the reconciler ships (internal/workspace/presets.yaml,
+// internal/hardware/instancetypes.yaml), so the guides list exactly what the reconciler and
+// the provider's plan-time checks know. `make generate` runs it:
 //
-//	go run ./hack/presetdoc > templates/guides/model-presets.md.tmpl
+//	go run ./hack/presetdoc templates/guides
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"log"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
 func main() {
-	w := os.Stdout
+	if len(os.Args) != 2 {
+		log.Fatal("usage: presetdoc DIR")
+	}
+	for name, write := range map[string]func(io.Writer){"model-presets.md.tmpl": presets, "instance-types.md.tmpl": instanceTypes} {
+		var b bytes.Buffer
+		write(&b)
+		if err := os.WriteFile(filepath.Join(os.Args[1], name), b.Bytes(), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func instanceTypes(w io.Writer) {
+	fmt.Fprint(w, `---
+page_title: "Instance types"
+subcategory: "Guides"
+description: |-
+  The cloud GPU instance types gantry_workspace accepts in resource.instance_type: GPUs per node and GPU product.
+---
+
+# Instance types
+
+`+"`resource.instance_type`"+` names a cloud GPU instance type as KAITO's
+`+"`resource.instanceType`"+` does. Gantry then
+
+* runs the replicas on nodes labelled `+"`node.kubernetes.io/instance-type=<type>`"+` (the label
+  every cloud sets on its nodes), so the capacity check and its messages ("no node has the label
+  node.kubernetes.io/instance-type=...") are about that type;
+* sets `+"`resource.gpu_count`"+` to the type's GPUs per node when neither the configuration nor a
+  model preset sets it;
+* refuses a replica that needs more GPUs than one node of the type has (one replica runs on one
+  node).
+
+Gantry does not create nodes: the cluster (or its autoscaler) must have nodes of the type. An
+unknown type fails `+"`terraform plan`"+`, naming the closest known ones; this page is generated
+from the catalog the reconciler ships (`+"`internal/hardware/instancetypes.yaml`"+`).
+
+| instance type | cloud | GPUs per node | GPU product (`+"`nvidia.com/gpu.product`"+`) | memory per GPU |
+| --- | --- | --- | --- | --- |
+`)
+	for _, t := range hardware.InstanceTypes() {
+		fmt.Fprintf(w, "| `%s` | %s | %d | `%s` | %s |\n", t.Name, t.Cloud, t.GPUCount, t.GPUProduct, t.GPUMemory)
+	}
+}
+
+func presets(w io.Writer) {
 	fmt.Fprint(w, `---
 page_title: "Model presets"
 subcategory: "Guides"

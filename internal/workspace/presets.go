@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
 // Preset is one model preset of the catalog (presets.yaml): what a workspace naming it in
@@ -73,14 +74,7 @@ func UnknownPresetError(name string, tuning bool) error {
 			names = append(names, p.Name)
 		}
 	}
-	sort.SliceStable(names, func(i, j int) bool { return distance(name, names[i]) < distance(name, names[j]) })
-	close := names[:0:0]
-	for _, n := range names {
-		if len(close) < 3 && distance(name, n) <= max(3, len(name)/3) {
-			close = append(close, n)
-		}
-	}
-	if len(close) > 0 {
+	if close := hardware.Closest(name, names, 3); len(close) > 0 {
 		return fmt.Errorf("unknown preset %q; did you mean %s? (the presets are listed in the Model presets guide)", name, strings.Join(close, ", "))
 	}
 	sort.Strings(names)
@@ -99,33 +93,13 @@ func TuningPresets() []string {
 	return names
 }
 
-// distance is the Levenshtein distance between a and b (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// Resolve returns w with its preset applied: a deep copy in which every field the preset
-// provides and w leaves empty (inference model, image, args; tuning baseModel, image;
-// resource.gpuCount when 0) holds the preset's value. A workspace without a preset is returned
-// as a copy unchanged. Errors: an unknown preset (UnknownPresetError), a tuning preset that
-// cannot be tuned, or a workspace that still lacks a model or image (neither given nor from a
-// preset), each naming the field.
+// Resolve returns w with its preset and then its instance type applied, as a deep copy (w is
+// not changed): every field the preset provides and w leaves empty (inference model, image,
+// args; tuning baseModel, image; resource.gpuCount when 0) holds the preset's value, then
+// spec.resource.instanceType adds its node label and GPU default (resolveInstanceType).
+// Errors, each naming the field: an unknown preset (UnknownPresetError), a tuning preset that
+// cannot be tuned, a gated preset without a model access Secret, a workspace that still lacks
+// a model or image, and the instance type's errors.
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	if inf := out.Spec.Inference; inf != nil {
@@ -169,7 +143,36 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 			return out, fmt.Errorf("spec.tuning: baseModel and image are required without a preset")
 		}
 	}
-	return out, nil
+	return out, resolveInstanceType(out)
+}
+
+// resolveInstanceType applies spec.resource.instanceType (hardware.LookupInstanceType) to out
+// after the preset: the node label node.kubernetes.io/instance-type=<type> joins the label
+// selector, gpuCount defaults to the type's GPUs per node. Errors: an unknown type, a
+// labelSelector with another instance type, more GPUs per replica than a node of the type has.
+func resolveInstanceType(out *v1alpha1.Workspace) error {
+	r := &out.Spec.Resource
+	if r.InstanceType == "" {
+		return nil
+	}
+	it, ok := hardware.LookupInstanceType(r.InstanceType)
+	if !ok {
+		return fmt.Errorf("spec.resource.instanceType: %w", hardware.UnknownInstanceTypeError(r.InstanceType))
+	}
+	if v, set := r.LabelSelector[hardware.LabelInstanceType]; set && v != it.Name {
+		return fmt.Errorf("spec.resource.labelSelector[%q] = %q contradicts spec.resource.instanceType %q", hardware.LabelInstanceType, v, it.Name)
+	}
+	if r.LabelSelector == nil {
+		r.LabelSelector = map[string]string{}
+	}
+	r.LabelSelector[hardware.LabelInstanceType] = it.Name
+	if r.GPUCount == 0 {
+		r.GPUCount = it.GPUCount
+	}
+	if r.GPUCount > it.GPUCount {
+		return fmt.Errorf("spec.resource.gpuCount: %d GPUs per replica, but a %s node has %d (%s); choose a larger instance type", r.GPUCount, it.Name, it.GPUCount, it.GPUProduct)
+	}
+	return nil
 }
 
 func or(v, def string) string {

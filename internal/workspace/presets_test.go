@@ -92,3 +92,32 @@ func TestResolve(t *testing.T) {
 		t.Errorf("untunable preset: %v", err)
 	}
 }
+
+// An instance type (KAITO's resource.instanceType) adds its node label, sets gpuCount to the
+// node's GPUs when none is asked, refuses more GPUs than one node has and unknown types.
+func TestResolveInstanceType(t *testing.T) {
+	ws := func(r v1alpha1.WorkspaceResource, in v1alpha1.WorkspaceInference) *v1alpha1.Workspace {
+		return &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Resource: r, Inference: &in}}
+	}
+	got, err := Resolve(ws(v1alpha1.WorkspaceResource{InstanceType: "Standard_NC48ads_A100_v4"}, v1alpha1.WorkspaceInference{Model: "m", Image: "i"}))
+	if err != nil || got.Spec.Resource.GPUCount != 2 || got.Spec.Resource.LabelSelector["node.kubernetes.io/instance-type"] != "Standard_NC48ads_A100_v4" {
+		t.Errorf("instance type: %+v %v", got.Spec.Resource, err)
+	}
+	// The preset's GPU need wins over the node's GPUs; it must fit on one node.
+	got, err = Resolve(ws(v1alpha1.WorkspaceResource{InstanceType: "p4d.24xlarge"}, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}))
+	if err != nil || got.Spec.Resource.GPUCount != 2 {
+		t.Errorf("preset on p4d: %+v %v", got.Spec.Resource, err)
+	}
+	_, err = Resolve(ws(v1alpha1.WorkspaceResource{InstanceType: "Standard_NC24ads_A100_v4"}, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}))
+	if err == nil || !strings.Contains(err.Error(), "2 GPUs per replica, but a Standard_NC24ads_A100_v4 node has 1") {
+		t.Errorf("too many GPUs: %v", err)
+	}
+	_, err = Resolve(ws(v1alpha1.WorkspaceResource{InstanceType: "Standard_NC24ads_A100"}, v1alpha1.WorkspaceInference{Model: "m", Image: "i"}))
+	if err == nil || !strings.Contains(err.Error(), "did you mean Standard_NC24ads_A100_v4") {
+		t.Errorf("unknown type: %v", err)
+	}
+	_, err = Resolve(ws(v1alpha1.WorkspaceResource{InstanceType: "g5.xlarge", LabelSelector: map[string]string{"node.kubernetes.io/instance-type": "g5.12xlarge"}}, v1alpha1.WorkspaceInference{Model: "m", Image: "i"}))
+	if err == nil || !strings.Contains(err.Error(), "contradicts") {
+		t.Errorf("contradicting label: %v", err)
+	}
+}

@@ -87,7 +87,7 @@ type Workspace struct {
 // +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || self == oldSelf",message="a tuning workspace's spec is immutable (its Job cannot change): delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
-// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset))",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or a preset, which sets it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset))",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type or a preset, which set it)"
 type WorkspaceSpec struct {
 	// Resource is what each replica needs and how many replicas there are.
 	Resource WorkspaceResource `json:"resource"`
@@ -126,6 +126,15 @@ type WorkspaceResource struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`
 	// +optional
 	GPUProduct string `json:"gpuProduct,omitempty"`
+	// InstanceType is a cloud GPU instance type as KAITO's resource.instanceType writes it
+	// (e.g. "Standard_NC24ads_A100_v4", "p4d.24xlarge"): replicas run on nodes labelled
+	// node.kubernetes.io/instance-type=<it>, gpuCount defaults to the type's GPUs per node, and
+	// a replica asking for more GPUs than one node of the type has is refused (InvalidSpec).
+	// Known types and their GPUs: the Instance types guide; an unknown one stalls the
+	// workspace naming the closest.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`
+	// +optional
+	InstanceType string `json:"instanceType,omitempty"`
 	// LabelSelector holds node labels (key → value) a node must carry to run a replica.
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
