@@ -69,7 +69,7 @@ func TestInputValidation_namesTheAttribute(t *testing.T) {
     config_map_key_ref = { name = "c", key = "k" }
   }]`), `Set exactly one of env_from[0].config_map_key_ref or env_from[0].secret_key_ref, not env_from[0].config_map_key_ref and env_from[0].secret_key_ref`},
 		{"env_from no ref", performer(`env_from = [{ name = "K" }]`), `Set exactly one of env_from[0].config_map_key_ref or env_from[0].secret_key_ref: none is set`},
-		{"names and selector", executor("performer_names = [\"a\"]\n  performer_selector = { tier = \"x\" }"), `Set exactly one of performer_names or performer_selector, not`},
+		{"names and selector", executor("performer_names = [\"a\"]\n  performer_selector = { tier = \"x\" }"), `cannot be specified when`},
 		{"inference and tuning", workspace("resource = { count = 1 }\n  inference = { model = \"m\", image = \"i\" }\n  tuning = { method = \"lora\", base_model = \"b\", image = \"i\", input_urls = [\"https://x\"], output_image = \"o\" }"),
 			`Set exactly one of inference or tuning, not inference and tuning`},
 		{"budget percent and count", packageSet(`interruption_budget = { percent = 10, count = 1 }`, ""), `Set exactly one of interruption_budget.count or interruption_budget.percent, not`},

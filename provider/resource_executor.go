@@ -208,9 +208,10 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"performer_names": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
-					"`[gantry_performer.gpu.name]`. Exactly one of `performer_names` and `performer_selector`.",
+					"`[gantry_performer.gpu.name]`. At most one of `performer_names` and `performer_selector`; with neither, the executor runs " +
+					"with no performer endpoints in its config (as upstream Hourglass executors do) and performers can be added later.",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.UniqueValues(),
-					exactlyOne(path.MatchRoot("performer_selector"))},
+					listvalidator.ConflictsWith(path.MatchRoot("performer_selector"))},
 			},
 			"performer_selector": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,

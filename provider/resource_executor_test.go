@@ -319,7 +319,6 @@ func TestExecutor_InvalidInputFailsAtPlan(t *testing.T) {
 			words("Duplicate Chain ID")},
 		{"names and selector", `[` + chain + `]`, "performer_names = [\"a\"]\n  performer_selector = { tier = \"x\" }", `{ secret_name = "k", ecdsa_key = "e" }`,
 			words("Invalid Attribute Combination")},
-		{"no performers", `[` + chain + `]`, ``, `{ secret_name = "k", ecdsa_key = "e" }`, words("Invalid Attribute Combination")},
 		{"secret and signer", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e", remote_signer_url = "https://s" }`,
 			words("Invalid Attribute Combination")},
 		{"secret without keys", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k" }`, words("also set ecdsa_key and/or bls_key")},

@@ -197,8 +197,10 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	f.MissingRefs = missing
 	f.Rejection = r.rejected.get(types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, e.Generation)
 
-	// The desired config and Deployment, once every performer has its endpoint.
-	ready := len(f.Performers) > 0
+	// The desired config and Deployment, once every performer has its endpoint (at once for an
+	// executor that declares no performers: its config lists none).
+	declared := len(e.Spec.Performers.Names) > 0 || e.Spec.Performers.Selector != nil
+	ready := len(f.Performers) > 0 || !declared
 	for _, p := range f.Performers {
 		ready = ready && p.Found && p.Current && p.Phase == v1alpha1.PerformerRunning && p.Endpoint != ""
 	}

@@ -322,6 +322,39 @@ func TestExecutorLifecycle(t *testing.T) {
 // An update whose new pods cannot pull their image (kwok's chaos label via podLabels) exceeds
 // the progress deadline; the reconciler rolls back: RollingBack → Running on the previous
 // revision, Stalled=True (RolledBack) naming both revisions, the old pods never replaced.
+// An executor without declared performers (every upstream Hourglass executor example): it runs,
+// PerformersReady is True, and its config lists no performer endpoints. Adding a performer
+// later rolls out a config with its endpoint.
+func TestExecutorWithoutPerformers(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	secret := e.keySecret(t)
+	x := e.newExecutor("noperf", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010",
+		OperatorKeys: v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa", BLSKey: "bls"},
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	if c := execCondition(got, executor.ConditionPerformersReady); c.Status != metav1.ConditionTrue || len(got.Status.PerformerEndpoints) != 0 {
+		t.Errorf("without performers: PerformersReady %+v, endpoints %v", c, got.Status.PerformerEndpoints)
+	}
+	cfg := e.configMap(t, got.Status.ConfigMapName).Data[v1alpha1.ExecutorConfigKey]
+	if strings.Contains(cfg, "endpoint: ") && strings.Contains(cfg, "svc.cluster.local:9090") {
+		t.Errorf("config lists performer endpoints:\n%s", cfg)
+	}
+	p := e.runningPerformer(t, "later", nil)
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) { x.Spec.Performers.Names = []string{p.Name} })
+	got = e.waitExecutor(t, x.Name, "Running with the performer", func(x *v1alpha1.Executor) bool {
+		return execRunning(x) && len(x.Status.PerformerEndpoints) == 1
+	})
+	if cfg := e.configMap(t, got.Status.ConfigMapName).Data[v1alpha1.ExecutorConfigKey]; !strings.Contains(cfg, "endpoint: "+p.Status.GRPCEndpoint) {
+		t.Errorf("config after adding a performer:\n%s", cfg)
+	}
+}
+
 func TestExecutorRollback(t *testing.T) {
 	e := setup(t)
 	t.Parallel()
@@ -477,7 +510,7 @@ func TestExecutorValidation(t *testing.T) {
 		"bad rpc url":        {func(s *v1alpha1.ExecutorSpec) { s.Chains[0].RPCURL = "ftp://x" }, "rpcUrl"},
 		"chain id 0":         {func(s *v1alpha1.ExecutorSpec) { s.Chains[0].ChainID = 0 }, "chainId"},
 		"duplicate chain id": {func(s *v1alpha1.ExecutorSpec) { s.Chains[1].ChainID = 1 }, "chain IDs must be unique"},
-		"names and selector": {func(s *v1alpha1.ExecutorSpec) { s.Performers.Selector = &metav1.LabelSelector{} }, "exactly one of performers.names or performers.selector"},
+		"names and selector": {func(s *v1alpha1.ExecutorSpec) { s.Performers.Selector = &metav1.LabelSelector{} }, "set at most one of performers.names or performers.selector"},
 		"keys and signer": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSignerURL = "https://s" },
 			"exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"},
 		"secret without keys": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.ECDSAKey = "" }, "needs ecdsaKey and/or blsKey"},

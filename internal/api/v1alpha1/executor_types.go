@@ -113,8 +113,11 @@ type ExecutorSpec struct {
 	AggregatorEndpoint string `json:"aggregatorEndpoint"`
 
 	// Performers selects the Performers (same namespace) whose gRPC endpoints are rendered
-	// into the config: by names or by a label selector (exactly one).
-	Performers PerformerSelection `json:"performers"`
+	// into the config: by names or by a label selector (at most one). An executor without
+	// performers (as every upstream Hourglass executor example is) runs with no performer
+	// endpoints in its config; performers can be added later.
+	// +optional
+	Performers PerformerSelection `json:"performers,omitempty"`
 
 	// OperatorKeys say where the operator's signing keys come from: a Secret (name and the
 	// keys holding the ECDSA and/or BLS private keys) or a remote signer URL. Never key
@@ -171,8 +174,9 @@ type Chain struct {
 	TaskMailboxAddress string `json:"taskMailboxAddress"`
 }
 
-// PerformerSelection picks Performers by names or by a label selector (exactly one).
-// +kubebuilder:validation:XValidation:rule="has(self.names) != has(self.selector)",message="set exactly one of performers.names or performers.selector"
+// PerformerSelection picks Performers by names or by a label selector (at most one; neither:
+// no performers).
+// +kubebuilder:validation:XValidation:rule="!(has(self.names) && has(self.selector))",message="set at most one of performers.names or performers.selector"
 type PerformerSelection struct {
 	// Names of Performers in the Executor's namespace (1-64, unique).
 	// +kubebuilder:validation:MinItems=1
