@@ -346,7 +346,9 @@ func TestWorkspaceInstanceType(t *testing.T) {
 	node := testGPUNode(fmt.Sprintf("gantry-test-nc48-%d", seq.Add(1)), "NVIDIA-A100-PCIE-80GB", 2)
 	node.Labels["node.kubernetes.io/instance-type"] = "Standard_NC48ads_A100_v4"
 	e.addNode(t, node)
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
 
 	w := e.newWorkspace("nc48", nil, v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, InstanceType: "Standard_NC48ads_A100_v4"},
 		Inference: &v1alpha1.WorkspaceInference{Model: "falcon-7b-instruct", Image: modelImage}})
@@ -449,7 +451,9 @@ func TestWorkspaceFreeCapacity(t *testing.T) {
 	product := fmt.Sprintf("GANTRY-TEST-L40S-%d", seq.Add(1))
 	node := testGPUNode(fmt.Sprintf("gantry-test-l40s-%d", seq.Add(1)), product, 8)
 	e.addNode(t, node)
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
 	six := resource.MustParse("6")
 	blocker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gpu-hog-%d", seq.Add(1)), Namespace: e.ns},
 		Spec: corev1.PodSpec{NodeName: node.Name, Tolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
