@@ -166,6 +166,39 @@ func checkExecutorPodsOnCPUNodes(c *kube.Clients, ns string, want int) resource.
 
 // Create (two performers, three chains, affinity to the cpu pool), import, update (config + scale), drift and destroy,
 // with the real CLI; neither state nor the ConfigMap holds key material.
+// An executor without performers (upstream Hourglass executors declare none): Running with no
+// performer endpoints; the next plan is empty.
+func TestAccExecutor_withoutPerformers(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-exec-np")
+	createKeySecret(t, c, ns)
+	addr := "gantry_executor.solo"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkExecutorsDestroyed(c),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+provider "gantry" {}
+
+resource "gantry_executor" "solo" {
+  name                = "solo"
+  namespace           = %[1]q
+  image               = "ghcr.io/layr-labs/hourglass/executor:1.0.0"
+  aggregator_endpoint = "aggregator.avs.svc:9010"
+  chains = [{ name = "ethereum", chain_id = 1, rpc_url = "https://eth.example.com", task_mailbox_address = "0x%[2]s" }]
+  operator_keys = { secret_name = "operator-keys", ecdsa_key = "ecdsa", bls_key = "bls" }
+}
+`, ns, strings.Repeat("ab", 20)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("performer_endpoints"), knownvalue.MapSizeExact(0)),
+			},
+		}},
+	})
+}
+
 func TestAccExecutor_basic(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
