@@ -100,6 +100,7 @@ type performerModelV0 struct {
 type hardwareModel struct {
 	GPUCount     types.Int64       `tfsdk:"gpu_count"`
 	GPUType      types.String      `tfsdk:"gpu_type"`
+	GPUResource  types.String      `tfsdk:"gpu_resource"`
 	TEERequired  types.Bool        `tfsdk:"tee_required"`
 	TEEType      types.String      `tfsdk:"tee_type"`
 	CustomLabels map[string]string `tfsdk:"custom_labels"`
@@ -264,6 +265,17 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 							"discovery sets it), e.g. `NVIDIA-A100-SXM4-80GB` or `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0.",
 						Validators: []validator.String{
 							stringvalidator.RegexMatches(labelValue, "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+						},
+					},
+					"gpu_resource": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Extended resource the `gpu_count` GPUs are requested as: `nvidia.com/gpu` (default) or a per-type resource " +
+							"such as `nvidia.com/a100`, as Hourglass requests `nvidia.com/<gpuType>` (device plugins that advertise GPUs by type, " +
+							"MIG's mixed strategy: `nvidia.com/mig-1g.10gb`). Requires `gpu_count` > 0.",
+						Validators: []validator.String{
+							stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`),
+								"must be an extended resource name such as nvidia.com/a100"),
+							requiresAnyOf{what: "gpu_count > 0", paths: []path.Expression{path.MatchRelative().AtParent().AtName("gpu_count")}},
 						},
 					},
 					"tee_required": schema.BoolAttribute{
@@ -464,6 +476,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		spec.HardwareRequirements = v1alpha1.HardwareRequirements{
 			GPUCount:     int32(hw.GPUCount.ValueInt64()),
 			GPUType:      hw.GPUType.ValueString(),
+			GPUResource:  hw.GPUResource.ValueString(),
 			TEERequired:  hw.TEERequired.ValueBool(),
 			TEEType:      v1alpha1.TEEType(hw.TEEType.ValueString()),
 			CustomLabels: cloneMap(hw.CustomLabels),
@@ -540,11 +553,12 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	if prior.HardwareRequirements != nil {
 		ph = *prior.HardwareRequirements
 	}
-	hwEmpty := hw.GPUCount == 0 && hw.GPUType == "" && !hw.TEERequired && hw.TEEType == "" && len(hw.CustomLabels) == 0
+	hwEmpty := hw.GPUCount == 0 && hw.GPUType == "" && hw.GPUResource == "" && !hw.TEERequired && hw.TEEType == "" && len(hw.CustomLabels) == 0
 	if !hwEmpty || prior.HardwareRequirements != nil {
 		m.HardwareRequirements = &hardwareModel{
 			GPUCount:     optInt64(int64(hw.GPUCount), ph.GPUCount),
 			GPUType:      optString(hw.GPUType, ph.GPUType),
+			GPUResource:  optString(hw.GPUResource, ph.GPUResource),
 			TEERequired:  optBool(hw.TEERequired, ph.TEERequired),
 			TEEType:      optString(string(hw.TEEType), ph.TEEType),
 			CustomLabels: optMap(hw.CustomLabels, ph.CustomLabels),

@@ -2,12 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -100,6 +102,34 @@ func TestPerformerGPUPlacement(t *testing.T) {
 	}
 	if c := condition(got, performer.ConditionScheduled); !strings.Contains(c.Message, "gantry-gpu-2") {
 		t.Errorf("Scheduled = %+v", c)
+	}
+}
+
+// A performer asking for GPUs as Hourglass does, by a per-type extended resource
+// (hardwareRequirements.gpuResource nvidia.com/<type>): the Pod requests that resource, not
+// nvidia.com/gpu, and lands on the only node advertising it.
+func TestPerformerGPUResource(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	res := corev1.ResourceName(fmt.Sprintf("nvidia.com/test-a100-%d", seq.Add(1)))
+	node := testGPUNode(fmt.Sprintf("gantry-test-typed-%d", seq.Add(1)), "NVIDIA-A100-SXM4-80GB", 0)
+	node.Status.Capacity[res], node.Status.Allocatable[res] = resource.MustParse("4"), resource.MustParse("4")
+	e.addNode(t, node)
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	p := e.newPerformer("gpu-typed", v1alpha1.PerformerSpec{Image: imageV1,
+		HardwareRequirements: v1alpha1.HardwareRequirements{GPUCount: 2, GPUResource: string(res)}})
+	e.create(t, p)
+	got := e.waitFor(t, p.Name, "Running", running)
+	pod := e.checkRunning(t, got, imageV1)
+	if got.Status.NodeName != node.Name {
+		t.Errorf("nodeName = %s, want %s (the only node with %s)", got.Status.NodeName, node.Name, res)
+	}
+	limits := pod.Spec.Containers[0].Resources.Limits
+	if q := limits[res]; q.Value() != 2 {
+		t.Errorf("limits %v, want %s: 2", limits, res)
+	}
+	if _, ok := limits[hardware.ResourceGPU]; ok {
+		t.Errorf("limits %v also ask for %s", limits, hardware.ResourceGPU)
 	}
 }
 

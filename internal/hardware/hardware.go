@@ -162,11 +162,17 @@ func PlaceAt(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling, paths Path
 		return Placement{}, &InvalidError{Field: paths.GPUCount, Detail: fmt.Sprintf("must be >= 0, got %d", hw.GPUCount)}
 	case hw.GPUType != "" && hw.GPUCount == 0:
 		return Placement{}, &InvalidError{Field: paths.GPUType, Detail: "requires gpuCount > 0"}
+	case hw.GPUResource != "" && hw.GPUCount == 0:
+		return Placement{}, &InvalidError{Field: paths.GPUCount, Detail: "must be > 0 with gpuResource " + hw.GPUResource}
 	}
 	if hw.GPUCount > 0 {
 		q := *resource.NewQuantity(int64(hw.GPUCount), resource.DecimalSI)
-		p.Requests = corev1.ResourceList{ResourceGPU: q}
-		p.Limits = corev1.ResourceList{ResourceGPU: q.DeepCopy()}
+		name := ResourceGPU
+		if hw.GPUResource != "" {
+			name = corev1.ResourceName(hw.GPUResource) // Hourglass: nvidia.com/<gpuType>
+		}
+		p.Requests = corev1.ResourceList{name: q}
+		p.Limits = corev1.ResourceList{name: q.DeepCopy()}
 		_ = add(LabelGPUPresent, "true", paths.GPUCount)
 		tolerations = append(tolerations, corev1.Toleration{Key: TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 		if hw.GPUType != "" {

@@ -57,6 +57,21 @@ func TestPlace(t *testing.T) {
 			},
 		},
 		{
+			name: "GPU resource as Hourglass requests it: nvidia.com/<type> instead of nvidia.com/gpu",
+			hw:   v1alpha1.HardwareRequirements{GPUCount: 2, GPUResource: "nvidia.com/a100"},
+			want: Placement{
+				Requests:     corev1.ResourceList{"nvidia.com/a100": *resource.NewQuantity(2, resource.DecimalSI)},
+				Limits:       corev1.ResourceList{"nvidia.com/a100": *resource.NewQuantity(2, resource.DecimalSI)},
+				NodeSelector: map[string]string{LabelGPUPresent: "true"},
+				Tolerations:  []corev1.Toleration{gpuToleration},
+			},
+		},
+		{
+			name:    "GPU resource without a count",
+			hw:      v1alpha1.HardwareRequirements{GPUResource: "nvidia.com/a100"},
+			wantErr: &InvalidError{Field: "spec.hardwareRequirements.gpuCount", Detail: "must be > 0 with gpuResource nvidia.com/a100"},
+		},
+		{
 			name: "TEE sgx",
 			hw:   v1alpha1.HardwareRequirements{TEERequired: true, TEEType: v1alpha1.TEESGX},
 			want: Placement{NodeSelector: map[string]string{LabelSGX: "true"}, RuntimeClassName: ptr("enclave-cc")},

@@ -176,6 +176,7 @@ type Scheduling struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.teeType) || (has(self.teeRequired) && self.teeRequired)",message="teeType requires teeRequired: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.teeRequired) || !self.teeRequired || has(self.teeType)",message="teeRequired: true requires teeType (sgx, sev-snp or tdx)"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpuType) || (has(self.gpuCount) && self.gpuCount > 0)",message="gpuType requires gpuCount > 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuResource) || (has(self.gpuCount) && self.gpuCount > 0)",message="gpuResource requires gpuCount > 0"
 type HardwareRequirements struct {
 	// GPUCount is the number of nvidia.com/gpu devices requested (0-1024).
 	// +kubebuilder:validation:Minimum=0
@@ -187,6 +188,14 @@ type HardwareRequirements struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`
 	// +optional
 	GPUType string `json:"gpuType,omitempty"`
+	// GPUResource is the extended resource the gpuCount GPUs are requested as: nvidia.com/gpu
+	// (the default) or a per-type resource such as nvidia.com/a100, as Hourglass requests
+	// nvidia.com/<gpuType>, for clusters whose device plugin advertises GPUs by type (renamed
+	// resources, MIG's mixed strategy: nvidia.com/mig-1g.10gb). The GPU node label and
+	// toleration are the same either way.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	// +optional
+	GPUResource string `json:"gpuResource,omitempty"`
 	// TEERequired asks for a node with a trusted execution environment of TEEType.
 	// +optional
 	TEERequired bool `json:"teeRequired,omitempty"`
