@@ -115,7 +115,9 @@ func TestPerformerGPUResource(t *testing.T) {
 	node := testGPUNode(fmt.Sprintf("gantry-test-typed-%d", seq.Add(1)), "NVIDIA-A100-SXM4-80GB", 0)
 	node.Status.Capacity[res], node.Status.Allocatable[res] = resource.MustParse("4"), resource.MustParse("4")
 	e.addNode(t, node)
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
 	p := e.newPerformer("gpu-typed", v1alpha1.PerformerSpec{Image: imageV1,
 		HardwareRequirements: v1alpha1.HardwareRequirements{GPUCount: 2, GPUResource: string(res)}})
 	e.create(t, p)

@@ -182,26 +182,8 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if mode == v1alpha1.WorkspaceModeTuning || facts.Deleting {
 		facts.Job = workspace.JobFacts(job, w.UID)
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabels{workspace.LabelWorkspace: w.Name}); err != nil {
+	if err := r.podsAndCapacity(ctx, &w, rw, &facts, nodeReady, nfacts, pl, specErr == nil); err != nil {
 		return ctrl.Result{}, err
-	}
-	bound := int32(0)
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		facts.Pods = append(facts.Pods, workspace.PodFacts(p, nodeReady[p.Spec.NodeName]))
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			bound++
-		}
-	}
-	if specErr == nil {
-		if bound < facts.Replicas && rw.Spec.Resource.GPUCount > 0 && !facts.Deleting {
-			// Not all replicas are placed: count what other pods already use (free, not total).
-			if err := r.countUsedGPUs(ctx, &w, nfacts); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		facts.Capacity = workspace.CapacityOf(nfacts, pl.NodeSelector, pl.Tolerations, rw.Spec.Resource.GPUCount)
 	}
 
 	d, err := workspace.Decide(facts)
@@ -373,6 +355,35 @@ func workspaceActionKind(a workspace.Action) string {
 		return "Job"
 	}
 	return "Workspace"
+}
+
+// podsAndCapacity adds the workspace's pods to facts and, when the spec is valid (placed),
+// the capacity of the nodes for rw (w resolved): free GPUs are counted (countUsedGPUs) while
+// not all replicas are bound to a node.
+func (r *WorkspaceReconciler) podsAndCapacity(ctx context.Context, w, rw *v1alpha1.Workspace, facts *workspace.Facts, nodeReady map[string]bool,
+	nodes []workspace.Node, pl hardware.Placement, placed bool) error {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(w.Namespace), client.MatchingLabels{workspace.LabelWorkspace: w.Name}); err != nil {
+		return err
+	}
+	bound := int32(0)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		facts.Pods = append(facts.Pods, workspace.PodFacts(p, nodeReady[p.Spec.NodeName]))
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			bound++
+		}
+	}
+	if !placed {
+		return nil
+	}
+	if bound < facts.Replicas && rw.Spec.Resource.GPUCount > 0 && !facts.Deleting {
+		if err := r.countUsedGPUs(ctx, w, nodes); err != nil {
+			return err
+		}
+	}
+	facts.Capacity = workspace.CapacityOf(nodes, pl.NodeSelector, pl.Tolerations, rw.Spec.Resource.GPUCount)
+	return nil
 }
 
 // countUsedGPUs sets each node's UsedGPU: the nvidia.com/gpu requested by the non-terminated

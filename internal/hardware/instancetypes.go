@@ -58,8 +58,8 @@ func UnknownInstanceTypeError(name string) error {
 	for _, t := range instanceTypes {
 		names = append(names, t.Name)
 	}
-	if close := Closest(name, names, 3); len(close) > 0 {
-		return fmt.Errorf("unknown GPU instance type %q; did you mean %s? (the known types are in the Instance types guide)", name, strings.Join(close, ", "))
+	if near := Closest(name, names, 3); len(near) > 0 {
+		return fmt.Errorf("unknown GPU instance type %q; did you mean %s? (the known types are in the Instance types guide)", name, strings.Join(near, ", "))
 	}
 	sort.Strings(names)
 	return fmt.Errorf("unknown GPU instance type %q; the known ones are: %s", name, strings.Join(names, ", "))

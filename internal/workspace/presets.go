@@ -74,8 +74,8 @@ func UnknownPresetError(name string, tuning bool) error {
 			names = append(names, p.Name)
 		}
 	}
-	if close := hardware.Closest(name, names, 3); len(close) > 0 {
-		return fmt.Errorf("unknown preset %q; did you mean %s? (the presets are listed in the Model presets guide)", name, strings.Join(close, ", "))
+	if near := hardware.Closest(name, names, 3); len(near) > 0 {
+		return fmt.Errorf("unknown preset %q; did you mean %s? (the presets are listed in the Model presets guide)", name, strings.Join(near, ", "))
 	}
 	sort.Strings(names)
 	return fmt.Errorf("unknown preset %q; the presets are: %s", name, strings.Join(names, ", "))
