@@ -110,7 +110,9 @@ type wsTuningModel struct {
 	Image            types.String `tfsdk:"image"`
 	InputURLs        []string     `tfsdk:"input_urls"`
 	InputImage       types.String `tfsdk:"input_image"`
+	InputPVC         types.String `tfsdk:"input_pvc"`
 	OutputImage      types.String `tfsdk:"output_image"`
+	OutputPVC        types.String `tfsdk:"output_pvc"`
 	OutputPushSecret types.String `tfsdk:"output_push_secret"`
 	Config           types.String `tfsdk:"config"`
 	BackoffLimit     types.Int64  `tfsdk:"backoff_limit"`
@@ -218,11 +220,16 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
 					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Tuning container image; required without `preset`.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
-					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls` and `input_image`.",
+					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls`, `input_image` and `input_pvc`.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
-							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"))}},
-					"input_image":        schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
-					"output_image":       schema.StringAttribute{Required: true, MarkdownDescription: "Image reference the tuned adapter is pushed to."},
+							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"), path.MatchRelative().AtParent().AtName("input_pvc"))}},
+					"input_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
+					"input_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) holding the training data, mounted read-only at `/mnt/input` " +
+						"(`INPUT_DIR`); KAITO's `input.volumeSource`. The reconciler checks that it exists.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
+					"output_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image reference the tuned adapter is pushed to. Exactly one of `output_image` and `output_pvc`.",
+						Validators: []validator.String{exactlyOne(path.MatchRelative().AtParent().AtName("output_pvc"))}},
+					"output_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) the tuned adapter is written to, mounted at `/mnt/output` " +
+						"(`OUTPUT_DIR`); KAITO's `output.volumeSource`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
 					"output_push_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a docker-config Secret used to push (only the name is stored; never credentials).", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
 					"config":             schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap with tuning parameters.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
 					"backoff_limit": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
@@ -338,8 +345,8 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 		bl := int32(t.BackoffLimit.ValueInt64())
 		spec.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(t.Method.ValueString()), Preset: t.Preset.ValueString(), BaseModel: t.BaseModel.ValueString(),
 			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl,
-			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString()},
-			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
+			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString(), PVC: t.InputPVC.ValueString()},
+			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), PVC: t.OutputPVC.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
 	}
 	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
 	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
@@ -406,8 +413,8 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 			bl = int64(*t.BackoffLimit)
 		}
 		m.Tuning = &wsTuningModel{Method: types.StringValue(string(t.Method)), Preset: optString(t.Preset, pt.Preset), BaseModel: optString(t.BaseModel, pt.BaseModel), Image: optString(t.Image, pt.Image),
-			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage),
-			OutputImage: types.StringValue(t.Output.Image), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
+			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage), InputPVC: optString(t.Input.PVC, pt.InputPVC),
+			OutputImage: optString(t.Output.Image, pt.OutputImage), OutputPVC: optString(t.Output.PVC, pt.OutputPVC), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
 			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl)}
 	}
 	sc := w.Spec.Scheduling

@@ -12,7 +12,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps;persistentvolumeclaims,verbs=get
 
 // checkRefs reads each referenced Secret or ConfigMap straight from the API server (the
 // caches hold only our own objects) and returns failure.Problems for them: one message per
@@ -42,6 +42,8 @@ func checkRefs(ctx context.Context, reader client.Reader, refs []failure.Ref) ([
 					r.HasKey[k] = true
 				}
 			}
+		case "PersistentVolumeClaim":
+			err = reader.Get(ctx, key, &corev1.PersistentVolumeClaim{})
 		default:
 			var cm corev1.ConfigMap
 			if err = reader.Get(ctx, key, &cm); err == nil {

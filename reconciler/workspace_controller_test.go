@@ -515,6 +515,75 @@ func TestWorkspaceTuningSucceeded(t *testing.T) {
 	}
 }
 
+// Tuning with PersistentVolumeClaims as input and output (KAITO's volumeSource): while the
+// input claim is missing the workspace is Stalled (ReferenceNotFound) naming it and no Job is
+// created; once both claims exist the Job mounts them (input read-only at /mnt/input, output at
+// /mnt/output, INPUT_DIR / OUTPUT_DIR) and the run Succeeds.
+func TestWorkspaceTuningPVC(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	in, out := fmt.Sprintf("train-data-%d", seq.Add(1)), fmt.Sprintf("adapters-%d", seq.Add(1))
+	spec := tuningSpec()
+	spec.Tuning.Input = v1alpha1.WorkspaceDataSource{PVC: in}
+	spec.Tuning.Output = v1alpha1.WorkspaceDataDestination{PVC: out}
+	w := e.newWorkspace("tune-pvc", nil, spec)
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Stalled on the missing claims", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Reason == "ReferenceNotFound"
+	})
+	if msg := wsCond(got, v1alpha1.ConditionStalled).Message; !strings.Contains(msg, in) {
+		t.Errorf("missing claim: %s", describeWS(got))
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Job exists while its input claim is missing (%v)", err)
+	}
+	for _, name := range []string{in, out} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if err := e.c.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The claims exist but no volume is bound to them (the local cluster has no provisioner):
+	// the scheduler's own words reach status.
+	got = e.waitWS(t, w.Name, "Stalled on unbound claims", func(w *v1alpha1.Workspace) bool {
+		return strings.Contains(wsCond(w, v1alpha1.ConditionStalled).Message, "unbound immediate PersistentVolumeClaims")
+	})
+	for _, name := range []string{in, out} {
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name}, Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/gantry-test/" + name}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: e.ns, Name: name}}}
+		if err := e.c.Create(ctx, pv); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.c.Delete(context.Background(), pv) })
+	}
+	e.waitWS(t, w.Name, "Succeeded", stateIs(v1alpha1.WorkspaceStateSucceeded))
+	var job batchv1.Job
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &job); err != nil {
+		t.Fatal(err)
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	claims := map[string]string{}
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if !mounts["/mnt/input"].ReadOnly || mounts["/mnt/output"].Name == "" || mounts["/mnt/output"].ReadOnly || claims["input"] != in || claims["output"] != out {
+		t.Errorf("job mounts %v claims %v", mounts, claims)
+	}
+}
+
 // A tuning run whose pod fails (kwok's chaos label, copied from the Workspace to its pod):
 // Failed, Stalled=True, the failure's reason in WorkspaceSucceeded; terminal.
 func TestWorkspaceTuningFailed(t *testing.T) {

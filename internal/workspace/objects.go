@@ -127,11 +127,14 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 		c.Env = []corev1.EnvVar{
 			{Name: "BASE_MODEL", Value: t.BaseModel},
 			{Name: "TUNING_METHOD", Value: string(t.Method)},
-			{Name: "OUTPUT_IMAGE", Value: t.Output.Image},
+		}
+		if t.Output.Image != "" {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "OUTPUT_IMAGE", Value: t.Output.Image})
 		}
 		if t.Input.Image != "" {
 			c.Env = append(c.Env, corev1.EnvVar{Name: "INPUT_IMAGE", Value: t.Input.Image})
 		}
+		volumes, c.VolumeMounts, c.Env = claimVolumes(t, volumes, c.VolumeMounts, c.Env)
 		for i, u := range t.Input.URLs {
 			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("INPUT_URL_%d", i), Value: u})
 		}
@@ -349,6 +352,31 @@ func PodFacts(p *corev1.Pod, nodeReady bool) Pod {
 	return out
 }
 
+// InputDir and OutputDir are where a tuning pod mounts its input and output
+// PersistentVolumeClaims (tuning.input.pvc read-only, tuning.output.pvc read-write).
+const (
+	InputDir  = "/mnt/input"
+	OutputDir = "/mnt/output"
+)
+
+// claimVolumes adds the tuning input and output PersistentVolumeClaims (when set) as volumes,
+// mounts and the INPUT_DIR / OUTPUT_DIR environment variables.
+func claimVolumes(t *v1alpha1.WorkspaceTuning, vols []corev1.Volume, mounts []corev1.VolumeMount, env []corev1.EnvVar) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvVar) {
+	for _, c := range []struct {
+		claim, name, dir, env string
+		readOnly             bool
+	}{{t.Input.PVC, "input", InputDir, "INPUT_DIR", true}, {t.Output.PVC, "output", OutputDir, "OUTPUT_DIR", false}} {
+		if c.claim == "" {
+			continue
+		}
+		vols = append(vols, corev1.Volume{Name: c.name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.claim, ReadOnly: c.readOnly}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: c.name, MountPath: c.dir, ReadOnly: c.readOnly})
+		env = append(env, corev1.EnvVar{Name: c.env, Value: c.dir})
+	}
+	return vols, mounts, env
+}
+
 // ModelAccessKey is the key of spec.inference.modelAccessSecret holding the hub token, and the
 // model server's environment variable that gets it (as KAITO's model access Secret).
 const ModelAccessKey = "HF_TOKEN"
@@ -371,6 +399,11 @@ func Refs(w *v1alpha1.Workspace) []failure.Ref {
 		}
 		if t.Output.ImagePushSecret != "" {
 			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: t.Output.ImagePushSecret})
+		}
+		for _, claim := range []string{t.Input.PVC, t.Output.PVC} {
+			if claim != "" {
+				out = append(out, failure.Ref{Kind: "PersistentVolumeClaim", Namespace: w.Namespace, Name: claim})
+			}
 		}
 	}
 	return out

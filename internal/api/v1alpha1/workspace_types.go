@@ -245,8 +245,9 @@ type WorkspaceTuning struct {
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 }
 
-// WorkspaceDataSource is the tuning input: exactly one of URLs or an image with the data.
-// +kubebuilder:validation:XValidation:rule="has(self.urls) != has(self.image)",message="exactly one of input.urls or input.image must be set"
+// WorkspaceDataSource is the tuning input: exactly one of URLs, an image with the data, or a
+// PersistentVolumeClaim (KAITO's DataSource urls, image, volumeSource).
+// +kubebuilder:validation:XValidation:rule="[has(self.urls), has(self.image), has(self.pvc)].filter(x, x).size() == 1",message="exactly one of input.urls, input.image or input.pvc must be set"
 type WorkspaceDataSource struct {
 	// URLs of the training data (https).
 	// +kubebuilder:validation:MinItems=1
@@ -258,13 +259,26 @@ type WorkspaceDataSource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Image string `json:"image,omitempty"`
+	// PVC is a PersistentVolumeClaim in the workspace's namespace holding the training data,
+	// mounted read-only at /mnt/input (INPUT_DIR).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	PVC string `json:"pvc,omitempty"`
 }
 
-// WorkspaceDataDestination is where the tuned adapter is pushed.
+// WorkspaceDataDestination is where the tuned adapter goes: an image pushed to a registry or
+// a PersistentVolumeClaim (exactly one; KAITO's DataDestination image, volumeSource).
+// +kubebuilder:validation:XValidation:rule="has(self.image) != has(self.pvc)",message="exactly one of output.image or output.pvc must be set"
 type WorkspaceDataDestination struct {
 	// Image is the reference the adapter image is pushed to, e.g. "registry.example/adapters/x:1".
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	// +optional
+	Image string `json:"image,omitempty"`
+	// PVC is a PersistentVolumeClaim in the workspace's namespace the adapter is written to,
+	// mounted read-write at /mnt/output (OUTPUT_DIR).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	PVC string `json:"pvc,omitempty"`
 	// ImagePushSecret is the name of a Secret (docker config) in the workspace's namespace used
 	// to push; only the name is stored, never the credentials.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
