@@ -364,7 +364,7 @@ const (
 func claimVolumes(t *v1alpha1.WorkspaceTuning, vols []corev1.Volume, mounts []corev1.VolumeMount, env []corev1.EnvVar) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvVar) {
 	for _, c := range []struct {
 		claim, name, dir, env string
-		readOnly             bool
+		readOnly              bool
 	}{{t.Input.PVC, "input", InputDir, "INPUT_DIR", true}, {t.Output.PVC, "output", OutputDir, "OUTPUT_DIR", false}} {
 		if c.claim == "" {
 			continue
