@@ -550,7 +550,7 @@ func TestWorkspaceTuningPVC(t *testing.T) {
 	}
 	// The claims exist but no volume is bound to them (the local cluster has no provisioner):
 	// the scheduler's own words reach status.
-	got = e.waitWS(t, w.Name, "Stalled on unbound claims", func(w *v1alpha1.Workspace) bool {
+	e.waitWS(t, w.Name, "Stalled on unbound claims", func(w *v1alpha1.Workspace) bool {
 		return strings.Contains(wsCond(w, v1alpha1.ConditionStalled).Message, "unbound immediate PersistentVolumeClaims")
 	})
 	for _, name := range []string{in, out} {
