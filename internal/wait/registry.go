@@ -516,16 +516,62 @@ type sharedInformer struct {
 	mu       sync.Mutex
 	waiters  map[string]map[*waiter]struct{}
 	lastErr  error
-	// watchFailing: the last thing the reflector reported is a list/watch error (an API server
-	// outage); the next event clears it. Waits then also poll (DegradedPoll).
+	// watchFailing: the reflector reported a list/watch error, or the informer's probe could
+	// not reach the API server (an outage: client-go's reflector retries a refused watch with
+	// backoff without reporting it); recoveredAt is when the probe reached it again. The next
+	// event clears both. Waits poll meanwhile (DegradedPoll), and for up to degradedGrace
+	// after the recovery, while the reflector may still be in its re-list backoff.
 	watchFailing bool
+	recoveredAt  time.Time
+	// lastEvent is when the informer last delivered an event (unix nanoseconds).
+	lastEvent atomic.Int64
 }
 
-// degraded reports whether the informer's watch is failing (see watchFailing).
+// degradedGrace bounds the polling after the API server is reached again: client-go's
+// reflector backs off at most 30 s before it re-lists.
+const degradedGrace = 35 * time.Second
+
+// degraded reports whether waits on this informer should poll (see watchFailing).
 func (si *sharedInformer) degraded() bool {
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	return si.watchFailing
+	return si.watchFailing && (si.recoveredAt.IsZero() || time.Since(si.recoveredAt) < degradedGrace)
+}
+
+// probeQuiet is how long an informer may deliver no event before its probe checks that the
+// API server still answers.
+const probeQuiet = 2 * time.Second
+
+// probe runs until stop: every DegradedPoll, when the informer has been quiet for probeQuiet,
+// one LIST of at most one object (served from the API server's watch cache) tells whether the
+// API server answers; a failure marks the informer degraded, the first success after one
+// starts the recovery grace.
+func (si *sharedInformer) probe(ri dynamic.ResourceInterface) {
+	t := time.NewTicker(DegradedPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-si.stop:
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, si.lastEvent.Load())) < probeQuiet {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), DegradedPoll)
+		_, err := ri.List(ctx, metav1.ListOptions{Limit: 1, ResourceVersion: "0"})
+		cancel()
+		si.mu.Lock()
+		switch {
+		case err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)):
+			// not an outage: RBAC without list (the waits GET instead)
+		case err != nil:
+			si.watchFailing, si.recoveredAt = true, time.Time{}
+		case si.watchFailing && si.recoveredAt.IsZero():
+			si.recoveredAt = time.Now()
+		}
+		si.mu.Unlock()
+	}
 }
 
 type waiter struct{ ch chan struct{} }
@@ -562,7 +608,7 @@ func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, er
 	})
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, rf *cache.Reflector, err error) {
 		si.mu.Lock()
-		si.lastErr, si.watchFailing = err, true
+		si.lastErr, si.watchFailing, si.recoveredAt = err, true, time.Time{}
 		si.mu.Unlock()
 		si.notifyAll()
 		cache.DefaultWatchErrorHandler(ctx, rf, err)
@@ -572,7 +618,13 @@ func (r *Registry) informerFor(spec Spec, namespace string) (*sharedInformer, er
 		UpdateFunc: func(_, n interface{}) { si.notifyObj(n) },
 		DeleteFunc: si.notifyObj,
 	})
+	si.lastEvent.Store(time.Now().UnixNano())
 	go inf.Run(si.stop)
+	if spec.Namespaced {
+		go si.probe(r.dyn.Resource(spec.GVR).Namespace(namespace))
+	} else {
+		go si.probe(r.dyn.Resource(spec.GVR))
+	}
 	go func() {
 		if cache.WaitForCacheSync(si.stop, inf.HasSynced) {
 			si.synced.Store(true)
@@ -636,9 +688,10 @@ func (si *sharedInformer) notifyObj(o interface{}) {
 	if err != nil {
 		return
 	}
+	si.lastEvent.Store(time.Now().UnixNano())
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	si.watchFailing = false // an event: the watch (or a re-list) works again
+	si.watchFailing, si.recoveredAt = false, time.Time{} // an event: the watch (or a re-list) works again
 	for w := range si.waiters[key] {
 		w.notify()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -584,5 +585,33 @@ func TestWaitReadyPollsWhileTheWatchFails(t *testing.T) {
 	}()
 	if err := del(ctx, Performer, Target{Namespace: "ns", Name: "p", Known: r.obj}); err != nil {
 		t.Fatalf("delete wait with a failing watch: %v", err)
+	}
+}
+
+// An outage the reflector does not report (client-go retries a refused watch with backoff and
+// calls no error handler): the watch is silent, and once the informer has been quiet the probe
+// finds the API server failing (its LIST errors), so waits poll with GETs and see the change.
+func TestWaitReadyPollsWhenTheProbeFails(t *testing.T) {
+	env := newFakeEnv(t, setStatus(newPerformer("ns", "p", 1), "Creating", 1))
+	silent := watch.NewFake() // a watch that never delivers: the stream is gone
+	env.dyn.PrependWatchReactor("performers", func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, silent, nil
+	})
+	var failing atomic.Bool
+	env.dyn.PrependReactor("list", "performers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, errors.New(`Get "https://127.0.0.1:6443/apis/gantry.dev/v1alpha1/performers": dial tcp 127.0.0.1:6443: connect: connection refused`)
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := env.waitReadyAsync(ctx, Target{Namespace: "ns", Name: "p", Generation: 1})
+	time.Sleep(300 * time.Millisecond) // the informer has listed
+	failing.Store(true)
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Running", 1, cond("Ready", "True", "Running", "")))
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("wait through a silent outage: %v", r.err)
 	}
 }
