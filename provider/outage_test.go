@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -126,7 +127,7 @@ resource "gantry_performer" "p" {
 			t.Errorf("performer %s phase %q, want Running", name, phase)
 		}
 	}
-	kwokRunsPods(t, c, ns)
+	clusterRecovered(t, c)
 }
 
 // apiServerOutage is how long TestAccWaitResumesAfterAPIServerRestart keeps kube-apiserver
@@ -279,29 +280,49 @@ func TestAccWaitResumesAfterAPIServerRestart(t *testing.T) {
 	case <-time.After(5 * time.Minute):
 		t.Errorf("apply did not end within 5 minutes of the API server's return:\n%s", out)
 	}
-	// No kubelet runs the node: its Pods would never finish terminating, so the destroy at
-	// cleanup would wait its timeout. Delete them at once.
-	zero := int64(0)
-	_ = c.Core.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	kwokRunsPods(t, c, ns)
-}
-
-// kwokRunsPods waits until the local cluster's simulated kubelets run a new Pod again (their
-// watches re-list with backoff after an API server restart), so the tests after this one find
-// the cluster as they expect it.
-func kwokRunsPods(t *testing.T, c *kube.Clients, ns string) {
-	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kwok-probe", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: "gantry-cpu-0", Containers: []corev1.Container{{Name: "c", Image: "registry.example/probe:1"}}}}
-	if _, err := c.Core.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+	clusterRecovered(t, c)
+	// Hand the node to kwok: without a (simulated) kubelet its Pods would never finish
+	// terminating and the destroy at cleanup would wait its whole timeout.
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
+	if _, err := c.Core.CoreV1().Nodes().Patch(context.Background(), pool, k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// clusterRecovered waits until the local cluster works again as the next tests expect after an
+// outage: kube-controller-manager's and kwok's watches re-list with client-go's backoff (up to
+// 30 s) after an API server restart, so it waits until a new namespace gets its default
+// ServiceAccount (the controller-manager) and a new Pod runs (kwok), then removes the probe.
+func clusterRecovered(t *testing.T, c *kube.Clients) {
+	t.Helper()
+	ctx := context.Background()
 	start := time.Now()
-	err := kwait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	ns := "acc-recover-" + rand.String(5)
+	if _, err := c.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Core.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
+	poll := func(what string, cond func(context.Context) bool) {
+		if err := kwait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			return cond(ctx), nil
+		}); err != nil {
+			t.Fatalf("the cluster did not recover (%s): %v", what, err)
+		}
+		t.Logf("cluster recovered: %s after %.1fs", what, time.Since(start).Seconds())
+	}
+	poll("default ServiceAccount created", func(ctx context.Context) bool {
+		_, err := c.Core.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
 	})
-	t.Logf("kwok ran a new pod %.1fs after the check started (%v)", time.Since(start).Seconds(), err)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kwok-probe", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: "gantry-cpu-0", Containers: []corev1.Container{{Name: "c", Image: "registry.example/probe:1"}}}}
+	if _, err := c.Core.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll("a new pod running", func(ctx context.Context) bool {
+		p, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
 	zero := int64(0)
 	_ = c.Core.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }

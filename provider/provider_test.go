@@ -33,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 )
@@ -117,6 +118,15 @@ func testNamespace(t *testing.T, c *kube.Clients, prefix string) string {
 		}
 	}
 	t.Cleanup(func() { _ = c.Core.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	// Pods are admitted only once the namespace's default ServiceAccount exists (created by
+	// kube-controller-manager a moment later, or later still while it re-lists after an
+	// outage test): wait for it, as a user's namespace would have it.
+	if err := kwait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Core.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
+	}
 	return ns
 }
 
