@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/executor"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -102,6 +103,12 @@ type executorModelV0 struct {
 	FailedRevision          types.String         `tfsdk:"failed_revision"`
 	ConfigMapName           types.String         `tfsdk:"config_map_name"`
 	PerformerEndpoints      types.Map            `tfsdk:"performer_endpoints"`
+	GRPCPort                types.Int64          `tfsdk:"grpc_port"`
+	ManagementPort          types.Int64          `tfsdk:"management_port"`
+	OperatorAddress         types.String         `tfsdk:"operator_address"`
+	AVSPerformers           []avsPerformerModel  `tfsdk:"avs_performers"`
+	ManagePerformers        types.Bool           `tfsdk:"manage_performers"`
+	ManagedPerformers       types.Map            `tfsdk:"managed_performers"`
 	Timeouts                timeouts.Value       `tfsdk:"timeouts"`
 }
 
@@ -112,14 +119,25 @@ type chainModel struct {
 	TaskMailboxAddress types.String `tfsdk:"task_mailbox_address"`
 }
 
+// avsPerformerModel is one avs_performers element (Hourglass avsPerformers[]).
+type avsPerformerModel struct {
+	AVSAddress          types.String      `tfsdk:"avs_address"`
+	AVSRegistrarAddress types.String      `tfsdk:"avs_registrar_address"`
+	ProcessType         types.String      `tfsdk:"process_type"`
+	Image               types.String      `tfsdk:"image"`
+	Env                 map[string]string `tfsdk:"env"`
+}
+
 type operatorKeysModel struct {
-	SecretName        types.String `tfsdk:"secret_name"`
-	ECDSAKey          types.String `tfsdk:"ecdsa_key"`
-	BLSKey            types.String `tfsdk:"bls_key"`
-	RemoteSignerURL   types.String `tfsdk:"remote_signer_url"`
-	ECDSAPrivateKeyWO types.String `tfsdk:"ecdsa_private_key_wo"`
-	BLSPrivateKeyWO   types.String `tfsdk:"bls_private_key_wo"`
-	KeysWOVersion     types.Int64  `tfsdk:"private_keys_wo_version"`
+	SecretName             types.String `tfsdk:"secret_name"`
+	ECDSAKey               types.String `tfsdk:"ecdsa_key"`
+	BLSKey                 types.String `tfsdk:"bls_key"`
+	BLSKeystoreKey         types.String `tfsdk:"bls_keystore_key"`
+	BLSKeystorePasswordKey types.String `tfsdk:"bls_keystore_password_key"`
+	RemoteSignerURL        types.String `tfsdk:"remote_signer_url"`
+	ECDSAPrivateKeyWO      types.String `tfsdk:"ecdsa_private_key_wo"`
+	BLSPrivateKeyWO        types.String `tfsdk:"bls_private_key_wo"`
+	KeysWOVersion          types.Int64  `tfsdk:"private_keys_wo_version"`
 
 	// woGiven are the Secret keys (woECDSAKey, woBLSKey) of the write-only keys the
 	// configuration gives, set by prepareOperatorKeys during apply; never in state.
@@ -236,6 +254,16 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"bls_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the BLS private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
+					"bls_keystore_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding a BLS keystore (EIP-2335 JSON), as " +
+						"Hourglass's `signingKeys.bls.keystore`: mounted read-only at `" + v1alpha1.ExecutorKeystorePath + "` and named in the config " +
+						"(`signer.bls_keystore_file`). Conflicts with `bls_key`.",
+						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name")),
+							stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("bls_key"))}},
+					"bls_keystore_password_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the keystore's password, " +
+						"passed as the environment variable `" + v1alpha1.ExecutorBLSKeystorePasswordEnv + "` (`valueFrom.secretKeyRef`). Needs `bls_keystore_key`.",
+						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("bls_keystore_key"))}},
 					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
 					"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
@@ -296,6 +324,49 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
 			"performer_endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performer name → gRPC endpoint, as rendered into the config."},
+			"grpc_port": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultExecutorGRPCPort)),
+				MarkdownDescription: "Port of the executor's gRPC server (Hourglass `grpcPort`), 1-65535; default 9090. A container port named `grpc`.",
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+			},
+			"management_port": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultExecutorManagementPort)),
+				MarkdownDescription: "Port of the executor's management gRPC server (Hourglass `managementServerGrpcPort`), 1-65535; default 9091. A container port named `management`.",
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+			},
+			"operator_address": schema.StringAttribute{
+				Optional: true, MarkdownDescription: "The operator's Ethereum address (Hourglass `operator.address`): `0x` followed by 40 hex digits.",
+				Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")},
+			},
+			"avs_performers": schema.ListNestedAttribute{
+				Optional: true,
+				MarkdownDescription: "The AVSs this executor serves (Hourglass `avsPerformers`), one per AVS address, at most 64. With " +
+					"`manage_performers` the executor deploys each one's `image` as a performer itself.",
+				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueNames{what: "AVS Address", key: "avs_address"}},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"avs_address": schema.StringAttribute{Required: true, MarkdownDescription: "AVS contract address: `0x` followed by 40 hex digits.",
+						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},
+					"avs_registrar_address": schema.StringAttribute{Optional: true, MarkdownDescription: "AVS registrar contract address (Hourglass `avsRegistrarAddress`).",
+						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},
+					"process_type": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(v1alpha1.DefaultProcessType),
+						MarkdownDescription: "`server` (a long-running gRPC server, the default) or `one-off` (a process per task), as Hourglass's `processType`.",
+						Validators:          []validator.String{stringvalidator.OneOf("server", "one-off")}},
+					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Performer image the executor deploys for this AVS (with `manage_performers`).",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
+					"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "Plain environment variables for that performer, name → value. No key material."},
+				}},
+			},
+			"manage_performers": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Let the executor create and remove performers itself, as Hourglass's executor does for each AVS it serves. " +
+					"Its pods run as the ServiceAccount `executor-<name>`, bound by the Role `executor-<name>` to create, update and delete " +
+					"Performers in this namespace (and to read Pods and Services), nothing else; the config's `kubernetes` section names the " +
+					"namespace, the API group and the label `" + v1alpha1.LabelCreatedByExecutor + "=<name>` to put on them. `managed_performers` " +
+					"lists them; destroying the executor (or turning this off) deletes them. Default `false`.",
+			},
+			"managed_performers": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Performers the executor created itself (`manage_performers`): name → gRPC endpoint (empty until it has one)."},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
@@ -411,6 +482,15 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		PodLabels:               cloneMap(m.PodLabels),
 		ProgressDeadlineSeconds: &deadline,
 		Rollback:                v1alpha1.RollbackPolicy{OnFailure: &onFailure, KeepRevisions: &keep},
+		GRPCPort:                int32(m.GRPCPort.ValueInt64()),
+		ManagementPort:          int32(m.ManagementPort.ValueInt64()),
+		OperatorAddress:         m.OperatorAddress.ValueString(),
+		ManagePerformers:        m.ManagePerformers.ValueBool(),
+	}
+	for _, a := range m.AVSPerformers {
+		spec.AVSPerformers = append(spec.AVSPerformers, v1alpha1.AVSPerformer{AVSAddress: a.AVSAddress.ValueString(),
+			AVSRegistrarAddress: a.AVSRegistrarAddress.ValueString(), ProcessType: a.ProcessType.ValueString(),
+			Image: a.Image.ValueString(), Env: cloneMap(a.Env)})
 	}
 	for _, s := range m.ImagePullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
@@ -425,7 +505,8 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 	}
 	if k := m.OperatorKeys; k != nil {
 		spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: k.SecretName.ValueString(), ECDSAKey: k.ECDSAKey.ValueString(),
-			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString()}
+			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString(),
+			BLSKeystoreKey: k.BLSKeystoreKey.ValueString(), BLSKeystorePasswordKey: k.BLSKeystorePasswordKey.ValueString()}
 		if !k.KeysWOVersion.IsNull() {
 			spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: operatorKeysSecretName(m.Name.ValueString()),
 				SecretVersion: strconv.FormatInt(k.KeysWOVersion.ValueInt64(), 10)}
@@ -483,7 +564,24 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 		RollbackOnFailure:       types.BoolValue(true),
 		RollbackKeepRevisions:   types.Int64Value(int64(v1alpha1.DefaultRollbackKeepRevisions)),
 		PerformerNames:          optList(s.Performers.Names, prior.PerformerNames),
+		GRPCPort:                types.Int64Value(int64(executor.GRPCPort(&x))),
+		ManagementPort:          types.Int64Value(int64(executor.ManagementPort(&x))),
+		OperatorAddress:         optString(s.OperatorAddress, prior.OperatorAddress),
+		ManagePerformers:        types.BoolValue(s.ManagePerformers),
 		Timeouts:                prior.Timeouts,
+	}
+	for i, a := range s.AVSPerformers {
+		var pa avsPerformerModel
+		if i < len(prior.AVSPerformers) {
+			pa = prior.AVSPerformers[i]
+		}
+		pt := a.ProcessType
+		if pt == "" {
+			pt = v1alpha1.DefaultProcessType
+		}
+		m.AVSPerformers = append(m.AVSPerformers, avsPerformerModel{AVSAddress: types.StringValue(a.AVSAddress),
+			AVSRegistrarAddress: optString(a.AVSRegistrarAddress, pa.AVSRegistrarAddress), ProcessType: types.StringValue(pt),
+			Image: optString(a.Image, pa.Image), Env: optMap(a.Env, pa.Env)})
 	}
 	if s.ImagePullPolicy == "" {
 		m.ImagePullPolicy = types.StringValue(string(corev1.PullIfNotPresent))
@@ -535,7 +633,8 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 // private_keys_wo_version only: the Secret's name and keys are the provider's business, and
 // the write-only keys are never read. The write-only attributes are always null in state.
 func flattenOperatorKeys(k v1alpha1.OperatorKeys, executor string, prior operatorKeysModel) *operatorKeysModel {
-	m := &operatorKeysModel{ECDSAPrivateKeyWO: types.StringNull(), BLSPrivateKeyWO: types.StringNull(), KeysWOVersion: types.Int64Null()}
+	m := &operatorKeysModel{ECDSAPrivateKeyWO: types.StringNull(), BLSPrivateKeyWO: types.StringNull(), KeysWOVersion: types.Int64Null(),
+		BLSKeystoreKey: types.StringNull(), BLSKeystorePasswordKey: types.StringNull()}
 	if v, err := strconv.ParseInt(k.SecretVersion, 10, 64); err == nil && k.SecretName == operatorKeysSecretName(executor) {
 		m.SecretName, m.ECDSAKey, m.BLSKey, m.RemoteSignerURL = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
 		m.KeysWOVersion = types.Int64Value(v)
@@ -543,6 +642,8 @@ func flattenOperatorKeys(k v1alpha1.OperatorKeys, executor string, prior operato
 	}
 	m.SecretName, m.ECDSAKey = optString(k.SecretName, prior.SecretName), optString(k.ECDSAKey, prior.ECDSAKey)
 	m.BLSKey, m.RemoteSignerURL = optString(k.BLSKey, prior.BLSKey), optString(k.RemoteSignerURL, prior.RemoteSignerURL)
+	m.BLSKeystoreKey = optString(k.BLSKeystoreKey, prior.BLSKeystoreKey)
+	m.BLSKeystorePasswordKey = optString(k.BLSKeystorePasswordKey, prior.BLSKeystorePasswordKey)
 	return m
 }
 
@@ -566,6 +667,16 @@ func setExecutorStatus(m *executorModelV0, u *unstructured.Unstructured) {
 		}
 	}
 	m.PerformerEndpoints = types.MapValueMust(types.StringType, elems)
+	managed := map[string]attr.Value{}
+	raw, _, _ = unstructured.NestedSlice(u.Object, "status", "managedPerformers")
+	for _, r := range raw {
+		if e, ok := r.(map[string]interface{}); ok {
+			n, _ := e["name"].(string)
+			ep, _ := e["endpoint"].(string)
+			managed[n] = types.StringValue(ep)
+		}
+	}
+	m.ManagedPerformers = types.MapValueMust(types.StringType, managed)
 }
 
 // uniqueChainsValidator rejects two chains with the same name or chain ID.
@@ -605,8 +716,8 @@ func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.Lis
 	}
 }
 
-// secretKeysValidator requires ecdsa_key and/or bls_key with secret_name (the CRD's CEL rule
-// "operatorKeys.secretName needs ecdsaKey and/or blsKey"), and ecdsa_private_key_wo and/or
+// secretKeysValidator requires ecdsa_key, bls_key and/or bls_keystore_key with secret_name (the CRD's CEL rule
+// "operatorKeys.secretName needs ecdsaKey, blsKey and/or blsKeystoreKey"), and ecdsa_private_key_wo and/or
 // bls_private_key_wo with private_keys_wo_version.
 type secretKeysValidator struct{}
 
@@ -632,9 +743,10 @@ func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.Obj
 	secret, k1 := set("secret_name")
 	ecdsa, k2 := set("ecdsa_key")
 	bls, k3 := set("bls_key")
-	if k1 && k2 && k3 && secret && !ecdsa && !bls {
+	keystore, k7 := set("bls_keystore_key")
+	if k1 && k2 && k3 && k7 && secret && !ecdsa && !bls && !keystore {
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("secret_name"), "secret_name Needs a Key",
-			"operator_keys.secret_name names the Secret; also set ecdsa_key and/or bls_key: the keys within it that hold the private keys.")
+			"operator_keys.secret_name names the Secret; also set ecdsa_key, bls_key and/or bls_keystore_key: the keys within it that hold the private keys.")
 	}
 	version, k4 := set("private_keys_wo_version")
 	woECDSA, k5 := set("ecdsa_private_key_wo")

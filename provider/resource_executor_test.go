@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
+	tfconfig "github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -20,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
@@ -354,7 +360,7 @@ func TestExecutor_InvalidInputFailsAtPlan(t *testing.T) {
 			words("Invalid Attribute Combination")},
 		{"secret and signer", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k", ecdsa_key = "e", remote_signer_url = "https://s" }`,
 			words("Invalid Attribute Combination")},
-		{"secret without keys", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k" }`, words("also set ecdsa_key and/or bls_key")},
+		{"secret without keys", `[` + chain + `]`, `performer_names = ["a"]`, `{ secret_name = "k" }`, words("also set ecdsa_key, bls_key and/or bls_keystore_key")},
 		{"key without secret", `[` + chain + `]`, `performer_names = ["a"]`, `{ remote_signer_url = "https://s", ecdsa_key = "e" }`, words("Invalid Attribute Combination")},
 	}
 	for _, tc := range cases {
@@ -423,4 +429,190 @@ func TestExecutorAffinityMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// executorModule is a module over one gantry_executor with the Hourglass executor fields,
+// as a team would wrap it (instantiated with for_each by TestAccExecutor_managedPerformers).
+const executorModule = `
+terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+
+variable "name" { type = string }
+variable "namespace" { type = string }
+variable "avs_address" { type = string }
+variable "grpc_port" {
+  type    = number
+  default = null
+}
+
+resource "gantry_executor" "this" {
+  name                = var.name
+  namespace           = var.namespace
+  image               = "ghcr.io/layr-labs/hourglass/executor:1.0.0"
+  aggregator_endpoint = "aggregator.avs.svc:9010"
+  grpc_port           = var.grpc_port
+  operator_address    = "0xefefefefefefefefefefefefefefefefefefefef"
+  manage_performers   = true
+  chains = [{ name = "devnet-${var.name}", chain_id = 31337, rpc_url = "http://anvil:8545", task_mailbox_address = "0xefefefefefefefefefefefefefefefefefefefef" }]
+  operator_keys = {
+    secret_name               = "operator-keys"
+    ecdsa_key                 = "ecdsa"
+    bls_keystore_key          = "keystore.json"
+    bls_keystore_password_key = "password"
+  }
+  avs_performers = [{
+    avs_address           = var.avs_address
+    avs_registrar_address = "0xefefefefefefefefefefefefefefefefefefefef"
+    image                 = "ghcr.io/layr-labs/hello-performer:v1.0.0"
+  }]
+}
+
+output "summary" {
+  value = {
+    phase        = gantry_executor.this.phase
+    grpc_port    = gantry_executor.this.grpc_port
+    mgmt_port    = gantry_executor.this.management_port
+    process_type = gantry_executor.this.avs_performers[0].process_type
+    managed      = gantry_executor.this.managed_performers
+  }
+}
+`
+
+// TestAccExecutor_managedPerformers drives the Hourglass executor fields the way users do:
+// a module instantiated with for_each over two executors, an AVS address unknown until apply
+// (terraform_data), manage_performers on. The executor's ServiceAccount then creates a
+// Performer (as Hourglass's executor does for the AVS it serves), which the next apply's
+// refresh shows in managed_performers with an empty plan; destroy removes it with its executor.
+func TestAccExecutor_managedPerformers(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-exec-mp")
+	_, err := c.Core.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator-keys"},
+		StringData: map[string]string{"ecdsa": accKeyMaterial, "keystore.json": `{"crypto":{}}`, "password": "pw"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As module_gpu_stack_test.go: the module requires gantry-dev/gantry, and only a
+	// configuration directory gets its modules installed; the destroy is a step of its own.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "gantry-dev")
+	dir, moduleDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(moduleDir, "main.tf"), []byte(executorModule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	avs := "0x" + strings.Repeat("d4", 20)
+	config := fmt.Sprintf(`
+terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+
+provider "gantry" {}
+
+resource "terraform_data" "avs" {
+  input = %[3]q
+}
+
+module "exec" {
+  source      = %[1]q
+  for_each    = { one = 9095, two = null }
+  name        = "exec-${each.key}"
+  namespace   = %[2]q
+  grpc_port   = each.value
+  avs_address = terraform_data.avs.output
+}
+
+output "executors" {
+  value = { for k, m in module.exec : k => m.summary }
+}
+`, moduleDir, ns, avs)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	configDir := tfconfig.StaticDirectory(dir)
+	made := "avs-perf-1"
+	summary := func(grpc int64, managed map[string]knownvalue.Check) knownvalue.Check {
+		return knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"phase": knownvalue.StringExact("Running"), "grpc_port": knownvalue.Int64Exact(grpc), "mgmt_port": knownvalue.Int64Exact(9091),
+			"process_type": knownvalue.StringExact("server"), "managed": knownvalue.MapExact(managed),
+		})
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck: func() { testAccPreCheck(t) },
+		CheckDestroy: func(s *terraform.State) error {
+			for _, n := range []string{"exec-one", "exec-two"} {
+				if _, err := c.Dynamic.Resource(wait.Executor.GVR).Namespace(ns).Get(context.Background(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("executor %s still exists after destroy: %v", n, err)
+				}
+			}
+			_, err := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns).Get(context.Background(), made, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("performer %s created by the executor outlived it: %v", made, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue(`module.exec["one"].gantry_executor.this`, tfjsonpath.New("avs_performers").AtSliceIndex(0).AtMapKey("avs_address")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("executors", knownvalue.MapExact(map[string]knownvalue.Check{
+						"one": summary(9095, map[string]knownvalue.Check{}), "two": summary(9090, map[string]knownvalue.Check{}),
+					})),
+				},
+			},
+			{
+				// Once the executor lists it Running, the next apply's refresh shows it and proposes nothing.
+				PreConfig: func() {
+					// As the executor's ServiceAccount (what its pods run as): create the performer.
+					cfg := rest.CopyConfig(c.Config)
+					cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":executor-exec-one"}
+					dyn, err := dynamic.NewForConfig(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p := &unstructured.Unstructured{Object: map[string]interface{}{
+						"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
+						"metadata": map[string]interface{}{"name": made, "labels": map[string]interface{}{v1alpha1.LabelCreatedByExecutor: "exec-one"}},
+						"spec":     map[string]interface{}{"image": "ghcr.io/layr-labs/hello-performer:v1.0.0", "avsAddress": avs},
+					}}
+					_, err = dyn.Resource(wait.Performer.GVR).Namespace(ns).Create(context.Background(), p, metav1.CreateOptions{})
+					if err != nil {
+						t.Fatalf("the executor's ServiceAccount cannot create a Performer: %v", err)
+					}
+					deadline := time.Now().Add(time.Minute)
+					for time.Now().Before(deadline) {
+						u, err := c.Dynamic.Resource(wait.Executor.GVR).Namespace(ns).Get(context.Background(), "exec-one", metav1.GetOptions{})
+						if err == nil {
+							l, _, _ := unstructured.NestedSlice(u.Object, "status", "managedPerformers")
+							if len(l) == 1 && strings.Contains(fmt.Sprint(l[0]), "svc.cluster.local") {
+								return
+							}
+						}
+						time.Sleep(200 * time.Millisecond)
+					}
+				},
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(`module.exec["one"].gantry_executor.this`, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("executors", knownvalue.MapExact(map[string]knownvalue.Check{
+						"one": summary(9095, map[string]knownvalue.Check{made: knownvalue.StringExact("performer-" + made + "." + ns + ".svc.cluster.local:9090")}),
+						"two": summary(9090, map[string]knownvalue.Check{}),
+					})),
+				},
+			},
+			{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, ConfigDirectory: configDir, Destroy: true},
+		},
+	})
 }

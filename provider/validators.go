@@ -100,10 +100,10 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 	}
 }
 
-// uniqueNames rejects a list of objects in which two elements have the same known "name"
-// attribute (the CRD's listType=map with listMapKey=name). what names the elements in the
-// error's summary ("Duplicate <what>"; "" = "Name").
-type uniqueNames struct{ what string }
+// uniqueNames rejects a list of objects in which two elements have the same known key
+// attribute (key, "" = "name"; the CRD's listType=map with that listMapKey). what names the
+// elements in the error's summary ("Duplicate <what>"; "" = "Name").
+type uniqueNames struct{ what, key string }
 
 func (uniqueNames) Description(context.Context) string { return "element names must be unique" }
 
@@ -119,13 +119,17 @@ func (v uniqueNames) ValidateList(_ context.Context, req validator.ListRequest, 
 		if !ok || o.IsNull() || o.IsUnknown() {
 			continue
 		}
-		n, ok := o.Attributes()["name"].(types.String)
+		key := v.key
+		if key == "" {
+			key = "name"
+		}
+		n, ok := o.Attributes()[key].(types.String)
 		if !ok || n.IsNull() || n.IsUnknown() {
 			continue
 		}
 		if j, dup := seen[n.ValueString()]; dup {
-			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate "+v.summaryNoun(),
-				fmt.Sprintf("%s: name %q is already used by %s; names must be unique.", req.Path.AtListIndex(i).AtName("name"), n.ValueString(), req.Path.AtListIndex(j)))
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName(key), "Duplicate "+v.summaryNoun(),
+				fmt.Sprintf("%s: %s %q is already used by %s; they must be unique.", req.Path.AtListIndex(i).AtName(key), key, n.ValueString(), req.Path.AtListIndex(j)))
 			continue
 		}
 		seen[n.ValueString()] = i

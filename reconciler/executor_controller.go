@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,12 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// spec.managePerformers: the executor's ServiceAccount, Role and RoleBinding, and deleting the
+// Performers it created; a Role can grant only what its writer holds (RBAC escalation check),
+// so the reconciler holds what AccessRules grant.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gantry.dev,resources=performers,verbs=create;delete
 
 // ExecutorReconciler runs the Executor lifecycle (internal/executor) against the cluster: it
 // owns the Deployment executor-<name> and its immutable, content-named ConfigMaps. It reads
@@ -65,6 +72,9 @@ func (r *ExecutorReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 		For(&v1alpha1.Executor{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
 		Watches(&v1alpha1.Performer{}, handler.EnqueueRequestsFromMapFunc(r.executorsFor)).
 		// Its pods (through their ReplicaSets, so not owned directly): why a rollout stalls.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(executorOfPod)).
@@ -73,15 +83,17 @@ func (r *ExecutorReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 		Complete(r)
 }
 
-// executorsFor maps a Performer to the Executors in its namespace that reference it.
+// executorsFor maps a Performer to the Executors in its namespace that reference it or
+// created it (label gantry.dev/created-by-executor).
 func (r *ExecutorReconciler) executorsFor(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.ExecutorList
 	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
+	creator := obj.GetLabels()[v1alpha1.LabelCreatedByExecutor]
 	for _, e := range list.Items {
-		if references(&e, obj.GetName(), obj.GetLabels()) {
+		if references(&e, obj.GetName(), obj.GetLabels()) || e.Name == creator {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Namespace, Name: e.Name}})
 		}
 	}
@@ -167,6 +179,8 @@ type gathered struct {
 	deployment *appsv1.Deployment
 	live       *appsv1.Deployment // observed Deployment, nil if none
 	lastGood   *corev1.PodTemplateSpec
+	// managed are the Performers the executor created (label gantry.dev/created-by-executor).
+	managed []v1alpha1.Performer
 }
 
 func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (*gathered, error) {
@@ -183,6 +197,9 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 		BySelector:       e.Spec.Performers.Selector != nil,
 	}
 	f.Now = metav1.Now().Time
+	if err := r.gatherAccess(ctx, e, g, &f); err != nil {
+		return nil, err
+	}
 
 	// Performers: by name (reference order) or by selector (name order).
 	if err := r.gatherPerformers(ctx, e, &f); err != nil {
@@ -262,6 +279,56 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	}
 	g.facts = f
 	return g, nil
+}
+
+// gatherAccess fills the spec.managePerformers facts: the ServiceAccount, Role and
+// RoleBinding executor-<name> (from the cache, which holds the ones labelled as ours, then
+// the API server: a foreign namesake is an ownership conflict) and the Performers labelled
+// gantry.dev/created-by-executor=<name>.
+func (r *ExecutorReconciler) gatherAccess(ctx context.Context, e *v1alpha1.Executor, g *gathered, f *executor.Facts) error {
+	f.ManagePerformers = e.Spec.ManagePerformers
+	var list v1alpha1.PerformerList
+	if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{v1alpha1.LabelCreatedByExecutor: e.Name}); err != nil {
+		return err
+	}
+	g.managed, f.ManagedPerformers = list.Items, len(list.Items)
+	key := types.NamespacedName{Namespace: e.Namespace, Name: executor.AccessName(e.Name)}
+	sa, role, rb := &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}
+	read := func(obj client.Object) (bool, error) {
+		if !e.Spec.ManagePerformers {
+			// Off: only our own (cached) objects matter, to delete them.
+			err := r.Client.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		return r.get(ctx, key, obj)
+	}
+	foundSA, err := read(sa)
+	if err != nil {
+		return err
+	}
+	foundRole, err := read(role)
+	if err != nil {
+		return err
+	}
+	foundRB, err := read(rb)
+	if err != nil {
+		return err
+	}
+	if !foundSA {
+		sa = nil
+	}
+	if !foundRole {
+		role = nil
+	}
+	if !foundRB {
+		rb = nil
+	}
+	_, wantRole, wantRB := executor.DesiredAccess(e)
+	f.Access = executor.AccessFacts(sa, role, rb, wantRole, wantRB, e.UID)
+	return nil
 }
 
 // gatherPerformers fills f.Performers: by name (reference order) or by selector (name order);
@@ -374,6 +441,10 @@ func (r *ExecutorReconciler) status(e *v1alpha1.Executor, d executor.Decision, g
 		st.ConfigMapName = g.cm.Name
 		st.PerformerEndpoints = g.endpoints
 	}
+	st.ManagedPerformers = nil
+	if len(g.managed) > 0 {
+		st.ManagedPerformers = executor.ManagedPerformers(g.managed)
+	}
 	return st
 }
 
@@ -422,6 +493,24 @@ func (r *ExecutorReconciler) act(ctx context.Context, e *v1alpha1.Executor, a ex
 	case executor.ActionDeleteDeployment:
 		return deleteExact(ctx, r.Client, g.live)
 
+	case executor.ActionEnsureAccess:
+		return r.ensureAccess(ctx, e)
+
+	case executor.ActionDeleteAccess:
+		sa, role, rb := executor.DesiredAccess(e)
+		for _, obj := range []client.Object{rb, role, sa} {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, obj)); err != nil {
+				return err
+			}
+		}
+
+	case executor.ActionDeleteManagedPerformers:
+		for i := range g.managed {
+			if err := deleteExact(ctx, r.Client, &g.managed[i]); err != nil {
+				return err
+			}
+		}
+
 	case executor.ActionDeleteConfigMaps:
 		cms, err := r.ownedConfigMaps(ctx, e)
 		if err != nil {
@@ -434,6 +523,47 @@ func (r *ExecutorReconciler) act(ctx context.Context, e *v1alpha1.Executor, a ex
 		}
 	}
 	return nil
+}
+
+// ensureAccess creates or updates the ServiceAccount, Role and RoleBinding executor-<name>
+// (DesiredAccess), each controlled by the Executor so they go with it.
+func (r *ExecutorReconciler) ensureAccess(ctx context.Context, e *v1alpha1.Executor) error {
+	wantSA, wantRole, wantRB := executor.DesiredAccess(e)
+	labelled := func(obj client.Object) {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range executor.Labels(e) {
+			l[k] = v
+		}
+		obj.SetLabels(l)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: wantSA.Name, Namespace: wantSA.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, sa, func() error {
+		labelled(sa)
+		return controllerutil.SetControllerReference(e, sa, r.Scheme)
+	}); err != nil {
+		return err
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: wantRole.Name, Namespace: wantRole.Namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, role, func() error {
+		labelled(role)
+		role.Rules = wantRole.Rules
+		return controllerutil.SetControllerReference(e, role, r.Scheme)
+	}); err != nil {
+		return err
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wantRB.Name, Namespace: wantRB.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rb, func() error {
+		labelled(rb)
+		if rb.CreationTimestamp.IsZero() {
+			rb.RoleRef = wantRB.RoleRef // immutable once created
+		}
+		rb.Subjects = wantRB.Subjects
+		return controllerutil.SetControllerReference(e, rb, r.Scheme)
+	})
+	return err
 }
 
 // writeDeployment creates or updates the Deployment with the given pod template and the
@@ -508,6 +638,10 @@ func executorActionKind(a executor.Action) string {
 		return "ConfigMap"
 	case executor.ActionAddFinalizer, executor.ActionRemoveFinalizer:
 		return "Executor"
+	case executor.ActionEnsureAccess, executor.ActionDeleteAccess:
+		return "Role"
+	case executor.ActionDeleteManagedPerformers:
+		return "Performer"
 	}
 	return "Deployment"
 }
@@ -522,6 +656,10 @@ func executorActionObject(e *v1alpha1.Executor, a executor.Action, g *gathered) 
 		return "executor-" + e.Name
 	case "Executor":
 		return e.Name
+	case "Role":
+		return executor.AccessName(e.Name)
+	case "Performer":
+		return v1alpha1.LabelCreatedByExecutor + "=" + e.Name
 	}
 	return executor.DeploymentName(e.Name)
 }

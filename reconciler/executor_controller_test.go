@@ -11,10 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -513,7 +515,7 @@ func TestExecutorValidation(t *testing.T) {
 		"names and selector": {func(s *v1alpha1.ExecutorSpec) { s.Performers.Selector = &metav1.LabelSelector{} }, "set at most one of performers.names or performers.selector"},
 		"keys and signer": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSignerURL = "https://s" },
 			"exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"},
-		"secret without keys": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.ECDSAKey = "" }, "needs ecdsaKey and/or blsKey"},
+		"secret without keys": {func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.ECDSAKey = "" }, "needs ecdsaKey, blsKey and/or blsKeystoreKey"},
 		"no chains":           {func(s *v1alpha1.ExecutorSpec) { s.Chains = nil }, "chains"},
 		"reserved pod label":  {func(s *v1alpha1.ExecutorSpec) { s.PodLabels = map[string]string{"gantry.dev/executor": "x"} }, "podLabels cannot set"},
 		"replicas > 100":      {func(s *v1alpha1.ExecutorSpec) { n := int32(101); s.Replicas = &n }, "replicas"},
@@ -563,4 +565,165 @@ func (r *executorPhases) seen() []v1alpha1.ExecutorPhase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]v1alpha1.ExecutorPhase(nil), r.phases...)
+}
+
+// TestExecutorManagedPerformers: with managePerformers the executor's pods run as
+// executor-<name>, which may create Performers in its namespace and nothing else; the
+// Performers it creates (label gantry.dev/created-by-executor) are listed in status and
+// deleted with the Executor; the config tells the executor where and how; the upstream
+// executor fields (ports, operator address, BLS keystore, AVS list) reach the pods and config.
+func TestExecutorManagedPerformers(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	secret := fmt.Sprintf("bls-keystore-%d", seq.Add(1))
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: e.ns},
+		StringData: map[string]string{"keystore.json": `{"crypto":{}}`, "password": "pw", "ecdsa": keyMaterial}}); err != nil {
+		t.Fatal(err)
+	}
+	avs := "0x" + strings.Repeat("d4", 20)
+	x := e.newExecutor("managed", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010",
+		OperatorKeys:     v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa", BLSKeystoreKey: "keystore.json", BLSKeystorePasswordKey: "password"},
+		GRPCPort:         9095,
+		OperatorAddress:  "0x" + strings.Repeat("e5", 20),
+		AVSPerformers:    []v1alpha1.AVSPerformer{{AVSAddress: avs, AVSRegistrarAddress: "0x" + strings.Repeat("f6", 20), ProcessType: "server", Image: imageV1}},
+		ManagePerformers: true,
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	name := executor.AccessName(x.Name)
+
+	// The pods: ServiceAccount, ports, keystore mounted from the Secret, password by reference.
+	pods := e.executorPods(t, x.Name)
+	if len(pods) == 0 {
+		t.Fatal("no executor pods")
+	}
+	ps := pods[0].Spec
+	if ps.ServiceAccountName != name {
+		t.Errorf("serviceAccountName = %q, want %q", ps.ServiceAccountName, name)
+	}
+	ports := map[string]int32{}
+	for _, p := range ps.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["grpc"] != 9095 || ports["management"] != v1alpha1.DefaultExecutorManagementPort {
+		t.Errorf("container ports = %v", ports)
+	}
+	var keystore *corev1.SecretVolumeSource
+	for _, v := range ps.Volumes {
+		if v.Secret != nil {
+			keystore = v.Secret
+		}
+	}
+	if keystore == nil || keystore.SecretName != secret || len(keystore.Items) != 1 || keystore.Items[0].Key != "keystore.json" {
+		t.Errorf("keystore volume = %+v", keystore)
+	}
+	var pw *corev1.EnvVar
+	for i, v := range ps.Containers[0].Env {
+		if v.Name == v1alpha1.ExecutorBLSKeystorePasswordEnv {
+			pw = &ps.Containers[0].Env[i]
+		}
+	}
+	if pw == nil || pw.Value != "" || pw.ValueFrom == nil || pw.ValueFrom.SecretKeyRef.Key != "password" {
+		t.Errorf("%s = %+v, want a secretKeyRef to key password", v1alpha1.ExecutorBLSKeystorePasswordEnv, pw)
+	}
+	cfg := e.configMap(t, got.Status.ConfigMapName).Data[v1alpha1.ExecutorConfigKey]
+	for _, want := range []string{"grpc_port: 9095", "management_server_grpc_port: 9091", "operator_address: 0x" + strings.Repeat("e5", 20),
+		"avs_address: " + avs, "process_type: server", "bls_keystore_file: " + v1alpha1.ExecutorKeystorePath,
+		"bls_keystore_password_env: " + v1alpha1.ExecutorBLSKeystorePasswordEnv, "crd_group: gantry.dev", "namespace: " + e.ns,
+		v1alpha1.LabelCreatedByExecutor + ": " + x.Name} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(cfg, "pw") && strings.Contains(cfg, "password: pw") || strings.Contains(cfg, keyMaterial) {
+		t.Errorf("config holds key material:\n%s", cfg)
+	}
+
+	// As the executor's ServiceAccount: Performers in its namespace yes; Secrets and other
+	// namespaces no.
+	asExecutor := rest.CopyConfig(e.cfg)
+	asExecutor.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + e.ns + ":" + name}
+	sc, err := client.New(asExecutor, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perf := &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("avs-%d", seq.Add(1)), Namespace: e.ns,
+		Labels: map[string]string{v1alpha1.LabelCreatedByExecutor: x.Name}}, Spec: v1alpha1.PerformerSpec{Image: imageV1, AVSAddress: avs}}
+	if err := sc.Create(ctx, perf); err != nil {
+		t.Fatalf("the executor's ServiceAccount cannot create a Performer: %v", err)
+	}
+	if err := sc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: e.ns}}); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a Secret as the executor: err = %v, want Forbidden", err)
+	}
+	other := &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}, Spec: v1alpha1.PerformerSpec{Image: imageV1}}
+	if err := sc.Create(ctx, other); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a Performer in another namespace as the executor: err = %v, want Forbidden", err)
+	}
+
+	// Status lists it, Running with its endpoint.
+	got = e.waitExecutor(t, x.Name, "the managed performer Running in status", func(x *v1alpha1.Executor) bool {
+		return len(x.Status.ManagedPerformers) == 1 && x.Status.ManagedPerformers[0].Name == perf.Name &&
+			x.Status.ManagedPerformers[0].Phase == v1alpha1.PerformerRunning && x.Status.ManagedPerformers[0].Endpoint != ""
+	})
+	t.Logf("managed performers: %+v", got.Status.ManagedPerformers)
+
+	// Deleting the Executor deletes what it created; its access goes with it.
+	if err := e.c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var p v1alpha1.Performer
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: perf.Name}, &p)
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the managed performer %s outlived its executor", perf.Name)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var sa corev1.ServiceAccount
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &sa)
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("ServiceAccount %s outlived its executor (garbage collection)", name)
+	}
+}
+
+// TestExecutorManagePerformersOff: turning managePerformers off revokes the access and
+// deletes the performers the executor created.
+func TestExecutorManagePerformersOff(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	secret := e.keySecret(t)
+	x := e.newExecutor("manageoff", v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010",
+		OperatorKeys: v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa"}, ManagePerformers: true,
+	})
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	e.waitExecutor(t, x.Name, "Running", execRunning)
+	perf := e.newPerformer("made", v1alpha1.PerformerSpec{Image: imageV1})
+	perf.Labels = map[string]string{v1alpha1.LabelCreatedByExecutor: x.Name}
+	e.create(t, perf)
+	e.waitExecutor(t, x.Name, "the managed performer in status", func(x *v1alpha1.Executor) bool { return len(x.Status.ManagedPerformers) == 1 })
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) { x.Spec.ManagePerformers = false })
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var role rbacv1.Role
+		roleErr := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.AccessName(x.Name)}, &role)
+		var p v1alpha1.Performer
+		perfErr := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: perf.Name}, &p)
+		return apierrors.IsNotFound(roleErr) && apierrors.IsNotFound(perfErr), nil
+	})
+	if err != nil {
+		t.Fatalf("after managePerformers=false the Role or the managed performer is still there")
+	}
+	e.waitExecutor(t, x.Name, "Running without access", func(x *v1alpha1.Executor) bool {
+		return execRunning(x) && len(x.Status.ManagedPerformers) == 0
+	})
 }

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,7 +114,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			// set stages and tuning workspaces.
 			&appsv1.Deployment{}: {Label: managed},
 			&corev1.ConfigMap{}:  {Label: managed},
-			&batchv1.Job{}:       {Label: managed, Transform: transformStageJob},
+			// An Executor's ServiceAccount, Role and RoleBinding (spec.managePerformers).
+			&corev1.ServiceAccount{}: {Label: managed},
+			&rbacv1.Role{}:           {Label: managed},
+			&rbacv1.RoleBinding{}:    {Label: managed},
+			&batchv1.Job{}:           {Label: managed, Transform: transformStageJob},
 		},
 	}
 	if len(o.Namespaces) > 0 {

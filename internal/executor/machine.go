@@ -122,6 +122,14 @@ const (
 	// ActionDeleteDeployment and ActionDeleteConfigMaps clean up while Terminating.
 	ActionDeleteDeployment Action = "DeleteDeployment"
 	ActionDeleteConfigMaps Action = "DeleteConfigMaps"
+	// ActionEnsureAccess creates or updates the ServiceAccount, Role and RoleBinding an
+	// executor with spec.managePerformers runs as (DesiredAccess), before its pods need them.
+	ActionEnsureAccess Action = "EnsureAccess"
+	// ActionDeleteAccess deletes them once spec.managePerformers is off.
+	ActionDeleteAccess Action = "DeleteAccess"
+	// ActionDeleteManagedPerformers deletes the Performers the executor created itself (label
+	// gantry.dev/created-by-executor): while Terminating, and once spec.managePerformers is off.
+	ActionDeleteManagedPerformers Action = "DeleteManagedPerformers"
 	// ActionRemoveFinalizer removes v1alpha1.Finalizer; no status write follows it.
 	ActionRemoveFinalizer Action = "RemoveFinalizer"
 )
@@ -170,6 +178,20 @@ type Facts struct {
 	// LastGoodAvailable is true when a ReplicaSet of the Deployment still holds the pod
 	// template of LastGoodRevision (the rollback target).
 	LastGoodAvailable bool
+	// ManagePerformers is spec.managePerformers.
+	ManagePerformers bool
+	// Access are the ServiceAccount, Role and RoleBinding executor-<name> (AccessFacts).
+	Access Access
+	// ManagedPerformers is how many Performers carry gantry.dev/created-by-executor=<name>.
+	ManagedPerformers int
+}
+
+// Access facts: the ServiceAccount, Role and RoleBinding executor-<name> taken together.
+type Access struct {
+	// Exists is true when any of them exists; Foreign when any is not controlled by the Executor.
+	Exists, Foreign bool
+	// UpToDate is true when all three exist, are the Executor's, and grant what DesiredAccess grants.
+	UpToDate bool
 }
 
 // PerformerRef is one referenced Performer as observed.
@@ -475,6 +497,8 @@ func liveHold(f Facts, in inputs) (st state, held bool) {
 		return failed(ReasonOwnershipConflict, "a Deployment with the executor's name exists and is not controlled by this Executor"), true
 	case f.ConfigMap.Foreign:
 		return failed(ReasonOwnershipConflict, "a ConfigMap with the executor's config name exists and is not controlled by this Executor"), true
+	case f.ManagePerformers && f.Access.Foreign:
+		return failed(ReasonOwnershipConflict, "spec.managePerformers: a ServiceAccount, Role or RoleBinding named executor-<name> exists and is not controlled by this Executor"), true
 	case in.blocked != nil:
 		return *in.blocked, true
 	case in.waiting != "" || f.DesiredRevision == "":
@@ -543,6 +567,15 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 		return st, false
 	}
 
+	switch {
+	case f.ManagePerformers && !f.Access.UpToDate:
+		d.Actions = append(d.Actions, ActionEnsureAccess)
+	case !f.ManagePerformers && f.Access.Exists && !f.Access.Foreign:
+		d.Actions = append(d.Actions, ActionDeleteAccess)
+	}
+	if !f.ManagePerformers && f.ManagedPerformers > 0 {
+		d.Actions = append(d.Actions, ActionDeleteManagedPerformers)
+	}
 	if !f.ConfigMap.Exists {
 		d.Actions = append(d.Actions, ActionEnsureConfigMap)
 	}
@@ -629,8 +662,16 @@ func terminate(f Facts, d *Decision) state {
 	}
 	cmLeft := f.ConfigMap.Exists && !f.ConfigMap.Foreign
 	d.Actions = append(d.Actions, ActionDeleteConfigMaps)
-	if depLeft || cmLeft {
+	if f.ManagedPerformers > 0 {
+		// The performers the executor created go with it (no orphans); its pods may still
+		// create one while they stop, so this repeats until none is left.
+		d.Actions = append(d.Actions, ActionDeleteManagedPerformers)
+	}
+	if depLeft || cmLeft || f.ManagedPerformers > 0 {
 		st.message = "deleting the deployment and config maps"
+		if f.ManagedPerformers > 0 {
+			st.message += fmt.Sprintf(" and %d performer(s) the executor created", f.ManagedPerformers)
+		}
 		d.RequeueAfter = WaitPoll
 		return st
 	}

@@ -35,6 +35,9 @@ type world struct {
 	lastGood   string
 	failedRev  string
 	gone       bool
+	manage     bool   // spec.managePerformers
+	access     Access // the executor's ServiceAccount, Role and RoleBinding
+	managed    int    // Performers the executor created
 }
 
 func (w *world) desired() string { return fmt.Sprintf("r%d", w.variant) }
@@ -52,6 +55,7 @@ func (w *world) facts() Facts {
 		Conditions: append([]metav1.Condition(nil), w.conds...), LastGoodRevision: w.lastGood, FailedRevision: w.failedRev,
 		RollbackEnabled: w.rollback, Performers: perfs, DesiredReplicas: w.replicas,
 		LastGoodAvailable: w.rsKept[w.lastGood],
+		ManagePerformers:  w.manage, Access: w.access, ManagedPerformers: w.managed,
 	}
 	if w.secretGone {
 		f.MissingRefs = []string{"Secret ns/keys not found"}
@@ -102,6 +106,12 @@ func (w *world) apply(d Decision) {
 			w.dep.Deleting = true
 		case ActionDeleteConfigMaps:
 			w.cms = map[string]bool{}
+		case ActionEnsureAccess:
+			w.access = Access{Exists: true, UpToDate: true}
+		case ActionDeleteAccess:
+			w.access = Access{}
+		case ActionDeleteManagedPerformers:
+			w.managed = 0
 		}
 	}
 }
@@ -123,8 +133,10 @@ func (w *world) step(b byte) {
 			w.dep.UpdatedReplicas, w.dep.UnavailableReplicas, w.dep.StatusReplicas = 1, 1, w.dep.Replicas+1
 			w.dep.Progressing = DeploymentCondition{Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "timed out"}
 		}
-	case 2: // observed, still progressing
-		if w.dep != nil {
+	case 2: // observed, still progressing; or the executor's pods create a Performer (while they may)
+		if b&0x80 != 0 && w.access.UpToDate && w.dep != nil {
+			w.managed++
+		} else if w.dep != nil {
 			w.dep.ObservedGeneration = w.dep.Generation
 		}
 	case 3: // spec change: a new revision
@@ -139,7 +151,12 @@ func (w *world) step(b byte) {
 	case 6:
 		w.perfGone = !w.perfGone
 	case 7:
-		w.perfWait = !w.perfWait
+		if b&0x80 != 0 {
+			w.manage = !w.manage
+			w.generation++
+		} else {
+			w.perfWait = !w.perfWait
+		}
 	case 8:
 		w.secretGone = !w.secretGone
 	case 9:
@@ -167,6 +184,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte{6, 0, 6, 0, 0, 3, 0, 2, 1, 0, 5, 0, 1, 0, 0})
 	f.Add([]byte{0, 0, 0, 5, 3, 0, 1, 0, 5, 0, 0, 0, 11, 3, 0, 1, 0})
 	f.Add([]byte{8, 0, 8, 0, 7, 0, 7, 0, 0, 0, 138, 0, 0, 9, 0, 10, 0})
+	f.Add([]byte{135, 0, 0, 130, 130, 0, 135, 0, 130, 135, 0, 130, 9, 130, 10, 0, 0})
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		w := &world{now: time.Unix(1_700_000_000, 0), generation: 1, replicas: 2, rollback: true,
 			cms: map[string]bool{}, rsKept: map[string]bool{}}

@@ -289,6 +289,45 @@ var rows = []row{
 		prev: v1alpha1.ExecutorTerminating, prevReason: ReasonTerminating,
 		facts: func(f *Facts) { f.Deleting = true; f.Deployment = complete("r2", 2); f.Deployment.Deleting = true },
 		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps}},
+	// spec.managePerformers (Hourglass's executor creating Performers itself).
+	{name: "managePerformers: access before the Deployment",
+		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
+		facts: func(f *Facts) { f.ManagePerformers = true; f.ConfigMap.Exists = false },
+		want:  v1alpha1.ExecutorCreating, actions: []Action{ActionEnsureAccess, ActionEnsureConfigMap, ActionApplyDeployment}},
+	{name: "managePerformers: access drifted (Role edited) is restored while Running",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) {
+			f.ManagePerformers, f.Access = true, Access{Exists: true}
+			f.LastGoodRevision, f.Deployment = "r2", complete("r2", 2)
+		},
+		want: v1alpha1.ExecutorRunning, actions: []Action{ActionEnsureAccess, ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "managePerformers: a foreign ServiceAccount/Role of that name fails the executor",
+		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
+		facts: func(f *Facts) { f.ManagePerformers, f.Access = true, Access{Exists: true, Foreign: true} },
+		want:  v1alpha1.ExecutorFailed, stalled: ReasonOwnershipConflict, msg: []string{"spec.managePerformers", "not controlled by this Executor"}},
+	{name: "managePerformers turned off: access revoked, created performers deleted",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) {
+			f.Access, f.ManagedPerformers = Access{Exists: true, UpToDate: true}, 2
+			f.LastGoodRevision, f.Deployment = "r2", complete("r2", 2)
+		},
+		want: v1alpha1.ExecutorRunning, actions: []Action{ActionDeleteAccess, ActionDeleteManagedPerformers, ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "without managePerformers a foreign namesake ServiceAccount is none of our business",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) {
+			f.Access = Access{Exists: true, Foreign: true}
+			f.LastGoodRevision, f.Deployment = "r2", complete("r2", 2)
+		},
+		want: v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "Terminating deletes the performers the executor created and waits for them",
+		prev: v1alpha1.ExecutorTerminating, prevReason: ReasonTerminating,
+		facts: func(f *Facts) {
+			f.Deleting = true
+			f.ConfigMap.Exists = false
+			f.ManagePerformers = true
+			f.ManagedPerformers = 3
+		},
+		want: v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps, ActionDeleteManagedPerformers}, msg: []string{"3 performer(s) the executor created"}},
 }
 
 func TestDecideTable(t *testing.T) {
@@ -479,12 +518,18 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 		t.Fatal(err)
 	}
 	for _, a := range d.Actions {
-		if f.Deleting && !slices.Contains([]Action{ActionDeleteDeployment, ActionDeleteConfigMaps, ActionRemoveFinalizer}, a) {
+		if f.Deleting && !slices.Contains([]Action{ActionDeleteDeployment, ActionDeleteConfigMaps, ActionDeleteManagedPerformers, ActionRemoveFinalizer}, a) {
 			t.Fatalf("action %s while deleting", a)
 		}
 		if (a == ActionApplyDeployment || a == ActionEnsureConfigMap || a == ActionRollback) &&
 			(cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || len(f.MissingRefs) > 0 || f.DesiredRevision == "") {
 			t.Fatalf("action %s with inputs not ready: %s", a, describe(d))
+		}
+		if a == ActionRemoveFinalizer && f.ManagedPerformers > 0 {
+			t.Fatalf("finalizer removed while %d performers the executor created remain (orphans)", f.ManagedPerformers)
+		}
+		if a == ActionEnsureAccess && (!f.ManagePerformers || f.Access.Foreign) {
+			t.Fatalf("EnsureAccess without managePerformers or over a foreign object: %+v", f.Access)
 		}
 		if a == ActionApplyDeployment && f.Deployment != nil && f.FailedRevision == f.DesiredRevision && f.FailedRevision != "" && f.LastGoodRevision != "" {
 			t.Fatalf("re-applied failed revision %s", f.FailedRevision)

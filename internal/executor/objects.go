@@ -5,11 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +31,32 @@ const (
 	HealthPortName = "health"
 	// configVolume is the pod volume holding executor-config.yaml.
 	configVolume = "config"
+	// keysVolume is the pod volume holding the BLS keystore (operatorKeys.blsKeystoreKey).
+	keysVolume = "operator-keys"
+	// GRPCPortName and ManagementPortName name the executor's gRPC container ports.
+	GRPCPortName       = "grpc"
+	ManagementPortName = "management"
 )
+
+// GRPCPort is spec.grpcPort or v1alpha1.DefaultExecutorGRPCPort (9090).
+func GRPCPort(e *v1alpha1.Executor) int32 {
+	if e.Spec.GRPCPort == 0 {
+		return v1alpha1.DefaultExecutorGRPCPort
+	}
+	return e.Spec.GRPCPort
+}
+
+// ManagementPort is spec.managementPort or v1alpha1.DefaultExecutorManagementPort (9091).
+func ManagementPort(e *v1alpha1.Executor) int32 {
+	if e.Spec.ManagementPort == 0 {
+		return v1alpha1.DefaultExecutorManagementPort
+	}
+	return e.Spec.ManagementPort
+}
+
+// AccessName is the name of the ServiceAccount, Role and RoleBinding an Executor with
+// spec.managePerformers runs with: executor-<name>.
+func AccessName(executor string) string { return "executor-" + executor }
 
 // DeploymentName is the name of an Executor's Deployment: executor-<name>.
 func DeploymentName(executor string) string { return "executor-" + executor }
@@ -80,11 +108,36 @@ func KeepRevisions(e *v1alpha1.Executor) int32 {
 // section names the environment variables the keys arrive in (from Secret references) or
 // the remote signer URL.
 type Config struct {
-	AggregatorEndpoint string            `json:"aggregator_endpoint"`
-	LogLevel           string            `json:"log_level"`
-	Chains             []ConfigChain     `json:"chains"`
-	Performers         []ConfigPerformer `json:"performers"`
-	Signer             ConfigSigner      `json:"signer"`
+	AggregatorEndpoint       string               `json:"aggregator_endpoint"`
+	LogLevel                 string               `json:"log_level"`
+	GRPCPort                 int32                `json:"grpc_port"`
+	ManagementServerGRPCPort int32                `json:"management_server_grpc_port"`
+	OperatorAddress          string               `json:"operator_address,omitempty"`
+	Chains                   []ConfigChain        `json:"chains"`
+	Performers               []ConfigPerformer    `json:"performers"`
+	AVSPerformers            []ConfigAVSPerformer `json:"avs_performers,omitempty"`
+	Signer                   ConfigSigner         `json:"signer"`
+	Kubernetes               *ConfigKubernetes    `json:"kubernetes,omitempty"`
+}
+
+// ConfigAVSPerformer is one AVS the executor serves (Hourglass avsPerformers[]).
+type ConfigAVSPerformer struct {
+	AVSAddress          string            `json:"avs_address"`
+	AVSRegistrarAddress string            `json:"avs_registrar_address,omitempty"`
+	ProcessType         string            `json:"process_type"`
+	Image               string            `json:"image,omitempty"`
+	Env                 map[string]string `json:"env,omitempty"`
+}
+
+// ConfigKubernetes tells an executor with spec.managePerformers where and how to create its
+// Performers (Hourglass's kubernetes section: namespace, CRD group and version, in-cluster
+// credentials), plus the labels to put on each one.
+type ConfigKubernetes struct {
+	Namespace       string            `json:"namespace"`
+	CRDGroup        string            `json:"crd_group"`
+	CRDVersion      string            `json:"crd_version"`
+	InCluster       bool              `json:"in_cluster"`
+	PerformerLabels map[string]string `json:"performer_labels"`
 }
 
 // ConfigChain is one chain in executor-config.yaml.
@@ -105,10 +158,12 @@ type ConfigPerformer struct {
 // ConfigSigner says how the executor signs: "local" keys from the environment variables
 // named here, or "remote" through RemoteSignerURL.
 type ConfigSigner struct {
-	Mode            string `json:"mode"`
-	ECDSAKeyEnv     string `json:"ecdsa_private_key_env,omitempty"`
-	BLSKeyEnv       string `json:"bls_private_key_env,omitempty"`
-	RemoteSignerURL string `json:"remote_signer_url,omitempty"`
+	Mode                   string `json:"mode"`
+	ECDSAKeyEnv            string `json:"ecdsa_private_key_env,omitempty"`
+	BLSKeyEnv              string `json:"bls_private_key_env,omitempty"`
+	BLSKeystoreFile        string `json:"bls_keystore_file,omitempty"`
+	BLSKeystorePasswordEnv string `json:"bls_keystore_password_env,omitempty"`
+	RemoteSignerURL        string `json:"remote_signer_url,omitempty"`
 }
 
 // RenderConfig renders executor-config.yaml from the spec and the performer endpoints (in the
@@ -116,10 +171,25 @@ type ConfigSigner struct {
 // the same bytes.
 func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) (data string, hash string, err error) {
 	c := Config{
-		AggregatorEndpoint: e.Spec.AggregatorEndpoint,
-		LogLevel:           string(e.Spec.LogLevel),
-		Chains:             []ConfigChain{},
-		Performers:         []ConfigPerformer{},
+		AggregatorEndpoint:       e.Spec.AggregatorEndpoint,
+		LogLevel:                 string(e.Spec.LogLevel),
+		GRPCPort:                 GRPCPort(e),
+		ManagementServerGRPCPort: ManagementPort(e),
+		OperatorAddress:          e.Spec.OperatorAddress,
+		Chains:                   []ConfigChain{},
+		Performers:               []ConfigPerformer{},
+	}
+	for _, a := range e.Spec.AVSPerformers {
+		pt := a.ProcessType
+		if pt == "" {
+			pt = v1alpha1.DefaultProcessType
+		}
+		c.AVSPerformers = append(c.AVSPerformers, ConfigAVSPerformer{AVSAddress: a.AVSAddress, AVSRegistrarAddress: a.AVSRegistrarAddress,
+			ProcessType: pt, Image: a.Image, Env: a.Env})
+	}
+	if e.Spec.ManagePerformers {
+		c.Kubernetes = &ConfigKubernetes{Namespace: e.Namespace, CRDGroup: v1alpha1.GroupVersion.Group, CRDVersion: v1alpha1.GroupVersion.Version,
+			InCluster: true, PerformerLabels: map[string]string{v1alpha1.LabelCreatedByExecutor: e.Name}}
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = v1alpha1.DefaultExecutorLogLevel
@@ -140,6 +210,12 @@ func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) 
 		}
 		if k.BLSKey != "" {
 			c.Signer.BLSKeyEnv = v1alpha1.ExecutorBLSKeyEnv
+		}
+		if k.BLSKeystoreKey != "" {
+			c.Signer.BLSKeystoreFile = v1alpha1.ExecutorKeystorePath
+		}
+		if k.BLSKeystorePasswordKey != "" {
+			c.Signer.BLSKeystorePasswordEnv = v1alpha1.ExecutorBLSKeystorePasswordEnv
 		}
 	}
 	b, err := yaml.Marshal(c)
@@ -194,8 +270,25 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 	if k.SecretName != "" && k.BLSKey != "" {
 		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeyEnv, k.BLSKey))
 	}
+	if k.SecretName != "" && k.BLSKeystorePasswordKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeystorePasswordEnv, k.BLSKeystorePasswordKey))
+	}
 	if k.RemoteSignerURL != "" {
 		env = append(env, corev1.EnvVar{Name: v1alpha1.ExecutorRemoteSignerEnv, Value: k.RemoteSignerURL})
+	}
+	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}}
+	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}}
+	if k.SecretName != "" && k.BLSKeystoreKey != "" {
+		mode := int32(0o400)
+		mounts = append(mounts, corev1.VolumeMount{Name: keysVolume, MountPath: path.Dir(v1alpha1.ExecutorKeystorePath), ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: keysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: k.SecretName, DefaultMode: &mode,
+			Items: []corev1.KeyToPath{{Key: k.BLSKeystoreKey, Path: path.Base(v1alpha1.ExecutorKeystorePath)}}}}})
+	}
+	serviceAccount := ""
+	if e.Spec.ManagePerformers {
+		serviceAccount = AccessName(e.Name)
 	}
 	pullPolicy := e.Spec.ImagePullPolicy
 	if pullPolicy == "" {
@@ -217,26 +310,30 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 			Annotations: map[string]string{v1alpha1.AnnotationConfigHash: configHash},
 		},
 		Spec: corev1.PodSpec{
-			ImagePullSecrets:  append([]corev1.LocalObjectReference(nil), e.Spec.ImagePullSecrets...),
-			NodeSelector:      pl.NodeSelector,
-			Tolerations:       pl.Tolerations,
-			Affinity:          pl.Affinity,
-			RuntimeClassName:  pl.RuntimeClassName,
-			PriorityClassName: pl.PriorityClassName,
+			ServiceAccountName: serviceAccount,
+			ImagePullSecrets:   append([]corev1.LocalObjectReference(nil), e.Spec.ImagePullSecrets...),
+			NodeSelector:       pl.NodeSelector,
+			Tolerations:        pl.Tolerations,
+			Affinity:           pl.Affinity,
+			RuntimeClassName:   pl.RuntimeClassName,
+			PriorityClassName:  pl.PriorityClassName,
 			Containers: []corev1.Container{{
 				Name:            ContainerName,
 				Image:           e.Spec.Image,
 				ImagePullPolicy: pullPolicy,
 				Args:            []string{"--config=" + v1alpha1.ExecutorConfigMountPath + "/" + v1alpha1.ExecutorConfigKey},
 				Env:             env,
-				Ports:           []corev1.ContainerPort{{Name: HealthPortName, ContainerPort: v1alpha1.DefaultExecutorHealthPort, Protocol: corev1.ProtocolTCP}},
-				Resources:       res,
-				VolumeMounts:    []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}},
-				LivenessProbe:   probe("/healthz"),
-				ReadinessProbe:  probe("/readyz"),
+				Ports: []corev1.ContainerPort{
+					{Name: HealthPortName, ContainerPort: v1alpha1.DefaultExecutorHealthPort, Protocol: corev1.ProtocolTCP},
+					{Name: GRPCPortName, ContainerPort: GRPCPort(e), Protocol: corev1.ProtocolTCP},
+					{Name: ManagementPortName, ContainerPort: ManagementPort(e), Protocol: corev1.ProtocolTCP},
+				},
+				Resources:      res,
+				VolumeMounts:   mounts,
+				LivenessProbe:  probe("/healthz"),
+				ReadinessProbe: probe("/readyz"),
 			}},
-			Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
-				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}},
+			Volumes: volumes,
 		},
 	}
 	if k.SecretName != "" && k.SecretVersion != "" {
@@ -295,7 +392,7 @@ func ConfigMapsReferenced(t *corev1.PodTemplateSpec) []string {
 }
 
 // Refs returns the operator key Secret an Executor references, with the keys it reads
-// (ecdsaKey, blsKey); nil without spec.operatorKeys.secretName. Exists and HasKey are left for
+// (ecdsaKey, blsKey, blsKeystoreKey, blsKeystorePasswordKey); nil without spec.operatorKeys.secretName. Exists and HasKey are left for
 // the controller to fill in.
 func Refs(e *v1alpha1.Executor) []failure.Ref {
 	k := e.Spec.OperatorKeys
@@ -303,7 +400,7 @@ func Refs(e *v1alpha1.Executor) []failure.Ref {
 		return nil
 	}
 	r := failure.Ref{Kind: "Secret", Namespace: e.Namespace, Name: k.SecretName}
-	for _, key := range []string{k.ECDSAKey, k.BLSKey} {
+	for _, key := range []string{k.ECDSAKey, k.BLSKey, k.BLSKeystoreKey, k.BLSKeystorePasswordKey} {
 		if key != "" && !slices.Contains(r.Keys, key) {
 			r.Keys = append(r.Keys, key)
 		}
@@ -414,5 +511,68 @@ func SortedNames(names []string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// DesiredAccess builds what an Executor with spec.managePerformers runs as (no owner
+// references; the controller adds them): the ServiceAccount executor-<name>, the Role
+// executor-<name> allowing exactly what Hourglass's executor RBAC allows on its performers
+// (Performers: create, delete, get, list, patch, update, watch; their status: get; Pods and
+// Services: get, list, watch, to see why a performer does not run), and the RoleBinding
+// executor-<name> of the two. Namespaced: the executor cannot touch other namespaces.
+func DesiredAccess(e *v1alpha1.Executor) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	meta := metav1.ObjectMeta{Name: AccessName(e.Name), Namespace: e.Namespace, Labels: Labels(e)}
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: *meta.DeepCopy()}
+	role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: *meta.DeepCopy(),
+		Rules: AccessRules()}
+	rb := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: *meta.DeepCopy(),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AccessName(e.Name)},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AccessName(e.Name), Namespace: e.Namespace}}}
+	return sa, role, rb
+}
+
+// AccessRules are the Role rules of DesiredAccess.
+func AccessRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"performers"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"performers/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// AccessFacts reads the access objects' facts: each nil when absent; owner is the Executor's UID.
+func AccessFacts(sa *corev1.ServiceAccount, role *rbacv1.Role, rb *rbacv1.RoleBinding, want *rbacv1.Role, wantRB *rbacv1.RoleBinding, owner types.UID) Access {
+	var a Access
+	var objs []metav1.Object
+	if sa != nil {
+		objs = append(objs, sa)
+	}
+	if role != nil {
+		objs = append(objs, role)
+	}
+	if rb != nil {
+		objs = append(objs, rb)
+	}
+	for _, o := range objs {
+		a.Exists = true
+		if ref := metav1.GetControllerOf(o); ref == nil || ref.UID != owner {
+			a.Foreign = true
+		}
+	}
+	a.UpToDate = sa != nil && role != nil && rb != nil && !a.Foreign &&
+		equality.Semantic.DeepEqual(role.Rules, want.Rules) && rb.RoleRef == wantRB.RoleRef &&
+		equality.Semantic.DeepEqual(rb.Subjects, wantRB.Subjects)
+	return a
+}
+
+// ManagedPerformers lists the Performers an executor created (v1alpha1.LabelCreatedByExecutor),
+// sorted by name, as status.managedPerformers shows them.
+func ManagedPerformers(list []v1alpha1.Performer) []v1alpha1.ManagedPerformer {
+	out := make([]v1alpha1.ManagedPerformer, 0, len(list))
+	for i := range list {
+		p := &list[i]
+		out = append(out, v1alpha1.ManagedPerformer{Name: p.Name, Phase: p.Status.Phase, Endpoint: p.Status.GRPCEndpoint})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

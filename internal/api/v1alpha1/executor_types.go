@@ -45,6 +45,21 @@ const (
 	ExecutorBLSKeyEnv                     = "BLS_PRIVATE_KEY"
 	ExecutorRemoteSignerEnv               = "REMOTE_SIGNER_URL"
 	ExecutorReasonPerformerNotFound       = "PerformerNotFound"
+	// DefaultExecutorGRPCPort and DefaultExecutorManagementPort are the executor's gRPC
+	// and management gRPC ports when unset (Hourglass's executor-config.yaml template:
+	// grpcPort 9090, managementServerGrpcPort 9091).
+	DefaultExecutorGRPCPort       int32 = 9090
+	DefaultExecutorManagementPort int32 = 9091
+	// ExecutorBLSKeystorePasswordEnv holds the BLS keystore's password (valueFrom secretKeyRef);
+	// the keystore itself is mounted at ExecutorKeystorePath.
+	ExecutorBLSKeystorePasswordEnv = "BLS_KEYSTORE_PASSWORD"
+	ExecutorKeystorePath           = "/etc/gantry-keys/bls-keystore.json"
+	// LabelCreatedByExecutor marks a Performer an Executor created itself (spec.managePerformers):
+	// gantry.dev/created-by-executor=<executor name>. The Executor lists them in
+	// status.managedPerformers and deletes them when it is deleted.
+	LabelCreatedByExecutor = "gantry.dev/created-by-executor"
+	// DefaultProcessType is an AVS performer's process type when unset (Hourglass: server).
+	DefaultProcessType = "server"
 )
 
 // Executor runs an AVS executor (Hourglass "ponos"): a Deployment that mounts a ConfigMap
@@ -63,6 +78,7 @@ const (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readyText`
 // +kubebuilder:printcolumn:name="Chains",type=string,JSONPath=`.spec.chains[*].name`
 // +kubebuilder:printcolumn:name="Performers",type=string,JSONPath=`.status.performerEndpoints[*].name`
+// +kubebuilder:printcolumn:name="Managed",type=string,JSONPath=`.status.managedPerformers[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.currentRevision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Executor struct {
@@ -74,6 +90,7 @@ type Executor struct {
 }
 
 // ExecutorSpec is the desired state of an Executor.
+// +kubebuilder:validation:XValidation:rule="!has(self.grpcPort) || !has(self.managementPort) || self.grpcPort != self.managementPort",message="grpcPort and managementPort must differ"
 type ExecutorSpec struct {
 	// Image is the executor container image, e.g. "ghcr.io/layr-labs/hourglass/executor:v0.4.0".
 	// A change rolls the Deployment (phase Updating).
@@ -155,6 +172,83 @@ type ExecutorSpec struct {
 	// Rollback is what happens when an update fails (as Hourglass's deployment machine: FAILED → ROLLINGBACK).
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
+
+	// GRPCPort is the port of the executor's gRPC server (Hourglass grpcPort), 1-65535,
+	// default 9090: a container port named "grpc" and grpc_port in the config.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=9090
+	// +optional
+	GRPCPort int32 `json:"grpcPort,omitempty"`
+
+	// ManagementPort is the port of the executor's management gRPC server (Hourglass
+	// managementServerGrpcPort), 1-65535, default 9091: a container port named "management".
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=9091
+	// +optional
+	ManagementPort int32 `json:"managementPort,omitempty"`
+
+	// OperatorAddress is the operator's Ethereum address (Hourglass operator.address): 0x
+	// followed by 40 hex digits.
+	// +kubebuilder:validation:Pattern=`^0x[0-9a-fA-F]{40}$`
+	// +optional
+	OperatorAddress string `json:"operatorAddress,omitempty"`
+
+	// AVSPerformers are the AVSs this executor serves (Hourglass avsPerformers[]), one per AVS
+	// address (0-64). With managePerformers the executor deploys each one's image as a
+	// Performer itself.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=avsAddress
+	// +optional
+	AVSPerformers []AVSPerformer `json:"avsPerformers,omitempty"`
+
+	// ManagePerformers lets the executor create and remove Performers itself, as Hourglass's
+	// executor does for each AVS it serves: the pods run as the ServiceAccount executor-<name>,
+	// bound by a Role executor-<name>-performers to create, update and delete Performers in
+	// this namespace (nothing else), and the config's kubernetes section tells the executor
+	// the namespace, API group and the label gantry.dev/created-by-executor=<name> to put on
+	// them. status.managedPerformers lists them; deleting the Executor deletes them.
+	// +optional
+	ManagePerformers bool `json:"managePerformers,omitempty"`
+}
+
+// AVSPerformer is one AVS an executor serves (Hourglass executor config avsPerformers[]).
+type AVSPerformer struct {
+	// AVSAddress is the AVS contract address: 0x followed by 40 hex digits.
+	// +kubebuilder:validation:Pattern=`^0x[0-9a-fA-F]{40}$`
+	AVSAddress string `json:"avsAddress"`
+	// AVSRegistrarAddress is the AVS registrar contract address: 0x followed by 40 hex digits.
+	// +kubebuilder:validation:Pattern=`^0x[0-9a-fA-F]{40}$`
+	// +optional
+	AVSRegistrarAddress string `json:"avsRegistrarAddress,omitempty"`
+	// ProcessType is how the executor runs the performer: server (a long-running gRPC server,
+	// the default) or one-off (a process per task), as Hourglass's processType.
+	// +kubebuilder:validation:Enum=server;one-off
+	// +kubebuilder:default=server
+	// +optional
+	ProcessType string `json:"processType,omitempty"`
+	// Image is the performer image the executor deploys for this AVS (with managePerformers),
+	// e.g. "ghcr.io/acme/performer:1.2.0".
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Env are plain environment variables for that performer, name → value (no key material).
+	// +optional
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// ManagedPerformer is one Performer an executor created itself, as observed.
+type ManagedPerformer struct {
+	// Name of the Performer.
+	Name string `json:"name"`
+	// Phase is its status.phase.
+	// +optional
+	Phase PerformerPhase `json:"phase,omitempty"`
+	// Endpoint is its status.grpcEndpoint.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // Chain is one chain the executor monitors (Hourglass config.chains[]).
@@ -194,8 +288,10 @@ type PerformerSelection struct {
 // ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY (valueFrom secretKeyRef, as Hourglass's own
 // statefulset template did), or REMOTE_SIGNER_URL.
 // +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.remoteSignerUrl)",message="set exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"
-// +kubebuilder:validation:XValidation:rule="!has(self.secretName) || has(self.ecdsaKey) || has(self.blsKey)",message="operatorKeys.secretName needs ecdsaKey and/or blsKey"
-// +kubebuilder:validation:XValidation:rule="has(self.secretName) || (!has(self.ecdsaKey) && !has(self.blsKey))",message="operatorKeys.ecdsaKey and blsKey need secretName"
+// +kubebuilder:validation:XValidation:rule="!has(self.secretName) || has(self.ecdsaKey) || has(self.blsKey) || has(self.blsKeystoreKey)",message="operatorKeys.secretName needs ecdsaKey, blsKey and/or blsKeystoreKey"
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) || (!has(self.ecdsaKey) && !has(self.blsKey) && !has(self.blsKeystoreKey))",message="operatorKeys.ecdsaKey, blsKey and blsKeystoreKey need secretName"
+// +kubebuilder:validation:XValidation:rule="!(has(self.blsKey) && has(self.blsKeystoreKey))",message="set at most one of operatorKeys.blsKey and operatorKeys.blsKeystoreKey"
+// +kubebuilder:validation:XValidation:rule="!has(self.blsKeystorePasswordKey) || has(self.blsKeystoreKey)",message="operatorKeys.blsKeystorePasswordKey needs blsKeystoreKey"
 // +kubebuilder:validation:XValidation:rule="has(self.secretName) || !has(self.secretVersion)",message="operatorKeys.secretVersion needs secretName"
 type OperatorKeys struct {
 	// SecretName is a Secret in the Executor's namespace holding the private keys.
@@ -211,6 +307,17 @@ type OperatorKeys struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	// +optional
 	BLSKey string `json:"blsKey,omitempty"`
+	// BLSKeystoreKey is the key within the Secret holding a BLS keystore (EIP-2335 JSON), as
+	// Hourglass's signingKeys.bls.keystore: mounted read-only at
+	// /etc/gantry-keys/bls-keystore.json and named in the config (signer.bls_keystore_file).
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	BLSKeystoreKey string `json:"blsKeystoreKey,omitempty"`
+	// BLSKeystorePasswordKey is the key within the Secret holding the keystore's password,
+	// passed as the environment variable BLS_KEYSTORE_PASSWORD (valueFrom secretKeyRef).
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	BLSKeystorePasswordKey string `json:"blsKeystorePasswordKey,omitempty"`
 	// RemoteSignerURL is the https:// (or http://) URL of a remote signer (web3signer).
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+([/?#]\S*)?$`
 	// +kubebuilder:validation:MaxLength=2048
@@ -293,6 +400,10 @@ type ExecutorStatus struct {
 	// PerformerEndpoints are the performer endpoints rendered into the desired config.
 	// +optional
 	PerformerEndpoints []PerformerEndpoint `json:"performerEndpoints,omitempty"`
+	// ManagedPerformers are the Performers the executor created itself (label
+	// gantry.dev/created-by-executor=<name>), by name, with their phase and endpoint.
+	// +optional
+	ManagedPerformers []ManagedPerformer `json:"managedPerformers,omitempty"`
 }
 
 // ExecutorList is a list of Executors.
