@@ -75,6 +75,7 @@ type performerModelV0 struct {
 	Version              types.String         `tfsdk:"version"`
 	AVSAddress           types.String         `tfsdk:"avs_address"`
 	ImagePullPolicy      types.String         `tfsdk:"image_pull_policy"`
+	Strategy             types.String         `tfsdk:"strategy"`
 	ImagePullSecrets     []string             `tfsdk:"image_pull_secrets"`
 	GRPCPort             types.Int64          `tfsdk:"grpc_port"`
 	Env                  map[string]string    `tfsdk:"env"`
@@ -191,6 +192,14 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Default:             stringdefault.StaticString(string(corev1.PullIfNotPresent)),
 				MarkdownDescription: "Image pull policy of the performer container: `Always`, `Never` or `IfNotPresent` (default).",
 				Validators:          []validator.String{stringvalidator.OneOf(string(corev1.PullAlways), string(corev1.PullNever), string(corev1.PullIfNotPresent))},
+			},
+			"strategy": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.PerformerRecreate)),
+				MarkdownDescription: "How a change of `image`, `env` or any other Pod field replaces the performer's Pod: `Recreate` (default, as " +
+					"Hourglass: the Pod `performer-<name>` is deleted, then created) or `RollingUpdate` (the performer runs as a one-replica " +
+					"Deployment `performer-<name>` with `maxSurge` 1 and `maxUnavailable` 0: the new Pod is Ready before the old one is removed, " +
+					"so the performer always has a serving Pod; its labels reach the Pod).",
+				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.PerformerRecreate), string(v1alpha1.PerformerRollingUpdate))},
 			},
 			"image_pull_secrets": schema.ListAttribute{
 				Optional:            true,
@@ -457,6 +466,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		Version:            m.Version.ValueString(),
 		AVSAddress:         m.AVSAddress.ValueString(),
 		ImagePullPolicy:    corev1.PullPolicy(m.ImagePullPolicy.ValueString()),
+		Strategy:           v1alpha1.PerformerStrategy(m.Strategy.ValueString()),
 		GRPCPort:           int32(m.GRPCPort.ValueInt64()),
 		Env:                cloneMap(m.Env),
 		Command:            m.Command,
@@ -516,6 +526,7 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 		Version:            optString(s.Version, prior.Version),
 		AVSAddress:         optString(s.AVSAddress, prior.AVSAddress),
 		ImagePullPolicy:    types.StringValue(string(s.ImagePullPolicy)),
+		Strategy:           types.StringValue(string(s.Strategy)),
 		GRPCPort:           types.Int64Value(int64(s.GRPCPort)),
 		Env:                optMap(s.Env, prior.Env),
 		Command:            optList(s.Command, prior.Command),
@@ -528,6 +539,9 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 	}
 	if s.ImagePullPolicy == "" {
 		m.ImagePullPolicy = types.StringValue(string(corev1.PullIfNotPresent))
+	}
+	if s.Strategy == "" {
+		m.Strategy = types.StringValue(string(v1alpha1.PerformerRecreate))
 	}
 	if s.GRPCPort == 0 {
 		m.GRPCPort = types.Int64Value(int64(v1alpha1.DefaultGRPCPort))

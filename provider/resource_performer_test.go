@@ -47,6 +47,7 @@ func minimalModel() performerModelV0 {
 		Namespace:       str("default"),
 		Image:           str("ghcr.io/acme/performer:1"),
 		ImagePullPolicy: str("IfNotPresent"),
+		Strategy:        str("Recreate"),
 		GRPCPort:        types.Int64Value(9090),
 		Affinity:        jsontypes.NewNormalizedNull(),
 	}

@@ -53,9 +53,10 @@ type objectWrite struct {
 }
 
 // stale reports which of the reconciler's own writes the cache does not show yet ("" when
-// none); the performer, pod and service are the cached copies (pod and svc nil when absent).
+// none); the performer, pod, service and (optional) Deployment are the cached copies (nil when
+// absent).
 // Expectations met, or older than expectationTTL, are forgotten.
-func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc client.Object) string {
+func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc client.Object, dep ...client.Object) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	x := e.m[key]
@@ -69,7 +70,11 @@ func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc
 	if x.performerRV != "" && resourceversion.Older(p.GetResourceVersion(), x.performerRV) {
 		return "Performer"
 	}
-	for kind, cached := range map[string]client.Object{"Pod": pod, "Service": svc} {
+	owned := map[string]client.Object{"Pod": pod, "Service": svc}
+	if len(dep) > 0 {
+		owned["Deployment"] = dep[0]
+	}
+	for kind, cached := range owned {
 		w, ok := x.objects[kind]
 		if !ok {
 			continue

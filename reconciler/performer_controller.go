@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
@@ -70,8 +73,11 @@ func NewPerformerReconciler(mgr ctrl.Manager) *PerformerReconciler {
 func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Performer{}).
-		Owns(&corev1.Pod{}).
+		// Its Pods by label, not ownership: a RollingUpdate performer's Pods belong to its
+		// Deployment's ReplicaSets.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(performerOfPod)).
 		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
 		Named("performer").
 		WithOptions(opts).
 		Complete(r)
@@ -124,13 +130,22 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}()
 
+	rolling := p.Spec.Strategy == v1alpha1.PerformerRollingUpdate
+	var desiredDep *appsv1.Deployment
+	if rolling && specErr == nil {
+		desiredDep = performer.DesiredDeployment(&p, desiredPod)
+	}
 	for first := true; ; first = false {
 		pod, svc, err := r.observe(ctx, &p, direct)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		dep, rsPod, err := r.observeDeployment(ctx, &p, direct, rolling, desiredPod)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		if first && !direct {
-			if what := r.expected.stale(req.NamespacedName, &p, objectOrNil(pod), objectOrNil(svc)); what != "" {
+			if what := r.expected.stale(req.NamespacedName, &p, objectOrNil(pod), objectOrNil(svc), objectOrNil(dep)); what != "" {
 				logger.V(1).Info("cache does not show our last write yet; skipping the pass", "object", what)
 				return ctrl.Result{RequeueAfter: staleRetry}, nil
 			}
@@ -145,6 +160,17 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			DesiredImage: p.Spec.Image,
 			Pod:          performer.PodFacts(pod, p.UID),
 			Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
+			Deployment:   performer.DeploymentFacts(dep, desiredDep, p.UID),
+		}
+		statusPod := pod
+		if rolling {
+			facts.RollingUpdate = true
+			facts.BarePod = pod != nil && facts.Pod != nil && !facts.Pod.Foreign
+			facts.Pod, statusPod = nil, rsPod
+			if rsPod != nil {
+				facts.Pod = performer.PodFacts(rsPod, p.UID)
+				facts.Pod.Foreign = false // the ReplicaSet's, not foreign
+			}
 		}
 		if specErr != nil {
 			facts.SpecError = specErr.Error()
@@ -159,7 +185,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, illegalTransition[*performer.TransitionError](r.Recorder, &p, err)
 		}
 		if !slices.Contains(d.Actions, performer.ActionRemoveFinalizer) {
-			if stale, err := writeStatus(ctx, r.Client, &p, &p.Status, r.status(&p, d, facts, pod, now)); err != nil {
+			if stale, err := writeStatus(ctx, r.Client, &p, &p.Status, r.status(&p, d, facts, statusPod, now)); err != nil {
 				return ctrl.Result{}, err
 			} else if stale {
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -170,7 +196,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
 		}
 
-		err = r.actAll(ctx, &p, d.Actions, desiredPod, desiredSvc, pod, svc, writes)
+		err = r.actAll(ctx, &p, d.Actions, objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}, writes)
 		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
 		switch {
 		case err == nil:
@@ -202,6 +228,15 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 }
 
+// performerOfPod maps a Pod labelled gantry.dev/performer=<name> to that Performer.
+func performerOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	n := obj.GetLabels()[v1alpha1.LabelPerformer]
+	if n == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}}}
+}
+
 // objectOrNil turns a nil *Pod or *Service into a nil client.Object.
 func objectOrNil[T any, PT interface {
 	*T
@@ -211,6 +246,31 @@ func objectOrNil[T any, PT interface {
 		return nil
 	}
 	return o
+}
+
+// observeDeployment returns the Deployment performer-<name> (nil when absent) and, with
+// rolling, the newest of its Pods with the desired spec hash (performer.NewestPod), from the
+// cache or, with direct, the API server. Without rolling only a Deployment left from a
+// RollingUpdate strategy is looked for (to delete it).
+func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (*appsv1.Deployment, *corev1.Pod, error) {
+	reader := client.Reader(r.Client)
+	if direct {
+		reader = r.APIReader
+	}
+	dep := &appsv1.Deployment{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}, dep); apierrors.IsNotFound(err) {
+		dep = nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if !rolling || desiredPod == nil {
+		return dep, nil, nil
+	}
+	var pods corev1.PodList
+	if err := reader.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{v1alpha1.LabelPerformer: p.Name}); err != nil {
+		return nil, nil, err
+	}
+	return dep, performer.NewestPod(pods.Items, p.UID, desiredPod.Annotations[v1alpha1.AnnotationSpecHash]), nil
 }
 
 // observe returns the Pod and Service performer-<name> (nil when absent), from the cache or,
@@ -244,7 +304,17 @@ var errPerformerGone = errors.New("the performer is gone")
 // finalizer actions never overlap anything: AddFinalizer completes before anything is
 // created (and a failure stops the pass), RemoveFinalizer comes last. The owned objects
 // written are recorded in writes (by kind), also when it fails part way.
-func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, desiredPod *corev1.Pod, desiredSvc *corev1.Service, pod *corev1.Pod, svc *corev1.Service, writes map[string]objectWrite) error {
+// objs are a pass's desired and observed owned objects (nil when absent or not wanted).
+type objs struct {
+	desiredPod *corev1.Pod
+	desiredSvc *corev1.Service
+	desiredDep *appsv1.Deployment
+	pod        *corev1.Pod
+	svc        *corev1.Service
+	dep        *appsv1.Deployment
+}
+
+func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, o objs, writes map[string]objectWrite) error {
 	record := func(w written) {
 		if w.kind != "" {
 			writes[w.kind] = w.objectWrite
@@ -259,7 +329,7 @@ func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer,
 			j++
 		}
 		if group := actions[i:j]; len(group) == 1 {
-			w, err := r.act(ctx, p, group[0], desiredPod, desiredSvc, pod, svc)
+			w, err := r.act(ctx, p, group[0], o)
 			record(w)
 			if err != nil {
 				return performerActError(group[0], performer.ObjectName(p.Name), err)
@@ -272,7 +342,7 @@ func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer,
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ws[k], errs[k] = r.act(ctx, p, a, desiredPod, desiredSvc, pod, svc)
+					ws[k], errs[k] = r.act(ctx, p, a, o)
 					errs[k] = performerActError(a, performer.ObjectName(p.Name), errs[k])
 				}()
 			}
@@ -300,6 +370,9 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 	st.Phase = d.Phase
 	st.Image = d.Image
 	st.PodName = performer.ObjectName(p.Name)
+	if f.RollingUpdate && pod != nil {
+		st.PodName = pod.Name // the Deployment's Pod
+	}
 	st.ServiceName = performer.ObjectName(p.Name)
 	st.NodeName = ""
 	if f.Pod != nil && !f.Pod.Foreign {
@@ -349,7 +422,8 @@ type written struct {
 }
 
 // act carries out one action of the machine. The finalizer actions update p in place.
-func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a performer.Action, desiredPod *corev1.Pod, desiredSvc *corev1.Service, pod *corev1.Pod, svc *corev1.Service) (written, error) {
+func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a performer.Action, o objs) (written, error) {
+	desiredPod, desiredSvc, pod, svc := o.desiredPod, o.desiredSvc, o.pod, o.svc
 	switch a {
 	case performer.ActionAddFinalizer, performer.ActionRemoveFinalizer:
 		before := p.DeepCopy()
@@ -400,6 +474,31 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 
 	case performer.ActionDeleteService:
 		return written{"Service", objectWrite{uid: svc.UID, deleted: true}}, deleteExact(ctx, r.Client, svc)
+
+	case performer.ActionApplyDeployment:
+		want := o.desiredDep
+		obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+		res, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+			if obj.Labels == nil {
+				obj.Labels = map[string]string{}
+			}
+			for k, v := range want.Labels {
+				obj.Labels[k] = v
+			}
+			if obj.CreationTimestamp.IsZero() {
+				obj.Spec.Selector = want.Spec.Selector
+			}
+			obj.Spec.Replicas, obj.Spec.Template, obj.Spec.Strategy = want.Spec.Replicas, want.Spec.Template, want.Spec.Strategy
+			obj.Spec.RevisionHistoryLimit = want.Spec.RevisionHistoryLimit
+			return controllerutil.SetControllerReference(p, obj, r.Scheme)
+		})
+		if err != nil || res == controllerutil.OperationResultNone {
+			return written{}, err
+		}
+		return written{"Deployment", objectWrite{uid: obj.UID, rv: obj.ResourceVersion}}, nil
+
+	case performer.ActionDeleteDeployment:
+		return written{"Deployment", objectWrite{uid: o.dep.UID, deleted: true}}, deleteExact(ctx, r.Client, o.dep)
 	}
 	return written{}, nil
 }
@@ -426,6 +525,8 @@ func performerActError(a performer.Action, name string, err error) error {
 		kind = "Service"
 	case performer.ActionCreatePod, performer.ActionDeletePod:
 		kind = "Pod"
+	case performer.ActionApplyDeployment, performer.ActionDeleteDeployment:
+		kind = "Deployment"
 	default:
 		kind = "Performer"
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -347,4 +349,102 @@ func TestPerformerDelete(t *testing.T) {
 	e.waitGone(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: performer.ObjectName(p.Name)}})
 	e.waitGone(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: performer.ObjectName(p.Name)}})
 	e.waitEvent(t, "Performer", p.Name, "Normal Terminating")
+}
+
+// TestPerformerRollingUpdate (Hourglass item 5): with strategy RollingUpdate the performer
+// is a one-replica Deployment; an image change starts the new Pod before the old one goes, so
+// sampled every 20 ms the performer never has zero Ready Pods; the Performer's labels reach
+// the Pod; deleting the Performer deletes the Deployment.
+func TestPerformerRollingUpdate(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	p := e.newPerformer("rolling", v1alpha1.PerformerSpec{Image: imageV1, Strategy: v1alpha1.PerformerRollingUpdate})
+	e.create(t, p)
+	got := e.waitFor(t, p.Name, "Running", running)
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: performer.ObjectName(p.Name)}, &dep); err != nil {
+		t.Fatalf("no Deployment for a RollingUpdate performer: %v", err)
+	}
+	if s := dep.Spec.Strategy; s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate.MaxUnavailable.IntValue() != 0 || *dep.Spec.Replicas != 1 {
+		t.Errorf("deployment strategy %+v replicas %d", s, *dep.Spec.Replicas)
+	}
+	if got.Status.PodName == performer.ObjectName(p.Name) {
+		t.Errorf("status.podName = %q: the bare pod's name, want the Deployment's pod", got.Status.PodName)
+	}
+	firstPod := got.Status.PodName
+
+	readyPods := func() (int, error) {
+		var pods corev1.PodList
+		if err := e.c.List(ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPerformer: p.Name}); err != nil {
+			return 0, err
+		}
+		n := 0
+		for i := range pods.Items {
+			if pods.Items[i].DeletionTimestamp == nil && podReady(&pods.Items[i]) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	stop := make(chan struct{})
+	var minReady, samples int
+	var sampleErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		minReady = 1 << 30
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := readyPods()
+			if err != nil {
+				sampleErr = err
+				return
+			}
+			samples++
+			minReady = min(minReady, n)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	e.update(t, p.Name, func(p *v1alpha1.Performer) {
+		p.Spec.Image = imageV2
+		p.Labels = map[string]string{"team.gantry.dev/owner": "avs"}
+	})
+	got = e.waitFor(t, p.Name, "Running on the new image", func(p *v1alpha1.Performer) bool {
+		return running(p) && p.Status.Image == imageV2
+	})
+	close(stop)
+	<-done
+	if sampleErr != nil {
+		t.Fatal(sampleErr)
+	}
+	t.Logf("rolling update: %d samples, fewest Ready pods %d, pod %s → %s", samples, minReady, firstPod, got.Status.PodName)
+	if minReady < 1 {
+		t.Errorf("the performer had no Ready pod during the rolling update (%d samples)", samples)
+	}
+	if got.Status.PodName == firstPod {
+		t.Errorf("status.podName still %s after the update", firstPod)
+	}
+	var pod corev1.Pod
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: got.Status.PodName}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels["team.gantry.dev/owner"] != "avs" || pod.Spec.Containers[0].Image != imageV2 {
+		t.Errorf("new pod labels %v image %s", pod.Labels, pod.Spec.Containers[0].Image)
+	}
+
+	if err := e.c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var d appsv1.Deployment
+		return apierrors.IsNotFound(e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: performer.ObjectName(p.Name)}, &d)), nil
+	})
+	if err != nil {
+		t.Errorf("the Deployment outlived its Performer")
+	}
 }

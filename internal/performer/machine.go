@@ -117,6 +117,12 @@ const (
 	ActionDeletePod Action = "DeletePod"
 	// ActionDeleteService deletes the Service (Terminating).
 	ActionDeleteService Action = "DeleteService"
+	// ActionApplyDeployment creates or updates the one-replica Deployment performer-<name>
+	// (spec.strategy RollingUpdate) from the current spec: the Deployment controller then
+	// starts the new Pod and removes the old one only once the new one is Ready.
+	ActionApplyDeployment Action = "ApplyDeployment"
+	// ActionDeleteDeployment deletes the Deployment (Terminating, or back to Recreate).
+	ActionDeleteDeployment Action = "DeleteDeployment"
 	// ActionRemoveFinalizer removes v1alpha1.Finalizer; the Performer then goes away. No status
 	// write follows it.
 	ActionRemoveFinalizer Action = "RemoveFinalizer"
@@ -145,8 +151,19 @@ type Facts struct {
 	// SpecError, when non-empty, says why the desired Pod cannot be built (e.g. a
 	// hardware.ConflictError); the Performer is Failed with reason InvalidSpec.
 	SpecError string
-	// Pod is the observed Pod performer-<name>, nil if none exists.
+	// Pod is the observed Pod performer-<name>, nil if none exists. With RollingUpdate it
+	// is the Deployment's newest Pod of the desired spec hash instead (nil while there is
+	// none), and BarePod says whether a Pod performer-<name> of the Recreate strategy is left.
 	Pod *Pod
+	// RollingUpdate is spec.strategy == RollingUpdate: the performer runs as a one-replica
+	// Deployment performer-<name> (maxSurge 1, maxUnavailable 0).
+	RollingUpdate bool
+	// Deployment is the observed Deployment performer-<name>, nil if none exists.
+	Deployment *Deployment
+	// BarePod is true when a Pod performer-<name> controlled by the Performer exists while
+	// RollingUpdate is on (left from the Recreate strategy): deleted once the Deployment's
+	// Pod is Ready.
+	BarePod bool
 	// Service is the observed Service performer-<name>.
 	Service Service
 	// Rejection, when non-nil, is an earlier pass's write the API server rejected for good
@@ -172,6 +189,16 @@ type Service struct {
 	Foreign bool
 	// UpToDate is true when it exists and its type, ports and selector are the desired ones.
 	UpToDate bool
+}
+
+// Deployment facts (RollingUpdate).
+type Deployment struct {
+	// Foreign is true when the Deployment is not controlled by this Performer.
+	Foreign bool
+	// Deleting is true once it has a deletionTimestamp.
+	Deleting bool
+	// SpecHash is its pod template's v1alpha1.AnnotationSpecHash annotation.
+	SpecHash string
 }
 
 // Pod facts (see PodFacts for how they are read from a corev1.Pod).
@@ -420,8 +447,66 @@ func converge(f Facts, prev Phase, d *Decision) state {
 	}
 	upgrading := prev != v1alpha1.PerformerPending && f.RunningImage != "" &&
 		(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
-			(ownPod && pod.SpecHash != f.DesiredHash))
+			(ownPod && pod.SpecHash != f.DesiredHash) ||
+			(f.RollingUpdate && f.Deployment != nil && !f.Deployment.Foreign && f.Deployment.SpecHash != f.DesiredHash))
+	if f.RollingUpdate {
+		return rollingState(f, d, upgrading)
+	}
+	if dep := f.Deployment; dep != nil && !dep.Foreign && !dep.Deleting {
+		// Back to Recreate: the Deployment goes, the bare Pod takes over.
+		d.Actions = append(d.Actions, ActionDeleteDeployment)
+	}
 	return podState(f, d, upgrading)
+}
+
+// rollingState is podState for spec.strategy RollingUpdate: the Deployment carries the spec
+// (a spec change updates it, and the Deployment controller keeps the old Pod until the new one
+// is Ready); the Performer reads the newest Pod of the desired spec for its phase, with the
+// same scheduler and kubelet failures as a bare Pod.
+func rollingState(f Facts, d *Decision, upgrading bool) state {
+	pod, dep := f.Pod, f.Deployment
+	progress := func(p Phase, reason, msg string) state {
+		if upgrading {
+			return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
+		}
+		return state{p, reason, msg}
+	}
+	switch {
+	case f.SpecError != "":
+		return failed(ReasonInvalidSpec, f.SpecError)
+	case f.Service.Foreign:
+		return failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
+	case dep != nil && dep.Foreign:
+		return failed(ReasonOwnershipConflict, "a Deployment with the performer's name exists and is not controlled by this Performer")
+	case len(f.MissingRefs) > 0 && (dep == nil || dep.SpecHash != f.DesiredHash):
+		return failed(ReasonReferenceNotFound, "spec.envFrom: "+strings.Join(f.MissingRefs, "; ")+"; the performer proceeds on its own once they exist")
+	case dep == nil:
+		d.Actions = append(d.Actions, ActionApplyDeployment)
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the deployment")
+	case dep.Deleting:
+		d.RequeueAfter = WaitPoll
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old deployment to be deleted")
+	case dep.SpecHash != f.DesiredHash:
+		d.Actions = append(d.Actions, ActionApplyDeployment)
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: rolling out a new pod (the running one serves until it is Ready)")
+	case pod == nil:
+		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the deployment's pod")
+	case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
+		// The ReplicaSet replaces it; say why it ended.
+		return failed(ReasonPodFailed, strings.TrimSuffix(podFailedMessage(pod), "; re-creating it")+"; the deployment replaces it")
+	}
+	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
+		return s
+	}
+	if pod.Ready && f.Service.UpToDate {
+		if f.BarePod {
+			d.Actions = append(d.Actions, ActionDeletePod)
+		}
+		d.Image = f.DesiredImage
+		d.UpgradeFinished = upgrading
+		return state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
+	}
+	return progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
 }
 
 // podState is the outcome for the Performer's pod (with the actions it needs): failed for a
@@ -480,18 +565,25 @@ func terminate(f Facts, d *Decision) state {
 		return st
 	}
 	svcLeft := f.Service.Exists && !f.Service.Foreign
-	podLeft := f.Pod != nil && !f.Pod.Foreign
+	podLeft := (f.Pod != nil && !f.Pod.Foreign && !f.RollingUpdate) || f.BarePod
+	depLeft := f.Deployment != nil && !f.Deployment.Foreign
 	if svcLeft {
 		d.Actions = append(d.Actions, ActionDeleteService)
 	}
-	if podLeft && !f.Pod.Deleting {
+	if depLeft && !f.Deployment.Deleting {
+		d.Actions = append(d.Actions, ActionDeleteDeployment)
+	}
+	if podLeft && (f.BarePod || !f.Pod.Deleting) {
 		d.Actions = append(d.Actions, ActionDeletePod)
 	}
 	switch {
-	case svcLeft || podLeft:
+	case svcLeft || podLeft || depLeft:
 		var left []string
 		if svcLeft {
 			left = append(left, "service")
+		}
+		if depLeft {
+			left = append(left, "deployment")
 		}
 		if podLeft {
 			left = append(left, "pod")

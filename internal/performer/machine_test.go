@@ -257,6 +257,51 @@ func TestDecide(t *testing.T) {
 		{"Upgrading → Upgrading: PodRecreation (no pod: create, not Creating)",
 			with(base(wasUpgrading, nil, svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionCreatePod)}},
+		// spec.strategy RollingUpdate: a one-replica Deployment carries the spec.
+		{"RollingUpdate: Pending → Creating creates the deployment, not a pod",
+			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = true; f.RollingUpdate = true }),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, msg: "creating the deployment", actions: acts(ActionEnsureService, ActionApplyDeployment), event: "Normal"}},
+		{"RollingUpdate: Running → Upgrading updates the deployment and deletes no pod",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) {
+				f.RollingUpdate, f.RunningImage, f.DesiredImage, f.DesiredHash = true, imgA, imgB, hashB
+				f.Pod, f.Deployment = nil, &Deployment{SpecHash: hashA}
+			}),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, msg: "the running one serves until it is Ready", image: imgA, actions: acts(ActionApplyDeployment), event: "Normal"}},
+		{"RollingUpdate: Upgrading while the new pod is not Ready (the old one serves)",
+			with(base(wasUpgrading, podBound(hashB, "ContainerCreating", ""), svcOK), func(f *Facts) {
+				f.RollingUpdate, f.RunningImage, f.DesiredImage, f.DesiredHash = true, imgA, imgB, hashB
+				f.Deployment = &Deployment{SpecHash: hashB}
+			}),
+			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA}},
+		{"RollingUpdate: Upgrading → Running once the new pod is Ready",
+			with(base(wasUpgrading, podReady(hashB), svcOK), func(f *Facts) {
+				f.RollingUpdate, f.RunningImage, f.DesiredImage, f.DesiredHash = true, imgA, imgB, hashB
+				f.Deployment = &Deployment{SpecHash: hashB}
+			}),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgB, upgrade: true, event: "Normal"}},
+		{"RollingUpdate: the new pod cannot pull its image → Failed with the kubelet's words (old pod still serves)",
+			with(base(wasUpgrading, podBound(hashB, "ErrImagePull", "pull access denied"), svcOK), func(f *Facts) {
+				f.RollingUpdate, f.RunningImage, f.DesiredImage, f.DesiredHash = true, imgA, imgB, hashB
+				f.Deployment = &Deployment{SpecHash: hashB}
+			}),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonImagePullFailed, msg: "pull access denied", image: imgA, requeue: BackoffMin, event: "Warning"}},
+		{"RollingUpdate: from Recreate, the bare pod goes once the deployment's pod is Ready",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) {
+				f.RollingUpdate, f.RunningImage, f.BarePod = true, imgA, true
+				f.Deployment = &Deployment{SpecHash: hashA}
+			}),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, actions: acts(ActionDeletePod)}},
+		{"RollingUpdate: a foreign deployment of that name fails the performer",
+			with(base(wasCreating, nil, svcOK), func(f *Facts) { f.RollingUpdate, f.Deployment = true, &Deployment{Foreign: true} }),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonOwnershipConflict, msg: "Deployment", requeue: BackoffMin, event: "Warning"}},
+		{"back to Recreate: the deployment is deleted, a bare pod created",
+			with(base(wasRunning, nil, svcOK), func(f *Facts) { f.RunningImage = imgA; f.Deployment = &Deployment{SpecHash: hashA} }),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, image: imgA, actions: acts(ActionDeleteDeployment, ActionCreatePod), event: "Normal"}},
+		{"RollingUpdate: Terminating deletes the service and the deployment",
+			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) {
+				f.Deleting, f.RollingUpdate, f.Deployment = true, true, &Deployment{SpecHash: hashA}
+			}),
+			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, msg: "deleting the service and deployment", image: "", actions: acts(ActionDeleteService, ActionDeleteDeployment), requeue: WaitPoll, event: "Normal"}},
 		{"Upgrading → Upgrading: env-only upgrade stays Upgrading while no pod exists",
 			with(base(wasUpgrading, nil, svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, image: imgA, actions: acts(ActionCreatePod)}},
@@ -565,19 +610,29 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 		seen[a] = true
 		switch a {
 		case ActionCreatePod:
-			if f.Pod != nil || f.Deleting {
-				t.Fatalf("CreatePod with pod %+v deleting=%v", f.Pod, f.Deleting)
+			if f.Pod != nil || f.Deleting || f.RollingUpdate {
+				t.Fatalf("CreatePod with pod %+v deleting=%v rolling=%v", f.Pod, f.Deleting, f.RollingUpdate)
 			}
 		case ActionDeletePod:
-			if !ownPod || f.Pod.Deleting {
-				t.Fatalf("DeletePod on %+v", f.Pod)
+			// With RollingUpdate only the Recreate strategy's bare Pod is ever deleted (the
+			// Deployment's Pods are its ReplicaSet's business).
+			if f.RollingUpdate && !f.BarePod || !f.RollingUpdate && (!ownPod || f.Pod.Deleting) {
+				t.Fatalf("DeletePod on %+v (rolling=%v, bare=%v)", f.Pod, f.RollingUpdate, f.BarePod)
+			}
+		case ActionApplyDeployment:
+			if f.Deleting || !f.RollingUpdate || (f.Deployment != nil && f.Deployment.Foreign) {
+				t.Fatalf("ApplyDeployment deleting=%v rolling=%v deployment=%+v", f.Deleting, f.RollingUpdate, f.Deployment)
+			}
+		case ActionDeleteDeployment:
+			if f.Deployment == nil || f.Deployment.Foreign || (f.RollingUpdate && !f.Deleting) {
+				t.Fatalf("DeleteDeployment deployment=%+v rolling=%v deleting=%v", f.Deployment, f.RollingUpdate, f.Deleting)
 			}
 		case ActionDeleteService:
 			if !f.Deleting || !ownSvc {
 				t.Fatalf("DeleteService deleting=%v svc=%+v", f.Deleting, f.Service)
 			}
 		case ActionRemoveFinalizer:
-			if !f.Deleting || !f.HasFinalizer || ownPod || ownSvc || i != len(d.Actions)-1 {
+			if !f.Deleting || !f.HasFinalizer || (ownPod && !f.RollingUpdate) || f.BarePod || ownSvc || (f.Deployment != nil && !f.Deployment.Foreign) || i != len(d.Actions)-1 {
 				t.Fatalf("RemoveFinalizer in %v with facts %+v", d.Actions, f)
 			}
 		case ActionAddFinalizer:

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,6 +154,66 @@ func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
 		},
 		Spec: spec,
 	}, nil
+}
+
+// DesiredDeployment builds the one-replica Deployment performer-<name> of spec.strategy
+// RollingUpdate from the desired Pod (its labels, annotations and spec become the pod
+// template; no owner reference: the controller adds it): selector gantry.dev/performer=<name>,
+// RollingUpdate with maxSurge 1 and maxUnavailable 0, so the old Pod serves until the new one
+// is Ready. The template keeps the spec-hash annotation, so a changed spec changes the template.
+func DesiredDeployment(p *v1alpha1.Performer, pod *corev1.Pod) *appsv1.Deployment {
+	one := int32(1)
+	history := int32(2)
+	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(p.Name), Namespace: p.Namespace, Labels: Labels(p)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             &one,
+			RevisionHistoryLimit: &history,
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPerformer: p.Name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations},
+				Spec:       pod.Spec,
+			},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}},
+		},
+	}
+}
+
+// DeploymentFacts reads the Deployment facts: dep nil means it does not exist (returns nil);
+// owner is the Performer's UID. want is the desired Deployment (nil when it cannot be built):
+// when its pod template's labels differ from the live one's (the Performer's labels changed),
+// SpecHash reads "" so the template is re-applied: with RollingUpdate, labels reach the Pod.
+func DeploymentFacts(dep, want *appsv1.Deployment, owner types.UID) *Deployment {
+	if dep == nil {
+		return nil
+	}
+	f := &Deployment{Foreign: !controlledBy(dep, owner), Deleting: dep.DeletionTimestamp != nil,
+		SpecHash: dep.Spec.Template.Annotations[v1alpha1.AnnotationSpecHash]}
+	if want != nil && !maps.Equal(dep.Spec.Template.Labels, want.Spec.Template.Labels) {
+		f.SpecHash = ""
+	}
+	return f
+}
+
+// NewestPod picks, among a Deployment's Pods (listed by gantry.dev/performer=<name>), the
+// newest one that is not being deleted and carries spec hash hash: the Pod the Performer's
+// phase is read from during and after a rolling update. Pods controlled directly by the
+// Performer (the Recreate strategy's) are skipped. nil when there is none.
+func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
+	var best *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if controlledBy(p, owner) || p.DeletionTimestamp != nil || p.Annotations[v1alpha1.AnnotationSpecHash] != hash {
+			continue
+		}
+		if best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp) {
+			best = p
+		}
+	}
+	return best
 }
 
 // SpecHash is the hex SHA-256 (first 16 digits) of the JSON of a Pod spec as DesiredPod builds

@@ -23,6 +23,17 @@ const (
 	PerformerTerminating PerformerPhase = "Terminating"
 )
 
+// PerformerStrategy is how a spec change replaces a performer's Pod.
+type PerformerStrategy string
+
+const (
+	// PerformerRecreate deletes the Pod, then creates the new one (the default).
+	PerformerRecreate PerformerStrategy = "Recreate"
+	// PerformerRollingUpdate runs the performer as a one-replica Deployment that starts the
+	// new Pod before it removes the old one.
+	PerformerRollingUpdate PerformerStrategy = "RollingUpdate"
+)
+
 // TEEType names a trusted execution environment technology.
 // +kubebuilder:validation:Enum=sgx;sev-snp;tdx
 type TEEType string
@@ -64,6 +75,16 @@ type PerformerSpec struct {
 	// A change recreates the Pod (phase Upgrading).
 	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image"`
+
+	// Strategy is how a spec change replaces the performer's Pod: Recreate (the default, as
+	// Hourglass: the Pod performer-<name> is deleted, then created from the new spec) or
+	// RollingUpdate (the performer runs as a one-replica Deployment performer-<name> with
+	// maxSurge 1 and maxUnavailable 0: the new Pod is Ready before the old one is removed,
+	// so an image or env change never leaves the performer without a serving Pod).
+	// +kubebuilder:validation:Enum=Recreate;RollingUpdate
+	// +kubebuilder:default=Recreate
+	// +optional
+	Strategy PerformerStrategy `json:"strategy,omitempty"`
 
 	// Version is a free-form version label tracked for upgrades; a change recreates the Pod.
 	// +optional
