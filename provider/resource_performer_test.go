@@ -995,3 +995,77 @@ func waitPerformerRunning(t *testing.T, c *kube.Clients, ns, name string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestAccPerformer_rollingUpdate: strategy = "RollingUpdate" (Hourglass item 5): the apply
+// waits for the Deployment's pod; an image change applies without a Recreate and ends Running
+// on the new image with a different pod; the next plan is empty.
+func TestAccPerformer_rollingUpdate(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-perf-roll")
+	cfg := func(image string) string {
+		return fmt.Sprintf(`
+provider "gantry" {}
+
+resource "gantry_performer" "r" {
+  name      = "rolling"
+  namespace = %q
+  image     = %q
+  strategy  = "RollingUpdate"
+  labels    = { "team.gantry.dev/owner" = "avs" }
+}
+`, ns, image)
+	}
+	addr := "gantry_performer.r"
+	var firstPod string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg("ghcr.io/layr-labs/hello-performer:v1.0.0"),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "phase", "Running"),
+					resource.TestCheckResourceAttr(addr, "strategy", "RollingUpdate"),
+					func(s *terraform.State) error {
+						firstPod = s.RootModule().Resources[addr].Primary.Attributes["pod_name"]
+						if !strings.HasPrefix(firstPod, "performer-rolling-") || firstPod == "performer-rolling" {
+							return fmt.Errorf("pod_name = %q, want a pod of the Deployment performer-rolling", firstPod)
+						}
+						pod, err := c.Core.CoreV1().Pods(ns).Get(context.Background(), firstPod, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if pod.Labels["team.gantry.dev/owner"] != "avs" {
+							return fmt.Errorf("the performer's labels did not reach its pod: %v", pod.Labels)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				Config: cfg("ghcr.io/layr-labs/hello-performer:v2.0.0"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "phase", "Running"),
+					func(s *terraform.State) error {
+						if p := s.RootModule().Resources[addr].Primary.Attributes["pod_name"]; p == firstPod {
+							return fmt.Errorf("pod_name still %s after the image change", p)
+						}
+						dep, err := c.Core.AppsV1().Deployments(ns).Get(context.Background(), "performer-rolling", metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if img := dep.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/layr-labs/hello-performer:v2.0.0" {
+							return fmt.Errorf("deployment image %s", img)
+						}
+						return nil
+					},
+				),
+			},
+			{Config: cfg("ghcr.io/layr-labs/hello-performer:v2.0.0"), PlanOnly: true},
+		},
+	})
+}

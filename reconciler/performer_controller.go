@@ -136,47 +136,18 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		desiredDep = performer.DesiredDeployment(&p, desiredPod)
 	}
 	for first := true; ; first = false {
-		pod, svc, err := r.observe(ctx, &p, direct)
+		o, err := r.observeAll(ctx, &p, direct, rolling, desiredPod)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		dep, rsPod, err := r.observeDeployment(ctx, &p, direct, rolling, desiredPod)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
+		pod, svc, dep := o.pod, o.svc, o.dep
 		if first && !direct {
 			if what := r.expected.stale(req.NamespacedName, &p, objectOrNil(pod), objectOrNil(svc), objectOrNil(dep)); what != "" {
 				logger.V(1).Info("cache does not show our last write yet; skipping the pass", "object", what)
 				return ctrl.Result{RequeueAfter: staleRetry}, nil
 			}
 		}
-		facts := performer.Facts{
-			Now:          now(),
-			Generation:   p.Generation,
-			Deleting:     !p.DeletionTimestamp.IsZero(),
-			HasFinalizer: controllerutil.ContainsFinalizer(&p, v1alpha1.Finalizer),
-			Conditions:   p.Status.Conditions,
-			RunningImage: p.Status.Image,
-			DesiredImage: p.Spec.Image,
-			Pod:          performer.PodFacts(pod, p.UID),
-			Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
-			Deployment:   performer.DeploymentFacts(dep, desiredDep, p.UID),
-		}
-		statusPod := pod
-		if rolling {
-			facts.RollingUpdate = true
-			facts.BarePod = pod != nil && facts.Pod != nil && !facts.Pod.Foreign
-			facts.Pod, statusPod = nil, rsPod
-			if rsPod != nil {
-				facts.Pod = performer.PodFacts(rsPod, p.UID)
-				facts.Pod.Foreign = false // the ReplicaSet's, not foreign
-			}
-		}
-		if specErr != nil {
-			facts.SpecError = specErr.Error()
-		} else {
-			facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
-		}
+		facts, statusPod := performerFacts(&p, now(), specErr, desiredPod, desiredSvc, desiredDep, o)
 		if err := r.gatherFailures(ctx, &p, &facts, desiredPod); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -228,6 +199,51 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 }
 
+// observed are the owned objects a pass found (nil when absent): the Pod performer-<name>,
+// the Service, the Deployment and, with RollingUpdate, the Deployment's newest Pod of the
+// desired spec.
+type observed struct {
+	pod   *corev1.Pod
+	svc   *corev1.Service
+	dep   *appsv1.Deployment
+	rsPod *corev1.Pod
+}
+
+// performerFacts reads a pass's facts for performer.Decide and returns the Pod the status
+// describes (the Deployment's with RollingUpdate).
+func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desiredPod *corev1.Pod, desiredSvc *corev1.Service, desiredDep *appsv1.Deployment, o observed) (performer.Facts, *corev1.Pod) {
+	pod, svc, dep, rsPod := o.pod, o.svc, o.dep, o.rsPod
+	rolling := p.Spec.Strategy == v1alpha1.PerformerRollingUpdate
+	facts := performer.Facts{
+		Now:          now,
+		Generation:   p.Generation,
+		Deleting:     !p.DeletionTimestamp.IsZero(),
+		HasFinalizer: controllerutil.ContainsFinalizer(p, v1alpha1.Finalizer),
+		Conditions:   p.Status.Conditions,
+		RunningImage: p.Status.Image,
+		DesiredImage: p.Spec.Image,
+		Pod:          performer.PodFacts(pod, p.UID),
+		Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
+		Deployment:   performer.DeploymentFacts(dep, desiredDep, p.UID),
+	}
+	statusPod := pod
+	if rolling {
+		facts.RollingUpdate = true
+		facts.BarePod = pod != nil && facts.Pod != nil && !facts.Pod.Foreign
+		facts.Pod, statusPod = nil, rsPod
+		if rsPod != nil {
+			facts.Pod = performer.PodFacts(rsPod, p.UID)
+			facts.Pod.Foreign = false // the ReplicaSet's, not foreign
+		}
+	}
+	if specErr != nil {
+		facts.SpecError = specErr.Error()
+	} else {
+		facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
+	}
+	return facts, statusPod
+}
+
 // performerOfPod maps a Pod labelled gantry.dev/performer=<name> to that Performer.
 func performerOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 	n := obj.GetLabels()[v1alpha1.LabelPerformer]
@@ -246,6 +262,19 @@ func objectOrNil[T any, PT interface {
 		return nil
 	}
 	return o
+}
+
+// observeAll returns what observe and observeDeployment find.
+func (r *PerformerReconciler) observeAll(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (observed, error) {
+	pod, svc, err := r.observe(ctx, p, direct)
+	if err != nil {
+		return observed{}, err
+	}
+	dep, rsPod, err := r.observeDeployment(ctx, p, direct, rolling, desiredPod)
+	if err != nil {
+		return observed{}, err
+	}
+	return observed{pod: pod, svc: svc, dep: dep, rsPod: rsPod}, nil
 }
 
 // observeDeployment returns the Deployment performer-<name> (nil when absent) and, with

@@ -42,6 +42,16 @@ resource "gantry_performer" "tdx" {
   }
 }
 
+# A performer that must never be without a serving pod: a new image or env rolls out as a
+# one-replica Deployment (the new pod is Ready before the old one is removed).
+resource "gantry_performer" "always_on" {
+  name      = "always-on"
+  namespace = "avs"
+  image     = "ghcr.io/acme/performer:1.2.0"
+  strategy  = "RollingUpdate"
+  labels    = { "team.example.com/owner" = "avs" } # reach the pod
+}
+
 output "endpoints" {
   value = {
     gpu = gantry_performer.gpu.grpc_endpoint # performer-inference.avs.svc.cluster.local:9090
