@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"time"
@@ -72,6 +73,7 @@ type workspaceModelV0 struct {
 	Mode              types.String         `tfsdk:"mode"`
 	Endpoint          types.String         `tfsdk:"endpoint"`
 	WorkerNodes       types.List           `tfsdk:"worker_nodes"`
+	LeaderAddress     types.String         `tfsdk:"leader_address"`
 	Conditions        types.Map            `tfsdk:"conditions"`
 	Timeouts          timeouts.Value       `tfsdk:"timeouts"`
 }
@@ -95,6 +97,7 @@ type wsInferenceModel struct {
 	// ModelAccessSecret is only a Secret's name: the token never passes through Terraform.
 	ModelAccessSecret types.String     `tfsdk:"model_access_secret"`
 	Adapters          []wsAdapterModel `tfsdk:"adapters"`
+	ModelGPUs         types.Int64      `tfsdk:"model_gpus"`
 }
 
 type wsAdapterModel struct {
@@ -197,6 +200,13 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights. Required by gated presets. Only the name is in Terraform; " +
 						"the reconciler checks that the Secret and its key exist and never reads the token.",
 						Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
+					"model_gpus": schema.Int64Attribute{Optional: true, MarkdownDescription: "GPUs the model needs in all (0-512; default: the preset's, " +
+						"else `resource.gpu_count`). When it is more than one replica has (`resource.gpu_count`, or what `resource.instance_type`'s nodes have) and " +
+						"`resource.count` > 1, the replicas serve ONE model together across `count` nodes, as KAITO's multi-node inference: a StatefulSet " +
+						"`workspace-<name>` whose pod 0 leads, each pod with `GROUP_SIZE`, `RANK` and `LEADER_ADDRESS` (pod 0's stable DNS name through the " +
+						"headless Service `workspace-<name>-group`); the endpoint routes to the leader and the workspace is Ready only when the whole group is. " +
+						"`count` × `gpu_count` must cover it. With a preset model spread over smaller replicas this is automatic.",
+						Validators: []validator.Int64{int64validator.Between(0, 512)}},
 					"adapters": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "LoRA adapters loaded beside the model (at most 16, names unique).",
 						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}},
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -246,8 +256,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"mode":                schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
 			"endpoint":            schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
 			"worker_nodes":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},
-			"conditions":          schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
-			"timeouts":            timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"leader_address": schema.StringAttribute{Computed: true, MarkdownDescription: "Multi-node inference (`inference.model_gpus`): the group leader's stable address " +
+				"`workspace-<name>-0.workspace-<name>-group.<namespace>.svc.cluster.local`; null when the replicas are independent."},
+			"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
+			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
@@ -267,7 +279,7 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	spec:          wait.Workspace,
 	logField:      "workspace",
 	summaryAttr:   "state",
-	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "conditions"},
+	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "leader_address", "conditions"},
 	createTimeout: workspaceCreateTimeout,
 	updateTimeout: workspaceUpdateTimeout,
 	deleteTimeout: workspaceDeleteTimeout,
@@ -336,7 +348,8 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
-			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString(), ModelAccessSecret: i.ModelAccessSecret.ValueString()}
+			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString(), ModelAccessSecret: i.ModelAccessSecret.ValueString(),
+			ModelGPUs: int32(i.ModelGPUs.ValueInt64())}
 		for _, a := range i.Adapters {
 			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
 		}
@@ -391,7 +404,8 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 			port = v1alpha1.DefaultInferencePort
 		}
 		m.Inference = &wsInferenceModel{Preset: optString(in.Preset, pi.Preset), Model: optString(in.Model, pi.Model), Image: optString(in.Image, pi.Image), Args: optList(in.Args, pi.Args),
-			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config), ModelAccessSecret: optString(in.ModelAccessSecret, pi.ModelAccessSecret)}
+			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config), ModelAccessSecret: optString(in.ModelAccessSecret, pi.ModelAccessSecret),
+			ModelGPUs: optInt64(int64(in.ModelGPUs), pi.ModelGPUs)}
 		for i, a := range in.Adapters {
 			var pa wsAdapterModel
 			if i < len(pi.Adapters) {
@@ -434,6 +448,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
 	m.State, m.Mode, m.Endpoint = statusString(u, "state"), statusString(u, "mode"), statusString(u, "endpoint")
+	m.LeaderAddress = statusString(u, "leaderAddress")
 	nodes, _, _ := unstructured.NestedStringSlice(u.Object, "status", "workerNodes")
 	sort.Strings(nodes)
 	nv := make([]attr.Value, 0, len(nodes))
@@ -446,4 +461,49 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 		cv[c.Type] = types.StringValue(string(c.Status))
 	}
 	m.Conditions = types.MapValueMust(types.StringType, cv)
+}
+
+// ConfigValidators checks multi-node inference at plan: inference.model_gpus above one
+// replica's resource.gpu_count needs resource.count > 1 and count × gpu_count GPUs in all
+// (the reconciler's Resolve says the same at apply; an instance type or a preset filling
+// gpu_count is left to it).
+func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{modelGPUsValidator{}}
+}
+
+type modelGPUsValidator struct{}
+
+func (modelGPUsValidator) Description(context.Context) string {
+	return "inference.model_gpus needs resource.count × resource.gpu_count GPUs"
+}
+func (v modelGPUsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (modelGPUsValidator) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var inf, res types.Object
+	if req.Config.GetAttribute(ctx, path.Root("inference"), &inf).HasError() || req.Config.GetAttribute(ctx, path.Root("resource"), &res).HasError() ||
+		inf.IsNull() || inf.IsUnknown() || res.IsNull() || res.IsUnknown() {
+		return
+	}
+	mg, _ := inf.Attributes()["model_gpus"].(types.Int64)
+	count, _ := res.Attributes()["count"].(types.Int64)
+	gpus, _ := res.Attributes()["gpu_count"].(types.Int64)
+	if mg.IsNull() || mg.IsUnknown() || gpus.IsNull() || gpus.IsUnknown() || count.IsUnknown() || mg.ValueInt64() <= gpus.ValueInt64() {
+		return
+	}
+	n := int64(1)
+	if !count.IsNull() {
+		n = count.ValueInt64()
+	}
+	at := path.Root("inference").AtName("model_gpus")
+	switch {
+	case n <= 1:
+		resp.Diagnostics.AddAttributeError(at, "Model Needs More GPUs Than One Replica Has",
+			fmt.Sprintf("inference.model_gpus = %d but resource.gpu_count = %d: set resource.count to %d or more to serve the model across nodes (multi-node inference).",
+				mg.ValueInt64(), gpus.ValueInt64(), (mg.ValueInt64()+max(gpus.ValueInt64(), 1)-1)/max(gpus.ValueInt64(), 1)))
+	case n*gpus.ValueInt64() < mg.ValueInt64():
+		resp.Diagnostics.AddAttributeError(at, "Not Enough GPUs for the Model",
+			fmt.Sprintf("inference.model_gpus = %d but resource.count × resource.gpu_count = %d × %d = %d.", mg.ValueInt64(), n, gpus.ValueInt64(), n*gpus.ValueInt64()))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
@@ -19,9 +20,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -388,6 +392,91 @@ func TestWorkspace_adaptersAtPlan(t *testing.T) {
 					PlanOnly:    true,
 					ExpectError: regexp.MustCompile(tc.want),
 				}},
+			})
+		})
+	}
+}
+
+// TestAccWorkspace_multiNode: a two-node model (KAITO multi-node inference). falcon-40b-instruct
+// needs 2 GPUs; two nodes with one GPU each serve it as one group: the apply waits until the
+// whole group is Ready, leader_address names pod 0's stable address, the endpoint Service
+// routes to it, and the next plan is empty.
+func TestAccWorkspace_multiNode(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-ws-group")
+	product := "NVIDIA-L4-ACC-" + rand.String(5)
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("acc-group-%s-%d", strings.ToLower(product[len(product)-5:]), i)
+		one := k8sresource.MustParse("1")
+		alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("32"), corev1.ResourceMemory: k8sresource.MustParse("256Gi"), corev1.ResourcePods: k8sresource.MustParse("110"), "nvidia.com/gpu": one}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product}},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},
+		}
+		if _, err := c.Core.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	cfg := workspaceConfig(ns, "falcon", fmt.Sprintf(`
+  resource  = { count = 2, gpu_count = 1, gpu_product = %q }
+  inference = { preset = "falcon-40b-instruct" }
+  timeouts  = { create = "3m" }
+`, product))
+	addr := "gantry_workspace.falcon"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("Ready")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("leader_address"),
+						knownvalue.StringExact("workspace-falcon-0.workspace-falcon-group."+ns+".svc.cluster.local")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("worker_nodes"), knownvalue.ListSizeExact(2)),
+				},
+				Check: func(*terraform.State) error {
+					sts, err := c.Core.AppsV1().StatefulSets(ns).Get(context.Background(), "workspace-falcon", metav1.GetOptions{})
+					if err != nil {
+						return fmt.Errorf("no StatefulSet for the two-node model: %w", err)
+					}
+					args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
+					if *sts.Spec.Replicas != 2 || !strings.Contains(args, "--pipeline-parallel-size=2") || !strings.Contains(args, "--tensor-parallel-size=1") {
+						return fmt.Errorf("statefulset replicas %d args %s", *sts.Spec.Replicas, args)
+					}
+					svc, err := c.Core.CoreV1().Services(ns).Get(context.Background(), "workspace-falcon", metav1.GetOptions{})
+					if err != nil || svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "workspace-falcon-0" {
+						return fmt.Errorf("endpoint service selector %v (%v)", svc.Spec.Selector, err)
+					}
+					return nil
+				},
+			},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
+// Multi-node mistakes fail the plan naming inference.model_gpus.
+func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
+	requireTerraform(t)
+	for name, c := range map[string]struct{ body, err string }{
+		"one replica": {`
+  resource  = { gpu_count = 2 }
+  inference = { model = "m", image = "i", model_gpus = 4 }
+`, `(?s)Model Needs More GPUs Than One Replica Has.*inference.model_gpus.*resource.count to 2`},
+		"too few in all": {`
+  resource  = { count = 2, gpu_count = 1 }
+  inference = { model = "m", image = "i", model_gpus = 4 }
+`, `(?s)Not Enough GPUs for the Model.*2 × 1 = 2`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: workspaceConfig("default", "bad", c.body), PlanOnly: true, ExpectError: regexp.MustCompile(c.err)}},
 			})
 		})
 	}

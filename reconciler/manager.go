@@ -112,8 +112,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			&corev1.Service{}: {Label: managed},
 			// Deployments: executors' and workspaces'; ConfigMaps: executors'; Jobs: package
 			// set stages and tuning workspaces.
-			&appsv1.Deployment{}: {Label: managed},
-			&corev1.ConfigMap{}:  {Label: managed},
+			&appsv1.Deployment{}:  {Label: managed},
+			&appsv1.StatefulSet{}: {Label: managed},
+			&corev1.ConfigMap{}:   {Label: managed},
 			// An Executor's ServiceAccount, Role and RoleBinding (spec.managePerformers).
 			&corev1.ServiceAccount{}: {Label: managed},
 			&rbacv1.Role{}:           {Label: managed},

@@ -32,6 +32,7 @@ import (
 // +kubebuilder:rbac:groups=gantry.dev,resources=workspaces/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=gantry.dev,resources=workspaces/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
@@ -62,6 +63,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Workspace{}).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -144,43 +146,30 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		pl, specErr = workspace.Placement(rw)
 	}
 
-	var (
-		wantDeploy *appsv1.Deployment
-		wantJob    *batchv1.Job
-		wantSvc    = workspace.DesiredService(rw)
-		deploy     *appsv1.Deployment
-		svc        *corev1.Service
-		job        *batchv1.Job
-	)
+	o := wsObjects{wantSvc: workspace.DesiredService(rw)}
 	if specErr == nil {
-		if mode == v1alpha1.WorkspaceModeTuning {
-			wantJob, specErr = workspace.DesiredJob(rw)
-		} else {
-			wantDeploy, specErr = workspace.DesiredDeployment(rw)
+		switch {
+		case mode == v1alpha1.WorkspaceModeTuning:
+			o.wantJob, specErr = workspace.DesiredJob(rw)
+		case workspace.MultiNode(rw):
+			o.wantSts, specErr = workspace.DesiredStatefulSet(rw)
+			o.wantGroupSvc = workspace.DesiredGroupService(rw)
+		default:
+			o.wantDeploy, specErr = workspace.DesiredDeployment(rw)
 		}
 	}
 	if specErr != nil {
 		facts.SpecError = specErr.Error()
 	}
-	// Owned objects of both modes are read: deletion cleans up whatever exists.
-	deploy, err := getOpt(ctx, r.Client, r.APIReader, key, &appsv1.Deployment{})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	svc, err = getOpt(ctx, r.Client, r.APIReader, key, &corev1.Service{})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	job, err = getOpt(ctx, r.Client, r.APIReader, key, &batchv1.Job{})
-	if err != nil {
+	if err := r.observe(ctx, key, &o); err != nil {
 		return ctrl.Result{}, err
 	}
 	if mode == v1alpha1.WorkspaceModeInference || facts.Deleting {
-		facts.Workload = workspace.WorkloadFacts(deploy, wantDeploy, w.UID)
-		facts.Service = workspace.ServiceFacts(svc, wantSvc, w.UID)
+		facts.Workload, facts.OtherWorkload = o.workloadFacts(w.UID)
+		facts.Service = workspace.ServiceFacts(o.svc, o.wantSvc, w.UID)
 	}
 	if mode == v1alpha1.WorkspaceModeTuning || facts.Deleting {
-		facts.Job = workspace.JobFacts(job, w.UID)
+		facts.Job = workspace.JobFacts(o.job, w.UID)
 	}
 	if err := r.podsAndCapacity(ctx, &w, rw, &facts, nodeReady, nfacts, pl, specErr == nil); err != nil {
 		return ctrl.Result{}, err
@@ -193,6 +182,10 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
 		st := r.status(&w, mode, d, facts)
+		st.GroupSize, st.LeaderAddress = 0, ""
+		if o.wantSts != nil {
+			st.GroupSize, st.LeaderAddress = workspace.Replicas(rw), workspace.LeaderAddress(rw)
+		}
 		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
 			return ctrl.Result{}, err
 		} else if stale {
@@ -204,7 +197,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		logger.Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
 	}
 
-	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, wantDeploy, wantSvc, wantJob, deploy, svc, job); done {
+	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, o); done {
 		return res, err
 	}
 	// Requeue (no RequeueAfter) asks for the controller's rate-limited requeue, which
@@ -245,13 +238,13 @@ func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.Worksp
 
 // actAll carries out the actions in order. done is true when the pass ends early: a conflict
 // (requeue), a permanent rejection (recorded for the next pass: errors.go) or another error.
-func (r *WorkspaceReconciler) actAll(ctx context.Context, key types.NamespacedName, w *v1alpha1.Workspace, d workspace.Decision, rejection *failure.Rejection, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) (res ctrl.Result, done bool, err error) {
+func (r *WorkspaceReconciler) actAll(ctx context.Context, key types.NamespacedName, w *v1alpha1.Workspace, d workspace.Decision, rejection *failure.Rejection, o wsObjects) (res ctrl.Result, done bool, err error) {
 	for _, a := range d.Actions {
-		if err := r.act(ctx, w, a, wantDeploy, wantSvc, wantJob, deploy, svc, job); err != nil {
+		if err := r.act(ctx, w, a, o); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
 			}
-			ae := &actError{action: string(a), kind: workspaceActionKind(a), name: workspace.ObjectName(w.Name), err: err}
+			ae := &actError{action: string(a), kind: workspaceActionKind(a, o.wantSts != nil), name: workspace.ObjectName(w.Name), err: err}
 			if r.rejected.reject(ctx, key, w.Generation, ae) {
 				return ctrl.Result{RequeueAfter: rejectedRequeue}, true, nil
 			}
@@ -264,7 +257,8 @@ func (r *WorkspaceReconciler) actAll(ctx context.Context, key types.NamespacedNa
 	return ctrl.Result{}, false, nil
 }
 
-func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, wantDeploy *appsv1.Deployment, wantSvc *corev1.Service, wantJob *batchv1.Job, deploy *appsv1.Deployment, svc *corev1.Service, job *batchv1.Job) error {
+func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, o wsObjects) error {
+	wantDeploy, wantSvc, wantJob, deploy, svc, job := o.wantDeploy, o.wantSvc, o.wantJob, o.deploy, o.svc, o.job
 	switch a {
 	case workspace.ActionAddFinalizer, workspace.ActionRemoveFinalizer:
 		before := w.DeepCopy()
@@ -275,6 +269,9 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		}
 		return client.IgnoreNotFound(r.Client.Patch(ctx, w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 	case workspace.ActionEnsureWorkload:
+		if o.wantSts != nil {
+			return r.ensureGroup(ctx, w, o)
+		}
 		obj := &appsv1.Deployment{}
 		obj.Name, obj.Namespace = wantDeploy.Name, wantDeploy.Namespace
 		_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
@@ -309,13 +306,114 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		}
 		return nil
 	case workspace.ActionDeleteWorkload:
+		if o.wantSts != nil {
+			return o.deleteGroup(ctx, r.Client)
+		}
 		return deleteExact(ctx, r.Client, deploy)
+	case workspace.ActionDeleteOtherWorkload:
+		if o.wantSts != nil {
+			return deleteExact(ctx, r.Client, deploy)
+		}
+		return o.deleteGroup(ctx, r.Client)
 	case workspace.ActionDeleteService:
 		return deleteExact(ctx, r.Client, svc)
 	case workspace.ActionDeleteJob:
 		return deleteExact(ctx, r.Client, job)
 	}
 	return nil
+}
+
+// wsObjects are a pass's desired and observed owned objects (nil: not wanted / absent). A
+// multi-node group has wantSts and wantGroupSvc instead of wantDeploy.
+type wsObjects struct {
+	wantDeploy   *appsv1.Deployment
+	wantSts      *appsv1.StatefulSet
+	wantGroupSvc *corev1.Service
+	wantSvc      *corev1.Service
+	wantJob      *batchv1.Job
+	deploy       *appsv1.Deployment
+	sts          *appsv1.StatefulSet
+	groupSvc     *corev1.Service
+	svc          *corev1.Service
+	job          *batchv1.Job
+}
+
+// observe reads the owned objects of both modes and shapes (deletion cleans up whatever exists).
+func (r *WorkspaceReconciler) observe(ctx context.Context, key types.NamespacedName, o *wsObjects) error {
+	var err error
+	if o.deploy, err = getOpt(ctx, r.Client, r.APIReader, key, &appsv1.Deployment{}); err != nil {
+		return err
+	}
+	if o.sts, err = getOpt(ctx, r.Client, r.APIReader, key, &appsv1.StatefulSet{}); err != nil {
+		return err
+	}
+	// key names the owned objects (workspace-<name>); the group's headless Service is <that>-group.
+	groupKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-group"}
+	if o.groupSvc, err = getOpt(ctx, r.Client, r.APIReader, groupKey, &corev1.Service{}); err != nil {
+		return err
+	}
+	if o.svc, err = getOpt(ctx, r.Client, r.APIReader, key, &corev1.Service{}); err != nil {
+		return err
+	}
+	o.job, err = getOpt(ctx, r.Client, r.APIReader, key, &batchv1.Job{})
+	return err
+}
+
+// workloadFacts reads the workload of the wanted shape (the group's StatefulSet, else the
+// Deployment) and whether the workspace's own workload of the other shape exists.
+func (o *wsObjects) workloadFacts(uid types.UID) (*workspace.Workload, bool) {
+	if o.wantSts != nil {
+		return workspace.GroupFacts(o.sts, o.wantSts, o.groupSvc, uid), o.deploy != nil && controlledByUID(o.deploy, uid)
+	}
+	other := (o.sts != nil && controlledByUID(o.sts, uid)) || (o.groupSvc != nil && controlledByUID(o.groupSvc, uid))
+	return workspace.WorkloadFacts(o.deploy, o.wantDeploy, uid), other
+}
+
+// deleteGroup deletes a multi-node group's StatefulSet and headless Service (those present).
+func (o *wsObjects) deleteGroup(ctx context.Context, c client.Client) error {
+	if o.sts != nil {
+		if err := deleteExact(ctx, c, o.sts); err != nil {
+			return err
+		}
+	}
+	if o.groupSvc != nil {
+		return deleteExact(ctx, c, o.groupSvc)
+	}
+	return nil
+}
+
+// ensureGroup creates or updates a multi-node group: the headless Service first (the pods'
+// stable names), then the StatefulSet (its selector, service name and pod management policy
+// are immutable and set only at creation).
+func (r *WorkspaceReconciler) ensureGroup(ctx context.Context, w *v1alpha1.Workspace, o wsObjects) error {
+	want := o.wantGroupSvc
+	gs := &corev1.Service{}
+	gs.Name, gs.Namespace = want.Name, want.Namespace
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, gs, func() error {
+		gs.Labels = mergeMap(gs.Labels, want.Labels)
+		if gs.CreationTimestamp.IsZero() {
+			gs.Spec.ClusterIP = corev1.ClusterIPNone
+		}
+		gs.Spec.PublishNotReadyAddresses = true
+		gs.Spec.Selector, gs.Spec.Ports = want.Spec.Selector, want.Spec.Ports
+		return controllerutil.SetControllerReference(w, gs, r.Scheme)
+	}); err != nil {
+		return err
+	}
+	ws := o.wantSts
+	obj := &appsv1.StatefulSet{}
+	obj.Name, obj.Namespace = ws.Name, ws.Namespace
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		obj.Labels = mergeMap(obj.Labels, ws.Labels)
+		obj.Annotations = mergeMap(obj.Annotations, ws.Annotations)
+		if obj.CreationTimestamp.IsZero() {
+			obj.Spec.Selector, obj.Spec.ServiceName, obj.Spec.PodManagementPolicy = ws.Spec.Selector, ws.Spec.ServiceName, ws.Spec.PodManagementPolicy
+		}
+		obj.Spec.Replicas = ws.Spec.Replicas
+		obj.Spec.Template = ws.Spec.Template
+		return controllerutil.SetControllerReference(w, obj, r.Scheme)
+	})
+	return err
 }
 
 // getOpt reads an object from the cache, then the API server; nil when it does not exist.
@@ -344,11 +442,20 @@ func mergeMap(dst, src map[string]string) map[string]string {
 	return dst
 }
 
-// workspaceActionKind is the kind of object action a writes.
-func workspaceActionKind(a workspace.Action) string {
+// workspaceActionKind is the kind of object action a writes (group: a multi-node group's
+// workload is a StatefulSet).
+func workspaceActionKind(a workspace.Action, group bool) string {
 	switch a {
 	case workspace.ActionEnsureWorkload, workspace.ActionDeleteWorkload:
+		if group {
+			return "StatefulSet"
+		}
 		return "Deployment"
+	case workspace.ActionDeleteOtherWorkload:
+		if group {
+			return "Deployment"
+		}
+		return "StatefulSet"
 	case workspace.ActionEnsureService, workspace.ActionDeleteService:
 		return "Service"
 	case workspace.ActionCreateJob, workspace.ActionDeleteJob:

@@ -607,3 +607,103 @@ func TestWorkspaceTuningFailed(t *testing.T) {
 		t.Errorf("states %v, want %v", s, want)
 	}
 }
+
+// Multi-node inference (KAITO): a model needing 2 GPUs over 2 replicas of 1 GPU is ONE group,
+// not two copies: a StatefulSet whose pods have stable names, GROUP_SIZE, RANK and the
+// leader's address, a headless group Service, and the endpoint on the leader. With one of
+// the two nodes the group is not Ready (the workspace says why); with both it is.
+func TestWorkspaceMultiNode(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	product := fmt.Sprintf("NVIDIA-L4-GROUP-%d", seq.Add(1))
+	nodes := []*corev1.Node{testGPUNode(fmt.Sprintf("gantry-test-group-%d", seq.Add(1)), product, 1), testGPUNode(fmt.Sprintf("gantry-test-group-%d", seq.Add(1)), product, 1)}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+		}
+	})
+	e.addNode(t, nodes[0])
+	spec := inferenceSpec(2, 1, product)
+	spec.Inference.ModelGPUs = 2
+	w := e.newWorkspace("group", nil, spec)
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// One node: pod 0 runs, pod 1 cannot be placed; the group is not Ready and says so.
+	got := e.waitWS(t, w.Name, "pod 0 placed, the group not Ready, with a capacity reason", func(w *v1alpha1.Workspace) bool {
+		rr := wsCond(w, workspace.ConditionResourceReady)
+		return w.Status.State == v1alpha1.WorkspaceStatePending && rr.Status == metav1.ConditionFalse && len(w.Status.WorkerNodes) == 1 &&
+			w.Status.ReadyReplicas == 1 && w.Status.GroupSize == 2 && strings.Contains(rr.Message, "room for 1 replica")
+	})
+	t.Logf("one node: %s", describeWS(got))
+	name := "workspace-" + w.Name
+	var sts appsv1.StatefulSet
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		return e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &sts) == nil, nil
+	}); err != nil {
+		t.Fatalf("no StatefulSet for a multi-node group: %v", err)
+	}
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &dep); !apierrors.IsNotFound(err) {
+		t.Errorf("a Deployment exists beside the group: %v", err)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, v := range sts.Spec.Template.Spec.Containers[0].Env {
+		env[v.Name] = v
+	}
+	leader := fmt.Sprintf("%s-0.%s-group.%s.svc.cluster.local", name, name, e.ns)
+	if env["GROUP_SIZE"].Value != "2" || env["LEADER_ADDRESS"].Value != leader || env["RANK"].ValueFrom == nil ||
+		env["RANK"].ValueFrom.FieldRef.FieldPath != "metadata.labels['apps.kubernetes.io/pod-index']" {
+		t.Errorf("group env %+v", env)
+	}
+	if sts.Spec.ServiceName != name+"-group" || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("statefulset serviceName %q policy %q", sts.Spec.ServiceName, sts.Spec.PodManagementPolicy)
+	}
+	var gsvc, svc corev1.Service
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name + "-group"}, &gsvc); err != nil || gsvc.Spec.ClusterIP != corev1.ClusterIPNone || !gsvc.Spec.PublishNotReadyAddresses {
+		t.Errorf("group service %+v: %v", gsvc.Spec, err)
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &svc); err != nil || svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != name+"-0" {
+		t.Errorf("the endpoint Service does not route to the leader: %v %v", svc.Spec.Selector, err)
+	}
+
+	// The second node: the whole group runs, Ready.
+	e.addNode(t, nodes[1])
+	got = e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	if got.Status.ReadyReplicas != 2 || got.Status.LeaderAddress != leader || len(got.Status.WorkerNodes) != 2 {
+		t.Errorf("group status: %s leader %q", describeWS(got), got.Status.LeaderAddress)
+	}
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{workspace.LabelWorkspace: w.Name}); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{name + "-0", name + "-1"}) {
+		t.Errorf("group pods %v, want stable names %s-0 and %s-1", names, name, name)
+	}
+
+	// Back to independent copies (modelGPUs = 1): the group goes, a Deployment takes over.
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: w.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Inference.ModelGPUs = 1
+	if err := e.c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}})
+	got = e.waitWS(t, w.Name, "Ready as copies", func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == v1alpha1.WorkspaceStateReady && w.Status.GroupSize == 0 && w.Status.ObservedGeneration == w.Generation
+	})
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &dep); err != nil {
+		t.Errorf("no Deployment after leaving the group: %v", err)
+	}
+	if err := e.c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
+}

@@ -118,14 +118,18 @@ const (
 type Action string
 
 const (
-	ActionAddFinalizer    Action = "AddFinalizer"
-	ActionEnsureWorkload  Action = "EnsureWorkload" // create or update the Deployment (inference)
-	ActionEnsureService   Action = "EnsureService"  // create or update the Service (inference)
-	ActionCreateJob       Action = "CreateJob"      // create the Job (tuning)
-	ActionDeleteWorkload  Action = "DeleteWorkload"
-	ActionDeleteService   Action = "DeleteService"
-	ActionDeleteJob       Action = "DeleteJob"
-	ActionRemoveFinalizer Action = "RemoveFinalizer" // no status write follows
+	ActionAddFinalizer   Action = "AddFinalizer"
+	ActionEnsureWorkload Action = "EnsureWorkload" // create or update the Deployment (inference)
+	ActionEnsureService  Action = "EnsureService"  // create or update the Service (inference)
+	ActionCreateJob      Action = "CreateJob"      // create the Job (tuning)
+	ActionDeleteWorkload Action = "DeleteWorkload"
+	ActionDeleteService  Action = "DeleteService"
+	ActionDeleteJob      Action = "DeleteJob"
+	// ActionDeleteOtherWorkload deletes the workload of the other inference shape: the
+	// Deployment once the replicas form a multi-node group (StatefulSet), or the StatefulSet
+	// once they are independent copies again.
+	ActionDeleteOtherWorkload Action = "DeleteOtherWorkload"
+	ActionRemoveFinalizer     Action = "RemoveFinalizer" // no status write follows
 )
 
 // Facts are what the controller observed in one pass.
@@ -146,8 +150,12 @@ type Facts struct {
 	SpecError string
 	// Capacity is what the cluster's nodes offer for this workspace (CapacityOf).
 	Capacity Capacity
-	// Workload (inference) is the Deployment workspace-<name>; nil when absent.
+	// Workload (inference) is the Deployment workspace-<name> (the StatefulSet of a multi-node
+	// group, with its headless Service); nil when absent.
 	Workload *Workload
+	// OtherWorkload is true when the workspace's workload of the other shape exists
+	// (a Deployment while it should be a group, or the reverse).
+	OtherWorkload bool
 	// Service (inference) is the Service workspace-<name>.
 	Service Object
 	// Job (tuning) is the Job workspace-<name>; nil when absent.
@@ -415,6 +423,10 @@ func terminate(f Facts, prev State, d *Decision) pass {
 		d.Actions = append(d.Actions, ActionDeleteWorkload)
 		left = append(left, "deployment")
 	}
+	if f.OtherWorkload {
+		d.Actions = append(d.Actions, ActionDeleteOtherWorkload)
+		left = append(left, "workload of the other shape")
+	}
 	if f.Service.Exists && !f.Service.Foreign {
 		d.Actions = append(d.Actions, ActionDeleteService)
 		left = append(left, "service")
@@ -652,6 +664,9 @@ func inference(f Facts, prev State, d *Decision) pass {
 		}
 		if !f.Service.UpToDate {
 			d.Actions = append(d.Actions, ActionEnsureService)
+		}
+		if f.OtherWorkload {
+			d.Actions = append(d.Actions, ActionDeleteOtherWorkload)
 		}
 	}
 	pods := readPods(f.Pods)

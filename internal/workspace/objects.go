@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -198,16 +199,117 @@ func DesiredDeployment(w *v1alpha1.Workspace) (*appsv1.Deployment, error) {
 	}, nil
 }
 
-// DesiredService is the ClusterIP Service workspace-<name> on the inference port.
+// DesiredService is the ClusterIP Service workspace-<name> on the inference port: to every
+// replica, or, for a multi-node group, to the leader (pod 0) only.
 func DesiredService(w *v1alpha1.Workspace) *corev1.Service {
+	sel := map[string]string{LabelWorkspace: w.Name}
+	if MultiNode(w) {
+		sel[appsv1.StatefulSetPodNameLabel] = LeaderPod(w)
+	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: map[string]string{LabelWorkspace: w.Name},
+			Selector: sel,
 			Ports:    []corev1.ServicePort{{Name: PortName, Port: Port(w), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}},
 		},
 	}
+}
+
+// MultiNode reports whether a resolved inference workspace serves one model across its
+// replicas (KAITO's multi-node inference): count > 1 and spec.inference.modelGPUs more than
+// one replica's spec.resource.gpuCount (Resolve settles both).
+func MultiNode(w *v1alpha1.Workspace) bool {
+	inf := w.Spec.Inference
+	return inf != nil && Replicas(w) > 1 && inf.ModelGPUs > w.Spec.Resource.GPUCount
+}
+
+// GroupServiceName is the headless Service of a multi-node group: workspace-<name>-group.
+func GroupServiceName(ws string) string { return ObjectName(ws) + "-group" }
+
+// LeaderPod is the multi-node group's leader: the StatefulSet's pod 0, workspace-<name>-0.
+func LeaderPod(w *v1alpha1.Workspace) string { return ObjectName(w.Name) + "-0" }
+
+// LeaderAddress is the leader's stable DNS name:
+// workspace-<name>-0.workspace-<name>-group.<namespace>.svc.cluster.local.
+func LeaderAddress(w *v1alpha1.Workspace) string {
+	return fmt.Sprintf("%s.%s.%s.svc.cluster.local", LeaderPod(w), GroupServiceName(w.Name), w.Namespace)
+}
+
+// Group environment variables of a multi-node group's pods.
+const (
+	EnvGroupSize     = "GROUP_SIZE"     // pods in the group (spec.resource.count)
+	EnvRank          = "RANK"           // this pod's index, 0 = leader (label apps.kubernetes.io/pod-index)
+	EnvLeaderAddress = "LEADER_ADDRESS" // LeaderAddress
+)
+
+// DesiredStatefulSet is a multi-node group's StatefulSet workspace-<name>: count pods with
+// stable names workspace-<name>-0..count-1 through the headless Service GroupServiceName,
+// started in parallel (the group needs all of them), each with GROUP_SIZE, RANK (its pod
+// index) and LEADER_ADDRESS; the spec hash annotation as DesiredDeployment's.
+func DesiredStatefulSet(w *v1alpha1.Workspace) (*appsv1.StatefulSet, error) {
+	tpl, err := PodTemplate(w)
+	if err != nil {
+		return nil, err
+	}
+	replicas := Replicas(w)
+	c := &tpl.Spec.Containers[0]
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: EnvGroupSize, Value: fmt.Sprint(replicas)},
+		corev1.EnvVar{Name: EnvRank, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + appsv1.PodIndexLabel + "']"}}},
+		corev1.EnvVar{Name: EnvLeaderAddress, Value: LeaderAddress(w)})
+	hash := hashOf(struct {
+		Replicas int32
+		Template corev1.PodTemplateSpec
+		Group    bool
+	}{replicas, tpl, true})
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w),
+			Annotations: map[string]string{v1alpha1.AnnotationSpecHash: hash}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            &replicas,
+			ServiceName:         GroupServiceName(w.Name),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: w.Name}},
+			Template:            tpl,
+		},
+	}, nil
+}
+
+// DesiredGroupService is the headless Service workspace-<name>-group of a multi-node group:
+// it gives each pod its stable DNS name, published before the pod is Ready (the workers must
+// reach the leader to become Ready).
+func DesiredGroupService(w *v1alpha1.Workspace) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: GroupServiceName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{LabelWorkspace: w.Name},
+			Ports:                    []corev1.ServicePort{{Name: PortName, Port: Port(w), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+// GroupFacts reads a live multi-node StatefulSet and its headless Service (nil: absent)
+// against the desired ones, as WorkloadFacts reads a Deployment: UpToDate also needs the
+// headless Service.
+func GroupFacts(have, want *appsv1.StatefulSet, groupSvc *corev1.Service, owner types.UID) *Workload {
+	if have == nil {
+		return nil
+	}
+	if !controlledBy(have, owner) {
+		return &Workload{Foreign: true}
+	}
+	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && groupSvc != nil && groupSvc.DeletionTimestamp == nil &&
+		have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
+		have.Spec.Replicas != nil && *have.Spec.Replicas == *want.Spec.Replicas && sameImages(have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers)}
+	replicas := int32(1)
+	if have.Spec.Replicas != nil {
+		replicas = *have.Spec.Replicas
+	}
+	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= replicas
+	return f
 }
 
 // DesiredJob is the tuning Job workspace-<name>: one pod, restartPolicy Never,
@@ -265,7 +367,11 @@ func sameScaleAndImages(have, want *appsv1.Deployment) bool {
 		have.Spec.Replicas != nil && *have.Spec.Replicas != *want.Spec.Replicas {
 		return false
 	}
-	hc, wc := have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers
+	return sameImages(have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers)
+}
+
+// sameImages: the same containers by name and image, in order.
+func sameImages(hc, wc []corev1.Container) bool {
 	if len(hc) != len(wc) {
 		return false
 	}
@@ -286,7 +392,7 @@ func ServiceFacts(have, want *corev1.Service, owner types.UID) Object {
 		return Object{Exists: true, Foreign: true}
 	}
 	up := have.DeletionTimestamp == nil && have.Spec.Type == want.Spec.Type && len(have.Spec.Ports) == len(want.Spec.Ports) &&
-		len(have.Spec.Selector) == len(want.Spec.Selector) && have.Spec.Selector[LabelWorkspace] == want.Spec.Selector[LabelWorkspace]
+		maps.Equal(have.Spec.Selector, want.Spec.Selector)
 	for i := range want.Spec.Ports {
 		if up {
 			h, w := have.Spec.Ports[i], want.Spec.Ports[i]

@@ -102,6 +102,7 @@ func TuningPresets() []string {
 // a model or image, and the instance type's errors.
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
+	presetArgs, presetGPUs := false, int32(0)
 	if inf := out.Spec.Inference; inf != nil {
 		if inf.Preset != "" {
 			p, ok := LookupPreset(inf.Preset)
@@ -112,10 +113,12 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 			inf.Image = or(inf.Image, p.Image)
 			if len(inf.Args) == 0 {
 				inf.Args = append([]string{"--served-model-name=" + inf.Model, "--port=$(PORT)"}, p.Args...)
+				presetArgs = true
 			}
 			if out.Spec.Resource.GPUCount == 0 {
 				out.Spec.Resource.GPUCount = p.GPUCount
 			}
+			presetGPUs = p.GPUCount
 			if p.Gated && inf.ModelAccessSecret == "" {
 				return out, fmt.Errorf("spec.inference.modelAccessSecret: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): name a Secret whose key %s holds a token", p.Name, ModelAccessKey)
 			}
@@ -143,8 +146,47 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 			return out, fmt.Errorf("spec.tuning: baseModel and image are required without a preset")
 		}
 	}
-	return out, resolveInstanceType(out)
+	if err := resolveInstanceType(out); err != nil {
+		return out, err
+	}
+	return out, resolveGroup(out, presetGPUs, presetArgs)
 }
+
+// resolveGroup settles spec.inference.modelGPUs (multi-node inference) after the preset and
+// the instance type: explicit, else the preset's GPUs when resource.count > 1 (a preset model
+// spread over smaller replicas), else resource.gpuCount. A group (MultiNode) needs
+// count × gpuCount ≥ modelGPUs; an explicit modelGPUs above one replica's GPUs needs count > 1.
+// A preset's default args get vLLM's --tensor-parallel-size (GPUs per node) and
+// --pipeline-parallel-size (nodes).
+func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) error {
+	inf, r := out.Spec.Inference, &out.Spec.Resource
+	if inf == nil {
+		return nil
+	}
+	count := Replicas(out)
+	explicit := inf.ModelGPUs > 0
+	if !explicit && count > 1 && presetGPUs > r.GPUCount {
+		inf.ModelGPUs = presetGPUs
+	}
+	if inf.ModelGPUs == 0 || inf.ModelGPUs <= r.GPUCount {
+		inf.ModelGPUs = r.GPUCount
+		return nil
+	}
+	switch {
+	case count <= 1:
+		return fmt.Errorf("spec.inference.modelGPUs: the model needs %d GPUs but one replica has %d (spec.resource.gpuCount): set spec.resource.count to %d or more to serve it across nodes",
+			inf.ModelGPUs, r.GPUCount, ceilDiv(inf.ModelGPUs, max(r.GPUCount, 1)))
+	case r.GPUCount == 0 || count*r.GPUCount < inf.ModelGPUs:
+		return fmt.Errorf("spec.inference.modelGPUs: the model needs %d GPUs but %d nodes × %d GPUs (spec.resource.count × gpuCount) give %d",
+			inf.ModelGPUs, count, r.GPUCount, count*r.GPUCount)
+	}
+	if presetArgs {
+		inf.Args = append(inf.Args, fmt.Sprintf("--tensor-parallel-size=%d", r.GPUCount), fmt.Sprintf("--pipeline-parallel-size=%d", count))
+	}
+	return nil
+}
+
+func ceilDiv(a, b int32) int32 { return (a + b - 1) / b }
 
 // resolveInstanceType applies spec.resource.instanceType (hardware.LookupInstanceType) to out
 // after the preset: the node label node.kubernetes.io/instance-type=<type> joins the label
@@ -169,8 +211,16 @@ func resolveInstanceType(out *v1alpha1.Workspace) error {
 	if r.GPUCount == 0 {
 		r.GPUCount = it.GPUCount
 	}
+	if r.GPUCount > it.GPUCount && out.Spec.Inference != nil && Replicas(out) > 1 {
+		// More GPUs than a node of the type has, over several replicas: one model served
+		// across nodes (resolveGroup), each replica taking a whole node's GPUs.
+		if out.Spec.Inference.ModelGPUs == 0 {
+			out.Spec.Inference.ModelGPUs = r.GPUCount
+		}
+		r.GPUCount = it.GPUCount
+	}
 	if r.GPUCount > it.GPUCount {
-		return fmt.Errorf("spec.resource.gpuCount: %d GPUs per replica, but a %s node has %d (%s); choose a larger instance type", r.GPUCount, it.Name, it.GPUCount, it.GPUProduct)
+		return fmt.Errorf("spec.resource.gpuCount: %d GPUs per replica, but a %s node has %d (%s); choose a larger instance type, or set spec.resource.count above 1 to serve the model across nodes", r.GPUCount, it.Name, it.GPUCount, it.GPUProduct)
 	}
 	return nil
 }

@@ -121,3 +121,56 @@ func TestResolveInstanceType(t *testing.T) {
 		t.Errorf("contradicting label: %v", err)
 	}
 }
+
+// Multi-node inference (KAITO): when the model needs more GPUs than one replica has and
+// count > 1, the replicas form one group (MultiNode); not enough GPUs in all, or one replica,
+// is a spec error naming the field.
+func TestResolveGroup(t *testing.T) {
+	ws := func(count, gpus int32, in v1alpha1.WorkspaceInference, instanceType string) *v1alpha1.Workspace {
+		return &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: count, GPUCount: gpus, InstanceType: instanceType}, Inference: &in}}
+	}
+	model := v1alpha1.WorkspaceInference{Model: "m", Image: "i"}
+	withGPUs := func(n int32) v1alpha1.WorkspaceInference { m := model; m.ModelGPUs = n; return m }
+	for _, tc := range []struct {
+		name       string
+		w          *v1alpha1.Workspace
+		group      bool
+		modelGPUs  int32
+		gpuCount   int32
+		err        string
+		argsSuffix []string
+	}{
+		{name: "copies: model fits one replica", w: ws(3, 2, model, ""), modelGPUs: 2, gpuCount: 2},
+		{name: "explicit: 4 GPUs over 2 replicas of 2", w: ws(2, 2, withGPUs(4), ""), group: true, modelGPUs: 4, gpuCount: 2},
+		{name: "explicit: more than count × gpuCount", w: ws(2, 1, withGPUs(4), ""), err: "spec.inference.modelGPUs: the model needs 4 GPUs but 2 nodes × 1 GPUs"},
+		{name: "explicit: one replica cannot hold it", w: ws(1, 2, withGPUs(4), ""), err: "set spec.resource.count to 2 or more"},
+		{name: "preset spread over smaller replicas", w: ws(2, 1, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, ""), group: true, modelGPUs: 2, gpuCount: 1,
+			argsSuffix: []string{"--tensor-parallel-size=1", "--pipeline-parallel-size=2"}},
+		{name: "preset on one replica keeps the preset's GPUs", w: ws(1, 0, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, ""), modelGPUs: 2, gpuCount: 2},
+		{name: "instance type too small for the model, count 2: a group of whole nodes",
+			w: ws(2, 2, model, "Standard_NC24ads_A100_v4"), group: true, modelGPUs: 2, gpuCount: 1},
+		{name: "instance type too small, one replica: refused", w: ws(1, 2, model, "Standard_NC24ads_A100_v4"), err: "serve the model across nodes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Resolve(tc.w)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if MultiNode(got) != tc.group || got.Spec.Inference.ModelGPUs != tc.modelGPUs || got.Spec.Resource.GPUCount != tc.gpuCount {
+				t.Errorf("group %v modelGPUs %d gpuCount %d", MultiNode(got), got.Spec.Inference.ModelGPUs, got.Spec.Resource.GPUCount)
+			}
+			if a := got.Spec.Inference.Args; tc.argsSuffix != nil && !slices.Equal(a[len(a)-2:], tc.argsSuffix) {
+				t.Errorf("args %v", a)
+			}
+			if svc := DesiredService(got); tc.group != (svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] == ObjectName(got.Name)+"-0") {
+				t.Errorf("service selector %v", svc.Spec.Selector)
+			}
+		})
+	}
+}

@@ -24,3 +24,24 @@ resource "gantry_workspace" "lora" {
     output_image = "registry.example/adapters/phi:1"
   }
 }
+
+# A two-node model (multi-node inference, as KAITO): falcon-40b-instruct needs 2 GPUs and each
+# node of this pool has 1. The two replicas serve ONE model: a StatefulSet whose pod 0 leads
+# (leader_address), each pod told GROUP_SIZE, RANK and LEADER_ADDRESS; the preset's server
+# gets --tensor-parallel-size=1 --pipeline-parallel-size=2. The apply waits for the whole group.
+resource "gantry_workspace" "falcon_40b" {
+  name = "falcon-40b"
+  resource = {
+    count       = 2
+    gpu_count   = 1
+    gpu_product = "NVIDIA-L4"
+  }
+  inference = {
+    preset     = "falcon-40b-instruct"
+    model_gpus = 2 # the preset's own; shown for clarity
+  }
+}
+
+output "falcon_leader" {
+  value = gantry_workspace.falcon_40b.leader_address
+}

@@ -169,6 +169,19 @@ type WorkspaceInference struct {
 	// Args are the container arguments.
 	// +optional
 	Args []string `json:"args,omitempty"`
+	// ModelGPUs is how many GPUs the model needs in all (0-512; default: the preset's GPUs, else
+	// resource.gpuCount). When it is more than one replica has (resource.gpuCount, or what
+	// resource.instanceType's nodes have) and resource.count > 1, the replicas serve ONE model
+	// together across count nodes, as KAITO's multi-node inference: a StatefulSet
+	// workspace-<name> whose pod 0 is the leader and the others workers, with stable names,
+	// GROUP_SIZE, RANK (the pod index) and LEADER_ADDRESS (pod 0's stable DNS name through the
+	// headless Service workspace-<name>-group); the Service workspace-<name> routes to the
+	// leader, and the workspace is Ready only when the whole group is. count × gpuCount must
+	// cover it.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=512
+	// +optional
+	ModelGPUs int32 `json:"modelGPUs,omitempty"`
 	// Port is the container and Service port (1-65535, default 8000).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -306,6 +319,14 @@ type WorkspaceStatus struct {
 	// WorkerNodes are the nodes the workspace's pods are bound to, sorted.
 	// +optional
 	WorkerNodes []string `json:"workerNodes,omitempty"`
+	// GroupSize is the number of pods serving one model together (multi-node inference,
+	// spec.inference.modelGPUs); 0 when the replicas are independent copies.
+	// +optional
+	GroupSize int32 `json:"groupSize,omitempty"`
+	// LeaderAddress is the multi-node group leader's stable address (pod 0 through the
+	// headless Service), "" without a group.
+	// +optional
+	LeaderAddress string `json:"leaderAddress,omitempty"`
 	// ReadyReplicas is the number of inference replicas Ready on a Ready node.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
