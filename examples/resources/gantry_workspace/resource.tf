@@ -12,6 +12,34 @@ resource "gantry_workspace" "chat" {
   }
 }
 
+# A preset (KAITO preset names; the Model presets guide lists them): image, GPUs and serving
+# arguments come from the catalog; any field set here wins. An Azure instance type picks the
+# nodes (node.kubernetes.io/instance-type) and the GPUs per replica.
+resource "gantry_workspace" "phi" {
+  name = "phi-3"
+  resource = {
+    instance_type = "Standard_NC24ads_A100_v4"
+  }
+  inference = {
+    preset = "phi-3-mini-4k-instruct"
+  }
+}
+
+# A gated model: its weights come from a gated Hugging Face repository, so the preset requires
+# a model access Secret. The Secret "hf-token" (key HF_TOKEN) is created outside Terraform;
+# only its name is here, and the reconciler checks it exists without reading the token.
+resource "gantry_workspace" "llama" {
+  name = "llama"
+  resource = {
+    gpu_count   = 1
+    gpu_product = "NVIDIA-A100-SXM4-80GB"
+  }
+  inference = {
+    preset              = "llama-3.1-8b-instruct"
+    model_access_secret = "hf-token"
+  }
+}
+
 # A LoRA tuning run (waits until state = "Succeeded"; Failed fails the apply).
 resource "gantry_workspace" "lora" {
   name     = "lora"
