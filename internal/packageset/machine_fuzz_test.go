@@ -131,7 +131,7 @@ func FuzzPlan(f *testing.F) {
 					if r == nil || !r.Done || r.Stage != j.Stage {
 						t.Fatalf("%s: soak check %s of %s without a done flow: %+v", np.Name, j.Name, j.Package, r)
 					}
-					key := fmt.Sprintf("%s/%s/%d/%d", np.Name, j.Package, r.Flow, r.Restarts)
+					key := fmt.Sprintf("%s/%s/%d/%d/%d", np.Name, j.Package, r.Flow, r.Restarts, np.Record.Soaks)
 					if last, ok := soakRound[key]; ok && j.SoakRound <= last {
 						t.Fatalf("%s: soak round %d after round %d", key, j.SoakRound, last)
 					}

@@ -817,9 +817,9 @@ func TestSoakSchedule(t *testing.T) {
 	if SoakRoundStart(1<<40, time.Hour, time.Second) != time.Hour {
 		t.Error("a huge round index overflows")
 	}
-	a := SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 1)
-	if a != SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 1) || len(a) > 49 || a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 2) ||
-		a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 1, 1) || a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 4, 0, 1) {
+	a := SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 0, 1)
+	if a != SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 0, 1) || len(a) > 49 || a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 0, 2) ||
+		a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 1, 0, 1) || a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 3, 0, 1, 1) || a == SoakJobName("gpu-drivers", "node-1", "nvidia-driver", 4, 0, 0, 1) {
 		t.Errorf("SoakJobName %q not deterministic or collides", a)
 	}
 }
@@ -878,7 +878,7 @@ func TestSoakRounds(t *testing.T) {
 					Prev: &Applied{Version: "1.0.0", Image: "ghcr.io/x/tool:1.0.0"}}}}
 			jobs := map[string]JobFact{JobName("gpu-drivers", "node-0", "tool", 2, conf, 0): {Succeeded: true}}
 			for k, o := range tc.jobs {
-				jobs[SoakJobName("gpu-drivers", "node-0", "tool", 2, 0, k)] = map[string]JobFact{"ok": {Succeeded: true}, "run": {},
+				jobs[SoakJobName("gpu-drivers", "node-0", "tool", 2, 0, 0, k)] = map[string]JobFact{"ok": {Succeeded: true}, "run": {},
 					"fail": {Failed: true, Reason: "BackoffLimitExceeded", Message: "check failed"}}[o]
 			}
 			f := SetFacts{Now: t0.Add(tc.elapsed), Name: "gpu-drivers", Generation: 1, Wants: []Want{tool("1.1.0")}, Soak: soak, SoakInterval: interval,
@@ -893,7 +893,7 @@ func TestSoakRounds(t *testing.T) {
 			}
 			var created []int
 			for _, j := range np.Jobs {
-				if !j.SoakCheck || j.Stage != conf || j.Version != "1.1.0" || j.Name != SoakJobName("gpu-drivers", "node-0", "tool", 2, 0, j.SoakRound) {
+				if !j.SoakCheck || j.Stage != conf || j.Version != "1.1.0" || j.Name != SoakJobName("gpu-drivers", "node-0", "tool", 2, 0, np.Record.Soaks, j.SoakRound) {
 					t.Errorf("job %+v", j)
 				}
 				created = append(created, j.SoakRound)

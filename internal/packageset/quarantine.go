@@ -1,6 +1,7 @@
 package packageset
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -107,4 +108,102 @@ func liftFrom(rec *NodeRecord, keys []string) *NodeRecord {
 		c.Withdrawn = nil
 	}
 	return c
+}
+
+// Quarantine is a quarantined version's key, "<package>@<version>" (status.quarantinedVersions):
+// the version failed (a stage, its soak check, or the uninstall that a downgrade to it needs)
+// and was rolled back (policy rollback). A set asking for it is Stalled until the version
+// changes.
+func Quarantine(pkg, version string) string { return pkg + "@" + version }
+
+// ConfigKey is a short hash (8 hex digits) of a package's config hashes (ConfigHashes: key →
+// value hash), independent of map order; "" config and nil give the same key.
+func ConfigKey(config map[string]string) string {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, config[k])
+	}
+	return shortHash(b.String())[:8]
+}
+
+// ConfigQuarantine is the key of a quarantined config, "<package>@<version>#config-<ConfigKey>"
+// (status.quarantinedVersions): a config-only change of version to config failed and was
+// rolled back to the previous config (policy rollback). The version itself is not
+// quarantined (it still works with its previous config); a set asking for this version with
+// this config is Stalled until the config (or the version) changes.
+func ConfigQuarantine(pkg, version string, config map[string]string) string {
+	return pkg + "@" + version + "#config-" + ConfigKey(config)
+}
+
+// quarantineKey is the quarantine a rollback flow holds ("" for any other record).
+func (r *PackageRecord) quarantineKey(name string) string {
+	switch {
+	case !r.Reverting || r.RevertedFrom == "":
+		return ""
+	case r.RevertedConfig != "":
+		return name + "@" + r.RevertedFrom + "#config-" + r.RevertedConfig
+	}
+	return Quarantine(name, r.RevertedFrom)
+}
+
+// quarantinedKey is the quarantine key that stalls w ("<package>@<version>", else its
+// "#config-<hash>" key), "" if none.
+func quarantinedKey(quarantine map[string]bool, w *Want) string {
+	if q := Quarantine(w.Name, w.Version); quarantine[q] {
+		return q
+	}
+	if q := ConfigQuarantine(w.Name, w.Version, w.Config); quarantine[q] {
+		return q
+	}
+	return ""
+}
+
+// quarantineSet is the set of quarantine keys ("<package>@<version>", or with
+// "#config-<hash>"): those the set's status lists, those a node's record names for a failed
+// package, and the versions a node withdrew.
+func quarantineSet(listed []string, nodes []NodeFacts) map[string]bool {
+	quarantine := map[string]bool{}
+	for _, q := range listed {
+		quarantine[q] = true
+	}
+	for _, n := range nodes {
+		if n.Record == nil {
+			continue
+		}
+		for name, r := range n.Record.Packages {
+			if q := r.quarantineKey(name); q != "" {
+				quarantine[q] = true
+			}
+		}
+		for name, v := range n.Record.Withdrawn {
+			quarantine[Quarantine(name, v)] = true
+		}
+	}
+	return quarantine
+}
+
+// stalledWants lists the wanted packages whose version or config is quarantined (the key,
+// "<package>@<version>" or "<package>@<version>#config-<hash>", in the wants' order); nil if
+// none.
+func stalledWants(wants []Want, quarantine map[string]bool) []string {
+	var out []string
+	for i := range wants {
+		if q := quarantinedKey(quarantine, &wants[i]); q != "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// quarantinedKeyOf is the quarantine that stalls w on this pass ("" if none).
+func (p *nodePass) quarantinedKeyOf(w *Want) string {
+	if w == nil {
+		return ""
+	}
+	return quarantinedKey(p.quarantine, w)
 }

@@ -1,0 +1,237 @@
+package packageset
+
+// Rule: the set's summary status and conditions (kstatus, TaintNotTolerable, DrainBlocked) from the per-node outcomes.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Condition types and reasons besides the kstatus ones.
+const (
+	ConditionTaintNotTolerable = "TaintNotTolerable" // Skyhook's; True while some node is blocked
+	ConditionDrainBlocked      = "DrainBlocked"      // True while an eviction is refused (PDB, ...)
+	ReasonComplete             = "Complete"
+	ReasonInProgress           = "InProgress"
+	ReasonWaiting              = "Waiting"
+	ReasonErroring             = "StageErroring"
+	ReasonBlocked              = "TaintNotTolerable"
+	ReasonPaused               = "Paused"
+	ReasonDisabled             = "Disabled"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonDeleting             = "Uninstalling"
+	// ReasonUninstallFailed: the set is being deleted and an uninstall stage fails (Stalled:
+	// the deletion cannot finish until the package is fixed or uninstallOnDelete is false).
+	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonWaitingForPausedSet: the set's nodes wait for an earlier set that is paused
+	// (Reconciling=False: nothing moves until that set is resumed).
+	ReasonWaitingForPausedSet = "WaitingForPausedSet"
+	ReasonDrainBlocked        = "DrainBlocked"
+	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
+	ReasonVersionQuarantined = "VersionQuarantined"
+)
+
+// MaxFailuresListed is how many failing node/package/stage lines a message names before it
+// says how many more there are.
+const MaxFailuresListed = 12
+
+// setStatus is the set's one-word summary: disabled or paused when the user asked (unless
+// deleting), unknown for a spec error, else the aggregate of the selected nodes' statuses,
+// with erroring instead of waiting/unknown when a wanted version is quarantined (stalled).
+func setStatus(f SetFacts, specErr error, statuses []Status, stalled []string) Status {
+	switch {
+	case f.Disabled && !f.Deleting:
+		return v1alpha1.StatusDisabled
+	case f.Paused && !f.Deleting:
+		return v1alpha1.StatusPaused
+	case specErr != nil:
+		return v1alpha1.StatusUnknown
+	}
+	st := Aggregate(statuses)
+	if len(stalled) > 0 && (st == v1alpha1.StatusWaiting || st == v1alpha1.StatusUnknown) {
+		st = v1alpha1.StatusErroring // nothing will move until the version changes
+	}
+	return st
+}
+
+// drainWait says what a cordoned node's drain waits for in the facts ("" if nothing): running
+// non-interrupt pods first (the drain has not started), else evicted pods still terminating.
+func drainWait(n NodeFacts) string {
+	switch {
+	case !n.Cordoned:
+		return ""
+	case len(n.NonInterrupt) > 0:
+		return "waiting for non-interrupt pods: " + strings.Join(n.NonInterrupt, ", ")
+	case len(n.Terminating) > 0 && !n.Drained:
+		return "waiting for evicted pods to terminate: " + strings.Join(n.Terminating, ", ")
+	}
+	return ""
+}
+
+// AddDrainRefusals folds what refused this pass's evictions (node → message, e.g. "pod ns/a:
+// Cannot evict pod as it would violate the pod's disruption budget. (The disruption budget
+// pdb-a needs 1 healthy pods and has 1 currently)") into DrainBlockers and the DrainBlocked
+// condition. The controller drains after Plan, so the refusals of a pass reach its status this
+// way; every pass that drains retries the evictions, so they are found again after a restart
+// and nothing about them is kept between passes.
+func (d *Decision) AddDrainRefusals(refusals map[string]string) {
+	if len(refusals) == 0 {
+		return
+	}
+	if d.DrainBlockers == nil {
+		d.DrainBlockers = map[string]string{}
+	}
+	for node, msg := range refusals {
+		if old := d.DrainBlockers[node]; old != "" {
+			msg = old + "; " + msg
+		}
+		d.DrainBlockers[node] = msg
+	}
+	for i := range d.Conditions {
+		if d.Conditions[i].Type == ConditionDrainBlocked {
+			d.Conditions[i] = drainCondition(d.Conditions[i].ObservedGeneration, d.DrainBlockers)
+		}
+	}
+}
+
+// drainCondition is DrainBlocked: True naming each blocked node and what blocks it ("<node>:
+// <message>", by node name, at most MaxFailuresListed), else False.
+func drainCondition(generation int64, blockers map[string]string) metav1.Condition {
+	if len(blockers) == 0 {
+		return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionFalse, Reason: "NoDrainBlocked", ObservedGeneration: generation}
+	}
+	nodes := make([]string, 0, len(blockers))
+	for n := range blockers {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	items := make([]string, len(nodes))
+	for i, n := range nodes {
+		items[i] = n + ": " + blockers[n]
+	}
+	return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionTrue, Reason: ReasonDrainBlocked,
+		Message: listMessage(items), ObservedGeneration: generation}
+}
+
+// FailureMessage names each failure (at most MaxFailuresListed, then how many more).
+func FailureMessage(fs []Failure) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == MaxFailuresListed {
+			fmt.Fprintf(&b, "; and %d more", len(fs)-MaxFailuresListed)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav1.Condition {
+	g := f.Generation
+	cond := func(t string, s bool, reason, msg string) metav1.Condition {
+		st := metav1.ConditionFalse
+		if s {
+			st = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: g}
+	}
+	var ready, reconciling, stalled metav1.Condition
+	switch {
+	case specErr != nil:
+		ready = cond(v1alpha1.ConditionReady, false, ReasonInvalidSpec, specErr.Error())
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonInvalidSpec, "")
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonInvalidSpec, specErr.Error())
+	case f.Deleting && len(d.Failures) > 0:
+		// An uninstall fails: the deletion cannot finish by itself (it retries with backoff).
+		msg := "deletion blocked, uninstall failing: " + FailureMessage(d.Failures) +
+			"; fix the package (its retry runs the spec recorded on the node) or set uninstallOnDelete to false to delete without uninstalling"
+		ready = cond(v1alpha1.ConditionReady, false, ReasonUninstallFailed, msg)
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonUninstallFailed, "")
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonUninstallFailed, msg)
+	case f.Deleting:
+		ready = cond(v1alpha1.ConditionReady, false, ReasonDeleting, "uninstalling and releasing nodes")
+		reconciling = cond(v1alpha1.ConditionReconciling, true, ReasonDeleting, "uninstalling and releasing nodes")
+		stalled = cond(v1alpha1.ConditionStalled, false, ReasonDeleting, "")
+	default:
+		s := d.Status
+		reason := map[Status]string{v1alpha1.StatusComplete: ReasonComplete, v1alpha1.StatusInProgress: ReasonInProgress,
+			v1alpha1.StatusWaiting: ReasonWaiting, v1alpha1.StatusErroring: ReasonErroring, v1alpha1.StatusBlocked: ReasonBlocked,
+			v1alpha1.StatusPaused: ReasonPaused, v1alpha1.StatusDisabled: ReasonDisabled, v1alpha1.StatusUnknown: ReasonInProgress}[s]
+		msg := fmt.Sprintf("%s nodes complete", d.CompleteNodes)
+		switch s {
+		case v1alpha1.StatusErroring:
+			msg = FailureMessage(d.Failures)
+		case v1alpha1.StatusBlocked:
+			msg = "stage pods do not tolerate the taints of " + listMessage(blocked)
+		}
+		if len(d.PausedBy) > 0 {
+			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
+		}
+		// erroring and blocked are Stalled (kstatus Failed, the provider fails the apply);
+		// erroring stages are still retried with backoff, and a fix heals the set.
+		failed := s == v1alpha1.StatusBlocked || s == v1alpha1.StatusErroring
+		ready = cond(v1alpha1.ConditionReady, s == v1alpha1.StatusComplete, reason, msg)
+		work := (s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown) && len(d.PausedBy) == 0
+		reconciling = cond(v1alpha1.ConditionReconciling, work, reason, "")
+		if work {
+			reconciling.Message = msg
+		}
+		stalled = cond(v1alpha1.ConditionStalled, failed, reason, "")
+		if failed {
+			stalled.Message = msg
+		}
+	}
+	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
+		var cfg, ver bool
+		for _, q := range d.Stalled {
+			c := strings.Contains(q, "#config-")
+			cfg, ver = cfg || c, ver || !c
+		}
+		change := "the version"
+		switch {
+		case cfg && ver:
+			change = "the version (for a #config-<hash>: the config)"
+		case cfg:
+			change = "the config (or the version)"
+		}
+		msg := "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ")
+		if len(d.Failures) > 0 {
+			msg += "; " + FailureMessage(d.Failures)
+		}
+		ready = cond(v1alpha1.ConditionReady, false, ReasonVersionQuarantined, msg)
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
+		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonVersionQuarantined, "")
+	}
+	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
+	if len(blocked) > 0 {
+		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
+	}
+	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers)}
+}
+
+func listMessage(items []string) string {
+	if len(items) > MaxFailuresListed {
+		return strings.Join(items[:MaxFailuresListed], "; ") + fmt.Sprintf("; and %d more", len(items)-MaxFailuresListed)
+	}
+	return strings.Join(items, "; ")
+}
+
+// statusCount is how many of statuses are s.
+func statusCount(statuses []Status, s Status) int {
+	n := 0
+	for _, x := range statuses {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,175 @@
+package packageset
+
+// Rule: rollback (NixFleet's Reverted): what a failed version reverts to, and the quarantine it leaves.
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// revertKind is what a rollback of a failed flow returns the package to (revertOf).
+type revertKind int
+
+const (
+	revertNone revertKind = iota
+	// revertVersion: the flow moved the package to another version (upgrade, or a downgrade
+	// past its uninstall): back to Prev's version.
+	revertVersion
+	// revertNew: the flow installed a new package: uninstall it (enabled) and drop its record.
+	revertNew
+	// revertConfig: the flow changed the config only: back to Prev's config.
+	revertConfig
+	// revertDowngrade: the uninstall of the installed version, the first stage of a downgrade,
+	// failed: re-apply the installed version.
+	revertDowngrade
+)
+
+// revertOf says how a failing flow rolls back (policy rollback), revertNone when it halts
+// instead (retried with backoff like policy halt): a rollback flow itself, a removal, a flow
+// without anything recorded to return to (a re-apply of the same version, a record written
+// before Prev/New were kept), a downgrade's uninstall when the spec no longer asks for a lower
+// version (the flow then goes on to the version asked for once the uninstall passes), or a
+// node that may not start stages (hold, budget).
+func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
+	if p.f.OnHealthFailure != v1alpha1.HealthFailureRollback || r.Reverting || r.Removing || r.State != v1alpha1.StateErroring || !p.canStart() {
+		return revertNone
+	}
+	switch {
+	case r.New:
+		return revertNew
+	case r.Prev == nil:
+		return revertNone
+	case r.Prev.Version != r.Version:
+		return revertVersion
+	case r.Stage == v1alpha1.StageUninstall:
+		if w := p.want(name); w != nil {
+			if cmp, err := compareVersions(w.Version, r.Version); err == nil && cmp < 0 {
+				return revertDowngrade
+			}
+		}
+	case !maps.Equal(r.Prev.Config, r.Config):
+		return revertConfig
+	}
+	return revertNone
+}
+
+// revert quarantines what failed and replaces r's failed flow with one back to what the node
+// had (NixFleet rollback-and-halt, seed 001 Failed → Reverted). The node is Failed while the
+// rollback flow runs and Reverted when it is done; the quarantine stalls the set (no node
+// starts the failed change) until the spec changes. By kind:
+//
+//   - revertVersion: seed 000's downgrade flow back to r.Prev: uninstall of the failed version
+//     when uninstall is enabled, then apply of the previous one, config and its interrupt if
+//     it has one. Quarantine "<package>@<failed version>".
+//   - revertNew (nothing to return to): uninstall of the failed version when uninstall is
+//     enabled, then the record is dropped (NodeRecord.Withdrawn keeps the failed version);
+//     without uninstall nothing runs and the record is dropped at once (Reverted this pass).
+//     Quarantine "<package>@<failed version>".
+//   - revertConfig: a config flow back to r.Prev's config (and spec): config, then the
+//     interrupt the changed keys need (configInterrupts), post-interrupt. The version still
+//     works, so only the failed config is quarantined: ConfigQuarantine,
+//     "<package>@<version>#config-<hash>".
+//   - revertDowngrade: the uninstall of the installed version failed, so that version is
+//     still there in an unknown state (the uninstall may have stopped halfway): it is applied
+//     again, apply → config (→ its interrupt → post-interrupt), as startFlow does for a
+//     version whose flow was abandoned unfinished; a config stage alone could not be trusted
+//     on a half-removed package. Quarantine "<package>@<target version>": the downgrade
+//     cannot be done without that uninstall.
+func (p *nodePass) revert(name string, r *PackageRecord, kind revertKind) error {
+	var q, note string
+	p.rec.Flows++
+	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version}
+	first := v1alpha1.StageApply
+	switch kind {
+	case revertVersion:
+		q, note = Quarantine(name, r.Version), "rolling back to "+r.Prev.Version
+		prev := *r.Prev
+		nr.Interrupt = prev.Interrupt
+		if r.Uninstall {
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Prev, nr.Spec = r.Version, r.Image, r.Config, true, &prev, r.Spec
+			first = v1alpha1.StageUninstall
+		} else {
+			nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
+		}
+	case revertNew:
+		q = Quarantine(name, r.Version)
+		if !r.Uninstall {
+			p.noteRevert(name, q, "removing the new package (uninstall not enabled: nothing to run)")
+			delete(p.rec.Packages, name)
+			p.withdraw(name, r.Version)
+			return nil
+		}
+		note = "uninstalling the new package"
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = r.Version, r.Image, r.Config, true, r.Spec
+		first = v1alpha1.StageUninstall
+	case revertConfig:
+		q, note = ConfigQuarantine(name, r.Version, r.Config), "rolling back to the previous config"
+		prev := *r.Prev
+		nr.Version, nr.Image, nr.Config, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Uninstall, prev.Spec
+		nr.RevertedConfig = ConfigKey(r.Config)
+		cis := map[string]v1alpha1.Interrupt(nil)
+		if w := p.want(name); w != nil {
+			cis = w.ConfigInterrupts
+		}
+		it, err := configInterrupt(r.Config, prev.Config, cis)
+		if err != nil {
+			return err
+		}
+		nr.Interrupt = it
+		first = v1alpha1.StageConfig
+	case revertDowngrade:
+		w := p.want(name)
+		q, note = Quarantine(name, w.Version), fmt.Sprintf("the downgrade to %s needs it: re-applying %s", w.Version, r.Version)
+		prev := *r.Prev
+		nr.RevertedFrom = w.Version
+		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall, nr.Spec = prev.Version, prev.Image, prev.Config, prev.Interrupt, prev.Uninstall, prev.Spec
+	default:
+		return fmt.Errorf("package %s: no rollback for this flow", name)
+	}
+	p.noteRevert(name, q, note)
+	p.rec.Packages[name] = nr
+	p.begin(nr, first)
+	p.createJob(name, nr)
+	return nil
+}
+
+// noteRevert quarantines q and adds to this pass's failures of package name what the
+// rollback does.
+func (p *nodePass) noteRevert(name, q, note string) {
+	p.quarantine[q] = true
+	for i := range p.failures {
+		if f := &p.failures[i]; f.Package == name {
+			f.Message += fmt.Sprintf("; %s, %s quarantined", note, q)
+		}
+	}
+}
+
+// withdraw records that package name's new version failed and was removed (revertNew): the
+// node is Reverted and the version quarantined (the record survives a lost status write).
+func (p *nodePass) withdraw(name, version string) {
+	if p.rec.Withdrawn == nil {
+		p.rec.Withdrawn = map[string]string{}
+	}
+	p.rec.Withdrawn[name] = version
+	p.quarantine[Quarantine(name, version)] = true
+	p.reverted = true
+}
+
+func (p *nodePass) unwithdraw(name string) {
+	delete(p.rec.Withdrawn, name)
+	if len(p.rec.Withdrawn) == 0 {
+		p.rec.Withdrawn = nil
+	}
+}
+
+// revertedMessage says what a done rollback flow r did and which quarantine q (the one
+// stalling the wanted package) holds the node.
+func revertedMessage(r *PackageRecord, q string) string {
+	if r.RevertedConfig != "" {
+		return fmt.Sprintf("rolled back to the previous config of %s after config %s failed; %s is quarantined (change the config to continue)",
+			r.Version, r.RevertedConfig, q)
+	}
+	return fmt.Sprintf("rolled back to %s after the change to %s failed; %s is quarantined", r.Version, r.RevertedFrom, q)
+}

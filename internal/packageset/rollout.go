@@ -1,0 +1,226 @@
+package packageset
+
+// Rule: the per-node rollout (NixFleet's Pending → Activating → Soaking → Converged): activation, soak and its check rounds.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// SoakInterval is the time between the starts of two soak check rounds (seed 001: "probes
+// have started; soak window has not yet elapsed"): interval (spec.rollout.soakCheckInterval)
+// when set, at least MinSoakCheckInterval; unset (0): soak/3, at least
+// MinDefaultSoakCheckInterval (5s).
+func SoakInterval(soak, interval time.Duration) time.Duration {
+	if interval > 0 {
+		return max(interval, MinSoakCheckInterval)
+	}
+	return max(soak/3, MinDefaultSoakCheckInterval)
+}
+
+// SoakRounds is the index of the last soak check round of a window soak long with rounds
+// interval apart: ceil(soak/interval) (0 when soak <= 0). Round k starts SoakRoundStart after
+// the node began Soaking; the last one starts when the window ends.
+func SoakRounds(soak, interval time.Duration) int {
+	if soak <= 0 || interval <= 0 {
+		return 0
+	}
+	return int((soak + interval - 1) / interval)
+}
+
+// SoakRoundStart is when round k is due, after the node began Soaking: min(k·interval, soak).
+// Round 0 starts at once, the last (SoakRounds) at the end of the window.
+func SoakRoundStart(k int, soak, interval time.Duration) time.Duration {
+	if k <= 0 {
+		return 0
+	}
+	if interval <= 0 || time.Duration(k) > soak/interval {
+		return soak
+	}
+	return min(time.Duration(k)*interval, soak)
+}
+
+// rollout derives the node's seed-001 state from its packages and records the transition
+// (validated by RolloutTransition; Pending/Failed pass through Activating where the seed
+// requires it).
+func (p *nodePass) rollout() error {
+	var target v1alpha1.RolloutState
+	erroring, deferred, active, reverting := false, false, false, false
+	for _, r := range p.rec.Packages {
+		switch {
+		case r.Reverting && !r.Done:
+			reverting = true
+		case r.State == v1alpha1.StateErroring:
+			erroring = true
+		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
+			r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete):
+			deferred = true
+		case !r.Done:
+			active = true
+		}
+	}
+	work := p.needsWork()
+	prev := p.rec.Rollout
+	switch {
+	case erroring || reverting:
+		target = v1alpha1.RolloutFailed
+	case p.reverted && !active && !deferred:
+		target = v1alpha1.RolloutReverted
+	case active:
+		target = v1alpha1.RolloutActivating
+	case deferred:
+		target = v1alpha1.RolloutDeferred
+	case work:
+		target = v1alpha1.RolloutPending
+		if prev == v1alpha1.RolloutFailed {
+			target = v1alpha1.RolloutActivating // a retried flow whose next stage has not started
+		}
+		if InFlight(prev) && prev != v1alpha1.RolloutFailed {
+			target = prev // between stages in the same pass (e.g. waiting on a dependency)
+		}
+	default:
+		switch prev {
+		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged, v1alpha1.RolloutReverted:
+			// Nothing ran in this rollout: a Reverted node the spec now asks to stay where the
+			// rollback left it converges (Reverted → Pending → Converged) without soaking
+			// again, and without taking a budget slot it was not granted.
+			target = v1alpha1.RolloutConverged
+		case v1alpha1.RolloutSoaking:
+			target = p.soak()
+		default:
+			target = v1alpha1.RolloutConverged
+			if p.f.Soak > 0 {
+				// Entering Soaking: the window and its round 0 start now.
+				p.rec.Since, p.rec.SoakRound = p.f.Now, 0
+				p.rec.Soaks++
+				target = p.soak()
+			}
+		}
+	}
+	return p.walk(prev, target)
+}
+
+type soakResult int
+
+const (
+	soakRunning soakResult = iota
+	soakPassed
+	soakFailed
+)
+
+// soak runs the soak window of a node whose stages are done (seed 001 Soaking: "probes have
+// started; soak window has not yet elapsed"; Converged: "soak elapsed, probes passing"). The
+// check of every package's last stage is re-run as Jobs (JobSpec.SoakCheck) in rounds: round
+// k starts SoakRoundStart(k) after the node began Soaking (record Since): round 0 at once,
+// then every SoakInterval, the last round (SoakRounds) when the window ends. One round runs
+// at a time (all of a round's Jobs passed before the next starts); a round missed while the
+// reconciler was away is skipped (the next round is the latest one due). The round under way
+// is the record's SoakRound, so its Job names (SoakJobName with the round) come from the
+// record and Now alone: a restarted reconciler never creates a round's Job twice. Result:
+// Converged once the last round (started at the window's end) passed; Failed when a check of
+// any round fails (soakRound: that package is erroring and the policy applies); otherwise
+// Soaking (a round running or the next one not due yet; requeued for it).
+func (p *nodePass) soak() v1alpha1.RolloutState {
+	iv := SoakInterval(p.f.Soak, p.f.SoakInterval)
+	last := SoakRounds(p.f.Soak, iv)
+	elapsed := p.f.Now.Sub(p.rec.Since)
+	k := min(p.rec.SoakRound, last) // a shortened window ends at its new last round
+	for {
+		p.rec.SoakRound = k
+		if due := SoakRoundStart(k, p.f.Soak, iv); elapsed < due {
+			p.requeueIn(due - elapsed)
+			return v1alpha1.RolloutSoaking
+		}
+		switch p.soakRound(k, last) {
+		case soakFailed:
+			return v1alpha1.RolloutFailed
+		case soakRunning:
+			p.requeueIn(Poll)
+			return v1alpha1.RolloutSoaking
+		}
+		if k >= last {
+			return v1alpha1.RolloutConverged
+		}
+		for k++; k < last && SoakRoundStart(k+1, p.f.Soak, iv) <= elapsed; k++ {
+		}
+	}
+}
+
+// soakRound creates or reads round k's check Jobs (one per package whose flow is done): all
+// passed → soakPassed; one failed → that package's last stage is erroring again with the
+// check's message, naming the round (soakFailed: the node is Failed and the policy applies:
+// halt retries the stage with backoff, rollback reverts); otherwise soakRunning.
+func (p *nodePass) soakRound(k, last int) soakResult {
+	res := soakPassed
+	for _, name := range p.sortedRecords() {
+		r := p.rec.Packages[name]
+		if !r.Done || r.Removing {
+			continue
+		}
+		jn := SoakJobName(p.f.Name, p.n.Name, name, r.Flow, r.Restarts, p.rec.Soaks, k)
+		j, ok := p.n.Jobs[jn]
+		switch {
+		case !ok:
+			timeout := DefaultStageTimeout
+			if w := p.want(name); w != nil {
+				timeout = w.StageTimeout
+			}
+			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image,
+				Stage: r.Stage, Timeout: timeout, SoakCheck: true, SoakRound: k, Spec: r.Spec})
+			res = min(res, soakRunning)
+		case j.Failed || j.ImagePullError:
+			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
+			r.Restarts++
+			r.Message = strings.TrimSpace(fmt.Sprintf("soak check %s failed in round %d/%d: %s: %s", CheckOf(r.Stage), k, last, j.Reason, j.Message))
+			if j.ImagePullError {
+				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
+			}
+			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
+			p.requeueIn(backoff(r.Restarts))
+			return soakFailed
+		case !j.Succeeded:
+			res = min(res, soakRunning)
+		}
+	}
+	return res
+}
+
+// walk moves the rollout state from prev to target through the seed's table, inserting the
+// intermediate states the table requires (""→Pending, Pending/Failed→Activating,
+// Activating/Deferred→Soaking→Converged with no soak).
+func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
+	cur := prev
+	for i := 0; cur != target && i < 5; i++ {
+		next := target
+		if RolloutTransition(cur, target) != nil {
+			switch {
+			case target == v1alpha1.RolloutReverted && (cur == v1alpha1.RolloutActivating || cur == v1alpha1.RolloutDeferred || cur == v1alpha1.RolloutSoaking):
+				next = v1alpha1.RolloutFailed // rolled back within the pass that saw the failure
+			case cur == "" || cur == v1alpha1.RolloutConverged || cur == v1alpha1.RolloutReverted || cur == v1alpha1.RolloutSoaking:
+				next = v1alpha1.RolloutPending // a spec change opens a new rollout
+			case cur == v1alpha1.RolloutPending || cur == v1alpha1.RolloutFailed:
+				next = v1alpha1.RolloutActivating
+			case cur == v1alpha1.RolloutActivating || cur == v1alpha1.RolloutDeferred:
+				next = v1alpha1.RolloutSoaking
+			default:
+				return RolloutTransition(cur, target)
+			}
+		}
+		if err := RolloutTransition(cur, next); err != nil {
+			return err
+		}
+		cur = next
+		p.rec.Since = p.f.Now
+	}
+	if cur != target {
+		return RolloutTransition(cur, target)
+	}
+	p.rec.Rollout = cur
+	if cur != v1alpha1.RolloutSoaking {
+		p.rec.SoakRound = 0
+	}
+	return nil
+}

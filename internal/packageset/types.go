@@ -1,0 +1,374 @@
+package packageset
+
+// Facts, records and decisions of the package lifecycle machine: what Plan reads and returns.
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Want is one package as the spec asks for it.
+type Want struct {
+	Name, Version, Image string
+	// Config is config key → hash of its value (ConfigHashes).
+	Config           map[string]string
+	Interrupt        *v1alpha1.Interrupt
+	ConfigInterrupts map[string]v1alpha1.Interrupt
+	DependsOn        []string
+	Uninstall        bool
+	StageTimeout     time.Duration
+	// Spec is the package's API spec as JSON (env, config values, pod labels, ...), kept in the
+	// node records so a rollback or a removed package's uninstall runs with the spec of the
+	// version it runs, not the current one (Skyhook #186). Opaque to the machine.
+	Spec []byte
+}
+
+// WantOf maps an API package to a Want.
+func WantOf(p v1alpha1.Package) Want {
+	w := Want{Name: p.Name, Version: p.Version, Image: p.Image, Config: ConfigHashes(p.Config), Interrupt: p.Interrupt,
+		ConfigInterrupts: p.ConfigInterrupts, Uninstall: p.Uninstall != nil && p.Uninstall.Enabled, StageTimeout: DefaultStageTimeout}
+	for d := range p.DependsOn {
+		w.DependsOn = append(w.DependsOn, d)
+	}
+	w.Spec, _ = json.Marshal(p) // a plain struct: cannot fail
+	sort.Strings(w.DependsOn)
+	if p.StageTimeout != nil && p.StageTimeout.Duration > 0 {
+		w.StageTimeout = p.StageTimeout.Duration
+	}
+	return w
+}
+
+// ConfigHashes maps each config key to a short hash of its value (what node records keep).
+func ConfigHashes(c map[string]string) map[string]string {
+	if len(c) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c))
+	for k, v := range c {
+		out[k] = shortHash(v)[:8]
+	}
+	return out
+}
+
+// Order sorts packages so each comes after the ones it depends on, ties in the user's order.
+// Errors: a dependency cycle (named) or an unknown dependency.
+func Order(pkgs []Want) ([]Want, error) {
+	idx := map[string]int{}
+	for i, p := range pkgs {
+		idx[p.Name] = i
+	}
+	state := make([]int, len(pkgs)) // 0 new, 1 visiting, 2 done
+	var out []Want
+	var visit func(i int, path []string) error
+	visit = func(i int, path []string) error {
+		switch state[i] {
+		case 1:
+			return fmt.Errorf("dependsOn cycle: %s", strings.Join(append(path, pkgs[i].Name), " → "))
+		case 2:
+			return nil
+		}
+		state[i] = 1
+		for _, d := range pkgs[i].DependsOn {
+			j, ok := idx[d]
+			if !ok {
+				return fmt.Errorf("package %s depends on unknown package %s", pkgs[i].Name, d)
+			}
+			if err := visit(j, append(path, pkgs[i].Name)); err != nil {
+				return err
+			}
+		}
+		state[i] = 2
+		out = append(out, pkgs[i])
+		return nil
+	}
+	for i := range pkgs {
+		if err := visit(i, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PackageRecord is one package's state on one node, kept in the node's
+// gantry.dev/state_<set> annotation.
+type PackageRecord struct {
+	Version  string `json:"version"`
+	Image    string `json:"image,omitempty"`
+	Stage    Stage  `json:"stage,omitempty"`
+	State    State  `json:"state,omitempty"`
+	Restarts int32  `json:"restarts,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// Since is when State began (backoff).
+	Since time.Time `json:"since"`
+	// Config is the config hashes the current flow applies.
+	Config map[string]string `json:"config,omitempty"`
+	// Interrupt is the interrupt of the current flow; nil: the flow has none.
+	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
+	// Uninstall: the package was applied with uninstall enabled.
+	Uninstall bool `json:"uninstall,omitempty"`
+	// Removing: the flow uninstalls a package no longer wanted; the record goes when it is done.
+	Removing bool `json:"removing,omitempty"`
+	// Done: the flow's last stage is complete.
+	Done bool `json:"done,omitempty"`
+	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
+	Flow int `json:"flow"`
+	// Prev is what the package was before this flow (what a rollback returns to): the previous
+	// version for a version change, the same version with its previous config (and spec) for a
+	// config-only change; nil for a new package (New) and for a removal.
+	Prev *Applied `json:"prev,omitempty"`
+	// New: this flow installs a package the node did not have (seed 000's apply flow with no
+	// previous version). A rollback of it uninstalls it (uninstall enabled) and drops the record
+	// (NodeRecord.Withdrawn).
+	New bool `json:"new,omitempty"`
+	// Reverting: this flow rolls the package back after the change to RevertedFrom failed (policy
+	// rollback; revert): uninstall of RevertedFrom (uninstall enabled) then apply of Prev for a
+	// version change; the previous config for a config change (RevertedConfig set); a re-apply
+	// of the installed version after the uninstall of a downgrade to RevertedFrom failed. It
+	// stays set once the flow is done (the node is Reverted) until a new flow starts.
+	Reverting    bool   `json:"reverting,omitempty"`
+	RevertedFrom string `json:"revertedFrom,omitempty"`
+	// RevertedConfig is ConfigKey of the config whose config-only change failed (the
+	// quarantine is ConfigQuarantine: "<package>@<RevertedFrom>#config-<RevertedConfig>");
+	// empty for a version rollback.
+	RevertedConfig string `json:"revertedConfig,omitempty"`
+	// Spec is the API spec of Version (Want.Spec): what its stage Jobs run with.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// BootID is the node's boot ID (status.nodeInfo.bootID) when this package's reboot
+	// interrupt started; empty for other stages and interrupt types. A different boot ID
+	// later means the reboot happened (see nodePass.rebooted).
+	BootID string `json:"bootID,omitempty"`
+}
+
+func (a *Applied) clone() *Applied {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Config = maps.Clone(a.Config)
+	return &c
+}
+
+// Applied is one version of a package as a node applied it.
+type Applied struct {
+	Version   string              `json:"version"`
+	Image     string              `json:"image,omitempty"`
+	Config    map[string]string   `json:"config,omitempty"`
+	Interrupt *v1alpha1.Interrupt `json:"interrupt,omitempty"`
+	Uninstall bool                `json:"uninstall,omitempty"`
+	Spec      json.RawMessage     `json:"spec,omitempty"`
+}
+
+// NodeRecord is a node's state for one set (the gantry.dev/state_<set> annotation, JSON).
+type NodeRecord struct {
+	Packages map[string]*PackageRecord `json:"packages,omitempty"`
+	Rollout  v1alpha1.RolloutState     `json:"rollout,omitempty"`
+	// Since is when Rollout began (soak: the window and round 0 start then).
+	Since time.Time `json:"since"`
+	// SoakRound is the soak check round under way while Rollout is Soaking (0 otherwise):
+	// round k's Jobs are SoakJobName(..., k), so a restarted reconciler recomputes the same
+	// names from the record and Now (nodePass.soak).
+	SoakRound int `json:"soakRound,omitempty"`
+	// Soaks counts the soak windows this node entered: part of the soak Job names, so a node
+	// that soaks again for the same flow (another package's flow or an interrupt sent it back
+	// to Activating) runs new check Jobs instead of reading the last window's as passed.
+	Soaks int `json:"soaks,omitempty"`
+	// Flows counts the flows started on this node.
+	Flows int `json:"flows"`
+	// Withdrawn are the packages whose new-package flow failed and was rolled back by removing
+	// them (policy rollback, nothing to return to): package → the failed version, which is
+	// quarantined. The node stays Reverted while the spec asks for it; an entry goes when the
+	// package starts a new flow or leaves the spec.
+	Withdrawn map[string]string `json:"withdrawn,omitempty"`
+}
+
+// Clone deep-copies r (nil stays nil).
+func (r *NodeRecord) Clone() *NodeRecord {
+	if r == nil {
+		return nil
+	}
+	out := *r
+	out.Withdrawn = maps.Clone(r.Withdrawn)
+	out.Packages = map[string]*PackageRecord{}
+	for k, p := range r.Packages {
+		c := *p
+		c.Config = maps.Clone(p.Config)
+		c.Prev = p.Prev.clone()
+		out.Packages[k] = &c
+	}
+	return &out
+}
+
+// Gate is what sets earlier on the node (lower priority number) allow.
+type Gate int
+
+const (
+	// GateOpen: every earlier set is complete (or disabled) on the node.
+	GateOpen Gate = iota
+	// GateWaiting: an earlier set is not complete on the node yet.
+	GateWaiting
+	// GatePaused: an earlier set is paused on the node.
+	GatePaused
+)
+
+// JobFact is what the controller saw of one stage Job.
+type JobFact struct {
+	Succeeded bool
+	Failed    bool
+	// Reason and Message of the failure (the Job's Failed condition, or the pod's waiting reason
+	// for an image that cannot be pulled).
+	Reason, Message string
+	// ImagePullError is set while the Job's pod cannot pull its image (failure.ImagePullReasons:
+	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...): the stage is erroring, the Job is deleted.
+	ImagePullError bool
+}
+
+// NodeFacts are what the controller observed of one node for the set.
+type NodeFacts struct {
+	Name string
+	// Selected is false for a node that still has a record but no longer matches the selector
+	// (its packages are removed: uninstall where enabled).
+	Selected bool
+	// Record is the node's annotation, nil if none.
+	Record *NodeRecord
+	// Blocked, if non-empty, says which taint the stage pods do not tolerate.
+	Blocked string
+	Gate    Gate
+	// GateSet names the earlier set behind Gate (GateWaiting, GatePaused); "" when open.
+	GateSet string
+	// Jobs are this set's stage Jobs on the node, by name.
+	Jobs map[string]JobFact
+	// Cordoned: this set holds the node's cordon (gantry.dev/cordon_<set>) and the node is
+	// unschedulable.
+	Cordoned bool
+	// Drained: no pod left to evict and none evicted still terminating (valid when Cordoned).
+	Drained bool
+	// NonInterrupt names ("namespace/name") the node's running pods matching the set's
+	// podNonInterruptLabels (valid when Cordoned): while any runs, the node is neither drained
+	// nor interrupted (Skyhook: cordon, wait for them, then drain).
+	NonInterrupt []string
+	// Terminating names ("namespace/name") the pods to drain that are already being deleted
+	// (evicted, their grace period running; valid when Cordoned): the node is not drained
+	// until they are gone.
+	Terminating []string
+	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
+	// when the node reboots.
+	BootID string
+}
+
+// SetFacts are the facts of one pass.
+type SetFacts struct {
+	Now        time.Time
+	Name       string
+	Generation int64
+	Deleting   bool
+	// Wants are the packages, in the user's order.
+	Wants            []Want
+	Paused, Disabled bool
+	// SpecError, if non-empty, is what the controller found wrong with the spec before it
+	// could gather node facts (e.g. a node selector the API rejects): the set is Stalled
+	// (InvalidSpec) with this message; a deletion still releases the nodes with records.
+	SpecError string
+	// KeepInstalled: spec.uninstallOnDelete is false. A deletion runs no stage: node records
+	// and cordons are dropped and the finalizer removed; the packages stay installed.
+	KeepInstalled bool
+	Budget        *v1alpha1.InterruptionBudget
+	// Soak is spec.rollout.soakDuration (0: no soak); SoakInterval is
+	// spec.rollout.soakCheckInterval (0: the default, see SoakInterval).
+	Soak, SoakInterval time.Duration
+	// OnHealthFailure is the rollout's policy ("" is halt).
+	OnHealthFailure v1alpha1.HealthFailurePolicy
+	// Quarantined are the versions already quarantined (status.quarantinedVersions,
+	// "<package>@<version>").
+	Quarantined []string
+	// ClearQuarantine are the quarantine keys an operator asked to lift (the set's annotation
+	// gantry.dev/clear-quarantine, ParseClearQuarantine; the gantry_package_set_clear_quarantine
+	// action writes it): see clearQuarantine.
+	ClearQuarantine []string
+	// Nodes, any order (the plan sorts them by name).
+	Nodes []NodeFacts
+}
+
+// JobSpec is a stage Job to create.
+type JobSpec struct {
+	Name, Node, Package, Version, Image string
+	Stage                               Stage
+	// Interrupt is the merged interrupt (stage interrupt only).
+	Interrupt *v1alpha1.Interrupt
+	Timeout   time.Duration
+	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage;
+	// SoakRound is its round (0 first).
+	SoakCheck bool
+	SoakRound int
+	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
+	// necessarily the current spec's: rollback, removal); empty for records written before
+	// specs were kept.
+	Spec []byte
+}
+
+// NodePlan is what to do on one node.
+type NodePlan struct {
+	Name string
+	// Record is the node's new record; nil: remove the annotations.
+	Record *NodeRecord
+	Status Status
+	Jobs   []JobSpec
+	// DeleteJobs are Jobs to delete (failed image pulls).
+	DeleteJobs []string
+	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
+	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).
+	Cordon, Drain, Uncordon bool
+}
+
+// Failure names one failing stage on one node.
+type Failure struct {
+	Node, Package string
+	Stage         Stage
+	Message       string
+}
+
+// String is "node <node> package <package> stage <stage>: <message>" ("stage <stage>" left
+// out when no stage applies, e.g. a withdrawn package).
+func (f Failure) String() string {
+	if f.Stage == "" {
+		return fmt.Sprintf("node %s package %s: %s", f.Node, f.Package, f.Message)
+	}
+	return fmt.Sprintf("node %s package %s stage %s: %s", f.Node, f.Package, f.Stage, f.Message)
+}
+
+// Decision is the outcome of one pass.
+type Decision struct {
+	Nodes           []NodePlan
+	Status          Status
+	Conditions      []metav1.Condition
+	CompleteNodes   string
+	NodesInProgress int32
+	Failures        []Failure
+	// Quarantined is every quarantined version ("<package>@<version>", Quarantine) and config
+	// ("<package>@<version>#config-<hash>", ConfigQuarantine), sorted: the facts' ones plus the
+	// ones this pass (or a node record of a rollback) adds.
+	Quarantined []string
+	// Stalled names the wanted packages whose version or config is quarantined (the key): no
+	// flow starts for them until the spec's version (or config) changes.
+	Stalled []string
+	// QuarantineLifted are the ClearQuarantine keys this pass lifted; QuarantinePending the
+	// ones still held by a rollback in progress (they stay asked for). Sorted.
+	QuarantineLifted, QuarantinePending []string
+	// DrainBlockers: node → what holds up its drain ("waiting for non-interrupt pods: ns/a",
+	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
+	// AddDrainRefusals); the DrainBlocked condition lists them.
+	DrainBlockers map[string]string
+	// PausedBy: the set is waiting only because of paused earlier sets, "<node> (by <set>)"
+	// per waiting node; nil otherwise.
+	PausedBy []string
+	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
+	Finished     bool
+	RequeueAfter time.Duration
+}
