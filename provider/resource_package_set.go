@@ -52,7 +52,7 @@ var (
 	packageNameRe = regexp.MustCompile(`^[a-z][-a-z0-9]{0,41}[a-z]$`)
 	// configKeyRe: a ConfigMap key that is also a plain file name (not ".", not "..*").
 	configKeyRe = regexp.MustCompile(`^(\.[-_a-zA-Z0-9]|[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$`)
-	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 	setNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
@@ -67,6 +67,7 @@ type packageSetResource struct{ data *providerData }
 type packageSetModel struct {
 	ID                    types.String      `tfsdk:"id"`
 	Name                  types.String      `tfsdk:"name"`
+	Labels                map[string]string `tfsdk:"labels"`
 	NodeSelector          map[string]string `tfsdk:"node_selector"`
 	Priority              types.Int64       `tfsdk:"priority"`
 	Paused                types.Bool        `tfsdk:"paused"`
@@ -177,6 +178,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 40),
 					stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Labels of the PackageSet object itself (as Skyhook objects carry theirs), e.g. to select sets with `kubectl get packagesets -l`. " +
+					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
 			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
@@ -188,7 +192,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				"are removed, the packages stay installed. A destroy whose uninstall fails stops at once naming node, package, stage and message; to finish it " +
 				"without uninstalling, set `uninstall_on_delete = false`, run `terraform apply`, then `terraform destroy` again (no finalizer to edit)."},
 			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: one node at a time.",
+				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: every selected node at once, as Skyhook (100%); set `count = 1` to go one node at a time.",
 				Attributes: map[string]schema.Attribute{
 					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
 						Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
@@ -225,9 +229,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{Required: true, MarkdownDescription: "Lower-case letters, digits and '-', starting and ending with a letter, at most 43 characters.",
 						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
-					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`. Up: upgrade; down: uninstall (if enabled) then apply.",
-						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1")}},
-					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument.",
+					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`, or `MAJOR.MINOR` as Skyhook users write it (`1.2`, compared as 1.2.0, kept as written). Up: upgrade; down: uninstall (if enabled) then apply.",
+						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. Without a tag or digest the version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
 					"env_from": envFromAttribute("the namespace of the stage Jobs"),
@@ -567,6 +571,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	obj.SetAPIVersion(v1alpha1.GroupVersion.String())
 	obj.SetKind("PackageSet")
 	obj.SetName(m.Name.ValueString())
+	if len(m.Labels) > 0 {
+		obj.SetLabels(cloneMap(m.Labels))
+	}
 	return obj, nil
 }
 
@@ -578,7 +585,8 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		return nil, err
 	}
 	s := ps.Spec
-	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts}
+	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts,
+		Labels: readMeta(ps.Labels, prior.Labels)}
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
 	m.Priority = types.Int64Value(int64(s.Priority))
 	if prior.Priority.IsNull() && s.Priority == v1alpha1.DefaultPackageSetPriority {

@@ -18,8 +18,10 @@ import (
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -136,7 +138,7 @@ resource "gantry_package_set" "bad" {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{PlanOnly: true, Config: base(`{ name = "a1", version = "1.0.0", image = "x" }`), ExpectError: regexp.MustCompile(`must match`)},
-			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0", image = "x" }`), ExpectError: regexp.MustCompile(`semantic version`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1", image = "x" }`), ExpectError: regexp.MustCompile(`semantic version`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", interrupt = { type = "kexec" } }`), ExpectError: regexp.MustCompile(`value must be one of`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { zz = "1.0.0" } }`), ExpectError: regexp.MustCompile(`Unknown Dependency`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { bb = "1.0.0" } }, { name = "bb", version = "1.0.0", image = "x", depends_on = { cc = "1.0.0" } }, { name = "cc", version = "1.0.0", image = "x", depends_on = { aa = "1.0.0" } }`),
@@ -275,4 +277,76 @@ func waitRolledBack(t *testing.T, c *kube.Clients, name, pkg, version string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestAccPackageSet_skyhookParity (issue 12 §2, §8): a set written as Skyhook users write it:
+// version "1.2" (kept as written), an image without a tag (the version is the tag), no
+// interruption budget (every node at once, as Skyhook), and labels on the PackageSet object.
+// A label changed outside Terraform is drift in the next plan.
+func TestAccPackageSet_skyhookParity(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-psk-" + rand.String(5)
+	accNodes(t, c, pool, 3)
+	addr := "gantry_package_set.sky"
+	cfg := fmt.Sprintf(`
+resource "gantry_package_set" "sky" {
+  name          = %[1]q
+  labels        = { "team.example.com/owner" = "platform" }
+  node_selector = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  packages = [{ name = "tuned", version = "1.2", image = "ghcr.io/gantry-dev/tuned" }]
+  timeouts = { create = "5m", delete = "5m" }
+}
+`, pool)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "status", "complete"),
+					resource.TestCheckResourceAttr(addr, "packages.0.version", "1.2"),
+					func(*terraform.State) error {
+						u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if u.GetLabels()["team.example.com/owner"] != "platform" {
+							return fmt.Errorf("PackageSet labels %v", u.GetLabels())
+						}
+						jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
+						if err != nil {
+							return err
+						}
+						if len(jobs.Items) == 0 {
+							return fmt.Errorf("no stage Jobs")
+						}
+						for _, j := range jobs.Items {
+							for _, ct := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+								if strings.HasPrefix(ct.Image, "ghcr.io/gantry-dev/tuned") && ct.Image != "ghcr.io/gantry-dev/tuned:1.2" {
+									return fmt.Errorf("job %s runs %s, want ghcr.io/gantry-dev/tuned:1.2", j.Name, ct.Image)
+								}
+							}
+						}
+						return nil
+					},
+				),
+			},
+			{
+				// A label edited with kubectl is drift: the plan puts it back.
+				PreConfig: func() {
+					patch := []byte(`{"metadata":{"labels":{"team.example.com/owner":"someone-else"}}}`)
+					if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Patch(context.Background(), pool, k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             cfg,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
 }

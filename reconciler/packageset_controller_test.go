@@ -738,3 +738,63 @@ func TestPackageSetRestartMidRollout(t *testing.T) {
 		}
 	}
 }
+
+// Versions as Skyhook users write them (issue 12 §2): "1.2" is accepted and kept as written,
+// an image without a tag runs with the version as its tag, and 1.2 → 1.10 is an upgrade
+// (compared as 1.2.0 < 1.10.0, not as text).
+func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-ver-%d", seq.Add(1))
+	e.gpuNodes(t, pool, 1)
+	name := pool
+	pkg := func(v string) v1alpha1.Package {
+		return v1alpha1.Package{Name: "tuned", Version: v, Image: "ghcr.io/gantry-dev/tuned"}
+	}
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkg("1.2")},
+		AdditionalTolerations: gpuToleration,
+	}}
+	e.createSet(t, set)
+	got := e.waitSet(t, name, "complete", statusIs(v1alpha1.StatusComplete))
+	for n, pkgs := range got.Status.NodeState {
+		if ps := pkgs["tuned"]; ps.Version != "1.2" {
+			t.Errorf("%s: version %q, want 1.2 as written", n, ps.Version)
+		}
+	}
+	images := func() map[string]bool {
+		out := map[string]bool{}
+		for _, j := range e.setJobs(t, name) {
+			for _, c := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+				out[c.Image] = true
+			}
+		}
+		return out
+	}
+	if im := images(); !im["ghcr.io/gantry-dev/tuned:1.2"] || im["ghcr.io/gantry-dev/tuned"] {
+		t.Errorf("stage images %v, want ghcr.io/gantry-dev/tuned:1.2", im)
+	}
+	e.updateSet(t, name, func(s *v1alpha1.PackageSet) { s.Spec.Packages = []v1alpha1.Package{pkg("1.10")} })
+	got = e.waitSet(t, name, "complete at 1.10", func(s *v1alpha1.PackageSet) bool {
+		if s.Status.Status != v1alpha1.StatusComplete || s.Status.ObservedGeneration != s.Generation {
+			return false
+		}
+		for _, pkgs := range s.Status.NodeState {
+			if pkgs["tuned"].Version != "1.10" {
+				return false
+			}
+		}
+		return true
+	})
+	stages := map[string]bool{}
+	for _, j := range e.setJobs(t, name) {
+		stages[j.Labels[v1alpha1.LabelStage]] = true
+	}
+	if !stages["upgrade"] || stages["uninstall"] {
+		t.Errorf("1.2 → 1.10 ran stages %v, want an upgrade (no uninstall)", stages)
+	}
+	if !images()["ghcr.io/gantry-dev/tuned:1.10"] {
+		t.Errorf("no stage ran ghcr.io/gantry-dev/tuned:1.10: %v", images())
+	}
+}

@@ -191,7 +191,7 @@ func TestBudgetAndOrder(t *testing.T) {
 		nodes int
 		want  int
 	}{
-		{nil, 5, 1}, {&v1alpha1.InterruptionBudget{Count: p(2)}, 5, 2}, {&v1alpha1.InterruptionBudget{Percent: p(10)}, 5, 1},
+		{nil, 5, 5}, {nil, 0, 1}, {&v1alpha1.InterruptionBudget{Count: p(2)}, 5, 2}, {&v1alpha1.InterruptionBudget{Percent: p(10)}, 5, 1},
 		{&v1alpha1.InterruptionBudget{Percent: p(10)}, 1000, 100}, {&v1alpha1.InterruptionBudget{Percent: p(100)}, 7, 7},
 	} {
 		if got := Budget(tc.b, tc.nodes); got != tc.want {

@@ -405,15 +405,33 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 }
 
 func compareVersions(a, b string) (int, error) {
-	va, err := semver.Parse(a)
+	va, err := ParseVersion(a)
 	if err != nil {
-		return 0, fmt.Errorf("version %q: %w", a, err)
+		return 0, err
 	}
-	vb, err := semver.Parse(b)
+	vb, err := ParseVersion(b)
 	if err != nil {
-		return 0, fmt.Errorf("version %q: %w", b, err)
+		return 0, err
 	}
 	return va.Compare(vb), nil
+}
+
+// ParseVersion parses a package version as users write them: a semantic version ("1.2.3",
+// "2.0.0-rc.1") or MAJOR.MINOR ("1.2", compared as 1.2.0, with any pre-release or build
+// suffix kept). Errors name the version.
+func ParseVersion(v string) (semver.Version, error) {
+	core, suffix := v, ""
+	if i := strings.IndexAny(v, "-+"); i >= 0 {
+		core, suffix = v[:i], v[i:]
+	}
+	if strings.Count(core, ".") == 1 {
+		core += ".0"
+	}
+	sv, err := semver.Parse(core + suffix)
+	if err != nil {
+		return semver.Version{}, fmt.Errorf("version %q: %w", v, err)
+	}
+	return sv, nil
 }
 
 func (p *nodePass) jobName(name string, r *PackageRecord) string {

@@ -43,7 +43,8 @@ type simNode struct {
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
 	s := &sim{t: t, now: time.Unix(1_700_000_000, 0), nodes: map[string]*simNode{}, ran: map[string]map[string][]string{}}
-	s.facts = SetFacts{Name: "gpu-drivers", Generation: 1, Wants: wants}
+	// One node at a time unless a test sets a budget (the spec's default is every node).
+	s.facts = SetFacts{Name: "gpu-drivers", Generation: 1, Wants: wants, Budget: &v1alpha1.InterruptionBudget{Count: ptr(int32(1))}}
 	for i := 0; i < nodes; i++ {
 		s.nodes[fmt.Sprintf("node-%d", i)] = &simNode{jobs: map[string]JobFact{}, pending: map[string]JobSpec{}, selected: true}
 	}

@@ -91,11 +91,13 @@ func InFlight(s v1alpha1.RolloutState) bool {
 }
 
 // Budget resolves an interruption budget against the number of selected nodes: count as is;
-// percent as max(1, floor(nodes*percent/100)) (Skyhook DeploymentPolicy ceiling); unset → 1.
+// percent as max(1, floor(nodes*percent/100)) (Skyhook DeploymentPolicy ceiling); unset →
+// every selected node at once (at least 1), Skyhook's default (its legacy default compartment
+// is 100%).
 func Budget(b *v1alpha1.InterruptionBudget, nodes int) int {
 	switch {
 	case b == nil:
-		return 1
+		return max(1, nodes)
 	case b.Count != nil:
 		return max(1, int(*b.Count))
 	case b.Percent != nil:

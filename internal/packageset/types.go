@@ -33,7 +33,7 @@ type Want struct {
 
 // WantOf maps an API package to a Want.
 func WantOf(p v1alpha1.Package) Want {
-	w := Want{Name: p.Name, Version: p.Version, Image: p.Image, Config: ConfigHashes(p.Config), Interrupt: p.Interrupt,
+	w := Want{Name: p.Name, Version: p.Version, Image: ImageOf(p), Config: ConfigHashes(p.Config), Interrupt: p.Interrupt,
 		ConfigInterrupts: p.ConfigInterrupts, Uninstall: p.Uninstall != nil && p.Uninstall.Enabled, StageTimeout: DefaultStageTimeout}
 	for d := range p.DependsOn {
 		w.DependsOn = append(w.DependsOn, d)
@@ -44,6 +44,18 @@ func WantOf(p v1alpha1.Package) Want {
 		w.StageTimeout = p.StageTimeout.Duration
 	}
 	return w
+}
+
+// ImageOf is the image a package's stages run: spec image, with the version as its tag when it
+// has neither tag nor digest (Skyhook's image:version), e.g. "ghcr.io/acme/tuned" at 1.2 →
+// "ghcr.io/acme/tuned:1.2". A registry port ("localhost:5000/tuned") is not a tag.
+func ImageOf(p v1alpha1.Package) string {
+	img := p.Image
+	last := img[strings.LastIndex(img, "/")+1:]
+	if strings.Contains(img, "@") || strings.Contains(last, ":") || p.Version == "" {
+		return img
+	}
+	return img + ":" + p.Version
 }
 
 // ConfigHashes maps each config key to a short hash of its value (what node records keep).

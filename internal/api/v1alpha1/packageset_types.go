@@ -205,7 +205,8 @@ type PackageSetSpec struct {
 	UninstallOnDelete *bool `json:"uninstallOnDelete,omitempty"`
 
 	// InterruptionBudget bounds how many nodes are in flight (stages running, interrupted or
-	// soaking) at once: exactly one of percent or count. Unset: one node at a time.
+	// soaking) at once: exactly one of percent or count. Unset: every selected node at once,
+	// as Skyhook (100%); set count = 1 to go one node at a time.
 	// +optional
 	InterruptionBudget *InterruptionBudget `json:"interruptionBudget,omitempty"`
 
@@ -271,12 +272,15 @@ type Package struct {
 	// +kubebuilder:validation:Pattern=`^[a-z][-a-z0-9]{0,41}[a-z]$`
 	// +kubebuilder:validation:MaxLength=43
 	Name string `json:"name"`
-	// Version is a semantic version (semver.org 2.0.0), e.g. "1.2.3" or "2.0.0-rc.1".
-	// Higher than a node's version → upgrade; lower → uninstall of the old, then apply.
-	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`
+	// Version is a semantic version (semver.org 2.0.0), e.g. "1.2.3" or "2.0.0-rc.1"; as Skyhook
+	// users write them, "1.2" is accepted too (compared as 1.2.0, kept as written). Higher than a
+	// node's version → upgrade; lower → uninstall of the old, then apply.
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`
 	// +kubebuilder:validation:MaxLength=64
 	Version string `json:"version"`
-	// Image is the package image; the stage is passed as the container's first argument.
+	// Image is the package image; the stage is passed as the container's first argument. An
+	// image without a tag or digest runs with the version as its tag (as Skyhook does):
+	// "ghcr.io/acme/tuned" at version 1.2 runs "ghcr.io/acme/tuned:1.2".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`

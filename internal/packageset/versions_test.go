@@ -1,0 +1,53 @@
+package packageset
+
+import (
+	"testing"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Versions as Skyhook users write them: MAJOR.MINOR compares as MAJOR.MINOR.0 (numerically,
+// not as text: 1.10 > 1.9), pre-releases and builds keep their semver order.
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"1.2", "1.2.0", 0},
+		{"1.10", "1.9", 1},
+		{"1.2", "1.2.1", -1},
+		{"2.0-rc.1", "2.0", -1},
+		{"1.2+build.7", "1.2.0", 0},
+		{"0.9.12", "1.0", -1},
+	} {
+		got, err := compareVersions(tc.a, tc.b)
+		if err != nil || got != tc.want {
+			t.Errorf("compare(%s, %s) = %d, %v; want %d", tc.a, tc.b, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"1", "v1.2", "1.2.3.4", "01.2", ""} {
+		if _, err := ParseVersion(bad); err == nil {
+			t.Errorf("ParseVersion(%q) accepted", bad)
+		}
+	}
+}
+
+// An image without a tag or digest runs with the version as its tag; tags, digests and
+// registry ports are left alone.
+func TestImageOf(t *testing.T) {
+	for img, want := range map[string]string{
+		"ghcr.io/acme/tuned":                 "ghcr.io/acme/tuned:1.2",
+		"ghcr.io/acme/tuned:6.0":             "ghcr.io/acme/tuned:6.0",
+		"ghcr.io/acme/tuned@sha256:0123abcd": "ghcr.io/acme/tuned@sha256:0123abcd",
+		"localhost:5000/tuned":               "localhost:5000/tuned:1.2",
+		"localhost:5000/tuned:7":             "localhost:5000/tuned:7",
+		"busybox":                            "busybox:1.2",
+	} {
+		if got := ImageOf(v1alpha1.Package{Name: "tuned", Version: "1.2", Image: img}); got != want {
+			t.Errorf("ImageOf(%q) = %q, want %q", img, got, want)
+		}
+	}
+	if w := WantOf(v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned"}); w.Image != "ghcr.io/acme/tuned:1.2" || w.Version != "1.2" {
+		t.Errorf("WantOf: image %q version %q (the version is kept as written)", w.Image, w.Version)
+	}
+}
