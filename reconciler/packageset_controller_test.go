@@ -776,7 +776,7 @@ func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
 		t.Errorf("stage images %v, want ghcr.io/gantry-dev/tuned:1.2", im)
 	}
 	e.updateSet(t, name, func(s *v1alpha1.PackageSet) { s.Spec.Packages = []v1alpha1.Package{pkg("1.10")} })
-	got = e.waitSet(t, name, "complete at 1.10", func(s *v1alpha1.PackageSet) bool {
+	e.waitSet(t, name, "complete at 1.10", func(s *v1alpha1.PackageSet) bool {
 		if s.Status.Status != v1alpha1.StatusComplete || s.Status.ObservedGeneration != s.Generation {
 			return false
 		}
