@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -52,6 +53,7 @@ var (
 	packageNameRe = regexp.MustCompile(`^[a-z][-a-z0-9]{0,41}[a-z]$`)
 	// configKeyRe: a ConfigMap key that is also a plain file name (not ".", not "..*").
 	configKeyRe = regexp.MustCompile(`^(\.[-_a-zA-Z0-9]|[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$`)
+	hostPathRe  = regexp.MustCompile(`^/[A-Za-z0-9._/-]+$`)
 	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 	setNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
@@ -117,6 +119,23 @@ type packageModel struct {
 	PodLabels        map[string]string         `tfsdk:"pod_labels"`
 	PodAnnotations   map[string]string         `tfsdk:"pod_annotations"`
 	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
+	Host             *hostAccessModel          `tfsdk:"host"`
+	Skyhook          *skyhookModel             `tfsdk:"skyhook"`
+}
+
+// hostAccessModel is packages[].host (v1alpha1.HostAccess).
+type hostAccessModel struct {
+	Privileged    types.Bool   `tfsdk:"privileged"`
+	HostPID       types.Bool   `tfsdk:"host_pid"`
+	HostNetwork   types.Bool   `tfsdk:"host_network"`
+	RootMountPath types.String `tfsdk:"root_mount_path"`
+}
+
+// skyhookModel is packages[].skyhook (v1alpha1.SkyhookExecution).
+type skyhookModel struct {
+	AgentImage  types.String `tfsdk:"agent_image"`
+	CopyDirRoot types.String `tfsdk:"copy_dir_root"`
+	LogRoot     types.String `tfsdk:"log_root"`
 }
 
 func (r *packageSetResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -237,6 +256,30 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"env_from": envFromAttribute("the namespace of the stage Jobs"),
 					"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "CPU and memory requests and limits of the stage containers.",
 						Attributes: map[string]schema.Attribute{"requests": quantityMap("requests"), "limits": quantityMap("limits")}},
+					"host": schema.SingleNestedAttribute{Optional: true,
+						MarkdownDescription: "Node access of the stage containers, as Skyhook packages have (drivers, kernel settings). Unset: the stages run unprivileged with no host access. " +
+							"Explicit on purpose: a privileged stage with the host's root filesystem can change anything on the node.",
+						Attributes: map[string]schema.Attribute{
+							"privileged":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the stage containers privileged."},
+							"host_pid":     schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the stage pods in the host's PID namespace."},
+							"host_network": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the stage pods in the host's network namespace."},
+							"root_mount_path": schema.StringAttribute{Optional: true,
+								MarkdownDescription: "Mount the host's root filesystem (hostPath `/`) read-write at this path in the stage containers, e.g. `/root` as Skyhook. Not `/`.",
+								Validators:          []validator.String{stringvalidator.RegexMatches(hostPathRe, "must be an absolute path other than /, e.g. /root"), stringvalidator.LengthAtMost(256)}},
+						}},
+					"skyhook": schema.SingleNestedAttribute{Optional: true,
+						MarkdownDescription: "Run an existing Skyhook package image unchanged, as Skyhook's operator runs it: an init container copies the image's `/skyhook-package` to the host, then " +
+							"`agent_image` runs each stage and its check (`<stage> /root <copy dir>`, `<stage>-check ...`) with Skyhook's environment (`SKYHOOK_LOG_DIR`, `SKYHOOK_ROOT_DIR`, " +
+							"`COPY_RESOLV`, `SKYHOOK_RESOURCE_ID`) and `config` at `/skyhook-package/configmaps`. Implies full host access (privileged, host PID and network, the host's `/` at `/root`).",
+						Validators: []validator.Object{objectvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("host"))},
+						Attributes: map[string]schema.Attribute{
+							"agent_image": schema.StringAttribute{Required: true, MarkdownDescription: "Skyhook agent image, e.g. `ghcr.io/nvidia/skyhook/agent:6.3.0` (Skyhook's `AGENT_IMAGE` or `agentImageOverride`).",
+								Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
+							"copy_dir_root": schema.StringAttribute{Optional: true, MarkdownDescription: "Host directory the content is copied under (Skyhook's `COPY_DIR_ROOT`); default `/var/lib/skyhook`.",
+								Validators: []validator.String{stringvalidator.RegexMatches(hostPathRe, "must be an absolute path other than /")}},
+							"log_root": schema.StringAttribute{Optional: true, MarkdownDescription: "Host directory of the agent's logs (Skyhook's `AGENT_LOG_ROOT`); default `/var/log/skyhook`.",
+								Validators: []validator.String{stringvalidator.RegexMatches(hostPathRe, "must be an absolute path other than /")}},
+						}},
 					"graceful_shutdown": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "Grace period of the stage pods, e.g. `30s`: it becomes their `terminationGracePeriodSeconds` (whole seconds, rounded down). Unset: the Kubernetes default (30s).",
 						Validators:          []validator.String{durationValidator{}}},
@@ -560,6 +603,13 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		if !p.UninstallEnabled.IsNull() {
 			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool()}
 		}
+		if h := p.Host; h != nil {
+			ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
+				RootMountPath: h.RootMountPath.ValueString()}
+		}
+		if sk := p.Skyhook; sk != nil {
+			ap.Skyhook = &v1alpha1.SkyhookExecution{AgentImage: sk.AgentImage.ValueString(), CopyDirRoot: sk.CopyDirRoot.ValueString(), LogRoot: sk.LogRoot.ValueString()}
+		}
 		s.Packages = append(s.Packages, ap)
 	}
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
@@ -665,6 +715,21 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		if p.Uninstall != nil {
 			mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
+		}
+		if h := p.Host; h != nil {
+			ph := &hostAccessModel{}
+			if pp.Host != nil {
+				ph = pp.Host
+			}
+			mp.Host = &hostAccessModel{Privileged: optBool(h.Privileged, ph.Privileged), HostPID: optBool(h.HostPID, ph.HostPID),
+				HostNetwork: optBool(h.HostNetwork, ph.HostNetwork), RootMountPath: optString(h.RootMountPath, ph.RootMountPath)}
+		}
+		if sk := p.Skyhook; sk != nil {
+			ps := &skyhookModel{}
+			if pp.Skyhook != nil {
+				ps = pp.Skyhook
+			}
+			mp.Skyhook = &skyhookModel{AgentImage: types.StringValue(sk.AgentImage), CopyDirRoot: optString(sk.CopyDirRoot, ps.CopyDirRoot), LogRoot: optString(sk.LogRoot, ps.LogRoot)}
 		}
 		m.Packages = append(m.Packages, mp)
 	}

@@ -154,6 +154,9 @@ resource "gantry_package_set" "bad" {
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", resources = { limits = { memory = "1x" } } }`), ExpectError: regexp.MustCompile(`quantity`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "a/b" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "..a" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { root_mount_path = "/" } }`), ExpectError: regexp.MustCompile(`(?s)host.root_mount_path.*absolute path\s+other\s+than\s+/`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { privileged = true }, skyhook = { agent_image = "a" } }`),
+				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
 		},
 	})
 }
@@ -295,7 +298,12 @@ resource "gantry_package_set" "sky" {
   labels        = { "team.example.com/owner" = "platform" }
   node_selector = { "gantry.dev/test-pool" = %[1]q }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
-  packages = [{ name = "tuned", version = "1.2", image = "ghcr.io/gantry-dev/tuned" }]
+  packages = [{
+    name    = "tuned"
+    version = "1.2"
+    image   = "ghcr.io/gantry-dev/tuned"
+    host    = { privileged = true, host_pid = true, root_mount_path = "/host" }
+  }]
   timeouts = { create = "5m", delete = "5m" }
 }
 `, pool)
@@ -328,6 +336,9 @@ resource "gantry_package_set" "sky" {
 							for _, ct := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
 								if strings.HasPrefix(ct.Image, "ghcr.io/gantry-dev/tuned") && ct.Image != "ghcr.io/gantry-dev/tuned:1.2" {
 									return fmt.Errorf("job %s runs %s, want ghcr.io/gantry-dev/tuned:1.2", j.Name, ct.Image)
+								}
+								if ct.SecurityContext == nil || ct.SecurityContext.Privileged == nil || !*ct.SecurityContext.Privileged || !j.Spec.Template.Spec.HostPID {
+									return fmt.Errorf("job %s container %s: host access missing", j.Name, ct.Name)
 								}
 							}
 						}

@@ -798,3 +798,65 @@ func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
 		t.Errorf("no stage ran ghcr.io/gantry-dev/tuned:1.10: %v", images())
 	}
 }
+
+// Host execution (issue 12 §1) on the local cluster: a package with explicit host access and
+// an unchanged Skyhook package image run by the Skyhook agent; their apply Jobs' pods carry
+// the host access and Skyhook's invocation (copy init container, agent arguments). The test
+// reads the Jobs the reconciler creates rather than waiting for the set to complete: the
+// local cluster's kwok sometimes leaves a hostNetwork pod Running without an IP, never
+// completed (a kwok quirk, not Gantry's).
+func TestPackageSetHostExecution(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-host-%d", seq.Add(1))
+	e.gpuNodes(t, pool, 1)
+	name := pool
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages: []v1alpha1.Package{
+			{Name: "sysctl", Version: "1.0.0", Image: "ghcr.io/gantry-dev/sysctl:1.0.0",
+				Host: &v1alpha1.HostAccess{Privileged: true, HostPID: true, HostNetwork: true, RootMountPath: "/host"}},
+			{Name: "tuned", Version: "2.1", Image: "ghcr.io/nvidia/skyhook-packages/tuned", Config: map[string]string{"profile": "hpc"},
+				Skyhook: &v1alpha1.SkyhookExecution{AgentImage: "ghcr.io/nvidia/skyhook/agent:6.3.0"}},
+		},
+		AdditionalTolerations: gpuToleration,
+	}}
+	// Deleting the set does not wait for uninstall stages on kwok's stuck hostNetwork pods.
+	set.Spec.UninstallOnDelete = ptrTo(false)
+	e.createSet(t, set)
+	var got v1alpha1.PackageSet
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, &got); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		for _, j := range e.setJobs(t, name) {
+			spec := j.Spec.Template.Spec
+			stage := j.Labels[v1alpha1.LabelStage]
+			key := j.Labels[v1alpha1.LabelPackage] + "/" + stage
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			switch j.Labels[v1alpha1.LabelPackage] {
+			case "sysctl":
+				c := spec.Containers[0]
+				if !spec.HostPID || !spec.HostNetwork || c.SecurityContext == nil || !*c.SecurityContext.Privileged || c.VolumeMounts[len(c.VolumeMounts)-1].MountPath != "/host" {
+					t.Errorf("sysctl %s: host access missing from the pod spec: %+v", stage, spec)
+				}
+			case "tuned":
+				copyDir := fmt.Sprintf("/var/lib/skyhook/%s/tuned-2.1-%s-%d", name, got.UID, got.Generation)
+				if len(spec.InitContainers) != 2 || spec.InitContainers[0].Image != "ghcr.io/nvidia/skyhook-packages/tuned:2.1" ||
+					spec.InitContainers[1].Image != "ghcr.io/nvidia/skyhook/agent:6.3.0" ||
+					strings.Join(spec.InitContainers[1].Args, " ") != stage+" /root "+copyDir ||
+					strings.Join(spec.Containers[0].Args, " ") != stage+"-check /root "+copyDir || !spec.HostNetwork {
+					t.Errorf("tuned %s: not Skyhook's invocation: init %+v main %+v", stage, spec.InitContainers, spec.Containers)
+				}
+			}
+		}
+		return seen["sysctl/apply"] && seen["tuned/apply"], nil
+	})
+	if err != nil {
+		t.Fatalf("apply Jobs of both packages not created (seen %v)", seen)
+	}
+}

@@ -1,10 +1,12 @@
 package packageset
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -182,6 +184,11 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 		spec.InitContainers = []corev1.Container{container("stage", string(js.Stage))}
 		spec.Containers = []corev1.Container{container("check", CheckOf(js.Stage))}
 	}
+	if pkg != nil && pkg.Skyhook != nil {
+		skyhookPod(&spec, set, js, pkg, env, mounts)
+	} else if pkg != nil && pkg.Host != nil {
+		withHostAccess(&spec, *pkg.Host)
+	}
 	deadline := int64(js.Timeout.Seconds())
 	backoffLimit := int32(0)
 	return &batchv1.Job{
@@ -189,6 +196,113 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
 	}
+}
+
+// Skyhook's defaults (its operator's COPY_DIR_ROOT and AGENT_LOG_ROOT) and paths.
+const (
+	SkyhookCopyDirRoot = "/var/lib/skyhook"
+	SkyhookLogRoot     = "/var/log/skyhook"
+	// SkyhookHostRoot is where Skyhook mounts the host's / in its containers.
+	SkyhookHostRoot = "/root"
+	// SkyhookPackageDir is the content directory of a Skyhook package image.
+	SkyhookPackageDir = "/skyhook-package"
+	hostRootVolume    = "host-root"
+)
+
+// withHostAccess gives every container of spec the node access h asks for: privileged,
+// host PID and network namespaces, the host's / mounted at h.RootMountPath (hostPath,
+// read-write, host-to-container propagation, as Skyhook's root-mount).
+func withHostAccess(spec *corev1.PodSpec, h v1alpha1.HostAccess) {
+	spec.HostPID, spec.HostNetwork = h.HostPID, h.HostNetwork
+	if h.RootMountPath != "" {
+		dir := corev1.HostPathDirectory
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: hostRootVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: &dir}}})
+	}
+	prop := corev1.MountPropagationHostToContainer
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			if h.Privileged {
+				cs[i].SecurityContext = &corev1.SecurityContext{Privileged: &h.Privileged}
+			}
+			if h.RootMountPath != "" {
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: hostRootVolume, MountPath: h.RootMountPath, MountPropagation: &prop})
+			}
+		}
+	}
+}
+
+// SkyhookCopyDir is the host directory a Skyhook package's content is copied to, as Skyhook
+// lays it out: <copyDirRoot>/<set>/<package>-<version>-<set UID>-<set generation>.
+func SkyhookCopyDir(set *v1alpha1.PackageSet, pkg *v1alpha1.Package, version string) string {
+	root := SkyhookCopyDirRoot
+	if pkg.Skyhook.CopyDirRoot != "" {
+		root = pkg.Skyhook.CopyDirRoot
+	}
+	return fmt.Sprintf("%s/%s/%s-%s-%s-%d", root, set.Name, pkg.Name, version, set.UID, set.Generation)
+}
+
+// SkyhookInterruptArg is the interrupt as Skyhook's agent reads it: base64 of its JSON with
+// the agent's type names (reboot → node_restart, service → service_restart, noop → no_op,
+// restartAllServices → restart_all_services).
+func SkyhookInterruptArg(in *v1alpha1.Interrupt) string {
+	t := map[v1alpha1.InterruptType]string{v1alpha1.InterruptReboot: "node_restart", v1alpha1.InterruptService: "service_restart",
+		v1alpha1.InterruptNoop: "no_op", v1alpha1.InterruptRestartAllServices: "restart_all_services"}[in.Type]
+	b, _ := json.Marshal(struct {
+		Type     string   `json:"type"`
+		Services []string `json:"services,omitempty"`
+	}{t, in.Services}) // plain struct: cannot fail
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// skyhookPod turns the stage pod into Skyhook's: an init container (the package image)
+// copies /skyhook-package to the host's copy dir, then the agent image runs the stage
+// ("<stage> /root <copy dir>") and its check ("<stage>-check /root <copy dir>"), or the
+// interrupt ("interrupt /root <copy dir> <SkyhookInterruptArg>"), with the package's env plus
+// SKYHOOK_LOG_DIR, SKYHOOK_ROOT_DIR, COPY_RESOLV=false and SKYHOOK_RESOURCE_ID, the config at
+// /skyhook-package/configmaps, privileged, in the host's PID and network namespaces, the
+// host's / at /root.
+func skyhookPod(spec *corev1.PodSpec, set *v1alpha1.PackageSet, js JobSpec, pkg *v1alpha1.Package, env []corev1.EnvVar, mounts []corev1.VolumeMount) {
+	sk := pkg.Skyhook
+	copyDir := SkyhookCopyDir(set, pkg, js.Version)
+	logRoot := SkyhookLogRoot
+	if sk.LogRoot != "" {
+		logRoot = sk.LogRoot
+	}
+	agentEnv := append(append([]corev1.EnvVar(nil), env...),
+		corev1.EnvVar{Name: "SKYHOOK_LOG_DIR", Value: logRoot + "/" + set.Name},
+		corev1.EnvVar{Name: "SKYHOOK_ROOT_DIR", Value: strings.TrimSuffix(copyDir[:strings.LastIndex(copyDir, "/")], "/")},
+		corev1.EnvVar{Name: "COPY_RESOLV", Value: "false"},
+		corev1.EnvVar{Name: "SKYHOOK_RESOURCE_ID", Value: fmt.Sprintf("%s-%s-%d_%s_%s", set.Name, set.UID, set.Generation, pkg.Name, js.Version)})
+	var agentMounts []corev1.VolumeMount
+	for _, m := range mounts {
+		agentMounts = append(agentMounts, m)
+		if m.Name == ConfigVolume {
+			agentMounts = append(agentMounts, corev1.VolumeMount{Name: ConfigVolume, MountPath: SkyhookPackageDir + "/configmaps", ReadOnly: true})
+		}
+	}
+	agent := func(name string, args ...string) corev1.Container {
+		return corev1.Container{Name: name, Image: sk.AgentImage, Args: args, Env: agentEnv, Resources: pkg.Resources, VolumeMounts: agentMounts}
+	}
+	copyContent := corev1.Container{Name: "copy", Image: js.Image, Command: []string{"/bin/sh"},
+		Args: []string{"-c", "mkdir -p " + SkyhookHostRoot + "/${SKYHOOK_DIR} && cp -r " + SkyhookPackageDir + "/* " + SkyhookHostRoot + "/${SKYHOOK_DIR}"},
+		Env:  []corev1.EnvVar{{Name: "SKYHOOK_DIR", Value: copyDir}}}
+	stage := strings.ToLower(string(js.Stage))
+	switch {
+	case js.SoakCheck:
+		spec.InitContainers = []corev1.Container{copyContent}
+		spec.Containers = []corev1.Container{agent("check", stage+"-check", SkyhookHostRoot, copyDir)}
+	case js.Stage == v1alpha1.StageInterrupt:
+		arg := ""
+		if js.Interrupt != nil {
+			arg = SkyhookInterruptArg(js.Interrupt)
+		}
+		spec.InitContainers = nil
+		spec.Containers = []corev1.Container{agent("interrupt", "interrupt", SkyhookHostRoot, copyDir, arg)}
+	default:
+		spec.InitContainers = []corev1.Container{copyContent, agent("stage", stage, SkyhookHostRoot, copyDir)}
+		spec.Containers = []corev1.Container{agent("check", stage+"-check", SkyhookHostRoot, copyDir)}
+	}
+	withHostAccess(spec, v1alpha1.HostAccess{Privileged: true, HostPID: true, HostNetwork: true, RootMountPath: SkyhookHostRoot})
 }
 
 // packageEnv is pkg's env (sorted by name) then its env_from references, in order.

@@ -2,6 +2,7 @@ package packageset
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,4 +166,76 @@ func TestJobPackage(t *testing.T) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// Host access (issue 12 §1): explicit per package, on every container of the stage pod.
+func TestDesiredJobHostAccess(t *testing.T) {
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-drivers", UID: "u-1", Generation: 4}}
+	pkg := &v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned",
+		Host: &v1alpha1.HostAccess{Privileged: true, HostPID: true, RootMountPath: "/host"}}
+	js := JobSpec{Name: "j", Package: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned:1.2", Stage: v1alpha1.StageApply, Timeout: time.Minute}
+	spec := DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	if !spec.HostPID || spec.HostNetwork {
+		t.Errorf("hostPID %v hostNetwork %v", spec.HostPID, spec.HostNetwork)
+	}
+	if len(spec.Volumes) != 1 || spec.Volumes[0].HostPath == nil || spec.Volumes[0].HostPath.Path != "/" {
+		t.Fatalf("volumes %+v", spec.Volumes)
+	}
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if c.SecurityContext == nil || !*c.SecurityContext.Privileged || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/host" {
+			t.Errorf("container %s: security %+v mounts %+v", c.Name, c.SecurityContext, c.VolumeMounts)
+		}
+	}
+	// Without host access: nothing of the node.
+	pkg.Host = nil
+	spec = DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	if spec.HostPID || len(spec.Volumes) != 0 || spec.Containers[0].SecurityContext != nil {
+		t.Errorf("no host access asked, got %+v", spec)
+	}
+}
+
+// Skyhook execution (issue 12 §1): the package image's content is copied to the host and the
+// agent runs the stage and its check with Skyhook's arguments and environment; the interrupt
+// gets Skyhook's encoded argument.
+func TestDesiredJobSkyhook(t *testing.T) {
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-drivers", UID: "u-1", Generation: 4}}
+	pkg := &v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned", Env: map[string]string{"PROFILE": "hpc"},
+		Skyhook: &v1alpha1.SkyhookExecution{AgentImage: "ghcr.io/nvidia/skyhook/agent:6.3.0"}}
+	js := JobSpec{Name: "j", Package: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned:1.2", Stage: v1alpha1.StageConfig, Timeout: time.Minute}
+	spec := DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "cfg").Spec.Template.Spec
+	copyDir := "/var/lib/skyhook/gpu-drivers/tuned-1.2-u-1-4"
+	if len(spec.InitContainers) != 2 || len(spec.Containers) != 1 {
+		t.Fatalf("containers: init %d main %d", len(spec.InitContainers), len(spec.Containers))
+	}
+	cp, stage, check := spec.InitContainers[0], spec.InitContainers[1], spec.Containers[0]
+	if cp.Image != "ghcr.io/acme/tuned:1.2" || !strings.Contains(strings.Join(cp.Args, " "), "cp -r /skyhook-package/* /root/${SKYHOOK_DIR}") || cp.Env[0].Value != copyDir {
+		t.Errorf("copy container %+v", cp)
+	}
+	if stage.Image != pkg.Skyhook.AgentImage || strings.Join(stage.Args, " ") != "config /root "+copyDir {
+		t.Errorf("stage container image %s args %v", stage.Image, stage.Args)
+	}
+	if check.Image != pkg.Skyhook.AgentImage || strings.Join(check.Args, " ") != "config-check /root "+copyDir {
+		t.Errorf("check container image %s args %v", check.Image, check.Args)
+	}
+	env := map[string]string{}
+	for _, e := range stage.Env {
+		env[e.Name] = e.Value
+	}
+	if env["PROFILE"] != "hpc" || env["SKYHOOK_ROOT_DIR"] != "/var/lib/skyhook/gpu-drivers" || env["SKYHOOK_LOG_DIR"] != "/var/log/skyhook/gpu-drivers" ||
+		env["COPY_RESOLV"] != "false" || env["SKYHOOK_RESOURCE_ID"] != "gpu-drivers-u-1-4_tuned_1.2" {
+		t.Errorf("agent env %v", env)
+	}
+	mounts := map[string]bool{}
+	for _, m := range stage.VolumeMounts {
+		mounts[m.MountPath] = true
+	}
+	if !mounts["/root"] || !mounts["/skyhook-package/configmaps"] || !spec.HostPID || !spec.HostNetwork || !*stage.SecurityContext.Privileged {
+		t.Errorf("host access: mounts %v hostPID %v hostNetwork %v", mounts, spec.HostPID, spec.HostNetwork)
+	}
+	js.Stage, js.Interrupt = v1alpha1.StageInterrupt, &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"tuned"}}
+	spec = DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	// base64 of {"type":"service_restart","services":["tuned"]}
+	if a := spec.Containers[0].Args; len(a) != 4 || a[0] != "interrupt" || a[3] != "eyJ0eXBlIjoic2VydmljZV9yZXN0YXJ0Iiwic2VydmljZXMiOlsidHVuZWQiXX0=" {
+		t.Errorf("interrupt args %v", a)
+	}
 }

@@ -31,3 +31,30 @@ resource "gantry_package_set" "gpu" {
 
   timeouts = { create = "30m", update = "30m", delete = "30m" }
 }
+
+# Packages written as Skyhook users write them. "tuned" is an existing Skyhook package image,
+# run unchanged by Skyhook's agent (its content is copied to the host, the agent runs each
+# stage and check with Skyhook's arguments); its image has no tag, so the version is the tag
+# (tuned:2.1). "sysctl" is a Gantry package that changes the host itself: its host access is
+# explicit. No interruption_budget: every selected node at once, as Skyhook.
+resource "gantry_package_set" "host_tuning" {
+  name          = "host-tuning"
+  labels        = { "team.example.com/owner" = "platform" }
+  node_selector = { "nvidia.com/gpu.present" = "true" }
+
+  packages = [
+    {
+      name    = "tuned"
+      version = "2.1"
+      image   = "ghcr.io/nvidia/skyhook-packages/tuned"
+      config  = { "tuned.conf" = "[main]\ninclude=throughput-performance\n" }
+      skyhook = { agent_image = "ghcr.io/nvidia/skyhook/agent:6.3.0" }
+    },
+    {
+      name    = "sysctl"
+      version = "1.0"
+      image   = "ghcr.io/acme/sysctl"
+      host    = { privileged = true, host_pid = true, root_mount_path = "/host" }
+    },
+  ]
+}

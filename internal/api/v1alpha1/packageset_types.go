@@ -301,6 +301,19 @@ type Package struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^[-._a-zA-Z0-9]+$') && k != '.' && !k.startsWith('..'))",message="config keys must be ConfigMap keys (file names): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
+	// Host gives the stage containers access to the node itself, as Skyhook's packages have
+	// (drivers, kernel settings): privileged containers, the host's PID and network
+	// namespaces, and the host's root filesystem mounted read-write. Unset: none (the stages
+	// run unprivileged, with no host access).
+	// +optional
+	Host *HostAccess `json:"host,omitempty"`
+	// Skyhook runs an existing Skyhook package image unchanged, as Skyhook's operator runs it:
+	// an init container copies the image's /skyhook-package content to the host, then the
+	// agent image runs each stage and its check with Skyhook's arguments (<stage> /root
+	// <copy dir>) and environment. It implies full host access (privileged, host PID and
+	// network, the host's / at /root).
+	// +optional
+	Skyhook *SkyhookExecution `json:"skyhook,omitempty"`
 	// Interrupt the node needs after config (cordon, drain, interrupt, post-interrupt).
 	// +optional
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
@@ -344,6 +357,46 @@ type Interrupt struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Services []string `json:"services,omitempty"`
+}
+
+// HostAccess is what of the node a package's stage containers may touch.
+// +kubebuilder:validation:XValidation:rule="!has(self.rootMountPath) || self.rootMountPath != '/'",message="host.rootMountPath cannot be /: mount the host's root filesystem under a directory such as /root"
+type HostAccess struct {
+	// Privileged runs the stage containers privileged.
+	// +optional
+	Privileged bool `json:"privileged,omitempty"`
+	// HostPID runs the stage pods in the host's PID namespace.
+	// +optional
+	HostPID bool `json:"hostPID,omitempty"`
+	// HostNetwork runs the stage pods in the host's network namespace.
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// RootMountPath is where the host's root filesystem (hostPath /) is mounted in the stage
+	// containers, read-write with host-to-container mount propagation, e.g. "/root" as Skyhook.
+	// Unset: not mounted.
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/-]+$`
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	RootMountPath string `json:"rootMountPath,omitempty"`
+}
+
+// SkyhookExecution runs a Skyhook package image with Skyhook's agent.
+type SkyhookExecution struct {
+	// AgentImage is the Skyhook agent image that runs the stages (Skyhook's AGENT_IMAGE or the
+	// package's agentImageOverride), e.g. "ghcr.io/nvidia/skyhook/agent:6.3.0".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	AgentImage string `json:"agentImage"`
+	// CopyDirRoot is the host directory the package content is copied under (Skyhook's
+	// COPY_DIR_ROOT), default /var/lib/skyhook.
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/-]+$`
+	// +optional
+	CopyDirRoot string `json:"copyDirRoot,omitempty"`
+	// LogRoot is the host directory of the agent's logs (Skyhook's AGENT_LOG_ROOT), default
+	// /var/log/skyhook.
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/-]+$`
+	// +optional
+	LogRoot string `json:"logRoot,omitempty"`
 }
 
 // Uninstall configures uninstall stages.
