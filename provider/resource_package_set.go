@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -67,24 +68,26 @@ func NewPackageSetListResource() list.ListResource { return &packageSetResource{
 type packageSetResource struct{ data *providerData }
 
 type packageSetModel struct {
-	ID                    types.String      `tfsdk:"id"`
-	Name                  types.String      `tfsdk:"name"`
-	Labels                map[string]string `tfsdk:"labels"`
-	NodeSelector          map[string]string `tfsdk:"node_selector"`
-	Priority              types.Int64       `tfsdk:"priority"`
-	Paused                types.Bool        `tfsdk:"paused"`
-	Disabled              types.Bool        `tfsdk:"disabled"`
-	UninstallOnDelete     types.Bool        `tfsdk:"uninstall_on_delete"`
-	InterruptionBudget    *budgetModel      `tfsdk:"interruption_budget"`
-	PodNonInterruptLabels map[string]string `tfsdk:"pod_non_interrupt_labels"`
-	AdditionalTolerations []tolerationModel `tfsdk:"additional_tolerations"`
-	Rollout               *rolloutModel     `tfsdk:"rollout"`
-	Packages              []packageModel    `tfsdk:"packages"`
-	Status                types.String      `tfsdk:"status"`
-	CompleteNodes         types.String      `tfsdk:"complete_nodes"`
-	NodeStatus            types.Map         `tfsdk:"node_status"`
-	QuarantinedVersions   types.List        `tfsdk:"quarantined_versions"`
-	Timeouts              timeouts.Value    `tfsdk:"timeouts"`
+	ID                    types.String        `tfsdk:"id"`
+	Name                  types.String        `tfsdk:"name"`
+	Labels                map[string]string   `tfsdk:"labels"`
+	NodeSelector          map[string]string   `tfsdk:"node_selector"`
+	NodeSelectorExprs     []selectorExprModel `tfsdk:"node_selector_expressions"`
+	Sequencing            types.String        `tfsdk:"sequencing"`
+	Priority              types.Int64         `tfsdk:"priority"`
+	Paused                types.Bool          `tfsdk:"paused"`
+	Disabled              types.Bool          `tfsdk:"disabled"`
+	UninstallOnDelete     types.Bool          `tfsdk:"uninstall_on_delete"`
+	InterruptionBudget    *budgetModel        `tfsdk:"interruption_budget"`
+	PodNonInterruptLabels map[string]string   `tfsdk:"pod_non_interrupt_labels"`
+	AdditionalTolerations []tolerationModel   `tfsdk:"additional_tolerations"`
+	Rollout               *rolloutModel       `tfsdk:"rollout"`
+	Packages              []packageModel      `tfsdk:"packages"`
+	Status                types.String        `tfsdk:"status"`
+	CompleteNodes         types.String        `tfsdk:"complete_nodes"`
+	NodeStatus            types.Map           `tfsdk:"node_status"`
+	QuarantinedVersions   types.List          `tfsdk:"quarantined_versions"`
+	Timeouts              timeouts.Value      `tfsdk:"timeouts"`
 }
 
 type budgetModel struct {
@@ -121,6 +124,55 @@ type packageModel struct {
 	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
 	Host             *hostAccessModel          `tfsdk:"host"`
 	Skyhook          *skyhookModel             `tfsdk:"skyhook"`
+}
+
+// selectorExprModel is one node_selector_expressions element (a label selector requirement).
+type selectorExprModel struct {
+	Key      types.String `tfsdk:"key"`
+	Operator types.String `tfsdk:"operator"`
+	Values   []string     `tfsdk:"values"`
+}
+
+// selectorExprsValidator checks node_selector_expressions as metav1 does: In and NotIn need
+// values, Exists and DoesNotExist take none (the CRD would accept the object and the set
+// would stall with InvalidSpec at apply).
+type selectorExprsValidator struct{}
+
+func (selectorExprsValidator) Description(context.Context) string {
+	return "In and NotIn need values; Exists and DoesNotExist take none"
+}
+func (v selectorExprsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (selectorExprsValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for i, el := range req.ConfigValue.Elements() {
+		o, ok := el.(types.Object)
+		if !ok || o.IsNull() || o.IsUnknown() {
+			continue
+		}
+		op, _ := o.Attributes()["operator"].(types.String)
+		vals, _ := o.Attributes()["values"].(types.List)
+		if op.IsUnknown() || vals.IsUnknown() {
+			continue
+		}
+		n := len(vals.Elements())
+		switch op.ValueString() {
+		case "In", "NotIn":
+			if n == 0 {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("values"), "Selector Needs Values",
+					fmt.Sprintf("node_selector_expressions[%d]: operator %s needs at least one value.", i, op.ValueString()))
+			}
+		case "Exists", "DoesNotExist":
+			if n > 0 {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("values"), "Selector Takes No Values",
+					fmt.Sprintf("node_selector_expressions[%d]: operator %s takes no values.", i, op.ValueString()))
+			}
+		}
+	}
 }
 
 // hostAccessModel is packages[].host (v1alpha1.HostAccess).
@@ -202,6 +254,20 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
+			"node_selector_expressions": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "Label selector requirements the nodes must also meet (Kubernetes `matchExpressions`, as Skyhook's `nodeSelectors`): " +
+					"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
+					"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
+					"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
+				}},
+				Validators: []validator.List{selectorExprsValidator{}},
+			},
+			"sequencing": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.SequencingNode)),
+				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`: `node` (default) lets a node go on once this set is " +
+					"complete on it; `all` holds every node of every later set until this set is complete on all its nodes (a global gate).",
+				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.SequencingNode), string(v1alpha1.SequencingAll))}},
 			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
@@ -533,6 +599,11 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	if len(m.NodeSelector) > 0 {
 		s.NodeSelector.MatchLabels = cloneMap(m.NodeSelector)
 	}
+	for _, e := range m.NodeSelectorExprs {
+		s.NodeSelector.MatchExpressions = append(s.NodeSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: e.Key.ValueString(), Operator: metav1.LabelSelectorOperator(e.Operator.ValueString()), Values: append([]string(nil), e.Values...)})
+	}
+	s.Sequencing = v1alpha1.Sequencing(m.Sequencing.ValueString())
 	if b := m.InterruptionBudget; b != nil {
 		s.InterruptionBudget = &v1alpha1.InterruptionBudget{}
 		if !b.Percent.IsNull() {
@@ -638,6 +709,17 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts,
 		Labels: readMeta(ps.Labels, prior.Labels)}
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
+	for i, e := range s.NodeSelector.MatchExpressions {
+		var pe selectorExprModel
+		if i < len(prior.NodeSelectorExprs) {
+			pe = prior.NodeSelectorExprs[i]
+		}
+		m.NodeSelectorExprs = append(m.NodeSelectorExprs, selectorExprModel{Key: types.StringValue(e.Key), Operator: types.StringValue(string(e.Operator)), Values: optList(e.Values, pe.Values)})
+	}
+	m.Sequencing = types.StringValue(string(s.Sequencing))
+	if s.Sequencing == "" {
+		m.Sequencing = types.StringValue(string(v1alpha1.SequencingNode))
+	}
 	m.Priority = types.Int64Value(int64(s.Priority))
 	if prior.Priority.IsNull() && s.Priority == v1alpha1.DefaultPackageSetPriority {
 		m.Priority = types.Int64Null()

@@ -154,6 +154,10 @@ resource "gantry_package_set" "bad" {
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", resources = { limits = { memory = "1x" } } }`), ExpectError: regexp.MustCompile(`quantity`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "a/b" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", config = { "..a" = "1" } }`), ExpectError: regexp.MustCompile(`must be a file name`)},
+			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  node_selector_expressions = [{ key = \"k\", operator = \"In\" }]", 1),
+				ExpectError: regexp.MustCompile(`(?s)Selector Needs Values.*operator In needs at least one value`)},
+			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  sequencing = \"global\"", 1),
+				ExpectError: regexp.MustCompile(`value must be one of`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { root_mount_path = "/" } }`), ExpectError: regexp.MustCompile(`(?s)host.root_mount_path.*absolute path\s+other\s+than\s+/`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { privileged = true }, skyhook = { agent_image = "a" } }`),
 				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
@@ -297,6 +301,10 @@ resource "gantry_package_set" "sky" {
   name          = %[1]q
   labels        = { "team.example.com/owner" = "platform" }
   node_selector = { "gantry.dev/test-pool" = %[1]q }
+  node_selector_expressions = [{ key = "gantry.dev/test-pool", operator = "In", values = [%[1]q] }]
+  # A global gate that holds nothing here: no set comes after priority 999.
+  sequencing = "all"
+  priority   = 999
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
   packages = [{
     name    = "tuned"
@@ -324,6 +332,11 @@ resource "gantry_package_set" "sky" {
 						}
 						if u.GetLabels()["team.example.com/owner"] != "platform" {
 							return fmt.Errorf("PackageSet labels %v", u.GetLabels())
+						}
+						exprs, _, _ := unstructured.NestedSlice(u.Object, "spec", "nodeSelector", "matchExpressions")
+						seq, _, _ := unstructured.NestedString(u.Object, "spec", "sequencing")
+						if len(exprs) != 1 || seq != "all" {
+							return fmt.Errorf("spec.nodeSelector.matchExpressions %v, sequencing %q", exprs, seq)
 						}
 						jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
 						if err != nil {

@@ -240,6 +240,24 @@ var setChanged = predicate.Funcs{
 	},
 }
 
+// globalGateMoved reports whether, between the old and new node of an update, the
+// gantry.dev/status_<set> annotation of a set with sequencing all changed (nodes: old, new).
+func globalGateMoved(sets []v1alpha1.PackageSet, nodes ...*corev1.Node) bool {
+	if len(nodes) != 2 || nodes[0] == nil || nodes[1] == nil {
+		return false
+	}
+	for i := range sets {
+		if sets[i].Spec.Sequencing != v1alpha1.SequencingAll {
+			continue
+		}
+		k := v1alpha1.AnnotationNodeStatusPrefix + sets[i].Name
+		if nodes[0].Annotations[k] != nodes[1].Annotations[k] {
+			return true
+		}
+	}
+	return false
+}
+
 // SetupWithManager watches PackageSets (not their status-only updates), their stage Jobs
 // (deletions and condition changes), their stage Pods (pull errors and container failures
 // only) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
@@ -267,6 +285,14 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			return nil
 		}
 		var out []reconcile.Request
+		if globalGateMoved(list.Items, nodes...) {
+			// A sequencing-all set's status changed on the node: every later set may be held
+			// or released by it, wherever its nodes are.
+			for i := range list.Items {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+			}
+			return out
+		}
 		for i := range list.Items {
 			s := &list.Items[i]
 			sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
@@ -796,6 +822,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, err
 	}
 	jobsByNode := jobFactsByNode(jobs, pods.Items)
+	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
 
 	nodes := map[string]*corev1.Node{}
 	tolerations := packageset.StageTolerations(set)
@@ -816,7 +843,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			nf.Record = rec
 		}
 		nf.Blocked = packageset.Untolerated(node.Spec.Taints, tolerations)
-		nf.Gate, nf.GateSet = packageset.GateOf(set, sets.Items, node.Labels, node.Annotations)
+		nf.Gate, nf.GateSet = packageset.GateOf(set, sets.Items, node.Labels, node.Annotations, incomplete)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
 		// A cordoned node's pods are listed (uncached: the cache holds only our own pods) each

@@ -860,3 +860,57 @@ func TestPackageSetHostExecution(t *testing.T) {
 		t.Fatalf("apply Jobs of both packages not created (seen %v)", seen)
 	}
 }
+
+// Selectors and sequencing (issue 12 §6): "second" selects its pool with a matchExpressions
+// requirement and comes after "first" (sequencing all) whose nodes are another pool: no node
+// of "second" starts before "first" is complete on all its nodes (a global gate; with the
+// default per-node sequencing "second" would start at once, as it shares no node with it).
+func TestPackageSetSequencingAll(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	poolA, poolB := fmt.Sprintf("ps-seqa-%d", seq.Add(1)), fmt.Sprintf("ps-seqb-%d", seq.Add(1))
+	e.gpuNodes(t, poolA, 2)
+	e.gpuNodes(t, poolB, 1)
+	slow := pkgTool("1.0.0")
+	slow.PodAnnotations = map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "2s"}
+	first := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: poolA}, Spec: v1alpha1.PackageSetSpec{
+		Priority: 10, Sequencing: v1alpha1.SequencingAll,
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": poolA}},
+		Packages:              []v1alpha1.Package{slow},
+		InterruptionBudget:    &v1alpha1.InterruptionBudget{Count: ptrTo(int32(1))},
+		AdditionalTolerations: gpuToleration,
+	}}
+	second := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: poolB}, Spec: v1alpha1.PackageSetSpec{
+		Priority: 20,
+		NodeSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "gantry.dev/test-pool", Operator: metav1.LabelSelectorOpIn, Values: []string{poolB}}}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0")},
+		AdditionalTolerations: gpuToleration,
+	}}
+	e.createSet(t, first)
+	e.createSet(t, second)
+	var early []string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var f v1alpha1.PackageSet
+		if err := e.c.Get(ctx, types.NamespacedName{Name: poolA}, &f); err != nil {
+			return false, nil
+		}
+		if f.Status.Status == v1alpha1.StatusComplete && f.Status.ObservedGeneration == f.Generation {
+			return true, nil
+		}
+		for _, j := range e.setJobs(t, poolB) {
+			early = append(early, j.Name)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("first set not complete")
+	}
+	if len(early) > 0 {
+		t.Errorf("second set started %v before the sequencing-all set was complete on all its nodes", early)
+	}
+	got := e.waitSet(t, poolB, "second complete after first", statusIs(v1alpha1.StatusComplete))
+	if got.Status.CompleteNodes != "1/1" {
+		t.Errorf("second: %s complete (the matchExpressions selector picks one node)", got.Status.CompleteNodes)
+	}
+}

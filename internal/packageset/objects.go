@@ -51,25 +51,20 @@ func Untolerated(taints []corev1.Taint, tols []corev1.Toleration) string {
 
 // GateOf is what the sets before set allow on a node with nodeLabels and nodeAnnotations:
 // among sets (every PackageSet; set itself, disabled and deleting ones are skipped) those that
-// select the node and come before set (lower priority, 0 meaning the default 200; ties by
-// name): a paused one gives GatePaused (by: its name); else one not complete on the node (its
-// gantry.dev/status_<set> annotation) gives GateWaiting (by: the last such one); else
-// GateOpen (by ""). A set whose selector does not parse selects no node.
-func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string) (g Gate, by string) {
-	prio := func(s *v1alpha1.PackageSet) int32 {
-		if s.Spec.Priority == 0 {
-			return v1alpha1.DefaultPackageSetPriority
-		}
-		return s.Spec.Priority
-	}
+// come before set (lower priority, 0 meaning the default 200; ties by name): one with
+// sequencing all that incomplete names (IncompleteEverywhere) gives GateWaiting on every node;
+// of those that select the node, a paused one gives GatePaused (by: its name); else one not
+// complete on the node (its gantry.dev/status_<set> annotation) gives GateWaiting (by: the
+// last such one); else GateOpen (by ""). A set whose selector does not parse selects no node.
+func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string, incomplete map[string]bool) (g Gate, by string) {
 	g = GateOpen
 	for i := range sets {
 		o := &sets[i]
-		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() {
+		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() || !before(o, set) {
 			continue
 		}
-		if prio(o) > prio(set) || prio(o) == prio(set) && o.Name > set.Name {
-			continue
+		if incomplete[o.Name] {
+			g, by = GateWaiting, o.Name
 		}
 		sel, err := metav1.LabelSelectorAsSelector(&o.Spec.NodeSelector)
 		if err != nil || !sel.Matches(labels.Set(nodeLabels)) {
@@ -83,6 +78,46 @@ func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, no
 		}
 	}
 	return g, by
+}
+
+// priorityOf is spec.priority, 0 meaning DefaultPackageSetPriority.
+func priorityOf(s *v1alpha1.PackageSet) int32 {
+	if s.Spec.Priority == 0 {
+		return v1alpha1.DefaultPackageSetPriority
+	}
+	return s.Spec.Priority
+}
+
+// before reports whether set a comes before set b on a node: lower priority, ties by name.
+func before(a, b *v1alpha1.PackageSet) bool {
+	pa, pb := priorityOf(a), priorityOf(b)
+	return pa < pb || pa == pb && a.Name < b.Name
+}
+
+// IncompleteEverywhere names the sets with sequencing all (not disabled, not deleting) that are
+// not complete on every node they select, read from the nodes' labels and
+// gantry.dev/status_<set> annotations (a set whose selector does not parse, or that selects
+// no node, is complete): GateOf holds the nodes of every later set on them.
+func IncompleteEverywhere(sets []v1alpha1.PackageSet, nodes []corev1.Node) map[string]bool {
+	out := map[string]bool{}
+	for i := range sets {
+		s := &sets[i]
+		if s.Spec.Sequencing != v1alpha1.SequencingAll || s.Spec.Disabled || !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
+		if err != nil {
+			continue
+		}
+		for j := range nodes {
+			n := &nodes[j]
+			if sel.Matches(labels.Set(n.Labels)) && n.Annotations[v1alpha1.AnnotationNodeStatusPrefix+s.Name] != string(v1alpha1.StatusComplete) {
+				out[s.Name] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // StageLabel is a stage Job's gantry.dev/stage label: the stage, or "<check>-soak" for a

@@ -59,33 +59,59 @@ func TestGateOf(t *testing.T) {
 	}
 	now := metav1.Now()
 	for _, c := range []struct {
-		name   string
-		others []v1alpha1.PackageSet
-		ann    map[string]string
-		want   Gate
-		by     string
+		name       string
+		others     []v1alpha1.PackageSet
+		ann        map[string]string
+		want       Gate
+		by         string
+		incomplete map[string]bool
 	}{
-		{"alone", nil, nil, GateOpen, ""},
-		{"earlier complete", []v1alpha1.PackageSet{set("a", 10, nil)}, done("a"), GateOpen, ""},
-		{"earlier not complete", []v1alpha1.PackageSet{set("a", 10, nil)}, nil, GateWaiting, "a"},
-		{"later not complete", []v1alpha1.PackageSet{set("z", 300, nil)}, nil, GateOpen, ""},
-		{"default priority 200 is later", []v1alpha1.PackageSet{set("a", 0, nil)}, nil, GateOpen, ""},
-		{"same priority, earlier name", []v1alpha1.PackageSet{set("a", 100, nil)}, nil, GateWaiting, "a"},
-		{"same priority, later name", []v1alpha1.PackageSet{set("z", 100, nil)}, nil, GateOpen, ""},
-		{"earlier paused", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, done("a", "b"), GatePaused, "b"},
-		{"paused wins over waiting", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, nil, GatePaused, "b"},
-		{"earlier disabled skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.Disabled = true })}, nil, GateOpen, ""},
-		{"earlier deleting skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.DeletionTimestamp = &now })}, nil, GateOpen, ""},
-		{"earlier on other nodes", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.NodeSelector.MatchLabels = map[string]string{"pool": "cpu"} })}, nil, GateOpen, ""},
+		{"alone", nil, nil, GateOpen, "", nil},
+		{"earlier complete", []v1alpha1.PackageSet{set("a", 10, nil)}, done("a"), GateOpen, "", nil},
+		{"earlier not complete", []v1alpha1.PackageSet{set("a", 10, nil)}, nil, GateWaiting, "a", nil},
+		{"later not complete", []v1alpha1.PackageSet{set("z", 300, nil)}, nil, GateOpen, "", nil},
+		{"default priority 200 is later", []v1alpha1.PackageSet{set("a", 0, nil)}, nil, GateOpen, "", nil},
+		{"same priority, earlier name", []v1alpha1.PackageSet{set("a", 100, nil)}, nil, GateWaiting, "a", nil},
+		{"same priority, later name", []v1alpha1.PackageSet{set("z", 100, nil)}, nil, GateOpen, "", nil},
+		{"earlier paused", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, done("a", "b"), GatePaused, "b", nil},
+		{"paused wins over waiting", []v1alpha1.PackageSet{set("a", 10, nil), set("b", 20, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })}, nil, GatePaused, "b", nil},
+		{"earlier disabled skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.Disabled = true })}, nil, GateOpen, "", nil},
+		{"earlier deleting skipped", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.DeletionTimestamp = &now })}, nil, GateOpen, "", nil},
+		{"earlier on other nodes", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) { s.Spec.NodeSelector.MatchLabels = map[string]string{"pool": "cpu"} })}, nil, GateOpen, "", nil},
 		{"earlier with an invalid selector selects nothing", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) {
 			s.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: metav1.LabelSelectorOpIn}}}
-		})}, nil, GateOpen, ""},
-		{"itself skipped", []v1alpha1.PackageSet{me}, nil, GateOpen, ""},
+		})}, nil, GateOpen, "", nil},
+		{"itself skipped", []v1alpha1.PackageSet{me}, nil, GateOpen, "", nil},
+		{"sequencing all: an earlier set incomplete elsewhere holds a node it does not select", []v1alpha1.PackageSet{set("a", 10, func(s *v1alpha1.PackageSet) {
+			s.Spec.NodeSelector.MatchLabels = map[string]string{"pool": "cpu"}
+		})}, nil, GateWaiting, "a", map[string]bool{"a": true}},
+		{"sequencing all: a later set never holds", []v1alpha1.PackageSet{set("z", 300, nil)}, nil, GateOpen, "", map[string]bool{"z": true}},
 	} {
-		g, by := GateOf(&me, append(c.others, me), gpuNode, c.ann)
+		g, by := GateOf(&me, append(c.others, me), gpuNode, c.ann, c.incomplete)
 		if g != c.want || by != c.by {
 			t.Errorf("%s: %v by %q, want %v by %q", c.name, g, by, c.want, c.by)
 		}
+	}
+}
+
+// IncompleteEverywhere: a sequencing-all set is incomplete while any node it selects lacks
+// its complete status; sets with sequencing node are never listed.
+func TestIncompleteEverywhere(t *testing.T) {
+	node := func(name, pool string, complete ...string) corev1.Node {
+		ann := map[string]string{}
+		for _, c := range complete {
+			ann[v1alpha1.AnnotationNodeStatusPrefix+c] = "complete"
+		}
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}, Annotations: ann}}
+	}
+	sets := []v1alpha1.PackageSet{
+		{ObjectMeta: metav1.ObjectMeta{Name: "all-gpu"}, Spec: v1alpha1.PackageSetSpec{Sequencing: v1alpha1.SequencingAll, NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "gpu"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "all-cpu"}, Spec: v1alpha1.PackageSetSpec{Sequencing: v1alpha1.SequencingAll, NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "cpu"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "per-node"}, Spec: v1alpha1.PackageSetSpec{NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "gpu"}}}},
+	}
+	got := IncompleteEverywhere(sets, []corev1.Node{node("g0", "gpu", "all-gpu"), node("g1", "gpu"), node("c0", "cpu", "all-cpu")})
+	if !got["all-gpu"] || got["all-cpu"] || got["per-node"] {
+		t.Errorf("incomplete %v, want only all-gpu", got)
 	}
 }
 

@@ -103,6 +103,16 @@ const (
 	HealthFailureRollback HealthFailurePolicy = "rollback"
 )
 
+// Sequencing is spec.sequencing.
+type Sequencing string
+
+const (
+	// SequencingNode: a node goes on to later sets once this set is complete on it.
+	SequencingNode Sequencing = "node"
+	// SequencingAll: no node starts a later set until this set is complete on all its nodes.
+	SequencingAll Sequencing = "all"
+)
+
 // DefaultPackageSetPriority is spec.priority when unset (Skyhook: 200).
 const DefaultPackageSetPriority int32 = 200
 
@@ -181,6 +191,15 @@ type PackageSetSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Packages []Package `json:"packages"`
+
+	// Sequencing is how sets after this one (higher priority number) wait for it, as
+	// NodeWright's sequencing: node (the default) lets a node go on to later sets once this set
+	// is complete on it; all holds every node of every later set until this set is complete on
+	// all the nodes it selects (a global gate).
+	// +kubebuilder:validation:Enum=node;all
+	// +kubebuilder:default=node
+	// +optional
+	Sequencing Sequencing `json:"sequencing,omitempty"`
 
 	// Priority orders sets per node: lower first, ties by name (Skyhook: min 1, default 200).
 	// +kubebuilder:validation:Minimum=1
