@@ -771,53 +771,59 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		if i < len(prior.Packages) {
 			pp = prior.Packages[i]
 		}
-		mp := packageModel{Name: types.StringValue(p.Name), Version: types.StringValue(p.Version), Image: types.StringValue(p.Image),
-			Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
-			PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
-			EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
-			GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
-		if p.GracefulShutdown != nil {
-			mp.GracefulShutdown = durationString(p.GracefulShutdown.Duration, pp.GracefulShutdown)
-		}
-		if p.Interrupt != nil {
-			mp.Interrupt = &interruptModel{Type: types.StringValue(string(p.Interrupt.Type)), Services: optList(p.Interrupt.Services, priorServices(pp.Interrupt))}
-		}
-		if len(p.ConfigInterrupts) > 0 {
-			mp.ConfigInterrupts = map[string]interruptModel{}
-			for k, it := range p.ConfigInterrupts {
-				var pi *interruptModel
-				if x, ok := pp.ConfigInterrupts[k]; ok {
-					pi = &x
-				}
-				mp.ConfigInterrupts[k] = interruptModel{Type: types.StringValue(string(it.Type)), Services: optList(it.Services, priorServices(pi))}
-			}
-		}
-		if p.StageTimeout != nil {
-			mp.StageTimeout = durationString(p.StageTimeout.Duration, pp.StageTimeout)
-		}
-		if p.Uninstall != nil {
-			mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
-		}
-		if h := p.Host; h != nil {
-			ph := &hostAccessModel{}
-			if pp.Host != nil {
-				ph = pp.Host
-			}
-			mp.Host = &hostAccessModel{Privileged: optBool(h.Privileged, ph.Privileged), HostPID: optBool(h.HostPID, ph.HostPID),
-				HostNetwork: optBool(h.HostNetwork, ph.HostNetwork), RootMountPath: optString(h.RootMountPath, ph.RootMountPath)}
-		}
-		if sk := p.Skyhook; sk != nil {
-			ps := &skyhookModel{}
-			if pp.Skyhook != nil {
-				ps = pp.Skyhook
-			}
-			mp.Skyhook = &skyhookModel{AgentImage: types.StringValue(sk.AgentImage), CopyDirRoot: optString(sk.CopyDirRoot, ps.CopyDirRoot), LogRoot: optString(sk.LogRoot, ps.LogRoot)}
-		}
-		m.Packages = append(m.Packages, mp)
+		m.Packages = append(m.Packages, flattenPackage(p, pp))
 	}
 	reportRunningVersions(m, &ps.Status)
 	setPackageSetStatus(m, u)
 	return m, nil
+}
+
+// flattenPackage maps one spec.packages element to the model; pp (the prior element at the
+// same index) decides null versus empty only.
+func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
+	mp := packageModel{Name: types.StringValue(p.Name), Version: types.StringValue(p.Version), Image: types.StringValue(p.Image),
+		Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
+		PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
+		EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
+		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
+	if p.GracefulShutdown != nil {
+		mp.GracefulShutdown = durationString(p.GracefulShutdown.Duration, pp.GracefulShutdown)
+	}
+	if p.Interrupt != nil {
+		mp.Interrupt = &interruptModel{Type: types.StringValue(string(p.Interrupt.Type)), Services: optList(p.Interrupt.Services, priorServices(pp.Interrupt))}
+	}
+	if len(p.ConfigInterrupts) > 0 {
+		mp.ConfigInterrupts = map[string]interruptModel{}
+		for k, it := range p.ConfigInterrupts {
+			var pi *interruptModel
+			if x, ok := pp.ConfigInterrupts[k]; ok {
+				pi = &x
+			}
+			mp.ConfigInterrupts[k] = interruptModel{Type: types.StringValue(string(it.Type)), Services: optList(it.Services, priorServices(pi))}
+		}
+	}
+	if p.StageTimeout != nil {
+		mp.StageTimeout = durationString(p.StageTimeout.Duration, pp.StageTimeout)
+	}
+	if p.Uninstall != nil {
+		mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
+	}
+	if h := p.Host; h != nil {
+		ph := &hostAccessModel{}
+		if pp.Host != nil {
+			ph = pp.Host
+		}
+		mp.Host = &hostAccessModel{Privileged: optBool(h.Privileged, ph.Privileged), HostPID: optBool(h.HostPID, ph.HostPID),
+			HostNetwork: optBool(h.HostNetwork, ph.HostNetwork), RootMountPath: optString(h.RootMountPath, ph.RootMountPath)}
+	}
+	if sk := p.Skyhook; sk != nil {
+		ps := &skyhookModel{}
+		if pp.Skyhook != nil {
+			ps = pp.Skyhook
+		}
+		mp.Skyhook = &skyhookModel{AgentImage: types.StringValue(sk.AgentImage), CopyDirRoot: optString(sk.CopyDirRoot, ps.CopyDirRoot), LogRoot: optString(sk.LogRoot, ps.LogRoot)}
+	}
+	return mp
 }
 
 // reportRunningVersions makes a refresh say what really runs after a rollback: a package
