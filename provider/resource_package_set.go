@@ -122,6 +122,7 @@ type packageModel struct {
 	PodLabels        map[string]string         `tfsdk:"pod_labels"`
 	PodAnnotations   map[string]string         `tfsdk:"pod_annotations"`
 	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
+	UninstallApply   types.Bool                `tfsdk:"uninstall_apply"`
 	Host             *hostAccessModel          `tfsdk:"host"`
 	Skyhook          *skyhookModel             `tfsdk:"skyhook"`
 }
@@ -131,6 +132,31 @@ type selectorExprModel struct {
 	Key      types.String `tfsdk:"key"`
 	Operator types.String `tfsdk:"operator"`
 	Values   []string     `tfsdk:"values"`
+}
+
+// uninstallApplyValidator requires uninstall_enabled = true beside uninstall_apply = true (the
+// CRD's rule "uninstall.apply needs uninstall.enabled").
+type uninstallApplyValidator struct{}
+
+func (uninstallApplyValidator) Description(context.Context) string {
+	return "uninstall_apply needs uninstall_enabled = true"
+}
+func (v uninstallApplyValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (uninstallApplyValidator) ValidateBool(ctx context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || !req.ConfigValue.ValueBool() {
+		return
+	}
+	var enabled types.Bool
+	if req.Config.GetAttribute(ctx, req.Path.ParentPath().AtName("uninstall_enabled"), &enabled).HasError() || enabled.IsUnknown() {
+		return
+	}
+	if !enabled.ValueBool() {
+		resp.Diagnostics.AddAttributeError(req.Path, "uninstall_apply Needs uninstall_enabled",
+			"uninstall_apply = true runs the package's uninstall stage: set uninstall_enabled = true too.")
+	}
 }
 
 // selectorExprsValidator checks node_selector_expressions as metav1 does: In and NotIn need
@@ -363,6 +389,11 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"pod_labels":        schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the stage pods."},
 					"pod_annotations":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations added to the stage pods."},
 					"uninstall_enabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the uninstall stage when the package is removed, downgraded or the set destroyed."},
+					"uninstall_apply": schema.BoolAttribute{Optional: true,
+						MarkdownDescription: "Uninstall the package from every node now, keeping it in the set (Skyhook's `uninstall.apply`; needs `uninstall_enabled = true`): " +
+							"its uninstall stage runs and its node record is dropped. Back to `false` before a node's uninstall started cancels it there; after, the package is applied again. " +
+							"Every package of a set may be uninstalled this way.",
+						Validators: []validator.Bool{uninstallApplyValidator{}}},
 				}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
@@ -672,7 +703,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			ap.StageTimeout = &metav1.Duration{Duration: d}
 		}
 		if !p.UninstallEnabled.IsNull() {
-			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool()}
+			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
 		}
 		if h := p.Host; h != nil {
 			ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
@@ -785,7 +816,7 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 		Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
 		PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
 		EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
-		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull()}
+		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull(), UninstallApply: types.BoolNull()}
 	if p.GracefulShutdown != nil {
 		mp.GracefulShutdown = durationString(p.GracefulShutdown.Duration, pp.GracefulShutdown)
 	}
@@ -807,6 +838,7 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 	}
 	if p.Uninstall != nil {
 		mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
+		mp.UninstallApply = optBool(p.Uninstall.Apply, pp.UninstallApply)
 	}
 	if h := p.Host; h != nil {
 		ph := &hostAccessModel{}

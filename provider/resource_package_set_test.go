@@ -158,6 +158,7 @@ resource "gantry_package_set" "bad" {
 				ExpectError: regexp.MustCompile(`(?s)Selector Needs Values.*operator In needs at least one value`)},
 			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  sequencing = \"global\"", 1),
 				ExpectError: regexp.MustCompile(`value must be one of`)},
+			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", uninstall_apply = true }`), ExpectError: regexp.MustCompile(`uninstall_apply Needs uninstall_enabled`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { root_mount_path = "/" } }`), ExpectError: regexp.MustCompile(`(?s)host.root_mount_path.*absolute path\s+other\s+than\s+/`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", host = { privileged = true }, skyhook = { agent_image = "a" } }`),
 				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
@@ -296,7 +297,8 @@ func TestAccPackageSet_skyhookParity(t *testing.T) {
 	pool := "acc-psk-" + rand.String(5)
 	accNodes(t, c, pool, 3)
 	addr := "gantry_package_set.sky"
-	cfg := fmt.Sprintf(`
+	config := func(extra string) string {
+		return fmt.Sprintf(`
 resource "gantry_package_set" "sky" {
   name          = %[1]q
   labels        = { "team.example.com/owner" = "platform" }
@@ -311,10 +313,13 @@ resource "gantry_package_set" "sky" {
     version = "1.2"
     image   = "ghcr.io/gantry-dev/tuned"
     host    = { privileged = true, host_pid = true, root_mount_path = "/host" }
+    %[2]s
   }]
-  timeouts = { create = "5m", delete = "5m" }
+  timeouts = { create = "5m", update = "5m", delete = "5m" }
 }
-`, pool)
+`, pool, extra)
+	}
+	cfg := config("")
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -370,6 +375,27 @@ resource "gantry_package_set" "sky" {
 				Config:             cfg,
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Explicit uninstall (Skyhook's uninstall.apply): the set stays, complete, and the
+				// node no longer has the package.
+				Config: config("uninstall_enabled = true\n    uninstall_apply   = true"),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "status", "complete"),
+					func(*terraform.State) error {
+						u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						ns, _, _ := unstructured.NestedMap(u.Object, "status", "nodeState")
+						for node, pkgs := range ns {
+							if m, _ := pkgs.(map[string]interface{}); m["tuned"] != nil {
+								return fmt.Errorf("node %s still has tuned after uninstall_apply: %v", node, m["tuned"])
+							}
+						}
+						return nil
+					},
+				),
 			},
 		},
 	})

@@ -781,9 +781,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
 		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget,
 		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
-	for _, p := range set.Spec.Packages {
-		f.Wants = append(f.Wants, packageset.WantOf(p))
-	}
+	f.Wants = packageset.WantsOf(set.Spec.Packages)
 	if ro := set.Spec.Rollout; ro != nil {
 		if ro.SoakDuration != nil {
 			f.Soak = ro.SoakDuration.Duration

@@ -914,3 +914,67 @@ func TestPackageSetSequencingAll(t *testing.T) {
 		t.Errorf("second: %s complete (the matchExpressions selector picks one node)", got.Status.CompleteNodes)
 	}
 }
+
+// Explicit uninstall (issue 12 §3, Skyhook's uninstall.apply): set while the set is paused
+// and unset before it resumes, nothing is uninstalled (cancelled before it started); set
+// while running, the package's uninstall stage runs on the node, its record goes, and the
+// set — now with no installed package — is complete; unset, the package is applied again.
+func TestPackageSetExplicitUninstall(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-unin-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 1)
+	name := pool
+	pkg := pkgTool("1.0.0")
+	pkg.Uninstall = &v1alpha1.Uninstall{Enabled: true}
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkg},
+		AdditionalTolerations: gpuToleration,
+	}}
+	e.createSet(t, set)
+	e.waitSet(t, name, "complete", statusIs(v1alpha1.StatusComplete))
+	stageCount := func(stage string) int {
+		n := 0
+		for _, j := range e.setJobs(t, name) {
+			if j.Labels[v1alpha1.LabelStage] == stage {
+				n++
+			}
+		}
+		return n
+	}
+	setApply := func(apply, paused bool) {
+		e.updateSet(t, name, func(s *v1alpha1.PackageSet) {
+			s.Spec.Packages[0].Uninstall.Apply = apply
+			s.Spec.Paused = paused
+		})
+	}
+	// Cancelled before it started.
+	e.updateSet(t, name, func(s *v1alpha1.PackageSet) { s.Spec.Paused = true })
+	setApply(true, true)
+	setApply(false, false)
+	e.waitSet(t, name, "complete again", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation
+	})
+	if n := stageCount("uninstall"); n != 0 {
+		t.Fatalf("%d uninstall Jobs after a cancelled uninstall", n)
+	}
+	// Applied: uninstalled from the node, the set stays, complete with nothing installed.
+	setApply(true, false)
+	got := e.waitSet(t, name, "uninstalled", func(s *v1alpha1.PackageSet) bool {
+		_, has := s.Status.NodeState[nodes[0]]["dcgm-tool"]
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation && !has
+	})
+	if n := stageCount("uninstall"); n != 1 {
+		t.Errorf("%d uninstall Jobs, want 1 (status %+v)", n, got.Status.NodeState)
+	}
+	// Back: applied again.
+	setApply(false, false)
+	e.waitSet(t, name, "installed again", func(s *v1alpha1.PackageSet) bool {
+		ps, has := s.Status.NodeState[nodes[0]]["dcgm-tool"]
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation && has && ps.Version == "1.0.0"
+	})
+	if n := stageCount("apply"); n != 2 {
+		t.Errorf("%d apply Jobs, want 2 (installed, uninstalled, installed again)", n)
+	}
+}

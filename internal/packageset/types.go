@@ -46,6 +46,20 @@ func WantOf(p v1alpha1.Package) Want {
 	return w
 }
 
+// WantsOf are the packages a set asks nodes to have, in spec order (WantOf each): every
+// package except those whose uninstall.apply is set (Skyhook's explicit uninstall), which
+// the machine then treats as removed from the set.
+func WantsOf(pkgs []v1alpha1.Package) []Want {
+	var out []Want
+	for _, p := range pkgs {
+		if p.Uninstall != nil && p.Uninstall.Enabled && p.Uninstall.Apply {
+			continue
+		}
+		out = append(out, WantOf(p))
+	}
+	return out
+}
+
 // ImageOf is the image a package's stages run: spec image, with the version as its tag when it
 // has neither tag nor digest (Skyhook's image:version), e.g. "ghcr.io/acme/tuned" at 1.2 →
 // "ghcr.io/acme/tuned:1.2". A registry port ("localhost:5000/tuned") is not a tag.

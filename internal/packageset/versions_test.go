@@ -51,3 +51,23 @@ func TestImageOf(t *testing.T) {
 		t.Errorf("WantOf: image %q version %q (the version is kept as written)", w.Image, w.Version)
 	}
 }
+
+// Explicit uninstall (Skyhook's uninstall.apply): such a package is not wanted, so the
+// machine treats it as removed; uninstall.apply without enabled does not uninstall.
+func TestWantsOf(t *testing.T) {
+	pkgs := []v1alpha1.Package{
+		{Name: "keep", Version: "1.0.0", Image: "i"},
+		{Name: "gone", Version: "1.0.0", Image: "i", Uninstall: &v1alpha1.Uninstall{Enabled: true, Apply: true}},
+		{Name: "not-enabled", Version: "1.0.0", Image: "i", Uninstall: &v1alpha1.Uninstall{Apply: true}},
+	}
+	var names []string
+	for _, w := range WantsOf(pkgs) {
+		names = append(names, w.Name)
+	}
+	if len(names) != 2 || names[0] != "keep" || names[1] != "not-enabled" {
+		t.Errorf("wants %v", names)
+	}
+	if len(WantsOf(pkgs[1:2])) != 0 {
+		t.Errorf("a set whose every package is uninstalled wants nothing")
+	}
+}

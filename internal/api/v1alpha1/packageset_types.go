@@ -419,9 +419,17 @@ type SkyhookExecution struct {
 }
 
 // Uninstall configures uninstall stages.
+// +kubebuilder:validation:XValidation:rule="!has(self.apply) || !self.apply || self.enabled",message="uninstall.apply needs uninstall.enabled"
 type Uninstall struct {
 	// Enabled runs the uninstall stage when the package is removed, downgraded or the set deleted.
 	Enabled bool `json:"enabled"`
+	// Apply uninstalls the package from every node now, without deleting the set or removing
+	// the package from it (Skyhook's uninstall.apply): the package is treated as removed (its
+	// uninstall stage runs, then its node record is dropped). Setting it back to false before a
+	// node's uninstall started cancels it there; after, the package is applied again. Every
+	// package of a set may be uninstalled this way.
+	// +optional
+	Apply bool `json:"apply,omitempty"`
 }
 
 // PackageSetStatus is the observed state of a PackageSet (the status contract of DESIGN.md),
