@@ -183,6 +183,14 @@ func (r restartable) start(t *testing.T) {
 // startPod marks the Pod ns/name Running and Ready as a kubelet reports it.
 func startPod(t *testing.T, c *kube.Clients, ns, name string) {
 	t.Helper()
+	// The reconciler may not have (re)created the Pod yet: it too lost the API server (and,
+	// with leader election, restarts). Wait for it.
+	if err := kwait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Core.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("pod %s/%s was not created within 2 minutes of the API server's return", ns, name)
+	}
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		p, err := c.Core.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
