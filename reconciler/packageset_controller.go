@@ -586,11 +586,12 @@ func (r *PackageSetReconciler) statusWait(set string, old, status *v1alpha1.Pack
 }
 
 // statusUrgent: status differs from old in what a reader waits on (the aggregate status, the
-// observed generation, a condition's status or reason, the quarantined versions), not only
-// in per-node progress.
+// observed generation, a condition's status or reason, the quarantined versions) or in a
+// deployment policy's batch state (the next pass reads it back), not only in per-node progress.
 func statusUrgent(old, status *v1alpha1.PackageSetStatus) bool {
 	if old.Status != status.Status || old.ObservedGeneration != status.ObservedGeneration ||
-		!equality.Semantic.DeepEqual(old.QuarantinedVersions, status.QuarantinedVersions) || len(old.Conditions) != len(status.Conditions) {
+		!equality.Semantic.DeepEqual(old.QuarantinedVersions, status.QuarantinedVersions) || len(old.Conditions) != len(status.Conditions) ||
+		!sameBatches(old.Compartments, status.Compartments) {
 		return true
 	}
 	for _, c := range status.Conditions {
@@ -600,6 +601,19 @@ func statusUrgent(old, status *v1alpha1.PackageSetStatus) bool {
 		}
 	}
 	return false
+}
+
+// sameBatches: a and b hold the same compartments with the same batch states.
+func sameBatches(a, b []v1alpha1.CompartmentStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !equality.Semantic.DeepEqual(a[i].Batch, b[i].Batch) {
+			return false
+		}
+	}
+	return true
 }
 
 // actWorkers bounds the nodes a pass acts on concurrently.
@@ -801,6 +815,12 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.SpecError = "spec.nodeSelector: " + err.Error()
 		sel = labels.Nothing()
 	}
+	f.Policy = packageset.PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
+	compartmentOf, err := packageset.CompartmentMatcher(set.Spec.DeploymentPolicy)
+	if err != nil {
+		f.SpecError = "spec." + err.Error()
+		sel, compartmentOf = labels.Nothing(), func(map[string]string) string { return packageset.DefaultCompartment }
+	}
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
 	// share the cache's objects instead of deep-copying every node, Job and pod per pass.
@@ -832,7 +852,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			continue
 		}
 		nodes[node.Name] = node
-		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name], BootID: node.Status.NodeInfo.BootID}
+		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name], BootID: node.Status.NodeInfo.BootID,
+			Compartment: compartmentOf(node.Labels)}
 		if hasRecord {
 			rec := &packageset.NodeRecord{}
 			if err := json.Unmarshal([]byte(raw), rec); err != nil {
@@ -1091,6 +1112,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 	}
 	st.CompleteNodes, st.NodesInProgress = d.CompleteNodes, d.NodesInProgress
 	st.QuarantinedVersions = d.Quarantined
+	st.Compartments = d.Compartments
 	st.NodeStatus, st.NodeState, st.NodeRollout = nil, nil, nil
 	for _, np := range d.Nodes {
 		if np.Record == nil {

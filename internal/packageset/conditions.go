@@ -34,6 +34,9 @@ const (
 	ReasonDrainBlocked        = "DrainBlocked"
 	// ReasonVersionQuarantined: the spec asks for a version a rollback quarantined (Stalled).
 	ReasonVersionQuarantined = "VersionQuarantined"
+	// ReasonDeploymentStopped: a deployment policy compartment stopped after failed batches
+	// (Stalled until the package versions change).
+	ReasonDeploymentStopped = "DeploymentStopped"
 )
 
 // MaxFailuresListed is how many failing node/package/stage lines a message names before it
@@ -210,6 +213,15 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
 		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
 		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonVersionQuarantined, "")
+	}
+	if len(d.Stopped) > 0 && specErr == nil && !f.Deleting {
+		msg := strings.Join(d.Stopped, "; ")
+		if len(d.Failures) > 0 {
+			msg += "; " + FailureMessage(d.Failures)
+		}
+		ready = cond(v1alpha1.ConditionReady, false, ReasonDeploymentStopped, msg)
+		stalled = cond(v1alpha1.ConditionStalled, true, ReasonDeploymentStopped, msg)
+		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonDeploymentStopped, "")
 	}
 	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
 	if len(blocked) > 0 {

@@ -42,7 +42,13 @@ func Plan(f SetFacts) (Decision, error) {
 	nodes, listed, d.QuarantineLifted, d.QuarantinePending = clearQuarantine(f.ClearQuarantine, f.Quarantined, nodes)
 	quarantine := quarantineSet(listed, nodes)
 	inflight, cordoned, failed := rolloutCounts(nodes)
-	halted := failed || (stalledWants(wants, quarantine) != nil && !f.Deleting)
+	stalled := stalledWants(wants, quarantine) != nil && !f.Deleting
+	halted := failed || stalled
+	var pol *policyPass
+	if f.Policy != nil {
+		// Failures halt per compartment (or by the strategy's thresholds), not the whole set.
+		pol, halted = newPolicyPass(f.Policy, nodes, wants), stalled
+	}
 
 	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
 	// already in flight finish their stages but no more than the budget are interrupted.
@@ -69,7 +75,11 @@ func Plan(f SetFacts) (Decision, error) {
 		if pausedMsg != "" {
 			pausedBy = append(pausedBy, pausedMsg)
 		}
-		p.grant(wasInFlight, &inflight, budget, halted)
+		if pol != nil {
+			pol.grant(&p, n, wasInFlight, halted, f.Deleting)
+		} else {
+			p.grant(wasInFlight, &inflight, budget, halted)
+		}
 		plan, err := p.run()
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
@@ -83,12 +93,15 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 	}
 	d.Quarantined = sortedKeys(quarantine)
+	if pol != nil {
+		d.policy(pol, nodes)
+	}
 	if !f.Deleting && specErr == nil {
 		d.Stalled = stalledWants(wants, quarantine)
 	}
 	d.CompleteNodes = fmt.Sprintf("%d/%d", statusCount(statuses, v1alpha1.StatusComplete), selected)
 	d.NodesInProgress = int32(statusCount(statuses, v1alpha1.StatusInProgress))
-	d.Status = setStatus(f, specErr, statuses, d.Stalled)
+	d.Status = setStatus(f, specErr, statuses, append(d.Stalled, d.Stopped...))
 	if f.Deleting {
 		d.Finished = deleteFinished(d.Nodes)
 	}
@@ -100,6 +113,20 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	d.Conditions = conditions(f, d, specErr, blocked)
 	return d, nil
+}
+
+// policy adds the deployment policy's outcome: the compartments' status, the stopped ones, and
+// a short requeue when a batch finished (the next one starts without waiting for Poll).
+func (d *Decision) policy(pol *policyPass, nodes []NodeFacts) {
+	selected := map[string]bool{}
+	for _, n := range nodes {
+		selected[n.Name] = n.Selected
+	}
+	var finished bool
+	d.Compartments, d.Stopped, finished = pol.finish(d.Nodes, selected)
+	if finished && (d.RequeueAfter == 0 || d.RequeueAfter > BatchPause) {
+		d.RequeueAfter = BatchPause
+	}
 }
 
 // sortedKeys is the set's keys in order (nil for an empty set).

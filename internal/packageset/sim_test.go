@@ -23,6 +23,10 @@ type sim struct {
 	prevCord, prevInflight int
 	// ran is every stage Job created, per node and package, in order ("apply", "config", ...).
 	ran map[string]map[string][]string
+	// policy is the set's deployment policy (nil: none); comps the last pass's
+	// status.compartments, read back as the next pass's batch state.
+	policy *v1alpha1.DeploymentPolicy
+	comps  []v1alpha1.CompartmentStatus
 }
 
 type simNode struct {
@@ -39,6 +43,7 @@ type simNode struct {
 	gate                      Gate
 	gateSet                   string
 	selected                  bool
+	compartment               string
 }
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
@@ -60,7 +65,7 @@ func (s *sim) pass() Decision {
 	f.Nodes = nil
 	for name, n := range s.nodes {
 		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate, GateSet: n.gateSet,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned}
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0
@@ -68,10 +73,12 @@ func (s *sim) pass() Decision {
 		}
 		f.Nodes = append(f.Nodes, nf)
 	}
+	f.Policy = PolicyOf(s.policy, s.comps)
 	d, err := Plan(f)
 	if err != nil {
 		s.t.Fatalf("Plan: %v", err)
 	}
+	s.comps = d.Compartments
 	for _, np := range d.Nodes {
 		n := s.nodes[np.Name]
 		n.rec = np.Record.Clone()

@@ -287,6 +287,9 @@ type NodeFacts struct {
 	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
 	// when the node reboots.
 	BootID string
+	// Compartment is the deployment policy compartment the node's labels put it in
+	// (CompartmentMatcher; "" or DefaultCompartment: none picks it).
+	Compartment string
 }
 
 // SetFacts are the facts of one pass.
@@ -318,6 +321,8 @@ type SetFacts struct {
 	// gantry.dev/clear-quarantine, ParseClearQuarantine; the gantry_package_set_clear_quarantine
 	// action writes it): see clearQuarantine.
 	ClearQuarantine []string
+	// Policy is the deployment policy (PolicyOf; nil: Budget alone).
+	Policy *Policy
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -394,6 +399,10 @@ type Decision struct {
 	// PausedBy: the set is waiting only because of paused earlier sets, "<node> (by <set>)"
 	// per waiting node; nil otherwise.
 	PausedBy []string
+	// Compartments is the deployment policy's progress (status.compartments; nil without a
+	// policy); Stopped says which compartments a run of failed batches stopped.
+	Compartments []v1alpha1.CompartmentStatus
+	Stopped      []string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration

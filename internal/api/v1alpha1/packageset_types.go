@@ -179,6 +179,7 @@ type PackageSet struct {
 // PackageSetSpec is the desired state of a PackageSet.
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.exists(q, q.name == d && q.version == p.dependsOn[d])))",message="dependsOn must name another package of this set at its version (name: version)"
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || !(p.name in p.dependsOn))",message="a package cannot depend on itself"
+// +kubebuilder:validation:XValidation:rule="!has(self.deploymentPolicy) || !has(self.interruptionBudget)",message="deploymentPolicy and interruptionBudget exclude each other: set budgets in the policy (default.budget, compartments[].budget)"
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.all(q, q.name != d || !has(q.dependsOn) || !(p.name in q.dependsOn))))",message="dependsOn forms a cycle of two packages"
 type PackageSetSpec struct {
 	// NodeSelector picks the nodes the packages go on. An empty selector picks every node.
@@ -240,6 +241,174 @@ type PackageSetSpec struct {
 	// Rollout configures soak and the health-failure policy (as NixFleet's rollout does).
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// DeploymentPolicy rolls the set out by compartments (groups of nodes picked by labels,
+	// each with its own budget) in batches (fixed, linear or exponential), as Skyhook's
+	// DeploymentPolicy does; here it is part of the set instead of a separate object. Excludes
+	// interruptionBudget.
+	// +optional
+	DeploymentPolicy *DeploymentPolicy `json:"deploymentPolicy,omitempty"`
+}
+
+// DeploymentPolicy is a set's rollout by compartments and batches (Skyhook's
+// DeploymentPolicy spec plus its deploymentPolicyOptions).
+type DeploymentPolicy struct {
+	// Default is the budget and strategy of the nodes no compartment picks (Skyhook's
+	// __default__ compartment). Unset: those nodes all at once, no batches.
+	// +optional
+	Default *PolicyDefault `json:"default,omitempty"`
+	// Compartments pick nodes by labels; a node belongs to the first compartment (in this
+	// order) whose selector matches it. Each has its own budget and, optionally, strategy
+	// (else the default's).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Compartments []Compartment `json:"compartments,omitempty"`
+	// ResetBatchStateOnCompletion: when every node of a compartment is complete, its batch
+	// state starts over (the next rollout begins again at the initial batch). Default true,
+	// as Skyhook's deploymentPolicyOptions.
+	// +optional
+	ResetBatchStateOnCompletion *bool `json:"resetBatchStateOnCompletion,omitempty"`
+}
+
+// PolicyDefault is the budget and strategy of the nodes no compartment picks.
+type PolicyDefault struct {
+	// Budget bounds how many of those nodes are in flight at once. Unset: all of them.
+	// +optional
+	Budget *InterruptionBudget `json:"budget,omitempty"`
+	// Strategy batches them. Unset: no batches, only the budget.
+	// +optional
+	Strategy *DeploymentStrategy `json:"strategy,omitempty"`
+}
+
+// Compartment is a named group of nodes with its own budget and strategy.
+type Compartment struct {
+	// Name is unique in the policy (a DNS-1123 label; "default" names the nodes no compartment
+	// picks in status and cannot be used).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self != 'default'",message="compartment name default is reserved for the nodes no compartment picks"
+	Name string `json:"name"`
+	// Selector picks the compartment's nodes among the set's (matchLabels, matchExpressions).
+	Selector metav1.LabelSelector `json:"selector"`
+	// Budget bounds how many of the compartment's nodes are in flight at once: percent (of
+	// the compartment's nodes, floor, at least 1) or count.
+	Budget InterruptionBudget `json:"budget"`
+	// Strategy batches the compartment's nodes. Unset: the default's strategy; none there:
+	// only the budget.
+	// +optional
+	Strategy *DeploymentStrategy `json:"strategy,omitempty"`
+}
+
+// StrategyType is a deployment strategy's batch growth.
+// +kubebuilder:validation:Enum=fixed;linear;exponential
+type StrategyType string
+
+const (
+	// StrategyFixed: every batch has initialBatch nodes.
+	StrategyFixed StrategyType = "fixed"
+	// StrategyLinear: each batch grows by delta after a successful batch, shrinks by delta after a failed one.
+	StrategyLinear StrategyType = "linear"
+	// StrategyExponential: each batch is growthFactor times the last after a successful batch, divided by it after a failed one.
+	StrategyExponential StrategyType = "exponential"
+)
+
+// DeploymentStrategy is how a compartment's nodes are batched (Skyhook's fixed, linear and
+// exponential strategies, with its defaults). A batch starts only when the previous one has
+// finished (each node complete, or failed); a batch succeeds when at least batchThreshold
+// percent of its nodes complete. After failureThreshold failed batches in a row, while less
+// than safetyLimit percent of the compartment's nodes are done, the compartment stops (the
+// set is Stalled) until the package versions change.
+// +kubebuilder:validation:XValidation:rule="!has(self.delta) || self.type == 'linear'",message="delta is only for type linear"
+// +kubebuilder:validation:XValidation:rule="!has(self.growthFactor) || self.type == 'exponential'",message="growthFactor is only for type exponential"
+type DeploymentStrategy struct {
+	// Type is fixed, linear or exponential.
+	Type StrategyType `json:"type"`
+	// InitialBatch is the first batch's node count (default 1).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	InitialBatch *int32 `json:"initialBatch,omitempty"`
+	// Delta is what a linear batch grows (or shrinks) by, in nodes (default 1).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Delta *int32 `json:"delta,omitempty"`
+	// GrowthFactor multiplies (or divides) an exponential batch (default 2).
+	// +kubebuilder:validation:Minimum=2
+	// +optional
+	GrowthFactor *int32 `json:"growthFactor,omitempty"`
+	// BatchThreshold is the percent of a batch's nodes that must complete for the batch to
+	// succeed (1-100, default 100).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	BatchThreshold *int32 `json:"batchThreshold,omitempty"`
+	// FailureThreshold is how many failed batches in a row stop the compartment (default 3).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+	// SafetyLimit is the percent of the compartment's nodes done (complete or failed) past
+	// which failed batches no longer stop it (1-100, default 50); below it, a failed batch
+	// also shrinks the next one.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	SafetyLimit *int32 `json:"safetyLimit,omitempty"`
+}
+
+// CompartmentStatus is a compartment's progress (Skyhook's compartmentStatuses).
+type CompartmentStatus struct {
+	// Name of the compartment ("default": the nodes no compartment picks).
+	Name string `json:"name"`
+	// Matched is how many of the set's nodes the compartment has.
+	Matched int32 `json:"matched"`
+	// Ceiling is how many of them may be in flight at once (the budget).
+	Ceiling int32 `json:"ceiling"`
+	// InProgress is how many are in flight now.
+	// +optional
+	InProgress int32 `json:"inProgress,omitempty"`
+	// Completed is how many are complete.
+	// +optional
+	Completed int32 `json:"completed,omitempty"`
+	// ProgressPercent is completed × 100 / matched (floor).
+	// +optional
+	ProgressPercent int32 `json:"progressPercent,omitempty"`
+	// Batch is the batch state (strategies only).
+	// +optional
+	Batch *BatchState `json:"batch,omitempty"`
+}
+
+// BatchState is where a compartment's batches stand (Skyhook's BatchProcessingState, plus
+// the current batch's nodes so a restarted reconciler goes on with the same batch).
+type BatchState struct {
+	// CurrentBatch numbers the batch under way or last finished (1 first; 0 none yet).
+	// +optional
+	CurrentBatch int32 `json:"currentBatch,omitempty"`
+	// Nodes are the current batch's nodes; empty between batches.
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+	// ConsecutiveFailures counts failed batches in a row.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// CompletedNodes and FailedNodes count the nodes of finished batches.
+	// +optional
+	CompletedNodes int32 `json:"completedNodes,omitempty"`
+	// +optional
+	FailedNodes int32 `json:"failedNodes,omitempty"`
+	// LastBatchSize and LastBatchFailed are the last finished batch's size and outcome (they
+	// size the next batch).
+	// +optional
+	LastBatchSize int32 `json:"lastBatchSize,omitempty"`
+	// +optional
+	LastBatchFailed bool `json:"lastBatchFailed,omitempty"`
+	// ShouldStop: failureThreshold failed batches in a row below the safety limit; no batch
+	// starts until the package versions change.
+	// +optional
+	ShouldStop bool `json:"shouldStop,omitempty"`
+	// Versions identifies the package versions the state is for ("<name>@<version>,..."
+	// hashed): when they change, the state starts over (as Skyhook resets it).
+	// +optional
+	Versions string `json:"versions,omitempty"`
 }
 
 // InterruptionBudget is a maximum number of nodes in flight at once, as a percentage of the
@@ -468,6 +637,12 @@ type PackageSetStatus struct {
 	// spec asking for one is Stalled (VersionQuarantined) until the version or config changes.
 	// +optional
 	QuarantinedVersions []string `json:"quarantinedVersions,omitempty"`
+	// Compartments is the deployment policy's progress per compartment (set only with
+	// spec.deploymentPolicy).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Compartments []CompartmentStatus `json:"compartments,omitempty"`
 }
 
 // PackageStatus is one package's state on one node.
