@@ -68,26 +68,28 @@ func NewPackageSetListResource() list.ListResource { return &packageSetResource{
 type packageSetResource struct{ data *providerData }
 
 type packageSetModel struct {
-	ID                    types.String        `tfsdk:"id"`
-	Name                  types.String        `tfsdk:"name"`
-	Labels                map[string]string   `tfsdk:"labels"`
-	NodeSelector          map[string]string   `tfsdk:"node_selector"`
-	NodeSelectorExprs     []selectorExprModel `tfsdk:"node_selector_expressions"`
-	Sequencing            types.String        `tfsdk:"sequencing"`
-	Priority              types.Int64         `tfsdk:"priority"`
-	Paused                types.Bool          `tfsdk:"paused"`
-	Disabled              types.Bool          `tfsdk:"disabled"`
-	UninstallOnDelete     types.Bool          `tfsdk:"uninstall_on_delete"`
-	InterruptionBudget    *budgetModel        `tfsdk:"interruption_budget"`
-	PodNonInterruptLabels map[string]string   `tfsdk:"pod_non_interrupt_labels"`
-	AdditionalTolerations []tolerationModel   `tfsdk:"additional_tolerations"`
-	Rollout               *rolloutModel       `tfsdk:"rollout"`
-	Packages              []packageModel      `tfsdk:"packages"`
-	Status                types.String        `tfsdk:"status"`
-	CompleteNodes         types.String        `tfsdk:"complete_nodes"`
-	NodeStatus            types.Map           `tfsdk:"node_status"`
-	QuarantinedVersions   types.List          `tfsdk:"quarantined_versions"`
-	Timeouts              timeouts.Value      `tfsdk:"timeouts"`
+	ID                    types.String           `tfsdk:"id"`
+	Name                  types.String           `tfsdk:"name"`
+	Labels                map[string]string      `tfsdk:"labels"`
+	NodeSelector          map[string]string      `tfsdk:"node_selector"`
+	NodeSelectorExprs     []selectorExprModel    `tfsdk:"node_selector_expressions"`
+	Sequencing            types.String           `tfsdk:"sequencing"`
+	Priority              types.Int64            `tfsdk:"priority"`
+	Paused                types.Bool             `tfsdk:"paused"`
+	Disabled              types.Bool             `tfsdk:"disabled"`
+	UninstallOnDelete     types.Bool             `tfsdk:"uninstall_on_delete"`
+	InterruptionBudget    *budgetModel           `tfsdk:"interruption_budget"`
+	PodNonInterruptLabels map[string]string      `tfsdk:"pod_non_interrupt_labels"`
+	AdditionalTolerations []tolerationModel      `tfsdk:"additional_tolerations"`
+	Rollout               *rolloutModel          `tfsdk:"rollout"`
+	DeploymentPolicy      *deploymentPolicyModel `tfsdk:"deployment_policy"`
+	Packages              []packageModel         `tfsdk:"packages"`
+	Status                types.String           `tfsdk:"status"`
+	CompleteNodes         types.String           `tfsdk:"complete_nodes"`
+	NodeStatus            types.Map              `tfsdk:"node_status"`
+	QuarantinedVersions   types.List             `tfsdk:"quarantined_versions"`
+	Compartments          types.List             `tfsdk:"compartments"`
+	Timeouts              timeouts.Value         `tfsdk:"timeouts"`
 }
 
 type budgetModel struct {
@@ -303,13 +305,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				"are removed, the packages stay installed. A destroy whose uninstall fails stops at once naming node, package, stage and message; to finish it " +
 				"without uninstalling, set `uninstall_on_delete = false`, run `terraform apply`, then `terraform destroy` again (no finalizer to edit)."},
 			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: every selected node at once, as Skyhook (100%); set `count = 1` to go one node at a time.",
-				Attributes: map[string]schema.Attribute{
-					"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of the selected nodes (1-100; floor, at least 1 node).",
-						Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
-					"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
-						Validators: []validator.Int64{int64validator.AtLeast(1)}},
-				}},
+				MarkdownDescription: "Most nodes in flight (stages running, interrupted, soaking) at once: exactly one of `percent` or `count`. Unset: every selected node at once, as Skyhook (100%); set `count = 1` to go one node at a time. " +
+					"For budgets per group of nodes and batches, see `deployment_policy`.",
+				Attributes: budgetAttributes("the selected nodes")},
 			"pod_non_interrupt_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Pod labels (all must match) of pods that must finish before a node is interrupted: the drain waits for them instead of evicting them. Unset or empty: none."},
 			"additional_tolerations": schema.ListNestedAttribute{Optional: true,
@@ -335,6 +333,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						"What failed is quarantined, `<package>@<version>` (for a downgrade, its target) or `<package>@<version>#config-<hash>` for a config: " +
 						"the apply fails naming the rollback, and the set stays erroring (Stalled) until the version (or config) changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
 				}},
+			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 32)},
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -400,7 +399,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
 			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`): `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"compartments": compartmentsAttribute(),
+			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
@@ -413,6 +413,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 // of other resources) are skipped here and checked once known; a check that needs a value
 // not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	validatePolicyConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
 		return
@@ -627,25 +628,10 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	if !m.UninstallOnDelete.IsNull() && !m.UninstallOnDelete.IsUnknown() {
 		s.UninstallOnDelete = m.UninstallOnDelete.ValueBoolPointer()
 	}
-	if len(m.NodeSelector) > 0 {
-		s.NodeSelector.MatchLabels = cloneMap(m.NodeSelector)
-	}
-	for _, e := range m.NodeSelectorExprs {
-		s.NodeSelector.MatchExpressions = append(s.NodeSelector.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: e.Key.ValueString(), Operator: metav1.LabelSelectorOperator(e.Operator.ValueString()), Values: append([]string(nil), e.Values...)})
-	}
+	s.NodeSelector = expandSelector(m.NodeSelector, m.NodeSelectorExprs)
 	s.Sequencing = v1alpha1.Sequencing(m.Sequencing.ValueString())
-	if b := m.InterruptionBudget; b != nil {
-		s.InterruptionBudget = &v1alpha1.InterruptionBudget{}
-		if !b.Percent.IsNull() {
-			v := int32(b.Percent.ValueInt64())
-			s.InterruptionBudget.Percent = &v
-		}
-		if !b.Count.IsNull() {
-			v := int32(b.Count.ValueInt64())
-			s.InterruptionBudget.Count = &v
-		}
-	}
+	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
+	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
 	if len(m.PodNonInterruptLabels) > 0 {
 		s.PodNonInterruptLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.PodNonInterruptLabels)}
 	}
@@ -740,13 +726,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts,
 		Labels: readMeta(ps.Labels, prior.Labels)}
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
-	for i, e := range s.NodeSelector.MatchExpressions {
-		var pe selectorExprModel
-		if i < len(prior.NodeSelectorExprs) {
-			pe = prior.NodeSelectorExprs[i]
-		}
-		m.NodeSelectorExprs = append(m.NodeSelectorExprs, selectorExprModel{Key: types.StringValue(e.Key), Operator: types.StringValue(string(e.Operator)), Values: optList(e.Values, pe.Values)})
-	}
+	m.NodeSelectorExprs = flattenSelectorExprs(s.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
 	m.Sequencing = types.StringValue(string(s.Sequencing))
 	if s.Sequencing == "" {
 		m.Sequencing = types.StringValue(string(v1alpha1.SequencingNode))
@@ -758,15 +738,8 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.Paused = optBool(s.Paused, prior.Paused)
 	m.Disabled = optBool(s.Disabled, prior.Disabled)
 	m.UninstallOnDelete = types.BoolPointerValue(s.UninstallOnDelete)
-	if b := s.InterruptionBudget; b != nil {
-		m.InterruptionBudget = &budgetModel{Percent: types.Int64Null(), Count: types.Int64Null()}
-		if b.Percent != nil {
-			m.InterruptionBudget.Percent = types.Int64Value(int64(*b.Percent))
-		}
-		if b.Count != nil {
-			m.InterruptionBudget.Count = types.Int64Value(int64(*b.Count))
-		}
-	}
+	m.InterruptionBudget = flattenBudget(s.InterruptionBudget)
+	m.DeploymentPolicy = flattenDeploymentPolicy(s.DeploymentPolicy, prior.DeploymentPolicy)
 	if s.PodNonInterruptLabels != nil {
 		m.PodNonInterruptLabels = optMap(s.PodNonInterruptLabels.MatchLabels, prior.PodNonInterruptLabels)
 	} else {
@@ -924,4 +897,9 @@ func setPackageSetStatus(m *packageSetModel, u *unstructured.Unstructured) {
 		q = append(q, types.StringValue(v))
 	}
 	m.QuarantinedVersions, _ = types.ListValue(types.StringType, q)
+	var st2 v1alpha1.PackageSetStatus
+	if raw, ok, _ := unstructured.NestedMap(u.Object, "status"); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st2) // a status the API server accepted
+	}
+	m.Compartments = compartmentsValue(st2.Compartments)
 }

@@ -91,7 +91,7 @@ func deepUnknown(typ tftypes.Type, null map[string]bool) tftypes.Value {
 }
 
 // exclusive names the second attribute of each exactly-one-of pair of the resources.
-var exclusive = map[string]bool{"config_map_key_ref": true, "performer_selector": true, "tuning": true, "skyhook": true}
+var exclusive = map[string]bool{"config_map_key_ref": true, "performer_selector": true, "tuning": true, "skyhook": true, "interruption_budget": true}
 
 // topUnknown builds an object of type typ whose every attribute is unknown, except computed
 // ones (null in a configuration).

@@ -1,0 +1,339 @@
+package provider
+
+// gantry_package_set's deployment_policy block (Skyhook's DeploymentPolicy, inline) and its
+// computed compartments: schema, plan-time checks, expand and flatten.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+)
+
+type deploymentPolicyModel struct {
+	Default                     *policyDefaultModel `tfsdk:"default"`
+	Compartments                []compartmentModel  `tfsdk:"compartments"`
+	ResetBatchStateOnCompletion types.Bool          `tfsdk:"reset_batch_state_on_completion"`
+}
+
+type policyDefaultModel struct {
+	Budget   *budgetModel   `tfsdk:"budget"`
+	Strategy *strategyModel `tfsdk:"strategy"`
+}
+
+type compartmentModel struct {
+	Name              types.String        `tfsdk:"name"`
+	NodeSelector      map[string]string   `tfsdk:"node_selector"`
+	NodeSelectorExprs []selectorExprModel `tfsdk:"node_selector_expressions"`
+	Budget            *budgetModel        `tfsdk:"budget"`
+	Strategy          *strategyModel      `tfsdk:"strategy"`
+}
+
+type strategyModel struct {
+	Type             types.String `tfsdk:"type"`
+	InitialBatch     types.Int64  `tfsdk:"initial_batch"`
+	Delta            types.Int64  `tfsdk:"delta"`
+	GrowthFactor     types.Int64  `tfsdk:"growth_factor"`
+	BatchThreshold   types.Int64  `tfsdk:"batch_threshold"`
+	FailureThreshold types.Int64  `tfsdk:"failure_threshold"`
+	SafetyLimit      types.Int64  `tfsdk:"safety_limit"`
+}
+
+// budgetAttributes are the percent/count pair of interruption_budget and of the policy's
+// budgets (exactly one of them); whose names the budget's nodes ("the selected nodes", "the
+// compartment's nodes").
+func budgetAttributes(whose string) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"percent": schema.Int64Attribute{Optional: true, MarkdownDescription: fmt.Sprintf("Percent of %s (1-100; floor, at least 1 node).", whose),
+			Validators: []validator.Int64{int64validator.Between(1, 100), exactlyOne(path.MatchRelative().AtParent().AtName("count"))}},
+		"count": schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of nodes (at least 1).",
+			Validators: []validator.Int64{int64validator.AtLeast(1)}},
+	}
+}
+
+// strategyValidator checks at plan what the CRD's CEL rules check: delta only for linear,
+// growth_factor only for exponential.
+type strategyValidator struct{}
+
+func (strategyValidator) Description(context.Context) string {
+	return "delta is only for type linear, growth_factor only for type exponential"
+}
+func (v strategyValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (strategyValidator) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	typ, ok := a["type"].(types.String)
+	if !ok || typ.IsNull() || typ.IsUnknown() {
+		return
+	}
+	for attrName, only := range map[string]string{"delta": string(v1alpha1.StrategyLinear), "growth_factor": string(v1alpha1.StrategyExponential)} {
+		if v, ok := a[attrName].(types.Int64); ok && !v.IsNull() && typ.ValueString() != only {
+			resp.Diagnostics.AddAttributeError(req.Path.AtName(attrName), "Invalid Strategy",
+				fmt.Sprintf("%s: %s is only for type %q; this strategy is %q.", req.Path.AtName(attrName), attrName, only, typ.ValueString()))
+		}
+	}
+}
+
+func strategyAttribute(what string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true, MarkdownDescription: what,
+		Validators: []validator.Object{strategyValidator{}},
+		Attributes: map[string]schema.Attribute{
+			"type": schema.StringAttribute{Required: true,
+				MarkdownDescription: "`fixed` (every batch `initial_batch` nodes), `linear` (grows by `delta` after a successful batch, shrinks by it after a failed one) " +
+					"or `exponential` (multiplied by `growth_factor`, divided after a failed one).",
+				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.StrategyFixed), string(v1alpha1.StrategyLinear), string(v1alpha1.StrategyExponential))}},
+			"initial_batch": schema.Int64Attribute{Optional: true, MarkdownDescription: "Nodes in the first batch (default 1).",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"delta": schema.Int64Attribute{Optional: true, MarkdownDescription: "What a `linear` batch grows or shrinks by, in nodes (default 1).",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"growth_factor": schema.Int64Attribute{Optional: true, MarkdownDescription: "What an `exponential` batch is multiplied or divided by (default 2).",
+				Validators: []validator.Int64{int64validator.AtLeast(2)}},
+			"batch_threshold": schema.Int64Attribute{Optional: true, MarkdownDescription: "Percent of a batch's nodes that must complete for the batch to succeed (1-100, default 100).",
+				Validators: []validator.Int64{int64validator.Between(1, 100)}},
+			"failure_threshold": schema.Int64Attribute{Optional: true, MarkdownDescription: "Failed batches in a row that stop the compartment (default 3).",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"safety_limit": schema.Int64Attribute{Optional: true,
+				MarkdownDescription: "Percent of the compartment's nodes done (complete or failed) past which failed batches no longer stop it nor shrink the next batch (1-100, default 50).",
+				Validators:          []validator.Int64{int64validator.Between(1, 100)}},
+		}}
+}
+
+// deploymentPolicyAttribute is the deployment_policy schema.
+func deploymentPolicyAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: "Roll the set out by **compartments** (groups of nodes picked by labels, each with its own budget) in **batches**, as Skyhook's DeploymentPolicy " +
+			"(here part of the set). A batch starts once the previous one has finished (each of its nodes complete or failed); it succeeds when at least `batch_threshold` " +
+			"percent of its nodes complete. After `failure_threshold` failed batches in a row, while less than `safety_limit` percent of the compartment is done, the compartment " +
+			"stops: the apply fails naming it, and it starts over when the package versions change. Progress is in `compartments`. Excludes `interruption_budget`.",
+		Validators: []validator.Object{objectvalidator.ConflictsWith(path.MatchRoot("interruption_budget"))},
+		Attributes: map[string]schema.Attribute{
+			"default": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Budget and strategy of the nodes no compartment picks (Skyhook's default compartment; `default` in `compartments`). Unset: all of them at once, no batches.",
+				Attributes: map[string]schema.Attribute{
+					"budget": schema.SingleNestedAttribute{Optional: true, Attributes: budgetAttributes("those nodes"),
+						MarkdownDescription: "Most of those nodes in flight at once: exactly one of `percent` or `count`. Unset: all."},
+					"strategy": strategyAttribute("How those nodes are batched, and the strategy of compartments without one. Unset: no batches, the budget alone."),
+				}},
+			"compartments": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "Compartments, in order: a node belongs to the first whose selector matches its labels.",
+				Validators:          []validator.List{listvalidator.SizeAtMost(16)},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name": schema.StringAttribute{Required: true, MarkdownDescription: "Unique in the policy: a DNS-1123 label, not `default`.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.NoneOf(packageset.DefaultCompartment),
+							stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
+					"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "Node labels that pick the compartment's nodes (all must match)."},
+					"node_selector_expressions": schema.ListNestedAttribute{Optional: true,
+						MarkdownDescription: "Label selector requirements the compartment's nodes must also meet (`matchExpressions`).",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
+							"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
+							"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
+						}},
+						Validators: []validator.List{selectorExprsValidator{}},
+					},
+					"budget": schema.SingleNestedAttribute{Required: true, Attributes: budgetAttributes("the compartment's nodes"),
+						MarkdownDescription: "Most of the compartment's nodes in flight at once: exactly one of `percent` or `count`."},
+					"strategy": strategyAttribute("How the compartment's nodes are batched. Unset: the default's strategy; none there: the budget alone."),
+				}},
+			},
+			"reset_batch_state_on_completion": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "When every node of a compartment is complete, its batches start over at `initial_batch` for the next rollout (default `true`, as Skyhook)."},
+		},
+	}
+}
+
+// compartmentStatusType is one element of the computed compartments.
+var compartmentStatusType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"name": types.StringType, "matched": types.Int64Type, "ceiling": types.Int64Type, "in_progress": types.Int64Type,
+	"completed": types.Int64Type, "progress_percent": types.Int64Type, "current_batch": types.Int64Type, "stopped": types.BoolType,
+}}
+
+func compartmentsAttribute() schema.ListAttribute {
+	return schema.ListAttribute{Computed: true, ElementType: compartmentStatusType,
+		MarkdownDescription: "The deployment policy's progress per compartment (`status.compartments`; `default` is the nodes no compartment picks): nodes `matched`, " +
+			"`ceiling` (budget), `in_progress`, `completed`, `progress_percent`, the `current_batch` number and whether failed batches `stopped` it. Empty without a policy."}
+}
+
+// compartmentsValue is status.compartments as the computed attribute's value.
+func compartmentsValue(cs []v1alpha1.CompartmentStatus) types.List {
+	elems := make([]attr.Value, 0, len(cs))
+	for _, c := range cs {
+		var batch int64
+		stopped := false
+		if c.Batch != nil {
+			batch, stopped = int64(c.Batch.CurrentBatch), c.Batch.ShouldStop
+		}
+		v, _ := types.ObjectValue(compartmentStatusType.AttrTypes, map[string]attr.Value{
+			"name": types.StringValue(c.Name), "matched": types.Int64Value(int64(c.Matched)), "ceiling": types.Int64Value(int64(c.Ceiling)),
+			"in_progress": types.Int64Value(int64(c.InProgress)), "completed": types.Int64Value(int64(c.Completed)),
+			"progress_percent": types.Int64Value(int64(c.ProgressPercent)), "current_batch": types.Int64Value(batch), "stopped": types.BoolValue(stopped),
+		})
+		elems = append(elems, v)
+	}
+	l, _ := types.ListValue(compartmentStatusType, elems)
+	return l
+}
+
+func expandBudget(b *budgetModel) *v1alpha1.InterruptionBudget {
+	if b == nil {
+		return nil
+	}
+	out := &v1alpha1.InterruptionBudget{}
+	if !b.Percent.IsNull() {
+		v := int32(b.Percent.ValueInt64())
+		out.Percent = &v
+	}
+	if !b.Count.IsNull() {
+		v := int32(b.Count.ValueInt64())
+		out.Count = &v
+	}
+	return out
+}
+
+func flattenBudget(b *v1alpha1.InterruptionBudget) *budgetModel {
+	if b == nil {
+		return nil
+	}
+	return &budgetModel{Percent: int64Ptr(b.Percent), Count: int64Ptr(b.Count)}
+}
+
+func int32Ptr(v types.Int64) *int32 {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	x := int32(v.ValueInt64())
+	return &x
+}
+
+func int64Ptr(v *int32) types.Int64 {
+	if v == nil {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(*v))
+}
+
+func expandStrategy(s *strategyModel) *v1alpha1.DeploymentStrategy {
+	if s == nil {
+		return nil
+	}
+	return &v1alpha1.DeploymentStrategy{Type: v1alpha1.StrategyType(s.Type.ValueString()), InitialBatch: int32Ptr(s.InitialBatch),
+		Delta: int32Ptr(s.Delta), GrowthFactor: int32Ptr(s.GrowthFactor), BatchThreshold: int32Ptr(s.BatchThreshold),
+		FailureThreshold: int32Ptr(s.FailureThreshold), SafetyLimit: int32Ptr(s.SafetyLimit)}
+}
+
+func flattenStrategy(s *v1alpha1.DeploymentStrategy) *strategyModel {
+	if s == nil {
+		return nil
+	}
+	return &strategyModel{Type: types.StringValue(string(s.Type)), InitialBatch: int64Ptr(s.InitialBatch), Delta: int64Ptr(s.Delta),
+		GrowthFactor: int64Ptr(s.GrowthFactor), BatchThreshold: int64Ptr(s.BatchThreshold), FailureThreshold: int64Ptr(s.FailureThreshold),
+		SafetyLimit: int64Ptr(s.SafetyLimit)}
+}
+
+// expandSelector is node_selector + node_selector_expressions as a label selector.
+func expandSelector(labels map[string]string, exprs []selectorExprModel) metav1.LabelSelector {
+	var s metav1.LabelSelector
+	if len(labels) > 0 {
+		s.MatchLabels = cloneMap(labels)
+	}
+	for _, e := range exprs {
+		s.MatchExpressions = append(s.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: e.Key.ValueString(), Operator: metav1.LabelSelectorOperator(e.Operator.ValueString()), Values: append([]string(nil), e.Values...)})
+	}
+	return s
+}
+
+// flattenSelectorExprs is a selector's matchExpressions as node_selector_expressions (an empty
+// values list stays as the prior configuration wrote it).
+func flattenSelectorExprs(exprs []metav1.LabelSelectorRequirement, prior []selectorExprModel) []selectorExprModel {
+	var out []selectorExprModel
+	for i, e := range exprs {
+		var pe selectorExprModel
+		if i < len(prior) {
+			pe = prior[i]
+		}
+		out = append(out, selectorExprModel{Key: types.StringValue(e.Key), Operator: types.StringValue(string(e.Operator)), Values: optList(e.Values, pe.Values)})
+	}
+	return out
+}
+
+func expandDeploymentPolicy(m *deploymentPolicyModel) *v1alpha1.DeploymentPolicy {
+	if m == nil {
+		return nil
+	}
+	p := &v1alpha1.DeploymentPolicy{ResetBatchStateOnCompletion: m.ResetBatchStateOnCompletion.ValueBoolPointer()}
+	if m.ResetBatchStateOnCompletion.IsUnknown() {
+		p.ResetBatchStateOnCompletion = nil
+	}
+	if d := m.Default; d != nil {
+		p.Default = &v1alpha1.PolicyDefault{Budget: expandBudget(d.Budget), Strategy: expandStrategy(d.Strategy)}
+	}
+	for _, c := range m.Compartments {
+		ac := v1alpha1.Compartment{Name: c.Name.ValueString(), Selector: expandSelector(c.NodeSelector, c.NodeSelectorExprs), Strategy: expandStrategy(c.Strategy)}
+		if b := expandBudget(c.Budget); b != nil {
+			ac.Budget = *b
+		}
+		p.Compartments = append(p.Compartments, ac)
+	}
+	return p
+}
+
+func flattenDeploymentPolicy(p *v1alpha1.DeploymentPolicy, prior *deploymentPolicyModel) *deploymentPolicyModel {
+	if p == nil {
+		return nil
+	}
+	if prior == nil {
+		prior = &deploymentPolicyModel{}
+	}
+	m := &deploymentPolicyModel{ResetBatchStateOnCompletion: types.BoolPointerValue(p.ResetBatchStateOnCompletion)}
+	if d := p.Default; d != nil {
+		m.Default = &policyDefaultModel{Budget: flattenBudget(d.Budget), Strategy: flattenStrategy(d.Strategy)}
+	}
+	for i, c := range p.Compartments {
+		var pc compartmentModel
+		if i < len(prior.Compartments) {
+			pc = prior.Compartments[i]
+		}
+		b := c.Budget
+		m.Compartments = append(m.Compartments, compartmentModel{Name: types.StringValue(c.Name), NodeSelector: optMap(c.Selector.MatchLabels, pc.NodeSelector),
+			NodeSelectorExprs: flattenSelectorExprs(c.Selector.MatchExpressions, pc.NodeSelectorExprs), Budget: flattenBudget(&b), Strategy: flattenStrategy(c.Strategy)})
+	}
+	return m
+}
+
+// validatePolicyConfig checks at plan that compartment names are unique (the CRD's list-map
+// key), naming the duplicate.
+func validatePolicyConfig(root configValue, diags *diag.Diagnostics) {
+	comps, known := root.Attr("deployment_policy").Attr("compartments").List()
+	if !known {
+		return
+	}
+	seen := map[string]bool{}
+	for _, c := range comps {
+		name, ok := c.Attr("name").String()
+		if !ok {
+			continue
+		}
+		if seen[name] {
+			diags.AddAttributeError(c.Attr("name").Path(), "Duplicate Compartment",
+				fmt.Sprintf("%s: compartment %q appears twice in deployment_policy.compartments.", c.Attr("name").Path(), name))
+		}
+		seen[name] = true
+	}
+}

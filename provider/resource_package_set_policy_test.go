@@ -1,0 +1,124 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+func policyConfig(pool, version, extraPkg string, failureThreshold int) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %[1]q
+  node_selector = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  deployment_policy = {
+    default = { budget = { count = 1 } }
+    compartments = [{
+      name          = "zone-a"
+      node_selector = { "gantry.dev/zone" = "a" }
+      budget        = { count = 2 }
+      strategy      = { type = "exponential", initial_batch = 1, failure_threshold = %[4]d }
+    }]
+  }
+  packages = [{
+    name    = "dcgm-tool"
+    version = %[2]q
+    image   = "ghcr.io/gantry-dev/dcgm-tool"
+%[3]s
+  }]
+  timeouts = { create = "5m", update = "5m" }
+}
+`, pool, version, extraPkg, failureThreshold)
+}
+
+// A deployment policy over 5 nodes (3 in compartment zone-a, 2 in the default compartment):
+// the apply waits until both compartments are complete and `compartments` shows them; import
+// reads the policy back; a failing version stops zone-a after its first batch and the apply
+// fails naming the compartment.
+func TestAccPackageSet_deploymentPolicy(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-pol-" + rand.String(5)
+	accNodes(t, c, pool, 5)
+	for i := 0; i < 3; i++ {
+		patch := []byte(`{"metadata":{"labels":{"gantry.dev/zone":"a"}}}`)
+		if _, err := c.Core.CoreV1().Nodes().Patch(context.Background(), fmt.Sprintf("%s-%d", pool, i), k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := "gantry_package_set.test"
+	comp := func(name string, matched, ceiling int64) knownvalue.Check {
+		return knownvalue.ObjectPartial(map[string]knownvalue.Check{"name": knownvalue.StringExact(name), "matched": knownvalue.Int64Exact(matched),
+			"ceiling": knownvalue.Int64Exact(ceiling), "completed": knownvalue.Int64Exact(matched), "progress_percent": knownvalue.Int64Exact(100),
+			"stopped": knownvalue.Bool(false)})
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: policyConfig(pool, "1.0.0", "", 3),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("5/5")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("compartments"), knownvalue.ListExact([]knownvalue.Check{
+						comp("zone-a", 3, 2), comp("default", 2, 1)})),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("deployment_policy").AtMapKey("compartments").AtSliceIndex(0).AtMapKey("strategy").AtMapKey("growth_factor"), knownvalue.Null()),
+				},
+			},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{
+				Config: policyConfig(pool, "1.1.0", `    pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`, 1),
+				ExpectError: regexp.MustCompile(`(?s)DeploymentStopped.*compartment\s+zone-a\s+stopped\s+after\s+1\s+failed\s+batches\s+in\s+a\s+row.*stage\s+upgrade`),
+			},
+		},
+	})
+}
+
+// Invalid deployment policies fail at plan with the attribute named.
+func TestAccPackageSet_deploymentPolicyPlanValidation(t *testing.T) {
+	skipUnlessAcc(t)
+	cfg := func(policy string) string {
+		return fmt.Sprintf(`
+resource "gantry_package_set" "bad" {
+  name = "bad"
+  deployment_policy = %s
+  packages = [{ name = "aa", version = "1.0.0", image = "x" }]
+}`, policy)
+	}
+	comp := func(name, strategy string) string {
+		return fmt.Sprintf(`{ name = %q, node_selector = { zone = "a" }, budget = { count = 1 }%s }`, name, strategy)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{PlanOnly: true, Config: strings.Replace(cfg(`{}`), `name = "bad"`, "name = \"bad\"\n  interruption_budget = { count = 1 }", 1),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*interruption_budget`)},
+			{PlanOnly: true, Config: cfg(`{ compartments = [` + comp("a", `, strategy = { type = "exponential", delta = 2 }`) + `] }`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Strategy.*delta\s+is\s+only\s+for\s+type\s+"linear"`)},
+			{PlanOnly: true, Config: cfg(`{ compartments = [` + comp("a", `, strategy = { type = "linear", growth_factor = 2 }`) + `] }`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Strategy.*growth_factor\s+is\s+only\s+for\s+type\s+"exponential"`)},
+			{PlanOnly: true, Config: cfg(`{ compartments = [` + comp("a", "") + `, ` + comp("a", "") + `] }`),
+				ExpectError: regexp.MustCompile(`(?s)Duplicate Compartment.*compartment\s+"a"\s+appears\s+twice`)},
+			{PlanOnly: true, Config: cfg(`{ compartments = [` + comp("default", "") + `] }`),
+				ExpectError: regexp.MustCompile(`(?s)compartments\[0\].name.*value must be none of`)},
+			{PlanOnly: true, Config: cfg(`{ default = { strategy = { type = "geometric" } } }`), ExpectError: regexp.MustCompile(`value must be one of`)},
+			{PlanOnly: true, Config: cfg(`{ default = { budget = { count = 1, percent = 10 } } }`), ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
+			{PlanOnly: true, Config: cfg(`{ compartments = [{ name = "a", budget = { count = 1 }, node_selector_expressions = [{ key = "k", operator = "In" }] }] }`),
+				ExpectError: regexp.MustCompile(`operator\s+In\s+needs\s+at\s+least\s+one\s+value`)},
+		},
+	})
+}
