@@ -58,3 +58,41 @@ resource "gantry_package_set" "host_tuning" {
     },
   ]
 }
+
+# A driver rolled out by compartments, as Skyhook's DeploymentPolicy: a canary rack first
+# in exponential batches (1, 2, 4, ... nodes, at most 4 in flight), zone b in fixed batches of
+# 5 that stop after 2 failed batches in a row while less than half of the zone is done; every
+# other node 10% at a time. Progress per compartment is in `compartments`.
+resource "gantry_package_set" "driver_by_zone" {
+  name                   = "gpu-driver-rollout"
+  node_selector          = { "nvidia.com/gpu.present" = "true" }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+
+  deployment_policy = {
+    default = { budget = { percent = 10 } }
+    compartments = [
+      {
+        name          = "canary"
+        node_selector = { "example.com/rack" = "r01" }
+        budget        = { count = 4 }
+        strategy      = { type = "exponential", initial_batch = 1, growth_factor = 2 }
+      },
+      {
+        name = "zone-b"
+        node_selector_expressions = [
+          { key = "topology.kubernetes.io/zone", operator = "In", values = ["b1", "b2"] },
+        ]
+        budget   = { percent = 25 }
+        strategy = { type = "fixed", initial_batch = 5, batch_threshold = 80, failure_threshold = 2, safety_limit = 50 }
+      },
+    ]
+  }
+
+  packages = [{
+    name              = "gpu-driver"
+    version           = "550.54.15"
+    image             = "ghcr.io/acme/gpu-driver"
+    interrupt         = { type = "reboot" }
+    uninstall_enabled = true
+  }]
+}
