@@ -4,8 +4,9 @@
 # Terraform's floor (100 terraform_data), measures kwok's pod ready delay and the end-to-end
 # wait latency (reconciler writes Running/Ready → the provider's Create returns); then
 # hack/bench/packageset: a 2-package PackageSet over PS_BENCH_NODES kwok nodes (default 200),
-# variants PS_BENCH_VARIANTS (default "a,b": a = no interrupt, budget 100%; b = reboot
-# interrupt, budget 10%), each after its single-node baseline; then hack/bench/scale:
+# variants PS_BENCH_VARIANTS (default "a,b,c": a = no interrupt, budget 100%; b = reboot
+# interrupt, budget 10%; c = 3 compartments of a deployment policy, 25% each, exponential
+# batches), each after its single-node baseline; then hack/bench/scale:
 # SCALE_BENCH_PERFORMERS (default 1000) gantry_performer applied, planned and destroyed beside
 # a client-go limit (the same Performers created by a parallel client at the same QPS).
 # Prints numbers; it does not pass or fail on them.
@@ -22,7 +23,7 @@ go run ./hack/bench -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" \
 # over PS_BENCH_NODES kwok nodes (default 200; the number is 1000).
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 go run ./hack/bench/packageset -kubeconfig "$KUBECONFIG_PATH" -reconciler "$BIN/gantry-reconciler" \
-  -nodes "${PS_BENCH_NODES:-200}" -variants "${PS_BENCH_VARIANTS:-a,b}"
+  -nodes "${PS_BENCH_NODES:-200}" -variants "${PS_BENCH_VARIANTS:-a,b,c}"
 # Scale: its own reconciler process (peak RSS, CPU) and its own kwok nodes.
 go run ./hack/bench/scale -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" -tfrc "$CACHE/terraformrc" \
   -reconciler "$BIN/gantry-reconciler" -workdir "$CACHE/bench/scale" -n "${SCALE_BENCH_PERFORMERS:-1000}"

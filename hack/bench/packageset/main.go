@@ -4,6 +4,9 @@
 //	a  2 packages, no interrupt, budget percent 100 (4 node-stages per node: apply+config ×2)
 //	b  2 packages, the second with a reboot interrupt, budget percent 10 (6 node-stages per
 //	   node: apply+config, apply+config+interrupt+post-interrupt)
+//	c  2 packages, no interrupt, a deployment policy of 3 compartments (nodes labelled c0, c1,
+//	   c2 in turn), each with budget percent 25 and exponential batches from 1 (Skyhook's
+//	   DeploymentPolicy); waves = the most batches of a compartment (they run side by side)
 //
 // For each variant it first runs the same set over ONE node (the single-node baseline, unless
 // -baseline=false), then over -nodes kwok nodes. Every run starts its own bin/gantry-reconciler
@@ -82,7 +85,7 @@ import (
 var (
 	recBin   = flag.String("reconciler", "bin/gantry-reconciler", "reconciler binary")
 	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
-	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%)")
+	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%), c (3 compartments, 25% each, exponential batches)")
 	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
 	metrics  = flag.String("metrics", "", "metrics address of the benchmarked reconciler (default: a free loopback port per run)")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
@@ -95,13 +98,39 @@ var (
 // variant is one benchmarked PackageSet shape.
 type variant struct {
 	name, desc string
-	budget     int32 // percent
+	budget     int32 // percent (per compartment with a policy)
 	reboot     bool
+	// compartments > 0: a deployment policy of that many compartments, exponential batches.
+	compartments int
 }
 
 var allVariants = map[string]variant{
 	"a": {name: "a", desc: "2 packages, no interrupt, budget 100%", budget: 100},
 	"b": {name: "b", desc: "2 packages, reboot interrupt on one, budget 10%", budget: 10, reboot: true},
+	"c": {name: "c", desc: "2 packages, no interrupt, 3 compartments, budget 25% each, exponential batches from 1", budget: 25, compartments: 3},
+}
+
+// benchStrategy is variant c's strategy.
+var benchStrategy = &v1alpha1.DeploymentStrategy{Type: v1alpha1.StrategyExponential, InitialBatch: ptr(int32(1))}
+
+func ptr[T any](v T) *T { return &v }
+
+// compartmentOf is node i's compartment in a variant with a policy.
+func (v variant) compartmentOf(i int) string { return fmt.Sprintf("c%d", i%v.compartments) }
+
+// policy is the variant's deployment policy (nil without compartments).
+func (v variant) policy() *v1alpha1.DeploymentPolicy {
+	if v.compartments == 0 {
+		return nil
+	}
+	p := &v1alpha1.DeploymentPolicy{}
+	for k := 0; k < v.compartments; k++ {
+		name := fmt.Sprintf("c%d", k)
+		p.Compartments = append(p.Compartments, v1alpha1.Compartment{Name: name,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/bench-compartment": name}},
+			Budget:   v1alpha1.InterruptionBudget{Percent: ptr(v.budget)}, Strategy: benchStrategy})
+	}
+	return p
 }
 
 // stagesPerNode: apply+config per package, plus interrupt+post-interrupt for the reboot one.
@@ -116,6 +145,29 @@ func (v variant) stagesPerNode() int {
 // at least 1), which is ceil(100 / percent) when percent of n is a whole number.
 func (v variant) waves(n int) int {
 	pct := v.budget
+	if v.compartments > 0 {
+		// The most batches of a compartment when every batch succeeds (packageset.BatchSize
+		// and EvaluateBatch as the machine runs them, capped by the compartment's ceiling).
+		most := 0
+		for k := 0; k < v.compartments; k++ {
+			m := 0
+			for i := 0; i < n; i++ {
+				if i%v.compartments == k {
+					m++
+				}
+			}
+			ceiling := packageset.Budget(&v1alpha1.InterruptionBudget{Percent: &pct}, m)
+			var st v1alpha1.BatchState
+			batches := 0
+			for done := 0; done < m; batches++ {
+				size := min(packageset.BatchSize(benchStrategy, m, st), ceiling)
+				packageset.EvaluateBatch(benchStrategy, &st, size, size, 0, m)
+				done += size
+			}
+			most = max(most, batches)
+		}
+		return most
+	}
 	b := packageset.Budget(&v1alpha1.InterruptionBudget{Percent: &pct}, n)
 	return (n + b - 1) / b
 }
@@ -181,7 +233,7 @@ func main() {
 	for _, name := range strings.Split(*variants, ",") {
 		v, ok := allVariants[strings.TrimSpace(name)]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b)\n", name)
+			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b, c)\n", name)
 			os.Exit(2)
 		}
 		rw := row{v: v}
@@ -337,6 +389,9 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "gantry.dev/bench-pool": pool}},
 			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc}}
+		if v.compartments > 0 {
+			node.Labels["gantry.dev/bench-compartment"] = v.compartmentOf(i)
+		}
 		check(e.c.Create(ctx, node))
 		names = append(names, name)
 	}
@@ -366,6 +421,9 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/bench-pool": pool}},
 		Packages:           []v1alpha1.Package{tool, second},
 		InterruptionBudget: &v1alpha1.InterruptionBudget{Percent: &pct}}}
+	if p := v.policy(); p != nil {
+		set.Spec.InterruptionBudget, set.Spec.DeploymentPolicy = nil, p
+	}
 
 	samplerDone := make(chan struct{})
 	stopSampler := make(chan struct{})
