@@ -816,6 +816,18 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		sel = labels.Nothing()
 	}
 	f.Policy = packageset.PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
+	var waves []v1alpha1.Wave
+	if ro := set.Spec.Rollout; ro != nil {
+		waves = ro.Waves
+	}
+	for _, w := range waves {
+		f.Waves = append(f.Waves, w.Name)
+	}
+	waveOf, err := packageset.WaveMatcher(waves)
+	if err != nil {
+		f.SpecError = "spec." + err.Error()
+		sel, waveOf = labels.Nothing(), func(map[string]string) int { return 0 }
+	}
 	compartmentOf, err := packageset.CompartmentMatcher(set.Spec.DeploymentPolicy)
 	if err != nil {
 		f.SpecError = "spec." + err.Error()
@@ -840,6 +852,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, err
 	}
 	jobsByNode := jobFactsByNode(jobs, pods.Items)
+	if other := packageset.AfterCycle(set, sets.Items); other != "" && f.SpecError == "" {
+		f.SpecError = fmt.Sprintf("spec.after names %s, whose spec.after names %s: the two sets would wait for each other", other, set.Name)
+	}
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
 
 	nodes := map[string]*corev1.Node{}
@@ -853,7 +868,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		}
 		nodes[node.Name] = node
 		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name], BootID: node.Status.NodeInfo.BootID,
-			Compartment: compartmentOf(node.Labels)}
+			Compartment: compartmentOf(node.Labels), Wave: waveOf(node.Labels)}
 		if hasRecord {
 			rec := &packageset.NodeRecord{}
 			if err := json.Unmarshal([]byte(raw), rec); err != nil {
@@ -1113,6 +1128,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 	st.CompleteNodes, st.NodesInProgress = d.CompleteNodes, d.NodesInProgress
 	st.QuarantinedVersions = d.Quarantined
 	st.Compartments = d.Compartments
+	st.CurrentWave = d.Wave
 	st.NodeStatus, st.NodeState, st.NodeRollout = nil, nil, nil
 	for _, np := range d.Nodes {
 		if np.Record == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func GateOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, no
 	g = GateOpen
 	for i := range sets {
 		o := &sets[i]
-		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() || !before(o, set) {
+		if o.Name == set.Name || o.Spec.Disabled || !o.DeletionTimestamp.IsZero() || !earlier(o, set) {
 			continue
 		}
 		if incomplete[o.Name] {
@@ -86,6 +87,27 @@ func priorityOf(s *v1alpha1.PackageSet) int32 {
 		return v1alpha1.DefaultPackageSetPriority
 	}
 	return s.Spec.Priority
+}
+
+// earlier reports whether set a must be complete on a node before set b starts there: b names
+// a in spec.after (NixFleet's edges), or a comes before b by priority and does not itself name
+// b in spec.after (an edge overrides the priority order).
+func earlier(a, b *v1alpha1.PackageSet) bool {
+	if slices.Contains(b.Spec.After, a.Name) {
+		return true
+	}
+	return before(a, b) && !slices.Contains(a.Spec.After, b.Name)
+}
+
+// AfterCycle names a set that set names in spec.after and that names set in its own ("" if
+// none): the two would wait for each other (an invalid spec).
+func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) string {
+	for i := range sets {
+		if slices.Contains(set.Spec.After, sets[i].Name) && slices.Contains(sets[i].Spec.After, set.Name) {
+			return sets[i].Name
+		}
+	}
+	return ""
 }
 
 // before reports whether set a comes before set b on a node: lower priority, ties by name.

@@ -3,6 +3,7 @@ package packageset
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -50,6 +51,12 @@ func Plan(f SetFacts) (Decision, error) {
 		pol, halted = newPolicyPass(f.Policy, nodes, wants), stalled
 	}
 
+	wave := math.MaxInt
+	if len(f.Waves) > 0 && !f.Deleting {
+		wave = currentWave(f, nodes, wants)
+		d.Wave = WaveName(f.Waves, wave)
+	}
+
 	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
 	// already in flight finish their stages but no more than the budget are interrupted.
 	cordonSlots := budget - cordoned
@@ -74,6 +81,9 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 		if pausedMsg != "" {
 			pausedBy = append(pausedBy, pausedMsg)
+		}
+		if p.hold == "" && n.Selected && n.Wave > wave && !wasInFlight {
+			p.hold = v1alpha1.StatusWaiting // an earlier wave is not done
 		}
 		if pol != nil {
 			pol.grant(&p, n, wasInFlight, halted, f.Deleting)

@@ -44,6 +44,7 @@ type simNode struct {
 	gateSet                   string
 	selected                  bool
 	compartment               string
+	wave                      int
 }
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
@@ -65,7 +66,7 @@ func (s *sim) pass() Decision {
 	f.Nodes = nil
 	for name, n := range s.nodes {
 		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate, GateSet: n.gateSet,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment}
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0

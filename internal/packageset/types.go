@@ -290,6 +290,8 @@ type NodeFacts struct {
 	// Compartment is the deployment policy compartment the node's labels put it in
 	// (CompartmentMatcher; "" or DefaultCompartment: none picks it).
 	Compartment string
+	// Wave is the node's rollout wave (WaveMatcher; 0 without waves).
+	Wave int
 }
 
 // SetFacts are the facts of one pass.
@@ -323,6 +325,8 @@ type SetFacts struct {
 	ClearQuarantine []string
 	// Policy is the deployment policy (PolicyOf; nil: Budget alone).
 	Policy *Policy
+	// Waves are the rollout waves' names in order (spec.rollout.waves; nil: none).
+	Waves []string
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -403,6 +407,8 @@ type Decision struct {
 	// policy); Stopped says which compartments a run of failed batches stopped.
 	Compartments []v1alpha1.CompartmentStatus
 	Stopped      []string
+	// Wave is the name of the wave under way (WaveName; "" without waves or when all are done).
+	Wave string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration

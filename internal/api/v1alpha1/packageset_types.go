@@ -202,6 +202,15 @@ type PackageSetSpec struct {
 	// +optional
 	Sequencing Sequencing `json:"sequencing,omitempty"`
 
+	// After names package sets that must be complete on a node before this set starts there,
+	// whatever their priority (NixFleet's edges between deployments); a set named here that
+	// does not select the node does not hold it. Two sets naming each other are an invalid spec.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=40
+	// +listType=set
+	// +optional
+	After []string `json:"after,omitempty"`
+
 	// Priority orders sets per node: lower first, ties by name (Skyhook: min 1, default 200).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=200
@@ -449,6 +458,24 @@ type Rollout struct {
 	// +kubebuilder:default=halt
 	// +optional
 	OnHealthFailure HealthFailurePolicy `json:"onHealthFailure,omitempty"`
+	// Waves roll the set out in order, as NixFleet's waves: a node belongs to the first wave
+	// whose selector matches it (nodes no wave picks come last), and no node of a wave starts
+	// until every node of the waves before it is done (complete, soak included).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Waves []Wave `json:"waves,omitempty"`
+}
+
+// Wave is one step of an ordered rollout: the nodes its selector picks.
+type Wave struct {
+	// Name of the wave (a DNS-1123 label), shown in status.currentWave.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Selector picks the wave's nodes among the set's.
+	Selector metav1.LabelSelector `json:"selector"`
 }
 
 // Package is one package of a set: an image whose stages (apply, config, upgrade, uninstall,
@@ -637,6 +664,10 @@ type PackageSetStatus struct {
 	// spec asking for one is Stalled (VersionQuarantined) until the version or config changes.
 	// +optional
 	QuarantinedVersions []string `json:"quarantinedVersions,omitempty"`
+	// CurrentWave is the rollout wave under way (spec.rollout.waves; "" when none, or when every
+	// node is done; "(rest)" for the nodes no wave picks).
+	// +optional
+	CurrentWave string `json:"currentWave,omitempty"`
 	// Compartments is the deployment policy's progress per compartment (set only with
 	// spec.deploymentPolicy).
 	// +listType=map

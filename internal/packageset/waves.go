@@ -1,0 +1,67 @@
+package packageset
+
+// Rule: rollout waves (NixFleet's waves): nodes of a later wave start only once every node of
+// the earlier waves is done.
+
+import (
+	"fmt"
+	"math"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// RestWave names, in status.currentWave, the nodes no wave picks (they come last).
+const RestWave = "(rest)"
+
+// WaveMatcher returns the function that gives a node's wave from its labels: the index of the
+// first wave whose selector matches, else len(waves) (the rest, last). Errors: a selector the
+// API machinery rejects, naming the wave.
+func WaveMatcher(waves []v1alpha1.Wave) (func(map[string]string) int, error) {
+	sels := make([]labels.Selector, len(waves))
+	for i := range waves {
+		s, err := metav1.LabelSelectorAsSelector(&waves[i].Selector)
+		if err != nil {
+			return nil, fmt.Errorf("rollout.waves[%d] (%s).selector: %w", i, waves[i].Name, err)
+		}
+		sels[i] = s
+	}
+	return func(l map[string]string) int {
+		for i, s := range sels {
+			if s.Matches(labels.Set(l)) {
+				return i
+			}
+		}
+		return len(sels)
+	}, nil
+}
+
+// currentWave is the lowest wave (NodeFacts.Wave) of a selected node not done yet: one with
+// work to do for wants, or in flight (its rollout Activating, Deferred, Soaking or Failed, or
+// cordoned); math.MaxInt when every node is done.
+func currentWave(f SetFacts, nodes []NodeFacts, wants []Want) int {
+	cur := math.MaxInt
+	for _, n := range nodes {
+		if !n.Selected || n.Wave >= cur {
+			continue
+		}
+		p := newNodePass(f, n, wants, nil, nil)
+		if p.needsWork() || n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned) {
+			cur = n.Wave
+		}
+	}
+	return cur
+}
+
+// WaveName is wave i's name in status (RestWave past the listed waves; "" for none).
+func WaveName(waves []string, i int) string {
+	switch {
+	case i == math.MaxInt || len(waves) == 0:
+		return ""
+	case i < len(waves):
+		return waves[i]
+	}
+	return RestWave
+}
