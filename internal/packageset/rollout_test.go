@@ -328,3 +328,231 @@ func TestSoak(t *testing.T) {
 		})
 	}
 }
+
+// SoakInterval: an explicit interval (spec.rollout.soakCheckInterval) at least
+// MinSoakCheckInterval; unset (0 or less) soak/3, at least MinDefaultSoakCheckInterval.
+func TestSoakInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		soak, interval, want time.Duration
+	}{
+		{"default: a third of the window", time.Minute, 0, 20 * time.Second},
+		{"default: a third of 15s is the floor", 15 * time.Second, 0, 5 * time.Second},
+		{"default: floor 5s", 9 * time.Second, 0, MinDefaultSoakCheckInterval},
+		{"default without a window: floor", 0, 0, MinDefaultSoakCheckInterval},
+		{"negative interval: the default", time.Minute, -time.Second, 20 * time.Second},
+		{"explicit", time.Minute, 10 * time.Second, 10 * time.Second},
+		{"explicit below the floor: 1s", time.Minute, 100 * time.Millisecond, MinSoakCheckInterval},
+		{"explicit at the floor", time.Minute, time.Second, time.Second},
+		{"explicit below the default's floor: kept", time.Minute, 2 * time.Second, 2 * time.Second},
+		{"explicit longer than the window: kept", time.Minute, 2 * time.Minute, 2 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SoakInterval(tc.soak, tc.interval); got != tc.want {
+				t.Errorf("SoakInterval(%s, %s) = %s, want %s", tc.soak, tc.interval, got, tc.want)
+			}
+		})
+	}
+}
+
+// SoakRounds is the index of the last round, ceil(soak/interval) (0 without a window); the
+// last round starts when the window ends, the one before it before the end.
+func TestSoakRoundsLast(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		soak, interval time.Duration
+		want           int
+	}{
+		{"exact: 60s/20s", time.Minute, 20 * time.Second, 3},
+		{"rounded up: 60s/25s", time.Minute, 25 * time.Second, 3},
+		{"rounded up: 61s/20s", 61 * time.Second, 20 * time.Second, 4},
+		{"window shorter than the interval", 2 * time.Second, 5 * time.Second, 1},
+		{"window equal to the interval", 20 * time.Second, 20 * time.Second, 1},
+		{"tiny window", time.Nanosecond, time.Hour, 1},
+		{"no window", 0, 5 * time.Second, 0},
+		{"negative window", -time.Minute, 5 * time.Second, 0},
+		{"no interval", time.Minute, 0, 0},
+		{"negative interval", time.Minute, -time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := SoakRounds(tc.soak, tc.interval)
+			if last != tc.want {
+				t.Fatalf("SoakRounds(%s, %s) = %d, want %d", tc.soak, tc.interval, last, tc.want)
+			}
+			if last == 0 {
+				return
+			}
+			if got := SoakRoundStart(last, tc.soak, tc.interval); got != tc.soak {
+				t.Errorf("last round %d starts at %s, want the window's end %s", last, got, tc.soak)
+			}
+			if got := SoakRoundStart(last-1, tc.soak, tc.interval); got >= tc.soak {
+				t.Errorf("round %d starts at %s, not before the window's end %s", last-1, got, tc.soak)
+			}
+		})
+	}
+}
+
+// SoakRoundStart: round k is due min(k·interval, soak) after the node began Soaking; round 0
+// (and below) at once; without an interval, or past the last round, at the window's end;
+// never overflowing for a huge k.
+func TestSoakRoundStart(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		k              int
+		soak, interval time.Duration
+		want           time.Duration
+	}{
+		{"round 0 at once", 0, time.Minute, 20 * time.Second, 0},
+		{"negative round: at once", -1, time.Minute, 20 * time.Second, 0},
+		{"round 1", 1, time.Minute, 20 * time.Second, 20 * time.Second},
+		{"round 2", 2, time.Minute, 20 * time.Second, 40 * time.Second},
+		{"last round at the window's end", 3, time.Minute, 20 * time.Second, time.Minute},
+		{"uneven: round 2 before the end", 2, time.Minute, 25 * time.Second, 50 * time.Second},
+		{"uneven: the last round capped at the end", 3, time.Minute, 25 * time.Second, time.Minute},
+		{"past the last round: the end", 10, time.Minute, 20 * time.Second, time.Minute},
+		{"no interval: the end", 1, time.Minute, 0, time.Minute},
+		{"negative interval: the end", 1, time.Minute, -time.Second, time.Minute},
+		{"no window: round 1 at 0", 1, 0, 5 * time.Second, 0},
+		{"huge round: no overflow", 1 << 40, time.Hour, time.Second, time.Hour},
+		{"huge round, huge interval: no overflow", 1 << 40, time.Hour, time.Duration(1) << 62, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SoakRoundStart(tc.k, tc.soak, tc.interval); got != tc.want {
+				t.Errorf("SoakRoundStart(%d, %s, %s) = %s, want %s", tc.k, tc.soak, tc.interval, got, tc.want)
+			}
+		})
+	}
+}
+
+// RolloutTransition over every pair of seed 001's host states ("" for a node without one):
+// exactly the seed's arrows and ours are legal (staying is always legal), every other pair is
+// a TransitionError naming both states.
+func TestRolloutTransitionPairs(t *testing.T) {
+	const (
+		Pe = v1alpha1.RolloutPending
+		Ac = v1alpha1.RolloutActivating
+		De = v1alpha1.RolloutDeferred
+		So = v1alpha1.RolloutSoaking
+		Co = v1alpha1.RolloutConverged
+		Fa = v1alpha1.RolloutFailed
+		Re = v1alpha1.RolloutReverted
+	)
+	legal := []struct {
+		name     string
+		from, to v1alpha1.RolloutState
+	}{
+		{"first rollout", "", Pe},
+		{"seed: activation starts", Pe, Ac},
+		{"ours: nothing to do", Pe, Co},
+		{"seed: stages done", Ac, So},
+		{"seed: a stage fails", Ac, Fa},
+		{"seed: interrupt pending", Ac, De},
+		{"ours: spec changed while activating", Ac, Pe},
+		{"seed: interrupt done", De, So},
+		{"ours: interrupt failed", De, Fa},
+		{"ours: spec changed while deferred", De, Pe},
+		{"seed: soak passed", So, Co},
+		{"seed: soak check failed", So, Fa},
+		{"ours: spec changed while soaking", So, Pe},
+		{"ours: spec changed after converging", Co, Pe},
+		{"seed: rolled back", Fa, Re},
+		{"ours: retry (halt)", Fa, Ac},
+		{"ours: retry of an interrupt", Fa, De},
+		{"ours: spec changed after a failure", Fa, Pe},
+		{"seed: a new version after a rollback", Re, Pe},
+	}
+	states := []v1alpha1.RolloutState{"", Pe, Ac, De, So, Co, Fa, Re}
+	ok := map[[2]v1alpha1.RolloutState]string{}
+	for _, l := range legal {
+		ok[[2]v1alpha1.RolloutState{l.from, l.to}] = l.name
+	}
+	for _, from := range states {
+		for _, to := range states {
+			why, isLegal := ok[[2]v1alpha1.RolloutState{from, to}]
+			if from == to {
+				why, isLegal = "stays", true
+			}
+			if !isLegal {
+				why = "illegal"
+			}
+			t.Run(fmt.Sprintf("%q→%q %s", from, to, why), func(t *testing.T) {
+				err := RolloutTransition(from, to)
+				var te *TransitionError
+				switch {
+				case isLegal && err != nil:
+					t.Errorf("rejected: %v", err)
+				case !isLegal && !errors.As(err, &te):
+					t.Errorf("accepted (err %v)", err)
+				case !isLegal && (te.Machine != "rollout" || te.From != string(from) || te.To != string(to)):
+					t.Errorf("error %+v does not name the transition", te)
+				}
+			})
+		}
+	}
+	if len(ok) != len(legal) {
+		t.Errorf("duplicate legal rows")
+	}
+}
+
+// walk moves a node's rollout state to the target through the states seed 001 requires in
+// between, stamps Since when it moved, and keeps the soak round only while Soaking; a target
+// it cannot reach is an error that leaves the state alone.
+func TestWalk(t *testing.T) {
+	const (
+		Pe = v1alpha1.RolloutPending
+		Ac = v1alpha1.RolloutActivating
+		De = v1alpha1.RolloutDeferred
+		So = v1alpha1.RolloutSoaking
+		Co = v1alpha1.RolloutConverged
+		Fa = v1alpha1.RolloutFailed
+		Re = v1alpha1.RolloutReverted
+	)
+	t0, now := time.Unix(1_700_000_000, 0), time.Unix(1_700_000_100, 0)
+	for _, tc := range []struct {
+		name         string
+		prev, target v1alpha1.RolloutState
+		err          bool
+	}{
+		{"stay Converged", Co, Co, false},
+		{"stay Soaking", So, So, false},
+		{"direct: Pending → Activating", Pe, Ac, false},
+		{"new node with nothing to do: via Pending", "", Co, false},
+		{"new node starting: via Pending", "", Ac, false},
+		{"new node failing in its first pass: via Pending, Activating", "", Fa, false},
+		{"new node withdrawn in its first pass: via Pending, Activating, Failed", "", Re, false},
+		{"a spec change reopens: Converged → Pending → Activating", Co, Ac, false},
+		{"Converged → Soaking: via Pending, Activating", Co, So, false},
+		{"Reverted → Activating: via Pending", Re, Ac, false},
+		{"no soak: Activating → Soaking → Converged", Ac, Co, false},
+		{"no soak: Deferred → Soaking → Converged", De, Co, false},
+		{"rolled back in the pass that saw the failure: via Failed", Ac, Re, false},
+		{"Soaking → Reverted: via Failed", So, Re, false},
+		{"a retry that completes in one pass: Failed → Activating → Soaking", Fa, So, false},
+		{"a retry converging in one pass", Fa, Co, false},
+		{"Pending → Reverted: via Activating, Failed", Pe, Re, false},
+		{"unknown state in the record", "Bogus", Co, true},
+		{"unknown target", Ac, "Bogus", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newNodePass(SetFacts{Now: now}, NodeFacts{Name: "node-0"}, nil, new(int), nil)
+			p.rec.Rollout, p.rec.Since, p.rec.SoakRound = tc.prev, t0, 2
+			err := p.walk(tc.prev, tc.target)
+			if tc.err {
+				var te *TransitionError
+				if !errors.As(err, &te) || p.rec.Rollout != tc.prev {
+					t.Errorf("walk = %v, rollout %q; want a TransitionError and %q kept", err, p.rec.Rollout, tc.prev)
+				}
+				return
+			}
+			if err != nil || p.rec.Rollout != tc.target {
+				t.Fatalf("walk = %v, rollout %q; want %q", err, p.rec.Rollout, tc.target)
+			}
+			if moved := tc.prev != tc.target; moved != p.rec.Since.Equal(now) {
+				t.Errorf("Since %s (moved %v)", p.rec.Since, moved)
+			}
+			if wantRound := map[bool]int{true: 2, false: 0}[tc.target == So]; p.rec.SoakRound != wantRound {
+				t.Errorf("soak round %d, want %d", p.rec.SoakRound, wantRound)
+			}
+		})
+	}
+}
