@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,5 +297,212 @@ func TestDowngradeUninstallSpecMovedUp(t *testing.T) {
 	}
 	if r := s.nodes["node-0"].rec.Packages["driver"]; r.Version != "3.0.0" {
 		t.Errorf("version %s", r.Version)
+	}
+}
+
+// revertOf: how a failing flow rolls back under policy rollback, row by row in its order;
+// revertNone (halt: retried with backoff) for every flow it does not roll back.
+func TestRevertOf(t *testing.T) {
+	good, bad := map[string]string{"mode": "good"}, map[string]string{"mode": "bad"}
+	upgrade := func(mod func(*PackageRecord)) *PackageRecord { // 1.0.0 → 1.1.0 failing at config
+		r := &PackageRecord{Version: "1.1.0", Stage: conf, State: v1alpha1.StateErroring, Flow: 2, Prev: &Applied{Version: "1.0.0"}}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	downgrade := func(r *PackageRecord) { // 2.0.0 → 1.0.0: the uninstall of 2.0.0 failing
+		r.Version, r.Stage, r.Uninstall, r.Prev = "2.0.0", unin, true, &Applied{Version: "2.0.0", Uninstall: true}
+	}
+	for _, tc := range []struct {
+		name    string
+		policy  v1alpha1.HealthFailurePolicy
+		want    string // the wanted version of tool; "" not wanted
+		r       *PackageRecord
+		hold    Status
+		noGrant bool
+		kind    revertKind
+	}{
+		{"policy halt (default)", "", "1.1.0", upgrade(nil), "", false, revertNone},
+		{"policy halt", v1alpha1.HealthFailureHalt, "1.1.0", upgrade(nil), "", false, revertNone},
+		{"upgrade fails: back to the previous version", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(nil), "", false, revertVersion},
+		{"an interrupt of the upgrade fails", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(func(r *PackageRecord) { r.Stage = intr }), "", false, revertVersion},
+		{"a version change with a config change: the version", v1alpha1.HealthFailureRollback, "1.1.0",
+			upgrade(func(r *PackageRecord) { r.Config, r.Prev.Config = bad, good }), "", false, revertVersion},
+		{"in progress: nothing failed", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(func(r *PackageRecord) { r.State = v1alpha1.StateInProgress }), "", false, revertNone},
+		{"complete: nothing failed", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(func(r *PackageRecord) { r.State = v1alpha1.StateComplete }), "", false, revertNone},
+		{"the rollback flow fails itself: retried", v1alpha1.HealthFailureRollback, "1.1.0",
+			upgrade(func(r *PackageRecord) { r.Reverting, r.RevertedFrom = true, "1.2.0" }), "", false, revertNone},
+		{"a removal's uninstall fails: retried", v1alpha1.HealthFailureRollback, "", upgrade(func(r *PackageRecord) { r.Removing, r.Stage = true, unin }), "", false, revertNone},
+		{"held (paused): no rollback starts", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(nil), v1alpha1.StatusPaused, false, revertNone},
+		{"no budget grant: no rollback starts", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(nil), "", true, revertNone},
+		{"new package: withdrawn", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(func(r *PackageRecord) { r.New, r.Prev = true, nil }), "", false, revertNew},
+		{"new package failing at post-interrupt: withdrawn", v1alpha1.HealthFailureRollback, "1.1.0",
+			upgrade(func(r *PackageRecord) { r.New, r.Prev, r.Stage = true, nil, post }), "", false, revertNew},
+		{"nothing recorded to return to (an older record): retried", v1alpha1.HealthFailureRollback, "1.1.0", upgrade(func(r *PackageRecord) { r.Prev = nil }), "", false, revertNone},
+		{"re-apply of the same version and config: retried", v1alpha1.HealthFailureRollback, "1.1.0",
+			upgrade(func(r *PackageRecord) { r.Stage, r.Prev = appl, &Applied{Version: "1.1.0"} }), "", false, revertNone},
+		{"config-only change fails: back to the previous config", v1alpha1.HealthFailureRollback, "1.0.0",
+			upgrade(func(r *PackageRecord) {
+				r.Version, r.Config, r.Prev = "1.0.0", bad, &Applied{Version: "1.0.0", Config: good}
+			}), "", false, revertConfig},
+		{"downgrade's uninstall fails: the installed version again", v1alpha1.HealthFailureRollback, "1.0.0", upgrade(downgrade), "", false, revertDowngrade},
+		{"downgrade's uninstall fails, the spec moved up: retried", v1alpha1.HealthFailureRollback, "3.0.0", upgrade(downgrade), "", false, revertNone},
+		{"downgrade's uninstall fails, the spec asks for the installed version: retried", v1alpha1.HealthFailureRollback, "2.0.0", upgrade(downgrade), "", false, revertNone},
+		{"downgrade's uninstall fails, the package left the spec: retried", v1alpha1.HealthFailureRollback, "", upgrade(downgrade), "", false, revertNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wants []Want
+			if tc.want != "" {
+				wants = []Want{tool(tc.want)}
+			}
+			p := newNodePass(SetFacts{Name: "s", OnHealthFailure: tc.policy}, NodeFacts{Name: "node-0", Selected: true}, wants, new(int), map[string]bool{})
+			p.granted, p.hold = !tc.noGrant, tc.hold
+			if got := p.revertOf("tool", tc.r); got != tc.kind {
+				t.Errorf("revertOf = %d, want %d", got, tc.kind)
+			}
+		})
+	}
+}
+
+// revert, kind by kind: the flow that replaces the failed one (what it runs first, with which
+// version, image and spec, what it reverted from), the Job it creates, the quarantine, and
+// what it adds to the package's failure (and only to that package's).
+func TestRevert(t *testing.T) {
+	good, bad := map[string]string{"mode": "good"}, map[string]string{"mode": "bad"}
+	reboot := &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}
+	upgrade := func(uninstall bool) *PackageRecord {
+		return &PackageRecord{Version: "1.1.0", Image: "img:1.1.0", Stage: conf, State: v1alpha1.StateErroring, Flow: 4, Uninstall: uninstall, Spec: []byte("s-1.1.0"),
+			Prev: &Applied{Version: "1.0.0", Image: "img:1.0.0", Interrupt: reboot, Spec: []byte("s-1.0.0")}}
+	}
+	newPkg := func(uninstall bool) *PackageRecord {
+		return &PackageRecord{Version: "1.1.0", Image: "img:1.1.0", Stage: conf, State: v1alpha1.StateErroring, Flow: 4, New: true, Uninstall: uninstall, Spec: []byte("s-1.1.0")}
+	}
+	configChange := &PackageRecord{Version: "1.0.0", Image: "img:1.0.0", Config: bad, Stage: conf, State: v1alpha1.StateErroring, Flow: 4, Spec: []byte("s-bad"),
+		Prev: &Applied{Version: "1.0.0", Image: "img:1.0.0", Config: good, Spec: []byte("s-good")}}
+	downgrade := &PackageRecord{Version: "2.0.0", Image: "img:2.0.0", Stage: unin, State: v1alpha1.StateErroring, Flow: 4, Uninstall: true, Interrupt: reboot, Spec: []byte("s-2.0.0"),
+		Prev: &Applied{Version: "2.0.0", Image: "img:2.0.0", Uninstall: true, Interrupt: reboot, Spec: []byte("s-2.0.0")}}
+	type flow struct {
+		stage                              Stage
+		version, image, spec, from, config string
+		uninstall                          bool
+		prev, interrupt                    string
+	}
+	for _, tc := range []struct {
+		name       string
+		r          *PackageRecord
+		kind       revertKind
+		want       Want
+		flow       *flow // nil: no record left
+		quarantine string
+		note       string
+		withdrawn  string
+		err        bool
+	}{
+		{"version, no uninstall: apply of the previous version", upgrade(false), revertVersion, tool("1.1.0"),
+			&flow{stage: appl, version: "1.0.0", image: "img:1.0.0", spec: "s-1.0.0", from: "1.1.0", interrupt: "reboot"},
+			"tool@1.1.0", "rolling back to 1.0.0", "", false},
+		{"version, uninstall: uninstall of the failed version, with its spec", upgrade(true), revertVersion, tool("1.1.0"),
+			&flow{stage: unin, version: "1.1.0", image: "img:1.1.0", spec: "s-1.1.0", from: "1.1.0", uninstall: true, prev: "1.0.0", interrupt: "reboot"},
+			"tool@1.1.0", "rolling back to 1.0.0", "", false},
+		{"new package, no uninstall: dropped at once", newPkg(false), revertNew, tool("1.1.0"), nil,
+			"tool@1.1.0", "removing the new package (uninstall not enabled: nothing to run)", "1.1.0", false},
+		{"new package, uninstall: uninstalled", newPkg(true), revertNew, tool("1.1.0"),
+			&flow{stage: unin, version: "1.1.0", image: "img:1.1.0", spec: "s-1.1.0", from: "1.1.0", uninstall: true},
+			"tool@1.1.0", "uninstalling the new package", "", false},
+		{"config: the previous config, no config interrupt", configChange, revertConfig, tool("1.0.0"),
+			&flow{stage: conf, version: "1.0.0", image: "img:1.0.0", spec: "s-good", from: "1.0.0", config: ConfigKey(bad)},
+			ConfigQuarantine("tool", "1.0.0", bad), "rolling back to the previous config", "", false},
+		{"config: the previous config with the changed key's interrupt", configChange, revertConfig,
+			func() Want {
+				w := tool("1.0.0")
+				w.ConfigInterrupts = map[string]v1alpha1.Interrupt{"mode": {Type: v1alpha1.InterruptService, Services: []string{"svc"}}}
+				return w
+			}(),
+			&flow{stage: conf, version: "1.0.0", image: "img:1.0.0", spec: "s-good", from: "1.0.0", config: ConfigKey(bad), interrupt: "service"},
+			ConfigQuarantine("tool", "1.0.0", bad), "rolling back to the previous config", "", false},
+		{"downgrade's uninstall: the installed version applied again, the target quarantined", downgrade, revertDowngrade, tool("1.0.0"),
+			&flow{stage: appl, version: "2.0.0", image: "img:2.0.0", spec: "s-2.0.0", from: "1.0.0", uninstall: true, interrupt: "reboot"},
+			"tool@1.0.0", "the downgrade to 1.0.0 needs it: re-applying 2.0.0", "", false},
+		{"no rollback: an error, nothing changes", upgrade(false), revertNone, tool("1.1.0"),
+			&flow{stage: conf, version: "1.1.0", image: "img:1.1.0", spec: "s-1.1.0", prev: "1.0.0"}, "", "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newNodePass(SetFacts{Name: "s", Now: time.Unix(1_700_000_000, 0), OnHealthFailure: v1alpha1.HealthFailureRollback},
+				NodeFacts{Name: "node-0", Selected: true}, []Want{tc.want}, new(int), map[string]bool{})
+			p.granted = true
+			c := *tc.r // the rows share records
+			r := &c
+			p.rec.Packages["tool"], p.rec.Flows = r, 4
+			p.failures = []Failure{{"node-0", "tool", r.Stage, "BackoffLimitExceeded: failed"}, {"node-0", "fw", appl, "other"}}
+			err := p.revert("tool", r, tc.kind)
+			if tc.err {
+				if err == nil || len(p.plan.Jobs) != 0 || len(p.quarantine) != 0 || p.rec.Packages["tool"] != r || p.failures[0].Message != "BackoffLimitExceeded: failed" {
+					t.Errorf("revert = %v, jobs %v, quarantine %v, record %+v", err, p.plan.Jobs, p.quarantine, p.rec.Packages["tool"])
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.quarantine[tc.quarantine] || len(p.quarantine) != 1 {
+				t.Errorf("quarantine %v, want %s", p.quarantine, tc.quarantine)
+			}
+			if want := "BackoffLimitExceeded: failed; " + tc.note + ", " + tc.quarantine + " quarantined"; p.failures[0].Message != want || p.failures[1].Message != "other" {
+				t.Errorf("failures %v, want %q on tool only", p.failures, want)
+			}
+			nr := p.rec.Packages["tool"]
+			if tc.flow == nil {
+				if nr != nil || len(p.plan.Jobs) != 0 || p.rec.Withdrawn["tool"] != tc.withdrawn || !p.reverted {
+					t.Errorf("record %+v, jobs %v, withdrawn %v, reverted %v; want dropped, none, %s, true", nr, p.plan.Jobs, p.rec.Withdrawn, p.reverted, tc.withdrawn)
+				}
+				return
+			}
+			got := flow{stage: nr.Stage, version: nr.Version, image: nr.Image, spec: string(nr.Spec), from: nr.RevertedFrom, config: nr.RevertedConfig, uninstall: nr.Uninstall}
+			if nr.Prev != nil {
+				got.prev = nr.Prev.Version
+			}
+			if nr.Interrupt != nil {
+				got.interrupt = string(nr.Interrupt.Type)
+			}
+			if got != *tc.flow {
+				t.Errorf("flow %+v\nwant %+v", got, *tc.flow)
+			}
+			if !nr.Reverting || nr.State != v1alpha1.StateInProgress || nr.Flow != 5 || p.rec.Flows != 5 || nr.Done {
+				t.Errorf("record %+v (flows %d): want a new reverting flow 5 in progress", nr, p.rec.Flows)
+			}
+			if tc.kind == revertConfig && fmt.Sprint(nr.Config) != fmt.Sprint(good) {
+				t.Errorf("config %v, want %v", nr.Config, good)
+			}
+			if len(p.plan.Jobs) != 1 {
+				t.Fatalf("jobs %+v, want one", p.plan.Jobs)
+			}
+			j := p.plan.Jobs[0]
+			if j.Stage != tc.flow.stage || j.Version != tc.flow.version || j.Image != tc.flow.image || string(j.Spec) != tc.flow.spec ||
+				j.Name != JobName("s", "node-0", "tool", 5, tc.flow.stage, 0) {
+				t.Errorf("job %+v", j)
+			}
+		})
+	}
+}
+
+// revertedMessage: what a finished rollback did and the quarantine that holds the node.
+func TestRevertedMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    *PackageRecord
+		q    string
+		want string
+	}{
+		{"version", &PackageRecord{Version: "1.0.0", Reverting: true, RevertedFrom: "1.1.0"}, "tool@1.1.0",
+			"rolled back to 1.0.0 after the change to 1.1.0 failed; tool@1.1.0 is quarantined"},
+		{"config", &PackageRecord{Version: "1.0.0", Reverting: true, RevertedFrom: "1.0.0", RevertedConfig: "abcd1234"}, "tool@1.0.0#config-abcd1234",
+			"rolled back to the previous config of 1.0.0 after config abcd1234 failed; tool@1.0.0#config-abcd1234 is quarantined (change the config to continue)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := revertedMessage(tc.r, tc.q); got != tc.want {
+				t.Errorf("%q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
