@@ -341,7 +341,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
 					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`, or `MAJOR.MINOR` as Skyhook users write it (`1.2`, compared as 1.2.0, kept as written). Up: upgrade; down: uninstall (if enabled) then apply.",
 						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
-					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. Without a tag or digest the version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`.",
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. Without a tag or digest the version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
 					"env_from": envFromAttribute("the namespace of the stage Jobs"),

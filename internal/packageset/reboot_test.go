@@ -161,3 +161,48 @@ func TestRebootInterruptCompletesOnNewBootID(t *testing.T) {
 		n.untilComplete()
 	})
 }
+
+// rebooted: only a reboot interrupt's record, at stage interrupt, whose boot ID was recorded
+// and differs from the one the node reports now; rebootDone completes it (in_progress →
+// complete), says so, and forgets the boot ID.
+func TestRebooted(t *testing.T) {
+	reboot := &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}
+	rec := func(mod func(*PackageRecord)) *PackageRecord {
+		r := &PackageRecord{Stage: intr, State: v1alpha1.StateInProgress, Interrupt: reboot, BootID: "boot-1"}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		r        *PackageRecord
+		nodeBoot string
+		want     bool
+	}{
+		{"new boot ID", rec(nil), "boot-2", true},
+		{"new boot ID, the Job seen failed", rec(func(r *PackageRecord) { r.State = v1alpha1.StateErroring }), "boot-2", true},
+		{"same boot ID", rec(nil), "boot-1", false},
+		{"the node reports no boot ID", rec(nil), "", false},
+		{"no boot ID recorded", rec(func(r *PackageRecord) { r.BootID = "" }), "boot-2", false},
+		{"a service interrupt", rec(func(r *PackageRecord) { r.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptService} }), "boot-2", false},
+		{"a restart of all services", rec(func(r *PackageRecord) { r.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptRestartAllServices} }), "boot-2", false},
+		{"no interrupt", rec(func(r *PackageRecord) { r.Interrupt = nil }), "boot-2", false},
+		{"post-interrupt: already done", rec(func(r *PackageRecord) { r.Stage = post }), "boot-2", false},
+		{"config: not started", rec(func(r *PackageRecord) { r.Stage = conf }), "boot-2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", BootID: tc.nodeBoot}, nil, new(int), nil)
+			if got := p.rebooted(tc.r); got != tc.want {
+				t.Fatalf("rebooted = %v, want %v", got, tc.want)
+			}
+			if !tc.want || tc.r.State != v1alpha1.StateInProgress {
+				return
+			}
+			p.rebootDone(tc.r)
+			if tc.r.State != v1alpha1.StateComplete || tc.r.BootID != "" || tc.r.Message != "node rebooted (boot ID boot-1 → "+tc.nodeBoot+")" {
+				t.Errorf("after rebootDone: %s %q boot ID %q", tc.r.State, tc.r.Message, tc.r.BootID)
+			}
+		})
+	}
+}

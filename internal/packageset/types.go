@@ -62,14 +62,17 @@ func WantsOf(pkgs []v1alpha1.Package) []Want {
 
 // ImageOf is the image a package's stages run: spec image, with the version as its tag when it
 // has neither tag nor digest (Skyhook's image:version), e.g. "ghcr.io/acme/tuned" at 1.2 →
-// "ghcr.io/acme/tuned:1.2". A registry port ("localhost:5000/tuned") is not a tag.
+// "ghcr.io/acme/tuned:1.2". A registry port ("localhost:5000/tuned") is not a tag. OCI tags
+// cannot contain '+', so semver build metadata is written with '_' instead, as Helm and other
+// OCI tooling do: 1.2.3+build.5 → "ghcr.io/acme/tuned:1.2.3_build.5" (the version itself is
+// kept as written).
 func ImageOf(p v1alpha1.Package) string {
 	img := p.Image
 	last := img[strings.LastIndex(img, "/")+1:]
 	if strings.Contains(img, "@") || strings.Contains(last, ":") || p.Version == "" {
 		return img
 	}
-	return img + ":" + p.Version
+	return img + ":" + strings.ReplaceAll(p.Version, "+", "_")
 }
 
 // ConfigHashes maps each config key to a short hash of its value (what node records keep).

@@ -1,6 +1,8 @@
 package packageset
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -33,24 +35,46 @@ func TestParseVersion(t *testing.T) {
 }
 
 // An image without a tag or digest runs with the version as its tag; tags, digests and
-// registry ports are left alone.
+// registry ports are left alone. Build metadata ('+', not allowed in an OCI tag) is tagged
+// with '_', as Helm does; the version itself is kept as written.
 func TestImageOf(t *testing.T) {
-	for img, want := range map[string]string{
-		"ghcr.io/acme/tuned":                 "ghcr.io/acme/tuned:1.2",
-		"ghcr.io/acme/tuned:6.0":             "ghcr.io/acme/tuned:6.0",
-		"ghcr.io/acme/tuned@sha256:0123abcd": "ghcr.io/acme/tuned@sha256:0123abcd",
-		"localhost:5000/tuned":               "localhost:5000/tuned:1.2",
-		"localhost:5000/tuned:7":             "localhost:5000/tuned:7",
-		"busybox":                            "busybox:1.2",
+	for _, tc := range []struct {
+		name, image, version, want string
+	}{
+		{"no tag: the version is the tag", "ghcr.io/acme/tuned", "1.2", "ghcr.io/acme/tuned:1.2"},
+		{"tag kept", "ghcr.io/acme/tuned:6.0", "1.2", "ghcr.io/acme/tuned:6.0"},
+		{"digest kept", "ghcr.io/acme/tuned@sha256:0123abcd", "1.2", "ghcr.io/acme/tuned@sha256:0123abcd"},
+		{"registry port is not a tag", "localhost:5000/tuned", "1.2", "localhost:5000/tuned:1.2"},
+		{"registry port and tag", "localhost:5000/tuned:7", "1.2", "localhost:5000/tuned:7"},
+		{"bare name", "busybox", "1.2", "busybox:1.2"},
+		{"no version: image as is", "ghcr.io/acme/tuned", "", "ghcr.io/acme/tuned"},
+		{"pre-release: '-' is a valid tag character", "ghcr.io/acme/tuned", "2.0.0-rc.1", "ghcr.io/acme/tuned:2.0.0-rc.1"},
+		{"build metadata: '+' tagged as '_'", "ghcr.io/acme/tuned", "1.2.3+build.5", "ghcr.io/acme/tuned:1.2.3_build.5"},
+		{"pre-release and build metadata", "ghcr.io/acme/tuned", "2.0.0-rc.1+sha.5114f85", "ghcr.io/acme/tuned:2.0.0-rc.1_sha.5114f85"},
+		{"MAJOR.MINOR with build metadata", "localhost:5000/tuned", "1.2+7", "localhost:5000/tuned:1.2_7"},
+		{"build metadata, tag in the image: the image's tag", "ghcr.io/acme/tuned:6.0", "1.2.3+build.5", "ghcr.io/acme/tuned:6.0"},
 	} {
-		if got := ImageOf(v1alpha1.Package{Name: "tuned", Version: "1.2", Image: img}); got != want {
-			t.Errorf("ImageOf(%q) = %q, want %q", img, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := ImageOf(v1alpha1.Package{Name: "tuned", Version: tc.version, Image: tc.image})
+			if got != tc.want {
+				t.Errorf("ImageOf(%q at %q) = %q, want %q", tc.image, tc.version, got, tc.want)
+			}
+			// Whatever the version, a tag ImageOf adds is a valid OCI tag.
+			if tag, ok := strings.CutPrefix(got, tc.image+":"); ok && !ociTag.MatchString(tag) {
+				t.Errorf("tag %q is not a valid OCI tag", tag)
+			}
+		})
 	}
 	if w := WantOf(v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned"}); w.Image != "ghcr.io/acme/tuned:1.2" || w.Version != "1.2" {
 		t.Errorf("WantOf: image %q version %q (the version is kept as written)", w.Image, w.Version)
 	}
+	if w := WantOf(v1alpha1.Package{Name: "tuned", Version: "1.2.3+build.5", Image: "ghcr.io/acme/tuned"}); w.Image != "ghcr.io/acme/tuned:1.2.3_build.5" || w.Version != "1.2.3+build.5" {
+		t.Errorf("WantOf: image %q version %q (the version is kept as written)", w.Image, w.Version)
+	}
 }
+
+// ociTag is the OCI distribution spec's tag grammar.
+var ociTag = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
 // Explicit uninstall (Skyhook's uninstall.apply): such a package is not wanted, so the
 // machine treats it as removed; uninstall.apply without enabled does not uninstall.

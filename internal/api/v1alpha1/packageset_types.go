@@ -495,7 +495,9 @@ type Package struct {
 	Version string `json:"version"`
 	// Image is the package image; the stage is passed as the container's first argument. An
 	// image without a tag or digest runs with the version as its tag (as Skyhook does):
-	// "ghcr.io/acme/tuned" at version 1.2 runs "ghcr.io/acme/tuned:1.2".
+	// "ghcr.io/acme/tuned" at version 1.2 runs "ghcr.io/acme/tuned:1.2". OCI tags cannot
+	// contain '+', so build metadata is tagged with '_' instead (as Helm does): version
+	// 1.2.3+build.5 runs "ghcr.io/acme/tuned:1.2.3_build.5".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`
