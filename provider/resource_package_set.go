@@ -74,6 +74,7 @@ type packageSetModel struct {
 	NodeSelector          map[string]string      `tfsdk:"node_selector"`
 	NodeSelectorExprs     []selectorExprModel    `tfsdk:"node_selector_expressions"`
 	Sequencing            types.String           `tfsdk:"sequencing"`
+	After                 []string               `tfsdk:"after"`
 	Priority              types.Int64            `tfsdk:"priority"`
 	Paused                types.Bool             `tfsdk:"paused"`
 	Disabled              types.Bool             `tfsdk:"disabled"`
@@ -101,6 +102,13 @@ type rolloutModel struct {
 	SoakDuration      types.String `tfsdk:"soak_duration"`
 	SoakCheckInterval types.String `tfsdk:"soak_check_interval"`
 	OnHealthFailure   types.String `tfsdk:"on_health_failure"`
+	Waves             []waveModel  `tfsdk:"waves"`
+}
+
+type waveModel struct {
+	Name              types.String        `tfsdk:"name"`
+	NodeSelector      map[string]string   `tfsdk:"node_selector"`
+	NodeSelectorExprs []selectorExprModel `tfsdk:"node_selector_expressions"`
 }
 
 type interruptModel struct {
@@ -296,6 +304,11 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`: `node` (default) lets a node go on once this set is " +
 					"complete on it; `all` holds every node of every later set until this set is complete on all its nodes (a global gate).",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.SequencingNode), string(v1alpha1.SequencingAll))}},
+			"after": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Names of package sets that must be complete on a node before this set starts there, whatever their `priority` (NixFleet's edges between deployments). " +
+					"A named set that does not select the node does not hold it; two sets naming each other are an invalid spec (the apply fails naming both).",
+				Validators: []validator.List{listvalidator.SizeAtMost(16), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 40),
+					stringvalidator.RegexMatches(setNameRe, "must be a package set name: a DNS-1123 label"))}},
 			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
@@ -332,6 +345,24 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						"a config-only change goes back to the previous config (with its config interrupt), and a downgrade whose uninstall of the installed version fails re-applies the installed version. " +
 						"What failed is quarantined, `<package>@<version>` (for a downgrade, its target) or `<package>@<version>#config-<hash>` for a config: " +
 						"the apply fails naming the rollback, and the set stays erroring (Stalled) until the version (or config) changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
+					"waves": schema.ListNestedAttribute{Optional: true,
+						MarkdownDescription: "Roll out in order, as NixFleet's waves: a node belongs to the first wave whose selector matches it (nodes no wave picks come last), and no node of a wave " +
+							"starts until every node of the earlier waves is done (complete, soak included). `status.currentWave` names the wave under way.",
+						Validators: []validator.List{listvalidator.SizeAtMost(16)},
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the wave (a DNS-1123 label, unique).",
+								Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
+							"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels that pick the wave's nodes (all must match)."},
+							"node_selector_expressions": schema.ListNestedAttribute{Optional: true,
+								MarkdownDescription: "Label selector requirements the wave's nodes must also meet (`matchExpressions`).",
+								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+									"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
+									"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
+									"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
+								}},
+								Validators: []validator.List{selectorExprsValidator{}},
+							},
+						}}},
 				}},
 			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
@@ -630,6 +661,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	}
 	s.NodeSelector = expandSelector(m.NodeSelector, m.NodeSelectorExprs)
 	s.Sequencing = v1alpha1.Sequencing(m.Sequencing.ValueString())
+	s.After = append([]string(nil), m.After...)
 	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
 	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
 	if len(m.PodNonInterruptLabels) > 0 {
@@ -655,6 +687,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 				return nil, err
 			}
 			s.Rollout.SoakCheckInterval = &metav1.Duration{Duration: d}
+		}
+		for _, w := range ro.Waves {
+			s.Rollout.Waves = append(s.Rollout.Waves, v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)})
 		}
 	}
 	for _, p := range m.Packages {
@@ -728,6 +763,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
 	m.NodeSelectorExprs = flattenSelectorExprs(s.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
 	m.Sequencing = types.StringValue(string(s.Sequencing))
+	m.After = optList(s.After, prior.After)
 	if s.Sequencing == "" {
 		m.Sequencing = types.StringValue(string(v1alpha1.SequencingNode))
 	}
@@ -769,6 +805,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		if ro.SoakCheckInterval != nil {
 			m.Rollout.SoakCheckInterval = durationString(ro.SoakCheckInterval.Duration, pr.SoakCheckInterval)
 		}
+		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 	}
 	for i, p := range s.Packages {
 		var pp packageModel

@@ -22,6 +22,8 @@ resource "gantry_package_set" "test" {
   name          = %[1]q
   node_selector = { "gantry.dev/test-pool" = %[1]q }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  after         = ["%[1]s-other"]
+  rollout       = { waves = [{ name = "zone-a", node_selector = { "gantry.dev/zone" = "a" } }] }
   deployment_policy = {
     default = { budget = { count = 1 } }
     compartments = [{
@@ -42,7 +44,8 @@ resource "gantry_package_set" "test" {
 `, pool, version, extraPkg, failureThreshold)
 }
 
-// A deployment policy over 5 nodes (3 in compartment zone-a, 2 in the default compartment):
+// A deployment policy over 5 nodes (3 in compartment zone-a, 2 in the default compartment),
+// zone-a also the first wave, and after naming a set that does not exist (holds nothing):
 // the apply waits until both compartments are complete and `compartments` shows them; import
 // reads the policy back; a failing version stops zone-a after its first batch and the apply
 // fails naming the compartment.
@@ -76,11 +79,12 @@ func TestAccPackageSet_deploymentPolicy(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("compartments"), knownvalue.ListExact([]knownvalue.Check{
 						comp("zone-a", 3, 2), comp("default", 2, 1)})),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("deployment_policy").AtMapKey("compartments").AtSliceIndex(0).AtMapKey("strategy").AtMapKey("growth_factor"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("waves").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("zone-a")),
 				},
 			},
 			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 			{
-				Config: policyConfig(pool, "1.1.0", `    pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`, 1),
+				Config:      policyConfig(pool, "1.1.0", `    pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`, 1),
 				ExpectError: regexp.MustCompile(`(?s)DeploymentStopped.*compartment\s+zone-a\s+stopped\s+after\s+1\s+failed\s+batches\s+in\s+a\s+row.*stage\s+upgrade`),
 			},
 		},

@@ -102,8 +102,11 @@ func earlier(a, b *v1alpha1.PackageSet) bool {
 // AfterCycle names a set that set names in spec.after and that names set in its own ("" if
 // none): the two would wait for each other (an invalid spec).
 func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) string {
+	if slices.Contains(set.Spec.After, set.Name) {
+		return set.Name // waits for itself
+	}
 	for i := range sets {
-		if slices.Contains(set.Spec.After, sets[i].Name) && slices.Contains(sets[i].Spec.After, set.Name) {
+		if sets[i].Name != set.Name && slices.Contains(set.Spec.After, sets[i].Name) && slices.Contains(sets[i].Spec.After, set.Name) {
 			return sets[i].Name
 		}
 	}

@@ -240,7 +240,39 @@ func newPolicyPass(pol *Policy, nodes []NodeFacts, wants []Want) *policyPass {
 	for _, c := range pp.comps {
 		c.ceiling = Budget(c.Budget, c.matched)
 	}
+	pp.adopt(nodes)
 	return pp
+}
+
+// retrying: a package of the record failed before in its flow (a failed node of an earlier
+// batch, retried under halt: already counted as failed).
+func retrying(r *NodeRecord) bool {
+	for _, p := range r.Packages {
+		if p.Restarts > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// adopt puts into its compartment's batch a node in flight (not Failed, not retrying) that no
+// batch holds:
+// the batch state is in status, written after the node records, so a status write lost (a
+// conflict) leaves started nodes outside the state it reads back. They join the batch under
+// way, or make up the next one, so batches keep their order and are evaluated.
+func (pp *policyPass) adopt(nodes []NodeFacts) {
+	for _, n := range nodes {
+		c := pp.comp(n.Compartment)
+		if c.Strategy == nil || !n.Selected || n.Record == nil || c.inBatch[n.Name] ||
+			!InFlight(n.Record.Rollout) || n.Record.Rollout == v1alpha1.RolloutFailed || retrying(n.Record) {
+			continue
+		}
+		if len(c.Batch.Nodes) == 0 {
+			c.Batch.CurrentBatch++
+		}
+		c.Batch.Nodes = append(c.Batch.Nodes, n.Name)
+		c.inBatch[n.Name] = true
+	}
 }
 
 // comp is the named compartment (DefaultCompartment for "" or a name the policy lacks).

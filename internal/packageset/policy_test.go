@@ -292,3 +292,22 @@ func conditionOf(d Decision, typ string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+func TestPolicyAdoptsNodesALostStatusLeftOut(t *testing.T) {
+	// A pass's status write is lost (a conflict): the next pass reads the state before it,
+	// while the nodes it started are in flight. They are taken into a batch: no other node
+	// starts beside them, and the batch is evaluated when they are done.
+	policy := &v1alpha1.DeploymentPolicy{Default: &v1alpha1.PolicyDefault{Strategy: strategy(v1alpha1.StrategyFixed, 2)}}
+	s := policySim(t, policy, map[string]int{DefaultCompartment: 6}, tool("1.0.0"))
+	s.pass()
+	s.comps = nil // the status of that pass was never written
+	d := s.pass()
+	b := d.Compartments[0].Batch
+	if b.CurrentBatch != 1 || len(b.Nodes) != 2 || s.inFlight() != 2 {
+		t.Fatalf("after a lost status: %+v, %d in flight", *b, s.inFlight())
+	}
+	d = s.run(v1alpha1.StatusComplete)
+	if d.Compartments[0].Completed != 6 {
+		t.Errorf("%+v", d.Compartments[0])
+	}
+}

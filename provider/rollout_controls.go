@@ -1,7 +1,8 @@
 package provider
 
-// gantry_package_set's deployment_policy block (Skyhook's DeploymentPolicy, inline) and its
-// computed compartments: schema, plan-time checks, expand and flatten.
+// gantry_package_set's rollout controls: the deployment_policy block (Skyhook's
+// DeploymentPolicy, inline) and its computed compartments, and rollout.waves (NixFleet's
+// waves): schema, plan-time checks, expand and flatten.
 
 import (
 	"context"
@@ -336,4 +337,19 @@ func validatePolicyConfig(root configValue, diags *diag.Diagnostics) {
 		}
 		seen[name] = true
 	}
+}
+
+// flattenWaves is rollout.waves as the configuration writes them (prior: the configuration's,
+// for empty selector parts it wrote).
+func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
+	var out []waveModel
+	for i, w := range waves {
+		var pw waveModel
+		if i < len(prior) {
+			pw = prior[i]
+		}
+		out = append(out, waveModel{Name: types.StringValue(w.Name), NodeSelector: optMap(w.Selector.MatchLabels, pw.NodeSelector),
+			NodeSelectorExprs: flattenSelectorExprs(w.Selector.MatchExpressions, pw.NodeSelectorExprs)})
+	}
+	return out
 }
