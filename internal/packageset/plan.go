@@ -82,14 +82,7 @@ func Plan(f SetFacts) (Decision, error) {
 		if pausedMsg != "" {
 			pausedBy = append(pausedBy, pausedMsg)
 		}
-		if p.hold == "" && n.Selected && n.Wave > wave && !wasInFlight {
-			p.hold = v1alpha1.StatusWaiting // an earlier wave is not done
-		}
-		if pol != nil {
-			pol.grant(&p, n, wasInFlight, halted, f.Deleting)
-		} else {
-			p.grant(wasInFlight, &inflight, budget, halted)
-		}
+		admit(&p, wave, wasInFlight, pol, &inflight, budget, halted)
 		plan, err := p.run()
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
@@ -123,6 +116,19 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	d.Conditions = conditions(f, d, specErr, blocked)
 	return d, nil
+}
+
+// admit holds a node of a wave after the current one (Waiting) unless it is in flight, then
+// grants it a slot: of its deployment policy compartment (pol), else of the budget.
+func admit(p *nodePass, wave int, wasInFlight bool, pol *policyPass, inflight *int, budget int, halted bool) {
+	if p.hold == "" && p.n.Selected && p.n.Wave > wave && !wasInFlight {
+		p.hold = v1alpha1.StatusWaiting // an earlier wave is not done
+	}
+	if pol != nil {
+		pol.grant(p, p.n, wasInFlight, halted, p.f.Deleting)
+		return
+	}
+	p.grant(wasInFlight, inflight, budget, halted)
 }
 
 // policy adds the deployment policy's outcome: the compartments' status, the stopped ones, and
