@@ -91,6 +91,9 @@ type PackageSetReconciler struct {
 	lastPass map[string]passTiming
 	// lastStatus is when each set's status was last written (statusWait).
 	lastStatus map[string]time.Time
+	// RuntimeRequiredTaint is the runtime-required taint (spec.runtimeRequired); zero:
+	// v1alpha1.DefaultRuntimeRequiredTaint. Every stage pod tolerates it.
+	RuntimeRequiredTaint corev1.Taint
 }
 
 // DefaultPassGap is PackageSetReconciler.PassGap's default.
@@ -425,6 +428,15 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.Recorder.Event(&set, corev1.EventTypeWarning, "IllegalTransition", err.Error())
 		return ctrl.Result{}, err
 	}
+	// The runtime-required taint: new nodes gain it before their records are written.
+	rtFacts, err := r.runtimeFacts(ctx, &set, nodes, d, deleting)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rt := packageset.PlanRuntime(rtFacts)
+	if err := r.autoTaint(ctx, &set, nodes, rt); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
 	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
@@ -440,6 +452,10 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	d.AddDrainRefusals(refusals)
+	// Nodes whose runtime-required sets are all complete lose the taint, after the records.
+	if err := r.releaseNodes(ctx, &set, nodes, rt); err != nil {
+		return ctrl.Result{}, err
+	}
 	if !deleting && d.Status == v1alpha1.StatusComplete {
 		if err := r.pruneConfigMaps(ctx, &set, facts.Wants, d.Nodes); err != nil {
 			return ctrl.Result{}, err
@@ -457,6 +473,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	recordPackageSetMetrics(set.Name, d, nodes)
 	status := r.status(&set, d)
+	r.runtimeStatus(&status, &set, rt)
 	requeue := d.RequeueAfter
 	if !equality.Semantic.DeepEqual(set.Status, status) {
 		if wait := r.statusWait(set.Name, &set.Status, &status, len(d.Nodes)); wait > 0 {
@@ -823,7 +840,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
 
 	nodes := map[string]*corev1.Node{}
-	tolerations := packageset.StageTolerations(set)
+	tolerations := r.stageTolerations(set)
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		raw, hasRecord := node.Annotations[v1alpha1.AnnotationNodeStatePrefix+set.Name]
@@ -1066,6 +1083,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		}
 	}
 	job := packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName)
+	job.Spec.Template.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
 	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
 		return err
 	}
