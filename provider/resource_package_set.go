@@ -168,7 +168,9 @@ type autoTaintValidator struct{}
 func (autoTaintValidator) Description(context.Context) string {
 	return "auto_taint_new_nodes needs runtime_required = true"
 }
-func (v autoTaintValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v autoTaintValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 
 func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || !req.ConfigValue.ValueBool() {

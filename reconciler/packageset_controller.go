@@ -428,22 +428,14 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.Recorder.Event(&set, corev1.EventTypeWarning, "IllegalTransition", err.Error())
 		return ctrl.Result{}, err
 	}
-	// The runtime-required taint: new nodes gain it before their records are written.
-	rtFacts, err := r.runtimeFacts(ctx, &set, nodes, d, deleting)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	rt := packageset.PlanRuntime(rtFacts)
-	if err := r.autoTaint(ctx, &set, nodes, rt); err != nil {
-		return ctrl.Result{}, err
-	}
 
 	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
 	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
 	// client's QPS/burst still bounds the request rate); within a node the order stays
 	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
 	// node's actions (its Jobs are not created without its record) and retries the pass soon.
-	conflicted, refusals, err := r.act(ctx, &set, nodes, d.Nodes)
+	// The runtime-required taint goes on new nodes before, and off complete ones after (actRuntime).
+	conflicted, refusals, rt, err := r.actRuntime(ctx, &set, nodes, d, deleting)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -452,10 +444,6 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	d.AddDrainRefusals(refusals)
-	// Nodes whose runtime-required sets are all complete lose the taint, after the records.
-	if err := r.releaseNodes(ctx, &set, nodes, rt); err != nil {
-		return ctrl.Result{}, err
-	}
 	if !deleting && d.Status == v1alpha1.StatusComplete {
 		if err := r.pruneConfigMaps(ctx, &set, facts.Wants, d.Nodes); err != nil {
 			return ctrl.Result{}, err

@@ -45,6 +45,27 @@ func (r *PackageSetReconciler) stageTolerations(set *v1alpha1.PackageSet) []core
 	return append(packageset.StageTolerations(set), packageset.RuntimeToleration(r.runtimeTaint()))
 }
 
+// actRuntime is act (the node plans of d) between the runtime-required taint's changes
+// (packageset.PlanRuntime): new nodes gain the taint before their records are written (a node
+// is never recorded without it), nodes whose runtime-required sets are all complete lose it
+// after (only when no node write conflicted: the pass is retried then). It returns act's
+// results and the runtime decision (for the status).
+func (r *PackageSetReconciler) actRuntime(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, d packageset.Decision, deleting bool) (conflicted int, refusals map[string]string, rt packageset.RuntimeDecision, err error) {
+	f, err := r.runtimeFacts(ctx, set, nodes, d, deleting)
+	if err != nil {
+		return 0, nil, rt, err
+	}
+	rt = packageset.PlanRuntime(f)
+	if err := r.autoTaint(ctx, set, nodes, rt); err != nil {
+		return 0, nil, rt, err
+	}
+	conflicted, refusals, err = r.act(ctx, set, nodes, d.Nodes)
+	if err != nil || conflicted > 0 {
+		return conflicted, refusals, rt, err
+	}
+	return conflicted, refusals, rt, r.releaseNodes(ctx, set, nodes, rt)
+}
+
 // runtimeFacts gathers the facts of PlanRuntime: per node the set sees, its taint, whether
 // any set touched it, and the runtime-required sets that select it and are not complete on
 // it (this set's status on it from d, the pass's decision). Only nodes that carry the taint,
@@ -65,7 +86,7 @@ func (r *PackageSetReconciler) runtimeFacts(ctx context.Context, set *v1alpha1.P
 		}
 		n := packageset.RuntimeNode{Name: node.Name, Selected: sel.Matches(labels.Set(node.Labels)), Tainted: packageset.HasTaint(node.Spec.Taints, taint),
 			Touched: packageset.Touched(node.Annotations)}
-		if !n.Tainted && !(autoTaint && n.Selected && !n.Touched) {
+		if candidate := autoTaint && n.Selected && !n.Touched; !n.Tainted && !candidate {
 			f.Nodes = append(f.Nodes, n)
 			continue
 		}
