@@ -61,9 +61,9 @@ resource "gantry_package_set" "host_tuning" {
 
 # Runtime-required nodes, as Skyhook's runtimeRequired: GPU nodes join with the taint
 # gantry.dev/runtime-required=true:NoSchedule (kubelet --register-with-taints, or the node
-# pool's taints), so no workload lands on them before the firmware and the driver check are
-# complete there; the reconciler removes the taint node by node once every runtime-required set
-# selecting the node is complete on it. auto_taint_new_nodes also taints new nodes that joined
+# pool's taints), so no workload lands on them before the firmware package is complete
+# there; the reconciler removes the taint node by node once every runtime-required set
+# selecting the node is complete on it (a node whose stage fails keeps it). auto_taint_new_nodes also taints new nodes that joined
 # without it (a fallback: pods may land on a node before the reconciler sees it).
 resource "gantry_package_set" "gpu_gate" {
   name          = "gpu-gate"
