@@ -205,6 +205,13 @@ func TestChartRender(t *testing.T) {
 	if !strings.HasSuffix(c.Image, "@sha256:"+strings.Repeat("a", 64)) {
 		t.Errorf("image %s not pinned by digest", c.Image)
 	}
+	if strings.Contains(strings.Join(c.Args, " "), "--runtime-required-taint") {
+		t.Errorf("args %v: --runtime-required-taint without runtimeRequiredTaint", c.Args)
+	}
+	rt := deployment(t, render(t, "ops", "runtimeRequiredTaint=skyhook.nvidia.com=runtime-required:NoSchedule")).Spec.Template.Spec.Containers[0]
+	if !contains(rt.Args, "--runtime-required-taint=skyhook.nvidia.com=runtime-required:NoSchedule") {
+		t.Errorf("args %v lack --runtime-required-taint", rt.Args)
+	}
 	for _, kind := range []string{"Service", "ClusterRole", "Role"} {
 		if o := find(off, kind); o != nil {
 			t.Errorf("%s %s rendered with it switched off", kind, o.Name)
@@ -219,7 +226,8 @@ func TestChartFlagsAccepted(t *testing.T) {
 	if out, err := run(t, nil, "go", "build", "-o", bin, "../reconciler/cmd/gantry-reconciler"); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, set := range [][]string{nil, {"metrics.enabled=false", "crds.install=false", "watchNamespaces={a}", "logLevel=3", "logEncoding=console"}} {
+	for _, set := range [][]string{nil, {"metrics.enabled=false", "crds.install=false", "watchNamespaces={a}", "logLevel=3", "logEncoding=console",
+		"runtimeRequiredTaint=skyhook.nvidia.com=runtime-required:NoSchedule"}} {
 		c := deployment(t, render(t, "gantry-system", set...)).Spec.Template.Spec.Containers[0]
 		if out, err := run(t, nil, bin, append(c.Args, "-h")...); err != nil {
 			t.Errorf("gantry-reconciler %s -h: %v\n%s", strings.Join(c.Args, " "), err, out)

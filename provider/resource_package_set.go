@@ -85,6 +85,8 @@ type packageSetModel struct {
 	Rollout               *rolloutModel          `tfsdk:"rollout"`
 	DeploymentPolicy      *deploymentPolicyModel `tfsdk:"deployment_policy"`
 	Packages              []packageModel         `tfsdk:"packages"`
+	RuntimeRequired       types.Bool             `tfsdk:"runtime_required"`
+	AutoTaintNewNodes     types.Bool             `tfsdk:"auto_taint_new_nodes"`
 	Status                types.String           `tfsdk:"status"`
 	CompleteNodes         types.String           `tfsdk:"complete_nodes"`
 	NodeStatus            types.Map              `tfsdk:"node_status"`
@@ -166,6 +168,31 @@ func (uninstallApplyValidator) ValidateBool(ctx context.Context, req validator.B
 	if !enabled.ValueBool() {
 		resp.Diagnostics.AddAttributeError(req.Path, "uninstall_apply Needs uninstall_enabled",
 			"uninstall_apply = true runs the package's uninstall stage: set uninstall_enabled = true too.")
+	}
+}
+
+// autoTaintValidator requires runtime_required = true beside auto_taint_new_nodes = true (the
+// CRD's rule "spec.autoTaintNewNodes needs spec.runtimeRequired = true").
+type autoTaintValidator struct{}
+
+func (autoTaintValidator) Description(context.Context) string {
+	return "auto_taint_new_nodes needs runtime_required = true"
+}
+func (v autoTaintValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || !req.ConfigValue.ValueBool() {
+		return
+	}
+	var required types.Bool
+	if req.Config.GetAttribute(ctx, path.Root("runtime_required"), &required).HasError() || required.IsUnknown() {
+		return
+	}
+	if !required.ValueBool() {
+		resp.Diagnostics.AddAttributeError(req.Path, "auto_taint_new_nodes Needs runtime_required",
+			"auto_taint_new_nodes = true adds the runtime-required taint, which only runtime-required sets remove: set runtime_required = true too.")
 	}
 }
 
@@ -425,6 +452,14 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 							"Every package of a set may be uninstalled this way.",
 						Validators: []validator.Bool{uninstallApplyValidator{}}},
 				}}},
+			"runtime_required": schema.BoolAttribute{Optional: true, MarkdownDescription: "The packages must be complete on a node before workloads run there, as Skyhook's " +
+				"`runtimeRequired`. Nodes join with the runtime-required taint `" + v1alpha1.DefaultRuntimeRequiredTaint + "` (e.g. kubelet `--register-with-taints`; the reconciler's " +
+				"`--runtime-required-taint` names another), which every stage pod tolerates; the reconciler removes it from a node once every runtime-required set selecting " +
+				"that node is complete there, node by node (a failing node keeps it). The set's status condition `RuntimeRequiredTaint` names the nodes still tainted and the sets they wait for."},
+			"auto_taint_new_nodes": schema.BoolAttribute{Optional: true, MarkdownDescription: "Add the runtime-required taint to new nodes this set selects (nodes no set has touched: " +
+				"no `gantry.dev/` annotation), as Skyhook's `autoTaintNewNodes`; a node once handled is never tainted again. Needs `runtime_required = true`. " +
+				"Tainting at provisioning is safer: until the reconciler sees a new node, pods may be scheduled there.",
+				Validators: []validator.Bool{autoTaintValidator{}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
@@ -664,6 +699,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	s.After = append([]string(nil), m.After...)
 	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
 	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
+	s.RuntimeRequired, s.AutoTaintNewNodes = m.RuntimeRequired.ValueBool(), m.AutoTaintNewNodes.ValueBool()
 	if len(m.PodNonInterruptLabels) > 0 {
 		s.PodNonInterruptLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.PodNonInterruptLabels)}
 	}
@@ -776,6 +812,8 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.UninstallOnDelete = types.BoolPointerValue(s.UninstallOnDelete)
 	m.InterruptionBudget = flattenBudget(s.InterruptionBudget)
 	m.DeploymentPolicy = flattenDeploymentPolicy(s.DeploymentPolicy, prior.DeploymentPolicy)
+	m.RuntimeRequired = optBool(s.RuntimeRequired, prior.RuntimeRequired)
+	m.AutoTaintNewNodes = optBool(s.AutoTaintNewNodes, prior.AutoTaintNewNodes)
 	if s.PodNonInterruptLabels != nil {
 		m.PodNonInterruptLabels = optMap(s.PodNonInterruptLabels.MatchLabels, prior.PodNonInterruptLabels)
 	} else {

@@ -232,7 +232,7 @@ func TestAccPackageSet_rollback(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("soak_check_interval"), knownvalue.StringExact("1s"))},
 			},
 			{
-				Config:      rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				Config: rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
 				// Two CI runs (of ~8) saw this apply fail with "exit status 1" and an EMPTY stderr
 				// (terraform-exec appends stderr to the error; it had nothing), on Terraform 1.8
 				// and 1.14, not reproduced by hand. That failure is accepted here as such; the

@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 )
 
 // FieldManager is the field manager (server-side apply) and event source of the reconciler.
@@ -70,6 +71,9 @@ type Options struct {
 	JobNamespace string
 	// PackageSetPassGap is PackageSetReconciler.PassGap (0: DefaultPassGap; negative: none).
 	PackageSetPassGap time.Duration
+	// RuntimeRequiredTaint is the runtime-required taint, "key=value:Effect" (empty:
+	// v1alpha1.DefaultRuntimeRequiredTaint), as Skyhook's RUNTIME_REQUIRED_TAINT.
+	RuntimeRequiredTaint string
 }
 
 // DefaultOptions are the defaults of gantry-reconciler's flags.
@@ -176,6 +180,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	psr := NewPackageSetReconciler(mgr, jobNS)
 	psr.PassGap = o.PackageSetPassGap
+	if o.RuntimeRequiredTaint != "" {
+		t, err := packageset.ParseTaint(o.RuntimeRequiredTaint)
+		if err != nil {
+			return nil, fmt.Errorf("runtime-required taint: %w", err)
+		}
+		psr.RuntimeRequiredTaint = t
+	}
 	if err := psr.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("packageset controller: %w", err)
 	}

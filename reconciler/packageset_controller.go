@@ -91,6 +91,9 @@ type PackageSetReconciler struct {
 	lastPass map[string]passTiming
 	// lastStatus is when each set's status was last written (statusWait).
 	lastStatus map[string]time.Time
+	// RuntimeRequiredTaint is the runtime-required taint (spec.runtimeRequired); zero:
+	// v1alpha1.DefaultRuntimeRequiredTaint. Every stage pod tolerates it.
+	RuntimeRequiredTaint corev1.Taint
 }
 
 // DefaultPassGap is PackageSetReconciler.PassGap's default.
@@ -431,7 +434,8 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// client's QPS/burst still bounds the request rate); within a node the order stays
 	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
 	// node's actions (its Jobs are not created without its record) and retries the pass soon.
-	conflicted, refusals, err := r.act(ctx, &set, nodes, d.Nodes)
+	// The runtime-required taint goes on new nodes before, and off complete ones after (actRuntime).
+	conflicted, refusals, rt, err := r.actRuntime(ctx, &set, nodes, d, deleting)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -457,6 +461,7 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	recordPackageSetMetrics(set.Name, d, nodes)
 	status := r.status(&set, d)
+	r.runtimeStatus(&status, &set, rt)
 	requeue := d.RequeueAfter
 	if !equality.Semantic.DeepEqual(set.Status, status) {
 		if wait := r.statusWait(set.Name, &set.Status, &status, len(d.Nodes)); wait > 0 {
@@ -858,7 +863,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
 
 	nodes := map[string]*corev1.Node{}
-	tolerations := packageset.StageTolerations(set)
+	tolerations := r.stageTolerations(set)
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
 		raw, hasRecord := node.Annotations[v1alpha1.AnnotationNodeStatePrefix+set.Name]
@@ -1102,6 +1107,7 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 		}
 	}
 	job := packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName)
+	job.Spec.Template.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
 	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
 		return err
 	}

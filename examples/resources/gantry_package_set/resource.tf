@@ -96,3 +96,29 @@ resource "gantry_package_set" "driver_by_zone" {
     uninstall_enabled = true
   }]
 }
+
+# Runtime-required nodes, as Skyhook's runtimeRequired: GPU nodes join with the taint
+# gantry.dev/runtime-required=true:NoSchedule (kubelet --register-with-taints, or the node
+# pool's taints), so no workload lands on them before the firmware package is complete
+# there; the reconciler removes the taint node by node once every runtime-required set
+# selecting the node is complete on it (a node whose stage fails keeps it). auto_taint_new_nodes also taints new nodes that joined
+# without it (a fallback: pods may land on a node before the reconciler sees it).
+resource "gantry_package_set" "gpu_gate" {
+  name          = "gpu-gate"
+  node_selector = { "nvidia.com/gpu.present" = "true" }
+  priority      = 10
+
+  runtime_required     = true
+  auto_taint_new_nodes = true
+
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+
+  packages = [
+    {
+      name    = "gpu-firmware"
+      version = "1.4.0"
+      image   = "ghcr.io/acme/gpu-firmware"
+      host    = { privileged = true, root_mount_path = "/host" }
+    },
+  ]
+}

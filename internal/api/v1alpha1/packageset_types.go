@@ -145,6 +145,15 @@ const (
 	// gantry_package_set_clear_quarantine action writes it; `kubectl annotate packageset
 	// <name> gantry.dev/clear-quarantine=<key>` does the same.
 	AnnotationClearQuarantine = "gantry.dev/clear-quarantine"
+	// AnnotationAutoTaint is on a node the reconciler gave the runtime-required taint
+	// (spec.autoTaintNewNodes): the taint it added ("key=value:Effect"). Like Skyhook's
+	// autoTaint_<taintKey>, it keeps the node from counting as new again.
+	AnnotationAutoTaint = "gantry.dev/auto-taint"
+	// DefaultRuntimeRequiredTaint is the runtime-required taint ("key=value:Effect") nodes carry
+	// until every runtimeRequired set selecting them is complete there (Skyhook's default is
+	// skyhook.nvidia.com=runtime-required:NoSchedule); the reconciler's
+	// --runtime-required-taint flag replaces it.
+	DefaultRuntimeRequiredTaint = "gantry.dev/runtime-required=true:NoSchedule"
 	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
@@ -181,6 +190,7 @@ type PackageSet struct {
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || !(p.name in p.dependsOn))",message="a package cannot depend on itself"
 // +kubebuilder:validation:XValidation:rule="!has(self.deploymentPolicy) || !has(self.interruptionBudget)",message="deploymentPolicy and interruptionBudget exclude each other: set budgets in the policy (default.budget, compartments[].budget)"
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.all(q, q.name != d || !has(q.dependsOn) || !(p.name in q.dependsOn))))",message="dependsOn forms a cycle of two packages"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoTaintNewNodes) || !self.autoTaintNewNodes || (has(self.runtimeRequired) && self.runtimeRequired)",message="spec.autoTaintNewNodes needs spec.runtimeRequired = true (the taint it adds is the runtime-required one)"
 type PackageSetSpec struct {
 	// NodeSelector picks the nodes the packages go on. An empty selector picks every node.
 	// +optional
@@ -257,6 +267,26 @@ type PackageSetSpec struct {
 	// interruptionBudget.
 	// +optional
 	DeploymentPolicy *DeploymentPolicy `json:"deploymentPolicy,omitempty"`
+
+	// RuntimeRequired: this set's packages must be complete on a node before workloads run
+	// there, as Skyhook's runtimeRequired. Nodes join with the runtime-required taint
+	// (DefaultRuntimeRequiredTaint, gantry.dev/runtime-required=true:NoSchedule, unless the
+	// reconciler's --runtime-required-taint names another; every stage pod tolerates it); the
+	// reconciler removes it from a node once every runtime-required set that selects the node
+	// (not disabled, not being deleted) is complete on that node, node by node. A node no
+	// runtime-required set selects keeps the taint. status.runtimeRequiredNodes counts the
+	// selected nodes still tainted and the RuntimeRequiredTaint condition names what holds them.
+	// +optional
+	RuntimeRequired bool `json:"runtimeRequired,omitempty"`
+
+	// AutoTaintNewNodes: the reconciler adds the runtime-required taint to a new node this set
+	// selects (one with no gantry.dev/ annotation: no set has touched it yet), as Skyhook's
+	// autoTaintNewNodes, and marks it with the gantry.dev/auto-taint annotation; a node once
+	// touched is never tainted again. Needs runtimeRequired. Tainting at provisioning
+	// (kubelet --register-with-taints) is safer: until the reconciler sees a new node, pods
+	// may be scheduled there.
+	// +optional
+	AutoTaintNewNodes bool `json:"autoTaintNewNodes,omitempty"`
 }
 
 // DeploymentPolicy is a set's rollout by compartments and batches (Skyhook's
@@ -640,7 +670,7 @@ type PackageSetStatus struct {
 	// +optional
 	Status PackageSetStatusValue `json:"status,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus) and TaintNotTolerable, DrainBlocked,
-	// InvalidSpec, VersionQuarantined.
+	// InvalidSpec, VersionQuarantined, RuntimeRequiredTaint (runtimeRequired sets).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -676,6 +706,10 @@ type PackageSetStatus struct {
 	// +listMapKey=name
 	// +optional
 	Compartments []CompartmentStatus `json:"compartments,omitempty"`
+	// RuntimeRequiredNodes is, for a runtimeRequired set, how many of its selected nodes still
+	// carry the runtime-required taint after the last pass (absent: none).
+	// +optional
+	RuntimeRequiredNodes int32 `json:"runtimeRequiredNodes,omitempty"`
 }
 
 // PackageStatus is one package's state on one node.

@@ -1,0 +1,211 @@
+package packageset
+
+// Rule: the runtime-required taint (Skyhook's runtimeRequired and autoTaintNewNodes): which
+// nodes lose it (every runtime-required set selecting the node is complete there), which gain
+// it (new nodes of a set with autoTaintNewNodes), and what holds the others.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Condition of a runtimeRequired set: True while some selected node keeps the taint.
+const (
+	ConditionRuntimeRequiredTaint = "RuntimeRequiredTaint"
+	ReasonNodesTainted            = "NodesTainted"
+	ReasonNodesReleased           = "NodesReleased"
+)
+
+// ParseTaint parses "key=value:Effect" or "key:Effect" (kubectl taint's form); the effect is
+// NoSchedule, PreferNoSchedule or NoExecute.
+func ParseTaint(s string) (corev1.Taint, error) {
+	var t corev1.Taint
+	i := strings.LastIndex(s, ":")
+	if i <= 0 {
+		return t, fmt.Errorf("taint %q: want key=value:Effect or key:Effect", s)
+	}
+	kv, effect := s[:i], corev1.TaintEffect(s[i+1:])
+	switch effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return t, fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+	}
+	t.Effect = effect
+	t.Key, t.Value, _ = strings.Cut(kv, "=")
+	if t.Key == "" {
+		return t, fmt.Errorf("taint %q: empty key", s)
+	}
+	return t, nil
+}
+
+// RuntimeToleration tolerates exactly the runtime-required taint t: every stage pod carries it
+// (as Skyhook's package pods do), so the stages run on the nodes the taint holds.
+func RuntimeToleration(t corev1.Taint) corev1.Toleration {
+	return corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect}
+}
+
+// HasTaint reports whether taints holds t (same key and effect; the value is not compared, as
+// kubectl taint and Skyhook's TaintExists do).
+func HasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Touched reports whether a node with annotations was ever handled by a set: it has a
+// gantry.dev/ annotation (a set's record, status or cordon, or the auto-taint marker). An
+// untouched node is "new" for autoTaintNewNodes (Skyhook: no skyhook.nvidia.com/* annotation).
+func Touched(annotations map[string]string) bool {
+	for k := range annotations {
+		if strings.HasPrefix(k, "gantry.dev/") {
+			return true
+		}
+	}
+	return false
+}
+
+// RuntimeHolders reads which runtime-required sets bear on a node with nodeLabels and
+// nodeAnnotations: required, how many runtimeRequired sets (not disabled, not being deleted)
+// select it; holding, those of them not complete on it, sorted. Among sets (every PackageSet),
+// the one named like set is replaced by set, and its status on the node is self (the status
+// this pass writes; the node's gantry.dev/status_<set> annotation may still be the last
+// pass's); the other sets' statuses are their annotations. A set whose selector does not
+// parse selects no node.
+func RuntimeHolders(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string, self Status) (required int, holding []string) {
+	seen := false
+	one := func(s *v1alpha1.PackageSet, status Status) {
+		if !s.Spec.RuntimeRequired || s.Spec.Disabled || !s.DeletionTimestamp.IsZero() {
+			return
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
+		if err != nil || !sel.Matches(labels.Set(nodeLabels)) {
+			return
+		}
+		required++
+		if status != v1alpha1.StatusComplete {
+			holding = append(holding, s.Name)
+		}
+	}
+	for i := range sets {
+		if sets[i].Name == set.Name {
+			seen = true
+			one(set, self)
+			continue
+		}
+		one(&sets[i], Status(nodeAnnotations[v1alpha1.AnnotationNodeStatusPrefix+sets[i].Name]))
+	}
+	if !seen {
+		one(set, self)
+	}
+	sort.Strings(holding)
+	return required, holding
+}
+
+// RuntimeNode is what a pass observed of one node of the set for the runtime-required taint.
+type RuntimeNode struct {
+	Name string
+	// Selected: the set selects the node.
+	Selected bool
+	// Tainted: the node carries the runtime-required taint.
+	Tainted bool
+	// Touched: the node has a gantry.dev/ annotation (Touched): not new.
+	Touched bool
+	// Required and Holding are RuntimeHolders' (this pass's status of the set on the node).
+	Required int
+	Holding  []string
+}
+
+// RuntimeFacts are a pass's facts for the runtime-required taint.
+type RuntimeFacts struct {
+	// RuntimeRequired and AutoTaint are the set's spec.runtimeRequired and
+	// spec.autoTaintNewNodes; Disabled and Deleting, its state (neither auto-taints).
+	RuntimeRequired, AutoTaint, Disabled, Deleting bool
+	// Nodes the set sees, any order.
+	Nodes []RuntimeNode
+}
+
+// RuntimeDecision is what to do with the runtime-required taint.
+type RuntimeDecision struct {
+	// Taint: new nodes to give the taint (and the auto-taint marker); Untaint: nodes to remove
+	// it from. Sorted.
+	Taint, Untaint []string
+	// Held: the selected nodes that keep the taint after the pass → the runtime-required sets
+	// not complete there (empty when no runtime-required set selects the node: nothing will
+	// remove it).
+	Held map[string][]string
+}
+
+// PlanRuntime decides the runtime-required taint of the set's nodes, as Skyhook does: a
+// tainted node loses it once at least one runtime-required set selects it and all those are
+// complete on it (per node: one node is released while another still runs); a node no
+// runtime-required set selects keeps it. A runtime-required set with autoTaint (not disabled,
+// not deleting) taints a selected node that is untouched (no gantry.dev/ annotation), not
+// tainted yet and not complete; a touched node is never tainted again.
+func PlanRuntime(f RuntimeFacts) RuntimeDecision {
+	nodes := append([]RuntimeNode(nil), f.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	var d RuntimeDecision
+	autoTaint := f.RuntimeRequired && f.AutoTaint && !f.Disabled && !f.Deleting
+	for _, n := range nodes {
+		tainted := n.Tainted
+		switch {
+		case n.Tainted && n.Required > 0 && len(n.Holding) == 0:
+			d.Untaint = append(d.Untaint, n.Name)
+			tainted = false
+		case !n.Tainted && autoTaint && n.Selected && !n.Touched && len(n.Holding) > 0:
+			d.Taint = append(d.Taint, n.Name)
+			tainted = true
+		}
+		if tainted && n.Selected {
+			if d.Held == nil {
+				d.Held = map[string][]string{}
+			}
+			d.Held[n.Name] = n.Holding
+		}
+	}
+	return d
+}
+
+// MaxHeldListed is how many held nodes the RuntimeRequiredTaint condition names.
+const MaxHeldListed = 12
+
+// RuntimeCondition is the RuntimeRequiredTaint condition of a runtimeRequired set: True
+// (NodesTainted) naming the selected nodes that keep taint and the sets they wait for, False
+// (NodesReleased) when none does.
+func RuntimeCondition(generation int64, taint string, held map[string][]string) metav1.Condition {
+	c := metav1.Condition{Type: ConditionRuntimeRequiredTaint, ObservedGeneration: generation}
+	if len(held) == 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNodesReleased, "no selected node carries the runtime-required taint "+taint
+		return c
+	}
+	names := make([]string, 0, len(held))
+	for n := range held {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var items []string
+	for i, n := range names {
+		if i == MaxHeldListed {
+			items = append(items, fmt.Sprintf("and %d more", len(names)-i))
+			break
+		}
+		if len(held[n]) == 0 {
+			items = append(items, n+" (no runtime-required set selects it)")
+		} else {
+			items = append(items, n+" (waiting for "+strings.Join(held[n], ", ")+")")
+		}
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, ReasonNodesTainted
+	c.Message = fmt.Sprintf("%d node(s) keep the runtime-required taint %s: %s", len(names), taint, strings.Join(items, "; "))
+	return c
+}
