@@ -101,10 +101,11 @@ type budgetModel struct {
 }
 
 type rolloutModel struct {
-	SoakDuration      types.String `tfsdk:"soak_duration"`
-	SoakCheckInterval types.String `tfsdk:"soak_check_interval"`
-	OnHealthFailure   types.String `tfsdk:"on_health_failure"`
-	Waves             []waveModel  `tfsdk:"waves"`
+	SoakDuration      types.String       `tfsdk:"soak_duration"`
+	SoakCheckInterval types.String       `tfsdk:"soak_check_interval"`
+	OnHealthFailure   types.String       `tfsdk:"on_health_failure"`
+	Waves             []waveModel        `tfsdk:"waves"`
+	HealthChecks      []healthCheckModel `tfsdk:"health_checks"`
 }
 
 type waveModel struct {
@@ -390,6 +391,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 								Validators: []validator.List{selectorExprsValidator{}},
 							},
 						}}},
+					"health_checks": healthChecksAttribute(),
 				}},
 			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
@@ -479,7 +481,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 // of other resources) are skipped here and checked once known; a check that needs a value
 // not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	validatePolicyConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateRolloutConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
 		return
@@ -727,6 +729,11 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		for _, w := range ro.Waves {
 			s.Rollout.Waves = append(s.Rollout.Waves, v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)})
 		}
+		hcs, err := expandHealthChecks(ro.HealthChecks)
+		if err != nil {
+			return nil, err
+		}
+		s.Rollout.HealthChecks = hcs
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
@@ -844,6 +851,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 			m.Rollout.SoakCheckInterval = durationString(ro.SoakCheckInterval.Duration, pr.SoakCheckInterval)
 		}
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
+		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
 	}
 	for i, p := range s.Packages {
 		var pp packageModel

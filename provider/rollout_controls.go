@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -318,9 +319,18 @@ func flattenDeploymentPolicy(p *v1alpha1.DeploymentPolicy, prior *deploymentPoli
 	return m
 }
 
-// validatePolicyConfig checks at plan that compartment names are unique (the CRD's list-map
-// key), naming the duplicate.
-func validatePolicyConfig(root configValue, diags *diag.Diagnostics) {
+// validateRolloutConfig checks at plan what the CRD's rules check: compartment names unique
+// (naming the duplicate), and health checks only with a soak window (they run in its rounds).
+func validateRolloutConfig(root configValue, diags *diag.Diagnostics) {
+	if hcs, known := root.Attr("rollout").Attr("health_checks").List(); known && len(hcs) > 0 {
+		soak := root.Attr("rollout").Attr("soak_duration")
+		v, _ := soak.String()
+		d, err := time.ParseDuration(v)
+		if !soak.Unknown() && (soak.Null() || err == nil && d <= 0) {
+			diags.AddAttributeError(path.Root("rollout").AtName("health_checks"), "Health Checks Need A Soak",
+				"rollout.health_checks run in the soak window's rounds: set rollout.soak_duration (e.g. \"1m\").")
+		}
+	}
 	comps, known := root.Attr("deployment_policy").Attr("compartments").List()
 	if !known {
 		return
@@ -350,6 +360,114 @@ func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
 		}
 		out = append(out, waveModel{Name: types.StringValue(w.Name), NodeSelector: optMap(w.Selector.MatchLabels, pw.NodeSelector),
 			NodeSelectorExprs: flattenSelectorExprs(w.Selector.MatchExpressions, pw.NodeSelectorExprs)})
+	}
+	return out
+}
+
+type healthCheckModel struct {
+	Name      types.String      `tfsdk:"name"`
+	Image     types.String      `tfsdk:"image"`
+	Command   []string          `tfsdk:"command"`
+	Args      []string          `tfsdk:"args"`
+	HTTPGet   *httpGetModel     `tfsdk:"http_get"`
+	Timeout   types.String      `tfsdk:"timeout"`
+	PodLabels map[string]string `tfsdk:"pod_labels"`
+}
+
+type httpGetModel struct {
+	URL types.String `tfsdk:"url"`
+}
+
+// healthCheckValidator checks one health check at plan as the CRD's rule does: exactly one of
+// command (exec, with image) or http_get.
+type healthCheckValidator struct{}
+
+func (healthCheckValidator) Description(context.Context) string {
+	return "exactly one of command (with image) or http_get"
+}
+func (v healthCheckValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (healthCheckValidator) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() {
+		return
+	}
+	cmd, get := !a["command"].IsNull(), !a["http_get"].IsNull()
+	switch {
+	case cmd == get:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Health Check",
+			fmt.Sprintf("%s: set exactly one of command (an exec check) or http_get.", req.Path))
+	case cmd && a["image"].IsNull():
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("image"), "Invalid Health Check",
+			fmt.Sprintf("%s: an exec check (command) needs image.", req.Path.AtName("image")))
+	}
+}
+
+func healthChecksAttribute() schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true,
+		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks: each runs as a Job on the node in every soak round " +
+			"(needs `soak_duration`); a failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
+			"packages changed in this rollout to what they were and quarantines them). The check's pod has `NODE_NAME` and `NODE_IP` (the node's address) " +
+			"in its environment; `command`, `args` and `url` may use `$(NODE_IP)`.",
+		Validators: []validator.List{listvalidator.SizeAtMost(8)},
+		NestedObject: schema.NestedAttributeObject{
+			Validators: []validator.Object{healthCheckValidator{}},
+			Attributes: map[string]schema.Attribute{
+				"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the check: a DNS-1123 label of at most 20 characters, in its Job's name and the failure message.",
+					Validators: []validator.String{stringvalidator.LengthBetween(1, 20), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
+				"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image that runs the check; default for `http_get`: `busybox:1.36` (its wget).",
+					Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
+				"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "An exec check: the container's command; exit 0 passes. Needs `image`."},
+				"args":    schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Arguments of `command`."},
+				"http_get": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "An HTTP check: a GET of `url` must answer 2xx within the timeout.",
+					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "URL, e.g. `http://$(NODE_IP):9400/health`.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024)}}}},
+				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`).", Validators: []validator.String{durationValidator{min: time.Second}}},
+				"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the check's pod."},
+			}},
+	}
+}
+
+func expandHealthChecks(hcs []healthCheckModel) ([]v1alpha1.HealthCheck, error) {
+	var out []v1alpha1.HealthCheck
+	for _, h := range hcs {
+		hc := v1alpha1.HealthCheck{Name: h.Name.ValueString(), Image: h.Image.ValueString(), Command: append([]string(nil), h.Command...),
+			Args: append([]string(nil), h.Args...), PodLabels: cloneMap(h.PodLabels)}
+		if h.HTTPGet != nil {
+			hc.HTTPGet = &v1alpha1.HTTPGetCheck{URL: h.HTTPGet.URL.ValueString()}
+		}
+		if !h.Timeout.IsNull() && !h.Timeout.IsUnknown() {
+			d, err := time.ParseDuration(h.Timeout.ValueString())
+			if err != nil {
+				return nil, fmt.Errorf("rollout.health_checks[%q].timeout: %w", hc.Name, err)
+			}
+			hc.Timeout = &metav1.Duration{Duration: d}
+		}
+		out = append(out, hc)
+	}
+	return out, nil
+}
+
+func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) []healthCheckModel {
+	var out []healthCheckModel
+	for i, h := range hcs {
+		var ph healthCheckModel
+		if i < len(prior) {
+			ph = prior[i]
+		}
+		m := healthCheckModel{Name: types.StringValue(h.Name), Image: optString(h.Image, ph.Image), Command: optList(h.Command, ph.Command),
+			Args: optList(h.Args, ph.Args), PodLabels: optMap(h.PodLabels, ph.PodLabels), Timeout: types.StringNull()}
+		if h.HTTPGet != nil {
+			m.HTTPGet = &httpGetModel{URL: types.StringValue(h.HTTPGet.URL)}
+		}
+		if h.Timeout != nil {
+			m.Timeout = durationString(h.Timeout.Duration, ph.Timeout)
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -809,6 +809,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			f.SoakInterval = ro.SoakCheckInterval.Duration
 		}
 		f.OnHealthFailure = ro.OnHealthFailure
+		f.HealthChecks = packageset.HealthChecksOf(ro)
 	}
 	f.Quarantined = set.Status.QuarantinedVersions
 	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
@@ -1094,19 +1095,10 @@ func samePlanInputs(a, b *corev1.Node) bool {
 // success: the name is deterministic. The package's config (of the version the stage runs)
 // is its ConfigMap (ensureConfigMap), created first.
 func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
-	pkg, err := packageset.JobPackage(set, js)
-	if err != nil {
+	job, err := r.desiredJob(ctx, set, node, js)
+	if err != nil || job == nil {
 		return err
 	}
-	var cfgName string // the package's config ConfigMap, "" without config
-	if pkg != nil {
-		if cfgName = packageset.ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
-			if err := r.ensureConfigMap(ctx, set, js.Package, cfgName, pkg.Config); err != nil {
-				return fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfgName, err)
-			}
-		}
-	}
-	job := packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName)
 	job.Spec.Template.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
 	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
 		return err
@@ -1119,6 +1111,35 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	}
 	packageSetJobs.WithLabelValues(set.Name, packageset.StageLabel(js)).Inc()
 	return nil
+}
+
+// desiredJob is the Job js asks for: a health check's (DesiredProbeJob; nil when the check
+// left the spec: nothing to create) or a package stage's (DesiredJob, after its config
+// ConfigMap is ensured).
+func (r *PackageSetReconciler) desiredJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*batchv1.Job, error) {
+	if js.Probe != "" {
+		if set.Spec.Rollout != nil {
+			for _, hc := range set.Spec.Rollout.HealthChecks {
+				if hc.Name == js.Probe {
+					return packageset.DesiredProbeJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
+				}
+			}
+		}
+		return nil, nil
+	}
+	pkg, err := packageset.JobPackage(set, js)
+	if err != nil {
+		return nil, err
+	}
+	var cfgName string // the package's config ConfigMap, "" without config
+	if pkg != nil {
+		if cfgName = packageset.ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
+			if err := r.ensureConfigMap(ctx, set, js.Package, cfgName, pkg.Config); err != nil {
+				return nil, fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfgName, err)
+			}
+		}
+	}
+	return packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
 }
 
 // status derives the set's status from the decision and the node records.

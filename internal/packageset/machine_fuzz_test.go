@@ -81,6 +81,11 @@ func FuzzPlan(f *testing.F) {
 		if ops[0]&32 != 0 {
 			s.facts.SoakInterval = 10 * time.Second
 		}
+		if ops[0]&8 != 0 && ops[0]&2 != 0 {
+			// A health check beside the packages' checks (its Jobs are soak checks: the "soak"
+			// failure op fails them too).
+			s.facts.HealthChecks = []HealthCheck{{Name: "probe", Timeout: time.Minute}}
+		}
 		soakKey := map[string]string{} // soak Job name → node/package/flow/restarts
 		soakRound := map[string]int{}  // node/package/flow/restarts → last round created
 		pass := func() {
@@ -127,11 +132,22 @@ func FuzzPlan(f *testing.F) {
 					if !j.SoakCheck {
 						continue
 					}
-					r := np.Record.Packages[j.Package]
-					if r == nil || !r.Done || r.Stage != j.Stage {
-						t.Fatalf("%s: soak check %s of %s without a done flow: %+v", np.Name, j.Name, j.Package, r)
+					var key string
+					if j.Probe != "" {
+						// A health check runs only while every package of the node is done.
+						for pkg, r := range np.Record.Packages {
+							if !r.Done {
+								t.Fatalf("%s: health check %s while %s is not done: %+v", np.Name, j.Name, pkg, *r)
+							}
+						}
+						key = fmt.Sprintf("%s/probe-%s/%d/%d", np.Name, j.Probe, np.Record.Flows, np.Record.Soaks)
+					} else {
+						r := np.Record.Packages[j.Package]
+						if r == nil || !r.Done || r.Stage != j.Stage {
+							t.Fatalf("%s: soak check %s of %s without a done flow: %+v", np.Name, j.Name, j.Package, r)
+						}
+						key = fmt.Sprintf("%s/%s/%d/%d/%d", np.Name, j.Package, r.Flow, r.Restarts, np.Record.Soaks)
 					}
-					key := fmt.Sprintf("%s/%s/%d/%d/%d", np.Name, j.Package, r.Flow, r.Restarts, np.Record.Soaks)
 					if last, ok := soakRound[key]; ok && j.SoakRound <= last {
 						t.Fatalf("%s: soak round %d after round %d", key, j.SoakRound, last)
 					}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -148,6 +149,9 @@ func IncompleteEverywhere(sets []v1alpha1.PackageSet, nodes []corev1.Node) map[s
 // StageLabel is a stage Job's gantry.dev/stage label: the stage, or "<check>-soak" for a
 // soak check.
 func StageLabel(js JobSpec) string {
+	if js.Probe != "" {
+		return "health-" + js.Probe
+	}
 	if js.SoakCheck {
 		return CheckOf(js.Stage) + "-soak"
 	}
@@ -386,4 +390,65 @@ func packageEnv(pkg *v1alpha1.Package) []corev1.EnvVar {
 		env = append(env, ev)
 	}
 	return env
+}
+
+// DefaultHealthCheckImage runs an httpGet health check (its wget).
+const DefaultHealthCheckImage = "busybox:1.36"
+
+// DefaultHealthCheckTimeout bounds one run of a health check without a timeout.
+const DefaultHealthCheckTimeout = time.Minute
+
+// HealthChecksOf are a rollout's health checks as the machine sees them (nil rollout: none).
+func HealthChecksOf(ro *v1alpha1.Rollout) []HealthCheck {
+	if ro == nil {
+		return nil
+	}
+	var out []HealthCheck
+	for _, hc := range ro.HealthChecks {
+		t := DefaultHealthCheckTimeout
+		if hc.Timeout != nil && hc.Timeout.Duration > 0 {
+			t = hc.Timeout.Duration
+		}
+		out = append(out, HealthCheck{Name: hc.Name, Timeout: t})
+	}
+	return out
+}
+
+// DesiredProbeJob is the soak-round Job of health check hc on node (js.Probe names it): one
+// container, hc's image with its command and args (exec), or `wget -q -T <timeout> -O
+// /dev/null <url>` in hc's image (default DefaultHealthCheckImage) for httpGet; NODE_NAME
+// and NODE_IP (the node's address, from the pod's status.hostIP) in its environment, which
+// Kubernetes expands in $(NODE_IP) of command, args and the url; labelled as a stage Job
+// (stage health-<name>, no package), pinned to the node, never restarted, bounded by
+// js.Timeout.
+func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, hc v1alpha1.HealthCheck) *batchv1.Job {
+	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
+		v1alpha1.LabelPackage: "", v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
+	podLabels := map[string]string{}
+	for k, v := range hc.PodLabels {
+		podLabels[k] = v
+	}
+	for k, v := range lbl {
+		podLabels[k] = v
+	}
+	c := corev1.Container{Name: "check", Image: hc.Image, Command: hc.Command, Args: hc.Args,
+		Env: []corev1.EnvVar{{Name: "NODE_NAME", Value: node}, {Name: "GANTRY_NODE", Value: node},
+			{Name: "NODE_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}}}}
+	if hc.HTTPGet != nil {
+		if c.Image == "" {
+			c.Image = DefaultHealthCheckImage
+		}
+		secs := max(1, int(js.Timeout.Seconds()))
+		c.Command, c.Args = []string{"wget"}, []string{"-q", "-T", strconv.Itoa(secs), "-O", "/dev/null", hc.HTTPGet.URL}
+	}
+	deadline := int64(js.Timeout.Seconds())
+	backoffLimit := int32(0)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels,
+				Annotations: map[string]string{"gantry.dev/soak-round": strconv.Itoa(js.SoakRound)}},
+				Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
+					Containers: []corev1.Container{c}}}},
+	}
 }

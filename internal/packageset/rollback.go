@@ -5,6 +5,7 @@ package packageset
 import (
 	"fmt"
 	"maps"
+	"unicode/utf8"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -80,7 +81,7 @@ func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
 func (p *nodePass) revert(name string, r *PackageRecord, kind revertKind) error {
 	var q, note string
 	p.rec.Flows++
-	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version}
+	nr := &PackageRecord{Flow: p.rec.Flows, Reverting: true, RevertedFrom: r.Version, Cause: causeOf(r.Message)}
 	first := v1alpha1.StageApply
 	switch kind {
 	case revertVersion:
@@ -167,9 +168,28 @@ func (p *nodePass) unwithdraw(name string) {
 // revertedMessage says what a done rollback flow r did and which quarantine q (the one
 // stalling the wanted package) holds the node.
 func revertedMessage(r *PackageRecord, q string) string {
-	if r.RevertedConfig != "" {
-		return fmt.Sprintf("rolled back to the previous config of %s after config %s failed; %s is quarantined (change the config to continue)",
-			r.Version, r.RevertedConfig, q)
+	cause := ""
+	if r.Cause != "" {
+		cause = " (" + r.Cause + ")"
 	}
-	return fmt.Sprintf("rolled back to %s after the change to %s failed; %s is quarantined", r.Version, r.RevertedFrom, q)
+	if r.RevertedConfig != "" {
+		return fmt.Sprintf("rolled back to the previous config of %s after config %s failed%s; %s is quarantined (change the config to continue)",
+			r.Version, r.RevertedConfig, cause, q)
+	}
+	return fmt.Sprintf("rolled back to %s after the change to %s failed%s; %s is quarantined", r.Version, r.RevertedFrom, cause, q)
+}
+
+// MaxCause bounds the failure message a rollback keeps (PackageRecord.Cause), in bytes.
+const MaxCause = 300
+
+// causeOf is msg cut to MaxCause bytes (on a rune boundary, "…" added when cut).
+func causeOf(msg string) string {
+	if len(msg) <= MaxCause {
+		return msg
+	}
+	cut := MaxCause
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }

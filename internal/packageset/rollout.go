@@ -100,6 +100,9 @@ func (p *nodePass) rollout() error {
 			}
 		}
 	}
+	if target == v1alpha1.RolloutConverged {
+		p.rec.SettledFlows = p.rec.Flows
+	}
 	return p.walk(prev, target)
 }
 
@@ -185,7 +188,62 @@ func (p *nodePass) soakRound(k, last int) soakResult {
 			res = min(res, soakRunning)
 		}
 	}
+	return min(res, p.probeRound(k, last))
+}
+
+// probeRound creates or reads round k's health check Jobs (SetFacts.HealthChecks, NixFleet's
+// health gates): all passed → soakPassed; one failed → every package whose flow changed in
+// this rollout (Flow above SettledFlows; all of them if none did) is erroring with the
+// check's message, naming the check and the round (soakFailed: the node is Failed and the
+// policy applies: halt retries those packages' last stage with backoff, rollback reverts
+// them); otherwise soakRunning.
+func (p *nodePass) probeRound(k, last int) soakResult {
+	res := soakPassed
+	for _, hc := range p.f.HealthChecks {
+		jn := SoakJobName(p.f.Name, p.n.Name, "probe-"+hc.Name, p.rec.Flows, 0, p.rec.Soaks, k)
+		j, ok := p.n.Jobs[jn]
+		switch {
+		case !ok:
+			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Probe: hc.Name, Timeout: hc.Timeout, SoakCheck: true, SoakRound: k})
+			res = min(res, soakRunning)
+		case j.Failed || j.ImagePullError:
+			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message))
+			if j.ImagePullError {
+				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
+			}
+			p.blame(msg)
+			return soakFailed
+		case !j.Succeeded:
+			res = min(res, soakRunning)
+		}
+	}
 	return res
+}
+
+// blame makes the packages changed in this rollout (all done ones if none changed) erroring
+// with msg, as a failed check of their last stage.
+func (p *nodePass) blame(msg string) {
+	var names []string
+	for _, name := range p.sortedRecords() {
+		if r := p.rec.Packages[name]; r.Done && !r.Removing && r.Flow > p.rec.SettledFlows {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		for _, name := range p.sortedRecords() {
+			if r := p.rec.Packages[name]; r.Done && !r.Removing {
+				names = append(names, name)
+			}
+		}
+	}
+	for _, name := range names {
+		r := p.rec.Packages[name]
+		r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
+		r.Restarts++
+		r.Message = msg
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, msg})
+		p.requeueIn(backoff(r.Restarts))
+	}
 }
 
 // walk moves the rollout state from prev to target through the seed's table, inserting the

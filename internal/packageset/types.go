@@ -164,6 +164,9 @@ type PackageRecord struct {
 	// stays set once the flow is done (the node is Reverted) until a new flow starts.
 	Reverting    bool   `json:"reverting,omitempty"`
 	RevertedFrom string `json:"revertedFrom,omitempty"`
+	// Cause is what failed and made this flow a rollback (the failed stage's, soak check's or
+	// health check's message, at most MaxCause bytes); revertedMessage names it.
+	Cause string `json:"cause,omitempty"`
 	// RevertedConfig is ConfigKey of the config whose config-only change failed (the
 	// quarantine is ConfigQuarantine: "<package>@<RevertedFrom>#config-<RevertedConfig>");
 	// empty for a version rollback.
@@ -211,6 +214,9 @@ type NodeRecord struct {
 	Soaks int `json:"soaks,omitempty"`
 	// Flows counts the flows started on this node.
 	Flows int `json:"flows"`
+	// SettledFlows is Flows when the node last Converged: the packages whose Flow is above it
+	// changed in the rollout under way (what a failing health check blames).
+	SettledFlows int `json:"settledFlows,omitempty"`
 	// Withdrawn are the packages whose new-package flow failed and was rolled back by removing
 	// them (policy rollback, nothing to return to): package → the failed version, which is
 	// quarantined. The node stays Reverted while the spec asks for it; an entry goes when the
@@ -330,8 +336,17 @@ type SetFacts struct {
 	Policy *Policy
 	// Waves are the rollout waves' names in order (spec.rollout.waves; nil: none).
 	Waves []string
+	// HealthChecks are the rollout's health checks (spec.rollout.healthChecks): name → the
+	// timeout of one run. Run in every soak round beside the packages' checks.
+	HealthChecks []HealthCheck
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
+}
+
+// HealthCheck is a health gate as the machine sees it: its name and the bound of one run.
+type HealthCheck struct {
+	Name    string
+	Timeout time.Duration
 }
 
 // JobSpec is a stage Job to create.
@@ -345,6 +360,9 @@ type JobSpec struct {
 	// SoakRound is its round (0 first).
 	SoakCheck bool
 	SoakRound int
+	// Probe, if set, names the health check (spec.rollout.healthChecks) the soak-round Job
+	// runs instead of a package's check (Package, Version, Image and Stage are empty).
+	Probe string
 	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
 	// necessarily the current spec's: rollback, removal); empty for records written before
 	// specs were kept.

@@ -467,6 +467,8 @@ type InterruptionBudget struct {
 
 // Rollout configures how nodes converge (as NixFleet's rollout does).
 // +kubebuilder:validation:XValidation:rule="!has(self.soakCheckInterval) || duration(self.soakCheckInterval) >= duration('1s')",message="soakCheckInterval must be at least 1s"
+// +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || size(self.healthChecks) == 0 || (has(self.soakDuration) && duration(self.soakDuration) > duration('0s'))",message="healthChecks run during the soak window: set soakDuration"
+// +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || self.healthChecks.all(c, !has(c.command) || (has(c.image) && size(c.image) > 0))",message="an exec health check (command) needs image"
 type Rollout struct {
 	// SoakDuration is how long a node soaks after its last stage before it counts as
 	// Converged (e.g. "30s"; 0 or unset: no soak). While it soaks (Soaking), the check of each
@@ -496,6 +498,56 @@ type Rollout struct {
 	// +listMapKey=name
 	// +optional
 	Waves []Wave `json:"waves,omitempty"`
+	// HealthChecks are health gates beside the packages' own checks, as NixFleet's health
+	// checks: each runs as a Job on the node in every soak round (so they need soakDuration),
+	// and a failing one fails the node like a failing check (onHealthFailure applies: halt
+	// retries, rollback returns the packages changed in this rollout to what they were).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
+}
+
+// HealthCheck is an exec or HTTP probe run as a Job on the node. Its pod has NODE_NAME and
+// NODE_IP (the node's address) in its environment, which command, args and url may use as
+// $(NODE_IP).
+// +kubebuilder:validation:XValidation:rule="has(self.command) != has(self.httpGet)",message="a health check needs exactly one of command (exec) or httpGet"
+type HealthCheck struct {
+	// Name of the check (a DNS-1123 label of at most 20 characters), in its Job's name and
+	// in the failure message.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=20
+	Name string `json:"name"`
+	// Image runs the check. Default for httpGet: busybox:1.36 (its wget).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Command is an exec check: the container's command (exit 0 passes). Needs image.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Command []string `json:"command,omitempty"`
+	// Args of the command.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Args []string `json:"args,omitempty"`
+	// HTTPGet is an HTTP check: a GET of url must answer 2xx within the timeout.
+	// +optional
+	HTTPGet *HTTPGetCheck `json:"httpGet,omitempty"`
+	// Timeout bounds one run of the check (the Job's activeDeadlineSeconds), default 1m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// PodLabels are added to the check's pod.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+}
+
+// HTTPGetCheck is an HTTP health check.
+type HTTPGetCheck struct {
+	// URL to GET, e.g. "http://$(NODE_IP):9400/health".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	URL string `json:"url"`
 }
 
 // Wave is one step of an ordered rollout: the nodes its selector picks.

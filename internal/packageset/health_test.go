@@ -1,0 +1,91 @@
+package packageset
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Health checks (NixFleet's health gates) run in every soak round beside the packages'
+// checks. Passing, the node converges; failing under rollback, only the package changed in the
+// rollout (tool 1.0.0 → 1.1.0; driver untouched) goes back, and tool@1.1.0 is quarantined; the
+// failure names the check and the round.
+func TestHealthCheckRollsBackWhatChanged(t *testing.T) {
+	s := newSim(t, 1, driver("1.0.0"), tool("1.0.0"))
+	s.facts.Soak, s.facts.SoakInterval = 3*BackoffMin, BackoffMin
+	s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
+	s.facts.HealthChecks = []HealthCheck{{Name: "dcgm", Timeout: DefaultHealthCheckTimeout}}
+	probes := 0
+	s.fail = func(j JobSpec, _ int) bool {
+		if j.Probe != "" {
+			probes++
+			if j.Package != "" || j.Version != "" || !j.SoakCheck {
+				t.Errorf("probe job %+v", j)
+			}
+		}
+		return false
+	}
+	s.run(v1alpha1.StatusComplete)
+	if probes < 2 {
+		t.Fatalf("%d health check runs during the first soak, want one per round", probes)
+	}
+	s.facts.Wants = []Want{driver("1.0.0"), tool("1.1.0")}
+	s.fail = func(j JobSpec, _ int) bool { return j.Probe == "dcgm" && j.SoakRound == 1 }
+	var d Decision
+	var failure string
+	for i := 0; i < 60; i++ {
+		d = s.pass()
+		for _, f := range d.Failures {
+			if strings.Contains(f.Message, "health check") {
+				failure = f.String()
+			}
+		}
+		if len(d.Quarantined) > 0 && len(s.pendingJobs()) == 0 && d.Status == v1alpha1.StatusErroring {
+			break
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMin)
+	}
+	if want := []string{"tool@1.1.0"}; !equalStrings(d.Quarantined, want) {
+		t.Fatalf("quarantined %v, want %v (status %s)", d.Quarantined, want, d.Status)
+	}
+	if !strings.Contains(failure, "package tool") || !strings.Contains(failure, "health check dcgm failed in round 1/3") {
+		t.Errorf("failure %q", failure)
+	}
+	n := s.nodes["node-0"]
+	for i := 0; i < 30 && n.rec.Packages["tool"].Version != "1.0.0"; i++ {
+		s.settle()
+		s.now = s.now.Add(BackoffMin)
+		s.pass()
+	}
+	if v := n.rec.Packages["tool"].Version; v != "1.0.0" {
+		t.Errorf("tool at %s after the rollback, want 1.0.0", v)
+	}
+	if r := n.rec.Packages["driver"]; r.Version != "1.0.0" || r.Reverting {
+		t.Errorf("driver (unchanged) was touched: %+v", *r)
+	}
+	if strings.Contains(s.stages("node-0", "driver"), "uninstall") {
+		t.Errorf("driver stages %s", s.stages("node-0", "driver"))
+	}
+}
+
+// Under halt, a failing health check makes the changed package erroring and retried; once the
+// check passes, the node converges.
+func TestHealthCheckHaltRetries(t *testing.T) {
+	s := newSim(t, 1, tool("1.0.0"))
+	s.facts.Soak, s.facts.SoakInterval = 2*BackoffMin, BackoffMin
+	s.facts.HealthChecks = []HealthCheck{{Name: "http", Timeout: DefaultHealthCheckTimeout}}
+	failures := 1
+	s.fail = func(j JobSpec, _ int) bool {
+		if j.Probe != "" && failures > 0 {
+			failures--
+			return true
+		}
+		return false
+	}
+	d := s.run(v1alpha1.StatusComplete)
+	if r := s.nodes["node-0"].rec.Packages["tool"]; r.Restarts != 1 || len(d.Quarantined) != 0 {
+		t.Errorf("tool %+v, quarantined %v", *r, d.Quarantined)
+	}
+}

@@ -1,0 +1,93 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Health checks (NixFleet's health gates): an exec check runs as a Job on each node in the
+// soak rounds (stage label health-dcgm, NODE_IP from the pod's status); the set completes while
+// it passes. Then dcgm-tool 1.1.0 with the check failing (kwok's chaos label on the check's
+// pod only: the package's own stages and checks pass): the nodes roll back to 1.0.0,
+// dcgm-tool@1.1.0 is quarantined and the condition names the health check and the round.
+func TestPackageSetHealthCheck(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-health-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0")},
+		AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{SoakDuration: &metav1.Duration{Duration: 2 * time.Second}, SoakCheckInterval: &metav1.Duration{Duration: time.Second},
+			OnHealthFailure: v1alpha1.HealthFailureRollback,
+			HealthChecks: []v1alpha1.HealthCheck{{Name: "dcgm", Image: "ghcr.io/gantry-dev/dcgm-probe:1",
+				Command: []string{"/probe", "--endpoint", "http://$(NODE_IP):9400/health"}}}},
+	}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete", statusIs(v1alpha1.StatusComplete))
+	probed := map[string]int{}
+	for _, j := range e.setJobs(t, pool) {
+		if j.Labels[v1alpha1.LabelStage] != "health-dcgm" {
+			continue
+		}
+		probed[j.Labels[v1alpha1.LabelNode]]++
+		c := j.Spec.Template.Spec.Containers[0]
+		if c.Image != "ghcr.io/gantry-dev/dcgm-probe:1" || !slices.Equal(c.Command, []string{"/probe", "--endpoint", "http://$(NODE_IP):9400/health"}) ||
+			j.Spec.Template.Spec.NodeName != j.Labels[v1alpha1.LabelNode] || j.Status.Succeeded != 1 {
+			t.Errorf("health check Job %s: image %s command %v node %s succeeded %d", j.Name, c.Image, c.Command, j.Spec.Template.Spec.NodeName, j.Status.Succeeded)
+		}
+		var nodeIP bool
+		for _, ev := range c.Env {
+			nodeIP = nodeIP || ev.Name == "NODE_IP" && ev.ValueFrom != nil && ev.ValueFrom.FieldRef.FieldPath == "status.hostIP"
+		}
+		if !nodeIP {
+			t.Errorf("health check Job %s has no NODE_IP", j.Name)
+		}
+	}
+	for _, n := range nodes {
+		if probed[n] < 2 {
+			t.Errorf("node %s: %d health check runs in a 2s soak with 1s rounds, want at least 2 (%v)", n, probed[n], probed)
+		}
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[0].Version = "1.1.0"
+		s.Spec.Rollout.HealthChecks[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+	})
+	bad := e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
+		if !slices.Contains(s.Status.QuarantinedVersions, "dcgm-tool@1.1.0") {
+			return false
+		}
+		for _, n := range nodes {
+			if s.Status.NodeState[n]["dcgm-tool"].Version != "1.0.0" || s.Status.NodeRollout[n] != v1alpha1.RolloutReverted {
+				return false
+			}
+		}
+		return true
+	})
+	stalled := setCondition(bad, v1alpha1.ConditionStalled)
+	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "dcgm-tool@1.1.0") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+	// The failure reached the set's events (status erroring, naming the check) on its way.
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var named bool
+	for _, ev := range list.Items {
+		named = named || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && strings.Contains(ev.Message, "health check dcgm failed in round")
+	}
+	if !named {
+		t.Errorf("no event of the set names the failed health check")
+	}
+}
