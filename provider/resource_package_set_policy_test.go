@@ -126,3 +126,80 @@ resource "gantry_package_set" "bad" {
 		},
 	})
 }
+
+func healthConfig(pool, version, probeLabels string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %[1]q
+  node_selector = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  rollout = {
+    soak_duration       = "2s"
+    soak_check_interval = "1s"
+    on_health_failure   = "rollback"
+    health_checks = [
+      { name = "dcgm", image = "ghcr.io/gantry-dev/dcgm-probe:1", command = ["/probe", "http://$(NODE_IP):9400/health"]%[3]s },
+      { name = "exporter", http_get = { url = "http://$(NODE_IP):9100/metrics" }, timeout = "10s" },
+    ]
+  }
+  packages = [{ name = "dcgm-tool", version = %[2]q, image = "ghcr.io/gantry-dev/dcgm-tool" }]
+  timeouts = { create = "5m", update = "5m" }
+}
+`, pool, version, probeLabels)
+}
+
+// Health checks (NixFleet's health gates) on 3 nodes: passing, the apply completes and import
+// reads them back; a failing one (kwok's chaos label on its pod only) with version 1.1.0 fails
+// the apply naming the check, the rollback to 1.0.0 and the quarantine.
+func TestAccPackageSet_healthChecks(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-hc-" + rand.String(5)
+	accNodes(t, c, pool, 3) // checkPackageSetGone reads nodes 0-2
+	addr := "gantry_package_set.test"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: healthConfig(pool, "1.0.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("health_checks").AtSliceIndex(1).AtMapKey("image"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("health_checks").AtSliceIndex(1).AtMapKey("timeout"), knownvalue.StringExact("10s")),
+				},
+			},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{
+				Config:      healthConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				ExpectError: regexp.MustCompile(`(?s)health\s+check\s+dcgm\s+failed\s+in\s+round.*dcgm-tool@1\.1\.0`),
+			},
+		},
+	})
+}
+
+// Invalid health checks fail at plan with the attribute named.
+func TestAccPackageSet_healthChecksPlanValidation(t *testing.T) {
+	skipUnlessAcc(t)
+	cfg := func(rollout string) string {
+		return fmt.Sprintf(`
+resource "gantry_package_set" "bad" {
+  name    = "bad"
+  rollout = %s
+  packages = [{ name = "aa", version = "1.0.0", image = "x" }]
+}`, rollout)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{PlanOnly: true, Config: cfg(`{ health_checks = [{ name = "a", http_get = { url = "http://x" } }] }`),
+				ExpectError: regexp.MustCompile(`(?s)Health Checks Need A Soak.*rollout.soak_duration`)},
+			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", image = "x", command = ["true"], http_get = { url = "http://x" } }] }`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*exactly\s+one\s+of\s+command`)},
+			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", command = ["true"] }] }`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*needs\s+image`)},
+		},
+	})
+}
