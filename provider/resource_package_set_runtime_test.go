@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
@@ -61,12 +62,16 @@ func TestAccPackageSet_runtimeRequired(t *testing.T) {
 	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
 	for i := 0; i < 2; i++ {
 		name := fmt.Sprintf("%s-%d", pool, i)
-		node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		node.Spec.Taints = append(node.Spec.Taints, taint)
-		if _, err := c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+		// kwok updates the node too (its status): retry on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			node.Spec.Taints = append(node.Spec.Taints, taint)
+			_, err = c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatalf("taint node %s: %v", name, err)
 		}
 	}
