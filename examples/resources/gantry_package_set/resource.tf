@@ -122,3 +122,37 @@ resource "gantry_package_set" "gpu_gate" {
     },
   ]
 }
+
+# A driver rolled out as NixFleet rolls out: a canary wave, then zone a, then every other
+# node (each wave starts once the earlier ones are done, soak included); DCGM and the node
+# exporter must stay healthy through each node's 10-minute soak, or the node goes back to the
+# driver it had and the new version is quarantined. The set starts on a node only after the
+# "gpu-gate" set above is complete there, whatever the priorities.
+resource "gantry_package_set" "driver_waves" {
+  name                   = "gpu-driver-waves"
+  node_selector          = { "nvidia.com/gpu.present" = "true" }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  after                  = [gantry_package_set.gpu_gate.name]
+  interruption_budget    = { percent = 20 }
+
+  rollout = {
+    soak_duration     = "10m"
+    on_health_failure = "rollback"
+    waves = [
+      { name = "canary", node_selector = { "example.com/canary" = "true" } },
+      { name = "zone-a", node_selector = { "topology.kubernetes.io/zone" = "a" } },
+    ]
+    health_checks = [
+      { name = "dcgm", image = "nvcr.io/nvidia/cloud-native/dcgm:3.3.5-1-ubuntu22.04", command = ["dcgmi", "diag", "-r", "1"] },
+      { name = "node-exporter", http_get = { url = "http://$(NODE_IP):9100/metrics" }, timeout = "10s" },
+    ]
+  }
+
+  packages = [{
+    name              = "gpu-driver"
+    version           = "550.54.15"
+    image             = "ghcr.io/acme/gpu-driver"
+    interrupt         = { type = "reboot" }
+    uninstall_enabled = true
+  }]
+}
