@@ -56,7 +56,7 @@ func setStatus(f SetFacts, specErr error, statuses []Status, stalled []string) S
 		return v1alpha1.StatusUnknown
 	}
 	st := Aggregate(statuses)
-	if len(stalled) > 0 && (st == v1alpha1.StatusWaiting || st == v1alpha1.StatusUnknown) {
+	if len(stalled) > 0 && (st == v1alpha1.StatusWaiting || st == v1alpha1.StatusUnknown || st == v1alpha1.StatusComplete) {
 		st = v1alpha1.StatusErroring // nothing will move until the version changes
 	}
 	return st
@@ -148,7 +148,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 	}
 	var ready, reconciling, stalled metav1.Condition
 	switch {
-	case specErr != nil:
+	case specErr != nil && !f.Deleting:
 		ready = cond(v1alpha1.ConditionReady, false, ReasonInvalidSpec, specErr.Error())
 		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonInvalidSpec, "")
 		stalled = cond(v1alpha1.ConditionStalled, true, ReasonInvalidSpec, specErr.Error())
@@ -192,7 +192,10 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 			stalled.Message = msg
 		}
 	}
-	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting {
+	// A paused or disabled set is held by the user: a quarantine or a stopped compartment is
+	// not reported as Stalled (the apply returns at once for them), only in the message.
+	held := f.Paused || f.Disabled
+	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting && !held {
 		var cfg, ver bool
 		for _, q := range d.Stalled {
 			c := strings.Contains(q, "#config-")
@@ -214,7 +217,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
 		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonVersionQuarantined, "")
 	}
-	if len(d.Stopped) > 0 && specErr == nil && !f.Deleting {
+	if len(d.Stopped) > 0 && specErr == nil && !f.Deleting && !held {
 		msg := strings.Join(d.Stopped, "; ")
 		if len(d.Failures) > 0 {
 			msg += "; " + FailureMessage(d.Failures)

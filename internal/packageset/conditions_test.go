@@ -51,6 +51,8 @@ func TestSetStatus(t *testing.T) {
 		{"quarantined, a node still in progress: in progress", SetFacts{}, nil, []Status{I, W}, stalled, I},
 		{"quarantined, a node blocked: blocked", SetFacts{}, nil, []Status{B, W}, stalled, B},
 		{"quarantined, a node erroring: erroring", SetFacts{}, nil, []Status{E, C}, stalled, E},
+		{"quarantined, no node selected: erroring, not complete", SetFacts{}, nil, nil, stalled, E},
+		{"quarantined, every node complete: erroring", SetFacts{}, nil, []Status{C, C}, stalled, E},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := setStatus(tc.f, tc.specErr, tc.statuses, tc.stalled); got != tc.want {
@@ -162,6 +164,19 @@ func TestConditions(t *testing.T) {
 			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
 		{"quarantine while a node is still in progress: Stalled, not Reconciling", SetFacts{}, Decision{Status: v1alpha1.StatusInProgress, Stalled: []string{"tool@1.1.0"}}, nil, nil,
 			wantCond{F, ReasonVersionQuarantined, "tool@1.1.0"}, wantCond{F, ReasonVersionQuarantined, "="}, wantCond{T, ReasonVersionQuarantined, "tool@1.1.0"},
+			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
+		{"deleting with a spec error: Reconciling, not Stalled (the deletion finishes)", SetFacts{Deleting: true}, Decision{Status: v1alpha1.StatusInProgress}, errors.New("spec.nodeSelector: bad"), nil,
+			wantCond{F, ReasonDeleting, ""}, wantCond{T, ReasonDeleting, ""}, wantCond{F, ReasonDeleting, ""},
+			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
+		{"paused with a quarantine: held, not Stalled", SetFacts{Paused: true}, Decision{Status: v1alpha1.StatusPaused, CompleteNodes: "1/3", Stalled: []string{"tool@1.1.0"}}, nil, nil,
+			wantCond{F, ReasonPaused, ""}, wantCond{F, ReasonPaused, "="}, wantCond{F, ReasonPaused, "="},
+			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
+		{"disabled with a stopped compartment: held, not Stalled", SetFacts{Disabled: true}, Decision{Status: v1alpha1.StatusDisabled, CompleteNodes: "0/3", Stopped: []string{"compartment a stopped"}}, nil, nil,
+			wantCond{F, ReasonDisabled, ""}, wantCond{F, ReasonDisabled, "="}, wantCond{F, ReasonDisabled, "="},
+			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
+		{"stopped compartment: Stalled DeploymentStopped", SetFacts{}, Decision{Status: v1alpha1.StatusErroring, Stopped: []string{"compartment a stopped after 3 failed batches"}, Failures: fail}, nil, nil,
+			wantCond{F, ReasonDeploymentStopped, "=compartment a stopped after 3 failed batches; node node-0 package tool stage config: BackoffLimitExceeded: boom"},
+			wantCond{F, ReasonDeploymentStopped, "="}, wantCond{T, ReasonDeploymentStopped, "compartment a stopped"},
 			wantCond{F, "TaintsTolerated", ""}, wantCond{F, "NoDrainBlocked", ""}},
 		{"drain blocked", SetFacts{}, Decision{Status: v1alpha1.StatusInProgress, CompleteNodes: "0/2",
 			DrainBlockers: map[string]string{"node-1": "waiting for non-interrupt pods: ml/a", "node-0": "pod app/x: refused"}}, nil, nil,
