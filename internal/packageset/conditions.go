@@ -192,45 +192,51 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 			stalled.Message = msg
 		}
 	}
-	// A paused or disabled set is held by the user: a quarantine or a stopped compartment is
-	// not reported as Stalled (the apply returns at once for them), only in the message.
-	held := f.Paused || f.Disabled
-	if len(d.Stalled) > 0 && specErr == nil && !f.Deleting && !held {
-		var cfg, ver bool
-		for _, q := range d.Stalled {
-			c := strings.Contains(q, "#config-")
-			cfg, ver = cfg || c, ver || !c
-		}
-		change := "the version"
-		switch {
-		case cfg && ver:
-			change = "the version (for a #config-<hash>: the config)"
-		case cfg:
-			change = "the config (or the version)"
-		}
-		msg := "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ")
-		if len(d.Failures) > 0 {
-			msg += "; " + FailureMessage(d.Failures)
-		}
-		ready = cond(v1alpha1.ConditionReady, false, ReasonVersionQuarantined, msg)
-		stalled = cond(v1alpha1.ConditionStalled, true, ReasonVersionQuarantined, msg)
+	if reason, msg := stallReason(f, d, specErr); reason != "" {
+		ready = cond(v1alpha1.ConditionReady, false, reason, msg)
+		stalled = cond(v1alpha1.ConditionStalled, true, reason, msg)
 		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
-		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonVersionQuarantined, "")
-	}
-	if len(d.Stopped) > 0 && specErr == nil && !f.Deleting && !held {
-		msg := strings.Join(d.Stopped, "; ")
-		if len(d.Failures) > 0 {
-			msg += "; " + FailureMessage(d.Failures)
-		}
-		ready = cond(v1alpha1.ConditionReady, false, ReasonDeploymentStopped, msg)
-		stalled = cond(v1alpha1.ConditionStalled, true, ReasonDeploymentStopped, msg)
-		reconciling = cond(v1alpha1.ConditionReconciling, false, ReasonDeploymentStopped, "")
+		reconciling = cond(v1alpha1.ConditionReconciling, false, reason, "")
 	}
 	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
 	if len(blocked) > 0 {
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
 	}
 	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers)}
+}
+
+// stallReason is the reason and message that make the set Stalled in place of its status's:
+// a quarantined version or config the spec asks for (VersionQuarantined) or a deployment
+// policy compartment stopped by failed batches (DeploymentStopped, which wins); "" when
+// neither applies, or the set is paused or disabled (held by the user: the apply returns at
+// once for them), deleting, or its spec is invalid.
+func stallReason(f SetFacts, d Decision, specErr error) (reason, msg string) {
+	if specErr != nil || f.Deleting || f.Paused || f.Disabled {
+		return "", ""
+	}
+	failures := ""
+	if len(d.Failures) > 0 {
+		failures = "; " + FailureMessage(d.Failures)
+	}
+	if len(d.Stopped) > 0 {
+		return ReasonDeploymentStopped, strings.Join(d.Stopped, "; ") + failures
+	}
+	if len(d.Stalled) == 0 {
+		return "", ""
+	}
+	var cfg, ver bool
+	for _, q := range d.Stalled {
+		c := strings.Contains(q, "#config-")
+		cfg, ver = cfg || c, ver || !c
+	}
+	change := "the version"
+	switch {
+	case cfg && ver:
+		change = "the version (for a #config-<hash>: the config)"
+	case cfg:
+		change = "the config (or the version)"
+	}
+	return ReasonVersionQuarantined, "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ") + failures
 }
 
 func listMessage(items []string) string {
