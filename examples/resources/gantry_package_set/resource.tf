@@ -156,3 +156,28 @@ resource "gantry_package_set" "driver_waves" {
     uninstall_enabled = true
   }]
 }
+
+# Base OS tuning on every node except the control plane, first of all sets: with
+# sequencing = "all" no node starts a later set (higher priority number) until this one is
+# complete on every node it selects. The legacy agent is uninstalled from every node now
+# (Skyhook's uninstall.apply) while it stays listed; set uninstall_apply back to false to
+# cancel where its uninstall has not started.
+resource "gantry_package_set" "base" {
+  name       = "base-os"
+  priority   = 1
+  sequencing = "all"
+  node_selector_expressions = [
+    { key = "node-role.kubernetes.io/control-plane", operator = "DoesNotExist" },
+  ]
+
+  packages = [
+    { name = "sysctl-tuning", version = "1.0", image = "ghcr.io/acme/sysctl-tuning" },
+    {
+      name              = "legacy-agent"
+      version           = "0.9.0"
+      image             = "ghcr.io/acme/legacy-agent"
+      uninstall_enabled = true
+      uninstall_apply   = true
+    },
+  ]
+}
