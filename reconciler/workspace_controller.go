@@ -307,14 +307,14 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		return nil
 	case workspace.ActionDeleteWorkload:
 		if o.wantSts != nil {
-			return o.deleteGroup(ctx, r.Client)
+			return o.deleteGroup(ctx, r.Client, w.UID)
 		}
 		return deleteExact(ctx, r.Client, deploy)
 	case workspace.ActionDeleteOtherWorkload:
 		if o.wantSts != nil {
 			return deleteExact(ctx, r.Client, deploy)
 		}
-		return o.deleteGroup(ctx, r.Client)
+		return o.deleteGroup(ctx, r.Client, w.UID)
 	case workspace.ActionDeleteService:
 		return deleteExact(ctx, r.Client, svc)
 	case workspace.ActionDeleteJob:
@@ -369,14 +369,15 @@ func (o *wsObjects) workloadFacts(uid types.UID) (*workspace.Workload, bool) {
 	return workspace.WorkloadFacts(o.deploy, o.wantDeploy, uid), other
 }
 
-// deleteGroup deletes a multi-node group's StatefulSet and headless Service (those present).
-func (o *wsObjects) deleteGroup(ctx context.Context, c client.Client) error {
-	if o.sts != nil {
+// deleteGroup deletes a multi-node group's StatefulSet and headless Service: those present
+// and controlled by the workspace uid (a foreign object of the same name is left alone).
+func (o *wsObjects) deleteGroup(ctx context.Context, c client.Client, uid types.UID) error {
+	if o.sts != nil && controlledByUID(o.sts, uid) {
 		if err := deleteExact(ctx, c, o.sts); err != nil {
 			return err
 		}
 	}
-	if o.groupSvc != nil {
+	if o.groupSvc != nil && controlledByUID(o.groupSvc, uid) {
 		return deleteExact(ctx, c, o.groupSvc)
 	}
 	return nil

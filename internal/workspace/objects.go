@@ -298,8 +298,8 @@ func GroupFacts(have, want *appsv1.StatefulSet, groupSvc *corev1.Service, owner 
 	if have == nil {
 		return nil
 	}
-	if !controlledBy(have, owner) {
-		return &Workload{Foreign: true}
+	if !controlledBy(have, owner) || groupSvc != nil && !controlledBy(groupSvc, owner) {
+		return &Workload{Foreign: true} // the StatefulSet or the group's Service is someone else's
 	}
 	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && groupSvc != nil && groupSvc.DeletionTimestamp == nil &&
 		have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
