@@ -320,7 +320,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			},
 			"pod_name": schema.StringAttribute{
 				Computed:            true,
-				MarkdownDescription: "Name of the performer's Pod.",
+				MarkdownDescription: "Name of the performer's Pod: `performer-<name>`; with `strategy = \"RollingUpdate\"`, the Deployment's current Pod (empty while it has none).",
 			},
 			"service_name": schema.StringAttribute{
 				Computed:            true,

@@ -399,8 +399,11 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 	st.Phase = d.Phase
 	st.Image = d.Image
 	st.PodName = performer.ObjectName(p.Name)
-	if f.RollingUpdate && pod != nil {
-		st.PodName = pod.Name // the Deployment's Pod
+	if f.RollingUpdate {
+		st.PodName = "" // the Deployment's Pod, none yet
+		if pod != nil {
+			st.PodName = pod.Name
+		}
 	}
 	st.ServiceName = performer.ObjectName(p.Name)
 	st.NodeName = ""

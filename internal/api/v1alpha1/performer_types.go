@@ -244,7 +244,8 @@ type PerformerStatus struct {
 	// GRPCEndpoint is performer-<name>.<namespace>.svc.cluster.local:<grpcPort>.
 	// +optional
 	GRPCEndpoint string `json:"grpcEndpoint,omitempty"`
-	// PodName is the name of the owned Pod.
+	// PodName is the name of the owned Pod: performer-<name>; with strategy RollingUpdate,
+	// the Deployment's current Pod (empty while it has none).
 	// +optional
 	PodName string `json:"podName,omitempty"`
 	// ServiceName is the name of the owned Service.
