@@ -5,16 +5,19 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // ParseClearQuarantine splits the value of the PackageSet annotation
 // gantry.dev/clear-quarantine (v1alpha1.AnnotationClearQuarantine): quarantine keys
 // ("<package>@<version>" or "<package>@<version>#config-<hash>", as status.quarantinedVersions
-// lists them) separated by commas, spaces ignored, duplicates and empty entries dropped; sorted.
+// lists them) separated by commas or white space (an operator writing "a@1 b@2" asks for two
+// keys), duplicates and empty entries dropped; sorted.
 func ParseClearQuarantine(value string) []string {
 	var keys []string
-	for _, k := range strings.Split(value, ",") {
-		if k = strings.TrimSpace(k); k != "" && !slices.Contains(keys, k) {
+	// Commas and any white space separate keys (a key has none: "<package>@<version>[#config-<hash>]").
+	for _, k := range strings.FieldsFunc(value, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}

@@ -24,6 +24,8 @@ func TestParseClearQuarantine(t *testing.T) {
 		{"spaces, tabs and newlines around keys", " a@1 ,\tb@2\n", "[a@1 b@2]"},
 		{"duplicates dropped, sorted, config keys kept whole", " b@1 ,a@2#config-0badc0de, b@1", "[a@2#config-0badc0de b@1]"},
 		{"duplicate after trimming", "a@1, a@1 ,a@1", "[a@1]"},
+		{"space-separated keys are two keys", "tool@1.1.0 other@1.0.0", "[other@1.0.0 tool@1.1.0]"},
+		{"newline-separated keys", "tool@1.1.0\nother@1.0.0", "[other@1.0.0 tool@1.1.0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := fmt.Sprint(ParseClearQuarantine(tc.in)); got != tc.want {
