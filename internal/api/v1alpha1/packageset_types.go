@@ -174,6 +174,8 @@ const (
 // +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.completeNodes`
 // +kubebuilder:printcolumn:name="In-Progress",type=integer,JSONPath=`.status.nodesInProgress`
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.currentWave`,priority=1
+// +kubebuilder:printcolumn:name="Tainted",type=integer,JSONPath=`.status.runtimeRequiredNodes`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters (it names node annotations gantry.dev/state_<name>)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-'"
