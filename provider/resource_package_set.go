@@ -197,6 +197,19 @@ func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRe
 	}
 }
 
+// selectorExprsAttribute is a node_selector_expressions attribute (label selector
+// requirements: key, operator, values; checked by selectorExprsValidator) described by desc.
+func selectorExprsAttribute(desc string) schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: desc,
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
+			"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
+			"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
+		}},
+		Validators: []validator.List{selectorExprsValidator{}},
+	}
+}
+
 // selectorExprsValidator checks node_selector_expressions as metav1 does: In and NotIn need
 // values, Exists and DoesNotExist take none (the CRD would accept the object and the set
 // would stall with InvalidSpec at apply).
@@ -318,16 +331,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
-			"node_selector_expressions": schema.ListNestedAttribute{Optional: true,
-				MarkdownDescription: "Label selector requirements the nodes must also meet (Kubernetes `matchExpressions`, as Skyhook's `nodeSelectors`): " +
-					"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
-					"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
-					"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
-				}},
-				Validators: []validator.List{selectorExprsValidator{}},
-			},
+			"node_selector_expressions": selectorExprsAttribute("Label selector requirements the nodes must also meet (Kubernetes `matchExpressions`, as Skyhook's `nodeSelectors`): " +
+				"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none."),
 			"sequencing": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.SequencingNode)),
 				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`: `node` (default) lets a node go on once this set is " +
 					"complete on it; `all` holds every node of every later set until this set is complete on all its nodes (a global gate).",
@@ -380,16 +385,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 							"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the wave (a DNS-1123 label, unique).",
 								Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
-							"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels that pick the wave's nodes (all must match)."},
-							"node_selector_expressions": schema.ListNestedAttribute{Optional: true,
-								MarkdownDescription: "Label selector requirements the wave's nodes must also meet (`matchExpressions`).",
-								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-									"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
-									"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
-									"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
-								}},
-								Validators: []validator.List{selectorExprsValidator{}},
-							},
+							"node_selector":             schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels that pick the wave's nodes (all must match)."},
+							"node_selector_expressions": selectorExprsAttribute("Label selector requirements the wave's nodes must also meet (`matchExpressions`)."),
 						}}},
 					"health_checks": healthChecksAttribute(),
 				}},

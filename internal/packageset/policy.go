@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -86,19 +85,19 @@ func CompartmentMatcher(spec *v1alpha1.DeploymentPolicy) (func(map[string]string
 	if spec == nil {
 		return func(map[string]string) string { return DefaultCompartment }, nil
 	}
-	sels := make([]labels.Selector, len(spec.Compartments))
+	sels := make([]metav1.LabelSelector, len(spec.Compartments))
 	for i := range spec.Compartments {
-		s, err := metav1.LabelSelectorAsSelector(&spec.Compartments[i].Selector)
-		if err != nil {
-			return nil, fmt.Errorf("deploymentPolicy.compartments[%d] (%s).selector: %w", i, spec.Compartments[i].Name, err)
-		}
-		sels[i] = s
+		sels[i] = spec.Compartments[i].Selector
+	}
+	first, err := firstMatching(sels, func(i int) string {
+		return fmt.Sprintf("deploymentPolicy.compartments[%d] (%s).selector", i, spec.Compartments[i].Name)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return func(l map[string]string) string {
-		for i, s := range sels {
-			if s.Matches(labels.Set(l)) {
-				return spec.Compartments[i].Name
-			}
+		if i := first(l); i < len(spec.Compartments) {
+			return spec.Compartments[i].Name
 		}
 		return DefaultCompartment
 	}, nil

@@ -20,21 +20,32 @@ const RestWave = "(rest)"
 // first wave whose selector matches, else len(waves) (the rest, last). Errors: a selector the
 // API machinery rejects, naming the wave.
 func WaveMatcher(waves []v1alpha1.Wave) (func(map[string]string) int, error) {
-	sels := make([]labels.Selector, len(waves))
+	sels := make([]metav1.LabelSelector, len(waves))
 	for i := range waves {
-		s, err := metav1.LabelSelectorAsSelector(&waves[i].Selector)
+		sels[i] = waves[i].Selector
+	}
+	return firstMatching(sels, func(i int) string { return fmt.Sprintf("rollout.waves[%d] (%s).selector", i, waves[i].Name) })
+}
+
+// firstMatching parses sels and returns the function that gives the index of the first of
+// them matching a node's labels, len(sels) when none does. Errors: a selector the API
+// machinery rejects, prefixed by field(i).
+func firstMatching(sels []metav1.LabelSelector, field func(i int) string) (func(map[string]string) int, error) {
+	parsed := make([]labels.Selector, len(sels))
+	for i := range sels {
+		s, err := metav1.LabelSelectorAsSelector(&sels[i])
 		if err != nil {
-			return nil, fmt.Errorf("rollout.waves[%d] (%s).selector: %w", i, waves[i].Name, err)
+			return nil, fmt.Errorf("%s: %w", field(i), err)
 		}
-		sels[i] = s
+		parsed[i] = s
 	}
 	return func(l map[string]string) int {
-		for i, s := range sels {
+		for i, s := range parsed {
 			if s.Matches(labels.Set(l)) {
 				return i
 			}
 		}
-		return len(sels)
+		return len(parsed)
 	}, nil
 }
 
