@@ -54,7 +54,6 @@ func Plan(f SetFacts) (Decision, error) {
 	wave := math.MaxInt
 	if len(f.Waves) > 0 && !f.Deleting {
 		wave = currentWave(f, nodes, wants)
-		d.Wave = WaveName(f.Waves, wave)
 	}
 
 	// Cordons are bounded by the budget on their own too: after the budget shrinks, nodes
@@ -98,6 +97,9 @@ func Plan(f SetFacts) (Decision, error) {
 	d.Quarantined = sortedKeys(quarantine)
 	if pol != nil {
 		d.policy(pol, nodes)
+	}
+	if wave != math.MaxInt {
+		d.Wave = WaveName(f.Waves, waveAfter(nodes, d.Nodes))
 	}
 	if !f.Deleting && specErr == nil {
 		d.Stalled = stalledWants(wants, quarantine)

@@ -66,6 +66,23 @@ func currentWave(f SetFacts, nodes []NodeFacts, wants []Want) int {
 	return cur
 }
 
+// waveAfter is the lowest wave of a selected node whose plan this pass is not complete
+// (math.MaxInt when all are): the wave under way once the pass is done, so a pass that
+// completes the last wave reports none (the facts alone still name it).
+func waveAfter(nodes []NodeFacts, plans []NodePlan) int {
+	status := make(map[string]Status, len(plans))
+	for _, np := range plans {
+		status[np.Name] = np.Status
+	}
+	cur := math.MaxInt
+	for _, n := range nodes {
+		if n.Selected && n.Wave < cur && status[n.Name] != v1alpha1.StatusComplete {
+			cur = n.Wave
+		}
+	}
+	return cur
+}
+
 // WaveName is wave i's name in status (RestWave past the listed waves; "" for none).
 func WaveName(waves []string, i int) string {
 	switch {
