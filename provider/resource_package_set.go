@@ -74,6 +74,7 @@ type packageSetModel struct {
 	NodeSelector          map[string]string      `tfsdk:"node_selector"`
 	NodeSelectorExprs     []selectorExprModel    `tfsdk:"node_selector_expressions"`
 	Sequencing            types.String           `tfsdk:"sequencing"`
+	Serial                types.Bool             `tfsdk:"serial"`
 	After                 []string               `tfsdk:"after"`
 	Priority              types.Int64            `tfsdk:"priority"`
 	Paused                types.Bool             `tfsdk:"paused"`
@@ -337,6 +338,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`: `node` (default) lets a node go on once this set is " +
 					"complete on it; `all` holds every node of every later set until this set is complete on all its nodes (a global gate).",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.SequencingNode), string(v1alpha1.SequencingAll))}},
+			"serial": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the packages one at a time on each node, as Skyhook's `serial`: a package's flow " +
+				"(apply or upgrade through config and interrupt, or an uninstall) starts on a node only once no other package of the set has a flow unfinished there, even when " +
+				"the packages do not depend on each other. Unset or `false`: independent packages run side by side. Nodes still go in parallel within the budget."},
 			"after": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Names of package sets that must be complete on a node before this set starts there, whatever their `priority` (NixFleet's edges between deployments). " +
 					"A named set that does not select the node does not hold it; two sets naming each other are an invalid spec (the apply fails naming both).",
@@ -695,6 +699,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	}
 	s.NodeSelector = expandSelector(m.NodeSelector, m.NodeSelectorExprs)
 	s.Sequencing = v1alpha1.Sequencing(m.Sequencing.ValueString())
+	s.Serial = m.Serial.ValueBool()
 	s.After = append([]string(nil), m.After...)
 	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
 	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
@@ -804,6 +809,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.NodeSelectorExprs = flattenSelectorExprs(s.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
 	m.Sequencing = types.StringValue(string(s.Sequencing))
 	m.After = optList(s.After, prior.After)
+	m.Serial = optBool(s.Serial, prior.Serial)
 	if s.Sequencing == "" {
 		m.Sequencing = types.StringValue(string(v1alpha1.SequencingNode))
 	}

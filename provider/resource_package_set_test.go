@@ -311,6 +311,7 @@ resource "gantry_package_set" "sky" {
   node_selector_expressions = [{ key = "gantry.dev/test-pool", operator = "In", values = [%[1]q] }]
   # A global gate that holds nothing here: no set comes after priority 999.
   sequencing = "all"
+  serial     = true
   priority   = 999
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
   packages = [{
@@ -335,6 +336,7 @@ resource "gantry_package_set" "sky" {
 				Check: resource.ComposeTestCheckFunc(
 					resource.TestCheckResourceAttr(addr, "status", "complete"),
 					resource.TestCheckResourceAttr(addr, "packages.0.version", "1.2"),
+					resource.TestCheckResourceAttr(addr, "serial", "true"),
 					func(*terraform.State) error {
 						u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
 						if err != nil {
@@ -345,8 +347,9 @@ resource "gantry_package_set" "sky" {
 						}
 						exprs, _, _ := unstructured.NestedSlice(u.Object, "spec", "nodeSelector", "matchExpressions")
 						seq, _, _ := unstructured.NestedString(u.Object, "spec", "sequencing")
-						if len(exprs) != 1 || seq != "all" {
-							return fmt.Errorf("spec.nodeSelector.matchExpressions %v, sequencing %q", exprs, seq)
+						serial, _, _ := unstructured.NestedBool(u.Object, "spec", "serial")
+						if len(exprs) != 1 || seq != "all" || !serial {
+							return fmt.Errorf("spec.nodeSelector.matchExpressions %v, sequencing %q, serial %v", exprs, seq, serial)
 						}
 						jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
 						if err != nil {

@@ -182,3 +182,45 @@ func TestPackageSetFields_soakCheckInterval(t *testing.T) {
 		}
 	}
 }
+
+// serial = true reaches spec.serial and reads back; unset stays null (no diff) and is omitted
+// from the spec; spec.serial turned on outside Terraform reads back true (drift shows).
+func TestPackageSetSerial_roundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		conf     types.Bool
+		cluster  *bool // spec.serial changed outside Terraform before the read; nil: as applied
+		wantSpec bool
+		want     types.Bool
+	}{
+		{"set", types.BoolValue(true), nil, true, types.BoolValue(true)},
+		{"unset", types.BoolNull(), nil, false, types.BoolNull()},
+		{"false", types.BoolValue(false), nil, false, types.BoolValue(false)},
+		{"turned on outside", types.BoolNull(), boolPtr(true), true, types.BoolValue(true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := psFieldsModel()
+			m.Serial = tc.conf
+			obj, err := expandPackageSet(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.cluster != nil {
+				_ = unstructured.SetNestedField(obj.Object, *tc.cluster, "spec", "serial")
+			}
+			got, found, _ := unstructured.NestedBool(obj.Object, "spec", "serial")
+			if got != tc.wantSpec || (!tc.wantSpec && found) {
+				t.Errorf("spec.serial = %v (present %v), want %v", got, found, tc.wantSpec)
+			}
+			back, err := flattenPackageSet(obj, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !back.Serial.Equal(tc.want) {
+				t.Errorf("serial read back %s, want %s", back.Serial, tc.want)
+			}
+		})
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }

@@ -798,7 +798,7 @@ func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[strin
 // the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
-		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget,
+		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget, Serial: set.Spec.Serial,
 		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
 	f.Wants = packageset.WantsOf(set.Spec.Packages)
 	if ro := set.Spec.Rollout; ro != nil {

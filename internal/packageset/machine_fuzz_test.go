@@ -25,8 +25,11 @@ import (
 // meanwhile), and a quarantine once
 // recorded is never forgotten. ops[0] also picks: &8 a 1m soak, &16 uninstall for tool (new
 // tool packages then roll back by uninstalling), &32 a 10s soak check interval, &64 a config
-// interrupt for tool's config key.
+// interrupt for tool's config key, &128 a serial set (then never two flows unfinished on a
+// node at once).
 func FuzzPlan(f *testing.F) {
+	f.Add([]byte{128 + 16, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{128 + 4 + 8 + 2, 9, 9, 1, 1, 1, 3, 3, 200, 7, 7})
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{9, 9, 9, 1, 1, 1, 3, 3, 200, 7, 7})
 	f.Add([]byte{5, 5, 5, 5, 2, 2, 2, 8, 8, 0, 0, 4, 6})
@@ -72,6 +75,7 @@ func FuzzPlan(f *testing.F) {
 		s.fail = func(j JobSpec, _ int) bool {
 			return failing[j.Node+"/"+string(j.Stage)] || j.SoakCheck && failing[j.Node+"/soak"] || failing[j.Node+"/cfgb"] && string(j.Spec) == `{"mode":"b"}`
 		}
+		s.facts.Serial = ops[0]&128 != 0
 		if ops[0]&4 != 0 {
 			s.facts.OnHealthFailure = v1alpha1.HealthFailureRollback
 		}
@@ -120,6 +124,7 @@ func FuzzPlan(f *testing.F) {
 				}
 			}
 			d := s.pass()
+			checkSerial(t, s)
 			for _, np := range d.Nodes {
 				for _, j := range np.Jobs {
 					q := Quarantine(j.Package, j.Version)
@@ -252,6 +257,24 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkSerial fails t when a serial set has two package flows unfinished on one node.
+func checkSerial(t *testing.T, s *sim) {
+	if !s.facts.Serial {
+		return
+	}
+	for name, n := range s.nodes {
+		var open []string
+		for pkg, r := range n.recPackages() {
+			if !r.Done {
+				open = append(open, pkg)
+			}
+		}
+		if len(open) > 1 {
+			t.Fatalf("serial set: %s has flows of %v unfinished at once", name, open)
+		}
+	}
 }
 
 // recordPackages is r's packages (none for a nil record).

@@ -189,7 +189,7 @@ func (p *nodePass) stepIdle(name string, r *PackageRecord, w *Want) (again bool,
 		}
 		return false, nil // Stalled until the version (or config) changes
 	}
-	if !p.canStart() || !p.depsComplete(w) {
+	if !p.canStart() || !p.depsComplete(w) || p.serialBusy(name) {
 		return false, nil
 	}
 	if err := p.startFlow(name, r, w); err != nil {
@@ -309,6 +309,21 @@ func (p *nodePass) requeueIn(d time.Duration) {
 	if p.requeue == 0 || d < p.requeue {
 		p.requeue = d
 	}
+}
+
+// serialBusy: the set is serial (spec.serial, Skyhook's serial) and another package of it has
+// a flow unfinished on this node (not Done: a stage running, erroring, or skipped while it waits
+// for a merged interrupt), so the flow of name may not start this pass.
+func (p *nodePass) serialBusy(name string) bool {
+	if !p.f.Serial {
+		return false
+	}
+	for other, r := range p.rec.Packages {
+		if other != name && r != nil && !r.Done {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *nodePass) depsComplete(w *Want) bool {

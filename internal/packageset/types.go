@@ -312,6 +312,8 @@ type SetFacts struct {
 	// Wants are the packages, in the user's order.
 	Wants            []Want
 	Paused, Disabled bool
+	// Serial is spec.serial: one package flow at a time on a node (startSerial).
+	Serial bool
 	// SpecError, if non-empty, is what the controller found wrong with the spec before it
 	// could gather node facts (e.g. a node selector the API rejects): the set is Stalled
 	// (InvalidSpec) with this message; a deletion still releases the nodes with records.

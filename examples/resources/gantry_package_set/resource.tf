@@ -161,11 +161,13 @@ resource "gantry_package_set" "driver_waves" {
 # sequencing = "all" no node starts a later set (higher priority number) until this one is
 # complete on every node it selects. The legacy agent is uninstalled from every node now
 # (Skyhook's uninstall.apply) while it stays listed; set uninstall_apply back to false to
-# cancel where its uninstall has not started.
+# cancel where its uninstall has not started. serial = true (Skyhook's serial) runs the two
+# packages one after the other on each node instead of side by side.
 resource "gantry_package_set" "base" {
   name       = "base-os"
   priority   = 1
   sequencing = "all"
+  serial     = true
   node_selector_expressions = [
     { key = "node-role.kubernetes.io/control-plane", operator = "DoesNotExist" },
   ]

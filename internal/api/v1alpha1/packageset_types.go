@@ -214,6 +214,14 @@ type PackageSetSpec struct {
 	// +optional
 	Sequencing Sequencing `json:"sequencing,omitempty"`
 
+	// Serial runs this set's packages one at a time on each node, as Skyhook's serial: a
+	// package's flow (apply or upgrade through config and interrupt, or an uninstall) starts on
+	// a node only when no other package of the set has a flow unfinished there, even when the
+	// packages do not depend on each other. Unset (false): independent packages run side by
+	// side. Nodes still go in parallel, within the budget.
+	// +optional
+	Serial bool `json:"serial,omitempty"`
+
 	// After names package sets that must be complete on a node before this set starts there,
 	// whatever their priority (NixFleet's edges between deployments); a set named here that
 	// does not select the node does not hold it. Two sets naming each other are an invalid spec.
