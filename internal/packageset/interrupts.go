@@ -165,7 +165,13 @@ func (p *nodePass) runningInterrupt(running []string) error {
 // or errors on it, a start is allowed, and it is cordoned (else it plans a cordon within the
 // cordon slots) and drained (else it plans the drain once the non-interrupt pods are gone).
 func (p *nodePass) readyToInterrupt() bool {
-	for _, r := range p.rec.Packages {
+	for name, r := range p.rec.Packages {
+		if r.Done && p.want(name) == nil {
+			// An abandoned flow of a package no longer wanted runs nothing; its removal flow
+			// starts in step, before this check, unless a serial set holds it behind the flow
+			// waiting here (then waiting for it would wait forever).
+			continue
+		}
 		if r.State == v1alpha1.StateInProgress || r.State == v1alpha1.StateErroring {
 			return false // wait for the set's other stages on the node (Skyhook HasRunningPackages)
 		}

@@ -183,6 +183,38 @@ func TestReadyToInterrupt(t *testing.T) {
 	}
 }
 
+// An abandoned erroring flow (Done) of a package no longer wanted does not hold the interrupt
+// (a serial set starts its removal only after the flow waiting here; found by FuzzPlan); the
+// same record of a package still wanted does (its retry or rollback is still to come).
+func TestReadyToInterruptAbandoned(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wanted bool
+		done   bool
+		ready  bool
+	}{
+		{"abandoned, no longer wanted", false, true, true},
+		{"erroring, no longer wanted, not yet abandoned", false, false, false},
+		{"done erroring, still wanted", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slots := 1
+			rec := &NodeRecord{Packages: map[string]*PackageRecord{
+				"driver": {Stage: conf, State: v1alpha1.StateComplete, Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}},
+				"tool":   {Stage: appl, State: v1alpha1.StateErroring, Done: tc.done}}}
+			wants := []Want{driver("1.0.0")}
+			if tc.wanted {
+				wants = append(wants, tool("1.0.0"))
+			}
+			p := newNodePass(SetFacts{Name: "s", Serial: true}, NodeFacts{Name: "node-0", Selected: true, Record: rec, Cordoned: true, Drained: true}, wants, &slots, nil)
+			p.granted = true
+			if got := p.readyToInterrupt(); got != tc.ready {
+				t.Errorf("ready %v, want %v", got, tc.ready)
+			}
+		})
+	}
+}
+
 // startInterrupt merges the ready packages' interrupts: the winner (first of the highest rank)
 // runs one Job with the merged interrupt, the others are skipped; a reboot records the node's
 // boot ID (reboot.go reads it back).
