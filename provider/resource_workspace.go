@@ -84,7 +84,9 @@ type wsResourceModel struct {
 	InstanceType  types.String      `tfsdk:"instance_type"`
 	GPUProduct    types.String      `tfsdk:"gpu_product"`
 	LabelSelector map[string]string `tfsdk:"label_selector"`
-	TEEType       types.String      `tfsdk:"tee_type"`
+	// LabelExprs is label_selector_expressions (KAITO's labelSelector.matchExpressions).
+	LabelExprs []selectorExprModel `tfsdk:"label_selector_expressions"`
+	TEEType    types.String        `tfsdk:"tee_type"`
 }
 
 type wsInferenceModel struct {
@@ -176,6 +178,9 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"An unknown type fails the plan, naming the closest.",
 						Validators: []validator.String{instanceTypeValidator{}}},
 					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
+					"label_selector_expressions": selectorExprsAttribute("Node label requirements a node must also meet (KAITO's `resource.labelSelector.matchExpressions`): " +
+						"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none. The pods get them as required node affinity (ANDed into each required term of " +
+						"`scheduling.affinity`), and the capacity check counts only the nodes that meet them."),
 					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
 						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
 				},
@@ -345,6 +350,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if r := m.Resource; r != nil {
 		spec.Resource = v1alpha1.WorkspaceResource{Count: int32(r.Count.ValueInt64()), GPUCount: int32(r.GPUCount.ValueInt64()),
 			GPUProduct: r.GPUProduct.ValueString(), InstanceType: r.InstanceType.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
+		spec.Resource.LabelSelectorExpressions = expandSelector(nil, r.LabelExprs).MatchExpressions
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
@@ -393,7 +399,8 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	}
 	r := w.Spec.Resource
 	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
-		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType)}
+		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType),
+		LabelExprs: flattenSelectorExprs(r.LabelSelectorExpressions, pr.LabelExprs)}
 	if in := w.Spec.Inference; in != nil {
 		pi := prior.Inference
 		if pi == nil {

@@ -176,6 +176,68 @@ func TestAccWorkspace_impossibleGPUProductFailsFast(t *testing.T) {
 	})
 }
 
+// label_selector_expressions (KAITO's labelSelector.matchExpressions): requirements the A100
+// nodes meet go Ready with the requirements in the Deployment's pod affinity (empty plan,
+// import); a requirement no node meets fails the apply fast naming it as a selector.
+func TestAccWorkspace_labelSelectorExpressions(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-ws-expr")
+	addr := "gantry_workspace.expr"
+	body := func(exprs string) string {
+		return fmt.Sprintf(`
+  resource = {
+    gpu_count   = 1
+    gpu_product = "NVIDIA-A100-SXM4-80GB"
+    label_selector_expressions = [%s]
+  }
+  inference = {
+    model = "falcon-7b-instruct"
+    image = "ghcr.io/gantry-dev/hello-model:1.0.0"
+  }
+  timeouts = { create = "5m", update = "5m" }
+`, exprs)
+	}
+	meets := `
+      { key = "nvidia.com/gpu.product", operator = "In", values = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"] },
+      { key = "gantry.dev/no-such-label", operator = "DoesNotExist" },
+    `
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: workspaceConfig(ns, "expr", body(meets)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("Ready")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("resource").AtMapKey("label_selector_expressions").AtSliceIndex(1).AtMapKey("values"), knownvalue.Null()),
+				},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: func(*terraform.State) error {
+					d, err := c.Core.AppsV1().Deployments(ns).Get(context.Background(), "workspace-expr", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					a := d.Spec.Template.Spec.Affinity
+					if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+						return fmt.Errorf("pod template has no required node affinity: %+v", a)
+					}
+					terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+					if len(terms) != 1 || len(terms[0].MatchExpressions) != 2 || terms[0].MatchExpressions[1].Operator != "DoesNotExist" {
+						return fmt.Errorf("required node affinity terms %+v", terms)
+					}
+					return nil
+				},
+			},
+			{ResourceName: addr, ImportState: true, ImportStateId: ns + "/expr", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{
+				Config:      workspaceConfig(ns, "expr", body(`{ key = "kubernetes.io/hostname", operator = "In", values = ["no-such-node"] }`)),
+				ExpectError: regexp.MustCompile(`(?s)NoMatchingNodes.*kubernetes\.io/hostname\s+in\s+\(no-such-node\)`),
+			},
+		},
+	})
+}
+
 // A preset workspace (KAITO's inference.preset) with only the preset and the GPU product: it
 // goes Ready on the preset's image and GPU count (phi-3-mini-4k-instruct: 1 GPU), state keeps
 // what the configuration says (model and image null), and the next plan is empty.
@@ -313,6 +375,10 @@ func TestWorkspaceMappingRoundTrip(t *testing.T) {
 		{Key: str("node.kubernetes.io/unreachable"), Operator: str("Exists"), Value: types.StringNull(), Effect: str("NoExecute"), TolerationSeconds: types.Int64Value(30)},
 	}
 	full.Affinity = jsontypes.NewNormalizedValue(`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]}]}}}`)
+	full.Resource.LabelExprs = []selectorExprModel{
+		{Key: str("zone"), Operator: str("In"), Values: []string{"z1", "z2"}},
+		{Key: str("spot"), Operator: str("DoesNotExist"), Values: nil},
+	}
 	full.RuntimeClassName = str("kata-qemu-tdx")
 	full.PriorityClassName = str("high")
 	full.Inference.Adapters = []wsAdapterModel{{Name: str("style"), Image: str("adapters/style:1"), Strength: str("0.5")}, {Name: str("tone"), Image: str("adapters/tone:1"), Strength: types.StringNull()}}

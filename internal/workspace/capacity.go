@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
@@ -57,11 +59,17 @@ type Capacity struct {
 // maxFreeListed bounds Capacity.FreeByNode.
 const maxFreeListed = 10
 
-// CapacityOf computes the Capacity of nodes for pods with the given node selector,
-// tolerations and GPUs per replica: what the matching Ready, schedulable nodes have free
-// (allocatable less what other pods request, Node.UsedGPU), the KAITO "Pending trap" check.
-func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.Toleration, gpusPerReplica int32) Capacity {
-	c := Capacity{Selector: renderSelector(selector), GPUsPerReplica: gpusPerReplica, AllNodes: len(nodes)}
+// CapacityOf computes the Capacity of nodes for pods with the given node selector, label
+// requirements (spec.resource.labelSelectorExpressions; nil: none), tolerations and GPUs per
+// replica: what the matching Ready, schedulable nodes have free (allocatable less what other
+// pods request, Node.UsedGPU), the KAITO "Pending trap" check. Requirements the label
+// selector parser rejects match no node (the CRD's rules keep them out).
+func CapacityOf(nodes []Node, selector map[string]string, exprs []metav1.LabelSelectorRequirement, tolerations []corev1.Toleration, gpusPerReplica int32) Capacity {
+	c := Capacity{Selector: renderSelector(selector, exprs), GPUsPerReplica: gpusPerReplica, AllNodes: len(nodes)}
+	reqs, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: exprs})
+	if err != nil {
+		reqs = labels.Nothing()
+	}
 	var placeable int64
 	all := make([]map[string]string, len(nodes))
 	for i := range nodes {
@@ -69,7 +77,7 @@ func CapacityOf(nodes []Node, selector map[string]string, tolerations []corev1.T
 	}
 	c.MissingLabels = hardware.MissingLabels(all, selector)
 	for _, n := range nodes {
-		if !matches(n.Labels, selector) || !tolerates(tolerations, n.Taints) {
+		if !matches(n.Labels, selector) || !reqs.Matches(labels.Set(n.Labels)) || !tolerates(tolerations, n.Taints) {
 			continue
 		}
 		if !n.Ready || n.Unschedulable {
@@ -146,14 +154,24 @@ func tolerates(tols []corev1.Toleration, taints []corev1.Taint) bool {
 	return true
 }
 
-func renderSelector(sel map[string]string) string {
-	if len(sel) == 0 {
+// renderSelector is the node selector and the label requirements as kubectl writes a
+// selector: "k=v,k2=v2" sorted, then each requirement ("zone in (a,b)", "!spot").
+func renderSelector(sel map[string]string, exprs []metav1.LabelSelectorRequirement) string {
+	if len(sel) == 0 && len(exprs) == 0 {
 		return "(none)"
 	}
-	parts := make([]string, 0, len(sel))
+	parts := make([]string, 0, len(sel)+len(exprs))
 	for k, v := range sel {
 		parts = append(parts, k+"="+v)
 	}
 	sort.Strings(parts)
+	for _, e := range exprs {
+		s, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{e}})
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%s %s %v (invalid: %v)", e.Key, e.Operator, e.Values, err))
+			continue
+		}
+		parts = append(parts, s.String())
+	}
 	return strings.Join(parts, ",")
 }

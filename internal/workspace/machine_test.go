@@ -419,7 +419,7 @@ func TestCapacityOf(t *testing.T) {
 		{"9 gpus fit nowhere", map[string]string{"gpu": "true"}, tol, 9, 2, 1, 0},
 	}
 	for _, c := range cases {
-		got := CapacityOf(nodes, c.sel, c.tols, c.gpus)
+		got := CapacityOf(nodes, c.sel, nil, c.tols, c.gpus)
 		if got.MatchingNodes != c.match || got.NotReadyMatching != c.notReady || got.PlaceableReplicas != c.placeable || got.AllNodes != 4 {
 			t.Errorf("%s: %+v", c.name, got)
 		}

@@ -79,14 +79,50 @@ func Labels(w *v1alpha1.Workspace) map[string]string {
 }
 
 // Placement maps spec.resource and spec.scheduling through hardware.PlaceAt (errors name
-// spec.resource.* fields).
+// spec.resource.* fields); spec.resource.labelSelectorExpressions become required node
+// affinity (withNodeRequirements).
 func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
 	r := w.Spec.Resource
 	hw := v1alpha1.HardwareRequirements{GPUCount: r.GPUCount, GPUType: r.GPUProduct, CustomLabels: r.LabelSelector}
 	if r.TEEType != "" {
 		hw.TEERequired, hw.TEEType = true, r.TEEType
 	}
-	return hardware.PlaceAt(hw, w.Spec.Scheduling, Paths)
+	pl, err := hardware.PlaceAt(hw, w.Spec.Scheduling, Paths)
+	if err != nil {
+		return pl, err
+	}
+	pl.Affinity = withNodeRequirements(pl.Affinity, r.LabelSelectorExpressions)
+	return pl, nil
+}
+
+// withNodeRequirements returns aff (a copy, never modified) with exprs (label selector
+// requirements: In, NotIn, Exists, DoesNotExist) as required node affinity: ANDed into every
+// required node selector term aff already has (the terms stay ORed), or one new term. aff
+// itself when exprs is empty.
+func withNodeRequirements(aff *corev1.Affinity, exprs []metav1.LabelSelectorRequirement) *corev1.Affinity {
+	if len(exprs) == 0 {
+		return aff
+	}
+	reqs := make([]corev1.NodeSelectorRequirement, len(exprs))
+	for i, e := range exprs {
+		reqs[i] = corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOperator(e.Operator), Values: append([]string(nil), e.Values...)}
+	}
+	out := &corev1.Affinity{}
+	if aff != nil {
+		out = aff.DeepCopy()
+	}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := out.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, reqs...)
+	}
+	return out
 }
 
 // PodTemplate builds the pod template of the Deployment or Job. The Workspace's own labels

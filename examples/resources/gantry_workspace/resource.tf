@@ -14,11 +14,16 @@ resource "gantry_workspace" "chat" {
 
 # A preset (KAITO preset names; the Model presets guide lists them): image, GPUs and serving
 # arguments come from the catalog; any field set here wins. An Azure instance type picks the
-# nodes (node.kubernetes.io/instance-type) and the GPUs per replica.
+# nodes (node.kubernetes.io/instance-type) and the GPUs per replica; label_selector_expressions
+# (KAITO's labelSelector.matchExpressions) keep it to two zones and off spot nodes.
 resource "gantry_workspace" "phi" {
   name = "phi-3"
   resource = {
     instance_type = "Standard_NC24ads_A100_v4"
+    label_selector_expressions = [
+      { key = "topology.kubernetes.io/zone", operator = "In", values = ["eastus-1", "eastus-2"] },
+      { key = "kubernetes.azure.com/scalesetpriority", operator = "DoesNotExist" },
+    ]
   }
   inference = {
     preset = "phi-3-mini-4k-instruct"

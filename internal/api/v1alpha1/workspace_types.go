@@ -139,6 +139,16 @@ type WorkspaceResource struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	LabelSelector map[string]string `json:"labelSelector,omitempty"`
+	// LabelSelectorExpressions are node label requirements a node must also meet to run a
+	// replica (KAITO's resource.labelSelector.matchExpressions): In and NotIn need values,
+	// Exists and DoesNotExist take none. The pods get them as required node affinity (ANDed
+	// into every term of spec.scheduling.affinity's required node selector terms), and the
+	// capacity check counts only the nodes that meet them.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="labelSelectorExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="labelSelectorExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +optional
+	LabelSelectorExpressions []metav1.LabelSelectorRequirement `json:"labelSelectorExpressions,omitempty"`
 	// TEEType asks for nodes with this trusted execution environment (sgx, sev-snp, tdx), as
 	// performers' hardwareRequirements.teeType does: the node-feature-discovery label and the
 	// runtime class follow from it.
