@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,8 +13,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
 func policyConfig(pool, version, extraPkg string, failureThreshold int) string {
@@ -172,8 +176,37 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 			},
 			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 			{
-				Config:      healthConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
-				ExpectError: regexp.MustCompile(`(?s)health\s+check\s+dcgm\s+failed\s+in\s+round.*dcgm-tool@1\.1\.0`),
+				Config: healthConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				// A CI run saw this apply fail with "exit status 1" and an EMPTY stderr, as the
+				// rollback test's failing apply did twice (see there): accepted as such, and the
+				// next step asserts the outcome through the API instead.
+				ExpectError: regexp.MustCompile(`(?s)health\s+check\s+dcgm\s+failed\s+in\s+round.*dcgm-tool@1\.1\.0|\AError running apply: exit status 1\s*\z`),
+			},
+			{
+				// The health check's failure (only the check's pod carries the chaos label: the
+				// package's own stages pass) rolled every node back to 1.0.0 and quarantined
+				// 1.1.0, which the set's Stalled condition says; the failure stays in the plan.
+				PreConfig: func() {
+					waitRolledBack(t, c, pool, "dcgm-tool", "1.0.0")
+					u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					q, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")
+					conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+					stalled := ""
+					for _, c := range conds {
+						if m, _ := c.(map[string]interface{}); m["type"] == "Stalled" {
+							stalled, _ = m["message"].(string)
+						}
+					}
+					if !slices.Contains(q, "dcgm-tool@1.1.0") || !strings.Contains(stalled, "quarantined by a rollback") {
+						t.Fatalf("after the failing health check: quarantined %v, Stalled %q", q, stalled)
+					}
+				},
+				Config:             healthConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
 			},
 		},
 	})
