@@ -34,7 +34,9 @@ func TestWorkspaceLabelSelectorExpressions(t *testing.T) {
 	spot.Labels["gantry.dev/spot"] = "true"
 	for _, n := range []*corev1.Node{z1, spot} {
 		e.addNode(t, n)
-		t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) })
+		t.Cleanup(func() {
+			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+		})
 	}
 	zone := func(v ...string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn, Values: v}
