@@ -185,7 +185,8 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 			{
 				// The health check's failure (only the check's pod carries the chaos label: the
 				// package's own stages pass) rolled every node back to 1.0.0 and quarantined
-				// 1.1.0, which the set's Stalled condition says; the failure stays in the plan.
+				// 1.1.0; the set's Stalled condition says so and why (the health check), and the
+				// failure stays in the plan.
 				PreConfig: func() {
 					waitRolledBack(t, c, pool, "dcgm-tool", "1.0.0")
 					u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
@@ -200,7 +201,7 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 							stalled, _ = m["message"].(string)
 						}
 					}
-					if !slices.Contains(q, "dcgm-tool@1.1.0") || !strings.Contains(stalled, "quarantined by a rollback") {
+					if !slices.Contains(q, "dcgm-tool@1.1.0") || !strings.Contains(stalled, "quarantined by a rollback") || !strings.Contains(stalled, "health check dcgm failed") {
 						t.Fatalf("after the failing health check: quarantined %v, Stalled %q", q, stalled)
 					}
 				},

@@ -32,10 +32,23 @@ func TestHealthCheckRollsBackWhatChanged(t *testing.T) {
 	}
 	s.facts.Wants = []Want{driver("1.0.0"), tool("1.1.0")}
 	s.fail = func(j JobSpec, _ int) bool { return j.Probe == "dcgm" && j.SoakRound == 1 }
+	stalledMsg := func(d Decision) string {
+		for _, c := range d.Conditions {
+			if c.Type == v1alpha1.ConditionStalled && c.Status == "True" {
+				return c.Message
+			}
+		}
+		return ""
+	}
 	var d Decision
 	var failure string
 	for i := 0; i < 60; i++ {
 		d = s.pass()
+		// From the pass that quarantines the version on, while the rollback runs and after
+		// it, the set is Stalled and says why.
+		if len(d.Quarantined) > 0 && !strings.Contains(stalledMsg(d), "health check dcgm failed") {
+			t.Errorf("pass %d: Stalled %q, want the cause", i, stalledMsg(d))
+		}
 		for _, f := range d.Failures {
 			if strings.Contains(f.Message, "health check") {
 				failure = f.String()
@@ -54,13 +67,21 @@ func TestHealthCheckRollsBackWhatChanged(t *testing.T) {
 		t.Errorf("failure %q", failure)
 	}
 	n := s.nodes["node-0"]
-	for i := 0; i < 30 && n.rec.Packages["tool"].Version != "1.0.0"; i++ {
+	for i := 0; i < 30 && (n.rec.Packages["tool"].Version != "1.0.0" || !n.rec.Packages["tool"].Done); i++ {
 		s.settle()
 		s.now = s.now.Add(BackoffMin)
-		s.pass()
+		if msg := stalledMsg(s.pass()); !strings.Contains(msg, "health check dcgm failed") {
+			t.Errorf("pass %d of the rollback: Stalled %q, want the cause", i, msg)
+		}
 	}
 	if v := n.rec.Packages["tool"].Version; v != "1.0.0" {
 		t.Errorf("tool at %s after the rollback, want 1.0.0", v)
+	}
+	// Once the rollback is done, the set stays Stalled and still says why: the health check.
+	s.settle()
+	d = s.pass()
+	if stalled := stalledMsg(d); !strings.Contains(stalled, "health check dcgm failed") || !strings.Contains(stalled, "tool@1.1.0") {
+		t.Errorf("Stalled after the rollback %q, want the quarantine and its cause", stalledMsg(d))
 	}
 	if r := n.rec.Packages["driver"]; r.Version != "1.0.0" || r.Reverting {
 		t.Errorf("driver (unchanged) was touched: %+v", *r)

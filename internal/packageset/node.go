@@ -120,6 +120,7 @@ func (p *nodePass) run() (NodePlan, error) {
 	if err := p.rollout(); err != nil {
 		return p.plan, err
 	}
+	p.noteRollingBack()
 	p.plan.Status = p.status()
 	if len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected {
 		p.plan.Record = nil

@@ -5,6 +5,7 @@ package packageset
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -145,6 +146,47 @@ func (p *nodePass) noteRevert(name, q, note string) {
 			f.Message += fmt.Sprintf("; %s, %s quarantined", note, q)
 		}
 	}
+}
+
+// noteRollingBack keeps a rollback's cause in the set's failures while the rollback runs (a
+// Reverting flow not yet Done, not erroring: that reports its own failure), so the Stalled
+// condition says why the version is quarantined from the pass that starts the rollback to the
+// pass that finishes it (then stepIdle reports revertedMessage). Not while the set is deleted
+// (a failure there means a failing uninstall).
+func (p *nodePass) noteRollingBack() {
+	if p.f.Deleting {
+		return
+	}
+	for _, name := range p.sortedRecords() {
+		r := p.rec.Packages[name]
+		if !r.Reverting || r.Done || r.State == v1alpha1.StateErroring || slices.ContainsFunc(p.failures, func(f Failure) bool { return f.Package == name }) {
+			continue
+		}
+		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, rollingBackMessage(name, r)})
+	}
+}
+
+// rollingBackMessage is what a running rollback of package name says: where it returns to,
+// from what, why (the cause kept from the failure), and the quarantine it holds
+// (quarantineKey), e.g. "rolling back to 1.0.0 after the change to 1.1.0 failed (health check
+// dcgm failed ...); tool@1.1.0 is quarantined".
+func rollingBackMessage(name string, r *PackageRecord) string {
+	cause := ""
+	if r.Cause != "" {
+		cause = " (" + r.Cause + ")"
+	}
+	var what string
+	switch {
+	case r.RevertedConfig != "":
+		what = fmt.Sprintf("rolling back to the previous config of %s after config %s failed", r.Version, r.RevertedConfig)
+	case r.Prev != nil: // uninstall of the failed version first
+		what = fmt.Sprintf("rolling back to %s after the change to %s failed", r.Prev.Version, r.RevertedFrom)
+	case r.Version == r.RevertedFrom: // a new package: uninstalled
+		what = fmt.Sprintf("uninstalling %s after it failed", r.Version)
+	default:
+		what = fmt.Sprintf("rolling back to %s after the change to %s failed", r.Version, r.RevertedFrom)
+	}
+	return fmt.Sprintf("%s%s; %s is quarantined", what, cause, r.quarantineKey(name))
 }
 
 // withdraw records that package name's new version failed and was removed (revertNew): the

@@ -506,3 +506,65 @@ func TestRevertedMessage(t *testing.T) {
 		})
 	}
 }
+
+// rollingBackMessage for each kind of running rollback: where to, from what, why, the key.
+func TestRollingBackMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    PackageRecord
+		want string
+	}{
+		{"version, uninstall first", PackageRecord{Reverting: true, Version: "1.1.0", RevertedFrom: "1.1.0", Prev: &Applied{Version: "1.0.0"}, Cause: "health check dcgm failed"},
+			"rolling back to 1.0.0 after the change to 1.1.0 failed (health check dcgm failed); tool@1.1.0 is quarantined"},
+		{"version, apply of the previous", PackageRecord{Reverting: true, Version: "1.0.0", RevertedFrom: "1.1.0"},
+			"rolling back to 1.0.0 after the change to 1.1.0 failed; tool@1.1.0 is quarantined"},
+		{"new package uninstalled", PackageRecord{Reverting: true, Version: "1.1.0", RevertedFrom: "1.1.0", Uninstall: true, Cause: "boom"},
+			"uninstalling 1.1.0 after it failed (boom); tool@1.1.0 is quarantined"},
+		{"config", PackageRecord{Reverting: true, Version: "1.0.0", RevertedFrom: "1.0.0", RevertedConfig: "abcd1234"},
+			"rolling back to the previous config of 1.0.0 after config abcd1234 failed; tool@1.0.0#config-abcd1234 is quarantined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rollingBackMessage("tool", &tc.r); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// noteRollingBack: a running rollback (Reverting, not Done, not erroring) adds one failure
+// naming its cause; none when the package already reports a failure, when the rollback is
+// done or erroring, or while the set is deleted.
+func TestNoteRollingBack(t *testing.T) {
+	running := func(mut func(*PackageRecord)) *PackageRecord {
+		r := &PackageRecord{Reverting: true, Version: "1.0.0", RevertedFrom: "1.1.0", Stage: appl, State: v1alpha1.StateInProgress, Cause: "boom"}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		r        *PackageRecord
+		deleting bool
+		existing []Failure
+		want     int
+	}{
+		{"running", running(nil), false, nil, 1},
+		{"done", running(func(r *PackageRecord) { r.Done, r.State = true, v1alpha1.StateComplete }), false, nil, 0},
+		{"erroring reports itself", running(func(r *PackageRecord) { r.State = v1alpha1.StateErroring }), false, nil, 0},
+		{"already a failure for it", running(nil), false, []Failure{{"node-0", "tool", appl, "x"}}, 1},
+		{"not a rollback", running(func(r *PackageRecord) { r.Reverting = false }), false, nil, 0},
+		{"deleting", running(nil), true, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := nodePass{f: SetFacts{Deleting: tc.deleting}, n: NodeFacts{Name: "node-0"}, rec: &NodeRecord{Packages: map[string]*PackageRecord{"tool": tc.r}}, failures: tc.existing}
+			p.noteRollingBack()
+			if len(p.failures) != tc.want {
+				t.Fatalf("failures %v, want %d", p.failures, tc.want)
+			}
+			if tc.want == 1 && tc.existing == nil && !strings.Contains(p.failures[0].Message, "(boom)") {
+				t.Errorf("failure %q lacks the cause", p.failures[0].Message)
+			}
+		})
+	}
+}
