@@ -44,18 +44,28 @@ log "unit, machine and controller tests"
 go test $(go list ./... | grep -v /provider) -count=1 -timeout 20m
 
 # acceptance NAME CLI [VAR=VALUE...]: the provider acceptance tests (TF_ACC=1) with the real CLI
-# at CLI, the environment extended by VAR=VALUE; log .cache/testacc-NAME.log; prints a summary
-# line and returns go test's exit code.
+# at CLI, the environment extended by VAR=VALUE; log .cache/testacc-NAME.log, and per test the
+# CLI's own warnings and errors (TF_ACC_LOG=WARN) in .cache/testacc-NAME.tf/<test>.log, printed
+# for each failed test (a CLI that exits 1 with nothing on stderr says why there:
+# plugin-testing discards the CLI's stdout); prints a summary line and returns go test's exit
+# code.
 acceptance() {
   local name=$1 cli=$2; shift 2
-  local t rc
+  local t rc tflogs=$CACHE/testacc-$name.tf
   log "provider acceptance tests on $name ($("$cli" version | head -1))"
   t=$(date +%s)
+  rm -rf "$tflogs" && mkdir -p "$tflogs"
   set +e
-  env "$@" TF_ACC=1 TF_ACC_TERRAFORM_PATH="$cli" \
+  env "$@" TF_ACC=1 TF_ACC_TERRAFORM_PATH="$cli" TF_ACC_LOG=WARN TF_LOG_PATH_MASK="$tflogs/%s.log" \
     go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc-$name.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
   rc=${PIPESTATUS[0]}
   set -e
+  local failed_test
+  for failed_test in $(sed -n 's/^ *--- FAIL: \([^ ]*\).*/\1/p' "$CACHE/testacc-$name.log" | sed 's|/|__|g' | sort -u); do
+    [ -f "$tflogs/$failed_test.log" ] || continue
+    log "$name: $failed_test: the CLI's warnings and errors (last 40 lines of .cache/testacc-$name.tf/$failed_test.log)"
+    tail -40 "$tflogs/$failed_test.log" >&2
+  done
   summary+=("$(printf '%-16s %s in %ss: %s passed, %s failed, %s skipped' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" \
     "$(( $(date +%s) - t ))" "$(grep -c '^    --- PASS\|^--- PASS' "$CACHE/testacc-$name.log")" \
     "$(grep -c '^    --- FAIL\|^--- FAIL' "$CACHE/testacc-$name.log")" "$(grep -c '^    --- SKIP\|^--- SKIP' "$CACHE/testacc-$name.log")")")
