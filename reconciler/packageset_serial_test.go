@@ -7,24 +7,13 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
-
-// jobFinished: the Job has its Complete or Failed condition.
-func jobFinished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
 
 // Serial (Skyhook's serial): two independent packages on one node run one at a time, the
 // first listed first; the same set without serial runs them side by side (the sampler sees
@@ -55,7 +44,7 @@ func TestPackageSetSerial(t *testing.T) {
 					if _, ok := firstSeen[pkg]; !ok {
 						firstSeen[pkg] = time.Now()
 					}
-					if !jobFinished(&j) {
+					if done, failed, _, _ := failure.JobOutcome(&j); !done && !failed {
 						open[pkg] = true
 					}
 				}

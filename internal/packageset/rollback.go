@@ -171,10 +171,7 @@ func (p *nodePass) noteRollingBack() {
 // (quarantineKey), e.g. "rolling back to 1.0.0 after the change to 1.1.0 failed (health check
 // dcgm failed ...); tool@1.1.0 is quarantined".
 func rollingBackMessage(name string, r *PackageRecord) string {
-	cause := ""
-	if r.Cause != "" {
-		cause = " (" + r.Cause + ")"
-	}
+	cause := causeNote(r)
 	var what string
 	switch {
 	case r.RevertedConfig != "":
@@ -210,15 +207,20 @@ func (p *nodePass) unwithdraw(name string) {
 // revertedMessage says what a done rollback flow r did and which quarantine q (the one
 // stalling the wanted package) holds the node.
 func revertedMessage(r *PackageRecord, q string) string {
-	cause := ""
-	if r.Cause != "" {
-		cause = " (" + r.Cause + ")"
-	}
+	cause := causeNote(r)
 	if r.RevertedConfig != "" {
 		return fmt.Sprintf("rolled back to the previous config of %s after config %s failed%s; %s is quarantined (change the config to continue)",
 			r.Version, r.RevertedConfig, cause, q)
 	}
 	return fmt.Sprintf("rolled back to %s after the change to %s failed%s; %s is quarantined", r.Version, r.RevertedFrom, cause, q)
+}
+
+// causeNote is " (<the failure a rollback keeps>)", or "" when it kept none.
+func causeNote(r *PackageRecord) string {
+	if r.Cause == "" {
+		return ""
+	}
+	return " (" + r.Cause + ")"
 }
 
 // MaxCause bounds the failure message a rollback keeps (PackageRecord.Cause), in bytes.
