@@ -7,9 +7,44 @@
 # the apply it creates each environment's namespace and its operator key Secret with kubectl
 # (demo keys; key material never goes through Terraform). Leaves the cluster and the
 # reconciler running; `make down` stops them. A second run plans no changes.
+#
+#   hack/demo.sh           the demo (make demo)
+#   hack/demo.sh destroy   terraform destroy of the demo stack (make demo-destroy)
 set -euo pipefail
+mode=${1:-apply}
+case $mode in apply|destroy) ;; *) echo "usage: $0 [apply|destroy]" >&2; exit 2 ;; esac
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+
+# The demo's Terraform CLI: a supported terraform or tofu (1.8+) already on PATH (bin/ aside),
+# else the pinned Terraform built into the tools cache. GANTRY_DEMO_CLI=PATH forces one.
+# cli_version CLI: its version (x.y.z), or nothing if it is not a Terraform/OpenTofu CLI.
+cli_version() { "$1" version 2>/dev/null | sed -nE '1s/^(Terraform|OpenTofu) v([0-9]+[.][0-9]+[.][0-9]+).*/\2/p'; }
+supported() { local v; v=$(cli_version "$1"); [ -n "$v" ] && printf '1.8.0\n%s\n' "$v" | sort -VC; }
+tf=${GANTRY_DEMO_CLI:-}
+if [ -z "$tf" ]; then
+  for c in terraform tofu; do
+    p=$(PATH=${PATH//$BIN:/} command -v "$c" 2>/dev/null) || continue
+    if supported "$p"; then tf=$p; break; fi
+    log "ignoring $p: $("$p" version 2>/dev/null | head -1) is older than the 1.8 the provider supports"
+  done
+fi
+demo_tools=(debs kube etcd kwok goreleaser)
+[ -n "$tf" ] || demo_tools+=(terraform)
+log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
+bash tools/install.sh "${demo_tools[@]}"
+if [ -n "$tf" ]; then
+  supported "$tf" || { log "$tf is not a supported Terraform or OpenTofu CLI (1.8+)"; exit 1; }
+  log "using $($tf version | head -1) at $tf (found on PATH; GANTRY_DEMO_CLI=... picks another)"
+else
+  tf=$BIN/terraform
+  log "using the pinned $($tf version | head -1) at $tf (no terraform or tofu 1.8+ on PATH)"
+fi
+terraform() { "$tf" "$@"; }
+
+log "build the reconciler (bin/gantry-reconciler, rebuilt when its sources changed)"
+mkdir -p "$BIN"
+go build -trimpath -o "$BIN/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
 
 log "release the provider (this platform) and serve it from a loopback network mirror"
 release=$(RELEASE_HOST_ONLY=1 bash hack/release.sh)
@@ -49,6 +84,11 @@ if ! terraform -chdir="$stack" init -input=false >"$CACHE/demo-init.log" 2>&1; t
   fi
 fi
 grep -q '"h1:' "$stack/.terraform.lock.hcl" || { log "the lock file has no h1: hash"; exit 1; }
+if [ "$mode" = destroy ]; then
+  log "terraform destroy"
+  terraform -chdir="$stack" destroy -input=false -auto-approve
+  exit 0
+fi
 log "terraform apply"
 terraform -chdir="$stack" apply -input=false -auto-approve
 log "terraform output"

@@ -38,22 +38,43 @@ case ${1:-status} in
     # Supervised like its Deployment (restartPolicy Always): with --leader-elect the reconciler
     # exits when it cannot renew its Lease (an API server or etcd outage longer than the renew
     # deadline, as controller-runtime does) and relies on being restarted. The loop restarts it
-    # after 1 s; it runs in its own process group, which `stop` kills whole.
-    setsid nohup bash -c 'while :; do "$@"; echo "gantry-reconciler exited with status $?; restarting it in 1s (as its Deployment would)"; sleep 1; done' \
+    # after 1 s; it runs in its own process group, which `stop` kills whole. It gives up (and
+    # exits, so `start` fails with the last log lines) when the binary cannot run at all
+    # (missing, not executable: status 126/127) or crashes at start-up (five exits within 10 s
+    # before it ever ran 10 s; later, an API server outage may make it exit and restart often,
+    # which is expected), as a CrashLoopBackOff would tell, instead of restarting it forever.
+    [ -x "$BIN/gantry-reconciler" ] || { echo "$BIN/gantry-reconciler is missing or not executable: run 'make build'" >&2; exit 1; }
+    setsid nohup bash -c '
+      exits=() up=0
+      while :; do
+        began=$SECONDS; "$@"; rc=$?
+        if [ $rc = 126 ] || [ $rc = 127 ]; then
+          echo "supervise: gantry-reconciler could not be started (status $rc: $1 is missing or not executable); giving up"; exit $rc
+        fi
+        [ $((SECONDS - began)) -ge 10 ] && up=1
+        exits+=("$SECONDS"); [ ${#exits[@]} -gt 5 ] && exits=("${exits[@]:1}")
+        if [ $up = 0 ] && [ ${#exits[@]} = 5 ] && [ $((SECONDS - exits[0])) -le 10 ]; then
+          echo "supervise: gantry-reconciler exited 5 times within 10s of starting (last status $rc); giving up (crash loop)"; exit 1
+        fi
+        echo "gantry-reconciler exited with status $rc; restarting it in 1s (as its Deployment would)"; sleep 1
+      done' \
       supervise "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \
       --metrics-bind-address=0 --health-probe-bind-address=0 \
       --zap-time-encoding=rfc3339nano ${GANTRY_RECONCILER_ARGS:-} >"$logfile" 2>&1 &
     echo $! >"$pidfile"
-    # Ready once it has applied its CRDs: the performers CRD is Established.
+    # Ready once it has applied its CRDs (the performers CRD is Established) and its controllers
+    # run (controller-runtime logs "Starting workers" once it leads): CRDs left by an earlier
+    # run alone do not count.
     for _ in $(seq 1 120); do
-      alive || { echo "reconciler exited; last log lines:" >&2; tail -20 "$logfile" >&2; exit 1; }
-      if kubectl --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established \
+      alive || { echo "reconciler exited; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2; exit 1; }
+      if grep -q 'Starting workers' "$logfile" && kubectl --kubeconfig "$KUBECONFIG_PATH" wait --for=condition=Established \
            crd/performers.gantry.dev --timeout=1s >/dev/null 2>&1; then
         echo "reconciler running (pid $(cat "$pidfile"), log $logfile)"; exit 0
       fi
       sleep 0.5
     done
-    echo "reconciler did not become ready; log: $logfile" >&2; exit 1 ;;
+    echo "reconciler did not become ready in 60s; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2
+    bash "$0" stop >/dev/null 2>&1 || true; exit 1 ;;
   stop)
     if alive; then
       pid=$(cat "$pidfile"); kill -- "-$pid" 2>/dev/null || kill "$pid"

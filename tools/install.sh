@@ -109,10 +109,39 @@ clibuild() {
   ln -sfn "$dir/$name" "$bin/$link"
 }
 
-want=${*:-all}
-for w in $want; do
-  case $w in
-    all) set -- terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs; "$0" "$@"; exit ;;
+# cold_estimate TOOL: seconds a cold build of TOOL took on a 2-core machine of this project's
+# kind (empty Go module and build caches, measured; see the README's "make demo" section).
+cold_estimate() {
+  case $1 in
+    terraform) echo 240 ;; terraform-new) echo 320 ;; tofu) echo 370 ;; kwok) echo 150 ;;
+    kube) echo 660 ;; etcd) echo 120 ;; controller-gen) echo 90 ;; tfplugindocs) echo 90 ;;
+    golangci-lint) echo 120 ;; goreleaser) echo 300 ;; helm) echo 130 ;; *) echo 0 ;;
+  esac
+}
+
+# cached TOOL: TOOL's binaries are already in the cache (nothing to build).
+cached() {
+  local d
+  case $1 in
+    terraform) [ -x "$cache/terraform-$TERRAFORM_VERSION/terraform" ] ;;
+    terraform-new) [ -x "$cache/terraform-$TERRAFORM_NEW_VERSION/terraform" ] ;;
+    tofu) [ -x "$cache/tofu-$TOFU_VERSION/tofu" ] ;;
+    kwok) [ -x "$cache/kwok-$KWOK_VERSION/kwok" ] && [ -x "$cache/kwokctl-$KWOK_VERSION/kwokctl" ] ;;
+    kube) d="$cache/kube-$KUBE_VERSION-1"
+          [ -x "$d/kube-apiserver" ] && [ -x "$d/kube-controller-manager" ] && [ -x "$d/kube-scheduler" ] && [ -x "$d/kubectl" ] ;;
+    etcd) [ -x "$cache/etcd-$ETCD_VERSION/server" ] ;;
+    controller-gen) [ -x "$cache/controller-gen-$CONTROLLER_GEN_VERSION/controller-gen" ] ;;
+    tfplugindocs) [ -x "$cache/tfplugindocs-$TFPLUGINDOCS_VERSION/tfplugindocs" ] ;;
+    golangci-lint) [ -x "$cache/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint" ] ;;
+    goreleaser) [ -x "$cache/goreleaser-$GORELEASER_VERSION/goreleaser" ] ;;
+    helm) [ -x "$cache/helm-$HELM_VERSION/helm" ] ;;
+    *) return 1 ;;
+  esac
+}
+
+# one TOOL: build (or reuse) TOOL and link it into bin/.
+one() {
+  case $1 in
     terraform) goinstall terraform "$TERRAFORM_VERSION" github.com/hashicorp/terraform ;;
     terraform-new) clibuild terraform "$TERRAFORM_NEW_VERSION" terraform github.com/hashicorp/terraform \
                      "-X github.com/hashicorp/terraform/version.dev=no" "terraform-$(echo "$TERRAFORM_NEW_VERSION" | sed -E 's/^v([0-9]+[.][0-9]+).*/\1/')" ;;
@@ -125,8 +154,8 @@ for w in $want; do
       # Stamp the version the way the Kubernetes release build does, so `kubectl version` and
       # the API server's /version report v1.33.x rather than v0.0.0-master. The "-1" in the
       # cache key marks binaries built with these flags.
+      local minor vflags="" p
       minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
-      vflags=""
       for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
         vflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
       done
@@ -142,12 +171,82 @@ for w in $want; do
     goreleaser) goinstall goreleaser "$GORELEASER_VERSION" github.com/goreleaser/goreleaser/v2 ;;
     helm) goinstall helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
     debs) # Debian packages the release path uses (signing, zip checks), installed when missing
+      local missing
       missing=$(for c in gpg:gnupg zip:zip unzip:unzip; do command -v "${c%%:*}" >/dev/null || echo "${c#*:}"; done)
       if [ -n "$missing" ]; then
         echo "tools: apt-get install $missing" >&2
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing; } >/dev/null ||
           { echo "tools: could not install $missing (apt-get as root)" >&2; exit 1; }
       fi ;;
-    *) echo "tools: unknown tool $w" >&2; exit 2 ;;
+    *) echo "tools: unknown tool $1" >&2; exit 2 ;;
+  esac
+}
+
+# fmt_secs N: "4m05s".
+fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane, etcd, kwok and
+# the release path), never a test or lint tool; `all` is what make test needs.
+ALL_TOOLS=(terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
+DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
+
+if [ "${1:-}" = --one ]; then one "$2"; exit; fi
+
+want=()
+for w in "${@:-all}"; do
+  case $w in
+    all) want+=("${ALL_TOOLS[@]}") ;;
+    demo) want+=("${DEMO_TOOLS[@]}") ;;
+    *) want+=("$w") ;;
   esac
 done
+
+# Cached tools are only linked; the rest are built, GANTRY_TOOLS_JOBS at a time (default 2: on a
+# cold machine one build downloads modules while the other compiles), with a progress line
+# every 30 s naming what is building, how many are left and the time so far.
+todo=() total_est=0
+for w in "${want[@]}"; do
+  if [ "$w" = debs ] || cached "$w"; then one "$w"; else todo+=("$w"); total_est=$((total_est + $(cold_estimate "$w"))); fi
+done
+[ ${#todo[@]} = 0 ] && exit 0
+
+jobs=${GANTRY_TOOLS_JOBS:-2}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+n=${#todo[@]}
+est=$total_est; [ "$jobs" -gt 1 ] && est=$((total_est * 3 / 4))
+echo "tools: $n to build (${todo[*]}) into $cache, $jobs at a time; a cold build takes about $(( (est + 59) / 60 )) min on a 2-core machine (cached afterwards)" >&2
+progress=$(mktemp -d)
+started=$SECONDS
+(
+  while sleep 30; do
+    building=() left=0 done_n=0 f w
+    for w in "${todo[@]}"; do
+      if [ -f "$progress/$w.done" ]; then done_n=$((done_n + 1))
+      elif [ -f "$progress/$w.start" ]; then building+=("$w ($(fmt_secs $(( $(date +%s) - $(cat "$progress/$w.start") ))))")
+      else left=$((left + 1)); fi
+    done
+    echo "tools: $(fmt_secs $((SECONDS - started))) elapsed; $done_n/$n done; building ${building[*]:-nothing}; $left waiting" >&2
+  done
+) &
+ticker=$!
+trap 'kill $ticker 2>/dev/null; rm -rf "$progress"' EXIT
+
+i=0 failed=0 pids=()
+for w in "${todo[@]}"; do
+  while [ "$(jobs -rp | grep -vc "^$ticker\$")" -ge "$jobs" ]; do wait -n || failed=1; done
+  i=$((i + 1))
+  echo "tools: [$i/$n] building $w (about $(fmt_secs "$(cold_estimate "$w")") cold)" >&2
+  (
+    date +%s >"$progress/$w.start"
+    t=$SECONDS
+    if bash "$0" --one "$w"; then
+      touch "$progress/$w.done"
+      echo "tools: [done] $w in $(fmt_secs $((SECONDS - t)))" >&2
+    else
+      echo "tools: building $w FAILED" >&2; exit 1
+    fi
+  ) &
+done
+while [ "$(jobs -rp | grep -vc "^$ticker\$")" -gt 0 ]; do wait -n || failed=1; done
+[ "$failed" = 0 ] || { echo "tools: some tools failed to build (see above)" >&2; exit 1; }
+echo "tools: built ${todo[*]} in $(fmt_secs $((SECONDS - started)))" >&2
