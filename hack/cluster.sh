@@ -21,7 +21,9 @@
 # state is not kept across restarts.
 #
 # Nodes (hack/cluster/nodes-*.yaml) and RuntimeClasses (hack/cluster/runtimeclasses.yaml)
-# are applied by `up`. kwok's Stages (hack/cluster/kwokctl.yaml) make Pods behave:
+# are applied by `up`, which then starts the one real node (hack/realnode.sh: a real kubelet
+# with containerd, tainted gantry.dev/real-node=true:NoSchedule; skipped, saying why, where the
+# machine cannot run it). kwok's Stages (hack/cluster/kwokctl.yaml) make Pods behave:
 #
 #   - A scheduled Pod turns Running and Ready immediately: kwok's pod-ready stage has NO
 #     delay (in practice well under a second after binding). Nodes are Ready right away.
@@ -137,7 +139,19 @@ create() {
   log "creating $name (kwok, binary runtime)"
   # 8>&- 9>&- here and below: kwokctl forks the components, which must not inherit
   # (and hold forever) our lock file descriptors.
-  kwokctl --name "$name" --config "$manifests/kwokctl.yaml" create cluster \
+  # kube-apiserver talks to the real node's kubelet (logs, exec, port-forward) with kwokctl's
+  # admin client certificate (system:masters), whose path is only known per cluster; and it
+  # prefers the nodes' InternalIP (the real kubelet serves on the machine's address).
+  local pki="$clusterdir/pki"
+  awk -v crt="$pki/admin.crt" -v key="$pki/admin.key" '
+    {print}
+    /^- name: kube-apiserver$/ {api=1; next}
+    api && /^  extraArgs:$/ {
+      print "  - key: kubelet-client-certificate"; print "    value: " crt
+      print "  - key: kubelet-client-key"; print "    value: " key
+      print "  - key: kubelet-preferred-address-types"; print "    value: InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"
+      api=0 }' "$manifests/kwokctl.yaml" >"$state/kwokctl.yaml"
+  kwokctl --name "$name" --config "$state/kwokctl.yaml" create cluster \
     --runtime binary \
     --etcd-binary "$bin/etcd" \
     --kube-apiserver-binary "$bin/kube-apiserver" \
@@ -160,7 +174,7 @@ objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
 
 # config_hash: kwokctl.yaml (components' flags, kwok Stages) as the cluster was created with;
 # a cluster created from another version of it is recreated by `up`.
-config_hash() { sha256sum "$manifests/kwokctl.yaml" | cut -c1-16; }
+config_hash() { { cat "$manifests/kwokctl.yaml"; echo "kube-apiserver: kubelet client certificate (realnode v1)"; } | sha256sum | cut -c1-16; }
 config_current() { [ "$(cat "$state/config" 2>/dev/null)" = "$(config_hash)" ]; }
 
 # objects_ready: the manifests applied last are current, all their nodes are Ready.
@@ -168,7 +182,7 @@ objects_ready() {
   [ "$(cat "$state/applied" 2>/dev/null)" = "$(objects_hash)" ] || return 1
   local want got
   want=$(cat "${node_files[@]}" | grep -c '^kind: Node$')
-  got=$(kc get nodes -l gantry.dev/node-pool \
+  got=$(kc get nodes -l 'gantry.dev/node-pool,gantry.dev/node-pool!=real' \
     -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
     grep -c '^True$') || true
   [ "$got" = "$want" ]
@@ -232,11 +246,15 @@ up() {
     wait_for "kube-controller-manager and kube-scheduler" control_plane_ready
     apply_objects
   fi
+  # The real node (hack/realnode.sh): says in one line and goes on where the machine cannot run it.
+  bash "$root/hack/realnode.sh" up 8>&- 9>&-
   exec 9>&-
   echo "$kubeconfig"
 }
 
 down_locked() {
+  # The real node first: its kubelet and containerd, pods, mounts and bridge.
+  bash "$root/hack/realnode.sh" down 8>&- 9>&- || true
   if [ -d "$clusterdir" ]; then
     log "deleting $name"
     # kwokctl delete SIGKILLs every pid in the pid files; drop the stale ones first (a

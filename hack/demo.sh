@@ -29,7 +29,7 @@ if [ -z "$tf" ]; then
     log "ignoring $p: $("$p" version 2>/dev/null | head -1) is older than the 1.8 the provider supports"
   done
 fi
-demo_tools=(debs kube etcd kwok goreleaser)
+demo_tools=(debs kube etcd kwok kubelet goreleaser)
 [ -n "$tf" ] || demo_tools+=(terraform)
 log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
 bash tools/install.sh "${demo_tools[@]}"

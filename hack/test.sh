@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # hack/test.sh — what `make test` runs, in order, on a fresh clone:
-#   1. generated files fresh (controller-gen, tfplugindocs) and lint (gofmt, go vet);
+#   1. generated files fresh (controller-gen, tfplugindocs) and lint (gofmt, go vet,
+#      golangci-lint: depguard boundaries, gocyclo);
 #   2. build both binaries;
 #   3. start the local cluster (or reuse a running one);
-#   4. unit, machine and controller suites (internal/..., reconciler/...) against the cluster;
-#   5. the release (hack/release-test.sh: GoReleaser, signature, terraform/tofu init from a
+#   4. the README's front door: `make demo` as the README gives it (apply), `make demo` again
+#      (must plan no changes), then `make demo-destroy`, against this cluster;
+#   5. unit, machine and controller suites (internal/..., reconciler/...) against the cluster;
+#   6. the release (hack/release-test.sh: GoReleaser, signature, terraform/tofu init from a
 #      loopback network mirror);
-#   6. the reconciler as a separate process, then the provider acceptance tests with the real
+#   7. the reconciler as a separate process, then the provider acceptance tests with the real
 #      Terraform CLI (TF_ACC=1);
-#   7. stop what this script started (the reconciler always; the cluster if it was not up before).
+#   8. stop what this script started (the reconciler always; the cluster if it was not up before).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -36,12 +39,42 @@ else
   started_cluster=1
   bash hack/cluster.sh up
 fi
+# The README's first command, as a new user runs it (it builds what it needs itself): apply, a
+# second run that must plan no changes, then destroy. Its reconciler is stopped afterwards.
+log "the README's demo: make demo"
+t=$(date +%s)
+make --no-print-directory demo 2>&1 | tee "$CACHE/demo-1.log"
+log "the README's demo again: make demo (must plan no changes)"
+make --no-print-directory demo 2>&1 | tee "$CACHE/demo-2.log"
+grep -q 'No changes\.' "$CACHE/demo-2.log" && ! grep -qE 'Apply complete! Resources: ([1-9]|[0-9]+ added, [1-9]|0 added, 0 changed, [1-9])' "$CACHE/demo-2.log" ||
+  { log "the second make demo did not plan 'No changes.' (log: .cache/demo-2.log)"; exit 1; }
+log "make demo-destroy"
+make --no-print-directory demo-destroy 2>&1 | tee "$CACHE/demo-destroy.log"
+grep -qE 'Destroy complete! Resources: [1-9][0-9]* destroyed' "$CACHE/demo-destroy.log" ||
+  { log "make demo-destroy did not destroy the demo's resources (log: .cache/demo-destroy.log)"; exit 1; }
+log "demo: apply, no-change second run and destroy passed in $(( $(date +%s) - t ))s"
+
 # A reconciler left running (make demo) would fight the controller tests' in-process manager.
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 
 export GANTRY_TEST_KUBECONFIG="$KUBECONFIG_PATH"
 log "unit, machine and controller tests"
 go test $(go list ./... | grep -v /provider) -count=1 -timeout 20m
+
+# test_lines: the lines of `go test -v` a person reads on the console: runs, results, and each
+# message a test logged, whole. A test's message continues on lines indented deeper than its
+# "<file>_test.go:<line>:" line (plugin-testing's "Error running apply: exit status 1" is
+# followed there by Terraform's own stderr, the diagnostic): those are kept with it.
+test_lines() {
+  awk '
+    /^(=== RUN|--- |PASS|FAIL|ok|panic)/ || /_test\.go:[0-9]+:/ {
+      print; fflush(); cont = 0
+      if (match($0, /^ *[^ ]*_test\.go:[0-9]+:/)) { cont = 1; match($0, /^ */); indent = RLENGTH }
+      next
+    }
+    cont && match($0, /^ */) && RLENGTH > indent { print; fflush(); next }
+    { cont = 0 }'
+}
 
 # acceptance NAME CLI [VAR=VALUE...]: the provider acceptance tests (TF_ACC=1) with the real CLI
 # at CLI, the environment extended by VAR=VALUE; log .cache/testacc-NAME.log, and per test the
@@ -57,7 +90,7 @@ acceptance() {
   rm -rf "$tflogs" && mkdir -p "$tflogs"
   set +e
   env "$@" TF_ACC=1 TF_ACC_TERRAFORM_PATH="$cli" TF_ACC_LOG=WARN TF_LOG_PATH_MASK="$tflogs/%s.log" \
-    go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc-$name.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
+    go test ./provider/... -count=1 -timeout 30m -v 2>&1 | tee "$CACHE/testacc-$name.log" | test_lines
   rc=${PIPESTATUS[0]}
   set -e
   local failed_test

@@ -764,7 +764,7 @@ func stagePodProblems(pods []corev1.Pod) (pullErr, podFail map[string]string) {
 				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, failure.LastLine(t.Message))
 			}
 		}
 	}

@@ -114,7 +114,7 @@ clibuild() {
 cold_estimate() {
   case $1 in
     terraform) echo 240 ;; terraform-new) echo 320 ;; tofu) echo 370 ;; kwok) echo 150 ;;
-    kube) echo 660 ;; etcd) echo 120 ;; controller-gen) echo 90 ;; tfplugindocs) echo 90 ;;
+    kube) echo 660 ;; kubelet) echo 90 ;; etcd) echo 120 ;; controller-gen) echo 90 ;; tfplugindocs) echo 90 ;;
     golangci-lint) echo 120 ;; goreleaser) echo 300 ;; helm) echo 130 ;; *) echo 0 ;;
   esac
 }
@@ -129,6 +129,7 @@ cached() {
     kwok) [ -x "$cache/kwok-$KWOK_VERSION/kwok" ] && [ -x "$cache/kwokctl-$KWOK_VERSION/kwokctl" ] ;;
     kube) d="$cache/kube-$KUBE_VERSION-1"
           [ -x "$d/kube-apiserver" ] && [ -x "$d/kube-controller-manager" ] && [ -x "$d/kube-scheduler" ] && [ -x "$d/kubectl" ] ;;
+    kubelet) [ -x "$cache/kubelet-$KUBE_VERSION/kubelet" ] ;;
     etcd) [ -x "$cache/etcd-$ETCD_VERSION/server" ] ;;
     controller-gen) [ -x "$cache/controller-gen-$CONTROLLER_GEN_VERSION/controller-gen" ] ;;
     tfplugindocs) [ -x "$cache/tfplugindocs-$TFPLUGINDOCS_VERSION/tfplugindocs" ] ;;
@@ -137,6 +138,17 @@ cached() {
     helm) [ -x "$cache/helm-$HELM_VERSION/helm" ] ;;
     *) return 1 ;;
   esac
+}
+
+# kube_vflags: the version stamp of the Kubernetes release build, so `kubectl version`, the API
+# server's /version and the kubelet report v1.33.x rather than v0.0.0-master.
+kube_vflags() {
+  local minor vflags="" p
+  minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    vflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  echo "$vflags"
 }
 
 # one TOOL: build (or reuse) TOOL and link it into bin/.
@@ -151,17 +163,12 @@ one() {
       goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
       goinstall kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     kube)
-      # Stamp the version the way the Kubernetes release build does, so `kubectl version` and
-      # the API server's /version report v1.33.x rather than v0.0.0-master. The "-1" in the
-      # cache key marks binaries built with these flags.
-      local minor vflags="" p
-      minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
-      for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-        vflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-      done
-      modbuild kube "$KUBE_VERSION-1" kube "$vflags" k8s.io/kubernetes/cmd/kube-apiserver \
+      # The "-1" in the cache key marks binaries built with kube_vflags.
+      modbuild kube "$KUBE_VERSION-1" kube "$(kube_vflags)" k8s.io/kubernetes/cmd/kube-apiserver \
             k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
             k8s.io/kubernetes/cmd/kubectl ;;
+    kubelet) # the real node's (hack/realnode.sh); shares the compile cache with kube
+      modbuild kubelet "$KUBE_VERSION" kube "$(kube_vflags)" k8s.io/kubernetes/cmd/kubelet ;;
     etcd)
       modbuild etcd "$ETCD_VERSION" etcd "" go.etcd.io/etcd/server/v3
       ln -sfn "$cache/etcd-$ETCD_VERSION/server" "$bin/etcd"; rm -f "$bin/server" ;;
@@ -185,10 +192,11 @@ one() {
 # fmt_secs N: "4m05s".
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-# Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane, etcd, kwok and
-# the release path), never a test or lint tool; `all` is what make test needs.
-ALL_TOOLS=(terraform terraform-new tofu kwok kube etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
-DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
+# Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane, etcd, kwok, the
+# real node's kubelet and the release path), never a test or lint tool; `all` is what make test
+# needs. Each list starts with its longest build.
+ALL_TOOLS=(kube terraform terraform-new tofu kwok kubelet etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
+DEMO_TOOLS=(debs kube etcd kwok kubelet goreleaser terraform)
 
 if [ "${1:-}" = --one ]; then one "$2"; exit; fi
 
@@ -219,7 +227,7 @@ progress=$(mktemp -d)
 started=$SECONDS
 (
   while sleep 30; do
-    building=() left=0 done_n=0 f w
+    building=() left=0 done_n=0
     for w in "${todo[@]}"; do
       if [ -f "$progress/$w.done" ]; then done_n=$((done_n + 1))
       elif [ -f "$progress/$w.start" ]; then building+=("$w ($(fmt_secs $(( $(date +%s) - $(cat "$progress/$w.start") ))))")

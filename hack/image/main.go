@@ -10,11 +10,8 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"strings"
@@ -22,10 +19,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gantry-dev/terraform-provider-gantry/hack/internal/ociimage"
 )
 
 const (
@@ -52,9 +48,9 @@ type Options struct {
 // Build returns the image: its one layer (binary, /etc/passwd), config and OCI media types.
 // It fails when the binary cannot be read or the platform is not "<os>/<arch>".
 func Build(o Options) (v1.Image, error) {
-	osName, arch, ok := strings.Cut(o.Platform, "/")
-	if !ok || osName == "" || arch == "" {
-		return nil, fmt.Errorf("platform %q: want <os>/<arch>", o.Platform)
+	osName, arch, err := ociimage.SplitPlatform(o.Platform)
+	if err != nil {
+		return nil, err
 	}
 	if o.Created.IsZero() {
 		o.Created = time.Unix(0, 0).UTC()
@@ -67,54 +63,25 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
-	if err != nil {
-		return nil, err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Created = osName, arch, v1.Time{Time: o.Created}
-	cf.Config.Entrypoint = []string{Entrypoint}
-	cf.Config.User = User
-	cf.Config.WorkingDir = "/"
-	cf.Config.Env = []string{"PATH=/"}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    "gantry-reconciler",
-		"org.opencontainers.image.version":  o.Version,
-		"org.opencontainers.image.source":   Source,
-		"org.opencontainers.image.licenses": "MPL-2.0",
-	}
-	return mutate.ConfigFile(img, cf)
+	return ociimage.Image(osName, arch, o.Created, []v1.Layer{layer}, func(c *v1.Config) {
+		c.Entrypoint = []string{Entrypoint}
+		c.User = User
+		c.WorkingDir = "/"
+		c.Env = []string{"PATH=/"}
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":    "gantry-reconciler",
+			"org.opencontainers.image.version":  o.Version,
+			"org.opencontainers.image.source":   Source,
+			"org.opencontainers.image.licenses": "MPL-2.0",
+		}
+	})
 }
 
 // tarLayer is the image's only layer: /etc/passwd (root and nonroot) and the binary, mode
 // 0755, owned by root, with a fixed modification time.
 func tarLayer(mtime time.Time, bin []byte) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	passwd := []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"etc/passwd", 0o644, passwd}, {strings.TrimPrefix(Entrypoint, "/"), 0o755, bin}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	raw := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil },
-		tarball.WithMediaType(types.OCILayer))
+	return ociimage.Layer(mtime, ociimage.File("etc/passwd", 0o644, passwd), ociimage.File(strings.TrimPrefix(Entrypoint, "/"), 0o755, bin))
 }
 
 func main() {

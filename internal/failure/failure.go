@@ -8,6 +8,7 @@ package failure
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -185,4 +186,17 @@ func KStatus(ready, stalled bool, reason, message string, generation int64) []me
 		Condition("Reconciling", !ready && !stalled, reason, message, generation),
 		Condition("Stalled", stalled, reason, message, generation),
 	}
+}
+
+// LastLine is the last non-empty line of a container's termination message, trimmed and cut to
+// 300 bytes: with terminationMessagePolicy FallbackToLogsOnError the kubelet keeps up to the
+// last 80 lines of a failed container's log there, of which the last one (a script's final
+// stderr line, "apply: config file missing") is what a status message quotes. "" for "".
+func LastLine(message string) string {
+	lines := strings.Split(strings.TrimSpace(message), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 300 {
+		last = last[:300] + "…"
+	}
+	return last
 }

@@ -2,6 +2,7 @@ package failure
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,20 @@ func TestKStatus(t *testing.T) {
 			if x.Reason != "R" || x.Message != "m" || x.ObservedGeneration != 3 {
 				t.Errorf("condition %+v", x)
 			}
+		}
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"container failed", "container failed"},
+		{"installing\nstep 2\napply: failing on purpose (GANTRY_FAIL_STAGE=apply)\n", "apply: failing on purpose (GANTRY_FAIL_STAGE=apply)"},
+		{"a\n\n  b  \n\n", "b"},
+		{strings.Repeat("x", 400), strings.Repeat("x", 300) + "…"},
+	} {
+		if got := LastLine(c.in); got != c.want {
+			t.Errorf("LastLine(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -253,12 +253,25 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 	} else if pkg != nil && pkg.Host != nil {
 		withHostAccess(&spec, *pkg.Host)
 	}
+	logsOnError(&spec)
 	deadline := int64(js.Timeout.Seconds())
 	backoffLimit := int32(0)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
+	}
+}
+
+// logsOnError sets every container of spec to terminationMessagePolicy FallbackToLogsOnError:
+// a stage script that fails without writing /dev/termination-log still leaves its last output
+// lines as the container's termination message, which the set's status quotes (the kubelet
+// keeps at most the last 80 lines or 2 KiB).
+func logsOnError(spec *corev1.PodSpec) {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}
 	}
 }
 
@@ -441,6 +454,7 @@ func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string
 		secs := max(1, int(js.Timeout.Seconds()))
 		c.Command, c.Args = []string{"wget"}, []string{"-q", "-T", strconv.Itoa(secs), "-O", "/dev/null", hc.HTTPGet.URL}
 	}
+	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	deadline := int64(js.Timeout.Seconds())
 	backoffLimit := int32(0)
 	return &batchv1.Job{

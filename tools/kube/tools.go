@@ -1,8 +1,8 @@
 //go:build tools
 
 // Package kube pins the Kubernetes control-plane binaries (kube-apiserver,
-// kube-controller-manager, kube-scheduler, kubectl) built by tools/install.sh
-// for the local cluster. It is never imported by product code.
+// kube-controller-manager, kube-scheduler, kubectl) and the real node's kubelet, built by
+// tools/install.sh for the local cluster. It is never imported by product code.
 package kube
 
 import (
@@ -10,4 +10,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

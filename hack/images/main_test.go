@@ -1,0 +1,895 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// stages are Skyhook's modes, each of which config.json must map to a script.
+var stages = []string{"apply", "apply-check", "config", "config-check", "uninstall", "uninstall-check",
+	"upgrade", "upgrade-check", "post-interrupt", "post-interrupt-check"}
+
+// requireBusybox skips a test of a busybox-based image when the host has no static busybox.
+func requireBusybox(t *testing.T) {
+	t.Helper()
+	if _, err := CheckBusybox(DefaultBusybox, runtime.GOARCH); err != nil {
+		t.Skipf("busybox-based image, and %v", err)
+	}
+}
+
+// built is one run of the command for one image: its tarball and the image read back.
+type built struct {
+	path   string
+	img    v1.Image
+	stdout string
+	stderr string
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string]built{}
+	outDir     string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "images-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	outDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build runs `images -out <dir> -only <name>` once per test binary, checks it printed
+// "<reference> <path>" for every reference of the image, and reads the tarball back under
+// every reference (they must all name one image).
+func build(t *testing.T, short string) built {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b, ok := buildCache[short]; ok {
+		return b
+	}
+	specs, err := Lookup(short)
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("Lookup(%q): %v %v", short, specs, err)
+	}
+	s := specs[0]
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-out", outDir, "-only", short}, &stdout, &stderr); err != nil {
+		t.Fatalf("images -only %s: %v\n%s", short, err, stderr.String())
+	}
+	file, _ := FileName(s.Refs[0])
+	p := filepath.Join(outDir, file)
+	var want []string
+	for _, r := range s.Refs {
+		want = append(want, r+" "+p)
+	}
+	if got := strings.Split(strings.TrimSpace(stdout.String()), "\n"); !slices.Equal(got, want) {
+		t.Errorf("stdout lines %q, want %q", got, want)
+	}
+	var img v1.Image
+	for _, r := range s.Refs {
+		tag, err := name.NewTag(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tarball.ImageFromPath(p, &tag)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", r, p, err)
+		}
+		if img == nil {
+			img = got
+		} else if digest(t, got) != digest(t, img) {
+			t.Errorf("%s: another image than %s in one tarball", r, s.Refs[0])
+		}
+	}
+	b := built{path: p, img: img, stdout: stdout.String(), stderr: stderr.String()}
+	buildCache[short] = b
+	return b
+}
+
+func digest(t *testing.T, img v1.Image) string {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// checkConfig checks the platform and creation time and returns the run config. (A tarball
+// read back has a Docker manifest whatever the image had: docker-archive has none.)
+func checkConfig(t *testing.T, img v1.Image) v1.Config {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+	}
+	if !cf.Created.Equal(time.Unix(0, 0)) {
+		t.Errorf("created %v, want the Unix epoch", cf.Created)
+	}
+	return cf.Config
+}
+
+// entry is a file of an image's file system: its header and, for a regular file, content.
+type entry struct {
+	h    *tar.Header
+	data []byte
+}
+
+// files walks the image's layers in order (later entries win) and returns its file system.
+func files(t *testing.T, img v1.Image) map[string]entry {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := map[string]entry{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Uid != 0 || h.Gid != 0 {
+				t.Errorf("%s owned by %d:%d, want root", h.Name, h.Uid, h.Gid)
+			}
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys[strings.TrimSuffix(h.Name, "/")] = entry{h, data}
+		}
+		rc.Close()
+	}
+	return fsys
+}
+
+// extract writes the image's regular files and directories under prefix to dir (modes kept)
+// and returns where prefix landed.
+func extract(t *testing.T, fsys map[string]entry, prefix, dir string) string {
+	t.Helper()
+	for n, e := range fsys {
+		if n != prefix && !strings.HasPrefix(n, prefix+"/") {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		switch e.h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, e.data, os.FileMode(e.h.Mode&0o777)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return filepath.Join(dir, prefix)
+}
+
+func TestSpecs(t *testing.T) {
+	want := map[string]string{"pause": "pause_3.10.tar", "busybox": "busybox_1.36.tar", "test-package": "test-package_1.0.0.tar",
+		"test-performer": "test-performer_1.0.0.tar", "test-model-server": "test-model-server_1.0.0.tar"}
+	for _, s := range Specs {
+		for _, r := range s.Refs {
+			if _, err := name.NewTag(r, name.StrictValidation); err != nil {
+				t.Errorf("%s: %v", r, err)
+			}
+		}
+		if f, err := FileName(s.Refs[0]); err != nil || f != want[s.Name] {
+			t.Errorf("FileName(%s) = %q, %v, want %q", s.Refs[0], f, err, want[s.Name])
+		}
+	}
+	if got, err := Lookup("busybox, registry.k8s.io/pause:3.10,busybox"); err != nil || len(got) != 2 || got[0].Name != "busybox" || got[1].Name != "pause" {
+		t.Errorf("Lookup: %v, %v", got, err)
+	}
+	if _, err := Lookup("pause,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "test-model-server") {
+		t.Errorf("Lookup of an unknown image: %v", err)
+	}
+	var stderr bytes.Buffer
+	if err := run([]string{"-out", t.TempDir(), "-only", "nope"}, io.Discard, &stderr); err == nil {
+		t.Error("-only nope: no error")
+	}
+}
+
+func TestCheckBusybox(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := CheckBusybox(filepath.Join(dir, "busybox"), runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") {
+		t.Errorf("missing busybox: %v", err)
+	}
+	text := filepath.Join(dir, "text")
+	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
+	if _, err := CheckBusybox(text, runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "not an ELF") {
+		t.Errorf("not an ELF file: %v", err)
+	}
+	// A dynamically linked program (the host's ls, when it is one) is refused.
+	if ls, err := exec.LookPath("ls"); err == nil {
+		if out, _ := exec.Command("file", "-L", ls).Output(); strings.Contains(string(out), "dynamically linked") {
+			if _, err := CheckBusybox(ls, runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+				t.Errorf("dynamic %s: %v", ls, err)
+			}
+		}
+	}
+	// The busybox-based images fail with the hint when busybox is missing.
+	var stderr bytes.Buffer
+	err := run([]string{"-out", dir, "-only", "busybox", "-busybox", filepath.Join(dir, "none")}, io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") {
+		t.Errorf("busybox image without busybox: %v", err)
+	}
+}
+
+func TestPause(t *testing.T) {
+	b := build(t, "pause")
+	c := checkConfig(t, b.img)
+	if !slices.Equal(c.Entrypoint, []string{"/pause"}) || len(c.Cmd) != 0 || c.User != "65535:65535" {
+		t.Errorf("config: entrypoint %q cmd %q user %q", c.Entrypoint, c.Cmd, c.User)
+	}
+	fsys := files(t, b.img)
+	if e, ok := fsys["pause"]; !ok || e.h.Typeflag != tar.TypeReg || e.h.Mode != 0o755 || len(fsys) != 1 {
+		t.Fatalf("layer: want only /pause, 0755: %v", fsys)
+	}
+
+	// Unchanged inputs leave the tarball alone; -force rewrites it.
+	st, _ := os.Stat(b.path)
+	var stderr bytes.Buffer
+	if err := run([]string{"-out", outDir, "-only", "pause"}, io.Discard, &stderr); err != nil || !strings.HasPrefix(stderr.String(), "unchanged "+b.path) {
+		t.Errorf("second run: %v, %s", err, stderr.String())
+	}
+	if st2, _ := os.Stat(b.path); !st2.ModTime().Equal(st.ModTime()) {
+		t.Error("second run rewrote the tarball")
+	}
+	stderr.Reset()
+	if err := run([]string{"-out", outDir, "-only", "pause", "-force"}, io.Discard, &stderr); err != nil || !strings.HasPrefix(stderr.String(), "wrote "+b.path) {
+		t.Errorf("-force: %v, %s", err, stderr.String())
+	}
+
+	// The binary is static and behaves as a pause: blocks, exits 0 on SIGTERM and SIGINT.
+	bin := filepath.Join(extract(t, fsys, "pause", t.TempDir()))
+	if out, err := exec.Command("file", bin).Output(); err == nil && !strings.Contains(string(out), "statically linked") {
+		t.Errorf("pause is not static: %s", out)
+	}
+	if out, err := exec.Command(bin, "-v").Output(); err != nil || !strings.Contains(string(out), "3.10") {
+		t.Errorf("pause -v: %v %s", err, out)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(bin)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Fatalf("pause exited without a signal: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		cmd.Process.Signal(sig)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("pause after %v: %v, want exit 0", sig, err)
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("pause still running 5s after %v", sig)
+		}
+	}
+}
+
+func TestBusybox(t *testing.T) {
+	requireBusybox(t)
+	b := build(t, "busybox")
+	c := checkConfig(t, b.img)
+	if !slices.Equal(c.Cmd, []string{"sh"}) || len(c.Entrypoint) != 0 || !slices.Contains(c.Env, basePath) {
+		t.Errorf("config: entrypoint %q cmd %q env %q", c.Entrypoint, c.Cmd, c.Env)
+	}
+	fsys := files(t, b.img)
+	host, _ := os.ReadFile(DefaultBusybox)
+	if e := fsys["bin/busybox"]; e.h == nil || e.h.Mode != 0o755 || !bytes.Equal(e.data, host) {
+		t.Error("bin/busybox: missing, not 0755 or not the host's busybox")
+	}
+	applets, err := Applets(DefaultBusybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range append(applets, "sh", "wget") {
+		if e := fsys["bin/"+a]; e.h == nil || e.h.Typeflag != tar.TypeSymlink || e.h.Linkname != "busybox" {
+			t.Errorf("bin/%s: want a symlink to busybox, have %+v", a, e.h)
+		}
+	}
+	if e := fsys["tmp"]; e.h == nil || e.h.Typeflag != tar.TypeDir || e.h.Mode != 0o1777 {
+		t.Errorf("tmp: want a directory of mode 1777, have %+v", e.h)
+	}
+	for f, lines := range map[string][]string{"etc/passwd": {"root:x:0:0:", "nobody:x:65534:65534:"}, "etc/group": {"root:x:0:", "nobody:x:65534:"}} {
+		for _, l := range lines {
+			if !strings.Contains(string(fsys[f].data), "\n"+l) && !strings.HasPrefix(string(fsys[f].data), l) {
+				t.Errorf("%s has no %q line: %q", f, l, fsys[f].data)
+			}
+		}
+	}
+	for l, target := range map[string]string{"sbin": "bin", "usr/bin": "../bin", "usr/sbin": "../bin"} {
+		if e := fsys[l]; e.h == nil || e.h.Linkname != target {
+			t.Errorf("%s: want a symlink to %s", l, target)
+		}
+	}
+}
+
+// checkBusyboxBase checks img's first layer is the busybox image's.
+func checkBusyboxBase(t *testing.T, img v1.Image) {
+	t.Helper()
+	base, err := build(t, "busybox").img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 2 {
+		t.Fatalf("layers: %d, %v; want busybox's and one more", len(layers), err)
+	}
+	d1, _ := base[0].DiffID()
+	d2, _ := layers[0].DiffID()
+	if d1 != d2 {
+		t.Errorf("first layer %s, want busybox's %s", d2, d1)
+	}
+}
+
+// step is one step of config.json's modes, all of Skyhook's required fields.
+type step struct {
+	Name        *string  `json:"name"`
+	Path        *string  `json:"path"`
+	Arguments   []string `json:"arguments"`
+	Returncodes []int    `json:"returncodes"`
+	OnHost      *bool    `json:"on_host"`
+	Idempotence *bool    `json:"idempotence"`
+	UpgradeStep *bool    `json:"upgrade_step"`
+}
+
+func TestPackageImage(t *testing.T) {
+	requireBusybox(t)
+	b := build(t, "test-package")
+	c := checkConfig(t, b.img)
+	if !slices.Equal(c.Entrypoint, []string{"/skyhook-package/run"}) || len(c.Cmd) != 0 {
+		t.Errorf("config: entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(b.path) })
+	if err != nil || len(m) != 1 || len(m[0].RepoTags) != 3 {
+		t.Errorf("manifest %+v, %v: want one image with three tags", m, err)
+	}
+	checkBusyboxBase(t, b.img)
+	fsys := files(t, b.img)
+	if fsys["bin/sh"].h == nil {
+		t.Error("no /bin/sh")
+	}
+	var cfg struct {
+		SchemaVersion       string            `json:"schema_version"`
+		PackageName         string            `json:"package_name"`
+		PackageVersion      string            `json:"package_version"`
+		ExpectedConfigFiles []string          `json:"expected_config_files"`
+		Modes               map[string][]step `json:"modes"`
+	}
+	if err := json.Unmarshal(fsys["skyhook-package/config.json"].data, &cfg); err != nil {
+		t.Fatalf("config.json: %v", err)
+	}
+	if cfg.SchemaVersion != "v1" || cfg.PackageName == "" || cfg.PackageVersion == "" || cfg.ExpectedConfigFiles == nil {
+		t.Errorf("config.json: %+v", cfg)
+	}
+	for _, s := range stages {
+		steps := cfg.Modes[s]
+		if len(steps) != 1 {
+			t.Errorf("config.json: mode %s has %d steps, want 1", s, len(steps))
+			continue
+		}
+		st := steps[0]
+		if st.Name == nil || st.Path == nil || st.Arguments == nil || len(st.Returncodes) == 0 || st.OnHost == nil || st.Idempotence == nil || st.UpgradeStep == nil {
+			t.Errorf("config.json: mode %s: a required field is missing: %+v", s, st)
+			continue
+		}
+		if base, ok := strings.CutSuffix(s, "-check"); ok && *st.Path != base+"_check.sh" {
+			t.Errorf("mode %s: script %s, want Skyhook's check naming %s_check.sh", s, *st.Path, base)
+		}
+		if e := fsys["skyhook-package/skyhook_dir/"+*st.Path]; e.h == nil || e.h.Typeflag != tar.TypeReg || e.h.Mode&0o111 != 0o111 {
+			t.Errorf("mode %s: script skyhook_dir/%s is missing or not executable", s, *st.Path)
+		}
+	}
+	for _, f := range []string{"skyhook-package/run", "skyhook-package/skyhook_dir/interrupt.sh"} {
+		if e := fsys[f]; e.h == nil || e.h.Mode&0o111 != 0o111 {
+			t.Errorf("%s is missing or not executable", f)
+		}
+	}
+}
+
+// pkgRun runs the package's entrypoint with a shell.
+type pkgRun struct {
+	t     *testing.T
+	shell string   // the shell the entrypoint runs with (it runs the scripts with "sh" from PATH)
+	path  string   // PATH
+	run   string   // the entrypoint
+	env   []string // GANTRY_* env
+}
+
+// do runs `run args...` with extra env and returns its stdout, stderr and exit code.
+func (p pkgRun) do(extra []string, args ...string) (string, string, int) {
+	p.t.Helper()
+	cmd := exec.Command(p.shell, append([]string{p.run}, args...)...)
+	cmd.Env = append(append([]string{"PATH=" + p.path}, p.env...), extra...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		p.t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// ok runs a stage that must succeed.
+func (p pkgRun) ok(extra []string, args ...string) string {
+	p.t.Helper()
+	out, errOut, code := p.do(extra, args...)
+	if code != 0 {
+		p.t.Fatalf("run %q: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPackageScripts runs the package's entrypoint and scripts taken out of the image through
+// a Gantry-like sequence of stages, with the host's sh and with busybox's sh and applets alone
+// (as in the image), and checks the marker files, the log and the failure behaviour.
+func TestPackageScripts(t *testing.T) {
+	requireBusybox(t)
+	fsys := files(t, build(t, "test-package").img)
+	pkg := extract(t, fsys, "skyhook-package", t.TempDir())
+
+	// busybox's applets alone on PATH, as in the image.
+	bb := t.TempDir()
+	applets, err := Applets(DefaultBusybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range applets {
+		if err := os.Symlink(DefaultBusybox, filepath.Join(bb, a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shells := map[string]pkgRun{"busybox": {shell: filepath.Join(bb, "sh"), path: bb}}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		shells["host"] = pkgRun{shell: sh, path: os.Getenv("PATH")}
+	}
+	for shellName, p := range shells {
+		t.Run(shellName, func(t *testing.T) {
+			root := t.TempDir()
+			markers := filepath.Join(root, "host", "tmp", "gantry-test-xyz") // created by the scripts
+			cfgDir := filepath.Join(root, "config")                          // laid out as a ConfigMap volume
+			ts := filepath.Join(cfgDir, "..2026_01_01_00_00_00.000000001")
+			os.MkdirAll(ts, 0o755)
+			os.WriteFile(filepath.Join(ts, "beta"), []byte("two words"), 0o644)
+			os.WriteFile(filepath.Join(ts, "alpha"), []byte("1\n"), 0o644)
+			os.Symlink(filepath.Base(ts), filepath.Join(cfgDir, "..data"))
+			os.Symlink("..data/beta", filepath.Join(cfgDir, "beta"))
+			os.Symlink("..data/alpha", filepath.Join(cfgDir, "alpha"))
+			termLog := filepath.Join(root, "termination-log")
+			os.WriteFile(termLog, nil, 0o644)
+
+			p.t, p.run = t, filepath.Join(pkg, "run")
+			p.env = []string{"GANTRY_PACKAGE=demo", "GANTRY_NODE=node-a", "GANTRY_MARKER_DIR=" + markers,
+				"GANTRY_CONFIG_DIR=" + cfgDir, "GANTRY_TERMINATION_LOG=" + termLog}
+			v1env := []string{"GANTRY_VERSION=1.0.0"}
+			v2env := []string{"GANTRY_VERSION=2.0.0"}
+			marker := func(suffix string) string { return filepath.Join(markers, "demo."+suffix) }
+
+			// No marker directory: nothing but a line on stdout.
+			if out, _, code := p.do([]string{"GANTRY_MARKER_DIR=", "GANTRY_VERSION=1.0.0"}, "apply"); code != 0 || !strings.Contains(out, "nothing to do") {
+				t.Errorf("apply without GANTRY_MARKER_DIR: exit %d, %q", code, out)
+			}
+			if _, err := os.Stat(markers); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("apply without GANTRY_MARKER_DIR touched %s: %v", markers, err)
+			}
+
+			// Install, configure, interrupt.
+			p.ok(v1env, "apply")
+			if got := readFile(t, marker("installed")); got != "version=1.0.0\nnode=node-a\n" {
+				t.Errorf("installed: %q", got)
+			}
+			p.ok(v1env, "apply-check")
+			p.ok(v1env, "config")
+			if got := readFile(t, marker("config")); got != "alpha=1\nbeta=two words\n" {
+				t.Errorf("config: %q", got)
+			}
+			p.ok(v1env, "config-check")
+			p.ok(v1env, "interrupt", "service", "containerd", "kubelet")
+			if got := readFile(t, marker("interrupts")); got != "interrupt service containerd kubelet\n" {
+				t.Errorf("interrupts: %q", got)
+			}
+			p.ok(v1env, "post-interrupt")
+			p.ok(v1env, "post-interrupt-check")
+			if got := readFile(t, marker("post-interrupt")); got != "post-interrupt version=1.0.0 node=node-a\n" {
+				t.Errorf("post-interrupt: %q", got)
+			}
+
+			// A check of another version fails (exit 1) and says why, last, also in the
+			// termination log.
+			_, errOut, code := p.do(v2env, "apply-check")
+			if want := "apply-check: " + marker("installed") + " says version=1.0.0, want version=2.0.0"; code != 1 || lastLine(errOut) != want {
+				t.Errorf("apply-check of 2.0.0: exit %d, last stderr line %q, want 1, %q", code, lastLine(errOut), want)
+			}
+			if got := readFile(t, termLog); got != lastLine(errOut)+"\n" {
+				t.Errorf("termination log %q, want the last stderr line", got)
+			}
+
+			// GANTRY_FAIL_STAGE fails that stage (exit 2) with a known last line.
+			for _, s := range []string{"upgrade", "config-check"} {
+				_, errOut, code := p.do(append(v2env, "GANTRY_FAIL_STAGE="+s), s)
+				want := s + ": failing on purpose (GANTRY_FAIL_STAGE=" + s + ")"
+				if code != 2 || lastLine(errOut) != want {
+					t.Errorf("GANTRY_FAIL_STAGE=%s: exit %d, last stderr line %q, want 2, %q", s, code, lastLine(errOut), want)
+				}
+				if got := readFile(t, termLog); got != want+"\n" {
+					t.Errorf("GANTRY_FAIL_STAGE=%s: termination log %q", s, got)
+				}
+			}
+			if got := readFile(t, marker("installed")); !strings.HasPrefix(got, "version=1.0.0\n") {
+				t.Errorf("a failed upgrade changed installed: %q", got)
+			}
+			// Other stages are not affected by GANTRY_FAIL_STAGE.
+			p.ok([]string{"GANTRY_VERSION=1.0.0", "GANTRY_FAIL_STAGE=uninstall"}, "apply-check")
+
+			// Upgrade, reconfigure with changed config.
+			p.ok(v2env, "upgrade")
+			if got := readFile(t, marker("installed")); got != "version=2.0.0\nnode=node-a\nupgraded_from=1.0.0\n" {
+				t.Errorf("installed after upgrade: %q", got)
+			}
+			p.ok(v2env, "upgrade-check")
+			os.WriteFile(filepath.Join(ts, "beta"), []byte("changed"), 0o644)
+			if _, errOut, code := p.do(v2env, "config-check"); code != 1 || !strings.Contains(lastLine(errOut), "does not match") {
+				t.Errorf("config-check after a config change: exit %d, %q", code, errOut)
+			}
+			p.ok(v2env, "config")
+			p.ok(v2env, "config-check")
+
+			// Uninstall.
+			p.ok(v2env, "uninstall")
+			for _, f := range []string{"installed", "config"} {
+				if _, err := os.Stat(marker(f)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s after uninstall: %v", f, err)
+				}
+			}
+			p.ok(v2env, "uninstall-check")
+
+			wantLog := []string{"apply 1.0.0", "apply-check 1.0.0", "config 1.0.0", "config-check 1.0.0", "interrupt 1.0.0",
+				"post-interrupt 1.0.0", "post-interrupt-check 1.0.0", "apply-check 2.0.0", "upgrade 2.0.0", "config-check 2.0.0",
+				"apply-check 1.0.0", "upgrade 2.0.0", "upgrade-check 2.0.0", "config-check 2.0.0", "config 2.0.0", "config-check 2.0.0",
+				"uninstall 2.0.0", "uninstall-check 2.0.0"}
+			if got := strings.Split(strings.TrimSpace(readFile(t, marker("log"))), "\n"); !slices.Equal(got, wantLog) {
+				t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
+			}
+			// The check of a removed package fails now.
+			if _, _, code := p.do(v2env, "uninstall-check"); code != 0 {
+				t.Errorf("uninstall-check twice: exit %d", code)
+			}
+			if _, _, code := p.do(v2env, "apply-check"); code != 1 {
+				t.Errorf("apply-check after uninstall: exit %d, want 1", code)
+			}
+
+			// Unknown or missing stage: exit 64 and a clear line.
+			for _, args := range [][]string{{"bogus"}, {"apply;rm"}, {}} {
+				_, errOut, code := p.do(v1env, args...)
+				if code != 64 || !strings.HasPrefix(lastLine(errOut), "run: ") || (len(args) > 0 && !strings.Contains(errOut, `unknown stage "`+args[0]+`"`)) {
+					t.Errorf("run %q: exit %d, stderr %q; want 64 and a line naming the stage", args, code, errOut)
+				}
+			}
+		})
+	}
+}
+
+// server is a test server process.
+type server struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, bin string, env []string, args ...string) *server {
+	t.Helper()
+	s := &server{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.cmd.Process.Kill() })
+	return s
+}
+
+// stop sends SIGTERM and wants exit 0.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit 0\n%s", err, s.out)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("still running 10s after SIGTERM\n%s", s.out)
+	}
+}
+
+// exited waits for the process to exit by itself and returns its exit code.
+func (s *server) exited(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-s.done:
+		return s.cmd.ProcessState.ExitCode()
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still running after 10s\n%s", s.out)
+		return -1
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// get waits until url answers (the server starting) and returns the status and body.
+func (s *server) get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(b)
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("GET %s: the server exited: %v\n%s", url, err, s.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v\n%s", url, err, s.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// serverBinary is the image's server at /<file>, taken out of the image after checking its
+// config (busybox-based, entrypoint, exposed port); without busybox, only the program
+// built as the command builds it.
+func serverBinary(t *testing.T, short, dir, file, port string) string {
+	t.Helper()
+	tmp := t.TempDir()
+	if _, err := CheckBusybox(DefaultBusybox, runtime.GOARCH); err != nil {
+		t.Logf("image not checked (busybox-based, and %v); testing the program alone", err)
+		bin, err := NewBuilder(tmp).GoBinary(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(tmp, file)
+		if err := os.WriteFile(p, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := build(t, short)
+	c := checkConfig(t, b.img)
+	if !slices.Equal(c.Entrypoint, []string{"/" + file}) || len(c.Cmd) != 0 || len(c.ExposedPorts) != 1 {
+		t.Errorf("config: entrypoint %q cmd %q ports %v", c.Entrypoint, c.Cmd, c.ExposedPorts)
+	}
+	if _, ok := c.ExposedPorts[port+"/tcp"]; !ok {
+		t.Errorf("exposed ports %v, want %s/tcp", c.ExposedPorts, port)
+	}
+	checkBusyboxBase(t, b.img)
+	fsys := files(t, b.img)
+	if e := fsys[file]; e.h == nil || e.h.Mode != 0o755 {
+		t.Fatalf("/%s missing or not 0755", file)
+	}
+	return extract(t, fsys, file, tmp)
+}
+
+func TestPerformer(t *testing.T) {
+	bin := serverBinary(t, "test-performer", "performer", "performer", "9090")
+	host, _ := os.Hostname()
+	if out, _ := exec.Command(bin, "-h").CombinedOutput(); !strings.Contains(string(out), "(default 9090)") {
+		t.Errorf("-h does not show the default port 9090:\n%s", out)
+	}
+
+	grpc, health := freePort(t), freePort(t)
+	s := start(t, bin, []string{"GRPC_PORT=" + strconv.Itoa(grpc), "PERFORMER_HEALTH_PORT=" + strconv.Itoa(health),
+		"PERFORMER_VERSION=9.9.9", "PERFORMER_ALLOC_MB=16"}, "-listen", "127.0.0.1")
+	if code, body := s.get(t, fmt.Sprintf("http://127.0.0.1:%d/", grpc)); code != 200 || body != "gantry test performer "+host+" version 9.9.9\n" {
+		t.Errorf("GET /: %d %q", code, body)
+	}
+	for _, p := range []int{grpc, health} {
+		if code, body := s.get(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", p)); code != 200 || body != "ok\n" {
+			t.Errorf("GET :%d/healthz: %d %q", p, code, body)
+		}
+	}
+	if code, _ := s.get(t, fmt.Sprintf("http://127.0.0.1:%d/nope", grpc)); code != 404 {
+		t.Errorf("GET /nope: %d", code)
+	}
+	if !strings.Contains(s.out.String(), "allocated and touched 16 MiB") {
+		t.Errorf("PERFORMER_ALLOC_MB=16: no allocation logged:\n%s", s.out)
+	}
+	s.stop(t)
+
+	// The port from the flag; the default version.
+	grpc = freePort(t)
+	s = start(t, bin, nil, "-grpc-port", strconv.Itoa(grpc), "-listen", "127.0.0.1")
+	if code, body := s.get(t, fmt.Sprintf("http://127.0.0.1:%d/", grpc)); code != 200 || body != "gantry test performer "+host+" version 1.0.0\n" {
+		t.Errorf("GET /: %d %q", code, body)
+	}
+	s.stop(t)
+
+	s = start(t, bin, []string{"PERFORMER_FAIL_AFTER_START=1", "GRPC_PORT=" + strconv.Itoa(freePort(t))})
+	if code := s.exited(t); code != 1 || lastLine(s.out.String()) != "performer: failing on purpose (PERFORMER_FAIL_AFTER_START=1)" {
+		t.Errorf("PERFORMER_FAIL_AFTER_START=1: exit %d, output %q", code, s.out)
+	}
+}
+
+func TestModelServer(t *testing.T) {
+	bin := serverBinary(t, "test-model-server", "modelserver", "model-server", "8000")
+	base := func(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
+
+	// As a preset runs it: --served-model-name and --port=$(PORT) expanded, vLLM arguments
+	// it ignores, MODEL_NAME also set.
+	port := freePort(t)
+	s := start(t, bin, []string{"MODEL_NAME=other", "PORT=1"}, "--served-model-name=llama-test", "--port="+strconv.Itoa(port),
+		"--host", "127.0.0.1", "--gpu-memory-utilization", "0.9", "--trust-remote-code", "--model=meta-llama/Llama-3.1-8B-Instruct")
+	if code, body := s.get(t, base(port)+"/health"); code != 200 {
+		t.Errorf("GET /health: %d %q", code, body)
+	}
+	code, body := s.get(t, base(port)+"/v1/models")
+	var models struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID, Object, OwnedBy string
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &models); code != 200 || err != nil || models.Object != "list" || len(models.Data) != 1 || models.Data[0].ID != "llama-test" || models.Data[0].Object != "model" {
+		t.Errorf("GET /v1/models: %d %s %v", code, body, err)
+	}
+	if !strings.Contains(body, `"owned_by":"gantry"`) {
+		t.Errorf("GET /v1/models: no owned_by gantry: %s", body)
+	}
+	chat := func(req string) (int, string) {
+		resp, err := http.Post(base(port)+"/v1/chat/completions", "application/json", strings.NewReader(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body = chat(`{"model":"llama-test","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"first"},` +
+		`{"role":"assistant","content":"ok"},{"role":"user","content":"hello gantry"}]}`)
+	var completion struct {
+		Object  string `json:"object"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      struct{ Role, Content string } `json:"message"`
+			FinishReason string                         `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(body), &completion); code != 200 || err != nil || completion.Object != "chat.completion" || completion.Model != "llama-test" ||
+		len(completion.Choices) != 1 || completion.Choices[0].Message.Role != "assistant" || completion.Choices[0].Message.Content != "hello gantry" {
+		t.Errorf("chat completion: %d %s %v", code, body, err)
+	}
+	// Content as parts, no model named.
+	if code, body = chat(`{"messages":[{"role":"user","content":[{"type":"text","text":"in "},{"type":"text","text":"parts"}]}]}`); code != 200 || !strings.Contains(body, `"content":"in parts"`) {
+		t.Errorf("chat completion of parts: %d %s", code, body)
+	}
+	if code, body = chat(`{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}`); code != 404 || !strings.Contains(body, "NotFoundError") {
+		t.Errorf("another model: %d %s", code, body)
+	}
+	if code, body = chat(`{"model":"llama-test","stream":true,"messages":[{"role":"user","content":"streamed"}]}`); code != 200 ||
+		!strings.Contains(body, `"content":"streamed"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("streamed chat completion: %d %s", code, body)
+	}
+	s.stop(t)
+
+	// --model X (space-separated) with the port from env PORT; an unexpanded $(PORT) falls
+	// back to PORT; MODEL_NAME alone; nothing: test-model.
+	for _, c := range []struct {
+		args  []string
+		env   string
+		model string
+	}{
+		{[]string{"--model", "meta/x", "--host", "127.0.0.1"}, "MODEL_NAME=ignored", "meta/x"},
+		{[]string{"--port=$(PORT)", "--host=127.0.0.1", "--tensor-parallel-size", "2"}, "MODEL_NAME=from-env", "from-env"},
+		{[]string{"--host", "127.0.0.1"}, "", "test-model"},
+	} {
+		port := freePort(t)
+		env := []string{"PORT=" + strconv.Itoa(port)}
+		if c.env != "" {
+			env = append(env, c.env)
+		}
+		s := start(t, bin, env, c.args...)
+		if code, body := s.get(t, base(port)+"/v1/models"); code != 200 || !strings.Contains(body, `"id":"`+c.model+`"`) {
+			t.Errorf("%q %s: /v1/models %d %s, want model %s", c.args, c.env, code, body, c.model)
+		}
+		s.stop(t)
+	}
+
+	s = start(t, bin, []string{"MODEL_SERVER_FAIL_AFTER_START=1"})
+	if code := s.exited(t); code != 1 || !strings.Contains(s.out.String(), "failing on purpose") {
+		t.Errorf("MODEL_SERVER_FAIL_AFTER_START=1: exit %d, %q", code, s.out)
+	}
+}

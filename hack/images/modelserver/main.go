@@ -1,0 +1,249 @@
+// Command modelserver is the server of the test cluster's ghcr.io/gantry-dev/test-model-server
+// image (built by hack/images): a stand-in for vLLM's OpenAI-compatible server. Gantry runs
+// an inference Workspace's container with spec.inference.args (presets put
+// --served-model-name=<model> --port=$(PORT) first, vLLM-style), env MODEL_NAME=<model> and
+// PORT=<spec.inference.port, default 8000>, a container port named "http" and a TCP readiness
+// probe on it (internal/workspace/objects.go, presets.go).
+//
+// Arguments: --served-model-name X, --model X, --port N, --host H (also as --flag=X); any other
+// argument is ignored. The served model is --served-model-name, else --model, else env
+// MODEL_NAME, else "test-model"; the port --port, else env PORT, else 8000.
+//
+//	GET  /v1/models            {"object":"list","data":[{"id":<model>,"object":"model","owned_by":"gantry",...}]}
+//	POST /v1/chat/completions  a chat.completion whose assistant message is the last user message
+//	                           (with "stream": true, the same as server-sent chat.completion.chunk events)
+//	GET  /health               200 (vLLM's)
+//	GET  /                     "gantry test model server <hostname> model <model>\n"
+//
+// A request naming another model gets vLLM's 404 NotFoundError. Env
+// MODEL_SERVER_FAIL_AFTER_START=1 makes it exit 1 at once with a line on stderr. It shuts down
+// on SIGTERM or SIGINT and exits 0.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults: Gantry's default inference port (v1alpha1.DefaultInferencePort) and model name.
+const (
+	DefaultPort  = 8000
+	DefaultModel = "test-model"
+)
+
+// Options are what the arguments and environment say.
+type Options struct {
+	Model string
+	Host  string
+	Port  int
+}
+
+// ParseArgs reads vLLM-style arguments (--flag X or --flag=X) over the environment (getenv):
+// see the package comment. Unknown arguments are ignored; an unusable port (such as an
+// unexpanded "$(PORT)") falls back to PORT, then DefaultPort.
+func ParseArgs(args []string, getenv func(string) string) Options {
+	var served, model, port string
+	o := Options{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		var dst *string
+		switch k {
+		case "served-model-name":
+			dst = &served
+		case "model":
+			dst = &model
+		case "port":
+			dst = &port
+		case "host":
+			dst = &o.Host
+		default:
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
+				continue
+			}
+			i++
+			v = args[i]
+		}
+		*dst = v
+	}
+	for _, m := range []string{served, model, getenv("MODEL_NAME"), DefaultModel} {
+		if m != "" {
+			o.Model = m
+			break
+		}
+	}
+	for _, p := range []string{port, getenv("PORT")} {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+			o.Port = n
+			break
+		} else if p != "" {
+			log.Printf("port %q is not a port number, ignored", p)
+		}
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	return o
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("model-server: ")
+	if os.Getenv("MODEL_SERVER_FAIL_AFTER_START") == "1" {
+		msg := "failing on purpose (MODEL_SERVER_FAIL_AFTER_START=1)"
+		log.Print(msg)
+		if f, err := os.OpenFile("/dev/termination-log", os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+			fmt.Fprintln(f, "model-server: "+msg)
+			f.Close()
+		}
+		os.Exit(1)
+	}
+	o := ParseArgs(os.Args[1:], os.Getenv)
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	log.Printf("gantry test model server %s serving model %q on %s", host, o.Model, ln.Addr())
+	srv := &http.Server{Handler: Handler(o.Model, host), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	select {
+	case err := <-errc:
+		log.Fatal(err)
+	case <-ctx.Done():
+	}
+	log.Print("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Print(err)
+	}
+}
+
+// message is a chat message; content is a string or OpenAI's array of parts.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text is a message's text: the string, or its text parts joined.
+func (m message) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts) // neither form: no text
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// Handler serves the API for model on behalf of host (GET / names it).
+func Handler(model, host string) http.Handler {
+	var seq atomic.Int64
+	created := time.Now().Unix()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "gantry test model server %s model %s\n", host, model)
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{
+			{"id": model, "object": "model", "owned_by": "gantry", "created": created, "root": model}}})
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string    `json:"model"`
+			Messages []message `json:"messages"`
+			Stream   bool      `json:"stream"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+			return
+		}
+		if req.Model != "" && req.Model != model {
+			apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+			return
+		}
+		if len(req.Messages) == 0 {
+			apiError(w, http.StatusBadRequest, "BadRequestError", "messages: at least one message is required")
+			return
+		}
+		reply := ""
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == "user" {
+				reply = req.Messages[i].text()
+				break
+			}
+		}
+		prompt := 0
+		for _, m := range req.Messages {
+			prompt += len(strings.Fields(m.text()))
+		}
+		id := fmt.Sprintf("chatcmpl-gantry-%d", seq.Add(1))
+		now := time.Now().Unix()
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			for _, choice := range []map[string]any{
+				{"index": 0, "delta": map[string]any{"role": "assistant", "content": reply}, "finish_reason": nil},
+				{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"},
+			} {
+				b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": now, "model": model,
+					"choices": []map[string]any{choice}}) // plain maps: cannot fail
+				fmt.Fprintf(w, "data: %s\n\n", b)
+			}
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		completion := len(strings.Fields(reply))
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": id, "object": "chat.completion", "created": now, "model": model,
+			"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": "stop"}},
+			"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+		})
+	})
+	return mux
+}
+
+// apiError writes an OpenAI-style error (as vLLM's).
+func apiError(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code}})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		log.Print(err)
+	}
+}

@@ -1,0 +1,381 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+)
+
+// The acceptance tests of this file run on the local cluster's real node (hack/realnode.sh: a
+// real kubelet with containerd and runc, labelled gantry.dev/node-pool=real and tainted
+// gantry.dev/real-node=true:NoSchedule) with the test images hack/images builds and imports
+// there: package scripts really write the host's filesystem, performer and model servers really
+// serve. They skip, naming the reason, where the machine cannot run the node.
+
+// realNodeName is the real node's name (hack/realnode.sh).
+const realNodeName = "gantry-real"
+
+// realNodeToleration tolerates the real node's taint (HCL object).
+const realNodeToleration = `{ key = "gantry.dev/real-node", operator = "Exists", effect = "NoSchedule" }`
+
+// The test images hack/images builds and imports into the real node's containerd.
+const (
+	testPackageImage     = "ghcr.io/gantry-dev/test-package"
+	testPerformerImage   = "ghcr.io/gantry-dev/test-performer:1.0.0"
+	testModelServerImage = "ghcr.io/gantry-dev/test-model-server:1.0.0"
+)
+
+// realNode skips the test unless the local cluster's real node is Ready, naming why not (the
+// reason hack/realnode.sh wrote beside the kubeconfig); it returns the node's InternalIP.
+func realNode(t *testing.T, c *kube.Clients) string {
+	t.Helper()
+	n, err := c.Core.CoreV1().Nodes().Get(context.Background(), realNodeName, metav1.GetOptions{})
+	if err != nil {
+		why := "node " + realNodeName + " not found"
+		if b, rerr := os.ReadFile(filepath.Join(filepath.Dir(os.Getenv("GANTRY_TEST_KUBECONFIG")), "realnode", "unavailable")); rerr == nil {
+			why = strings.TrimSpace(string(b))
+		}
+		t.Skipf("no real node in this cluster: %s", why)
+	}
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		t.Skipf("the real node %s is not Ready", realNodeName)
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	t.Fatalf("the real node %s has no InternalIP: %v", realNodeName, n.Status.Addresses)
+	return ""
+}
+
+// hostScratch is a per-test directory on the host (the real node's filesystem), removed after.
+func hostScratch(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "gantry-acc-"+rand.String(6))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// hostFile is the content of name in dir, "" when it does not exist.
+func hostFile(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func checkHostFile(dir, name, want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if got := hostFile(dir, name); !strings.Contains(got, want) {
+			return fmt.Errorf("host file %s/%s = %q, want it to contain %q", dir, name, got, want)
+		}
+		return nil
+	}
+}
+
+func realPackageSetConfig(set, dir, version, cfg, extraEnv string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "real" {
+  name                   = %[1]q
+  node_selector          = { "gantry.dev/node-pool" = "real" }
+  additional_tolerations = [%[6]s]
+  packages = [{
+    name              = "tool"
+    version           = %[3]q
+    image             = "%[7]s:%[3]s"
+    env               = { GANTRY_MARKER_DIR = "/host%[2]s"%[5]s }
+    host              = { root_mount_path = "/host" }
+    config            = { mode = %[4]q }
+    uninstall_enabled = true
+    stage_timeout     = "2m"
+  }]
+  timeouts = { create = "4m", update = "4m", delete = "4m" }
+}
+`, set, dir, version, cfg, extraEnv, realNodeToleration, testPackageImage)
+}
+
+// A package set over the real node, with the test package image (Skyhook's layout) and the
+// host's / at /host: the install really runs apply and config and their checks, which write
+// files on the host (under a per-test scratch directory); a config change runs config again; an
+// upgrade runs upgrade; the destroy runs uninstall and the files are gone; the stage log on
+// the host shows the order.
+func TestAccRealNode_PackageSetLifecycle(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	dir := hostScratch(t)
+	set := "acc-real-" + rand.String(5)
+	addr := "gantry_package_set.real"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			for _, f := range []string{"tool.installed", "tool.config"} {
+				if got := hostFile(dir, f); got != "" {
+					return fmt.Errorf("host file %s/%s still exists after destroy (uninstall did not run): %q", dir, f, got)
+				}
+			}
+			if !strings.Contains(hostFile(dir, "tool.log"), "uninstall ") {
+				return fmt.Errorf("no uninstall in the stage log %q", hostFile(dir, "tool.log"))
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: realPackageSetConfig(set, dir, "1.0.0", "a", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("1/1")),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					checkHostFile(dir, "tool.installed", "version=1.0.0"),
+					checkHostFile(dir, "tool.installed", realNodeName),
+					checkHostFile(dir, "tool.config", "mode=a"),
+					checkHostFile(dir, "tool.log", "apply 1.0.0\napply-check 1.0.0\nconfig 1.0.0\nconfig-check 1.0.0\n"),
+				),
+			},
+			{
+				Config: realPackageSetConfig(set, dir, "1.0.0", "b", ""),
+				Check: resource.ComposeTestCheckFunc(
+					checkHostFile(dir, "tool.config", "mode=b"),
+					checkHostFile(dir, "tool.log", "config-check 1.0.0\nconfig 1.0.0\nconfig-check 1.0.0\n"),
+				),
+			},
+			{
+				Config: realPackageSetConfig(set, dir, "1.1.0", "b", ""),
+				Check: resource.ComposeTestCheckFunc(
+					checkHostFile(dir, "tool.installed", "version=1.1.0"),
+					checkHostFile(dir, "tool.log", "upgrade 1.1.0\nupgrade-check 1.1.0\n"),
+				),
+			},
+		},
+	})
+}
+
+// A stage script that exits 2 on the real node fails the apply quoting its last stderr line
+// (the container's termination message: the kubelet keeps the log tail, the status quotes
+// it); the destroy after it still removes the set.
+func TestAccRealNode_PackageStageFailureQuotesScript(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	dir := hostScratch(t)
+	set := "acc-realf-" + rand.String(5)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: realPackageSetConfig(set, dir, "1.0.0", "a", `, GANTRY_FAIL_STAGE = "apply"`),
+			ExpectError: regexp.MustCompile(`(?s)stage\s+apply.*exited\s+2.*apply:\s+failing\s+on\s+purpose\s+\(GANTRY_FAIL_STAGE=apply\)`),
+		}},
+	})
+}
+
+// endpointAddress resolves a Service's port as the cluster would (its EndpointSlices, ready
+// addresses) to host:port the host can dial (the real node's pod network is routed on the host).
+func endpointAddress(t *testing.T, c *kube.Clients, ns, service string) string {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		l, err := c.Core.DiscoveryV1().EndpointSlices(ns).List(context.Background(),
+			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+		if err == nil {
+			for _, s := range l.Items {
+				for _, ep := range s.Endpoints {
+					if ep.Conditions.Ready != nil && *ep.Conditions.Ready && len(ep.Addresses) > 0 && len(s.Ports) > 0 && s.Ports[0].Port != nil {
+						return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*s.Ports[0].Port)))
+					}
+				}
+			}
+			last = fmt.Sprintf("%d slices, none with a ready address", len(l.Items))
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("Service %s/%s has no ready endpoint: %s", ns, service, last)
+	return ""
+}
+
+func httpGet(addr, path string) (string, error) {
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + addr + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return string(b), fmt.Errorf("GET %s%s: %s", addr, path, resp.Status)
+	}
+	return string(b), err
+}
+
+func realPerformerConfig(ns, name, image, extra string) string {
+	return fmt.Sprintf(`
+resource "gantry_performer" "real" {
+  name              = %q
+  namespace         = %q
+  image             = %q
+  image_pull_policy = "IfNotPresent"
+  node_selector     = { "gantry.dev/node-pool" = "real" }
+  tolerations       = [%s]
+%s
+  timeouts = { create = "2m", update = "2m", delete = "2m" }
+}
+output "endpoint" { value = gantry_performer.real.grpc_endpoint }
+`, name, ns, image, realNodeToleration, extra)
+}
+
+// A performer on the real node is Running only once its server listens (the readiness probe
+// is real), its endpoint's Service answers from the host with the server's own reply, and
+// the Pod is on the real node.
+func TestAccRealNode_Performer(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	ns := testNamespace(t, c, "acc-realp")
+	name := "real-" + rand.String(5)
+	addr := "gantry_performer.real"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: realPerformerConfig(ns, name, testPerformerImage, ""),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("node_name"), knownvalue.StringExact(realNodeName)),
+				statecheck.ExpectKnownOutputValue("endpoint", knownvalue.StringExact(fmt.Sprintf("performer-%s.%s.svc.cluster.local:9090", name, ns))),
+			},
+			Check: func(*terraform.State) error {
+				ep := endpointAddress(t, c, ns, "performer-"+name)
+				body, err := httpGet(ep, "/")
+				if err != nil || !strings.Contains(body, "gantry test performer") {
+					return fmt.Errorf("performer endpoint %s answered %q, %v", ep, body, err)
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+// An image the real node does not have (and cannot pull: there is no registry) fails the apply
+// with the kubelet's own reason; a memory limit below what the server needs fails with
+// OOMKilled in status.
+func TestAccRealNode_PerformerFailures(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	ns := testNamespace(t, c, "acc-realpf")
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      realPerformerConfig(ns, "real-noimage-"+rand.String(4), "ghcr.io/gantry-dev/not-built-here:0.0.1", ""),
+				ExpectError: regexp.MustCompile(`(?s)(ErrImagePull|ImagePullBackOff).*not-built-here`),
+			},
+			{
+				Config: realPerformerConfig(ns, "real-oom-"+rand.String(4), testPerformerImage,
+					`  env = { PERFORMER_ALLOC_MB = "96" }
+  resources = { limits = { memory = "32Mi" }, requests = { memory = "32Mi" } }`),
+				ExpectError: regexp.MustCompile(`(?s)OOMKilled`),
+			},
+		},
+	})
+}
+
+// A CPU-only inference workspace on the real node with the test model server: Ready once the
+// server listens, and the endpoint Terraform outputs serves an OpenAI-compatible /v1/models
+// naming the model, and /v1/chat/completions echoes.
+func TestAccRealNode_WorkspaceModelServer(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	ns := testNamespace(t, c, "acc-realw")
+	name := "real-" + rand.String(5)
+	cfg := fmt.Sprintf(`
+resource "gantry_workspace" "real" {
+  name      = %q
+  namespace = %q
+  resource = {
+    gpu_count      = 0
+    label_selector = { "gantry.dev/node-pool" = "real" }
+  }
+  tolerations = [%s]
+  inference = {
+    model = "gantry-echo"
+    image = %q
+    port  = 8000
+  }
+  timeouts = { create = "3m", update = "3m", delete = "2m" }
+}
+output "endpoint" { value = gantry_workspace.real.endpoint }
+`, name, ns, realNodeToleration, testModelServerImage)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("gantry_workspace.real", tfjsonpath.New("state"), knownvalue.StringExact("Ready")),
+			},
+			Check: func(s *terraform.State) error {
+				out := s.RootModule().Outputs["endpoint"]
+				if out == nil {
+					return fmt.Errorf("no endpoint output")
+				}
+				svc := strings.SplitN(strings.TrimPrefix(strings.TrimPrefix(fmt.Sprint(out.Value), "http://"), "https://"), ".", 2)[0]
+				ep := endpointAddress(t, c, ns, svc)
+				body, err := httpGet(ep, "/v1/models")
+				if err != nil || !strings.Contains(body, `"gantry-echo"`) {
+					return fmt.Errorf("GET %s/v1/models (endpoint %v) answered %q, %v", ep, out.Value, body, err)
+				}
+				resp, err := http.Post("http://"+ep+"/v1/chat/completions", "application/json",
+					strings.NewReader(`{"model":"gantry-echo","messages":[{"role":"user","content":"hello from terraform"}]}`))
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				if !strings.Contains(string(b), "hello from terraform") {
+					return fmt.Errorf("chat completion did not echo: %s %s", resp.Status, b)
+				}
+				return nil
+			},
+		}},
+	})
+}
