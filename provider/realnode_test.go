@@ -197,7 +197,7 @@ func TestAccRealNode_PackageStageFailureQuotesScript(t *testing.T) {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: realPackageSetConfig(set, dir, "1.0.0", "a", `, GANTRY_FAIL_STAGE = "apply"`),
+			Config:      realPackageSetConfig(set, dir, "1.0.0", "a", `, GANTRY_FAIL_STAGE = "apply"`),
 			ExpectError: regexp.MustCompile(`(?s)stage\s+apply.*exited\s+2.*apply:\s+failing\s+on\s+purpose\s+\(GANTRY_FAIL_STAGE=apply\)`),
 		}},
 	})
