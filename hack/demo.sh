@@ -29,8 +29,14 @@ if [ -z "$tf" ]; then
     log "ignoring $p: $("$p" version 2>/dev/null | head -1) is older than the 1.8 the provider supports"
   done
 fi
-demo_tools=(debs kube etcd kwok kubelet goreleaser)
+demo_tools=(debs kube etcd kwok goreleaser)
 [ -n "$tf" ] || demo_tools+=(terraform)
+# The reconciler runs as a Pod from its image and Helm chart on the real node, where the machine
+# can run one (root, cgroups); else as a process.
+real_possible=0
+if [ "$(id -u)" = 0 ] && [ "${GANTRY_REAL_NODE:-1}" != 0 ] && { [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
+  real_possible=1; demo_tools+=(helm)
+fi
 log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
 bash tools/install.sh "${demo_tools[@]}"
 if [ -n "$tf" ]; then
@@ -52,10 +58,18 @@ mirror_rc=$(bash hack/mirror.sh start "$release")
 trap 'bash hack/mirror.sh stop' EXIT
 log "local cluster"
 bash hack/cluster.sh up
-log "reconciler"
-# Restart it so a rebuilt binary is the one running.
-bash hack/reconciler.sh stop >/dev/null 2>&1 || true
-bash hack/reconciler.sh start
+real=0
+if bash hack/realnode.sh status >/dev/null 2>&1; then real=1; fi
+if [ "$real" = 1 ]; then
+  log "reconciler: a Pod on the real node, from its image and Helm chart (hack/reconciler-pod.sh)"
+  bash hack/reconciler-pod.sh start
+else
+  log "reconciler: a process (no real node: $(bash hack/realnode.sh status 2>&1 || true))"
+  bash hack/reconciler-pod.sh stop >/dev/null 2>&1 || true
+  # Restart it so a rebuilt binary is the one running.
+  bash hack/reconciler.sh stop >/dev/null 2>&1 || true
+  bash hack/reconciler.sh start
+fi
 
 export TF_CLI_CONFIG_FILE="$mirror_rc" SSL_CERT_FILE="$CACHE/mirror/ca.pem"
 export KUBE_CONFIG_PATH="$KUBECONFIG_PATH"
@@ -84,8 +98,14 @@ if ! terraform -chdir="$stack" init -input=false >"$CACHE/demo-init.log" 2>&1; t
   fi
 fi
 grep -q '"h1:' "$stack/.terraform.lock.hcl" || { log "the lock file has no h1: hash"; exit 1; }
+realstack="$ROOT/examples/stacks/real-node"
+hostdir="$CACHE/demo-realnode"
 if [ "$mode" = destroy ]; then
-  log "terraform destroy"
+  if [ -d "$realstack/.terraform" ] && [ -f "$realstack/terraform.tfstate" ]; then
+    log "terraform destroy ($realstack)"
+    terraform -chdir="$realstack" destroy -input=false -auto-approve -var host_dir="$hostdir"
+  fi
+  log "terraform destroy ($stack)"
   terraform -chdir="$stack" destroy -input=false -auto-approve
   exit 0
 fi
@@ -96,6 +116,26 @@ terraform -chdir="$stack" output
 log "kubectl get performers,executors,workspaces -A; kubectl get packagesets"
 kubectl --kubeconfig "$KUBECONFIG_PATH" get performers,executors,workspaces -A -o wide
 kubectl --kubeconfig "$KUBECONFIG_PATH" get packagesets -o wide
+
+if [ "$real" = 1 ]; then
+  log "the real node: a performer and a package whose Pods really run ($realstack)"
+  terraform -chdir="$realstack" init -input=false -upgrade >"$CACHE/demo-init-real.log" 2>&1 || { cat "$CACHE/demo-init-real.log" >&2; exit 1; }
+  terraform -chdir="$realstack" apply -input=false -auto-approve -var host_dir="$hostdir"
+  log "kubectl get nodes -o wide (the real node beside the kwok nodes); the reconciler's Pod"
+  kubectl --kubeconfig "$KUBECONFIG_PATH" get nodes -o wide
+  kubectl --kubeconfig "$KUBECONFIG_PATH" -n gantry-system get pods -o wide
+  log "what the package's stages wrote on the host ($hostdir)"
+  for f in hello.installed hello.config hello.log; do echo "--- $hostdir/$f"; cat "$hostdir/$f"; done
+  ep=$(kubectl --kubeconfig "$KUBECONFIG_PATH" -n default get endpointslices -l kubernetes.io/service-name=performer-hello-real \
+        -o jsonpath='{.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port}')
+  log "the performer's answer (its Service's endpoint $ep, from the host)"
+  out=$(exec 3<>"/dev/tcp/${ep%:*}/${ep#*:}" && printf 'GET / HTTP/1.0\r\nHost: demo\r\n\r\n' >&3 && cat <&3 | tail -1) ||
+    { log "the performer did not answer at $ep"; exit 1; }
+  echo "$out"
+  case $out in *"gantry test performer"*) ;; *) log "unexpected answer from the performer: $out"; exit 1 ;; esac
+else
+  log "no real node on this machine ($(bash hack/realnode.sh status 2>&1 || true)): the real-node part of the demo is skipped"
+fi
 
 cat <<MSG
 

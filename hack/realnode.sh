@@ -48,7 +48,7 @@ unavailable_reason() {
   [ "$(id -u)" = 0 ] || { echo "not root (a kubelet and containerd need root)"; return; }
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "no cgroups at /sys/fs/cgroup"; return; }
   command -v unshare >/dev/null && command -v nsenter >/dev/null || { echo "no unshare/nsenter (util-linux)"; return; }
-  [ -x "$BIN/kubelet" ] || { echo "no bin/kubelet (bash tools/install.sh kubelet)"; return; }
+  [ -x "$BIN/kubelet" ] || { echo "no bin/kubelet (bash tools/install.sh kube)"; return; }
   ip link show lo >/dev/null 2>&1 || { echo "no ip (iproute2)"; return; }
 }
 
@@ -165,7 +165,11 @@ EOF
 make_namespace() {
   if [ -e "$mntns" ] && nsenter --mount="$mntns" true 2>/dev/null; then return 0; fi
   touch "$mntns"
+  # Private first (cut from the host's peer groups: nothing mounted here reaches the host), then
+  # shared within the namespace, as / is on a systemd host: the kubelet's hostPath mounts with
+  # HostToContainer propagation (a package's root_mount_path) need a shared or slave source.
   unshare --mount="$mntns" --propagation private true
+  in_ns mount --make-rshared /
   in_ns mount --bind "$state/sysctl/overcommit_memory" /proc/sys/vm/overcommit_memory
   in_ns mount --bind "$state/sysctl/panic" /proc/sys/kernel/panic
   in_ns mount --bind "$state/sysctl/panic_on_oops" /proc/sys/kernel/panic_on_oops
@@ -185,9 +189,29 @@ start_containerd() {
   tail -20 "$state/log/containerd.log" >&2; say "containerd did not start (log: $state/log/containerd.log)"; return 1
 }
 
+# make_cgroup_root: the kubelet's --cgroup-root (/gantry-realnode) in every cgroup hierarchy (it
+# must exist); a new cpuset cgroup needs its parent's cpus and mems before tasks can join.
+make_cgroup_root() {
+  local d
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    mkdir -p "/sys/fs/cgroup/$cgroup_root"
+    return 0
+  fi
+  for d in /sys/fs/cgroup/*/; do
+    d=${d%/}
+    [ -f "$d/cgroup.procs" ] || continue
+    mkdir -p "$d/$cgroup_root"
+  done
+  if [ -d /sys/fs/cgroup/cpuset/$cgroup_root ]; then
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus >/sys/fs/cgroup/cpuset/$cgroup_root/cpuset.cpus
+    cat /sys/fs/cgroup/cpuset/cpuset.mems >/sys/fs/cgroup/cpuset/$cgroup_root/cpuset.mems
+  fi
+}
+
 start_kubelet() {
   local ip=$1
   pid_alive kubelet && return 0
+  make_cgroup_root
   setsid nohup nsenter --mount="$mntns" -- "$BIN/kubelet" --config "$state/kubelet.yaml" --root-dir "$state/kubelet" \
     --hostname-override "$node" --node-ip "$ip" --kubeconfig "$state/kubelet.kubeconfig" \
     --node-labels "gantry.dev/node-pool=real,gantry.dev/real-node=true" --v=1 \
@@ -284,7 +308,7 @@ down_quiet() {
   if [ -e "$mntns" ]; then umount "$mntns" 2>/dev/null || umount -l "$mntns" 2>/dev/null || true; rm -f "$mntns"; fi
   ip link del "$bridge" 2>/dev/null || true
   # Anything of ours still mounted in the host's table (it should all have stayed in the namespace).
-  grep -F " $state/" /proc/self/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -F " $state/" /proc/self/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # Node state files (containerd's overlay snapshots hold root-owned files).
   rm -rf "$state/containerd" "$state/kubelet" "$state/cni"
 }

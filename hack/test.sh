@@ -20,6 +20,7 @@ started_cluster=0
 cleanup() {
   local rc=$?
   bash hack/reconciler.sh stop >/dev/null 2>&1 || true
+  bash hack/reconciler-pod.sh stop >/dev/null 2>&1 || true
   if [ "$started_cluster" = 1 ]; then log "stopping the cluster this run started"; bash hack/cluster.sh down >/dev/null 2>&1 || true; fi
   exit $rc
 }
@@ -54,7 +55,9 @@ grep -qE 'Destroy complete! Resources: [1-9][0-9]* destroyed' "$CACHE/demo-destr
   { log "make demo-destroy did not destroy the demo's resources (log: .cache/demo-destroy.log)"; exit 1; }
 log "demo: apply, no-change second run and destroy passed in $(( $(date +%s) - t ))s"
 
-# A reconciler left running (make demo) would fight the controller tests' in-process manager.
+# A reconciler left running (make demo: a Pod on the real node, or a process) would fight the
+# controller tests' in-process manager.
+bash hack/reconciler-pod.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 
 export GANTRY_TEST_KUBECONFIG="$KUBECONFIG_PATH"
@@ -112,12 +115,25 @@ log "provider acceptance tests (real Terraform and OpenTofu CLIs, reconciler run
 # A TF_CLI_CONFIG_FILE naming a file that does not exist makes the newer CLIs print a warning
 # on every command; the tests need no CLI configuration.
 if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unset TF_CLI_CONFIG_FILE; fi
-GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
+# The first pass (Terraform 1.8) runs against the reconciler as it ships: a Pod from its image and
+# Helm chart on the real node (generated RBAC, leader election, probes); the others against the
+# reconciler as a process under the same RBAC. Without a real node, all three use the process.
+summary=() failed=0
+if bash hack/realnode.sh status >/dev/null 2>&1; then
+  log "the reconciler as a Pod on the real node (Helm chart) for the Terraform 1.8 pass"
+  bash hack/reconciler-pod.sh start
+  first_reconciler="Pod on the real node"
+else
+  GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
+  first_reconciler="process ($(bash hack/realnode.sh status 2>&1 || true))"
+fi
 # The OpenTofu pass runs as the least-privilege Terraform runner (config/terraform-runner):
 # the provider gets a kubeconfig holding only the runner's token; test fixtures use the admin one.
 runner_kubeconfig=$(bash hack/runner-rbac.sh)
-summary=() failed=0
 acceptance terraform-1.8 "$BIN/terraform" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" || failed=1
+summary[-1]="${summary[-1]} (reconciler: $first_reconciler)"
+if bash hack/reconciler-pod.sh stop >/dev/null 2>&1; then :; fi
+GANTRY_RECONCILER_RBAC=1 bash hack/reconciler.sh start
 acceptance terraform-1.14 "$BIN/terraform-1.14" KUBE_CONFIG_PATH="$KUBECONFIG_PATH" || failed=1
 acceptance tofu-runner-rbac "$BIN/tofu" KUBE_CONFIG_PATH="$runner_kubeconfig" \
   GANTRY_TEST_ADMIN_KUBECONFIG="$KUBECONFIG_PATH" GANTRY_TEST_RUNNER_SA=terraform-runner/gantry-runner \

@@ -198,7 +198,7 @@ func stagePodProblem(p *corev1.Pod) string {
 	var b strings.Builder
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
+			if w := cs.State.Waiting; w != nil && (failure.ImagePullReasons[w.Reason] || failure.ContainerStartReasons[w.Reason]) {
 				b.WriteString(cs.Name + ":" + w.Reason + ":" + w.Message + ";")
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
@@ -754,14 +754,20 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 // stagePodProblems reads the stage pods' container states, by Job name: the kubelet's image
 // pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
 // "container <name> exited <code> (<reason>) <message>").
-func stagePodProblems(pods []corev1.Pod) (pullErr, podFail map[string]string) {
-	pullErr = map[string]string{} // job name → kubelet message
+func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
+	pullErr = map[string]stagePodWait{} // job name → kubelet reason and message
 	podFail = map[string]string{} // job name → failing container
 	for _, p := range pods {
 		jn := p.Labels["job-name"]
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
-				pullErr[jn] = fmt.Sprintf("%s: %s", w.Reason, w.Message)
+				pullErr[jn] = stagePodWait{"ImagePullFailed", fmt.Sprintf("%s: %s", w.Reason, w.Message)}
+			}
+			// The kubelet cannot create or start the container (a mount it refuses, a bad
+			// security setting): as for an image pull error, the stage is erroring now with the
+			// kubelet's own words, not after the stage timeout.
+			if w := cs.State.Waiting; w != nil && failure.ContainerStartReasons[w.Reason] {
+				pullErr[jn] = stagePodWait{"ContainerStartFailed", fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message)}
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 				podFail[jn] = fmt.Sprintf("container %s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, failure.LastLine(t.Message))
@@ -770,6 +776,11 @@ func stagePodProblems(pods []corev1.Pod) (pullErr, podFail map[string]string) {
 	}
 	return pullErr, podFail
 }
+
+// stagePodWait is why a stage pod's container waits and cannot go on without a change: an image
+// that cannot be pulled (reason ImagePullFailed) or a container the kubelet cannot create or
+// start (ContainerStartFailed), with the kubelet's message.
+type stagePodWait struct{ reason, message string }
 
 // jobFactsByNode is what the machine needs of each stage Job, by node and Job name: succeeded,
 // failed (with the failing container's message when a pod says it) or an image pull error.
@@ -786,8 +797,8 @@ func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[strin
 		if m := podFail[j.Name]; jf.Failed && m != "" {
 			jf.Message = m
 		}
-		if m, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
-			jf.ImagePullError, jf.Reason, jf.Message = true, "ImagePullFailed", m
+		if w, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+			jf.ImagePullError, jf.Reason, jf.Message = true, w.reason, w.message
 		}
 		jobsByNode[n][j.Name] = jf
 	}

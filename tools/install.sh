@@ -110,12 +110,12 @@ clibuild() {
 }
 
 # cold_estimate TOOL: seconds a cold build of TOOL took on a 2-core machine of this project's
-# kind (empty Go module and build caches, measured; see the README's "make demo" section).
+# kind (empty Go module and build caches, another build beside it; measured 2026-11-26).
 cold_estimate() {
   case $1 in
-    terraform) echo 240 ;; terraform-new) echo 320 ;; tofu) echo 370 ;; kwok) echo 150 ;;
-    kube) echo 660 ;; kubelet) echo 90 ;; etcd) echo 120 ;; controller-gen) echo 90 ;; tfplugindocs) echo 90 ;;
-    golangci-lint) echo 120 ;; goreleaser) echo 300 ;; helm) echo 130 ;; *) echo 0 ;;
+    terraform) echo 300 ;; terraform-new) echo 420 ;; tofu) echo 420 ;; kwok) echo 575 ;;
+    kube) echo 1500 ;; etcd) echo 170 ;; controller-gen) echo 120 ;; tfplugindocs) echo 120 ;;
+    golangci-lint) echo 180 ;; goreleaser) echo 600 ;; helm) echo 240 ;; *) echo 0 ;;
   esac
 }
 
@@ -128,8 +128,7 @@ cached() {
     tofu) [ -x "$cache/tofu-$TOFU_VERSION/tofu" ] ;;
     kwok) [ -x "$cache/kwok-$KWOK_VERSION/kwok" ] && [ -x "$cache/kwokctl-$KWOK_VERSION/kwokctl" ] ;;
     kube) d="$cache/kube-$KUBE_VERSION-1"
-          [ -x "$d/kube-apiserver" ] && [ -x "$d/kube-controller-manager" ] && [ -x "$d/kube-scheduler" ] && [ -x "$d/kubectl" ] ;;
-    kubelet) [ -x "$cache/kubelet-$KUBE_VERSION/kubelet" ] ;;
+          [ -x "$d/kube-apiserver" ] && [ -x "$d/kube-controller-manager" ] && [ -x "$d/kube-scheduler" ] && [ -x "$d/kubectl" ] && [ -x "$d/kubelet" ] ;;
     etcd) [ -x "$cache/etcd-$ETCD_VERSION/server" ] ;;
     controller-gen) [ -x "$cache/controller-gen-$CONTROLLER_GEN_VERSION/controller-gen" ] ;;
     tfplugindocs) [ -x "$cache/tfplugindocs-$TFPLUGINDOCS_VERSION/tfplugindocs" ] ;;
@@ -163,12 +162,11 @@ one() {
       goinstall kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
       goinstall kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     kube)
-      # The "-1" in the cache key marks binaries built with kube_vflags.
+      # The "-1" in the cache key marks binaries built with kube_vflags. The real node's kubelet
+      # (hack/realnode.sh) is built in the same go build: it shares most packages.
       modbuild kube "$KUBE_VERSION-1" kube "$(kube_vflags)" k8s.io/kubernetes/cmd/kube-apiserver \
             k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
-            k8s.io/kubernetes/cmd/kubectl ;;
-    kubelet) # the real node's (hack/realnode.sh); shares the compile cache with kube
-      modbuild kubelet "$KUBE_VERSION" kube "$(kube_vflags)" k8s.io/kubernetes/cmd/kubelet ;;
+            k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet ;;
     etcd)
       modbuild etcd "$ETCD_VERSION" etcd "" go.etcd.io/etcd/server/v3
       ln -sfn "$cache/etcd-$ETCD_VERSION/server" "$bin/etcd"; rm -f "$bin/server" ;;
@@ -192,11 +190,11 @@ one() {
 # fmt_secs N: "4m05s".
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-# Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane, etcd, kwok, the
-# real node's kubelet and the release path), never a test or lint tool; `all` is what make test
+# Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane and the real
+# node's kubelet, etcd, kwok and the release path), never a test or lint tool; `all` is what make test
 # needs. Each list starts with its longest build.
-ALL_TOOLS=(kube terraform terraform-new tofu kwok kubelet etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
-DEMO_TOOLS=(debs kube etcd kwok kubelet goreleaser terraform)
+ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
+DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
 
 if [ "${1:-}" = --one ]; then one "$2"; exit; fi
 
@@ -221,11 +219,16 @@ done
 jobs=${GANTRY_TOOLS_JOBS:-2}
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 n=${#todo[@]}
-est=$total_est; [ "$jobs" -gt 1 ] && est=$((total_est * 3 / 4))
-echo "tools: $n to build (${todo[*]}) into $cache, $jobs at a time; a cold build takes about $(( (est + 59) / 60 )) min on a 2-core machine (cached afterwards)" >&2
+# The builds share the cores: about the longest one or the total over the cores, whichever is more.
+longest=0
+for w in "${todo[@]}"; do [ "$(cold_estimate "$w")" -gt "$longest" ] && longest=$(cold_estimate "$w"); done
+est=$((total_est / $(nproc 2>/dev/null || echo 1)))
+[ "$est" -ge "$longest" ] || est=$longest
+echo "tools: $n to build (${todo[*]}) into $cache, $jobs at a time; from nothing cached this takes about $(( (est + 59) / 60 )) min on a 2-core machine (once: cached afterwards)" >&2
 progress=$(mktemp -d)
 started=$SECONDS
 (
+  set +e
   while sleep 30; do
     building=() left=0 done_n=0
     for w in "${todo[@]}"; do
@@ -239,15 +242,26 @@ started=$SECONDS
 ticker=$!
 trap 'kill $ticker 2>/dev/null; rm -rf "$progress"' EXIT
 
-i=0 failed=0 pids=()
+# wait_one: wait for one build to end (not the ticker); a failed build sets failed=1.
+wait_one() {
+  local pid rc
+  wait -n -p pid; rc=$?
+  [ "$pid" = "$ticker" ] || [ "$rc" = 0 ] || failed=1
+}
+running() { jobs -rp | grep -vc "^$ticker\$" || true; }
+
+# The first (longest) build runs at normal priority, the others niced: the longest one is the
+# critical path, the others fill the cores it leaves idle (downloads, links).
+i=0 failed=0
 for w in "${todo[@]}"; do
-  while [ "$(jobs -rp | grep -vc "^$ticker\$")" -ge "$jobs" ]; do wait -n || failed=1; done
+  while [ "$(running)" -ge "$jobs" ]; do wait_one; done
   i=$((i + 1))
   echo "tools: [$i/$n] building $w (about $(fmt_secs "$(cold_estimate "$w")") cold)" >&2
+  prio=0; [ "$i" = 1 ] || prio=10
   (
     date +%s >"$progress/$w.start"
     t=$SECONDS
-    if bash "$0" --one "$w"; then
+    if nice -n "$prio" bash "$0" --one "$w"; then
       touch "$progress/$w.done"
       echo "tools: [done] $w in $(fmt_secs $((SECONDS - t)))" >&2
     else
@@ -255,6 +269,6 @@ for w in "${todo[@]}"; do
     fi
   ) &
 done
-while [ "$(jobs -rp | grep -vc "^$ticker\$")" -gt 0 ]; do wait -n || failed=1; done
+while [ "$(running)" -gt 0 ]; do wait_one; done
 [ "$failed" = 0 ] || { echo "tools: some tools failed to build (see above)" >&2; exit 1; }
 echo "tools: built ${todo[*]} in $(fmt_secs $((SECONDS - started)))" >&2

@@ -261,7 +261,9 @@ type JobFact struct {
 	// for an image that cannot be pulled).
 	Reason, Message string
 	// ImagePullError is set while the Job's pod cannot pull its image (failure.ImagePullReasons:
-	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...): the stage is erroring, the Job is deleted.
+	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...) or the kubelet cannot create or start
+	// its container (failure.ContainerStartReasons: CreateContainerError, ...): the stage is
+	// erroring, the Job is deleted (and created again after the backoff).
 	ImagePullError bool
 }
 
