@@ -756,7 +756,7 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 // "container <name> exited <code> (<reason>) <message>").
 func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
 	pullErr = map[string]stagePodWait{} // job name → kubelet reason and message
-	podFail = map[string]string{} // job name → failing container
+	podFail = map[string]string{}       // job name → failing container
 	for _, p := range pods {
 		jn := p.Labels["job-name"]
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
