@@ -212,12 +212,13 @@ func TestChartRender(t *testing.T) {
 	if !contains(rt.Args, "--runtime-required-taint=skyhook.nvidia.com=runtime-required:NoSchedule") {
 		t.Errorf("args %v lack --runtime-required-taint", rt.Args)
 	}
-	if d := deployment(t, objs); d.Spec.Template.Spec.HostNetwork || len(d.Spec.Template.Spec.Containers[0].Env) != 1 {
-		t.Errorf("default: hostNetwork %v, env %v (want false and POD_NAME only)", d.Spec.Template.Spec.HostNetwork, d.Spec.Template.Spec.Containers[0].Env)
+	if d := deployment(t, objs); d.Spec.Template.Spec.HostNetwork || len(d.Spec.Template.Spec.Containers[0].Env) != 2 ||
+		d.Spec.Template.Spec.Containers[0].Env[1].Name != "POD_NAMESPACE" {
+		t.Errorf("default: hostNetwork %v, env %v (want false, POD_NAME and POD_NAMESPACE only)", d.Spec.Template.Spec.HostNetwork, d.Spec.Template.Spec.Containers[0].Env)
 	}
 	hn := deployment(t, render(t, "ops", "hostNetwork=true", "replicaCount=1", "extraEnv[0].name=KUBERNETES_SERVICE_HOST", "extraEnv[0].value=127.0.0.1"))
 	if ps := hn.Spec.Template.Spec; !ps.HostNetwork || ps.DNSPolicy != "ClusterFirstWithHostNet" ||
-		len(ps.Containers[0].Env) != 2 || ps.Containers[0].Env[1].Name != "KUBERNETES_SERVICE_HOST" || ps.Containers[0].Env[1].Value != "127.0.0.1" {
+		len(ps.Containers[0].Env) != 3 || ps.Containers[0].Env[2].Name != "KUBERNETES_SERVICE_HOST" || ps.Containers[0].Env[2].Value != "127.0.0.1" {
 		t.Errorf("hostNetwork=true, extraEnv: hostNetwork %v, dnsPolicy %q, env %v", ps.HostNetwork, ps.DNSPolicy, ps.Containers[0].Env)
 	}
 	for _, kind := range []string{"Service", "ClusterRole", "Role"} {

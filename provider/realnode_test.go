@@ -106,6 +106,11 @@ func checkHostFile(dir, name, want string) resource.TestCheckFunc {
 }
 
 func realPackageSetConfig(set, dir, version, cfg, extraEnv string) string {
+	return realPackageSetConfigWith(set, dir, version, cfg, extraEnv, "")
+}
+
+// realPackageSetConfigWith is realPackageSetConfig with extra attributes of the package.
+func realPackageSetConfigWith(set, dir, version, cfg, extraEnv, extraPkg string) string {
 	return fmt.Sprintf(`
 resource "gantry_package_set" "real" {
   name                   = %[1]q
@@ -120,10 +125,11 @@ resource "gantry_package_set" "real" {
     config            = { mode = %[4]q }
     uninstall_enabled = true
     stage_timeout     = "2m"
+%[8]s
   }]
   timeouts = { create = "4m", update = "4m", delete = "4m" }
 }
-`, set, dir, version, cfg, extraEnv, realNodeToleration, testPackageImage)
+`, set, dir, version, cfg, extraEnv, realNodeToleration, testPackageImage, extraPkg)
 }
 
 // A package set over the real node, with the test package image (Skyhook's layout) and the
@@ -376,6 +382,79 @@ output "endpoint" { value = gantry_workspace.real.endpoint }
 				}
 				return nil
 			},
+		}},
+	})
+}
+
+// A package with a service interrupt on the real node: the node is cordoned, a real Pod running
+// there (not the reconciler's own, not tolerating the cordon) is evicted, the interrupt stage
+// runs (its script records the type and services on the host), then post-interrupt, and the
+// node is uncordoned once the set is complete.
+func TestAccRealNode_InterruptDrainsAndUncordons(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	dir := hostScratch(t)
+	ns := testNamespace(t, c, "acc-realdrain")
+	set := "acc-reali-" + rand.String(5)
+	ctx := context.Background()
+	victim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:    realNodeName,
+			Tolerations: []corev1.Toleration{{Key: "gantry.dev/real-node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers: []corev1.Container{{Name: "sleep", Image: "docker.io/library/busybox:1.36", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sleep", "3600"}}},
+			TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+	cfg := realPackageSetConfigWith(set, dir, "1.0.0", "a", "", `    interrupt = { type = "service", services = ["gantry-demo"] }`)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			PreConfig: func() {
+				if _, err := c.Core.CoreV1().Pods(ns).Create(ctx, victim, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(time.Minute)
+				for {
+					p, err := c.Core.CoreV1().Pods(ns).Get(ctx, "victim", metav1.GetOptions{})
+					if err == nil && p.Status.Phase == corev1.PodRunning {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the victim Pod did not run on the real node: %v %+v", err, p.Status)
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+			},
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+			},
+			Check: resource.ComposeTestCheckFunc(
+				checkHostFile(dir, "tool.interrupts", "interrupt service gantry-demo"),
+				checkHostFile(dir, "tool.log", "config-check 1.0.0\n"),
+				checkHostFile(dir, "tool.post-interrupt", ""),
+				func(*terraform.State) error {
+					if !strings.Contains(hostFile(dir, "tool.log"), "post-interrupt 1.0.0") {
+						return fmt.Errorf("no post-interrupt in the stage log %q", hostFile(dir, "tool.log"))
+					}
+					p, err := c.Core.CoreV1().Pods(ns).Get(ctx, "victim", metav1.GetOptions{})
+					if err == nil && p.DeletionTimestamp == nil {
+						return fmt.Errorf("the victim Pod was not drained from the real node: phase %s", p.Status.Phase)
+					}
+					n, err := c.Core.CoreV1().Nodes().Get(ctx, realNodeName, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if n.Spec.Unschedulable {
+						return fmt.Errorf("the real node is still cordoned after the set completed")
+					}
+					return nil
+				},
+			),
 		}},
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,11 @@ type PackageSetReconciler struct {
 	// JobNamespace holds the stage Jobs (created if missing).
 	JobNamespace string
 	Now          func() time.Time
+	// Self is the reconciler's own Pod (env POD_NAMESPACE and POD_NAME, which the Helm chart
+	// sets; empty outside a Pod): a drain never evicts it. Evicted from the node it cordoned,
+	// a single reconciler could only be scheduled back onto that cordoned node, stay Pending
+	// and never uncordon it.
+	Self types.NamespacedName
 
 	mu      sync.Mutex
 	nsReady bool
@@ -111,7 +117,8 @@ type passTiming struct {
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, staleRV: map[string]string{}, cfgCreated: map[string]bool{},
-		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{}}
+		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{},
+		Self: types.NamespacedName{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME")}}
 }
 
 // passDelay is how long an event for set waits before its pass: the gap (the last pass's
@@ -916,7 +923,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
 // the pods to evict (Skyhook ShouldEvict: running or pending, not in kube-system, not
-// DaemonSet-owned, not tolerating unschedulable, not our stage pods); hold, the running or
+// DaemonSet-owned, not tolerating unschedulable, not our stage pods, not the reconciler's own
+// pod); hold, the running or
 // pending pods matching podNonInterruptLabels, which must finish first ("namespace/name", even
 // while terminating: they still run); terminating, the pods to evict already being deleted
 // ("namespace/name": evicted, grace period running).
@@ -941,6 +949,9 @@ func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.Pa
 		}
 		if p.Namespace == "kube-system" || p.Labels[v1alpha1.LabelPackageSet] != "" {
 			continue
+		}
+		if r.Self.Name != "" && p.Namespace == r.Self.Namespace && p.Name == r.Self.Name {
+			continue // the reconciler itself (see Self)
 		}
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "DaemonSet" {
 			continue
