@@ -50,6 +50,10 @@ unavailable_reason() {
   command -v unshare >/dev/null && command -v nsenter >/dev/null || { echo "no unshare/nsenter (util-linux)"; return; }
   [ -x "$BIN/kubelet" ] || { echo "no bin/kubelet (bash tools/install.sh kube)"; return; }
   ip link show lo >/dev/null 2>&1 || { echo "no ip (iproute2)"; return; }
+  # One real node per machine: its bridge, cgroup root and kubelet ports are machine-wide.
+  if ! running && ip link show "$bridge" >/dev/null 2>&1; then
+    echo "another clone's real node runs on this machine (bridge $bridge exists; 'make down' there first)"; return
+  fi
 }
 
 # node_ip: this machine's own address on its default interface (the kubelet refuses loopback).
