@@ -238,7 +238,9 @@ func TestCheckBusybox(t *testing.T) {
 		t.Errorf("missing busybox: %v", err)
 	}
 	text := filepath.Join(dir, "text")
-	os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755)
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := CheckBusybox(text, runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "not an ELF") {
 		t.Errorf("not an ELF file: %v", err)
 	}
@@ -303,14 +305,14 @@ func TestPause(t *testing.T) {
 			t.Fatalf("pause exited without a signal: %v", err)
 		case <-time.After(300 * time.Millisecond):
 		}
-		cmd.Process.Signal(sig)
+		_ = cmd.Process.Signal(sig)
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Errorf("pause after %v: %v, want exit 0", sig, err)
 			}
 		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			t.Errorf("pause still running 5s after %v", sig)
 		}
 	}
@@ -514,14 +516,28 @@ func TestPackageScripts(t *testing.T) {
 			markers := filepath.Join(root, "host", "tmp", "gantry-test-xyz") // created by the scripts
 			cfgDir := filepath.Join(root, "config")                          // laid out as a ConfigMap volume
 			ts := filepath.Join(cfgDir, "..2026_01_01_00_00_00.000000001")
-			os.MkdirAll(ts, 0o755)
-			os.WriteFile(filepath.Join(ts, "beta"), []byte("two words"), 0o644)
-			os.WriteFile(filepath.Join(ts, "alpha"), []byte("1\n"), 0o644)
-			os.Symlink(filepath.Base(ts), filepath.Join(cfgDir, "..data"))
-			os.Symlink("..data/beta", filepath.Join(cfgDir, "beta"))
-			os.Symlink("..data/alpha", filepath.Join(cfgDir, "alpha"))
+			if err := os.MkdirAll(ts, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ts, "beta"), []byte("two words"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ts, "alpha"), []byte("1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Base(ts), filepath.Join(cfgDir, "..data")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("..data/beta", filepath.Join(cfgDir, "beta")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("..data/alpha", filepath.Join(cfgDir, "alpha")); err != nil {
+				t.Fatal(err)
+			}
 			termLog := filepath.Join(root, "termination-log")
-			os.WriteFile(termLog, nil, 0o644)
+			if err := os.WriteFile(termLog, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 
 			p.t, p.run = t, filepath.Join(pkg, "run")
 			p.env = []string{"GANTRY_PACKAGE=demo", "GANTRY_NODE=node-a", "GANTRY_MARKER_DIR=" + markers,
@@ -592,7 +608,9 @@ func TestPackageScripts(t *testing.T) {
 				t.Errorf("installed after upgrade: %q", got)
 			}
 			p.ok(v2env, "upgrade-check")
-			os.WriteFile(filepath.Join(ts, "beta"), []byte("changed"), 0o644)
+			if err := os.WriteFile(filepath.Join(ts, "beta"), []byte("changed"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			if _, errOut, code := p.do(v2env, "config-check"); code != 1 || !strings.Contains(lastLine(errOut), "does not match") {
 				t.Errorf("config-check after a config change: exit %d, %q", code, errOut)
 			}
@@ -667,14 +685,14 @@ func start(t *testing.T, bin string, env []string, args ...string) *server {
 		t.Fatal(err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.cmd.Process.Kill() })
+	t.Cleanup(func() { _ = s.cmd.Process.Kill() })
 	return s
 }
 
 // stop sends SIGTERM and wants exit 0.
 func (s *server) stop(t *testing.T) {
 	t.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
 		if err != nil {
@@ -689,7 +707,10 @@ func (s *server) stop(t *testing.T) {
 func (s *server) exited(t *testing.T) int {
 	t.Helper()
 	select {
-	case <-s.done:
+	case err := <-s.done:
+		if s.cmd.ProcessState == nil {
+			t.Fatalf("did not run: %v\n%s", err, s.out)
+		}
 		return s.cmd.ProcessState.ExitCode()
 	case <-time.After(10 * time.Second):
 		t.Fatalf("still running after 10s\n%s", s.out)
