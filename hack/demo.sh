@@ -141,7 +141,7 @@ cat <<MSG
 
 The local cluster and the reconciler are still running:
   kubeconfig:      $KUBECONFIG_PATH   (export KUBECONFIG=$KUBECONFIG_PATH)
-  reconciler log:  $CACHE/reconciler.log
+  reconciler log:  $( [ "$real" = 1 ] && echo "kubectl -n gantry-system logs deploy/gantry-gantry-reconciler (its Pod on the real node)" || echo "$CACHE/reconciler.log")
   try:             kubectl get performers,executors,workspaces,pods,svc -A -o wide; kubectl get packagesets
 Run 'make demo' again: the plan finds nothing to change. Stop everything with 'make down'.
 MSG

@@ -233,12 +233,13 @@ func TestAccPackageSet_rollback(t *testing.T) {
 			},
 			{
 				Config: rollbackConfig(pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
-				// The wait fails on the first pass that reports the failure: the rollback under way
-				// ("rolling back to 1.0.0 after the change to 1.1.0 failed (<cause>); dcgm-tool@1.1.0
-				// is quarantined") or, on a loaded machine, already done ("rolled back to 1.0.0 ...",
-				// its failure then names the stage of the re-apply, not upgrade). Both name the
-				// rollback, the version and the quarantine; the cause is asserted below.
-				ExpectError: regexp.MustCompile(`(?s)PackageSet\s+Failed.*roll(ed|ing)\s+back\s+to\s+1\.0\.0\s+after\s+the\s+change\s+to\s+1\.1\.0\s+failed.*dcgm-tool@1\.1\.0`),
+				// The wait fails on the first pass that reports the failure, whichever it is: the
+				// pass that starts the rollback ("... stage upgrade: <cause>; rolling back to 1.0.0,
+				// dcgm-tool@1.1.0 quarantined"), one while it runs ("rolling back to 1.0.0 after the
+				// change to 1.1.0 failed (<cause>); dcgm-tool@1.1.0 is quarantined") or, on a loaded
+				// machine, one after it ("rolled back to 1.0.0 ..."). Each names the rollback to
+				// 1.0.0 and the quarantined version; the steps below assert the outcome.
+				ExpectError: regexp.MustCompile(`(?s)PackageSet\s+Failed.*roll(ed|ing)\s+back\s+to\s+1\.0\.0.*dcgm-tool@1\.1\.0`),
 			},
 			{
 				// The rollback stays in the plan: an update that re-applies 1.1.0 (and fails again
