@@ -458,3 +458,80 @@ func TestAccRealNode_InterruptDrainsAndUncordons(t *testing.T) {
 		}},
 	})
 }
+
+// Health checks against a real server on the real node: a test performer server in the node's
+// network namespace (hostNetwork, on a port of its own), an httpGet check on
+// http://$(NODE_IP):<port>/healthz (the kubelet expands NODE_IP from the pod's host IP) and an
+// exec check in the busybox image both pass in every soak round; after an upgrade whose
+// httpGet check points at a closed port, the apply fails naming the check, quoting wget.
+func TestAccRealNode_HealthChecks(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realNode(t, c)
+	dir := hostScratch(t)
+	ns := testNamespace(t, c, "acc-realhc")
+	set := "acc-realh-" + rand.String(5)
+	port := 19000 + rand.Intn(900)
+	ctx := context.Background()
+	server := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "health-server", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName: realNodeName, HostNetwork: true,
+			Tolerations: []corev1.Toleration{{Key: "gantry.dev/real-node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+				{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "server", Image: testPerformerImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Env: []corev1.EnvVar{{Name: "GRPC_PORT", Value: strconv.Itoa(port)}}}},
+		},
+	}
+	if _, err := c.Core.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checks := func(checkPort int) string {
+		return fmt.Sprintf(`
+  rollout = {
+    soak_duration       = "3s"
+    soak_check_interval = "1s"
+    health_checks = [
+      { name = "http", http_get = { url = "http://$(NODE_IP):%d/healthz" }, timeout = "5s" },
+      { name = "exec", image = "docker.io/library/busybox:1.36", command = ["sh", "-c", "test -n \"$NODE_IP\" && test -f /etc/passwd"] },
+    ]
+  }`, checkPort)
+	}
+	config := func(version string, checkPort int) string {
+		return strings.Replace(realPackageSetConfig(set, dir, version, "a", ""), "  timeouts = {", checks(checkPort)+"\n  timeouts = {", 1)
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { endpointReady(t, fmt.Sprintf("%s:%d", realNodeIP(t, c), port)) },
+				Config:    config("1.0.0", port),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+				},
+			},
+			{
+				Config:      config("1.1.0", port+1),
+				ExpectError: regexp.MustCompile(`(?s)health\s+check\s+http\s+failed.*(refused|wget)`),
+			},
+		},
+	})
+}
+
+// realNodeIP is the real node's InternalIP (realNode skips without it).
+func realNodeIP(t *testing.T, c *kube.Clients) string { return realNode(t, c) }
+
+// endpointReady waits until addr answers HTTP (a server just started).
+func endpointReady(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := httpGet(addr, "/healthz"); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer /healthz: %v", addr, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
