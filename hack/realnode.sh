@@ -52,7 +52,10 @@ unavailable_reason() {
   ip link show lo >/dev/null 2>&1 || { echo "no ip (iproute2)"; return; }
   # One real node per machine: its bridge, cgroup root and kubelet ports are machine-wide.
   if ! running && ip link show "$bridge" >/dev/null 2>&1; then
-    echo "another clone's real node runs on this machine (bridge $bridge exists; 'make down' there first)"; return
+    if pgrep -f "cluster/realnode/kubelet.yaml" >/dev/null 2>&1; then
+      echo "another clone's real node runs on this machine (bridge $bridge exists; 'make down' there first)"; return
+    fi
+    ip link del "$bridge" 2>/dev/null || true # left by a node whose processes are gone (a machine restart)
   fi
 }
 
