@@ -33,9 +33,8 @@ demo_tools=(debs kube etcd kwok goreleaser)
 [ -n "$tf" ] || demo_tools+=(terraform)
 # The reconciler runs as a Pod from its image and Helm chart on the real node, where the machine
 # can run one (root, cgroups); else as a process.
-real_possible=0
 if [ "$(id -u)" = 0 ] && [ "${GANTRY_REAL_NODE:-1}" != 0 ] && { [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
-  real_possible=1; demo_tools+=(helm)
+  demo_tools+=(helm)
 fi
 log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
 bash tools/install.sh "${demo_tools[@]}"

@@ -80,6 +80,8 @@ debs() {
     { cat "$state/apt.log" >&2; say "could not install ${missing[*]}"; return 1; }
 }
 
+node_ready() { [ "$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+
 pid_alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
 running() { [ -e "$mntns" ] && pid_alive containerd && pid_alive kubelet; }
 
@@ -247,7 +249,7 @@ up() {
     say "no real node on this machine: $why; the cluster has kwok nodes only"
     return 0
   fi
-  if running && [ "$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
+  if running && node_ready; then
     say "$node is up"; return 0
   fi
   down_quiet
@@ -265,7 +267,7 @@ up() {
   start_kubelet "$ip"
   local i
   for i in $(seq 120); do
-    if [ "$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
+    if node_ready; then
       say "$node Ready at $ip in $((SECONDS - t))s (containerd $(containerd --version | awk '{print $3}'), kubelet $("$BIN/kubelet" --version | awk '{print $2}'))"
       return 0
     fi

@@ -510,7 +510,7 @@ func TestAccRealNode_HealthChecks(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				PreConfig: func() { endpointReady(t, fmt.Sprintf("%s:%d", realNodeIP(t, c), port)) },
+				PreConfig: func() { endpointReady(t, fmt.Sprintf("%s:%d", realNode(t, c), port)) },
 				Config:    config("1.0.0", port),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
@@ -523,9 +523,6 @@ func TestAccRealNode_HealthChecks(t *testing.T) {
 		},
 	})
 }
-
-// realNodeIP is the real node's InternalIP (realNode skips without it).
-func realNodeIP(t *testing.T, c *kube.Clients) string { return realNode(t, c) }
 
 // endpointReady waits until addr answers HTTP (a server just started).
 func endpointReady(t *testing.T, addr string) {
