@@ -15,10 +15,11 @@
 #
 # Nothing of the host changes: containerd and the kubelet run in one private mount namespace
 # (kept in .cache/cluster/realnode/mntns) in which the three kernel settings the kubelet writes
-# at start (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops) are files bind-mounted over
-# their /proc/sys entries, so the host's values stay; the Pods' mounts stay in that namespace
-# too. Pods get addresses on the bridge gantry0 (10.213.0.0/24, no masquerade, no route off the
-# machine). All state (containerd root and socket, kubelet root, CNI state, pod cgroups under
+# at start (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops) and the ip_forward the CNI
+# bridge plugin sets are files bind-mounted over their /proc/sys entries, so the host's values
+# stay; the Pods' mounts stay in that namespace too. Pods get addresses on the bridge gantry0
+# (10.213.0.0/24, no masquerade) and one route besides it: to the node's own address (a health
+# check's $(NODE_IP)), none off the machine. All state (containerd root and socket, kubelet root, CNI state, pod cgroups under
 # /gantry-realnode) is under .cache/cluster/realnode; `down` kills every process in the pod
 # cgroups, stops containerd and the kubelet, deletes the bridge and the namespace, and removes
 # the node object.
@@ -67,13 +68,13 @@ node_ip() {
   echo "$ip"
 }
 
-# debs: containerd, runc, the CNI plugins and busybox (the test images' base), from Debian.
+# debs: containerd, runc and the CNI plugins, from Debian (the test images' busybox is pinned by
+# tools/install.sh busybox).
 debs() {
   local missing=()
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
-  [ -x /bin/busybox ] || missing+=(busybox-static)
   [ ${#missing[@]} = 0 ] && return 0
   say "apt-get install ${missing[*]}"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >"$state/apt.log" 2>&1 ||
@@ -117,7 +118,7 @@ EOF
   cat >"$state/cni/net.d/10-gantry.conflist" <<EOF
 {"cniVersion": "1.0.0", "name": "gantry-realnode", "plugins": [
   {"type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]], "dataDir": "$state/cni/data"}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]], "routes": [{"dst": "$ip/32"}], "dataDir": "$state/cni/data"}},
   {"type": "loopback"}]}
 EOF
   # The node's client certificate, issued by the cluster's CA (kwokctl's pki).
@@ -165,8 +166,11 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 resolvConf: /etc/resolv.conf
 maxPods: 30
 EOF
-  # The values the kubelet wants, as files over /proc/sys in its mount namespace.
+  # The values the kubelet wants, as files over /proc/sys in its mount namespace; and
+  # ip_forward, which the CNI bridge plugin turns on for a gateway bridge (pods reach the node's
+  # own address without it: that is local delivery, not forwarding).
   echo 1 >"$state/sysctl/overcommit_memory"; echo 10 >"$state/sysctl/panic"; echo 1 >"$state/sysctl/panic_on_oops"
+  echo 1 >"$state/sysctl/ip_forward"
 }
 
 # make_namespace: the private mount namespace, kept by a bind mount of its nsfs file, with the
@@ -182,6 +186,7 @@ make_namespace() {
   in_ns mount --bind "$state/sysctl/overcommit_memory" /proc/sys/vm/overcommit_memory
   in_ns mount --bind "$state/sysctl/panic" /proc/sys/kernel/panic
   in_ns mount --bind "$state/sysctl/panic_on_oops" /proc/sys/kernel/panic_on_oops
+  in_ns mount --bind "$state/sysctl/ip_forward" /proc/sys/net/ipv4/ip_forward
 }
 
 start_containerd() {
@@ -262,7 +267,7 @@ up() {
   make_namespace
   start_containerd
   say "building and importing the test images (hack/images)"
-  go run ./hack/images -out "$CACHE/images" >"$state/log/images.log" 2>&1 || { cat "$state/log/images.log" >&2; say "hack/images failed"; return 1; }
+  { "$ROOT/tools/install.sh" busybox && go run ./hack/images -out "$CACHE/images"; } >"$state/log/images.log" 2>&1 || { cat "$state/log/images.log" >&2; say "hack/images failed"; return 1; }
   import_images
   start_kubelet "$ip"
   local i

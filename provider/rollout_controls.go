@@ -418,7 +418,7 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 				"http_get": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "An HTTP check: a GET of `url` must answer 2xx within the timeout.",
 					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "URL, e.g. `http://$(NODE_IP):9400/health`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024)}}}},
-				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`).", Validators: []validator.String{durationValidator{min: time.Second}}},
+				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`): an `http_get` check's request, and the check's Job (its `activeDeadlineSeconds` is this plus 30s for the Pod to start).", Validators: []validator.String{durationValidator{min: time.Second}}},
 				"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the check's pod."},
 			}},
 	}

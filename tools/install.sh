@@ -29,6 +29,12 @@ GOLANGCI_LINT_VERSION=v2.15.0
 GORELEASER_VERSION=v2.13.0
 # Helm for the reconciler's chart (charts/gantry-reconciler): lint, template, server dry run.
 HELM_VERSION=v3.22.0
+# The real node's test images' busybox (hack/images): Debian's static busybox 1.37 (trixie),
+# fetched as its pinned .deb from Debian's archive and checked against this SHA-256. Debian 12's
+# own 1.35 segfaults on `wget -T` (the timeout Gantry's httpGet health checks pass).
+BUSYBOX_VERSION=1.37.0-6+b9
+BUSYBOX_DEB=https://deb.debian.org/debian/pool/main/b/busybox/busybox-static_${BUSYBOX_VERSION}_amd64.deb
+BUSYBOX_SHA256=598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
 
@@ -135,6 +141,7 @@ cached() {
     golangci-lint) [ -x "$cache/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint" ] ;;
     goreleaser) [ -x "$cache/goreleaser-$GORELEASER_VERSION/goreleaser" ] ;;
     helm) [ -x "$cache/helm-$HELM_VERSION/helm" ] ;;
+    busybox) [ -x "$cache/busybox-$BUSYBOX_VERSION/busybox" ] ;;
     *) return 1 ;;
   esac
 }
@@ -148,6 +155,18 @@ kube_vflags() {
     vflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   echo "$vflags"
+}
+
+# busybox_fetch: the pinned busybox-static .deb, checked, unpacked into the cache.
+busybox_fetch() {
+  local d="$cache/busybox-$BUSYBOX_VERSION" tmp
+  [ -x "$d/busybox" ] && return 0
+  [ "$(uname -m)" = x86_64 ] || { echo "tools: busybox: only amd64 is pinned (this is $(uname -m))" >&2; return 1; }
+  tmp=$(mktemp -d)
+  curl -fsSL --retry 3 -o "$tmp/busybox.deb" "$BUSYBOX_DEB" || { echo "tools: could not download $BUSYBOX_DEB" >&2; rm -rf "$tmp"; return 1; }
+  echo "$BUSYBOX_SHA256  $tmp/busybox.deb" | sha256sum -c --quiet - >&2 || { echo "tools: $BUSYBOX_DEB does not match its pinned SHA-256" >&2; rm -rf "$tmp"; return 1; }
+  dpkg-deb -x "$tmp/busybox.deb" "$tmp/x" && mkdir -p "$d" && install -m 0755 "$tmp/x/usr/bin/busybox" "$d/busybox.new" && mv "$d/busybox.new" "$d/busybox"
+  local rc=$?; rm -rf "$tmp"; return $rc
 }
 
 # one TOOL: build (or reuse) TOOL and link it into bin/.
@@ -175,6 +194,7 @@ one() {
     golangci-lint) goinstall golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
     goreleaser) goinstall goreleaser "$GORELEASER_VERSION" github.com/goreleaser/goreleaser/v2 ;;
     helm) goinstall helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+    busybox) with_lock "$cache/busybox-$BUSYBOX_VERSION" busybox_fetch; ln -sfn "$cache/busybox-$BUSYBOX_VERSION/busybox" "$bin/busybox" ;;
     debs) # Debian packages the release path uses (signing, zip checks), installed when missing
       local missing
       missing=$(for c in gpg:gnupg zip:zip unzip:unzip; do command -v "${c%%:*}" >/dev/null || echo "${c#*:}"; done)
@@ -193,8 +213,8 @@ fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane and the real
 # node's kubelet, etcd, kwok and the release path), never a test or lint tool; `all` is what make test
 # needs. Each list starts with its longest build.
-ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd controller-gen tfplugindocs golangci-lint goreleaser helm debs)
-DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
+ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd controller-gen tfplugindocs golangci-lint goreleaser helm busybox debs)
+DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform busybox)
 
 if [ "${1:-}" = --one ]; then one "$2"; exit; fi
 
@@ -212,7 +232,7 @@ done
 # every 30 s naming what is building, how many are left and the time so far.
 todo=() total_est=0
 for w in "${want[@]}"; do
-  if [ "$w" = debs ] || cached "$w"; then one "$w"; else todo+=("$w"); total_est=$((total_est + $(cold_estimate "$w"))); fi
+  if [ "$w" = debs ] || [ "$w" = busybox ] || cached "$w"; then one "$w"; else todo+=("$w"); total_est=$((total_est + $(cold_estimate "$w"))); fi
 done
 [ ${#todo[@]} = 0 ] && exit 0
 

@@ -17,11 +17,11 @@
 //	    or SIGTERM, exits 0 and reaps children. Entrypoint ["/pause"], user 65535:65535.
 //	docker.io/library/busybox:1.36 (busybox_1.36.tar)
 //	    The base of the images below and the health-check image (its wget): Debian's static
-//	    /bin/busybox (the host's: apt-get install busybox-static), /bin/<applet> → busybox for
+//	    busybox 1.37 (bin/busybox, fetched by `tools/install.sh busybox`), /bin/<applet> → busybox for
 //	    every applet of `busybox --list` (/bin/sh among them), /sbin, /usr/bin and /usr/sbin
 //	    linking to /bin, /tmp (1777), /root, /etc/passwd and /etc/group (root, nobody). Cmd ["sh"].
 //	    The tag is the one Gantry's default health-check image names; the busybox inside is
-//	    whatever version the host's package has (Debian 12: 1.35.0).
+//	    1.37.0 (Debian 12's own 1.35 segfaults on `wget -T`, the timeout the checks pass).
 //	ghcr.io/gantry-dev/test-package:1.0.0, :1.1.0, :2.0.0 (one tarball with the three tags:
 //	test-package_1.0.0.tar)
 //	    A package laid out as NVIDIA Skyhook's: /skyhook-package/config.json (Skyhook's agent
@@ -44,8 +44,8 @@
 //
 // The Go programs are built by this command with `go build` (CGO_ENABLED=0 GOOS=linux,
 // -trimpath -buildvcs=false -ldflags "-s -w"), so it runs inside this module. Without
-// /bin/busybox (or -busybox), the busybox-based images fail with a message saying to
-// `apt-get install busybox-static`.
+// bin/busybox (or -busybox), the busybox-based images fail with a message saying to run
+// `tools/install.sh busybox`.
 package main
 
 import (
@@ -78,8 +78,9 @@ const (
 	Module = "github.com/gantry-dev/terraform-provider-gantry"
 	// Source is the org.opencontainers.image.source label.
 	Source = "https://github.com/gantry-dev/terraform-provider-gantry"
-	// DefaultBusybox is where Debian's busybox-static package installs busybox.
-	DefaultBusybox = "/bin/busybox"
+	// DefaultBusybox is where `tools/install.sh busybox` links the pinned static busybox,
+	// relative to the module root (found from the working directory up: DefaultBusyboxPath).
+	DefaultBusybox = "bin/busybox"
 	// PackageDir is the package content's directory in the test-package image (Skyhook's).
 	PackageDir = "skyhook-package"
 	// basePath is the busybox-based images' PATH.
@@ -107,7 +108,7 @@ type Spec struct {
 // Specs are the images, in build order.
 var Specs = []Spec{
 	{Name: "pause", Refs: []string{"registry.k8s.io/pause:3.10"}, Title: "CRI sandbox (pause) image of the gantry test cluster", build: (*Builder).pause},
-	{Name: "busybox", Refs: []string{"docker.io/library/busybox:1.36"}, Busybox: true, Title: "busybox (Debian busybox-static) of the gantry test cluster", build: (*Builder).busybox},
+	{Name: "busybox", Refs: []string{"docker.io/library/busybox:1.36"}, Busybox: true, Title: "busybox (Debian busybox-static 1.37) of the gantry test cluster", build: (*Builder).busybox},
 	{Name: "test-package", Refs: []string{"ghcr.io/gantry-dev/test-package:1.0.0", "ghcr.io/gantry-dev/test-package:1.1.0", "ghcr.io/gantry-dev/test-package:2.0.0"}, Busybox: true,
 		Title: "gantry test package (Skyhook package layout)", build: (*Builder).testPackage},
 	{Name: "test-performer", Refs: []string{"ghcr.io/gantry-dev/test-performer:1.0.0"}, Busybox: true, Title: "gantry test performer", build: (*Builder).performer},
@@ -167,7 +168,7 @@ type Builder struct {
 // NewBuilder is a Builder for the host's architecture with the default busybox, building
 // into tempDir.
 func NewBuilder(tempDir string) *Builder {
-	return &Builder{Busybox: DefaultBusybox, TempDir: tempDir, Go: "go", Arch: runtime.GOARCH}
+	return &Builder{Busybox: DefaultBusyboxPath(), TempDir: tempDir, Go: "go", Arch: runtime.GOARCH}
 }
 
 // Build builds spec s.
@@ -202,10 +203,27 @@ func (b *Builder) GoBinary(dir string) ([]byte, error) {
 	return bin, nil
 }
 
+// DefaultBusyboxPath is DefaultBusybox under the module root: the nearest directory from the
+// working directory up that holds go.mod (DefaultBusybox itself when there is none).
+func DefaultBusyboxPath() string {
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "go.mod")); statErr == nil {
+			return filepath.Join(dir, DefaultBusybox)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return DefaultBusybox
+}
+
 // CheckBusybox reads the busybox binary at path and checks it is a static ELF executable for
 // arch: the images have no C library.
 func CheckBusybox(path, arch string) ([]byte, error) {
-	const hint = "apt-get install busybox-static"
+	const hint = "run tools/install.sh busybox"
 	bin, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("busybox: %s does not exist; the busybox-based images copy Debian's static busybox from there: %s", path, hint)
@@ -456,7 +474,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fl.SetOutput(stderr)
 	out := fl.String("out", ".cache/images", "directory the tarballs are written to")
 	only := fl.String("only", "", "comma-separated images to build (short names: pause, busybox, test-package, test-performer, test-model-server; or references); default all")
-	busybox := fl.String("busybox", DefaultBusybox, "static busybox binary for the busybox-based images (Debian: apt-get install busybox-static)")
+	busybox := fl.String("busybox", DefaultBusyboxPath(), "static busybox binary for the busybox-based images (tools/install.sh busybox fetches the pinned one)")
 	force := fl.Bool("force", false, "rewrite tarballs that already hold the image")
 	if err := fl.Parse(args); err != nil {
 		return err

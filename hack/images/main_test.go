@@ -33,7 +33,7 @@ var stages = []string{"apply", "apply-check", "config", "config-check", "uninsta
 // requireBusybox skips a test of a busybox-based image when the host has no static busybox.
 func requireBusybox(t *testing.T) {
 	t.Helper()
-	if _, err := CheckBusybox(DefaultBusybox, runtime.GOARCH); err != nil {
+	if _, err := CheckBusybox(DefaultBusyboxPath(), runtime.GOARCH); err != nil {
 		t.Skipf("busybox-based image, and %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestSpecs(t *testing.T) {
 
 func TestCheckBusybox(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := CheckBusybox(filepath.Join(dir, "busybox"), runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") {
+	if _, err := CheckBusybox(filepath.Join(dir, "busybox"), runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "tools/install.sh busybox") {
 		t.Errorf("missing busybox: %v", err)
 	}
 	text := filepath.Join(dir, "text")
@@ -255,7 +255,7 @@ func TestCheckBusybox(t *testing.T) {
 	// The busybox-based images fail with the hint when busybox is missing.
 	var stderr bytes.Buffer
 	err := run([]string{"-out", dir, "-only", "busybox", "-busybox", filepath.Join(dir, "none")}, io.Discard, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") {
+	if err == nil || !strings.Contains(err.Error(), "tools/install.sh busybox") {
 		t.Errorf("busybox image without busybox: %v", err)
 	}
 }
@@ -326,11 +326,11 @@ func TestBusybox(t *testing.T) {
 		t.Errorf("config: entrypoint %q cmd %q env %q", c.Entrypoint, c.Cmd, c.Env)
 	}
 	fsys := files(t, b.img)
-	host, _ := os.ReadFile(DefaultBusybox)
+	host, _ := os.ReadFile(DefaultBusyboxPath())
 	if e := fsys["bin/busybox"]; e.h == nil || e.h.Mode != 0o755 || !bytes.Equal(e.data, host) {
 		t.Error("bin/busybox: missing, not 0755 or not the host's busybox")
 	}
-	applets, err := Applets(DefaultBusybox)
+	applets, err := Applets(DefaultBusyboxPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,12 +497,12 @@ func TestPackageScripts(t *testing.T) {
 
 	// busybox's applets alone on PATH, as in the image.
 	bb := t.TempDir()
-	applets, err := Applets(DefaultBusybox)
+	applets, err := Applets(DefaultBusyboxPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range applets {
-		if err := os.Symlink(DefaultBusybox, filepath.Join(bb, a)); err != nil {
+		if err := os.Symlink(DefaultBusyboxPath(), filepath.Join(bb, a)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -757,7 +757,7 @@ func (s *server) get(t *testing.T, url string) (int, string) {
 func serverBinary(t *testing.T, short, dir, file, port string) string {
 	t.Helper()
 	tmp := t.TempDir()
-	if _, err := CheckBusybox(DefaultBusybox, runtime.GOARCH); err != nil {
+	if _, err := CheckBusybox(DefaultBusyboxPath(), runtime.GOARCH); err != nil {
 		t.Logf("image not checked (busybox-based, and %v); testing the program alone", err)
 		bin, err := NewBuilder(tmp).GoBinary(dir)
 		if err != nil {

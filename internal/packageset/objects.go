@@ -427,13 +427,20 @@ func HealthChecksOf(ro *v1alpha1.Rollout) []HealthCheck {
 	return out
 }
 
+// ProbeStartAllowance is what a health check's Job may spend starting its Pod (sandbox,
+// network, image, container) on top of the check's own timeout: activeDeadlineSeconds counts
+// from the Job's start, and on a real kubelet a Pod takes seconds to start, so a deadline of
+// the bare timeout failed healthy checks with DeadlineExceeded (found on the local cluster's
+// real node).
+const ProbeStartAllowance = 30 * time.Second
+
 // DesiredProbeJob is the soak-round Job of health check hc on node (js.Probe names it): one
 // container, hc's image with its command and args (exec), or `wget -q -T <timeout> -O
 // /dev/null <url>` in hc's image (default DefaultHealthCheckImage) for httpGet; NODE_NAME
 // and NODE_IP (the node's address, from the pod's status.hostIP) in its environment, which
 // Kubernetes expands in $(NODE_IP) of command, args and the url; labelled as a stage Job
 // (stage health-<name>, no package), pinned to the node, never restarted, bounded by
-// js.Timeout.
+// js.Timeout plus ProbeStartAllowance (activeDeadlineSeconds, in whole seconds).
 func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, hc v1alpha1.HealthCheck) *batchv1.Job {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: "", v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
@@ -455,7 +462,7 @@ func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string
 		c.Command, c.Args = []string{"wget"}, []string{"-q", "-T", strconv.Itoa(secs), "-O", "/dev/null", hc.HTTPGet.URL}
 	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	deadline := int64(js.Timeout.Seconds())
+	deadline := int64((js.Timeout + ProbeStartAllowance).Seconds())
 	backoffLimit := int32(0)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},

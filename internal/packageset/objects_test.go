@@ -265,3 +265,22 @@ func TestDesiredJobSkyhook(t *testing.T) {
 		t.Errorf("interrupt args %v", a)
 	}
 }
+
+// A health check's Job: wget bounded by the check's timeout, the Job by the timeout plus the
+// Pod's start allowance (a bare timeout failed healthy checks on a real kubelet).
+func TestDesiredProbeJob(t *testing.T) {
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}}
+	js := JobSpec{Name: "drivers-health-http-0", Node: "gpu-0", Probe: "http", Timeout: 5 * time.Second, SoakCheck: true, SoakRound: 2}
+	hc := v1alpha1.HealthCheck{Name: "http", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://$(NODE_IP):9400/healthz"}}
+	j := DesiredProbeJob(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc)
+	c := j.Spec.Template.Spec.Containers[0]
+	if got := *j.Spec.ActiveDeadlineSeconds; got != 35 {
+		t.Errorf("activeDeadlineSeconds %d, want 35 (5s check + 30s to start)", got)
+	}
+	if c.Image != DefaultHealthCheckImage || strings.Join(append(c.Command, c.Args...), " ") != "wget -q -T 5 -O /dev/null http://$(NODE_IP):9400/healthz" {
+		t.Errorf("check container %s %q %q", c.Image, c.Command, c.Args)
+	}
+	if j.Spec.Template.Annotations["gantry.dev/soak-round"] != "2" || j.Spec.Template.Spec.NodeName != "gpu-0" {
+		t.Errorf("pod template %+v", j.Spec.Template.ObjectMeta)
+	}
+}

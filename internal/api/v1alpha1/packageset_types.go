@@ -544,7 +544,8 @@ type HealthCheck struct {
 	// HTTPGet is an HTTP check: a GET of url must answer 2xx within the timeout.
 	// +optional
 	HTTPGet *HTTPGetCheck `json:"httpGet,omitempty"`
-	// Timeout bounds one run of the check (the Job's activeDeadlineSeconds), default 1m.
+	// Timeout bounds one run of the check, default 1m: an httpGet check's request (wget -T) and
+	// the check Job, whose activeDeadlineSeconds is the timeout plus 30s for its Pod to start.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// PodLabels are added to the check's pod.
