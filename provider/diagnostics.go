@@ -7,7 +7,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
@@ -128,16 +130,49 @@ func invalidConfigDiagnostic(kind string, err error) diag.Diagnostic {
 }
 
 // apiDiagnostic reports a failed API call; action is a gerund such as "Reading", "Applying".
+// The detail says which row of failure.Classes the error is: refused by the API server (not
+// retried: only a change helps), unreachable or failing (retried until the timeout), or a
+// connection that cannot be made (TLS, credential plugin); and a hint for the refusals a user
+// can act on.
 func apiDiagnostic(kind, action string, err error) diag.Diagnostic {
 	return diag.NewErrorDiagnostic(fmt.Sprintf("Error %s %s", action, kind),
-		fmt.Sprintf("The Kubernetes API rejected the request or could not be reached. Terraform changes nothing in state for "+
-			"this %s; apply again once the cause is fixed.\n\nOriginal Error: %s", kind, err))
+		fmt.Sprintf("%s Terraform changes nothing in state for this %s; apply again once the cause is fixed.\n\nOriginal Error: %s",
+			apiErrorCause(err), kind, err))
+}
+
+// apiErrorCause is the first sentences of apiDiagnostic: what kind of failure err is
+// (failure.Classify) and, for a refusal, what can fix it.
+func apiErrorCause(err error) string {
+	c, ok := failure.Classify(err)
+	var status apierrors.APIStatus
+	switch {
+	case !ok:
+		return "The request to the Kubernetes API failed."
+	case c.Transient:
+		return fmt.Sprintf("The Kubernetes API could not be reached or kept failing (%s); the provider retried it with backoff until the timeout.", c.Name)
+	case !errors.As(err, &status):
+		return fmt.Sprintf("The provider could not connect to the Kubernetes API: %s. Retrying cannot help until the provider configuration or the machine Terraform runs on changes.", c.Name)
+	}
+	hint := ""
+	switch {
+	case strings.Contains(failure.APIMessage(err), "request is too large"), apierrors.IsRequestEntityTooLargeError(err):
+		hint = " The object is too large to store: move large values into a Secret or ConfigMap and reference it (env_from)."
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		hint = " The credentials the provider uses lack the permission (RBAC) or an admission policy refused the object."
+	case apierrors.IsNotFound(err):
+		hint = " The object or its kind does not exist in the cluster (for a kind: are Gantry's CRDs installed? helm install gantry-reconciler)."
+	}
+	return fmt.Sprintf("The Kubernetes API server refused the request (%s); it is not retried, since the same request fails again until something changes.%s", c.Name, hint)
 }
 
 // clientDiagnostic reports that the provider could not build its Kubernetes client, or could
 // not reach the API server (*kube.UnreachableError).
 func clientDiagnostic(err error) diag.Diagnostic {
 	var ue *kube.UnreachableError
+	if errors.As(err, &ue) && ue.Permanent && strings.Contains(ue.Err.Error(), "getting credentials: exec: ") {
+		return diag.NewErrorDiagnostic("Kubernetes Credential Plugin Failed",
+			fmt.Sprintf("The provider could not get credentials for the Kubernetes API server from its credential plugin.\n\nOriginal Error: %s", err))
+	}
 	if errors.As(err, &ue) {
 		return diag.NewErrorDiagnostic("Kubernetes API Server Unreachable",
 			fmt.Sprintf("The provider could not connect to the Kubernetes API server.\n\nOriginal Error: %s", err))

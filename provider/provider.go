@@ -15,6 +15,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -264,6 +265,14 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		}))
 	} else {
 		s := settingsFromModel(cfg)
+		if s.Exec != nil {
+			if _, err := exec.LookPath(s.Exec.Command); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("exec").AtName("command"), "Credential Plugin Not Found",
+					fmt.Sprintf("The credential plugin %q of the exec block cannot be run on the machine Terraform runs on: %v. "+
+						"Install it (e.g. the AWS CLI for `aws eks get-token`) or give its full path.", s.Exec.Command, err))
+				return
+			}
+		}
 		s.UserAgent = fmt.Sprintf("terraform-provider-gantry/%s (+https://registry.terraform.io/providers/gantry-dev/gantry) Terraform/%s", p.version, req.TerraformVersion)
 		data = newProviderData(kube.LazyFromSettings(s))
 	}

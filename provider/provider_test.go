@@ -246,6 +246,10 @@ func TestProvider_ConfigValidation(t *testing.T) {
   client_key = <<-EOT
 ` + otherKeyPEM + `EOT`, `(?s)client_certificate and client_key are not a key pair`},
 		{"connect_timeout", `connect_timeout = "20"`, `(?s)connect_timeout: "20" is not a duration`},
+		{"exec plugin missing", `exec {
+    api_version = "client.authentication.k8s.io/v1"
+    command     = "gantry-no-such-credential-plugin"
+  }`, `(?s)Credential Plugin Not Found.*gantry-no-such-credential-plugin.*cannot\s+be\s+run\s+on\s+the\s+machine\s+Terraform\s+runs\s+on`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,8 +27,9 @@ import (
 //     RuntimeClass, ResourceQuota, or a webhook), BadRequest (400), MethodNotAllowed,
 //     RequestEntityTooLarge, UnsupportedMediaType. Retrying at once would fail the same way.
 //     (NotFound is not among them: on an update it means the object went away under the
-//     pass, which the next pass sees.) One 500 is permanent too: "failed to allocate a
-//     serviceIP: range is full" (the Service CIDR is exhausted).
+//     pass, which the next pass sees.) Two 500s are permanent too: "failed to allocate a
+//     serviceIP: range is full" (the Service CIDR is exhausted) and etcd's "request is too
+//     large". The one table of what is which is failure.Classes.
 //
 // How a permanent failure reaches the status that is written once per pass, with the machine
 // still the decider: the failing pass records a failure.Rejection in the controller's
@@ -41,36 +42,24 @@ import (
 // store is memory only: after a restart the action is simply tried again and, if still
 // rejected, recorded again.
 
-// permanent reports whether err is a permanent API error (see above); reason is the API
-// server's status reason (e.g. "Invalid", "Forbidden").
+// permanent reports whether err is a permanent API error (see above): a row of
+// failure.Classes that is not transient, NotFound and Gone aside (the object went away under
+// the pass, which the next pass sees); reason is the API server's status reason (e.g.
+// "Invalid", "Forbidden"; RequestEntityTooLarge for etcd's "request is too large", which comes
+// as a 500), "Rejected" where it gives none.
 func permanent(err error) (reason string, ok bool) {
-	if err == nil {
+	c, known := failure.Classify(err)
+	if !known || c.Transient || apierrors.IsNotFound(err) || apierrors.IsGone(err) {
 		return "", false
 	}
-	if serviceIPRangeFull(err) {
-		return string(apierrors.ReasonForError(err)), true
-	}
-	if isTransient(err) {
-		return "", false
-	}
+	r := string(apierrors.ReasonForError(err))
 	switch {
-	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err),
-		apierrors.IsMethodNotSupported(err),
-		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsUnsupportedMediaType(err):
-		r := string(apierrors.ReasonForError(err))
-		if r == "" || r == string(metav1.StatusReasonUnknown) {
-			r = "Rejected"
-		}
-		return r, true
+	case strings.Contains(apiMessage(err), "request is too large"):
+		r = string(metav1.StatusReasonRequestEntityTooLarge)
+	case r == "" || r == string(metav1.StatusReasonUnknown):
+		r = "Rejected"
 	}
-	return "", false
-}
-
-// serviceIPRangeFull: the API server could not allocate a ClusterIP because the Service CIDR is
-// exhausted. It answers 500 (InternalError), but retrying at once cannot help: only freeing or
-// adding addresses can, so it is permanent (retried with the rejection backoff).
-func serviceIPRangeFull(err error) bool {
-	return apierrors.IsInternalError(err) && strings.Contains(apiMessage(err), "failed to allocate a serviceIP")
+	return r, true
 }
 
 // isTransient: failure.Transient (conflicts, 5xx, 429, timeouts, connection errors, ended contexts).
@@ -139,14 +128,8 @@ func (s *rejections) clear(key types.NamespacedName, action string) {
 	}
 }
 
-// apiMessage is the API server's message of err (its status message), or err.Error().
-func apiMessage(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return status.Status().Message
-	}
-	return err.Error()
-}
+// apiMessage is failure.APIMessage: the API server's message of err, or err.Error().
+func apiMessage(err error) string { return failure.APIMessage(err) }
 
 // rejectedRequeue is the delay before the pass that hands a fresh rejection to the machine:
 // at once, in effect (no error is returned, so the rate limiter does not back off).

@@ -2,10 +2,12 @@ package failure
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"syscall"
 	"testing"
 
@@ -36,9 +38,51 @@ func TestTransient(t *testing.T) {
 		{"not found", apierrors.NewNotFound(gr, "p"), false},
 		{"bad request", apierrors.NewBadRequest("bad"), false},
 		{"plain error", errors.New("x"), false},
+		{"too large for etcd (a 500)", apierrors.NewInternalError(errors.New("etcdserver: request is too large")), false},
+		{"413", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), false},
+		{"service CIDR full", apierrors.NewInternalError(errors.New("failed to allocate a serviceIP: range is full")), false},
+		{"UID precondition", apierrors.NewConflict(gr, "p", errors.New("Precondition failed: UID in precondition: a, UID in object meta: b")), false},
+		{"already exists", apierrors.NewAlreadyExists(gr, "p"), true},
+		{"unauthorized", apierrors.NewUnauthorized("no"), false},
+		{"unknown authority, wrapped in url.Error", &url.Error{Op: "Get", URL: "https://k", Err: x509.UnknownAuthorityError{}}, false},
+		{"wrong host name", &url.Error{Op: "Get", URL: "https://k", Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "k"}}, false},
+		{"credential plugin missing", &url.Error{Op: "Get", URL: "https://k", Err: errors.New("getting credentials: exec: executable aws-iam not found")}, false},
+		{"credential plugin fails", &url.Error{Op: "Get", URL: "https://k", Err: errors.New("getting credentials: exec: executable aws failed with exit code 255")}, false},
+		{"connection refused in url.Error", &url.Error{Op: "Get", URL: "https://k", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
+		{"canceled", fmt.Errorf("list: %w", context.Canceled), true},
 	} {
 		if got := Transient(c.err); got != c.want {
 			t.Errorf("%s: Transient(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}
+
+// Every row of the table is reachable: an error that the rows before it do not take.
+func TestClassesReachable(t *testing.T) {
+	gr := schema.GroupResource{Group: "gantry.dev", Resource: "performers"}
+	examples := []error{
+		apierrors.NewInternalError(errors.New("etcdserver: request is too large")),
+		apierrors.NewRequestEntityTooLargeError("limit is 3145728"),
+		apierrors.NewInternalError(errors.New("failed to allocate a serviceIP: range is full")),
+		apierrors.NewConflict(gr, "p", errors.New("Precondition failed: UID in precondition: a, UID in object meta: b")),
+		apierrors.NewConflict(gr, "p", errors.New("the object has been modified")),
+		apierrors.NewAlreadyExists(gr, "p"),
+		apierrors.NewTooManyRequests("slow down", 1),
+		apierrors.NewTimeoutError("request did not complete within requested timeout", 0),
+		apierrors.NewServiceUnavailable("starting"),
+		apierrors.NewForbidden(gr, "p", errors.New("no")),
+		&url.Error{Op: "Get", URL: "https://k", Err: x509.UnknownAuthorityError{}},
+		&url.Error{Op: "Get", URL: "https://k", Err: errors.New("http: server gave HTTP response to HTTPS client")},
+		&url.Error{Op: "Get", URL: "https://k", Err: errors.New("getting credentials: exec: executable x not found")},
+		context.DeadlineExceeded,
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+	}
+	if len(examples) != len(Classes) {
+		t.Fatalf("%d examples for %d rows", len(examples), len(Classes))
+	}
+	for i, err := range examples {
+		if c, ok := Classify(err); !ok || c.Name != Classes[i].Name {
+			t.Errorf("row %d (%s): %v classified as %q", i, Classes[i].Name, err, c.Name)
 		}
 	}
 }

@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // DefaultConnectTimeout bounds how long the provider tries to reach an API server it has not
@@ -38,7 +38,7 @@ func ParseConnectTimeout(v string) (time.Duration, error) {
 
 // UnreachableError reports an API server the provider never reached: no HTTP response within
 // Timeout (Permanent false), or a certificate or protocol error that retrying cannot fix
-// (Permanent true). Err is the last transport error (dial, DNS, TLS, credential plugin).
+// (Permanent true: failure.Classes). Err is the last transport error (dial, DNS, TLS, credential plugin).
 type UnreachableError struct {
 	// Host is the API server URL from the configuration.
 	Host string
@@ -53,6 +53,11 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
+	if e.Permanent && e.Err != nil && strings.Contains(e.Err.Error(), "getting credentials: exec: ") {
+		return fmt.Sprintf("cannot connect to the Kubernetes API server %s: %v (not retried: the credential plugin "+
+			"is missing or fails; check exec.command, which must be in PATH on the machine Terraform runs on, and its args and env, "+
+			"or the users[].exec of the kubeconfig)", e.Host, e.Err)
+	}
 	if e.Permanent {
 		return fmt.Sprintf("cannot connect to the Kubernetes API server %s: %v (not retried: a certificate or "+
 			"protocol error does not go away by itself; check host's scheme and port, cluster_ca_certificate, "+
@@ -129,20 +134,9 @@ func isAPIStatus(err error) bool {
 	return errors.As(err, &s)
 }
 
-// permanent reports errors that retrying cannot fix: the server's certificate does not verify,
-// or one side speaks HTTP and the other HTTPS, or the URL scheme is not HTTP(S).
+// permanent: err is not worth retrying (failure.Classes): a certificate that does not verify,
+// HTTP and HTTPS mixed up, a credential plugin that is missing or fails.
 func permanent(err error) bool {
-	var (
-		ua x509.UnknownAuthorityError
-		he x509.HostnameError
-		ci x509.CertificateInvalidError
-		cv *tls.CertificateVerificationError
-		rh tls.RecordHeaderError
-	)
-	if errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.As(err, &cv) || errors.As(err, &rh) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "server gave HTTP response to HTTPS client") ||
-		strings.Contains(msg, "unsupported protocol scheme")
+	c, ok := failure.Classify(err)
+	return ok && !c.Transient
 }
