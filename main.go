@@ -4,13 +4,14 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"log"
 	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/gantry-dev/terraform-provider-gantry/provider"
 )
@@ -29,11 +30,16 @@ func main() {
 	if !debug {
 		go exitWithParent(os.Getppid(), parentCheckInterval)
 	}
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
-		Address: "registry.terraform.io/gantry-dev/gantry",
-		Debug:   debug,
-	})
-	if err != nil {
+	// The framework's server, wrapped so that a destroy is never blocked by the configuration
+	// (provider.DestroyTolerant).
+	server := func() tfprotov6.ProviderServer {
+		return provider.DestroyTolerant(providerserver.NewProtocol6(provider.New(version)())(), nil)
+	}
+	var opts []tf6server.ServeOpt
+	if debug {
+		opts = append(opts, tf6server.WithManagedDebug())
+	}
+	if err := tf6server.Serve("registry.terraform.io/gantry-dev/gantry", server, opts...); err != nil {
 		log.Fatal(err.Error())
 	}
 }

@@ -51,14 +51,14 @@ func (e *testEnv) gantryAnnotationsOf(t *testing.T, node string) map[string]stri
 	return gantryAnnotations(&n)
 }
 
-// A node selector the API server accepts but no selector parser does (operator In without
-// values): the set is Stalled (InvalidSpec) with the parser's message, naming the field, within
+// A node selector the API server accepts but no selector parser does (a value that is not a
+// label value: the CRD checks operators and value counts, not the characters of values): the set is Stalled (InvalidSpec) with the parser's message, naming the field, within
 // seconds — and deleting it does not hang on the finalizer.
 func TestPackageSetInvalidSelectorStallsAndDeletes(t *testing.T) {
 	e := setup(t)
 	name := fmt.Sprintf("ps-badsel-%d", seq.Add(1))
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{
-		NodeSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gantry.dev/test-pool", Operator: metav1.LabelSelectorOpIn}}},
+		NodeSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gantry.dev/test-pool", Operator: metav1.LabelSelectorOpIn, Values: []string{"bad value!"}}}},
 		Packages:     []v1alpha1.Package{pkgTool("1.0.0")}}}
 	e.createSet(t, set)
 	got := e.waitSet(t, name, "Stalled InvalidSpec", setStalledWith(packageset.ReasonInvalidSpec))

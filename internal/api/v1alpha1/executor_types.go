@@ -155,7 +155,13 @@ type ExecutorSpec struct {
 	Scheduling Scheduling `json:"scheduling,omitempty"`
 
 	// PodLabels are extra labels on the executor pods (pod template); they cannot override
-	// gantry.dev/executor or app.kubernetes.io/managed-by. A change rolls the pods.
+	// gantry.dev/executor or app.kubernetes.io/managed-by. At most 64; keys label keys
+	// (optional DNS-subdomain prefix and '/', then a name of at most 63 characters), values at
+	// most 63 characters. A change rolls the pods.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="podLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="podLabels values must be label values of at most 63 characters"
 	// +kubebuilder:validation:XValidation:rule="!('gantry.dev/executor' in self) && !('app.kubernetes.io/managed-by' in self)",message="podLabels cannot set gantry.dev/executor or app.kubernetes.io/managed-by"
 	// +optional
 	PodLabels map[string]string `json:"podLabels,omitempty"`
@@ -279,6 +285,13 @@ type PerformerSelection struct {
 	// +optional
 	Names []string `json:"names,omitempty"`
 	// Selector picks the Performers in the Executor's namespace whose labels match.
+	// matchExpressions operators are In and NotIn (with values) or Exists and DoesNotExist
+	// (without); matchLabels keys are label keys and values at most 63 characters.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !k.contains('/') || k.matches('^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/'))",message="matchLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="matchLabels values must be label values of at most 63 characters"
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }

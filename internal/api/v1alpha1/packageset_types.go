@@ -179,6 +179,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters (it names node annotations gantry.dev/state_<name>)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-'"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.after) || !(self.metadata.name in self.spec.after)",fieldPath=".spec.after",message="spec.after cannot name the set itself: it would wait for itself"
 type PackageSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -195,6 +196,14 @@ type PackageSet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.autoTaintNewNodes) || !self.autoTaintNewNodes || (has(self.runtimeRequired) && self.runtimeRequired)",message="spec.autoTaintNewNodes needs spec.runtimeRequired = true (the taint it adds is the runtime-required one)"
 type PackageSetSpec struct {
 	// NodeSelector picks the nodes the packages go on. An empty selector picks every node.
+	// matchExpressions operators are In and NotIn (with values) or Exists and DoesNotExist
+	// (without); matchLabels keys are label keys (optional DNS-subdomain prefix and '/', then a
+	// name of at most 63 characters) and values at most 63 characters.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !k.contains('/') || k.matches('^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/'))",message="matchLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="matchLabels values must be label values of at most 63 characters"
 	// +optional
 	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
@@ -224,9 +233,12 @@ type PackageSetSpec struct {
 
 	// After names package sets that must be complete on a node before this set starts there,
 	// whatever their priority (NixFleet's edges between deployments); a set named here that
-	// does not select the node does not hold it. Two sets naming each other are an invalid spec.
+	// does not select the node does not hold it. Entries are PackageSet names (DNS-1123
+	// labels of at most 40 characters), each at most once, never the set's own name (refused by
+	// the CRD); two sets naming each other are an invalid spec (Stalled).
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=40
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +listType=set
 	// +optional
 	After []string `json:"after,omitempty"`
@@ -259,11 +271,28 @@ type PackageSetSpec struct {
 	// +optional
 	InterruptionBudget *InterruptionBudget `json:"interruptionBudget,omitempty"`
 
-	// PodNonInterruptLabels selects pods that must finish before a node is interrupted.
+	// PodNonInterruptLabels selects pods that must finish before a node is interrupted (the
+	// same operator, key and value rules as nodeSelector).
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !k.contains('/') || k.matches('^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/'))",message="matchLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="matchLabels values must be label values of at most 63 characters"
 	// +optional
 	PodNonInterruptLabels *metav1.LabelSelector `json:"podNonInterruptLabels,omitempty"`
 
-	// AdditionalTolerations are added to every stage pod (so tainted nodes can be served).
+	// AdditionalTolerations are added to every stage pod (so tainted nodes can be served), at
+	// most 64. As the Pod API requires: operator Exists or Equal (empty: Equal); a toleration
+	// without a key needs Exists; Exists takes no value; a value is at most 63 characters;
+	// effect NoSchedule, PreferNoSchedule or NoExecute (empty: all); tolerationSeconds only with
+	// NoExecute.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator in ['', 'Exists', 'Equal']",message="a toleration's operator must be Exists or Equal"
+	// +kubebuilder:validation:items:XValidation:rule="(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')",message="a toleration without a key must have operator Exists (it tolerates every taint)"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="a toleration with operator Exists takes no value"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63",message="a toleration's value must be a label value of at most 63 characters"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="a toleration's effect must be NoSchedule, PreferNoSchedule or NoExecute (empty: every effect)"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="a toleration's tolerationSeconds needs effect NoExecute"
 	// +optional
 	AdditionalTolerations []corev1.Toleration `json:"additionalTolerations,omitempty"`
 
@@ -548,7 +577,12 @@ type HealthCheck struct {
 	// the check Job, whose activeDeadlineSeconds is the timeout plus 30s for its Pod to start.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// PodLabels are added to the check's pod.
+	// PodLabels are added to the check's pod (at most 64; keys label keys, values at most 63
+	// characters).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="podLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="podLabels values must be label values of at most 63 characters"
 	// +optional
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 }
@@ -646,9 +680,19 @@ type Package struct {
 	// erroring. Default 10m.
 	// +optional
 	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
-	// PodLabels and PodAnnotations are added to the stage pods.
+	// PodLabels are added to the stage pods (at most 64; keys label keys: optional DNS-subdomain
+	// prefix and '/', then a name of at most 63 characters; values at most 63 characters).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="podLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="podLabels values must be label values of at most 63 characters"
 	// +optional
 	PodLabels map[string]string `json:"podLabels,omitempty"`
+	// PodAnnotations are added to the stage pods (at most 64; keys annotation keys, as label
+	// keys but the prefix may have upper-case letters).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podAnnotations keys must be annotation keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?([.][A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*/')))",message="podAnnotations key prefixes (before '/') must be DNS subdomains of at most 253 characters"
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 	// Uninstall: when enabled, uninstall stages run when the package is removed from the set,

@@ -130,7 +130,10 @@ type PerformerSpec struct {
 	// +optional
 	Args []string `json:"args,omitempty"`
 
-	// ServiceAccountName is the ServiceAccount the performer Pod runs as.
+	// ServiceAccountName is the ServiceAccount the performer Pod runs as (a DNS subdomain name
+	// of at most 253 characters).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
@@ -176,19 +179,42 @@ type KeyRef struct {
 
 // Scheduling holds the Pod placement fields a user may set directly.
 type Scheduling struct {
-	// NodeSelector labels the node must carry (merged with those HardwareRequirements implies).
+	// NodeSelector labels the node must carry (merged with those HardwareRequirements implies):
+	// at most 64, keys label keys (optional DNS-subdomain prefix and '/', then a name of at most
+	// 63 characters), values at most 63 characters.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="nodeSelector keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="nodeSelector key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="nodeSelector values must be label values of at most 63 characters"
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	// Tolerations added to the Pod (merged with those HardwareRequirements implies).
+	// Tolerations added to the Pod (merged with those HardwareRequirements implies), at most 64.
+	// As the Pod API requires: operator Exists or Equal (empty: Equal); a toleration without a
+	// key needs Exists; Exists takes no value; a value is at most 63 characters; effect
+	// NoSchedule, PreferNoSchedule or NoExecute (empty: all); tolerationSeconds only with
+	// NoExecute.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator in ['', 'Exists', 'Equal']",message="a toleration's operator must be Exists or Equal"
+	// +kubebuilder:validation:items:XValidation:rule="(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')",message="a toleration without a key must have operator Exists (it tolerates every taint)"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="a toleration with operator Exists takes no value"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63",message="a toleration's value must be a label value of at most 63 characters"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="a toleration's effect must be NoSchedule, PreferNoSchedule or NoExecute (empty: every effect)"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="a toleration's tolerationSeconds needs effect NoExecute"
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 	// Affinity of the Pod.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// RuntimeClassName of the Pod; overrides the one a TEE type implies.
+	// RuntimeClassName of the Pod (a RuntimeClass name: a DNS subdomain name of at most 253
+	// characters); overrides the one a TEE type implies.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
-	// PriorityClassName of the Pod.
+	// PriorityClassName of the Pod (a PriorityClass name: a DNS subdomain name of at most 253
+	// characters).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
 }
@@ -223,7 +249,12 @@ type HardwareRequirements struct {
 	// TEEType is the TEE technology: sgx, sev-snp or tdx.
 	// +optional
 	TEEType TEEType `json:"teeType,omitempty"`
-	// CustomLabels are extra node labels the node must carry (added to the node selector).
+	// CustomLabels are extra node labels the node must carry (added to the node selector): at
+	// most 32, keys label keys, values at most 63 characters.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="customLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="customLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="customLabels values must be label values of at most 63 characters"
 	// +optional
 	CustomLabels map[string]string `json:"customLabels,omitempty"`
 }

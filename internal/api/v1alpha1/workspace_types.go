@@ -135,8 +135,13 @@ type WorkspaceResource struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`
 	// +optional
 	InstanceType string `json:"instanceType,omitempty"`
-	// LabelSelector holds node labels (key → value) a node must carry to run a replica.
+	// LabelSelector holds node labels (key → value) a node must carry to run a replica (at
+	// most 32; keys label keys: optional DNS-subdomain prefix and '/', then a name of at most 63
+	// characters; values at most 63 characters).
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="labelSelector keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.contains('/') || (k.indexOf('/') <= 253 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/')))",message="labelSelector key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="labelSelector values must be label values of at most 63 characters"
 	// +optional
 	LabelSelector map[string]string `json:"labelSelector,omitempty"`
 	// LabelSelectorExpressions are node label requirements a node must also meet to run a

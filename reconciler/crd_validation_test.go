@@ -1,0 +1,274 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// The CRDs themselves refuse bad input a raw `kubectl apply` could carry, naming the field:
+// label selectors (operators, values, label keys and values), node selectors and label maps,
+// tolerations, object names, and a PackageSet listing itself in spec.after. Each row changes
+// one field of a good object and expects Invalid with the field path and the rule's message;
+// the good object itself is accepted. Objects are created with dry run: the API server
+// validates them fully and stores nothing, so no reconcile runs.
+
+// crdCase is one row: mod breaks one field; path is the field path the API server reports and
+// msg a part of the rule's message ("" for both: the object is accepted).
+type crdCase[S any] struct {
+	name      string
+	mod       func(*S)
+	path, msg string
+}
+
+// checkCRDCases creates newObj(mod(good)) for each row with dry run and checks the answer.
+func checkCRDCases[S any](t *testing.T, e *testEnv, good func() S, newObj func(S) client.Object, cases []crdCase[S]) {
+	t.Helper()
+	for _, c := range cases {
+		name := c.name
+		if c.path != "" {
+			name = c.path + " " + c.name
+		}
+		t.Run(name, func(t *testing.T) {
+			s := good()
+			if c.mod != nil {
+				c.mod(&s)
+			}
+			err := e.c.Create(context.Background(), newObj(s), client.DryRunAll)
+			if c.path == "" {
+				if err != nil {
+					t.Fatalf("a good object was refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !apierrors.IsInvalid(err) {
+				t.Fatalf("err = %v, want Invalid at %s: %s", err, c.path, c.msg)
+			}
+			if !strings.Contains(err.Error(), c.path+": ") || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v\nwant the path %q and %q", err, c.path, c.msg)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}
+
+func badKey(m map[string]string) map[string]string {
+	m["bad key!"] = "x"
+	return m
+}
+
+func badPrefix(m map[string]string) map[string]string {
+	m["-bad-.example.com/name"] = "x"
+	return m
+}
+
+func longValue(m map[string]string) map[string]string {
+	m["example.com/long"] = strings.Repeat("v", 64)
+	return m
+}
+
+func manyLabels(n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("example.com/l%d", i)] = "x"
+	}
+	return m
+}
+
+func goodTolerations() []corev1.Toleration {
+	return []corev1.Toleration{
+		{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "avs", Effect: corev1.TaintEffectPreferNoSchedule},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(int64(30))},
+		{Operator: corev1.TolerationOpExists},
+	}
+}
+
+// tolerationCases are the toleration rows for a field whose path is path, reached by at.
+func tolerationCases[S any](path string, at func(*S) *[]corev1.Toleration) []crdCase[S] {
+	set := func(tol corev1.Toleration) func(*S) {
+		return func(s *S) { *at(s) = append([]corev1.Toleration{tol}, *at(s)...) }
+	}
+	return []crdCase[S]{
+		{"toleration operator Equals", set(corev1.Toleration{Key: "k", Operator: "Equals", Value: "v"}), path + "[0]", "a toleration's operator must be Exists or Equal"},
+		{"toleration without key not Exists", set(corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}), path + "[0]", "a toleration without a key must have operator Exists"},
+		{"toleration Exists with value", set(corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}), path + "[0]", "a toleration with operator Exists takes no value"},
+		{"toleration long value", set(corev1.Toleration{Key: "k", Value: strings.Repeat("v", 64)}), path + "[0]", "a toleration's value must be a label value of at most 63 characters"},
+		{"toleration effect", set(corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: "NoRun"}), path + "[0]", "a toleration's effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		{"toleration seconds without NoExecute", set(corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptrTo(int64(5))}),
+			path + "[0]", "a toleration's tolerationSeconds needs effect NoExecute"},
+		{"too many tolerations", func(s *S) {
+			for range 65 {
+				*at(s) = append(*at(s), corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists})
+			}
+		}, path, "must have at most 64 items"},
+	}
+}
+
+// selectorCases are the label selector rows for a field whose path is path, reached by at.
+func selectorCases[S any](path string, at func(*S) *metav1.LabelSelector) []crdCase[S] {
+	expr := func(r metav1.LabelSelectorRequirement) func(*S) {
+		return func(s *S) { at(s).MatchExpressions = append(at(s).MatchExpressions, r) }
+	}
+	labels := func(f func(map[string]string) map[string]string) func(*S) {
+		return func(s *S) {
+			if at(s).MatchLabels == nil {
+				at(s).MatchLabels = map[string]string{}
+			}
+			at(s).MatchLabels = f(at(s).MatchLabels)
+		}
+	}
+	return []crdCase[S]{
+		{"operator Equals", expr(metav1.LabelSelectorRequirement{Key: "zone", Operator: "Equals", Values: []string{"a"}}), path, "matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"},
+		{"In without values", expr(metav1.LabelSelectorRequirement{Key: "zone", Operator: metav1.LabelSelectorOpIn}), path, "matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"},
+		{"NotIn without values", expr(metav1.LabelSelectorRequirement{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{}}), path, "matchExpressions: In and NotIn need values"},
+		{"Exists with values", expr(metav1.LabelSelectorRequirement{Key: "zone", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}}), path, "matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"},
+		{"matchLabels bad key", labels(badKey), path, "matchLabels keys must be label keys"},
+		{"matchLabels bad prefix", labels(badPrefix), path, "matchLabels key prefixes (before '/') must be DNS subdomains"},
+		{"matchLabels long value", labels(longValue), path, "matchLabels values must be label values of at most 63 characters"},
+	}
+}
+
+// labelMapCases are the rows for a label map field named what at path, reached by at; max is
+// its MaxProperties (0: none added here).
+func labelMapCases[S any](what, path string, at func(*S) *map[string]string, maxProps int) []crdCase[S] {
+	set := func(f func(map[string]string) map[string]string) func(*S) {
+		return func(s *S) {
+			if *at(s) == nil {
+				*at(s) = map[string]string{}
+			}
+			*at(s) = f(*at(s))
+		}
+	}
+	cases := []crdCase[S]{
+		{what + " bad key", set(badKey), path, what + " keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.'"},
+		{what + " bad prefix", set(badPrefix), path, what + " key prefixes (before '/') must be DNS subdomains of at most 253 characters"},
+		{what + " prefix with an empty DNS label", set(func(m map[string]string) map[string]string { m["example..com/name"] = "x"; return m }), path,
+			what + " key prefixes (before '/') must be DNS subdomains"},
+		{what + " long value", set(longValue), path, what + " values must be label values of at most 63 characters"},
+	}
+	if maxProps > 0 {
+		cases = append(cases, crdCase[S]{what + " too many", func(s *S) { *at(s) = manyLabels(maxProps + 1) }, path, fmt.Sprintf("must have at most %d items", maxProps)})
+	}
+	return cases
+}
+
+func TestPackageSetCRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	name := fmt.Sprintf("crd-valid-%d", seq.Add(1))
+	good := func() v1alpha1.PackageSetSpec {
+		pkg := pkgTool("1.0.0")
+		pkg.PodLabels = map[string]string{"app.kubernetes.io/part-of": "gantry", "tier": "", "Example_Label.v1": "A-b_c.1"}
+		pkg.PodAnnotations = map[string]string{"Example.COM/Note": "any value, even with spaces!", "note": ""}
+		return v1alpha1.PackageSetSpec{
+			NodeSelector: metav1.LabelSelector{
+				MatchLabels: map[string]string{"gantry.dev/test-pool": "crd-valid", "nvidia.com/gpu.present": "true"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"z1", "z2"}},
+					{Key: "gantry.dev/spot", Operator: metav1.LabelSelectorOpDoesNotExist},
+				}},
+			PodNonInterruptLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "trainer"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "batch", Operator: metav1.LabelSelectorOpExists}}},
+			After:                 []string{"runtime", "drivers-1"},
+			AdditionalTolerations: goodTolerations(),
+			Packages:              []v1alpha1.Package{pkg},
+			Rollout: &v1alpha1.Rollout{SoakDuration: &metav1.Duration{Duration: time.Minute},
+				HealthChecks: []v1alpha1.HealthCheck{{Name: "ping", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://$(NODE_IP):9400/health"},
+					PodLabels: map[string]string{"gantry.dev/check": "ping"}}}},
+		}
+	}
+	cases := []crdCase[v1alpha1.PackageSetSpec]{
+		{"good", nil, "", ""},
+		{"after itself", func(s *v1alpha1.PackageSetSpec) { s.After = append(s.After, name) }, "spec.after", "spec.after cannot name the set itself"},
+		{"after duplicate", func(s *v1alpha1.PackageSetSpec) { s.After = append(s.After, "runtime") }, "spec.after[2]", "Duplicate value"},
+		{"after not a name", func(s *v1alpha1.PackageSetSpec) { s.After = []string{"Runtime_Set"} }, "spec.after[0]", "should match"},
+	}
+	cases = append(cases, selectorCases("spec.nodeSelector", func(s *v1alpha1.PackageSetSpec) *metav1.LabelSelector { return &s.NodeSelector })...)
+	cases = append(cases, selectorCases("spec.podNonInterruptLabels", func(s *v1alpha1.PackageSetSpec) *metav1.LabelSelector { return s.PodNonInterruptLabels })...)
+	cases = append(cases, tolerationCases("spec.additionalTolerations", func(s *v1alpha1.PackageSetSpec) *[]corev1.Toleration { return &s.AdditionalTolerations })...)
+	cases = append(cases, labelMapCases("podLabels", "spec.packages[0].podLabels", func(s *v1alpha1.PackageSetSpec) *map[string]string { return &s.Packages[0].PodLabels }, 64)...)
+	cases = append(cases, labelMapCases("podLabels", "spec.rollout.healthChecks[0].podLabels", func(s *v1alpha1.PackageSetSpec) *map[string]string { return &s.Rollout.HealthChecks[0].PodLabels }, 64)...)
+	cases = append(cases,
+		crdCase[v1alpha1.PackageSetSpec]{"podAnnotations bad key", func(s *v1alpha1.PackageSetSpec) { s.Packages[0].PodAnnotations["bad key!"] = "x" },
+			"spec.packages[0].podAnnotations", "podAnnotations keys must be annotation keys"},
+		crdCase[v1alpha1.PackageSetSpec]{"podAnnotations bad prefix", func(s *v1alpha1.PackageSetSpec) { s.Packages[0].PodAnnotations["example.com-/x"] = "x" },
+			"spec.packages[0].podAnnotations", "podAnnotations key prefixes (before '/') must be DNS subdomains"},
+	)
+	checkCRDCases(t, e, good, func(s v1alpha1.PackageSetSpec) client.Object {
+		return &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s}
+	}, cases)
+}
+
+func TestPerformerCRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	good := func() v1alpha1.PerformerSpec {
+		return v1alpha1.PerformerSpec{Image: imageV1, ServiceAccountName: "performer.runner",
+			Scheduling: v1alpha1.Scheduling{NodeSelector: map[string]string{"kubernetes.io/os": "linux", "pool": "avs-1"},
+				Tolerations: goodTolerations(), RuntimeClassName: ptrTo("kata-qemu"), PriorityClassName: ptrTo("system-node-critical")},
+			HardwareRequirements: v1alpha1.HardwareRequirements{GPUCount: 1,
+				CustomLabels: map[string]string{"feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true"}}}
+	}
+	cases := []crdCase[v1alpha1.PerformerSpec]{
+		{"good", nil, "", ""},
+		{"serviceAccountName", func(s *v1alpha1.PerformerSpec) { s.ServiceAccountName = "Performer_SA" }, "spec.serviceAccountName", "should match"},
+		{"runtimeClassName", func(s *v1alpha1.PerformerSpec) { s.Scheduling.RuntimeClassName = ptrTo("kata qemu") }, "spec.scheduling.runtimeClassName", "should match"},
+		{"priorityClassName", func(s *v1alpha1.PerformerSpec) { s.Scheduling.PriorityClassName = ptrTo("High") }, "spec.scheduling.priorityClassName", "should match"},
+	}
+	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.PerformerSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 64)...)
+	cases = append(cases, labelMapCases("customLabels", "spec.hardwareRequirements.customLabels", func(s *v1alpha1.PerformerSpec) *map[string]string { return &s.HardwareRequirements.CustomLabels }, 32)...)
+	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.PerformerSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })...)
+	checkCRDCases(t, e, good, func(s v1alpha1.PerformerSpec) client.Object { return e.newPerformer("crd-valid", s) }, cases)
+}
+
+func TestExecutorCRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	good := func() v1alpha1.ExecutorSpec {
+		return v1alpha1.ExecutorSpec{Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator:9010",
+			Performers:   v1alpha1.PerformerSelection{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/avs": "demo"}}},
+			OperatorKeys: v1alpha1.OperatorKeys{SecretName: "k", ECDSAKey: "e"},
+			PodLabels:    map[string]string{"team": "avs", "example.com/cost-center": "42"},
+			Scheduling:   v1alpha1.Scheduling{NodeSelector: map[string]string{"kubernetes.io/os": "linux"}, Tolerations: goodTolerations()}}
+	}
+	cases := []crdCase[v1alpha1.ExecutorSpec]{{"good", nil, "", ""}}
+	cases = append(cases, selectorCases("spec.performers.selector", func(s *v1alpha1.ExecutorSpec) *metav1.LabelSelector { return s.Performers.Selector })...)
+	cases = append(cases, labelMapCases("podLabels", "spec.podLabels", func(s *v1alpha1.ExecutorSpec) *map[string]string { return &s.PodLabels }, 64)...)
+	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.ExecutorSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)
+	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.ExecutorSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })[:2]...)
+	checkCRDCases(t, e, good, func(s v1alpha1.ExecutorSpec) client.Object { return e.newExecutor("crd-valid", s) }, cases)
+}
+
+func TestWorkspaceCRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	good := func() v1alpha1.WorkspaceSpec {
+		s := inferenceSpec(1, 1, h100)
+		s.Resource.LabelSelector = map[string]string{"topology.kubernetes.io/region": "eu-west-1", "pool": "inference"}
+		s.Resource.LabelSelectorExpressions = []metav1.LabelSelectorRequirement{
+			{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"z3"}},
+			{Key: "gantry.dev/spot", Operator: metav1.LabelSelectorOpDoesNotExist}}
+		s.Scheduling = v1alpha1.Scheduling{NodeSelector: map[string]string{"kubernetes.io/arch": "amd64"}, Tolerations: goodTolerations()}
+		return s
+	}
+	cases := []crdCase[v1alpha1.WorkspaceSpec]{
+		{"good", nil, "", ""},
+		{"expression operator Equals", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, metav1.LabelSelectorRequirement{Key: "zone", Operator: "Equals", Values: []string{"a"}})
+		}, "spec.resource.labelSelectorExpressions", "labelSelectorExpressions: operator must be In, NotIn, Exists or DoesNotExist"},
+	}
+	cases = append(cases, labelMapCases("labelSelector", "spec.resource.labelSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Resource.LabelSelector }, 32)...)
+	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)
+	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.WorkspaceSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })[:2]...)
+	checkCRDCases(t, e, good, func(s v1alpha1.WorkspaceSpec) client.Object { return e.newWorkspace("crd-valid", nil, s) }, cases)
+}
