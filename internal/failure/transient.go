@@ -30,7 +30,9 @@ type Class struct {
 // succeed; a conflict on a UID precondition will not resolve by re-reading.
 var Classes = []Class{
 	{Name: "object too large for etcd (\"etcdserver: request is too large\", answered as a 500; etcd's limit is 1.5 MiB per object)",
-		match: func(err error) bool { return statusCode(err) >= 500 && strings.Contains(APIMessage(err), "request is too large") }},
+		match: func(err error) bool {
+			return statusCode(err) >= 500 && strings.Contains(APIMessage(err), "request is too large")
+		}},
 	{Name: "413 RequestEntityTooLarge (a request body over the API server's 3 MiB limit)", match: apierrors.IsRequestEntityTooLargeError},
 	{Name: "500 \"failed to allocate a serviceIP\" (the Service CIDR is exhausted)",
 		match: func(err error) bool {
@@ -61,9 +63,13 @@ var Classes = []Class{
 			return errors.As(err, &rh) || strings.Contains(msg, "server gave HTTP response to HTTPS client") || strings.Contains(msg, "unsupported protocol scheme")
 		}},
 	{Name: "a client-go credential plugin that is missing or fails (\"getting credentials: exec: ...\")",
-		match: func(err error) bool { return err != nil && strings.Contains(err.Error(), "getting credentials: exec: ") }},
+		match: func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "getting credentials: exec: ")
+		}},
 	{Name: "a context that ended (a deadline or a cancel)", Transient: true,
-		match: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) }},
+		match: func(err error) bool {
+			return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+		}},
 	{Name: "connection refused or reset, EOF, a network timeout (the API server restarting or unreachable)", Transient: true, match: func(err error) bool {
 		var netErr net.Error
 		return errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
