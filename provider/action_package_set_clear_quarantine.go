@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -56,11 +58,16 @@ func (a *packageSetClearQuarantineAction) Schema(_ context.Context, _ action.Sch
 			"versions": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Quarantine keys to lift, as `status.quarantinedVersions` lists them (e.g. `\"dcgm-tool@1.1.0\"`); " +
 					"default: every quarantined version of the set. A key the set does not list fails the action, naming the ones it lists.",
-				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()}},
+				Validators: []validator.List{listvalidator.SizeAtLeast(1), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(
+					quarantineKeyRe, "must be a quarantine key as status.quarantinedVersions lists it: <package>@<version> (e.g. \"dcgm-tool@1.1.0\"), "+
+						"or <package>@<version>#config-<hash> for a failed config"))}},
 			"timeout": actionTimeoutAttribute(packageSetClearQuarantineTimeout),
 		},
 	}
 }
+
+// quarantineKeyRe is the form of a quarantine key: <package>@<version>[#config-<hash>].
+var quarantineKeyRe = regexp.MustCompile(`^[^@#\s]+@[^@#\s]+(#config-[0-9a-z]+)?$`)
 
 // Invoke asks the reconciler to lift the quarantines and waits for the set to complete.
 func (a *packageSetClearQuarantineAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
@@ -78,7 +85,7 @@ func (a *packageSetClearQuarantineAction) Invoke(ctx context.Context, req action
 	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", name, err))
 		return
 	}
 	listed, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")

@@ -51,7 +51,7 @@ func (a *packageSetRerunAction) Schema(_ context.Context, _ action.SchemaRequest
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the PackageSet (cluster-scoped)."},
 			"nodes": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				MarkdownDescription: "Names of the nodes to run the set on again; each must be selected by the set and hold its record.",
-				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()}},
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1), uniqueValues{}}},
 			"timeout": actionTimeoutAttribute(packageSetRerunTimeout),
 		},
 	}
@@ -71,7 +71,7 @@ func (a *packageSetRerunAction) Invoke(ctx context.Context, req action.InvokeReq
 		return
 	}
 	if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, set, metav1.GetOptions{}); err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", set, err))
 		return
 	}
 	if why := rerunRefusal(ctx, c, set, m.Nodes); why != "" {

@@ -65,7 +65,7 @@ func (a *packageSetResumeAction) Invoke(ctx context.Context, req action.InvokeRe
 	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
 	u, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Reading", err))
+		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", name, err))
 		return
 	}
 	if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {

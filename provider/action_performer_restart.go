@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -73,7 +74,11 @@ func (a *performerRestartAction) Invoke(ctx context.Context, req action.InvokeRe
 	patch, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]string{v1alpha1.AnnotationRestartedAt: token}}})
 	ri := c.Dynamic.Resource(wait.Performer.GVR).Namespace(ns)
 	if _, err := ri.Patch(ctx, name, k8stypes.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("Performer", "Restarting", err))
+		if apierrors.IsNotFound(err) {
+			resp.Diagnostics.Append(actionReadDiagnostic("Performer", id, err))
+		} else {
+			resp.Diagnostics.Append(apiDiagnostic("Performer", "Restarting", err))
+		}
 		return
 	}
 	progress(resp, fmt.Sprintf("Performer %s: restart requested (%s=%s)", id, v1alpha1.AnnotationRestartedAt, token))

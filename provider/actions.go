@@ -49,7 +49,7 @@ func actionTimeoutAttribute(def time.Duration) schema.StringAttribute {
 				err = fmt.Errorf("must be greater than zero")
 			}
 			return err
-		}}},
+		}, "Invalid Action Configuration"}},
 	}
 }
 

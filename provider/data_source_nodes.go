@@ -2,17 +2,22 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
@@ -79,14 +84,16 @@ func (d *nodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			"scheduled. Reads nodes, pods and RuntimeClasses cluster-wide (`list` on each).",
 		Attributes: map[string]schema.Attribute{
 			"gpu_product": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Only nodes whose `nvidia.com/gpu.product` label is this, e.g. `NVIDIA-H100-80GB-HBM3`."},
+				MarkdownDescription: "Only nodes whose `nvidia.com/gpu.product` label is this, e.g. `NVIDIA-H100-80GB-HBM3` (a label value: GPU feature discovery writes spaces as `-`).",
+				Validators:          []validator.String{gpuProductValidator{}}},
 			"tee_type": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Only nodes supporting this TEE type: `sev-snp`, `tdx` or `sgx`.",
 				Validators:          []validator.String{stringvalidator.OneOf(hardware.TEETypeNames()...)}},
 			"runtime_class": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Only nodes where this RuntimeClass can run (its `scheduling.nodeSelector` matches)."},
 			"instance_type": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Only nodes whose `node.kubernetes.io/instance-type` label is this."},
+				MarkdownDescription: "Only nodes whose `node.kubernetes.io/instance-type` label is this.",
+				Validators:          []validator.String{labelString{value: true}}},
 			"min_free_gpus": schema.Int64Attribute{Optional: true,
 				MarkdownDescription: "Only nodes with at least this many free `nvidia.com/gpu` devices (allocatable minus requested).",
 				Validators:          []validator.Int64{int64validator.AtLeast(0)}},
@@ -190,8 +197,76 @@ func (d *nodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		m.Nodes = append(m.Nodes, nodeModelOf(n))
 	}
 	sort.Strings(m.GPUProducts)
+	if len(m.Names) == 0 && f.GPUProduct != "" {
+		if d := noSuchGPUProduct(f.GPUProduct, inv); d != nil {
+			resp.Diagnostics.Append(d)
+		}
+	}
 	tflog.Debug(ctx, "node inventory read", map[string]interface{}{"nodes": len(inv), "matching": len(m.Nodes), "filter": f.String()})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// noSuchGPUProduct is the warning of a read that matched nothing while gpu_product was set:
+// when no node at all has that product, it says so and names the products the cluster has,
+// closest first (as unknown presets and instance types are named).
+func noSuchGPUProduct(product string, inv []hardware.NodeInventory) diag.Diagnostic {
+	have := map[string]bool{}
+	var names []string
+	for _, n := range inv {
+		if n.GPUProduct != "" && !have[n.GPUProduct] {
+			have[n.GPUProduct] = true
+			names = append(names, n.GPUProduct)
+		}
+	}
+	if have[product] {
+		return nil
+	}
+	sort.Strings(names)
+	detail := fmt.Sprintf("gpu_product = %q: no node of the cluster has the label nvidia.com/gpu.product=%s, so the result is empty.", product, product)
+	switch near := hardware.Closest(product, names, 3); {
+	case len(names) == 0:
+		detail += " No node has a nvidia.com/gpu.product label at all (is GPU feature discovery running?)."
+	case len(near) > 0:
+		detail += fmt.Sprintf(" Closest: %s. The cluster's GPU products: %s.", strings.Join(near, ", "), strings.Join(names, ", "))
+	default:
+		detail += fmt.Sprintf(" The cluster's GPU products: %s.", strings.Join(names, ", "))
+	}
+	return diag.NewAttributeWarningDiagnostic(path.Root("gpu_product"), "No Node Has This GPU Product", detail)
+}
+
+// gpuProductValidator checks gpu_product is a label value, and if not, names the GPU products
+// of the instance-type catalog closest to it (spaces are the usual slip: "NVIDIA H100 80GB").
+type gpuProductValidator struct{}
+
+func (gpuProductValidator) Description(context.Context) string {
+	return "a nvidia.com/gpu.product label value"
+}
+func (v gpuProductValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (gpuProductValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	errs := validation.IsValidLabelValue(s)
+	if len(errs) == 0 {
+		return
+	}
+	var known []string
+	for _, it := range hardware.InstanceTypes() {
+		if it.GPUProduct != "" && !slices.Contains(known, it.GPUProduct) {
+			known = append(known, it.GPUProduct)
+		}
+	}
+	hint := ""
+	if near := hardware.Closest(strings.ReplaceAll(s, " ", "-"), known, 3); len(near) > 0 {
+		hint = " Closest known products: " + strings.Join(near, ", ") + "."
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Invalid GPU Product",
+		fmt.Sprintf("%s: %q is not a nvidia.com/gpu.product label value (%s), so no node can have it; GPU feature discovery writes spaces as '-'.%s",
+			req.Path, s, strings.Join(errs, "; "), hint))
 }
 
 // nodeModelOf maps one inventory entry to its nodes[*] element.

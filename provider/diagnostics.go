@@ -155,7 +155,7 @@ func apiErrorCause(err error) string {
 	}
 	hint := ""
 	switch {
-	case strings.Contains(failure.APIMessage(err), "request is too large"), apierrors.IsRequestEntityTooLargeError(err):
+	case failure.TooLarge(err):
 		hint = " The object is too large to store: move large values into a Secret or ConfigMap and reference it (env_from)."
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		hint = " The credentials the provider uses lack the permission (RBAC) or an admission policy refused the object."
@@ -163,6 +163,17 @@ func apiErrorCause(err error) string {
 		hint = " The object or its kind does not exist in the cluster (for a kind: are Gantry's CRDs installed? helm install gantry-reconciler)."
 	}
 	return fmt.Sprintf("The Kubernetes API server refused the request (%s); it is not retried, since the same request fails again until something changes.%s", c.Name, hint)
+}
+
+// actionReadDiagnostic reports an action's failed read of the object it acts on: "<kind> Not
+// Found" naming it when the cluster has no such object, else apiDiagnostic.
+func actionReadDiagnostic(kind, id string, err error) diag.Diagnostic {
+	if apierrors.IsNotFound(err) {
+		return diag.NewAttributeErrorDiagnostic(path.Root("name"), kind+" Not Found",
+			fmt.Sprintf("The cluster has no %s %s, so the action has nothing to act on. Check name (and namespace): the action takes an "+
+				"object that exists, e.g. one a gantry resource of this configuration created.", kind, id))
+	}
+	return apiDiagnostic(kind, "Reading", err)
 }
 
 // clientDiagnostic reports that the provider could not build its Kubernetes client, or could

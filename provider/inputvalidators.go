@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strings"
@@ -57,6 +58,9 @@ func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
 		if t.ElementType == types.StringType && annotationMapAttributes[name] {
 			t.Validators = append(t.Validators, annotationsValidator{})
 		}
+		if t.ElementType == types.StringType && name == "env" {
+			t.Validators = append(t.Validators, envValidator{})
+		}
 		return t
 	case schema.Int64Attribute:
 		if t.CustomType == nil {
@@ -83,6 +87,75 @@ func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
 		return t
 	}
 	return a
+}
+
+// uniqueValues is listvalidator.UniqueValues with the element named: the framework's says
+// "This attribute contains duplicate values of: ..." under the list's path, which Terraform
+// shows only as the echoed source line; this one is an error on the duplicate element,
+// "performer_names[2]: "a" appears twice in performer_names (also at performer_names[0])".
+type uniqueValues struct{}
+
+func (uniqueValues) Description(context.Context) string { return "every element is different" }
+
+func (v uniqueValues) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (uniqueValues) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	elems := req.ConfigValue.Elements()
+	for i, e := range elems {
+		if e.IsUnknown() || e.IsNull() {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if elems[j].Equal(e) {
+				p := req.Path.AtListIndex(i)
+				resp.Diagnostics.AddAttributeError(p, "Duplicate Value",
+					fmt.Sprintf("%s: %s appears twice in %s (also at %s).", p, e, req.Path, req.Path.AtListIndex(j)))
+				break
+			}
+		}
+	}
+}
+
+// maxEnvBytes bounds the bytes of one env map (names and values): a Kubernetes object is
+// stored in etcd, which refuses requests over 1.5 MiB by default (the API server's etcd client
+// over 2 MiB), and the env is copied into the Deployment or Pod as well.
+const maxEnvBytes = 1 << 20
+
+// envValidator checks an env map at plan: names non-empty and without '=' (the API server's
+// rule for environment variable names), and at most maxEnvBytes in all, so a value too large to
+// store fails the plan naming the attribute instead of the apply with etcd's words.
+type envValidator struct{}
+
+func (envValidator) Description(context.Context) string {
+	return "names are environment variable names (non-empty, no '='); names and values hold at most 1 MiB in all"
+}
+
+func (v envValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (envValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	total := 0
+	for k, v := range req.ConfigValue.Elements() {
+		if k == "" || strings.Contains(k, "=") {
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Invalid Environment Variable Name",
+				fmt.Sprintf("%q is not an environment variable name: it must be non-empty and must not contain '='.", k))
+		}
+		total += len(k)
+		if s, ok := v.(types.String); ok && !s.IsUnknown() && !s.IsNull() {
+			total += len(s.ValueString())
+		}
+	}
+	if total > maxEnvBytes {
+		resp.Diagnostics.AddAttributeError(req.Path, "Environment Too Large",
+			fmt.Sprintf("%s holds %d bytes of names and values; Kubernetes cannot store an object that large (etcd refuses requests "+
+				"over 1.5 MiB, and the values are copied into the Pod as well). Keep at most %d bytes here: put large values in a Secret "+
+				"or ConfigMap and reference them with env_from.", req.Path, total, maxEnvBytes))
+	}
 }
 
 // labelsValidator checks a map of labels: each key a qualified name (optional DNS-subdomain
@@ -114,6 +187,34 @@ func (labelsValidator) ValidateMap(_ context.Context, req validator.MapRequest, 
 			resp.Diagnostics.AddAttributeError(at, "Invalid Label Value",
 				fmt.Sprintf("%s: %q is not a valid label value: %s.", at, s.ValueString(), strings.Join(errs, "; ")))
 		}
+	}
+}
+
+// labelString checks one label key (value false) or label value (value true) as the API server
+// does, e.g. a selector requirement's key and values: "node_selector_expressions[0].key: "bad
+// key!" is not a valid label key: ...".
+type labelString struct{ value bool }
+
+func (v labelString) Description(context.Context) string {
+	if v.value {
+		return "a label value: at most 63 characters, alphanumerics, '-', '_' or '.', starting and ending alphanumeric, or empty"
+	}
+	return "a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 characters"
+}
+
+func (v labelString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v labelString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s, what, errs := req.ConfigValue.ValueString(), "key", validation.IsQualifiedName(req.ConfigValue.ValueString())
+	if v.value {
+		what, errs = "value", validation.IsValidLabelValue(s)
+	}
+	if len(errs) > 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Label "+strings.ToUpper(what[:1])+what[1:],
+			fmt.Sprintf("%s: %q is not a valid label %s: %s.", req.Path, s, what, strings.Join(errs, "; ")))
 	}
 }
 
@@ -254,18 +355,31 @@ func (t wholeNumberType) ValueFromTerraform(ctx context.Context, in tftypes.Valu
 		if err := in.As(&f); err == nil && f != nil && !f.IsInt() {
 			return fractionalNumber{Int64Value: basetypes.NewInt64Unknown(), text: f.Text('g', -1)}, nil
 		}
+		if f != nil && f.IsInt() {
+			if _, acc := f.Int64(); acc != big.Exact {
+				return fractionalNumber{Int64Value: basetypes.NewInt64Unknown(), text: f.Text('g', -1), tooLarge: true}, nil
+			}
+		}
 	}
 	return t.Int64Type.ValueFromTerraform(ctx, in)
 }
 
-// fractionalNumber is what wholeNumberType reads for a number with a fractional part: its
-// ValidateAttribute reports it, so validation stops before any model is read.
+// fractionalNumber is what wholeNumberType reads for a number with a fractional part, or
+// (tooLarge) one outside the 64-bit integer range (the framework's own message for 1e30 was
+// "Value %!s(*big.Float=1e+30) ..."): its ValidateAttribute reports it, so validation stops
+// before any model is read.
 type fractionalNumber struct {
 	basetypes.Int64Value
-	text string
+	text     string
+	tooLarge bool
 }
 
 func (v fractionalNumber) ValidateAttribute(_ context.Context, req xattr.ValidateAttributeRequest, resp *xattr.ValidateAttributeResponse) {
+	if v.tooLarge {
+		resp.Diagnostics.AddAttributeError(req.Path, "Number Out of Range",
+			fmt.Sprintf("%s = %s: this attribute takes a whole number from %d to %d; this one is too large to hold.", req.Path, v.text, math.MinInt64, math.MaxInt64))
+		return
+	}
 	resp.Diagnostics.AddAttributeError(req.Path, "Invalid Whole Number",
 		fmt.Sprintf("%s = %s: this attribute takes a whole number (an integer such as 1 or 9090), not a fraction.", req.Path, v.text))
 }

@@ -44,7 +44,7 @@ func listConfigSchema(kind string, namespaced bool) listschema.Schema {
 			Validators: []validator.String{checkString{"a Kubernetes label selector", func(s string) error {
 				_, err := labels.Parse(s)
 				return err
-			}}},
+			}, "Invalid List Configuration"}},
 		},
 	}
 	if namespaced {

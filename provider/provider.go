@@ -108,7 +108,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional: true,
 				MarkdownDescription: "Path to a kubeconfig file; `~` is expanded. It must exist and parse when Terraform " +
 					"plans. Environment variable: `KUBE_CONFIG_PATH`. Conflicts with `config_paths`.",
-				Validators: []validator.String{checkString{"a readable kubeconfig file", readableKubeconfig}},
+				Validators: []validator.String{checkString{"a readable kubeconfig file", readableKubeconfig, ""}},
 			},
 			"config_paths": schema.ListAttribute{
 				Optional:    true,
@@ -116,7 +116,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				MarkdownDescription: "Kubeconfig files merged in order, like a `KUBECONFIG` list (the first file that sets a " +
 					"value wins). Environment variable: `KUBE_CONFIG_PATHS` (`:`-separated on Unix, `;` on Windows).",
 				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(
-					stringvalidator.LengthAtLeast(1), checkString{"a readable kubeconfig file", readableKubeconfig})},
+					stringvalidator.LengthAtLeast(1), checkString{"a readable kubeconfig file", readableKubeconfig, ""})},
 			},
 			"config_context": schema.StringAttribute{
 				Optional:            true,
@@ -134,7 +134,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 				Optional: true,
 				MarkdownDescription: "API server URL, e.g. `https://203.0.113.10:6443` (`https://` is assumed when no scheme is " +
 					"given). Overrides the kubeconfig's server. Environment variable: `KUBE_HOST`.",
-				Validators: []validator.String{checkString{"an https:// or http:// URL, or host:port", kube.CheckHost}},
+				Validators: []validator.String{checkString{"an https:// or http:// URL, or host:port", kube.CheckHost, ""}},
 			},
 			"token": schema.StringAttribute{
 				Optional:            true,
@@ -144,19 +144,19 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"cluster_ca_certificate": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "PEM-encoded CA certificate(s) of the API server. Environment variable: `KUBE_CLUSTER_CA_CERT_DATA`.",
-				Validators:          []validator.String{checkString{"PEM-encoded certificates", kube.CheckCACertificates}},
+				Validators:          []validator.String{checkString{"PEM-encoded certificates", kube.CheckCACertificates, ""}},
 			},
 			"client_certificate": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "PEM-encoded client certificate for TLS authentication; needs `client_key`. " +
 					"Environment variable: `KUBE_CLIENT_CERT_DATA`.",
-				Validators: []validator.String{checkString{"a PEM-encoded certificate", kube.CheckClientCertificate}},
+				Validators: []validator.String{checkString{"a PEM-encoded certificate", kube.CheckClientCertificate, ""}},
 			},
 			"client_key": schema.StringAttribute{
 				Optional:            true,
 				Sensitive:           true,
 				MarkdownDescription: "PEM-encoded private key of `client_certificate`. Environment variable: `KUBE_CLIENT_KEY_DATA`.",
-				Validators:          []validator.String{checkString{"a PEM-encoded private key", kube.CheckClientKey}},
+				Validators:          []validator.String{checkString{"a PEM-encoded private key", kube.CheckClientKey, ""}},
 			},
 			"insecure": schema.BoolAttribute{
 				Optional:            true,
@@ -191,7 +191,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 					"error; a certificate that does not verify, or http:// to an HTTPS port (or the reverse), fails at once. It bounds only "+
 					"the first contact of a run: once the API server has answered, waits ride out API server restarts until "+
 					"their own `timeouts`. Environment variable: `%s`.", kube.DefaultConnectTimeout, kube.EnvConnectTimeout),
-				Validators: []validator.String{checkString{"a duration greater than zero", validConnectTimeout}},
+				Validators: []validator.String{checkString{"a duration greater than zero", validConnectTimeout, ""}},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -418,6 +418,8 @@ func connectTimeout(v types.String) time.Duration {
 type checkString struct {
 	desc  string
 	check func(string) error
+	// title is the diagnostic's summary; "" means "Invalid Provider Configuration".
+	title string
 }
 
 func (v checkString) Description(context.Context) string             { return v.desc }
@@ -428,7 +430,11 @@ func (v checkString) ValidateString(_ context.Context, req validator.StringReque
 		return
 	}
 	if err := v.check(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Provider Configuration",
+		title := v.title
+		if title == "" {
+			title = "Invalid Provider Configuration"
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, title,
 			fmt.Sprintf("%s: %s.", req.Path, err))
 	}
 }

@@ -42,6 +42,8 @@ var (
 	_ resource.ResourceWithIdentity    = (*executorResource)(nil)
 	_ resource.ResourceWithImportState = (*executorResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*executorResource)(nil)
+
+	_ resource.ResourceWithValidateConfig = (*executorResource)(nil)
 )
 
 // Default timeouts of gantry_executor.
@@ -196,7 +198,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"image_pull_secrets": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of Secrets used to pull the image.",
-				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+				Validators: []validator.List{uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 			},
 			"replicas": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
@@ -228,7 +230,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
 					"`[gantry_performer.gpu.name]`. At most one of `performer_names` and `performer_selector`; with neither, the executor runs " +
 					"with no performer endpoints in its config (as upstream Hourglass executors do) and performers can be added later.",
-				Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.UniqueValues(),
+				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueValues{},
 					listvalidator.ConflictsWith(path.MatchRoot("performer_selector"))},
 			},
 			"performer_selector": schema.MapAttribute{
@@ -371,6 +373,44 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
+}
+
+// ValidateConfig checks what one attribute's validators cannot see, with the values that are
+// known (Terraform calls it again at apply with the rest): grpc_port and management_port
+// (defaults 9090 and 9091) must differ, since both are ports of the one executor container;
+// with manage_performers every avs_performers element needs the image the executor deploys.
+func (r *executorResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	root := configRoot(req.Config.Raw)
+	port := func(name string, def int32) (int64, bool) {
+		v := root.Attr(name)
+		if v.Null() {
+			return int64(def), true
+		}
+		return v.Int64()
+	}
+	grpc, gok := port("grpc_port", v1alpha1.DefaultExecutorGRPCPort)
+	mgmt, mok := port("management_port", v1alpha1.DefaultExecutorManagementPort)
+	if gok && mok && grpc == mgmt {
+		resp.Diagnostics.AddAttributeError(path.Root("management_port"), "Port Used Twice",
+			fmt.Sprintf("management_port = %d is also grpc_port (default 9090; management_port's default is 9091): the executor's gRPC "+
+				"and management servers listen in the same container and need different ports.", mgmt))
+	}
+	if manage, ok := root.Attr("manage_performers").Bool(); !ok || !manage {
+		return
+	}
+	avs, ok := root.Attr("avs_performers").List()
+	if !ok {
+		return
+	}
+	for _, a := range avs {
+		if img := a.Attr("image"); img.Null() {
+			addr, _ := a.Attr("avs_address").String()
+			resp.Diagnostics.AddAttributeError(img.Path(), "Missing Performer Image",
+				fmt.Sprintf("%s: manage_performers = true makes the executor deploy each AVS's performer from its image, but the AVS %s "+
+					"has none, so there would be nothing to deploy. Set its image, or set manage_performers = false and deploy the performer "+
+					"yourself (gantry_performer).", img.Path(), addr))
+		}
+	}
 }
 
 func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

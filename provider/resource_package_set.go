@@ -203,9 +203,10 @@ func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRe
 func selectorExprsAttribute(desc string) schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: desc,
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{stringvalidator.LengthBetween(1, 317)}},
+			"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{labelString{}}},
 			"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
-			"values":   schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`)."},
+			"values": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`).",
+				Validators: []validator.List{listvalidator.ValueStringsAre(labelString{value: true})}},
 		}},
 		Validators: []validator.List{selectorExprsValidator{}},
 	}
@@ -343,8 +344,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				"the packages do not depend on each other. Unset or `false`: independent packages run side by side. Nodes still go in parallel within the budget."},
 			"after": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Names of package sets that must be complete on a node before this set starts there, whatever their `priority` (NixFleet's edges between deployments). " +
-					"A named set that does not select the node does not hold it; two sets naming each other are an invalid spec (the apply fails naming both).",
-				Validators: []validator.List{listvalidator.SizeAtMost(16), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 40),
+					"A named set that does not select the node does not hold it. Sets whose `after` edges form a cycle (`a` after `b` after `c` after `a`) are an invalid spec: the apply fails naming the cycle; a set naming itself fails the plan.",
+				Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 40),
 					stringvalidator.RegexMatches(setNameRe, "must be a package set name: a DNS-1123 label"))}},
 			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
@@ -483,6 +484,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 // not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	validateRolloutConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateSetSelection(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
 		return
@@ -512,6 +514,38 @@ func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.Vali
 	if complete && !resp.Diagnostics.HasError() {
 		if _, err := packageset.Order(wants); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle", err.Error())
+		}
+	}
+}
+
+// validateSetSelection checks what the set selects and waits for, with the values known: after
+// must not name the set itself (it would wait for itself for ever), and a wave's node_selector
+// must not contradict the set's (a key both name with different values: the wave could pick
+// none of the set's nodes).
+func validateSetSelection(root configValue, diags *diag.Diagnostics) {
+	if name, ok := root.Attr("name").String(); ok {
+		after, _ := root.Attr("after").List()
+		for _, a := range after {
+			if v, ok := a.String(); ok && v == name {
+				diags.AddAttributeError(a.Path(), "Package Set Waits for Itself",
+					fmt.Sprintf("%s: %q is this set's own name; a set cannot wait until it is complete itself. Name other package sets in after.", a.Path(), v))
+			}
+		}
+	}
+	set, ok := root.Attr("node_selector").StringMap()
+	if !ok || len(set) == 0 {
+		return
+	}
+	waves, _ := root.Attr("rollout").Attr("waves").List()
+	for _, w := range waves {
+		sel, _ := w.Attr("node_selector").Map()
+		for _, k := range sortedKeys(sel) {
+			v, ok := sel[k].String()
+			if want, both := set[k]; ok && both && v != want {
+				diags.AddAttributeError(sel[k].Path(), "Wave Selects No Node of the Set",
+					fmt.Sprintf("%s = %q contradicts node_selector[%q] = %q: the set runs only on nodes labelled %s=%s, so this wave could pick none of them.",
+						sel[k].Path(), v, k, want, k, want))
+			}
 		}
 	}
 }

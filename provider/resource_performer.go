@@ -205,7 +205,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Optional:            true,
 				ElementType:         types.StringType,
 				MarkdownDescription: "Names of Secrets in the performer's namespace used to pull the image.",
-				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)), listvalidator.UniqueValues()},
+				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)), uniqueValues{}},
 			},
 			"grpc_port": schema.Int64Attribute{
 				Optional:            true,

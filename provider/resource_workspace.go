@@ -29,6 +29,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
 var (
@@ -475,7 +476,58 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // (the reconciler's Resolve says the same at apply; an instance type or a preset filling
 // gpu_count is left to it).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}}
+}
+
+// resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the
+// instance type from the catalog the provider carries), once resource, inference and tuning
+// are known, and reports what the attribute validators and modelGPUsValidator cannot see:
+// more GPUs per replica than a node of resource.instance_type has, a label_selector naming
+// another instance type, and inference.model_gpus against the GPUs an instance type or a
+// preset sets. Errors name the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per
+// replica, but a g6.xlarge node has 1 (NVIDIA-L4); ...".
+type resolveValidator struct{}
+
+func (resolveValidator) Description(context.Context) string {
+	return "the preset and the instance type resolve as the reconciler resolves them"
+}
+func (v resolveValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (resolveValidator) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	root := configRoot(req.Config.Raw)
+	for _, a := range []string{"resource", "inference", "tuning"} {
+		if !root.Attr(a).v.IsFullyKnown() {
+			return
+		}
+	}
+	var m workspaceModelV0
+	if req.Config.Get(ctx, &m).HasError() {
+		return
+	}
+	u, err := expandWorkspace(&m)
+	if err != nil {
+		return
+	}
+	var w v1alpha1.Workspace
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w) != nil {
+		return
+	}
+	_, err = workspace.Resolve(&w)
+	if err == nil {
+		return
+	}
+	at, msg := specErrorAttribute(err.Error())
+	gpuCountSet := !root.Attr("resource").Attr("gpu_count").Null()
+	switch at.String() {
+	case "resource.gpu_count", "resource.label_selector":
+	case "inference.model_gpus":
+		if gpuCountSet {
+			return // modelGPUsValidator's
+		}
+	default:
+		return // an attribute validator's (presets, instance types, gated models)
+	}
+	resp.Diagnostics.AddAttributeError(at, "Workspace Does Not Fit Its Nodes", msg)
 }
 
 type modelGPUsValidator struct{}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -238,4 +240,45 @@ func (instanceTypeValidator) ValidateString(_ context.Context, req validator.Str
 	if _, ok := hardware.LookupInstanceType(req.ConfigValue.ValueString()); !ok {
 		resp.Diagnostics.AddAttributeError(req.Path, "Unknown Instance Type", fmt.Sprintf("%s: %s.", req.Path, hardware.UnknownInstanceTypeError(req.ConfigValue.ValueString())))
 	}
+}
+
+// specFieldRe matches a CRD field path in a machine's error, e.g. spec.resource.gpuCount or
+// spec.resource.labelSelector["node.kubernetes.io/instance-type"].
+var specFieldRe = regexp.MustCompile(`spec((?:\.[A-Za-z][A-Za-z0-9]*)+)`)
+
+// specErrorAttribute maps an error of the internal machines, which name CRD fields
+// ("spec.resource.gpuCount: ..."), to the Terraform attribute of its first field and the
+// message with every field spelled as Terraform's attributes ("resource.gpu_count: ...").
+func specErrorAttribute(msg string) (path.Path, string) {
+	at := path.Empty()
+	if m := specFieldRe.FindStringSubmatch(msg); m != nil {
+		for i, seg := range strings.Split(strings.TrimPrefix(m[1], "."), ".") {
+			if i == 0 {
+				at = path.Root(snakeCase(seg))
+			} else {
+				at = at.AtName(snakeCase(seg))
+			}
+		}
+	}
+	return at, specFieldRe.ReplaceAllStringFunc(msg, func(f string) string {
+		segs := strings.Split(strings.TrimPrefix(f, "spec."), ".")
+		for i, s := range segs {
+			segs[i] = snakeCase(s)
+		}
+		return strings.Join(segs, ".")
+	})
+}
+
+// snakeCase is a CRD field name as the provider's attribute: gpuCount → gpu_count, modelGPUs
+// → model_gpus.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		upper := r >= 'A' && r <= 'Z'
+		if upper && i > 0 && (s[i-1] < 'A' || s[i-1] > 'Z') {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +44,7 @@ import (
 // permanent reports whether err is a permanent API error (see above): a row of
 // failure.Classes that is not transient, NotFound and Gone aside (the object went away under
 // the pass, which the next pass sees); reason is the API server's status reason (e.g.
-// "Invalid", "Forbidden"; RequestEntityTooLarge for etcd's "request is too large", which comes
+// "Invalid", "Forbidden"; RequestEntityTooLarge for every failure.TooLarge, though etcd's comes
 // as a 500), "Rejected" where it gives none.
 func permanent(err error) (reason string, ok bool) {
 	c, known := failure.Classify(err)
@@ -54,7 +53,7 @@ func permanent(err error) (reason string, ok bool) {
 	}
 	r := string(apierrors.ReasonForError(err))
 	switch {
-	case strings.Contains(apiMessage(err), "request is too large"):
+	case failure.TooLarge(err):
 		r = string(metav1.StatusReasonRequestEntityTooLarge)
 	case r == "" || r == string(metav1.StatusReasonUnknown):
 		r = "Rejected"

@@ -876,8 +876,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, err
 	}
 	jobsByNode := jobFactsByNode(jobs, pods.Items)
-	if other := packageset.AfterCycle(set, sets.Items); other != "" && f.SpecError == "" {
-		f.SpecError = fmt.Sprintf("spec.after names %s, whose spec.after names %s: the two sets would wait for each other", other, set.Name)
+	if cycle := packageset.AfterCycle(set, sets.Items); cycle != nil && f.SpecError == "" {
+		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
 	}
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
 

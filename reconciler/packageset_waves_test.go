@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,8 @@ func TestPackageSetWaves(t *testing.T) {
 // spec.after (NixFleet's edges): "drivers" (priority 10) names "runtime" (priority 50) in
 // after, so it waits for runtime on each node despite its lower priority number; with runtime
 // paused it runs no Job; unpaused, both complete and drivers' Jobs come after runtime's on each
-// node. Two sets naming each other are InvalidSpec.
+// node. Two sets naming each other are InvalidSpec, and so is every set of a three-set ring,
+// its message naming the ring.
 func TestPackageSetAfter(t *testing.T) {
 	e := setup(t)
 	pool := fmt.Sprintf("ps-after-%d", seq.Add(1))
@@ -119,7 +121,18 @@ func TestPackageSetAfter(t *testing.T) {
 	bad := e.waitSet(t, runtime.Name, "invalid spec", func(s *v1alpha1.PackageSet) bool {
 		return setCondition(s, v1alpha1.ConditionStalled).Reason == packageset.ReasonInvalidSpec
 	})
-	if msg := setCondition(bad, v1alpha1.ConditionStalled).Message; msg == "" {
-		t.Error("no message")
+	if msg := setCondition(bad, v1alpha1.ConditionStalled).Message; !strings.Contains(msg, runtime.Name+" → "+drivers.Name+" → "+runtime.Name) {
+		t.Errorf("two-set cycle: message %q does not name it", msg)
+	}
+	// A three-set ring: drivers after runtime after third after drivers.
+	third := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool + "-third"}, Spec: v1alpha1.PackageSetSpec{NodeSelector: sel, Priority: 30,
+		After: []string{drivers.Name}, Packages: []v1alpha1.Package{pkgTool("1.0.0")}, AdditionalTolerations: gpuToleration}}
+	e.createSet(t, third)
+	e.updateSet(t, runtime.Name, func(s *v1alpha1.PackageSet) { s.Spec.After = []string{third.Name} })
+	ring := e.waitSet(t, third.Name, "invalid spec (three-set ring)", func(s *v1alpha1.PackageSet) bool {
+		return setCondition(s, v1alpha1.ConditionStalled).Reason == packageset.ReasonInvalidSpec
+	})
+	if msg, want := setCondition(ring, v1alpha1.ConditionStalled).Message, third.Name+" → "+drivers.Name+" → "+runtime.Name+" → "+third.Name; !strings.Contains(msg, want) {
+		t.Errorf("three-set ring: message %q, want it to name %s", msg, want)
 	}
 }

@@ -29,10 +29,8 @@ type Class struct {
 // code alone would mislead: etcd's "request is too large" comes back as a 500 yet will never
 // succeed; a conflict on a UID precondition will not resolve by re-reading.
 var Classes = []Class{
-	{Name: "object too large for etcd (\"etcdserver: request is too large\", answered as a 500; etcd's limit is 1.5 MiB per object)",
-		match: func(err error) bool {
-			return statusCode(err) >= 500 && strings.Contains(APIMessage(err), "request is too large")
-		}},
+	{Name: "object too large for etcd (a 500 quoting etcd's \"request is too large\" or its client's \"trying to send message larger than max\": over 1.5 to 2 MiB)",
+		match: func(err error) bool { return TooLarge(err) && !apierrors.IsRequestEntityTooLargeError(err) }},
 	{Name: "413 RequestEntityTooLarge (a request body over the API server's 3 MiB limit)", match: apierrors.IsRequestEntityTooLargeError},
 	{Name: "500 \"failed to allocate a serviceIP\" (the Service CIDR is exhausted)",
 		match: func(err error) bool {
@@ -40,7 +38,8 @@ var Classes = []Class{
 		}},
 	{Name: "409 Conflict on a UID precondition (the object was deleted and created again)",
 		match: func(err error) bool {
-			return apierrors.IsConflict(err) && strings.Contains(APIMessage(err), "Precondition failed: UID in precondition")
+			msg := APIMessage(err)
+			return apierrors.IsConflict(err) && (strings.Contains(msg, "UID in precondition") || strings.Contains(msg, "UID in the precondition"))
 		}},
 	{Name: "409 Conflict (another writer changed the object: read it again and retry)", Transient: true, match: apierrors.IsConflict},
 	{Name: "409 AlreadyExists (a cache that has not seen the object yet)", Transient: true, match: apierrors.IsAlreadyExists},
@@ -49,7 +48,7 @@ var Classes = []Class{
 		match: func(err error) bool { return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) }},
 	{Name: "500 InternalError, 503 ServiceUnavailable and every other 5xx", Transient: true,
 		match: func(err error) bool {
-			return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) || statusCode(err) >= 500
+			return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || statusCode(err) >= 500
 		}},
 	{Name: "422 Invalid, 400 BadRequest, 401 Unauthorized, 403 Forbidden, 404 NotFound, 405, 406, 415 and every other 4xx", match: func(err error) bool {
 		c := statusCode(err)
@@ -96,6 +95,18 @@ func Classify(err error) (c Class, ok bool) {
 func Transient(err error) bool {
 	c, ok := Classify(err)
 	return ok && c.Transient
+}
+
+// TooLarge reports an object too large to store: the API server's 413 (a request body over
+// 3 MiB) or a 500 quoting etcd ("etcdserver: request is too large": over etcd's
+// --max-request-bytes, 1.5 MiB by default) or the API server's etcd client ("trying to send
+// message larger than max": over its 2 MiB gRPC limit).
+func TooLarge(err error) bool {
+	if apierrors.IsRequestEntityTooLargeError(err) {
+		return true
+	}
+	msg := APIMessage(err)
+	return statusCode(err) >= 500 && (strings.Contains(msg, "request is too large") || strings.Contains(msg, "trying to send message larger than max"))
 }
 
 // statusCode is the HTTP code of an API status error, 0 for other errors.

@@ -100,18 +100,42 @@ func earlier(a, b *v1alpha1.PackageSet) bool {
 	return before(a, b) && !slices.Contains(a.Spec.After, b.Name)
 }
 
-// AfterCycle names a set that set names in spec.after and that names set in its own ("" if
-// none): the two would wait for each other (an invalid spec).
-func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) string {
-	if slices.Contains(set.Spec.After, set.Name) {
-		return set.Name // waits for itself
-	}
+// AfterCycle returns a cycle of spec.after edges through set, as the names from set back to
+// it (["a", "b", "c", "a"]; ["a", "a"] for a set that names itself), or nil when set is on
+// none: every set of a cycle would wait for the next for ever (an invalid spec, NixFleet's
+// edges form a DAG). sets are the cluster's package sets; a name no set has ends a path. The
+// search follows each set's after list in its order, so the cycle reported is stable.
+func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) []string {
+	byName := make(map[string]*v1alpha1.PackageSet, len(sets)+1)
 	for i := range sets {
-		if sets[i].Name != set.Name && slices.Contains(set.Spec.After, sets[i].Name) && slices.Contains(sets[i].Spec.After, set.Name) {
-			return sets[i].Name
-		}
+		byName[sets[i].Name] = &sets[i]
 	}
-	return ""
+	byName[set.Name] = set
+	path, seen := []string{set.Name}, map[string]bool{set.Name: true}
+	var visit func(s *v1alpha1.PackageSet) bool
+	visit = func(s *v1alpha1.PackageSet) bool {
+		for _, next := range s.Spec.After {
+			if next == set.Name {
+				path = append(path, next)
+				return true
+			}
+			n, ok := byName[next]
+			if !ok || seen[next] {
+				continue
+			}
+			seen[next] = true
+			path = append(path, next)
+			if visit(n) {
+				return true
+			}
+			path = path[:len(path)-1]
+		}
+		return false
+	}
+	if visit(set) {
+		return path
+	}
+	return nil
 }
 
 // before reports whether set a comes before set b on a node: lower priority, ties by name.

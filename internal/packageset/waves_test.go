@@ -2,6 +2,7 @@ package packageset
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,11 +135,20 @@ func TestGateOfAfter(t *testing.T) {
 		})
 	}
 	a, b := set("a", 10, "b"), set("b", 20, "a")
-	if got := AfterCycle(&a, []v1alpha1.PackageSet{a, b}); got != "b" {
-		t.Errorf("AfterCycle = %q, want b", got)
+	if got := AfterCycle(&a, []v1alpha1.PackageSet{a, b}); !slices.Equal(got, []string{"a", "b", "a"}) {
+		t.Errorf("AfterCycle = %q, want a b a", got)
 	}
 	c := set("c", 10, "a")
-	if got := AfterCycle(&c, []v1alpha1.PackageSet{a, b, c}); got != "" {
-		t.Errorf("AfterCycle = %q, want none", got)
+	if got := AfterCycle(&c, []v1alpha1.PackageSet{a, b, c}); got != nil {
+		t.Errorf("AfterCycle = %q, want none (c waits for a cycle it is not on)", got)
+	}
+	// Three sets in a ring, one beside it, and a set that names itself.
+	x, y, z, w := set("x", 10, "w", "y"), set("y", 10, "z"), set("z", 10, "x"), set("w", 10)
+	if got := AfterCycle(&y, []v1alpha1.PackageSet{x, y, z, w}); !slices.Equal(got, []string{"y", "z", "x", "y"}) {
+		t.Errorf("AfterCycle of a three-set ring = %q, want y z x y", got)
+	}
+	self := set("self", 10, "self")
+	if got := AfterCycle(&self, []v1alpha1.PackageSet{self}); !slices.Equal(got, []string{"self", "self"}) {
+		t.Errorf("AfterCycle of a set naming itself = %q", got)
 	}
 }

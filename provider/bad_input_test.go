@@ -1,0 +1,84 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+)
+
+// Bad input by class, each caught at plan with the real CLI and no cluster, with the exact
+// words the user sees (the classes of "bad input on every surface"): known at plan but once
+// caught only at apply; accepted but wrong; unclear messages. The rows the CRD refuses are in
+// reconciler/crd_validation_test.go, the error classification in internal/failure.
+func TestBadInput_caughtAtPlan(t *testing.T) {
+	requireTerraform(t)
+	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
+	t.Setenv("KUBE_TOKEN", "unused")
+	performer := func(body string) string {
+		return "resource \"gantry_performer\" \"bad\" {\n  name  = \"bad\"\n  image = \"i\"\n" + body + "\n}\n"
+	}
+	executor := func(body string) string {
+		return `resource "gantry_executor" "bad" {
+  name                = "bad"
+  image               = "x"
+  aggregator_endpoint = "agg:9010"
+  chains              = [{ name = "ethereum", chain_id = 1, rpc_url = "https://eth.example.com", task_mailbox_address = "0x` + strings.Repeat("ab", 20) + `" }]
+  operator_keys       = { secret_name = "k", ecdsa_key = "e" }
+` + body + "\n}\n"
+	}
+	workspace := func(body string) string {
+		return "resource \"gantry_workspace\" \"bad\" {\n  name = \"bad\"\n" + body + "\n}\n"
+	}
+	packageSet := func(set string) string {
+		return "resource \"gantry_package_set\" \"bad\" {\n  name = \"bad\"\n" + set +
+			"\n  packages = [{ name = \"aa\", version = \"1.0.0\", image = \"x\" }]\n}\n"
+	}
+	addr := "0x" + strings.Repeat("cd", 20)
+	cases := []struct{ class, name, config, want string }{
+		// Known at plan, once caught only at apply.
+		{"plan", "after names the set itself", packageSet(`after = ["bad"]`),
+			`after[0]: "bad" is this set's own name; a set cannot wait until it is complete itself.`},
+		{"plan", "more GPUs than the instance type has", workspace("resource = { count = 1, instance_type = \"g6.xlarge\", gpu_count = 4 }\n  inference = { model = \"m\", image = \"i\" }"),
+			`resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node has 1 (NVIDIA-L4); choose a larger instance type, or set resource.count above 1 to serve the model across nodes`},
+		{"plan", "model_gpus above the instance type's GPUs", workspace("resource = { count = 1, instance_type = \"g6.xlarge\" }\n  inference = { model = \"m\", image = \"i\", model_gpus = 4 }"),
+			`inference.model_gpus: the model needs 4 GPUs but one replica has 1 (resource.gpu_count): set resource.count to 4 or more to serve it across nodes`},
+		{"plan", "selector expression key", packageSet(`node_selector_expressions = [{ key = "bad key!", operator = "Exists" }]`),
+			`node_selector_expressions[0].key: "bad key!" is not a valid label key`},
+		{"plan", "selector expression value", packageSet(`node_selector_expressions = [{ key = "pool", operator = "In", values = ["a b"] }]`),
+			`node_selector_expressions[0].values[0]: "a b" is not a valid label value`},
+		{"plan", "grpc_port is management_port", executor(`management_port = 9090`),
+			`management_port = 9090 is also grpc_port (default 9090; management_port's default is 9091): the executor's gRPC and management servers listen in the same container and need different ports.`},
+		{"plan", "an env too large to store", performer(`env = { BIG = format("%01100000d", 0) }`),
+			`env holds 1100003 bytes of names and values; Kubernetes cannot store an object that large`},
+		// Accepted but wrong.
+		{"wrong", "manage_performers without an image", executor("manage_performers = true\n  avs_performers = [{ avs_address = \"" + addr + "\" }]"),
+			`avs_performers[0].image: manage_performers = true makes the executor deploy each AVS's performer from its image, but the AVS ` + addr + ` has none`},
+		{"wrong", "a wave that contradicts the set's selector", packageSet("node_selector = { pool = \"a\" }\n  rollout = { waves = [{ name = \"w1\", node_selector = { pool = \"b\" } }] }"),
+			`rollout.waves[0].node_selector["pool"] = "b" contradicts node_selector["pool"] = "a": the set runs only on nodes labelled pool=a, so this wave could pick none of them.`},
+		{"wrong", "a GPU product that is not a label value", `data "gantry_nodes" "h100" {
+  gpu_product = "NVIDIA H100 80GB"
+}`, `gpu_product: "NVIDIA H100 80GB" is not a nvidia.com/gpu.product label value`},
+		{"wrong", "a GPU product's closest names", `data "gantry_nodes" "h100" {
+  gpu_product = "NVIDIA H100 80GB"
+}`, `GPU feature discovery writes spaces as '-'. Closest known products: NVIDIA-H100-80GB-HBM3`},
+		// Unclear before.
+		{"unclear", "a number too large for an integer", performer(`grpc_port = 1e30`),
+			`grpc_port = 1e+30: this attribute takes a whole number from -9223372036854775808 to 9223372036854775807; this one is too large to hold.`},
+		{"unclear", "a duplicate performer name", executor(`performer_names = ["a", "b", "a"]`),
+			`performer_names[2]: "a" appears twice in performer_names (also at performer_names[0]).`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.class+": "+tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      fmt.Sprintf("provider \"gantry\" {}\n%s", tc.config),
+					PlanOnly:    true,
+					ExpectError: words(tc.want),
+				}},
+			})
+		})
+	}
+}
