@@ -34,7 +34,7 @@ demo_tools=(debs kube etcd kwok goreleaser)
 # The reconciler runs as a Pod from its image and Helm chart on the real node, where the machine
 # can run one (root, cgroups); else as a process.
 if [ "$(id -u)" = 0 ] && [ "${GANTRY_REAL_NODE:-1}" != 0 ] && { [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
-  demo_tools+=(helm)
+  demo_tools+=(helm busybox) # busybox: the real node's test images (hack/images)
 fi
 log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
 bash tools/install.sh "${demo_tools[@]}"

@@ -214,7 +214,7 @@ fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # node's kubelet, etcd, kwok and the release path), never a test or lint tool; `all` is what make test
 # needs. Each list starts with its longest build.
 ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd controller-gen tfplugindocs golangci-lint goreleaser helm busybox debs)
-DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform busybox)
+DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
 
 if [ "${1:-}" = --one ]; then one "$2"; exit; fi
 
