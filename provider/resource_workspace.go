@@ -351,7 +351,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if r := m.Resource; r != nil {
 		spec.Resource = v1alpha1.WorkspaceResource{Count: int32(r.Count.ValueInt64()), GPUCount: int32(r.GPUCount.ValueInt64()),
 			GPUProduct: r.GPUProduct.ValueString(), InstanceType: r.InstanceType.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
-		spec.Resource.LabelSelectorExpressions = expandSelector(nil, r.LabelExprs).MatchExpressions
+		spec.Resource.LabelSelectorExpressions = v1alpha1.LabelRequirements(expandSelector(nil, r.LabelExprs).MatchExpressions)
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
@@ -401,7 +401,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	r := w.Spec.Resource
 	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
 		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType),
-		LabelExprs: flattenSelectorExprs(r.LabelSelectorExpressions, pr.LabelExprs)}
+		LabelExprs: flattenSelectorExprs(v1alpha1.Requirements(r.LabelSelectorExpressions), pr.LabelExprs)}
 	if in := w.Spec.Inference; in != nil {
 		pi := prior.Inference
 		if pi == nil {

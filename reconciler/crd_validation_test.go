@@ -255,7 +255,7 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 	good := func() v1alpha1.WorkspaceSpec {
 		s := inferenceSpec(1, 1, h100)
 		s.Resource.LabelSelector = map[string]string{"topology.kubernetes.io/region": "eu-west-1", "pool": "inference"}
-		s.Resource.LabelSelectorExpressions = []metav1.LabelSelectorRequirement{
+		s.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{
 			{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"z3"}},
 			{Key: "gantry.dev/spot", Operator: metav1.LabelSelectorOpDoesNotExist}}
 		s.Scheduling = v1alpha1.Scheduling{NodeSelector: map[string]string{"kubernetes.io/arch": "amd64"}, Tolerations: goodTolerations()}
@@ -264,8 +264,14 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 	cases := []crdCase[v1alpha1.WorkspaceSpec]{
 		{"good", nil, "", ""},
 		{"expression operator Equals", func(s *v1alpha1.WorkspaceSpec) {
-			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, metav1.LabelSelectorRequirement{Key: "zone", Operator: "Equals", Values: []string{"a"}})
+			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, v1alpha1.LabelRequirement{Key: "zone", Operator: "Equals", Values: []string{"a"}})
 		}, "spec.resource.labelSelectorExpressions", "labelSelectorExpressions: operator must be In, NotIn, Exists or DoesNotExist"},
+		{"expression key not a label key", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, v1alpha1.LabelRequirement{Key: "bad key!", Operator: metav1.LabelSelectorOpExists})
+		}, "spec.resource.labelSelectorExpressions[2]", "key must be a label key"},
+		{"expression value not a label value", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, v1alpha1.LabelRequirement{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"a b"}})
+		}, "spec.resource.labelSelectorExpressions[2]", "values must be label values"},
 	}
 	cases = append(cases, labelMapCases("labelSelector", "spec.resource.labelSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Resource.LabelSelector }, 32)...)
 	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)

@@ -490,7 +490,7 @@ func (r *WorkspaceReconciler) podsAndCapacity(ctx context.Context, w, rw *v1alph
 			return err
 		}
 	}
-	facts.Capacity = workspace.CapacityOf(nodes, pl.NodeSelector, rw.Spec.Resource.LabelSelectorExpressions, pl.Tolerations, rw.Spec.Resource.GPUCount)
+	facts.Capacity = workspace.CapacityOf(nodes, pl.NodeSelector, v1alpha1.Requirements(rw.Spec.Resource.LabelSelectorExpressions), pl.Tolerations, rw.Spec.Resource.GPUCount)
 	return nil
 }
 

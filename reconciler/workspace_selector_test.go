@@ -38,19 +38,19 @@ func TestWorkspaceLabelSelectorExpressions(t *testing.T) {
 			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
 		})
 	}
-	zone := func(v ...string) metav1.LabelSelectorRequirement {
-		return metav1.LabelSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn, Values: v}
+	zone := func(v ...string) v1alpha1.LabelRequirement {
+		return v1alpha1.LabelRequirement{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn, Values: v}
 	}
-	noSpot := metav1.LabelSelectorRequirement{Key: "gantry.dev/spot", Operator: metav1.LabelSelectorOpDoesNotExist}
+	noSpot := v1alpha1.LabelRequirement{Key: "gantry.dev/spot", Operator: metav1.LabelSelectorOpDoesNotExist}
 
 	bad := e.newWorkspace("expr-bad", nil, inferenceSpec(1, 1, product))
-	bad.Spec.Resource.LabelSelectorExpressions = []metav1.LabelSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn}}
+	bad.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpIn}}
 	if err := e.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "In and NotIn need values") {
 		t.Errorf("an In without values: %v, want the CRD's rule", err)
 	}
 
 	w := e.newWorkspace("expr", nil, inferenceSpec(1, 1, product))
-	w.Spec.Resource.LabelSelectorExpressions = []metav1.LabelSelectorRequirement{zone("z2"), noSpot}
+	w.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{zone("z2"), noSpot}
 	if err := e.c.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWorkspaceLabelSelectorExpressions(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: w.Name}, got); err != nil {
 		t.Fatal(err)
 	}
-	got.Spec.Resource.LabelSelectorExpressions = []metav1.LabelSelectorRequirement{zone("z1", "z2"), noSpot}
+	got.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{zone("z1", "z2"), noSpot}
 	if err := e.c.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestPlacementLabelSelectorExpressions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}
-			w.Spec.Resource.LabelSelectorExpressions = tc.exprs
+			w.Spec.Resource.LabelSelectorExpressions = v1alpha1.LabelRequirements(tc.exprs)
 			w.Spec.Scheduling.Affinity = tc.affinity
 			before := tc.affinity.DeepCopy()
 			pl, err := Placement(w)

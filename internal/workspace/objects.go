@@ -91,7 +91,7 @@ func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
 	if err != nil {
 		return pl, err
 	}
-	pl.Affinity = withNodeRequirements(pl.Affinity, r.LabelSelectorExpressions)
+	pl.Affinity = withNodeRequirements(pl.Affinity, v1alpha1.Requirements(r.LabelSelectorExpressions))
 	return pl, nil
 }
 

@@ -153,7 +153,7 @@ type WorkspaceResource struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="labelSelectorExpressions: operator must be In, NotIn, Exists or DoesNotExist"
 	// +kubebuilder:validation:XValidation:rule="self.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="labelSelectorExpressions: In and NotIn need values, Exists and DoesNotExist take none"
 	// +optional
-	LabelSelectorExpressions []metav1.LabelSelectorRequirement `json:"labelSelectorExpressions,omitempty"`
+	LabelSelectorExpressions []LabelRequirement `json:"labelSelectorExpressions,omitempty"`
 	// TEEType asks for nodes with this trusted execution environment (sgx, sev-snp, tdx), as
 	// performers' hardwareRequirements.teeType does: the node-feature-discovery label and the
 	// runtime class follow from it.
@@ -363,4 +363,48 @@ type WorkspaceList struct {
 
 func init() {
 	SchemeBuilder.Register(&Workspace{}, &WorkspaceList{})
+}
+
+// LabelRequirement is one node label requirement (metav1.LabelSelectorRequirement's fields
+// and JSON), bounded so the CRD itself can check its key and values with CEL: a label key of
+// at most 317 characters (an optional DNS subdomain prefix of at most 253 and '/', then a name
+// of at most 63), at most 64 values of at most 63 characters each.
+// +kubebuilder:validation:XValidation:rule="self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="key must be a label key: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+// +kubebuilder:validation:XValidation:rule="!has(self.values) || self.values.all(v, v.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="values must be label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+type LabelRequirement struct {
+	// Key is the node label key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values are the label values (In and NotIn).
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// Requirements is the requirements as metav1 label selector requirements.
+func Requirements(rs []LabelRequirement) []metav1.LabelSelectorRequirement {
+	if rs == nil {
+		return nil
+	}
+	out := make([]metav1.LabelSelectorRequirement, len(rs))
+	for i, r := range rs {
+		out[i] = metav1.LabelSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values}
+	}
+	return out
+}
+
+// LabelRequirements is rs as LabelRequirements.
+func LabelRequirements(rs []metav1.LabelSelectorRequirement) []LabelRequirement {
+	if rs == nil {
+		return nil
+	}
+	out := make([]LabelRequirement, len(rs))
+	for i, r := range rs {
+		out[i] = LabelRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values}
+	}
+	return out
 }
