@@ -66,6 +66,13 @@ action "gantry_package_set_resume" "s" {
     timeout = "3m"
   }
 }
+
+action "gantry_performer_restart" "missing" {
+  config {
+    name      = "no-such-performer"
+    namespace = %[1]q
+  }
+}
 `, ns, pool)
 }
 
@@ -137,6 +144,10 @@ func TestAccActions(t *testing.T) {
 	out, code := run("apply", "-auto-approve", "-invoke=action.gantry_package_set_rerun.cpu")
 	if code == 0 || !strings.Contains(out, "PackageSet Rerun Refused") || !strings.Contains(out, "gantry-cpu-0 holds no record") {
 		t.Errorf("rerun on a node outside the set: exit %d, want a refusal naming gantry-cpu-0", code)
+	}
+	out, code = run("apply", "-auto-approve", "-invoke=action.gantry_performer_restart.missing")
+	if code == 0 || !strings.Contains(out, "Performer Not Found") || !strings.Contains(out, "The cluster has no Performer "+ns+"/no-such-performer") {
+		t.Errorf("restart of a performer that does not exist: exit %d, want \"Performer Not Found\" naming it", code)
 	}
 
 	// Resume a set an operator paused.
