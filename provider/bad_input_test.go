@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,4 +82,31 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An object too large to store is refused by the API server (etcd's limit, answered as a 500)
+// and the apply fails on the first refusal, naming the cause, instead of retrying it as a
+// transient error until the create timeout ("... retried for 1m59s, 24 attempts").
+func TestAccBadInput_objectTooLargeNotRetried(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-big")
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			// 0.9 MiB of env (under the plan-time bound) and 0.9 MiB of args: 1.8 MiB in all.
+			Config: fmt.Sprintf(`
+resource "gantry_performer" "big" {
+  name      = "big"
+  namespace = %q
+  image     = "ghcr.io/acme/performer:1"
+  env       = { BIG = format("%%0900000d", 0) }
+  args      = [format("%%0900000d", 1)]
+}
+`, ns),
+			// A retried error would read "... retried it with backoff until the timeout".
+			ExpectError: regexp.MustCompile(`(?s)refused\s+the\s+request\s+\(object\s+too\s+large\s+for\s+etcd.*it\s+is\s+not\s+retried`),
+		}},
+	})
 }
