@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -403,7 +404,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
 					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`, or `MAJOR.MINOR` as Skyhook users write it (`1.2`, compared as 1.2.0, kept as written). Up: upgrade; down: uninstall (if enabled) then apply.",
 						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
-					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. Without a tag or digest the version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. The version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`, and a tag written here is replaced by the version (a plan warning names both when they differ); a digest (`@sha256:...`) is used as written; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
 					"env_from": envFromAttribute("the namespace of the stage Jobs"),
@@ -557,6 +558,14 @@ func validateSetSelection(root configValue, diags *diag.Diagnostics) {
 // when its name or depends_on is not known yet.
 func validatePackageConfig(p configValue, versions map[string]string, complete bool, diags *diag.Diagnostics) (packageset.Want, bool) {
 	name, known := p.Attr("name").String()
+	image, iok := p.Attr("image").String()
+	version, vok := p.Attr("version").String()
+	if tag := packageset.WrittenTag(image); iok && vok && tag != "" && tag != strings.ReplaceAll(version, "+", "_") {
+		diags.AddAttributeWarning(p.Attr("image").Path(), "Image Tag Replaced by the Version",
+			fmt.Sprintf("%s = %q names the tag %q, but the package's version is %q. As Skyhook does, the version is the tag: the stages run %s. "+
+				"Leave the tag out of image (or write the version's) to keep this warning away.", p.Attr("image").Path(), image, tag, version,
+				packageset.ImageOf(v1alpha1.Package{Image: image, Version: version})))
+	}
 	w := packageset.Want{Name: name}
 	deps, depsKnown := p.Attr("depends_on").Map()
 	known = known && depsKnown

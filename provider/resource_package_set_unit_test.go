@@ -3,12 +3,16 @@ package provider
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -224,3 +228,60 @@ func TestPackageSetSerial_roundTrip(t *testing.T) {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// A tag written in a package's image that differs from its version: the version wins (as
+// Skyhook), and the plan warns naming both and the image the stages run.
+func TestPackageSetImageTagWarning(t *testing.T) {
+	srv := providerserver.NewProtocol6(New("test")())()
+	schemas, err := srv.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := schemas.ResourceSchemas["gantry_package_set"].ValueType().(tftypes.Object)
+	pkgType := ty.AttributeTypes["packages"].(tftypes.List).ElementType.(tftypes.Object)
+	for _, c := range []struct {
+		image, warning string
+	}{
+		{"ghcr.io/acme/tuned:6.0", `packages[0].image = "ghcr.io/acme/tuned:6.0" names the tag "6.0", but the package's version is "1.2.0". As Skyhook does, the version is the tag: the stages run ghcr.io/acme/tuned:1.2.0.`},
+		{"ghcr.io/acme/tuned:1.2.0", ""},
+		{"localhost:5000/tuned", ""},
+		{"ghcr.io/acme/tuned@sha256:0123abcd", ""},
+	} {
+		pkg := nullObject(pkgType, map[string]tftypes.Value{"name": tftypes.NewValue(tftypes.String, "tuned"),
+			"version": tftypes.NewValue(tftypes.String, "1.2.0"), "image": tftypes.NewValue(tftypes.String, c.image)})
+		cfg := nullObject(ty, map[string]tftypes.Value{"name": tftypes.NewValue(tftypes.String, "s"),
+			"packages": tftypes.NewValue(ty.AttributeTypes["packages"], []tftypes.Value{pkg})})
+		dv, err := tfprotov6.NewDynamicValue(ty, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.ValidateResourceConfig(context.Background(), &tfprotov6.ValidateResourceConfigRequest{TypeName: "gantry_package_set", Config: &dv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, d := range resp.Diagnostics {
+			if d.Severity == tfprotov6.DiagnosticSeverityError {
+				t.Errorf("%s: error %q: %s", c.image, d.Summary, d.Detail)
+			}
+			if d.Summary == "Image Tag Replaced by the Version" {
+				got = d.Detail
+			}
+		}
+		if c.warning == "" && got != "" || !strings.HasPrefix(got, c.warning) {
+			t.Errorf("%s: warning %q, want %q", c.image, got, c.warning)
+		}
+	}
+}
+
+// nullObject is a value of object type ty: the attributes in set, every other one null.
+func nullObject(ty tftypes.Object, set map[string]tftypes.Value) tftypes.Value {
+	vals := map[string]tftypes.Value{}
+	for name, at := range ty.AttributeTypes {
+		vals[name] = tftypes.NewValue(at, nil)
+	}
+	for name, v := range set {
+		vals[name] = v
+	}
+	return tftypes.NewValue(ty, vals)
+}

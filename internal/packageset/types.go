@@ -60,19 +60,36 @@ func WantsOf(pkgs []v1alpha1.Package) []Want {
 	return out
 }
 
-// ImageOf is the image a package's stages run: spec image, with the version as its tag when it
-// has neither tag nor digest (Skyhook's image:version), e.g. "ghcr.io/acme/tuned" at 1.2 →
-// "ghcr.io/acme/tuned:1.2". A registry port ("localhost:5000/tuned") is not a tag. OCI tags
-// cannot contain '+', so semver build metadata is written with '_' instead, as Helm and other
-// OCI tooling do: 1.2.3+build.5 → "ghcr.io/acme/tuned:1.2.3_build.5" (the version itself is
-// kept as written).
+// ImageOf is the image a package's stages run, as Skyhook's operator runs it: the spec image
+// with the version as its tag (Skyhook's image:version), e.g. "ghcr.io/acme/tuned" at 1.2 →
+// "ghcr.io/acme/tuned:1.2". A tag written in the image is replaced by the version, as Skyhook
+// drops it ("ghcr.io/acme/tuned:6.0" at 1.2 → "ghcr.io/acme/tuned:1.2"; the provider warns at
+// plan when they differ: WrittenTag); a digest is kept as written (Skyhook's containerSHA).
+// A registry port ("localhost:5000/tuned") is not a tag. OCI tags cannot contain '+', so
+// semver build metadata is written with '_' instead, as Helm and other OCI tooling do:
+// 1.2.3+build.5 → "ghcr.io/acme/tuned:1.2.3_build.5" (the version itself is kept as written).
 func ImageOf(p v1alpha1.Package) string {
 	img := p.Image
-	last := img[strings.LastIndex(img, "/")+1:]
-	if strings.Contains(img, "@") || strings.Contains(last, ":") || p.Version == "" {
+	if strings.Contains(img, "@") || p.Version == "" {
 		return img
 	}
+	if tag := WrittenTag(img); tag != "" {
+		img = strings.TrimSuffix(img, ":"+tag)
+	}
 	return img + ":" + strings.ReplaceAll(p.Version, "+", "_")
+}
+
+// WrittenTag is the tag written in an image reference ("6.0" of "ghcr.io/acme/tuned:6.0"), ""
+// when it has none (a registry port is not a tag) or has a digest.
+func WrittenTag(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	last := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.LastIndex(last, ":"); i >= 0 {
+		return last[i+1:]
+	}
+	return ""
 }
 
 // ConfigHashes maps each config key to a short hash of its value (what node records keep).

@@ -42,17 +42,18 @@ func TestImageOf(t *testing.T) {
 		name, image, version, want string
 	}{
 		{"no tag: the version is the tag", "ghcr.io/acme/tuned", "1.2", "ghcr.io/acme/tuned:1.2"},
-		{"tag kept", "ghcr.io/acme/tuned:6.0", "1.2", "ghcr.io/acme/tuned:6.0"},
+		{"a written tag is replaced by the version (Skyhook)", "ghcr.io/acme/tuned:6.0", "1.2", "ghcr.io/acme/tuned:1.2"},
+		{"a written tag equal to the version", "ghcr.io/acme/tuned:1.2", "1.2", "ghcr.io/acme/tuned:1.2"},
 		{"digest kept", "ghcr.io/acme/tuned@sha256:0123abcd", "1.2", "ghcr.io/acme/tuned@sha256:0123abcd"},
 		{"registry port is not a tag", "localhost:5000/tuned", "1.2", "localhost:5000/tuned:1.2"},
-		{"registry port and tag", "localhost:5000/tuned:7", "1.2", "localhost:5000/tuned:7"},
+		{"registry port and tag", "localhost:5000/tuned:7", "1.2", "localhost:5000/tuned:1.2"},
 		{"bare name", "busybox", "1.2", "busybox:1.2"},
 		{"no version: image as is", "ghcr.io/acme/tuned", "", "ghcr.io/acme/tuned"},
 		{"pre-release: '-' is a valid tag character", "ghcr.io/acme/tuned", "2.0.0-rc.1", "ghcr.io/acme/tuned:2.0.0-rc.1"},
 		{"build metadata: '+' tagged as '_'", "ghcr.io/acme/tuned", "1.2.3+build.5", "ghcr.io/acme/tuned:1.2.3_build.5"},
 		{"pre-release and build metadata", "ghcr.io/acme/tuned", "2.0.0-rc.1+sha.5114f85", "ghcr.io/acme/tuned:2.0.0-rc.1_sha.5114f85"},
 		{"MAJOR.MINOR with build metadata", "localhost:5000/tuned", "1.2+7", "localhost:5000/tuned:1.2_7"},
-		{"build metadata, tag in the image: the image's tag", "ghcr.io/acme/tuned:6.0", "1.2.3+build.5", "ghcr.io/acme/tuned:6.0"},
+		{"build metadata, tag in the image: the version's", "ghcr.io/acme/tuned:6.0", "1.2.3+build.5", "ghcr.io/acme/tuned:1.2.3_build.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ImageOf(v1alpha1.Package{Name: "tuned", Version: tc.version, Image: tc.image})
