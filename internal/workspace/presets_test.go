@@ -66,8 +66,21 @@ func TestResolve(t *testing.T) {
 		t.Errorf("unknown preset: %v", err)
 	}
 	_, err = Resolve(inference(v1alpha1.WorkspaceInference{Preset: "gpt-17"}, 0))
-	if err == nil || !strings.Contains(err.Error(), "the presets are: deepseek-r1-distill-llama-8b") {
+	if err == nil || !strings.Contains(err.Error(), "the presets are: deepseek-r1-0528, deepseek-r1-distill-llama-8b") {
 		t.Errorf("far-off preset: %v", err)
+	}
+	// KAITO's current presets: phi-4-mini-instruct on one GPU; deepseek-r1-0528 as KAITO's own
+	// example serves it, 6 × Standard_NC80adis_H100_v5 (2 GPUs each) in one multi-node group.
+	if got, err := Resolve(inference(v1alpha1.WorkspaceInference{Preset: "phi-4-mini-instruct"}, 0)); err != nil ||
+		got.Spec.Inference.Image != "mcr.microsoft.com/aks/kaito/kaito-phi-4-mini-instruct:0.2.0" || got.Spec.Resource.GPUCount != 1 {
+		t.Errorf("phi-4-mini-instruct: %+v %v", got.Spec, err)
+	}
+	r1 := inference(v1alpha1.WorkspaceInference{Preset: "deepseek-r1-0528"}, 0)
+	six := int32(6)
+	r1.Spec.Resource.Count, r1.Spec.Resource.InstanceType = six, "Standard_NC80adis_H100_v5"
+	if got, err := Resolve(r1); err != nil || got.Spec.Inference.ModelGPUs != 12 || got.Spec.Resource.GPUCount != 2 ||
+		!slices.Contains(got.Spec.Inference.Args, "--model=deepseek-ai/DeepSeek-R1-0528") {
+		t.Errorf("deepseek-r1-0528 on 6 × NC80adis: %+v %v", got.Spec, err)
 	}
 	// Neither preset nor model.
 	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Image: "x"}, 1)); err == nil || !strings.Contains(err.Error(), "model and image are required") {
