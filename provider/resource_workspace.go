@@ -53,7 +53,7 @@ func NewWorkspaceResource() resource.Resource { return &workspaceResource{} }
 // NewWorkspaceListResource returns the gantry_workspace list resource (terraform query, Terraform >= 1.14).
 func NewWorkspaceListResource() list.ListResource { return &workspaceResource{} }
 
-// workspaceResource manages one gantry.dev/v1alpha1 Workspace (seed 004).
+// workspaceResource manages one gantry.dev/v1alpha1 Workspace (KAITO).
 type workspaceResource struct{ data *providerData }
 
 type workspaceModelV0 struct {

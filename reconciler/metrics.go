@@ -12,7 +12,7 @@ import (
 // Package set metrics, served with controller-runtime's own (reconcile counts and durations,
 // workqueue depth, client requests) on the manager's metrics endpoint (--metrics-bind-address).
 var (
-	// packageSetNodes: nodes of a set by their seed-000 node status (complete, in_progress,
+	// packageSetNodes: nodes of a set by their Skyhook node status (complete, in_progress,
 	// erroring, waiting, blocked, paused, disabled, unknown), after each pass.
 	packageSetNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gantry_packageset_nodes",

@@ -53,7 +53,7 @@ const DefaultJobNamespace = "gantry-system"
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
-// PackageSetReconciler runs seed 000's package lifecycle and seed 001's rollout
+// PackageSetReconciler runs Skyhook's package lifecycle and NixFleet's rollout
 // (internal/packageset) on the nodes a PackageSet selects: per-node state on the Nodes'
 // gantry.dev/state_<set> annotations, one Job per stage pinned to its node, cordon and drain
 // for interrupts. It is thin: it gathers facts, calls packageset.Plan, acts, writes status once.

@@ -39,7 +39,7 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
 
-// PerformerReconciler runs seed 002's Performer lifecycle (internal/performer) against the
+// PerformerReconciler runs Hourglass's Performer lifecycle (internal/performer) against the
 // cluster: it owns the Pod and the Service performer-<name>.
 type PerformerReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.

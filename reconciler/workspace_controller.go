@@ -36,7 +36,7 @@ import (
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
-// WorkspaceReconciler runs seed 004's Workspace machine (internal/workspace): it owns the
+// WorkspaceReconciler runs KAITO's Workspace machine (internal/workspace): it owns the
 // Deployment and Service workspace-<name> (inference) or the Job workspace-<name> (tuning),
 // and reads the Nodes for the Pending-trap check.
 type WorkspaceReconciler struct {

@@ -5,14 +5,14 @@
 // (reconciler/executor_controller.go) gathers the facts, calls Decide, writes status once and
 // acts.
 //
-// # Lifecycle (seed 002 "HourglassExecutor Lifecycle", seed 003 "Deployment State Machine")
+// # Lifecycle (Hourglass "HourglassExecutor Lifecycle", Hourglass's deployment state machine "Deployment State Machine")
 //
-// Seed 002 draws Pending → Creating → ConfigMapCreation → DeploymentCreation → PodScheduling →
+// Hourglass draws Pending → Creating → ConfigMapCreation → DeploymentCreation → PodScheduling →
 // PodCreation → Running; Running → Updating → ConfigMapUpdate → RollingUpdate → Running;
 // Running → Scaling → Running; Running → Terminating → Cleanup; Creating | Updating | Scaling →
-// Failed; Failed → Creating (retry). Seed 003 adds FAILED → ROLLINGBACK → INSTALLED (previous
+// Failed; Failed → Creating (retry). Hourglass's deployment state machine adds FAILED → ROLLINGBACK → INSTALLED (previous
 // version). The phases (status.phase) are the seeds' top-level states; sub-states appear in
-// condition messages. Seed 003's states map onto ours as:
+// condition messages. Hourglass's deployment state machine's states map onto ours as:
 //
 //	PENDING     → Pending (finalizer) and Creating before the Deployment exists
 //	INSTALLING  → Creating (ConfigMap, Deployment, pods coming up)
@@ -24,7 +24,7 @@
 //	DELETED     → the finalizer is removed and the object disappears (no phase)
 //
 // A failed update with rollback enabled is observed and answered in one pass (the failure
-// and the decision to roll back are the same observation), so the seed's UPDATING → FAILED →
+// and the decision to roll back are the same observation), so Hourglass's UPDATING → FAILED →
 // ROLLINGBACK appears as Updating → RollingBack, with the failure kept in the Stalled
 // condition's message; Failed → RollingBack happens when an update had failed with rollback
 // disabled and the user then enables it. After a rollback the executor is Running on the
@@ -277,7 +277,7 @@ var AllPhases = []Phase{
 }
 
 // Transitions is the set of legal phase changes, From → {To}; a phase may stay as it is.
-// Seed edges (002, 003): Pending → Creating; Creating → Running | Failed; Running → Updating |
+// Hourglass's edges (its process flows and deployment state machine): Pending → Creating; Creating → Running | Failed; Running → Updating |
 // Scaling | Terminating; Updating → Running | Failed; Scaling → Running | Failed; Failed →
 // Creating (retry) | RollingBack; RollingBack → Running; any → Terminating. Ours, for what a
 // level-triggered controller observes: a pass may skip unobserved intermediate phases
@@ -535,7 +535,7 @@ func rollTo(f Facts, target string, rolledBackMode bool, d *Decision) state {
 
 // deadlineExceeded is the state when the rollout of target exceeded its progress deadline:
 // failed when it was the rollback itself, rolling back when the last good revision can be
-// restored (Seed 003: UPDATING → FAILED → ROLLINGBACK in one observation), else failed saying
+// restored (Hourglass's deployment state machine: UPDATING → FAILED → ROLLINGBACK in one observation), else failed saying
 // why no rollback happens.
 func deadlineExceeded(f Facts, target string, rolledBackMode bool, d *Decision) state {
 	dep := f.Deployment
@@ -590,7 +590,7 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 	}
 
 	if dep == nil {
-		// Seed 002: Creating → ConfigMapCreation → DeploymentCreation. A lost Deployment is
+		// Hourglass: Creating → ConfigMapCreation → DeploymentCreation. A lost Deployment is
 		// re-created from the spec (its ReplicaSets went with it, so there is nothing to roll
 		// back to: a failed revision is retried).
 		d.FailedRevision = ""
@@ -648,7 +648,7 @@ func podsSay(f Facts) string {
 	return "; " + strings.Join(f.PodProblems, "; ")
 }
 
-// terminate is the Terminating pass (seed 002: Terminating → Cleanup; seed 003: DELETING →
+// terminate is the Terminating pass (Hourglass: Terminating → Cleanup; Hourglass's deployment state machine: DELETING →
 // DELETED).
 func terminate(f Facts, d *Decision) state {
 	st := state{phase: v1alpha1.ExecutorTerminating, reason: ReasonTerminating}

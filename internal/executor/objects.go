@@ -25,9 +25,9 @@ import (
 )
 
 const (
-	// ContainerName is the executor container's name (seed 002: "executor").
+	// ContainerName is the executor container's name (Hourglass: "executor").
 	ContainerName = "executor"
-	// HealthPortName names the HTTP health port (/healthz, /readyz; seed 002: 8080).
+	// HealthPortName names the HTTP health port (/healthz, /readyz; Hourglass: 8080).
 	HealthPortName = "health"
 	// configVolume is the pod volume holding executor-config.yaml.
 	configVolume = "config"
@@ -148,7 +148,7 @@ type ConfigChain struct {
 	TaskMailboxAddress string `json:"task_mailbox_address"`
 }
 
-// ConfigPerformer is one performer endpoint in executor-config.yaml (seed 002's service
+// ConfigPerformer is one performer endpoint in executor-config.yaml (Hourglass's service
 // discovery: performer-<name>.<namespace>.svc.cluster.local:<port>).
 type ConfigPerformer struct {
 	Name     string `json:"name"`

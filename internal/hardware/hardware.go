@@ -8,12 +8,12 @@
 //     feature discovery labels GPU nodes nvidia.com/gpu.present=true and
 //     nvidia.com/gpu.product=<product> (e.g. NVIDIA-A100-SXM4-80GB). GPU nodes are commonly
 //     tainted nvidia.com/gpu (NoSchedule), so GPU pods tolerate that taint. Unlike Hourglass
-//     (seed 002), a GPU type does not become an invented nvidia.com/<type> resource: it is a
+//     (Hourglass), a GPU type does not become an invented nvidia.com/<type> resource: it is a
 //     node selector on the product label.
 //   - TEEs: node-feature-discovery labels feature.node.kubernetes.io/cpu-security.sgx.enabled,
 //     ...sev.snp.enabled and ...tdx.enabled; confidential-containers installs the runtime
 //     classes enclave-cc (SGX), kata-qemu-snp and kata-qemu-tdx. Hourglass documented TEE
-//     placement but never implemented it (seed-systems.md §2.3); here it is applied.
+//     placement but never implemented it (); here it is applied.
 package hardware
 
 import (

@@ -1,10 +1,10 @@
-// Package packageset is seed 000's package lifecycle and seed 001's per-node rollout as pure
+// Package packageset is Skyhook's package lifecycle and NixFleet's per-node rollout as pure
 // machines: facts about a PackageSet, its nodes and its stage Jobs go in; the new per-node
 // records (written to the Nodes' gantry.dev/state_<set> annotations), the Jobs to create, the
 // cordon/drain/uncordon steps, the summary status and the conditions come out. It imports
 // neither controller-runtime nor the Terraform framework.
 //
-// # Stage flow (seed 000, Skyhook docs/operator-status-definitions.md)
+// # Stage flow (Skyhook, Skyhook docs/operator-status-definitions.md)
 //
 //	without interrupt: uninstall → apply → config        upgrade → config
 //	with interrupt:    uninstall → apply → config → interrupt → post-interrupt
@@ -14,7 +14,7 @@
 // stage, its main container the check: all or nothing). A package is complete at config
 // (no interrupt) or at post-interrupt. Stages advance only from state complete (NextStage).
 //
-// # States (seed 000 "State")
+// # States (Skyhook "State")
 //
 // complete, in_progress (the stage's Job exists), skipped (an interrupt merged into another
 // package's), erroring (the Job failed, the image cannot be pulled, or the stage ran past its
@@ -27,7 +27,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// Stage, State and Status are the API's spellings (seed 000).
+// Stage, State and Status are the API's spellings (Skyhook).
 type (
 	Stage  = v1alpha1.PackageStage
 	State  = v1alpha1.PackageState
@@ -47,7 +47,7 @@ func (e *TransitionError) Error() string {
 
 // NextStage is the stage after s once s is complete (Skyhook NodeState.NextStage): done is true
 // when s is the package's last stage (config without interrupt, post-interrupt with one).
-// Errors: a stage that is not one of seed 000's, or post-interrupt/interrupt without an
+// Errors: a stage that is not one of Skyhook's, or post-interrupt/interrupt without an
 // interrupt in the flow.
 func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
 	switch s {
@@ -102,7 +102,7 @@ const (
 	EventPromoted Event = "Promoted"
 )
 
-// stateTable is seed 000's State machine for one stage: (state, event) → state. "" is the
+// stateTable is Skyhook's State machine for one stage: (state, event) → state. "" is the
 // state of a stage that has not begun.
 var stateTable = map[State]map[Event]State{
 	"":                       {EventStarted: v1alpha1.StateInProgress, EventSkipped: v1alpha1.StateSkipped},
@@ -113,7 +113,7 @@ var stateTable = map[State]map[Event]State{
 	v1alpha1.StateComplete:   {},
 }
 
-// Apply returns the state after ev. Errors: a TransitionError for a pair seed 000 does not
+// Apply returns the state after ev. Errors: a TransitionError for a pair Skyhook does not
 // draw (e.g. Succeeded before Started, anything after complete).
 func Apply(s State, ev Event) (State, error) {
 	row, ok := stateTable[s]

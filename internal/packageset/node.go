@@ -1,6 +1,6 @@
 package packageset
 
-// The per-node pass: each package's stage flow on one node (seed 000's state machine), stepping until nothing more can happen this pass.
+// The per-node pass: each package's stage flow on one node (Skyhook's state machine), stepping until nothing more can happen this pass.
 
 import (
 	"bytes"
@@ -356,7 +356,7 @@ func (p *nodePass) transition(r *PackageRecord, ev Event) error {
 	return nil
 }
 
-// startFlow opens a new flow for a package (seed 000 / Skyhook HandleVersionChange): new →
+// startFlow opens a new flow for a package (Skyhook / Skyhook HandleVersionChange): new →
 // apply; version up → upgrade; version down → uninstall of the old (uninstall enabled), then
 // apply; config change only → config (with the interrupts of the changed keys listed in
 // configInterrupts); no longer wanted → uninstall (enabled) or forget. It records what a
@@ -516,7 +516,7 @@ func (p *nodePass) sortedRecords() []string {
 	return names
 }
 
-// status is the node's seed-000 status: a hold (blocked, disabled, paused, waiting) first, then
+// status is the node's Skyhook status: a hold (blocked, disabled, paused, waiting) first, then
 // from the package states: any erroring → erroring, any in progress → in_progress, all
 // settled → complete, otherwise waiting (queued for the budget).
 func (p *nodePass) status() Status {

@@ -16,7 +16,7 @@ func (p *nodePass) rebooted(r *PackageRecord) bool {
 		r.BootID != "" && p.n.BootID != "" && p.n.BootID != r.BootID
 }
 
-// rebootDone completes a reboot interrupt the node's new boot ID proves done (seed 000
+// rebootDone completes a reboot interrupt the node's new boot ID proves done (Skyhook
 // Succeeded from in_progress); the message says so until post-interrupt starts.
 func (p *nodePass) rebootDone(r *PackageRecord) {
 	_ = p.transition(r, EventSucceeded) // in_progress → complete is always legal

@@ -58,11 +58,11 @@ func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
 }
 
 // revert quarantines what failed and replaces r's failed flow with one back to what the node
-// had (NixFleet rollback-and-halt, seed 001 Failed → Reverted). The node is Failed while the
+// had (NixFleet rollback-and-halt, NixFleet Failed → Reverted). The node is Failed while the
 // rollback flow runs and Reverted when it is done; the quarantine stalls the set (no node
 // starts the failed change) until the spec changes. By kind:
 //
-//   - revertVersion: seed 000's downgrade flow back to r.Prev: uninstall of the failed version
+//   - revertVersion: Skyhook's downgrade flow back to r.Prev: uninstall of the failed version
 //     when uninstall is enabled, then apply of the previous one, config and its interrupt if
 //     it has one. Quarantine "<package>@<failed version>".
 //   - revertNew (nothing to return to): uninstall of the failed version when uninstall is

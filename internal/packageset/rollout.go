@@ -10,7 +10,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// SoakInterval is the time between the starts of two soak check rounds (seed 001: "probes
+// SoakInterval is the time between the starts of two soak check rounds (NixFleet: "probes
 // have started; soak window has not yet elapsed"): interval (spec.rollout.soakCheckInterval)
 // when set, at least MinSoakCheckInterval; unset (0): soak/3, at least
 // MinDefaultSoakCheckInterval (5s).
@@ -43,8 +43,8 @@ func SoakRoundStart(k int, soak, interval time.Duration) time.Duration {
 	return min(time.Duration(k)*interval, soak)
 }
 
-// rollout derives the node's seed-001 state from its packages and records the transition
-// (validated by RolloutTransition; Pending/Failed pass through Activating where the seed
+// rollout derives the node's NixFleet rollout state from its packages and records the transition
+// (validated by RolloutTransition; Pending/Failed pass through Activating where NixFleet
 // requires it).
 func (p *nodePass) rollout() error {
 	var target v1alpha1.RolloutState
@@ -114,7 +114,7 @@ const (
 	soakFailed
 )
 
-// soak runs the soak window of a node whose stages are done (seed 001 Soaking: "probes have
+// soak runs the soak window of a node whose stages are done (NixFleet Soaking: "probes have
 // started; soak window has not yet elapsed"; Converged: "soak elapsed, probes passing"). The
 // check of every package's last stage is re-run as Jobs (JobSpec.SoakCheck) in rounds: round
 // k starts SoakRoundStart(k) after the node began Soaking (record Since): round 0 at once,
@@ -246,7 +246,7 @@ func (p *nodePass) blame(msg string) {
 	}
 }
 
-// walk moves the rollout state from prev to target through the seed's table, inserting the
+// walk moves the rollout state from prev to target through NixFleet's table, inserting the
 // intermediate states the table requires (""→Pending, Pending/Failed→Activating,
 // Activating/Deferred→Soaking→Converged with no soak).
 func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {

@@ -20,14 +20,14 @@ func StateToStatus(s State) Status {
 	return v1alpha1.StatusUnknown
 }
 
-// Aggregate is the set's status from its nodes' statuses (Skyhook CollectNodeStatus, seed 000):
+// Aggregate is the set's status from its nodes' statuses (Skyhook CollectNodeStatus, Skyhook):
 // no nodes or all complete → complete; else any in_progress → in_progress; then, over the
 // nodes that are not complete: any erroring → erroring; any blocked → blocked; all paused →
 // paused; all disabled → disabled; all waiting → waiting; all unknown or a mix → unknown.
 //
 // Deviation from Skyhook, on purpose: Skyhook reports erroring (and blocked) only when *all*
 // remaining nodes are; a halted rollout (one failed node, the others waiting) then reads
-// "unknown" and hides the failure (seed-systems.md §1.11 #541, #633). Here one erroring node
+// "unknown" and hides the failure ( #541, #633). Here one erroring node
 // makes the set erroring once nothing is in progress, so the provider fails the apply.
 func Aggregate(nodes []Status) Status {
 	count := map[Status]int{}
@@ -53,7 +53,7 @@ func Aggregate(nodes []Status) Status {
 	return v1alpha1.StatusUnknown
 }
 
-// rolloutTable is seed 001's per-host transitions (NixFleet RFC-0005 §3), plus the ones marked
+// rolloutTable is NixFleet's per-host transitions (NixFleet RFC-0005 §3), plus the ones marked
 // "ours" that a declarative set needs: a spec change opens a new rollout (→ Pending), a node
 // with nothing to do converges at once, and a failed stage retries with backoff under halt.
 var rolloutTable = map[v1alpha1.RolloutState][]v1alpha1.RolloutState{
@@ -64,10 +64,10 @@ var rolloutTable = map[v1alpha1.RolloutState][]v1alpha1.RolloutState{
 	v1alpha1.RolloutSoaking:    {v1alpha1.RolloutConverged, v1alpha1.RolloutFailed, v1alpha1.RolloutPending /* ours */},
 	v1alpha1.RolloutConverged:  {v1alpha1.RolloutPending /* ours: spec changed */},
 	v1alpha1.RolloutFailed:     {v1alpha1.RolloutReverted, v1alpha1.RolloutActivating /* ours: retry (halt) */, v1alpha1.RolloutDeferred /* ours: retry */, v1alpha1.RolloutPending /* ours */},
-	v1alpha1.RolloutReverted:   {v1alpha1.RolloutPending /* seed: a new version opens a new rollout */},
+	v1alpha1.RolloutReverted:   {v1alpha1.RolloutPending /* NixFleet: a new version opens a new rollout */},
 }
 
-// RolloutTransition checks from → to against seed 001's table (to == from is always fine).
+// RolloutTransition checks from → to against NixFleet's table (to == from is always fine).
 func RolloutTransition(from, to v1alpha1.RolloutState) error {
 	if from == to {
 		return nil

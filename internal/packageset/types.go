@@ -170,7 +170,7 @@ type PackageRecord struct {
 	// version for a version change, the same version with its previous config (and spec) for a
 	// config-only change; nil for a new package (New) and for a removal.
 	Prev *Applied `json:"prev,omitempty"`
-	// New: this flow installs a package the node did not have (seed 000's apply flow with no
+	// New: this flow installs a package the node did not have (Skyhook's apply flow with no
 	// previous version). A rollback of it uninstalls it (uninstall enabled) and drops the record
 	// (NodeRecord.Withdrawn).
 	New bool `json:"new,omitempty"`

@@ -1,16 +1,16 @@
-// Package performer is seed 002's Performer lifecycle as a pure machine: facts about a
+// Package performer is Hourglass's Performer lifecycle as a pure machine: facts about a
 // Performer, its Pod and its Service go in; the phase, the conditions, the actions to take and
 // whether to requeue come out. It imports neither controller-runtime nor the Terraform
 // framework; the reconciler (reconciler/performer_controller.go) gathers the facts, calls
 // Decide, acts and writes status once.
 //
-// # Lifecycle (seed 002, docs/operator/process-flows.md "Performer Lifecycle")
+// # Lifecycle (Hourglass, docs/operator/process-flows.md "Performer Lifecycle")
 //
-// Seed 002 draws Pending → Creating → PodCreation → Scheduling → NodeSelection →
+// Hourglass draws Pending → Creating → PodCreation → Scheduling → NodeSelection →
 // HardwareValidation → PodBinding → ImagePull → ContainerStart → ServiceCreation → Running;
 // Running → Upgrading → PodRecreation → Running; Running → Terminating → ServiceCleanup →
 // PodCleanup; NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed;
-// Failed → Creating (retry with backoff). The phases (status.phase) are the seed's top-level
+// Failed → Creating (retry with backoff). The phases (status.phase) are Hourglass's top-level
 // states; its sub-states are reported in the condition messages:
 //
 //   - Pending: accepted, nothing created yet. The machine passes through it within its first
@@ -30,7 +30,7 @@
 //     terminal Pod, and a spec change heals it (a new spec hash recreates the Pod).
 //   - Terminating: the Performer is being deleted: Service, then Pod, then the finalizer.
 //
-// # Conditions (kstatus, DESIGN.md "The status contract")
+// # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
 // Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
 // Stalled, Scheduled, ServiceReady. Exactly one of Ready, Reconciling, Stalled is True:
@@ -65,7 +65,7 @@ const (
 	ConditionServiceReady = "ServiceReady"
 )
 
-// Condition reasons. The first group is seed 002's (Hourglass docs/operator/api-reference.md);
+// Condition reasons. The first group is Hourglass's (Hourglass docs/operator/api-reference.md);
 // the rest are ours.
 const (
 	ReasonPodReady             = "PodReady"             // Ready=True
@@ -304,20 +304,20 @@ var allPhases = []Phase{
 }
 
 // Transitions is the set of legal phase changes, From → {To}. A phase may always stay as it is.
-// Edges marked "seed" are drawn by seed 002 (skipping unobserved intermediate states along the
-// seed's forward path is allowed: a pass can see a Pod go from created to Ready). The others
+// Edges marked "Hourglass" are drawn by Hourglass's process flows (skipping unobserved intermediate states along the
+// Hourglass's forward path is allowed: a pass can see a Pod go from created to Ready). The others
 // are ours, for what a level-triggered controller observes in a real cluster:
 //
 //	(none)      → any (first pass, or status wiped: the world is observed afresh)
-//	Pending     → Creating (seed), Scheduling, Running, Failed (existing Pod adopted), Terminating
-//	Creating    → Scheduling (seed), Running, Failed (seed), Terminating,
+//	Pending     → Creating (Hourglass), Scheduling, Running, Failed (existing Pod adopted), Terminating
+//	Creating    → Scheduling (Hourglass), Running, Failed (Hourglass), Terminating,
 //	              Upgrading (spec changed while re-creating a lost Pod that had run)
-//	Scheduling  → Running (seed), Failed (seed), Terminating,
+//	Scheduling  → Running (Hourglass), Failed (Hourglass), Terminating,
 //	              Creating (spec changed or Pod lost: re-create), Upgrading (as above)
-//	Running     → Upgrading (seed), Terminating (seed),
+//	Running     → Upgrading (Hourglass), Terminating (Hourglass),
 //	              Creating (Pod lost), Scheduling (Pod or Service lost readiness), Failed (crash, eviction)
-//	Upgrading   → Running (seed), Failed (seed: new Pod cannot run), Terminating
-//	Failed      → Creating (seed: retry), Terminating,
+//	Upgrading   → Running (Hourglass), Failed (Hourglass: new Pod cannot run), Terminating
+//	Failed      → Creating (Hourglass: retry), Terminating,
 //	              Scheduling/Running (the scheduler's or kubelet's own retry succeeded),
 //	              Upgrading (retry of a failed upgrade)
 //	Terminating → nothing else (deletion cannot be undone)
@@ -436,7 +436,7 @@ func converge(f Facts, prev Phase, d *Decision) state {
 	pod := f.Pod
 	ownPod := pod != nil && !pod.Foreign
 	if !f.HasFinalizer {
-		// Seed: [*] → Pending → Creating in one pass: the finalizer is the first action, so
+		// Hourglass: [*] → Pending → Creating in one pass: the finalizer is the first action, so
 		// it is on before anything is created (the controller stops the pass if adding it
 		// fails) and the owned objects are always cleaned up. Later, if someone removed
 		// it, it is put back the same way.
@@ -538,11 +538,11 @@ func podState(f Facts, d *Decision, upgrading bool) state {
 		d.RequeueAfter = WaitPoll
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old pod to be deleted")
 	case pod.SpecHash != f.DesiredHash:
-		// Seed: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
+		// Hourglass: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
 		d.Actions = append(d.Actions, ActionDeletePod)
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: deleting the pod to re-create it")
 	case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
-		// Seed: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
+		// Hourglass: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
 		d.Actions = append(d.Actions, ActionDeletePod)
 		return failed(ReasonPodFailed, podFailedMessage(pod))
 	}
@@ -557,7 +557,7 @@ func podState(f Facts, d *Decision, upgrading bool) state {
 	return progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
 }
 
-// terminate is the Terminating pass (seed: Terminating → ServiceCleanup → PodCleanup → [*]).
+// terminate is the Terminating pass (Hourglass: Terminating → ServiceCleanup → PodCleanup → [*]).
 func terminate(f Facts, d *Decision) state {
 	st := state{v1alpha1.PerformerTerminating, ReasonTerminating, ""}
 	if !f.HasFinalizer {
@@ -633,8 +633,8 @@ func podFailure(p *Pod, missingLabels []string) (state, bool) {
 }
 
 // unschedulableReason tells resource exhaustion ("0/7 nodes are available: 3 Insufficient
-// nvidia.com/gpu, ...": seed's HardwareValidation → Failed) from no matching node at all
-// (selectors, taints, runtime class: seed's NodeSelection → Failed).
+// nvidia.com/gpu, ...": Hourglass's HardwareValidation → Failed) from no matching node at all
+// (selectors, taints, runtime class: Hourglass's NodeSelection → Failed).
 func unschedulableReason(msg string) string {
 	if strings.Contains(msg, "Insufficient ") {
 		return ReasonHardwareUnavailable

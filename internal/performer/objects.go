@@ -23,15 +23,15 @@ import (
 const (
 	// ManagedBy is v1alpha1.ManagedBy (kept for existing callers).
 	ManagedBy = v1alpha1.ManagedBy
-	// ContainerName is the performer container's name (seed 002: "performer").
+	// ContainerName is the performer container's name (Hourglass: "performer").
 	ContainerName = "performer"
-	// PortName is the name of the gRPC container and Service port (seed 002: "grpc").
+	// PortName is the name of the gRPC container and Service port (Hourglass: "grpc").
 	PortName = "grpc"
 	// AnnotationVersion on the Pod records spec.version (part of the spec hash).
 	AnnotationVersion = "gantry.dev/version"
 )
 
-// ObjectName is the name of a Performer's Pod and Service: performer-<name> (seed 002).
+// ObjectName is the name of a Performer's Pod and Service: performer-<name> (Hourglass).
 func ObjectName(performer string) string { return "performer-" + performer }
 
 // GRPCPort is spec.grpcPort, or v1alpha1.DefaultGRPCPort (9090) when unset.
@@ -43,7 +43,7 @@ func GRPCPort(p *v1alpha1.Performer) int32 {
 }
 
 // Endpoint is the Performer's gRPC endpoint: performer-<name>.<namespace>.svc.cluster.local:<port>
-// (seed 002's ponos CreatePerformer format; Hourglass's own status omitted the port).
+// (Hourglass's ponos CreatePerformer format; Hourglass's own status omitted the port).
 func Endpoint(p *v1alpha1.Performer) string {
 	return fmt.Sprintf("%s.%s.svc.cluster.local:%d", ObjectName(p.Name), p.Namespace, GRPCPort(p))
 }

@@ -1,5 +1,5 @@
 // Package wait is the provider's wait engine: it waits until a Gantry object satisfies the
-// status contract of DESIGN.md ("The status contract"), fails at once when it cannot, and
+// status contract (docs/guides/status-and-conditions.md), fails at once when it cannot, and
 // waits until a deleted object is gone.
 //
 // A kind is described by a small Spec (where its summary is, which values mean success,
@@ -141,7 +141,7 @@ var Performer = Spec{
 // mode-dependent but needs no extra mechanism: an inference workspace is never Succeeded and a
 // tuning one never Ready, so Success {Ready, Succeeded} means Ready for inference and
 // Succeeded for tuning. Failure: tuning Failed; and, as for every kind, Stalled=True (the
-// "Pending trap" of seed 004 made visible: the wait fails at once with ResourceReady's
+// "Pending trap" of KAITO made visible: the wait fails at once with ResourceReady's
 // reason). Warning events of its Pods (through their ReplicaSet), Deployment, Service and Job are reported.
 var Workspace = Spec{
 	Kind:        "Workspace",

@@ -1,10 +1,10 @@
-// Package workspace is seed 004's Workspace status machine as pure Go: facts about a
+// Package workspace is KAITO's Workspace status machine as pure Go: facts about a
 // Workspace, the nodes that could run it and the objects it owns go in; the conditions, the
 // derived status.state, the actions to take and whether to requeue come out. It imports
 // neither controller-runtime nor the Terraform framework; reconciler/workspace_controller.go
 // gathers the facts, calls Decide, acts and writes status once.
 //
-// # States (seed 004, "Workspace Status Field Proposal"; KAITO, seed-systems.md §3.5)
+// # States (KAITO's "Workspace Status Field Proposal")
 //
 // Inference: Pending → Ready; Ready ↔ NotReady. "Once the workspace leaves Pending, it cannot
 // return to Pending"; a failed initialization stays Pending. Tuning: Pending → Running →
@@ -14,9 +14,9 @@
 // between two passes) is first reported Running (JobStarted=True: it did run) and the pass
 // asks for an immediate requeue, so Pending → Succeeded/Failed is never written.
 //
-// # The Pending trap (seed 004's listed con; KAITO issues #344, #1544, §3.6)
+// # The Pending trap (KAITO's listed con; KAITO issues #344, #1544, §3.6)
 //
-// A workspace the cluster cannot place stays Pending, as the seed requires, but not silently:
+// A workspace the cluster cannot place stays Pending, as KAITO's proposal requires, but not silently:
 // when no Ready node matches the node selector (GPU product, label selector, TEE), or the
 // GPUs the matching nodes have free (allocatable less what other pods request, counted while
 // replicas are unplaced) cannot hold resource.count replicas of resource.gpuCount each,
@@ -25,7 +25,7 @@
 // the kubelet's image pull / start errors stall it the same way. Nodes are facts: when one is
 // added, the next pass (the controller watches Nodes) proceeds without user action.
 //
-// # Conditions (kstatus, DESIGN.md "The status contract")
+// # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
 // Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
 // InferenceReady (inference) or JobStarted (tuning), then WorkspaceSucceeded. Exactly one of
@@ -58,7 +58,7 @@ type (
 	Mode  = v1alpha1.WorkspaceMode
 )
 
-// Condition types of seed 004 (KAITO api/v1beta1/condition_types.go).
+// Condition types of KAITO (api/v1beta1/condition_types.go).
 const (
 	ConditionResourceReady      = "ResourceReady"
 	ConditionInferenceReady     = "InferenceReady"
@@ -240,7 +240,7 @@ type Decision struct {
 	Event *Event
 }
 
-// TransitionError is a state change seed 004 forbids (see Transitions).
+// TransitionError is a state change KAITO forbids (see Transitions).
 type TransitionError struct {
 	Mode     Mode
 	From, To State
@@ -251,7 +251,7 @@ func (e *TransitionError) Error() string {
 	if from == "" {
 		from = "(none)"
 	}
-	return fmt.Sprintf("illegal %s workspace state transition %s → %s (seed 004)", e.Mode, from, e.To)
+	return fmt.Sprintf("illegal %s workspace state transition %s → %s (not an edge of KAITO's Workspace status proposal)", e.Mode, from, e.To)
 }
 
 // States lists each mode's states.
@@ -261,7 +261,7 @@ var States = map[Mode][]State{
 }
 
 // Transitions are the legal state changes per mode, From → {To}; staying is always listed.
-// "" (no conditions yet) → any state of the mode. Everything else is seed 004's drawing:
+// "" (no conditions yet) → any state of the mode. Everything else is KAITO's drawing:
 //
 //	inference: Pending → Ready; Ready → NotReady; NotReady → Ready
 //	tuning:    Pending → Running; Running → Succeeded | Failed; Succeeded, Failed: terminal
@@ -600,7 +600,7 @@ func tuningOutcome(prev State, job *Job, pods podProblems, p *pass, d *Decision)
 	finished := job != nil && !job.Foreign && (job.Complete || job.Failed)
 	switch {
 	case finished && prev != v1alpha1.WorkspaceStateRunning:
-		// Seed 004 draws Pending → Running → Succeeded|Failed: report Running first.
+		// KAITO draws Pending → Running → Succeeded|Failed: report Running first.
 		p.state = v1alpha1.WorkspaceStateRunning
 		p.summary = cond{false, ReasonJobRunning, "the tuning job ran (observed finished)"}
 		p.stalled = nil
@@ -716,7 +716,7 @@ func rejected(f Facts, p *pass, d *Decision) {
 	d.RequeueAfter = min(max(r.Wait(f.Now), BackoffMin), BackoffMax)
 }
 
-// rootCause is the message of the first False condition (seed 004's debugging rule), except
+// rootCause is the message of the first False condition (KAITO's debugging rule), except
 // that a stall is named rather than a scheduler wait it causes.
 func rootCause(p pass) string {
 	if p.stalled != nil && p.resource.reason == ReasonWaitingForScheduler {

@@ -29,7 +29,7 @@ const (
 // +kubebuilder:validation:Enum=debug;info;warn;error
 type ExecutorLogLevel string
 
-// Executor defaults (seed-systems.md §2.1: replicas 1, logLevel info; progress deadline as the
+// Executor defaults (: replicas 1, logLevel info; progress deadline as the
 // Deployment API's default).
 const (
 	DefaultExecutorReplicas         int32 = 1
@@ -369,7 +369,7 @@ type PerformerEndpoint struct {
 	Endpoint string `json:"endpoint"`
 }
 
-// ExecutorStatus is the observed state of an Executor (the status contract of DESIGN.md).
+// ExecutorStatus is the observed state of an Executor (the status contract, docs/guides/status-and-conditions.md).
 type ExecutorStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional

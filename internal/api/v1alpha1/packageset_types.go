@@ -767,7 +767,7 @@ type Uninstall struct {
 	Apply bool `json:"apply,omitempty"`
 }
 
-// PackageSetStatus is the observed state of a PackageSet (the status contract of DESIGN.md),
+// PackageSetStatus is the observed state of a PackageSet (the status contract, docs/guides/status-and-conditions.md),
 // derived from the per-node state on the Nodes' gantry.dev/state_<set> annotations.
 type PackageSetStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.

@@ -259,7 +259,7 @@ type HardwareRequirements struct {
 	CustomLabels map[string]string `json:"customLabels,omitempty"`
 }
 
-// PerformerStatus is the observed state of a Performer (the status contract of DESIGN.md).
+// PerformerStatus is the observed state of a Performer (the status contract, docs/guides/status-and-conditions.md).
 type PerformerStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional

@@ -314,7 +314,7 @@ type WorkspaceDataDestination struct {
 	ImagePushSecret string `json:"imagePushSecret,omitempty"`
 }
 
-// WorkspaceStatus is the observed state of a Workspace (the status contract of DESIGN.md).
+// WorkspaceStatus is the observed state of a Workspace (the status contract, docs/guides/status-and-conditions.md).
 type WorkspaceStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
