@@ -13,6 +13,15 @@ import (
 // words the user sees (the classes of "bad input on every surface"): known at plan but once
 // caught only at apply; accepted but wrong; unclear messages. The rows the CRD refuses are in
 // reconciler/crd_validation_test.go, the error classification in internal/failure.
+// manyLabels is n node_selector entries "k<i>" = "v".
+func manyLabels(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, " k%d = \"v\",", i)
+	}
+	return b.String()
+}
+
 func TestBadInput_caughtAtPlan(t *testing.T) {
 	requireTerraform(t)
 	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
@@ -63,7 +72,48 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 }`, `gpu_product: "NVIDIA H100 80GB" is not a nvidia.com/gpu.product label value`},
 		{"wrong", "a GPU product's closest names", `data "gantry_nodes" "h100" {
   gpu_product = "NVIDIA H100 80GB"
-}`, `GPU feature discovery writes spaces as '-'. Closest known products: NVIDIA-H100-80GB-HBM3`},
+}`, `GPU feature discovery writes spaces as '-'. Closest known products: NVIDIA-H100-NVL, NVIDIA-H100-80GB-HBM3.`},
+		// Found by a sweep of 529 bad inputs at plan (each wrong, each planned before).
+		{"wrong", "an image reference with a space", strings.Replace(performer(""), `image = "i"`, `image = "ghcr.io/acme/performer 1.2.0"`, 1),
+			`image: "ghcr.io/acme/performer 1.2.0" is not a container image reference`},
+		{"wrong", "an image with an upper-case repository", strings.Replace(packageSet(""), `image = "x"`, `image = "ghcr.io/ACME/x"`, 1),
+			`packages[0].image: "ghcr.io/ACME/x" is not a container image reference`},
+		{"wrong", "a priority class that is not an object name", performer(`priority_class_name = "Avs_Critical"`),
+			`priority_class_name: "Avs_Critical" is not a valid priority class name`},
+		{"wrong", "an image pull secret that is not an object name", executor(`image_pull_secrets = ["Bad_Secret"]`),
+			`image_pull_secrets[0]: "Bad_Secret" is not a valid Secret name`},
+		{"wrong", "a toleration with Exists and a value", workspace("resource = { count = 1, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\" }\n  tolerations = [{ key = \"k\", operator = \"Exists\", value = \"v\" }]"),
+			`tolerations[0].value: operator "Exists" takes no value (got "v")`},
+		{"wrong", "toleration_seconds without NoExecute", executor(`tolerations = [{ key = "k", operator = "Exists", effect = "NoSchedule", toleration_seconds = 30 }]`),
+			`tolerations[0].toleration_seconds: toleration_seconds applies only to effect "NoExecute"`},
+		{"wrong", "a number that would wrap in the CRD's int32", packageSet(`priority = 4294967297`),
+			`Attribute priority value must be between -2147483648 and 2147483647, got: 4294967297`},
+		{"wrong", "more node_selector entries than the CRD takes", performer("node_selector = {" + manyLabels(65) + "}"),
+			`Attribute node_selector map must contain at most 64 elements, got: 65`},
+		{"wrong", "a workspace namespace that is not a DNS label", workspace("namespace = \"Models\"\n  resource = { count = 1, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\" }"),
+			`Attribute namespace must be a DNS-1123 label`},
+		{"wrong", "a performer name that cannot be one", executor(`performer_names = ["Bad_Name"]`),
+			`must be a gantry_performer name: a DNS-1035 label of at most 53 characters`},
+		{"wrong", "one AVS written in two cases", executor("avs_performers = [{ avs_address = \"" + strings.ToUpper(addr[:3]) + addr[3:] + "\" }, { avs_address = \"" + addr + "\" }]"),
+			`avs_performers[1].avs_address: avs_address "` + addr + `" is already used by avs_performers[0]`},
+		{"wrong", "two waves of one name", packageSet(`rollout = { waves = [{ name = "w", node_selector = { a = "1" } }, { name = "w", node_selector = { a = "2" } }] }`),
+			`rollout.waves[1].name: name "w" is already used by rollout.waves[0]`},
+		{"wrong", "a gantry_nodes label that is no label", `data "gantry_nodes" "n" {
+  labels = { "bad key" = "x" }
+}`, `labels: "bad key" is not a valid label key`},
+		{"wrong", "a negative memory limit", performer(`resources = { limits = { memory = "-1Gi" } }`),
+			`resources.limits["memory"] = "-1Gi": a quantity must be zero or more.`},
+		{"wrong", "a resource that is not one", performer(`resources = { requests = { gpu = "1" } }`),
+			`resources.requests["gpu"]: "gpu" is not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a domain such as nvidia.com/gpu.`},
+		{"wrong", "a stage timeout under a second", strings.Replace(packageSet(""), `image = "x" }`, `image = "x", stage_timeout = "500ms" }`, 1),
+			`packages[0].stage_timeout = "500ms" is shorter than 1s.`},
+		{"wrong", "a root mount path with '..'", strings.Replace(packageSet(""), `image = "x" }`, `image = "x", host = { root_mount_path = "/host/../etc" } }`, 1),
+			`packages[0].host.root_mount_path: "/host/../etc" has a '..' element, which a container mount path cannot have.`},
+		{"unclear", "model_gpus no group can have", workspace("resource = { count = 1, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\", model_gpus = 100 }"),
+			`inference.model_gpus = 100 but resource.gpu_count = 1: that takes 100 replicas, and resource.count is at most 64.`},
+		{"unclear", "a fraction in a data source", `data "gantry_nodes" "n" {
+  min_nodes = 1.5
+}`, `min_nodes = 1.5: this attribute takes a whole number`},
 		// Unclear before.
 		{"unclear", "a number too large for an integer", performer(`grpc_port = 1e30`),
 			`grpc_port = 1e+30: this attribute takes a whole number from -9223372036854775808 to 9223372036854775807; this one is too large to hold.`},

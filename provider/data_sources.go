@@ -74,12 +74,14 @@ func (d *kindDataSource[M]) Schema(ctx context.Context, _ datasource.SchemaReque
 	}
 	name := resp.Schema.Attributes["name"].(dsschema.StringAttribute) //nolint:forcetypeassert // every kind's name is a string
 	name.Required, name.Computed = true, false
-	name.Validators = []validator.String{stringvalidator.LengthAtLeast(1)}
+	name.Validators = []validator.String{stringvalidator.LengthAtLeast(1), dnsName{what: d.spec.Kind + " name"}}
 	name.MarkdownDescription = fmt.Sprintf("Name of the %s to read.", d.spec.Kind)
 	resp.Schema.Attributes["name"] = name
 	if d.namespaced {
 		ns := resp.Schema.Attributes["namespace"].(dsschema.StringAttribute) //nolint:forcetypeassert // as name
 		ns.Optional = true
+		ns.Validators = []validator.String{stringvalidator.LengthBetween(1, 63),
+			stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}
 		ns.MarkdownDescription = fmt.Sprintf("Namespace of the %s; `default` when omitted.", d.spec.Kind)
 		resp.Schema.Attributes["namespace"] = ns
 	}

@@ -50,6 +50,7 @@ func withInputValidators(attrs map[string]schema.Attribute) map[string]schema.At
 }
 
 func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
+	a = kubeValidators(name, a)
 	switch t := a.(type) {
 	case schema.MapAttribute:
 		if t.ElementType == types.StringType && labelMapAttributes[name] {
@@ -301,6 +302,17 @@ func (requestsWithinLimits) ValidateObject(_ context.Context, req validator.Obje
 	}
 	attrs := req.ConfigValue.Attributes()
 	requests, limits := knownQuantities(attrs["requests"]), knownQuantities(attrs["limits"])
+	for part, qs := range map[string]map[string]resource.Quantity{"requests": requests, "limits": limits} {
+		for _, n := range sortedKeys(qs) {
+			at := req.Path.AtName(part).AtMapKey(n)
+			if why := resourceNameProblem(n); why != "" {
+				resp.Diagnostics.AddAttributeError(at, "Invalid Resource Name", fmt.Sprintf("%s: %q %s.", at, n, why))
+			}
+			if q := qs[n]; q.Sign() < 0 {
+				resp.Diagnostics.AddAttributeError(at, "Negative Quantity", fmt.Sprintf("%s = %q: a quantity must be zero or more.", at, q.String()))
+			}
+		}
+	}
 	for _, n := range sortedKeys(requests) {
 		l, ok := limits[n]
 		r := requests[n]
@@ -312,6 +324,23 @@ func (requestsWithinLimits) ValidateObject(_ context.Context, req validator.Obje
 			fmt.Sprintf("%s = %q is more than %s = %q: a request must be at most its limit.",
 				at, r.String(), req.Path.AtName("limits").AtMapKey(n), l.String()))
 	}
+}
+
+// resourceNameProblem says what is wrong with a container resource name, "" when nothing: a
+// standard name (cpu, memory, ephemeral-storage, hugepages-<size>) or a name qualified by a
+// domain (nvidia.com/gpu), not in the reserved kubernetes.io domains.
+func resourceNameProblem(n string) string {
+	switch {
+	case n == "cpu" || n == "memory" || n == "ephemeral-storage" || strings.HasPrefix(n, "hugepages-"):
+		return ""
+	case !strings.Contains(n, "/"):
+		return "is not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a domain such as nvidia.com/gpu"
+	case len(validation.IsQualifiedName(n)) > 0:
+		return "is not a container resource name: " + strings.Join(validation.IsQualifiedName(n), "; ")
+	case strings.HasSuffix(strings.SplitN(n, "/", 2)[0], "kubernetes.io"):
+		return "is in a domain Kubernetes reserves (kubernetes.io)"
+	}
+	return ""
 }
 
 // knownQuantities is the entries of a map of quantities that are known and parse.

@@ -231,6 +231,8 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"`[gantry_performer.gpu.name]`. At most one of `performer_names` and `performer_selector`; with neither, the executor runs " +
 					"with no performer endpoints in its config (as upstream Hourglass executors do) and performers can be added later.",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueValues{},
+					listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 53),
+						stringvalidator.RegexMatches(dns1035Label, "must be a gantry_performer name: a DNS-1035 label of at most 53 characters")),
 					listvalidator.ConflictsWith(path.MatchRoot("performer_selector"))},
 			},
 			"performer_selector": schema.MapAttribute{
@@ -344,7 +346,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Optional: true,
 				MarkdownDescription: "The AVSs this executor serves (Hourglass `avsPerformers`), one per AVS address, at most 64. With " +
 					"`manage_performers` the executor deploys each one's `image` as a performer itself.",
-				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueNames{what: "AVS Address", key: "avs_address"}},
+				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueNames{what: "AVS Address", key: "avs_address", fold: true}},
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"avs_address": schema.StringAttribute{Required: true, MarkdownDescription: "AVS contract address: `0x` followed by 40 hex digits.",
 						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},

@@ -387,7 +387,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"waves": schema.ListNestedAttribute{Optional: true,
 						MarkdownDescription: "Roll out in order, as NixFleet's waves: a node belongs to the first wave whose selector matches it (nodes no wave picks come last), and no node of a wave " +
 							"starts until every node of the earlier waves is done (complete, soak included). `status.currentWave` names the wave under way.",
-						Validators: []validator.List{listvalidator.SizeAtMost(16)},
+						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{what: "Wave"}},
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 							"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the wave (a DNS-1123 label, unique).",
 								Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
@@ -419,7 +419,13 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 							"host_network": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the stage pods in the host's network namespace."},
 							"root_mount_path": schema.StringAttribute{Optional: true,
 								MarkdownDescription: "Mount the host's root filesystem (hostPath `/`) read-write at this path in the stage containers, e.g. `/root` as Skyhook. Not `/`.",
-								Validators:          []validator.String{stringvalidator.RegexMatches(hostPathRe, "must be an absolute path other than /, e.g. /root"), stringvalidator.LengthAtMost(256)}},
+								Validators: []validator.String{stringvalidator.RegexMatches(hostPathRe, "must be an absolute path other than /, e.g. /root"), stringvalidator.LengthAtMost(256),
+									checkString{"no '..' element", func(v string) error {
+										if strings.Contains(v+"/", "/../") {
+											return fmt.Errorf("%q has a '..' element, which a container mount path cannot have", v)
+										}
+										return nil
+									}, "Invalid Mount Path"}}},
 						}},
 					"skyhook": schema.SingleNestedAttribute{Optional: true,
 						MarkdownDescription: "Run an existing Skyhook package image unchanged, as Skyhook's operator runs it: an init container copies the image's `/skyhook-package` to the host, then " +
@@ -446,8 +452,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "Config key → interrupt needed when only that key changes. Keys must be keys of `config`."},
 					"depends_on": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 						MarkdownDescription: "Package name → version of packages of this set that must be complete on a node first."},
-					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m); past it the stage is erroring.",
-						Validators: []validator.String{durationValidator{}}},
+					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m), at least `1s` (it becomes the Job's `activeDeadlineSeconds`, whole seconds); past it the stage is erroring.",
+						Validators: []validator.String{durationValidator{min: time.Second}}},
 					"pod_labels":        schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the stage pods."},
 					"pod_annotations":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations added to the stage pods."},
 					"uninstall_enabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the uninstall stage when the package is removed, downgraded or the set destroyed."},

@@ -154,7 +154,9 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Validators:    []validator.String{stringvalidator.LengthBetween(1, 53), stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`), "must be a DNS-1035 label (lower case letters, digits, '-', starting with a letter)")}},
 			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"),
 				MarkdownDescription: "Namespace (default `default`). Changing it replaces the workspace.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
 			"labels":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Workspace."},
 			"resource": schema.SingleNestedAttribute{Required: true, MarkdownDescription: "Per-replica resource requirements. Changing them on a tuning workspace replaces it (a Job cannot change).",
@@ -530,6 +532,9 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	resp.Diagnostics.AddAttributeError(at, "Workspace Does Not Fit Its Nodes", msg)
 }
 
+// maxWorkspaceCount is the Workspace CRD's maximum of spec.resource.count.
+const maxWorkspaceCount = 64
+
 type modelGPUsValidator struct{}
 
 func (modelGPUsValidator) Description(context.Context) string {
@@ -556,7 +561,13 @@ func (modelGPUsValidator) ValidateResource(ctx context.Context, req resource.Val
 		n = count.ValueInt64()
 	}
 	at := path.Root("inference").AtName("model_gpus")
+	need := (mg.ValueInt64() + max(gpus.ValueInt64(), 1) - 1) / max(gpus.ValueInt64(), 1)
 	switch {
+	case need > maxWorkspaceCount:
+		resp.Diagnostics.AddAttributeError(at, "Model Needs More GPUs Than a Group Can Have",
+			fmt.Sprintf("inference.model_gpus = %d but resource.gpu_count = %d: that takes %d replicas, and resource.count is at most %d. "+
+				"Give each replica more GPUs (resource.gpu_count, or a larger resource.instance_type) or lower model_gpus.",
+				mg.ValueInt64(), gpus.ValueInt64(), need, maxWorkspaceCount))
 	case n <= 1:
 		resp.Diagnostics.AddAttributeError(at, "Model Needs More GPUs Than One Replica Has",
 			fmt.Sprintf("inference.model_gpus = %d but resource.gpu_count = %d: set resource.count to %d or more to serve the model across nodes (multi-node inference).",

@@ -405,7 +405,7 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 			"(needs `soak_duration`); a failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
 			"packages changed in this rollout to what they were and quarantines them). The check's pod has `NODE_NAME` and `NODE_IP` (the node's address) " +
 			"in its environment; `command`, `args` and `url` may use `$(NODE_IP)`.",
-		Validators: []validator.List{listvalidator.SizeAtMost(8)},
+		Validators: []validator.List{listvalidator.SizeAtMost(8), uniqueNames{what: "Health Check"}},
 		NestedObject: schema.NestedAttributeObject{
 			Validators: []validator.Object{healthCheckValidator{}},
 			Attributes: map[string]schema.Attribute{

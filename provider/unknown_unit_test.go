@@ -219,7 +219,7 @@ func TestPackageSetValidateConfig_unknownValues(t *testing.T) {
 	ciType := pkgType.AttributeTypes["config_interrupts"].(tftypes.Map)
 	reboot := objectOf(ciType.ElementType, map[string]tftypes.Value{"type": tstr("reboot")})
 	pkg := func(name, version string, set map[string]tftypes.Value) tftypes.Value {
-		m := map[string]tftypes.Value{"name": tstr(name), "version": tstr(version), "image": tstr("img:1")}
+		m := map[string]tftypes.Value{"name": tstr(name), "version": tstr(version), "image": tstr("img")}
 		for k, v := range set {
 			m[k] = v
 		}

@@ -105,7 +105,11 @@ func (v hardwareRequirementsValidator) ValidateObject(ctx context.Context, req v
 // uniqueNames rejects a list of objects in which two elements have the same known key
 // attribute (key, "" = "name"; the CRD's listType=map with that listMapKey). what names the
 // elements in the error's summary ("Duplicate <what>"; "" = "Name").
-type uniqueNames struct{ what, key string }
+// uniqueNames: fold compares the names case-insensitively (hex addresses).
+type uniqueNames struct {
+	what, key string
+	fold      bool
+}
 
 func (uniqueNames) Description(context.Context) string { return "element names must be unique" }
 
@@ -129,12 +133,16 @@ func (v uniqueNames) ValidateList(_ context.Context, req validator.ListRequest, 
 		if !ok || n.IsNull() || n.IsUnknown() {
 			continue
 		}
-		if j, dup := seen[n.ValueString()]; dup {
+		id := n.ValueString()
+		if v.fold {
+			id = strings.ToLower(id)
+		}
+		if j, dup := seen[id]; dup {
 			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName(key), "Duplicate "+v.summaryNoun(),
 				fmt.Sprintf("%s: %s %q is already used by %s; they must be unique.", req.Path.AtListIndex(i).AtName(key), key, n.ValueString(), req.Path.AtListIndex(j)))
 			continue
 		}
-		seen[n.ValueString()] = i
+		seen[id] = i
 	}
 }
 
