@@ -109,6 +109,8 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`packages[0].stage_timeout = "500ms" is shorter than 1s.`},
 		{"wrong", "a root mount path with '..'", strings.Replace(packageSet(""), `image = "x" }`, `image = "x", host = { root_mount_path = "/host/../etc" } }`, 1),
 			`packages[0].host.root_mount_path: "/host/../etc" has a '..' element, which a container mount path cannot have.`},
+		{"wrong", "a node_selector against gpu_type", performer("node_selector = { \"nvidia.com/gpu.product\" = \"A100\" }\n  hardware_requirements = { gpu_count = 1, gpu_type = \"H100\" }"),
+			`requires "H100": no node can satisfy both.`},
 		{"unclear", "model_gpus no group can have", workspace("resource = { count = 1, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\", model_gpus = 100 }"),
 			`inference.model_gpus = 100 but resource.gpu_count = 1: that takes 100 replicas, and resource.count is at most 64.`},
 		{"unclear", "a fraction in a data source", `data "gantry_nodes" "n" {

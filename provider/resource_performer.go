@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -42,6 +44,8 @@ var (
 	_ resource.ResourceWithIdentity    = (*performerResource)(nil)
 	_ resource.ResourceWithImportState = (*performerResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*performerResource)(nil)
+
+	_ resource.ResourceWithValidateConfig = (*performerResource)(nil)
 )
 
 // Default timeouts of gantry_performer (timeouts = { create, update, delete }).
@@ -330,6 +334,37 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
+}
+
+// ValidateConfig runs the reconciler's own placement (hardware.Place) at plan once the
+// hardware requirements and scheduling are known: a node_selector or custom label that
+// contradicts what hardware_requirements implies (nvidia.com/gpu.product for gpu_type, the TEE
+// labels) fails the plan naming both, instead of stalling the Performer at apply.
+func (r *performerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	root := configRoot(req.Config.Raw)
+	for _, a := range []string{"hardware_requirements", "node_selector", "tolerations", "runtime_class_name", "priority_class_name", "affinity"} {
+		if !root.Attr(a).v.IsFullyKnown() {
+			return
+		}
+	}
+	var m performerModelV0
+	if req.Config.Get(ctx, &m).HasError() {
+		return
+	}
+	u, err := expandPerformer(&m)
+	if err != nil {
+		return
+	}
+	var p v1alpha1.Performer
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p) != nil {
+		return
+	}
+	var conflict *hardware.ConflictError
+	if _, err := hardware.Place(p.Spec.HardwareRequirements, p.Spec.Scheduling); errors.As(err, &conflict) {
+		at, msg := specErrorAttribute(err.Error())
+		resp.Diagnostics.AddAttributeError(at, "Placement Contradicts Hardware Requirements",
+			msg+": no node can satisfy both. Remove one of them or make them agree.")
+	}
 }
 
 func (r *performerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

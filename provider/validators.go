@@ -258,6 +258,7 @@ var specFieldRe = regexp.MustCompile(`spec((?:\.[A-Za-z][A-Za-z0-9]*)+)`)
 // ("spec.resource.gpuCount: ..."), to the Terraform attribute of its first field and the
 // message with every field spelled as Terraform's attributes ("resource.gpu_count: ...").
 func specErrorAttribute(msg string) (path.Path, string) {
+	msg = strings.ReplaceAll(msg, "spec.scheduling.", "spec.") // the resources write scheduling at the top level
 	at := path.Empty()
 	if m := specFieldRe.FindStringSubmatch(msg); m != nil {
 		for i, seg := range strings.Split(strings.TrimPrefix(m[1], "."), ".") {
