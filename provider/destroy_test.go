@@ -165,7 +165,7 @@ resource "gantry_performer" "p" {
 	if _, ok := st["gantry_performer.p[ok]"]; !ok {
 		t.Fatalf("the apply created no performer before it failed (state %v): the test needs one to destroy", st)
 	}
-	out, code = run("destroy", "-auto-approve")
+	_, code = run("destroy", "-auto-approve")
 	if code != 0 { // Terraform does not print the softened warnings of its pre-destroy refresh
 		t.Fatalf("destroy: exit %d, want success although grpc_port is still 70000", code)
 	}

@@ -61,9 +61,6 @@ func permanent(err error) (reason string, ok bool) {
 	return r, true
 }
 
-// isTransient: failure.Transient (conflicts, 5xx, 429, timeouts, connection errors, ended contexts).
-func isTransient(err error) bool { return failure.Transient(err) }
-
 // rejectionRetry bounds the delay before a rejected action is tried again: it doubles with
 // each rejection of the same action, from rejectionRetryMin to rejectionRetryMax.
 const (

@@ -119,7 +119,7 @@ func TestClassesAgainstRealAPIServer(t *testing.T) {
 		}, "the cluster's TLS certificate does not verify", false},
 		{"a missing credential plugin", func() error {
 			return get(client(func(c *rest.Config) {
-				c.TLSClientConfig.CertData, c.TLSClientConfig.KeyData, c.TLSClientConfig.CertFile, c.TLSClientConfig.KeyFile = nil, nil, "", ""
+				c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
 				c.ExecProvider = &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "gantry-no-such-plugin",
 					InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
 			}))
