@@ -87,8 +87,10 @@ func TestPerformerRejectedByAPIServer(t *testing.T) {
 			"Pod", []string{"is invalid", "spec.containers[0].resources.requests", "must be less than or equal to cpu limit"}},
 		{"negative-request", func(s *v1alpha1.PerformerSpec) { s.Resources = cpu("-1", "") },
 			"Pod", []string{"is invalid", "spec.containers[0].resources.requests[cpu]", "must be greater than or equal to 0"}},
-		{"bad-selector-key", func(s *v1alpha1.PerformerSpec) { s.Scheduling.NodeSelector = map[string]string{"bad key!": "x"} },
-			"Pod", []string{"is invalid", "spec.nodeSelector", `"bad key!"`}},
+		// The CRD refuses a nodeSelector key that is not a label key; it checks only the length
+		// of values, so a value with a space reaches the Pod.
+		{"bad-selector-value", func(s *v1alpha1.PerformerSpec) { s.Scheduling.NodeSelector = map[string]string{"zone": "a b"} },
+			"Pod", []string{"is invalid", "spec.nodeSelector", `"a b"`}},
 		{"bad-env-name", func(s *v1alpha1.PerformerSpec) { s.Env = map[string]string{"A=B": "x"} },
 			"Pod", []string{"is invalid", "spec.containers[0].env[0].name", `"A=B"`}},
 		{"dot.ted", func(*v1alpha1.PerformerSpec) {},
@@ -243,13 +245,13 @@ func TestWorkspaceFailuresReachStatus(t *testing.T) {
 	t.Run("rejected Deployment", func(t *testing.T) {
 		t.Parallel()
 		spec := inferenceSpec(1, 1, "")
-		spec.Scheduling.NodeSelector = map[string]string{"bad key!": "x"}
+		spec.Scheduling.NodeSelector = map[string]string{"zone": "a b"}
 		w := e.newWorkspace("badsel", nil, spec)
 		if err := e.c.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 		e.waitWSStalled(t, w.Name, workspace.ReasonRejected,
-			"Deployment "+e.ns+"/"+workspace.ObjectName(w.Name)+" was rejected (Invalid)", "spec.template.spec.nodeSelector", `"bad key!"`)
+			"Deployment "+e.ns+"/"+workspace.ObjectName(w.Name)+" was rejected (Invalid)", "spec.template.spec.nodeSelector", `"a b"`)
 	})
 }
 
@@ -295,13 +297,13 @@ func TestExecutorFailuresReachStatus(t *testing.T) {
 	t.Run("rejected Deployment", func(t *testing.T) {
 		t.Parallel()
 		s := spec()
-		s.Scheduling.NodeSelector = map[string]string{"bad key!": "x"}
+		s.Scheduling.NodeSelector = map[string]string{"zone": "a b"}
 		x := e.newExecutor("badsel", s)
 		if err := e.c.Create(ctx, x); err != nil {
 			t.Fatal(err)
 		}
 		e.waitExecutorStalled(t, x.Name, executor.ReasonRejected,
-			"Deployment "+e.ns+"/"+executor.DeploymentName(x.Name)+" was rejected (Invalid)", "spec.template.spec.nodeSelector", `"bad key!"`)
+			"Deployment "+e.ns+"/"+executor.DeploymentName(x.Name)+" was rejected (Invalid)", "spec.template.spec.nodeSelector", `"a b"`)
 	})
 }
 
