@@ -78,6 +78,38 @@ func (v jsonDecodesInto) ValidateString(ctx context.Context, req validator.Strin
 	}
 }
 
+// nodeRequirementProblems is what the API server refuses in node selector requirements at
+// at: keys that are not label keys (matchExpressions only), unknown operators (they are
+// case-sensitive) and values that do not fit the operator.
+func nodeRequirementProblems(at string, rs []corev1.NodeSelectorRequirement, fields bool) []string {
+	var out []string
+	for i, r := range rs {
+		p := fmt.Sprintf("%s[%d]", at, i)
+		if !fields {
+			if errs := validation.IsQualifiedName(r.Key); len(errs) > 0 {
+				out = append(out, fmt.Sprintf("%s.key %q is not a label key: %s", p, r.Key, strings.Join(errs, "; ")))
+			}
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+			if len(r.Values) == 0 {
+				out = append(out, fmt.Sprintf("%s: operator %s needs values", p, r.Operator))
+			}
+		case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+			if len(r.Values) > 0 {
+				out = append(out, fmt.Sprintf("%s: operator %s takes no values", p, r.Operator))
+			}
+		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+			if len(r.Values) != 1 {
+				out = append(out, fmt.Sprintf("%s: operator %s takes exactly one integer value", p, r.Operator))
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s.operator %q is not In, NotIn, Exists, DoesNotExist, Gt or Lt (operators are case-sensitive)", p, r.Operator))
+		}
+	}
+	return out
+}
+
 // affinityProblems is what the API server refuses in an affinity (the rules of
 // k8s.io/kubernetes/pkg/apis/core/validation for node and pod affinity): an empty affinity,
 // required node affinity without terms, operators and their values, label keys, weights
@@ -91,35 +123,9 @@ func affinityProblems(obj any) []string {
 	if a.NodeAffinity == nil && a.PodAffinity == nil && a.PodAntiAffinity == nil {
 		return []string{"the affinity sets none of nodeAffinity, podAffinity and podAntiAffinity"}
 	}
-	nodeReqs := func(at string, rs []corev1.NodeSelectorRequirement, fields bool) {
-		for i, r := range rs {
-			p := fmt.Sprintf("%s[%d]", at, i)
-			if !fields {
-				if errs := validation.IsQualifiedName(r.Key); len(errs) > 0 {
-					out = append(out, fmt.Sprintf("%s.key %q is not a label key: %s", p, r.Key, strings.Join(errs, "; ")))
-				}
-			}
-			switch r.Operator {
-			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
-				if len(r.Values) == 0 {
-					out = append(out, fmt.Sprintf("%s: operator %s needs values", p, r.Operator))
-				}
-			case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
-				if len(r.Values) > 0 {
-					out = append(out, fmt.Sprintf("%s: operator %s takes no values", p, r.Operator))
-				}
-			case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-				if len(r.Values) != 1 {
-					out = append(out, fmt.Sprintf("%s: operator %s takes exactly one integer value", p, r.Operator))
-				}
-			default:
-				out = append(out, fmt.Sprintf("%s.operator %q is not In, NotIn, Exists, DoesNotExist, Gt or Lt (operators are case-sensitive)", p, r.Operator))
-			}
-		}
-	}
 	term := func(at string, t corev1.NodeSelectorTerm) {
-		nodeReqs(at+".matchExpressions", t.MatchExpressions, false)
-		nodeReqs(at+".matchFields", t.MatchFields, true)
+		out = append(out, nodeRequirementProblems(at+".matchExpressions", t.MatchExpressions, false)...)
+		out = append(out, nodeRequirementProblems(at+".matchFields", t.MatchFields, true)...)
 	}
 	if na := a.NodeAffinity; na != nil {
 		if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
