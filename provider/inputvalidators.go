@@ -277,9 +277,14 @@ func (nonNegativeDurations) ValidateObject(_ context.Context, req validator.Obje
 		if !ok || s.IsNull() || s.IsUnknown() {
 			continue
 		}
-		if d, err := time.ParseDuration(s.ValueString()); err != nil || d < 0 {
+		d, err := time.ParseDuration(s.ValueString())
+		switch {
+		case err != nil || d < 0:
 			resp.Diagnostics.AddAttributeError(req.Path.AtName(n), "Invalid Timeout",
 				fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 10m or 1h.", req.Path.AtName(n), s.ValueString()))
+		case d == 0:
+			resp.Diagnostics.AddAttributeError(req.Path.AtName(n), "Invalid Timeout",
+				fmt.Sprintf("%s = %q: a timeout of zero ends the wait before it starts; give a duration such as 30s, 10m or 1h.", req.Path.AtName(n), s.ValueString()))
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -204,5 +206,43 @@ func (tolerationRules) ValidateObject(_ context.Context, req validator.ObjectReq
 	}
 	if ts, ok := attrs["toleration_seconds"].(types.Int64); ok && !ts.IsNull() && !ts.IsUnknown() && eok && effect != "NoExecute" {
 		fail("toleration_seconds", fmt.Sprintf("toleration_seconds applies only to effect \"NoExecute\" (effect is %q)", effect))
+	}
+}
+
+// endpointPort checks the port of a host:port endpoint or URL is from 1 to 65535 and, when
+// schemes is set, that a scheme it names is one of them (the gRPC resolvers the executor
+// dials: dns:///host:port, grpcs://host:port, ...).
+type endpointPort struct{ schemes []string }
+
+func (v endpointPort) Description(context.Context) string {
+	return "a port from 1 to 65535"
+}
+func (v endpointPort) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v endpointPort) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	rest := s
+	if scheme, after, ok := strings.Cut(s, "://"); ok {
+		rest = strings.TrimLeft(after, "/")
+		if len(v.schemes) > 0 && !slices.Contains(v.schemes, scheme) {
+			resp.Diagnostics.AddAttributeError(req.Path, "Invalid Endpoint",
+				fmt.Sprintf("%s: %q: the executor cannot dial scheme %q; use host:port or one of %s://host:port.", req.Path, s, scheme, strings.Join(v.schemes, ", ")))
+			return
+		}
+	}
+	host := rest
+	if i := strings.IndexAny(host, "/?#"); i >= 0 {
+		host = host[:i]
+	}
+	i := strings.LastIndex(host, ":")
+	if i < 0 || strings.HasSuffix(host, "]") {
+		return // no port: the scheme's default
+	}
+	if port, err := strconv.Atoi(host[i+1:]); err != nil || port < 1 || port > 65535 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Endpoint",
+			fmt.Sprintf("%s: %q: port %q is not a number from 1 to 65535.", req.Path, s, host[i+1:]))
 	}
 }

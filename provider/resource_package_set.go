@@ -277,6 +277,9 @@ func (r *packageSetResource) Metadata(_ context.Context, req resource.MetadataRe
 // durationValidator checks a Go duration string ("30s", "5m").
 // durationValidator accepts a Go duration ("30s", "5m", "1h") of at least min (0: any
 // non-negative one).
+// unitNameRe is a systemd unit name (the characters systemd allows in unit names).
+var unitNameRe = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)
+
 type durationValidator struct{ min time.Duration }
 
 func (v durationValidator) Description(context.Context) string {
@@ -305,7 +308,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 		"type": schema.StringAttribute{Required: true, MarkdownDescription: "`service`, `reboot`, `noop` or `restartAllServices`.",
 			Validators: []validator.String{stringvalidator.OneOf(interruptTypes...)}},
 		"services": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-			MarkdownDescription: "Services to restart (type `service` only, required there)."},
+			MarkdownDescription: "Services to restart (type `service` only, required there): systemd unit names, each once.",
+			Validators: []validator.List{uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(unitNameRe,
+				"must be a systemd unit name such as containerd or nvidia-persistenced.service (letters, digits, ':', '-', '_', '.', '@', '\\')"))}},
 	}
 	quantityMap := func(what string) schema.MapAttribute {
 		return schema.MapAttribute{Optional: true, ElementType: types.StringType,
@@ -403,7 +408,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"name": schema.StringAttribute{Required: true, MarkdownDescription: "Lower-case letters, digits and '-', starting and ending with a letter, at most 43 characters.",
 						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
 					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`, or `MAJOR.MINOR` as Skyhook users write it (`1.2`, compared as 1.2.0, kept as written). Up: upgrade; down: uninstall (if enabled) then apply.",
-						Validators: []validator.String{stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
+						Validators: []validator.String{stringvalidator.LengthAtMost(64), stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
 					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. The version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`, and a tag written here is replaced by the version (a plan warning names both when they differ); a digest (`@sha256:...`) is used as written; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
@@ -542,6 +547,26 @@ func validateSetSelection(root configValue, diags *diag.Diagnostics) {
 	set, ok := root.Attr("node_selector").StringMap()
 	if !ok || len(set) == 0 {
 		return
+	}
+	exprs, _ := root.Attr("node_selector_expressions").List()
+	for _, e := range exprs {
+		key, kok := e.Attr("key").String()
+		op, ook := e.Attr("operator").String()
+		values, vok := e.Attr("values").List()
+		want, both := set[key]
+		if !kok || !ook || !vok || !both {
+			continue
+		}
+		in := false
+		for _, v := range values {
+			if s, ok := v.String(); ok && s == want {
+				in = true
+			}
+		}
+		if op == "DoesNotExist" || op == "In" && !in || op == "NotIn" && in {
+			diags.AddAttributeError(e.Path(), "Selector Selects No Node",
+				fmt.Sprintf("%s (%s %s) contradicts node_selector[%q] = %q: no node can meet both, so the set would select nothing.", e.Path(), key, op, key, want))
+		}
 	}
 	waves, _ := root.Attr("rollout").Attr("waves").List()
 	for _, w := range waves {

@@ -239,7 +239,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Tuning container image; required without `preset`.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
 					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls`, `input_image` and `input_pvc`.",
-						Validators: []validator.List{listvalidator.SizeBetween(1, 64), listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
+						Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
 							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"), path.MatchRelative().AtParent().AtName("input_pvc"))}},
 					"input_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
 					"input_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) holding the training data, mounted read-only at `/mnt/input` " +

@@ -80,7 +80,7 @@ func affinityAttribute(kind string) schema.StringAttribute {
 		MarkdownDescription: "Affinity of the " + kind + " as JSON, written with `jsonencode({ nodeAffinity = {...} })` using the Kubernetes " +
 			"API's field names (`nodeAffinity`, `podAffinity`, `podAntiAffinity`). Unknown fields are rejected at plan time. " +
 			"Whitespace and key order do not cause a diff.",
-		Validators: []validator.String{jsonDecodesInto{typeName: "Affinity", new: func() any { return &corev1.Affinity{} }}},
+		Validators: []validator.String{jsonDecodesInto{typeName: "Affinity", new: func() any { return &corev1.Affinity{} }, check: affinityProblems}},
 	}
 }
 

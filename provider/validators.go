@@ -13,7 +13,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
@@ -46,6 +49,8 @@ func (v quantityValidator) ValidateString(ctx context.Context, req validator.Str
 type jsonDecodesInto struct {
 	typeName string
 	new      func() any
+	// check (optional) returns what the API server would refuse in the decoded value.
+	check func(any) []string
 }
 
 func (v jsonDecodesInto) Description(context.Context) string {
@@ -59,10 +64,123 @@ func (v jsonDecodesInto) ValidateString(ctx context.Context, req validator.Strin
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(req.ConfigValue.ValueString())))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v.new()); err != nil {
+	obj := v.new()
+	if err := dec.Decode(obj); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+v.typeName,
 			fmt.Sprintf("The value is not a valid Kubernetes %s: %v. Write it with jsonencode({...}) using the API's field names (camelCase).", v.typeName, err))
+		return
 	}
+	if v.check == nil {
+		return
+	}
+	for _, p := range v.check(obj) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+v.typeName, fmt.Sprintf("%s: %s.", req.Path, p))
+	}
+}
+
+// nodeRequirementProblems is what the API server refuses in node selector requirements at
+// at: keys that are not label keys (matchExpressions only), unknown operators (they are
+// case-sensitive) and values that do not fit the operator.
+func nodeRequirementProblems(at string, rs []corev1.NodeSelectorRequirement, fields bool) []string {
+	var out []string
+	for i, r := range rs {
+		p := fmt.Sprintf("%s[%d]", at, i)
+		if !fields {
+			if errs := validation.IsQualifiedName(r.Key); len(errs) > 0 {
+				out = append(out, fmt.Sprintf("%s.key %q is not a label key: %s", p, r.Key, strings.Join(errs, "; ")))
+			}
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+			if len(r.Values) == 0 {
+				out = append(out, fmt.Sprintf("%s: operator %s needs values", p, r.Operator))
+			}
+		case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+			if len(r.Values) > 0 {
+				out = append(out, fmt.Sprintf("%s: operator %s takes no values", p, r.Operator))
+			}
+		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+			if len(r.Values) != 1 {
+				out = append(out, fmt.Sprintf("%s: operator %s takes exactly one integer value", p, r.Operator))
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s.operator %q is not In, NotIn, Exists, DoesNotExist, Gt or Lt (operators are case-sensitive)", p, r.Operator))
+		}
+	}
+	return out
+}
+
+// affinityProblems is what the API server refuses in an affinity (the rules of
+// k8s.io/kubernetes/pkg/apis/core/validation for node and pod affinity): an empty affinity,
+// required node affinity without terms, operators and their values, label keys, weights
+// outside 1-100, pod affinity terms without topologyKey. Each names the JSON field.
+func affinityProblems(obj any) []string {
+	a, ok := obj.(*corev1.Affinity)
+	if !ok || a == nil {
+		return nil
+	}
+	var out []string
+	if a.NodeAffinity == nil && a.PodAffinity == nil && a.PodAntiAffinity == nil {
+		return []string{"the affinity sets none of nodeAffinity, podAffinity and podAntiAffinity"}
+	}
+	term := func(at string, t corev1.NodeSelectorTerm) {
+		out = append(out, nodeRequirementProblems(at+".matchExpressions", t.MatchExpressions, false)...)
+		out = append(out, nodeRequirementProblems(at+".matchFields", t.MatchFields, true)...)
+	}
+	if na := a.NodeAffinity; na != nil {
+		if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+			if len(r.NodeSelectorTerms) == 0 {
+				out = append(out, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms is empty: it must have at least one term")
+			}
+			for i, t := range r.NodeSelectorTerms {
+				term(fmt.Sprintf("nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[%d]", i), t)
+			}
+		}
+		for i, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+			at := fmt.Sprintf("nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[%d]", i)
+			if p.Weight < 1 || p.Weight > 100 {
+				out = append(out, fmt.Sprintf("%s.weight %d is not from 1 to 100", at, p.Weight))
+			}
+			term(at+".preference", p.Preference)
+		}
+	}
+	podTerms := func(kind string, pa *corev1.PodAffinity, anti *corev1.PodAntiAffinity) {
+		var req []corev1.PodAffinityTerm
+		var pref []corev1.WeightedPodAffinityTerm
+		if pa != nil {
+			req, pref = pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution
+		}
+		if anti != nil {
+			req, pref = anti.RequiredDuringSchedulingIgnoredDuringExecution, anti.PreferredDuringSchedulingIgnoredDuringExecution
+		}
+		check := func(at string, t corev1.PodAffinityTerm) {
+			if t.TopologyKey == "" {
+				out = append(out, at+".topologyKey is empty: a pod affinity term needs one (e.g. kubernetes.io/hostname)")
+			}
+			if t.LabelSelector != nil {
+				if _, err := metav1.LabelSelectorAsSelector(t.LabelSelector); err != nil {
+					out = append(out, fmt.Sprintf("%s.labelSelector: %v", at, err))
+				}
+			}
+		}
+		for i, t := range req {
+			check(fmt.Sprintf("%s.requiredDuringSchedulingIgnoredDuringExecution[%d]", kind, i), t)
+		}
+		for i, w := range pref {
+			at := fmt.Sprintf("%s.preferredDuringSchedulingIgnoredDuringExecution[%d]", kind, i)
+			if w.Weight < 1 || w.Weight > 100 {
+				out = append(out, fmt.Sprintf("%s.weight %d is not from 1 to 100", at, w.Weight))
+			}
+			check(at+".podAffinityTerm", w.PodAffinityTerm)
+		}
+	}
+	if a.PodAffinity != nil {
+		podTerms("podAffinity", a.PodAffinity, nil)
+	}
+	if a.PodAntiAffinity != nil {
+		podTerms("podAntiAffinity", nil, a.PodAntiAffinity)
+	}
+	return out
 }
 
 // hardwareRequirementsValidator checks the cross-field rules of hardware_requirements that the
