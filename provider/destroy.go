@@ -31,21 +31,36 @@ const destroyingNote = "Terraform is destroying, so this error in the configurat
 	"a plan or apply that creates or updates the resource still stops on it.\n\n"
 
 // DestroyTolerant wraps the provider's protocol 6 server (main.go serves it): see above.
-// destroying reports whether the CLI runs a destroy; nil means CLIDestroying.
+// destroying reports whether the CLI runs a destroy; nil means CLIDestroying. The wrapper
+// serves list resources and actions as the framework's server does (tf6server finds them by
+// type assertion, so the wrapper must implement them too); a server without them is returned
+// unwrapped.
 func DestroyTolerant(s tfprotov6.ProviderServer, destroying func() bool) tfprotov6.ProviderServer {
 	if destroying == nil {
 		destroying = CLIDestroying
 	}
-	return destroyTolerant{ProviderServer: s, destroying: destroying}
+	full, ok := s.(fullServer)
+	if !ok {
+		return s
+	}
+	return destroyTolerant{fullServer: full, destroying: destroying}
+}
+
+// fullServer is what the framework's protocol 6 server implements: the provider, its list
+// resources (Terraform 1.14's terraform query) and its actions.
+type fullServer interface {
+	tfprotov6.ProviderServer
+	tfprotov6.ListResourceServer
+	tfprotov6.ActionServer
 }
 
 type destroyTolerant struct {
-	tfprotov6.ProviderServer
+	fullServer
 	destroying func() bool
 }
 
 func (s destroyTolerant) ValidateResourceConfig(ctx context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {
-	resp, err := s.ProviderServer.ValidateResourceConfig(ctx, req)
+	resp, err := s.fullServer.ValidateResourceConfig(ctx, req)
 	if resp != nil && s.destroying() {
 		resp.Diagnostics = softened(resp.Diagnostics)
 	}
@@ -53,7 +68,7 @@ func (s destroyTolerant) ValidateResourceConfig(ctx context.Context, req *tfprot
 }
 
 func (s destroyTolerant) ValidateDataResourceConfig(ctx context.Context, req *tfprotov6.ValidateDataResourceConfigRequest) (*tfprotov6.ValidateDataResourceConfigResponse, error) {
-	resp, err := s.ProviderServer.ValidateDataResourceConfig(ctx, req)
+	resp, err := s.fullServer.ValidateDataResourceConfig(ctx, req)
 	if resp != nil && s.destroying() {
 		resp.Diagnostics = softened(resp.Diagnostics)
 	}
@@ -64,7 +79,7 @@ func (s destroyTolerant) ValidateDataResourceConfig(ctx context.Context, req *tf
 // refresh's plan, which Terraform throws away); a planned deletion (no proposed new state)
 // keeps them.
 func (s destroyTolerant) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
-	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	resp, err := s.fullServer.PlanResourceChange(ctx, req)
 	if resp != nil && !deletion(req.ProposedNewState) && s.destroying() {
 		resp.Diagnostics = softened(resp.Diagnostics)
 	}

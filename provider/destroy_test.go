@@ -87,6 +87,14 @@ func TestDestroyTolerant(t *testing.T) {
 			t.Errorf("destroying: %v %q %q, want a warning saying why", found.Severity, found.Summary, found.Detail)
 		}
 	}
+	// tf6server finds list resources and actions by type assertion: the wrapper keeps them.
+	wrapped := DestroyTolerant(providerserver.NewProtocol6(New("test")())(), nil)
+	if _, ok := wrapped.(tfprotov6.ProviderServerWithActions); !ok {
+		t.Error("the wrapped server does not serve actions")
+	}
+	if _, ok := wrapped.(tfprotov6.ProviderServerWithListResource); !ok {
+		t.Error("the wrapped server does not serve list resources")
+	}
 	if !deletion(nil) || !deletion(&tfprotov6.DynamicValue{MsgPack: []byte{0xc0}}) || deletion(cfg) {
 		t.Error("deletion: a null proposed state is a deletion, a config is not")
 	}
