@@ -89,10 +89,10 @@ func TestDestroyTolerant(t *testing.T) {
 	}
 	// tf6server finds list resources and actions by type assertion: the wrapper keeps them.
 	wrapped := DestroyTolerant(providerserver.NewProtocol6(New("test")())(), nil)
-	if _, ok := wrapped.(tfprotov6.ProviderServerWithActions); !ok {
+	if _, ok := wrapped.(tfprotov6.ActionServer); !ok {
 		t.Error("the wrapped server does not serve actions")
 	}
-	if _, ok := wrapped.(tfprotov6.ProviderServerWithListResource); !ok {
+	if _, ok := wrapped.(tfprotov6.ListResourceServer); !ok {
 		t.Error("the wrapped server does not serve list resources")
 	}
 	if !deletion(nil) || !deletion(&tfprotov6.DynamicValue{MsgPack: []byte{0xc0}}) || deletion(cfg) {
