@@ -51,14 +51,8 @@ func TestDestroyTolerant(t *testing.T) {
 			t.Fatal(err)
 		}
 		ty := schemas.ResourceSchemas["gantry_performer"].ValueType().(tftypes.Object)
-		vals := map[string]tftypes.Value{}
-		for name, at := range ty.AttributeTypes {
-			vals[name] = tftypes.NewValue(at, nil)
-		}
-		vals["name"] = tftypes.NewValue(tftypes.String, "p")
-		vals["image"] = tftypes.NewValue(tftypes.String, "ghcr.io/acme/performer:1")
-		vals["grpc_port"] = tftypes.NewValue(tftypes.Number, 70000)
-		dv, err := tfprotov6.NewDynamicValue(ty, tftypes.NewValue(ty, vals))
+		dv, err := tfprotov6.NewDynamicValue(ty, nullObject(ty, map[string]tftypes.Value{"name": tftypes.NewValue(tftypes.String, "p"),
+			"image": tftypes.NewValue(tftypes.String, "ghcr.io/acme/performer:1"), "grpc_port": tftypes.NewValue(tftypes.Number, 70000)}))
 		if err != nil {
 			t.Fatal(err)
 		}

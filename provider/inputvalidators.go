@@ -176,7 +176,7 @@ func (labelsValidator) ValidateMap(_ context.Context, req validator.MapRequest, 
 	elems := req.ConfigValue.Elements()
 	for _, k := range sortedKeys(elems) {
 		at := req.Path.AtMapKey(k)
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		if errs := labelProblems(k, false); len(errs) > 0 {
 			resp.Diagnostics.AddAttributeError(at, "Invalid Label Key",
 				fmt.Sprintf("%s: %q is not a valid label key: %s.", req.Path, k, strings.Join(errs, "; ")))
 		}
@@ -184,11 +184,20 @@ func (labelsValidator) ValidateMap(_ context.Context, req validator.MapRequest, 
 		if !ok || s.IsNull() || s.IsUnknown() {
 			continue
 		}
-		if errs := validation.IsValidLabelValue(s.ValueString()); len(errs) > 0 {
+		if errs := labelProblems(s.ValueString(), true); len(errs) > 0 {
 			resp.Diagnostics.AddAttributeError(at, "Invalid Label Value",
 				fmt.Sprintf("%s: %q is not a valid label value: %s.", at, s.ValueString(), strings.Join(errs, "; ")))
 		}
 	}
+}
+
+// labelProblems is what the API server says is wrong with a label key (value false: a
+// qualified name) or a label value (value true); nil when nothing.
+func labelProblems(s string, value bool) []string {
+	if value {
+		return validation.IsValidLabelValue(s)
+	}
+	return validation.IsQualifiedName(s)
 }
 
 // labelString checks one label key (value false) or label value (value true) as the API server
@@ -209,9 +218,9 @@ func (v labelString) ValidateString(_ context.Context, req validator.StringReque
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	s, what, errs := req.ConfigValue.ValueString(), "key", validation.IsQualifiedName(req.ConfigValue.ValueString())
+	s, what, errs := req.ConfigValue.ValueString(), "key", labelProblems(req.ConfigValue.ValueString(), false)
 	if v.value {
-		what, errs = "value", validation.IsValidLabelValue(s)
+		what, errs = "value", labelProblems(s, true)
 	}
 	if len(errs) > 0 {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Label "+strings.ToUpper(what[:1])+what[1:],
