@@ -31,6 +31,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
 // FieldManager is the field manager (server-side apply) and event source of the reconciler.
@@ -74,6 +75,10 @@ type Options struct {
 	// RuntimeRequiredTaint is the runtime-required taint, "key=value:Effect" (empty:
 	// v1alpha1.DefaultRuntimeRequiredTaint), as Skyhook's RUNTIME_REQUIRED_TAINT.
 	RuntimeRequiredTaint string
+	// NodeClass is the Karpenter node class of the NodeClaims workspaces provision nodes with,
+	// "GROUP/KIND/NAME" (workspace.ParseNodeClass), e.g. karpenter.k8s.aws/EC2NodeClass/default;
+	// empty: workspaces never create NodeClaims (their status says so).
+	NodeClass string
 }
 
 // DefaultOptions are the defaults of gantry-reconciler's flags.
@@ -190,7 +195,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := psr.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("packageset controller: %w", err)
 	}
-	if err := NewWorkspaceReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+	wsr := NewWorkspaceReconciler(mgr)
+	if wsr.NodeClass, err = workspace.ParseNodeClass(o.NodeClass); err != nil {
+		return nil, fmt.Errorf("--node-class: %w", err)
+	}
+	if err := wsr.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("workspace controller: %w", err)
 	}
 	return mgr, nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
 
 // WorkspaceReconciler runs KAITO's Workspace machine (internal/workspace): it owns the
 // Deployment and Service workspace-<name> (inference) or the Job workspace-<name> (tuning),
@@ -44,6 +46,10 @@ type WorkspaceReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
+
+	// NodeClass is the Karpenter node class of the NodeClaims it creates for workspaces that
+	// provision nodes (spec.resource.provisionNodes); zero: none configured, nothing created.
+	NodeClass workspace.NodeClass
 
 	// rejected holds the writes the API server rejected for good (errors.go).
 	rejected rejections
@@ -174,6 +180,12 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.podsAndCapacity(ctx, &w, rw, &facts, nodeReady, nfacts, pl, specErr == nil); err != nil {
 		return ctrl.Result{}, err
 	}
+	facts.Namespace, facts.Name = w.Namespace, w.Name
+	pv, err := r.provisioning(ctx, &w, rw, specErr == nil)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	facts.Provisioning = pv
 
 	d, err := workspace.Decide(facts)
 	if err != nil {
@@ -183,6 +195,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
 		st := r.status(&w, mode, d, facts)
 		st.GroupSize, st.LeaderAddress = 0, ""
+		st.NodeClaims = d.NodeClaims
 		if o.wantSts != nil {
 			st.GroupSize, st.LeaderAddress = workspace.Replicas(rw), workspace.LeaderAddress(rw)
 		}
@@ -197,6 +210,10 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		logger.Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
 	}
 
+	o.createClaims, o.deleteClaims = d.CreateClaims, d.DeleteClaims
+	if specErr == nil {
+		o.resolved = rw
+	}
 	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, o); done {
 		return res, err
 	}
@@ -319,8 +336,71 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		return deleteExact(ctx, r.Client, svc)
 	case workspace.ActionDeleteJob:
 		return deleteExact(ctx, r.Client, job)
+	case workspace.ActionCreateNodeClaims:
+		return r.createClaims(ctx, w, o)
+	case workspace.ActionDeleteNodeClaims:
+		for _, n := range o.deleteClaims {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(workspace.NodeClaimGVK)
+			u.SetName(n)
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, u)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// createClaims creates o.createClaims (workspace.DesiredNodeClaim of the resolved workspace)
+// and emits a NodeClaimCreated event for each; one that exists already (a stale cache) is
+// left as it is.
+func (r *WorkspaceReconciler) createClaims(ctx context.Context, w *v1alpha1.Workspace, o wsObjects) error {
+	if o.resolved == nil {
+		return nil
+	}
+	for _, n := range o.createClaims {
+		u := workspace.DesiredNodeClaim(o.resolved, n, r.NodeClass)
+		if err := r.Client.Create(ctx, u); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return err
+		}
+		r.Recorder.Eventf(w, corev1.EventTypeNormal, "NodeClaimCreated", "created Karpenter NodeClaim %s for a %s node (node class %s)", n, o.resolved.Spec.Resource.InstanceType, r.NodeClass)
+	}
+	return nil
+}
+
+// provisioning gathers the node provisioning facts of w (rw: w resolved, valid when ok):
+// whether it wants nodes provisioned, whether the API server serves Karpenter's NodeClaims
+// (the RESTMapper's answer; a NoMatch error means Karpenter is not installed), and the claims
+// labelled for it (read from the API server: NodeClaims are not cached). A workspace that does
+// not want provisioning and has no claims in status costs no request.
+func (r *WorkspaceReconciler) provisioning(ctx context.Context, w, rw *v1alpha1.Workspace, ok bool) (workspace.Provisioning, error) {
+	var pv workspace.Provisioning
+	if ok {
+		pv = workspace.Provisioning{Wanted: workspace.WantsProvisioning(rw), NodeClass: r.NodeClass,
+			InstanceType: rw.Spec.Resource.InstanceType, ReplicasPerNode: workspace.ReplicasPerNode(rw)}
+	}
+	if !pv.Wanted && len(w.Status.NodeClaims) == 0 {
+		return pv, nil
+	}
+	if _, err := r.Client.RESTMapper().RESTMapping(workspace.NodeClaimGVK.GroupKind(), workspace.NodeClaimGVK.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return pv, nil
+		}
+		return pv, err
+	}
+	pv.Available = true
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(workspace.NodeClaimListGVK)
+	if err := r.APIReader.List(ctx, list, client.MatchingLabels{workspace.LabelWorkspace: w.Name, workspace.LabelWorkspaceNamespace: w.Namespace}); err != nil {
+		return pv, err
+	}
+	for i := range list.Items {
+		pv.Claims = append(pv.Claims, workspace.ClaimFacts(&list.Items[i]))
+	}
+	return pv, nil
 }
 
 // wsObjects are a pass's desired and observed owned objects (nil: not wanted / absent). A
@@ -336,6 +416,10 @@ type wsObjects struct {
 	groupSvc     *corev1.Service
 	svc          *corev1.Service
 	job          *batchv1.Job
+	// resolved is the workspace with its preset applied (nil when its spec is invalid);
+	// createClaims and deleteClaims are the decision's NodeClaims to create and delete.
+	resolved                   *v1alpha1.Workspace
+	createClaims, deleteClaims []string
 }
 
 // observe reads the owned objects of both modes and shapes (deletion cleans up whatever exists).
@@ -461,6 +545,8 @@ func workspaceActionKind(a workspace.Action, group bool) string {
 		return "Service"
 	case workspace.ActionCreateJob, workspace.ActionDeleteJob:
 		return "Job"
+	case workspace.ActionCreateNodeClaims, workspace.ActionDeleteNodeClaims:
+		return "NodeClaim"
 	}
 	return "Workspace"
 }

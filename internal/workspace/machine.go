@@ -130,6 +130,10 @@ const (
 	// once they are independent copies again.
 	ActionDeleteOtherWorkload Action = "DeleteOtherWorkload"
 	ActionRemoveFinalizer     Action = "RemoveFinalizer" // no status write follows
+	// ActionCreateNodeClaims creates Decision.CreateClaims (DesiredNodeClaim);
+	// ActionDeleteNodeClaims deletes Decision.DeleteClaims (the workspace is being deleted).
+	ActionCreateNodeClaims Action = "CreateNodeClaims"
+	ActionDeleteNodeClaims Action = "DeleteNodeClaims"
 )
 
 // Facts are what the controller observed in one pass.
@@ -171,6 +175,10 @@ type Facts struct {
 	// (failure.Rejection): Stalled=True with reason Rejected and the API server's message; the
 	// rejected action is withheld until Rejection.RetryAt, then tried again.
 	Rejection *failure.Rejection
+	// Namespace and Name are the workspace's (NodeClaim names: ClaimName).
+	Namespace, Name string
+	// Provisioning is node provisioning through Karpenter NodeClaims (nodeclaims.go).
+	Provisioning Provisioning
 }
 
 // Object is an owned object's existence and freshness.
@@ -238,6 +246,9 @@ type Decision struct {
 	ReadyReplicas int32
 	// Event is emitted on a state change or when a stall's reason or message changes.
 	Event *Event
+	// CreateClaims and DeleteClaims are the NodeClaims ActionCreateNodeClaims and
+	// ActionDeleteNodeClaims create and delete; NodeClaims is status.nodeClaims (sorted).
+	CreateClaims, DeleteClaims, NodeClaims []string
 }
 
 // TransitionError is a state change KAITO forbids (see Transitions).
@@ -367,6 +378,7 @@ func Decide(f Facts) (Decision, error) {
 		}
 		rejected(f, &p, &d)
 	}
+	d.NodeClaims = claimNames(f.Provisioning.Claims, d.CreateClaims)
 	d.Conditions = conditions(f, p)
 	d.State = StateOf(f.Mode, d.Conditions)
 	if err := CheckTransition(f.Mode, prev, d.State); err != nil {
@@ -435,6 +447,17 @@ func terminate(f Facts, prev State, d *Decision) pass {
 		d.Actions = append(d.Actions, ActionDeleteJob)
 		left = append(left, "job")
 	}
+	if len(f.Provisioning.Claims) > 0 {
+		for _, c := range f.Provisioning.Claims {
+			if !c.Deleting {
+				d.DeleteClaims = append(d.DeleteClaims, c.Name)
+			}
+		}
+		if len(d.DeleteClaims) > 0 {
+			d.Actions = append(d.Actions, ActionDeleteNodeClaims)
+		}
+		left = append(left, "NodeClaims "+strings.Join(claimNames(f.Provisioning.Claims, nil), ", "))
+	}
 	if len(left) > 0 {
 		p.terminating = "deleting the " + strings.Join(left, ", ")
 		d.RequeueAfter = WaitPoll
@@ -458,6 +481,32 @@ func resourceCheck(f Facts) *cond {
 	}
 	return nil
 }
+
+// capacityCheck is ResourceReady before looking at pods (resourceCheck), with node provisioning
+// (nodeclaims.go): while NodeClaims are made or on their way the condition is
+// ReasonProvisioningNodes and not a stall; Decision.CreateClaims gets the claims to create.
+// stall reports whether res (when non-nil) stalls the workspace.
+func capacityCheck(f Facts, d *Decision) (res *cond, stall bool) {
+	res = resourceCheck(f)
+	if res == nil || res.reason == ReasonInvalidSpec {
+		return res, false
+	}
+	pv := f.Provisioning
+	var creating []string
+	if pv.Wanted && pv.Available && pv.NodeClass != (NodeClass{}) {
+		creating = claimsToCreate(f, f.Namespace, f.Name)
+	}
+	res, progress := provisioningCond(f, res, creating)
+	if len(creating) > 0 {
+		d.CreateClaims = creating
+		d.Actions = append(d.Actions, ActionCreateNodeClaims)
+	}
+	return res, !progress
+}
+
+// waitingForClaims: the workspace has NodeClaims of its own, so a pod the scheduler could
+// not place yet waits for their nodes (progress within the resource timeout, not a stall).
+func waitingForClaims(f Facts) bool { return len(f.Provisioning.Claims) > 0 }
 
 // podProblems reads the pods: the scheduler's message for unschedulable pods, the kubelet's
 // for image pull and start failures, lost nodes.
@@ -518,16 +567,19 @@ func readPods(pods []Pod) podProblems {
 
 // inferenceResource sets ResourceReady of an inference pass: capacity first (stalled unless the
 // spec is invalid), then the pods' placement (stalled when unschedulable).
-func inferenceResource(f Facts, pods podProblems, p *pass) {
-	res := resourceCheck(f)
+func inferenceResource(f Facts, pods podProblems, p *pass, d *Decision) {
+	res, stall := capacityCheck(f, d)
 	switch {
 	case res != nil:
 		p.resource = *res
-		if res.reason != ReasonInvalidSpec {
+		if stall {
 			p.stalled = res
 		}
 	case pods.unschedulable != nil:
-		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
+		p.resource = *pods.unschedulable
+		if !waitingForClaims(f) {
+			p.stalled = pods.unschedulable
+		}
 	case pods.nodeLost != nil:
 		p.resource = *pods.nodeLost
 	case pods.bound < f.Replicas:
@@ -574,15 +626,20 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 
 // tuningResource sets ResourceReady of a tuning pass: capacity (stalled), an unschedulable pod
 // of an active Job (stalled), placed once a pod is bound or the Job finished.
-func tuningResource(f Facts, pods podProblems, p *pass) {
+func tuningResource(f Facts, pods podProblems, p *pass, d *Decision) {
 	job := f.Job
-	res := resourceCheck(f)
+	res, stall := capacityCheck(f, d)
 	switch {
 	case res != nil:
 		p.resource = *res
-		p.stalled = res
+		if stall {
+			p.stalled = res
+		}
 	case pods.unschedulable != nil && job != nil && job.Active > 0:
-		p.resource, p.stalled = *pods.unschedulable, pods.unschedulable
+		p.resource = *pods.unschedulable
+		if !waitingForClaims(f) {
+			p.stalled = pods.unschedulable
+		}
 	case pods.bound > 0 || (job != nil && (job.Complete || job.Failed)):
 		p.resource = cond{true, ReasonResourcesAvailable, "the tuning pod was placed on " + strings.Join(pods.nodes, ", ")}
 		if len(pods.nodes) == 0 {
@@ -672,7 +729,7 @@ func inference(f Facts, prev State, d *Decision) pass {
 	pods := readPods(f.Pods)
 	d.ReadyReplicas = pods.readyOnReadyNode
 
-	inferenceResource(f, pods, &p)
+	inferenceResource(f, pods, &p, d)
 	inferenceProgress(f, pods, conflict, refsMissing, &p)
 
 	switch {
@@ -745,7 +802,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 	job := f.Job
 	pods := readPods(f.Pods)
 
-	tuningResource(f, pods, &p)
+	tuningResource(f, pods, &p, d)
 
 	switch {
 	case job != nil && job.Foreign:

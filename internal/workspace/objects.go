@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -80,7 +81,8 @@ func Labels(w *v1alpha1.Workspace) map[string]string {
 
 // Placement maps spec.resource and spec.scheduling through hardware.PlaceAt (errors name
 // spec.resource.* fields); spec.resource.labelSelectorExpressions become required node
-// affinity (withNodeRequirements).
+// affinity (withNodeRequirements); a workspace that provisions nodes (WantsProvisioning) also
+// tolerates their sku=gpu:NoSchedule taint.
 func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
 	r := w.Spec.Resource
 	hw := v1alpha1.HardwareRequirements{GPUCount: r.GPUCount, GPUType: r.GPUProduct, CustomLabels: r.LabelSelector}
@@ -92,6 +94,10 @@ func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
 		return pl, err
 	}
 	pl.Affinity = withNodeRequirements(pl.Affinity, v1alpha1.Requirements(r.LabelSelectorExpressions))
+	if WantsProvisioning(w) && !slices.ContainsFunc(pl.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&SKUToleration) }) {
+		// Provisioned nodes carry KAITO's sku=gpu:NoSchedule taint (DesiredNodeClaim).
+		pl.Tolerations = append(pl.Tolerations, SKUToleration)
+	}
 	return pl, nil
 }
 

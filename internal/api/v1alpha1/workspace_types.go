@@ -135,6 +135,17 @@ type WorkspaceResource struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`
 	// +optional
 	InstanceType string `json:"instanceType,omitempty"`
+	// ProvisionNodes (default true, as KAITO provisions by default) lets the reconciler create
+	// nodes of instanceType when the matching Ready nodes have too few free GPUs for the
+	// replicas: it creates Karpenter karpenter.sh/v1 NodeClaims (the engine KAITO's
+	// gpu-provisioner is built on), labelled gantry.dev/workspace and
+	// gantry.dev/workspace-namespace, annotated karpenter.sh/do-not-disrupt, tainted
+	// sku=gpu:NoSchedule (which the workspace's pods tolerate), and deletes them with the
+	// workspace. status.nodeClaims names them. Without Karpenter's NodeClaim API in the cluster
+	// nothing is created and ResourceReady says so. Ignored without instanceType.
+	// +kubebuilder:default=true
+	// +optional
+	ProvisionNodes *bool `json:"provisionNodes,omitempty"`
 	// LabelSelector holds node labels (key → value) a node must carry to run a replica (at
 	// most 32; keys label keys: optional DNS-subdomain prefix and '/', then a name of at most 63
 	// characters; values at most 63 characters).
@@ -331,6 +342,10 @@ type WorkspaceStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// NodeClaims are the Karpenter NodeClaims (karpenter.sh/v1, cluster-scoped) the reconciler
+	// created for this workspace (spec.resource.provisionNodes), sorted; deleted with it.
+	// +optional
+	NodeClaims []string `json:"nodeClaims,omitempty"`
 	// WorkerNodes are the nodes the workspace's pods are bound to, sorted.
 	// +optional
 	WorkerNodes []string `json:"workerNodes,omitempty"`

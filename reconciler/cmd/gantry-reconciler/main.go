@@ -40,6 +40,7 @@ func main() {
 	flag.StringVar(&o.PprofBindAddress, "pprof-bind-address", "", `address of net/http/pprof (/debug/pprof/); empty or "0" disables it (default: off; do not expose it beyond loopback)`)
 	flag.DurationVar(&o.PackageSetPassGap, "packageset-pass-gap", reconciler.DefaultPassGap, "at most this long between two passes over one PackageSet started by Job, Pod or Node events (the wait is as long as the last pass took; negative: none)")
 	flag.StringVar(&o.RuntimeRequiredTaint, "runtime-required-taint", v1alpha1.DefaultRuntimeRequiredTaint, "the runtime-required taint (key=value:Effect) of package sets with runtimeRequired: every stage pod tolerates it, the reconciler removes it from a node once every runtimeRequired set selecting the node is complete there (and adds it to new nodes of sets with autoTaintNewNodes)")
+	flag.StringVar(&o.NodeClass, "node-class", "", "the Karpenter node class (GROUP/KIND/NAME, e.g. karpenter.k8s.aws/EC2NodeClass/default) of the NodeClaims workspaces with an instance type create when too few nodes are free (spec.resource.provisionNodes, as KAITO provisions); empty: none are created")
 	flag.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "objects of one kind reconciled in parallel")
 	flag.StringVar(&namespaces, "namespaces", "", "comma-separated namespaces to reconcile; empty means all")
 	// 100/200 (client-go's default is 5/10): a PackageSet pass writes one record and creates

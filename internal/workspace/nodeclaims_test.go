@@ -1,0 +1,184 @@
+package workspace
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+var kwokClass = NodeClass{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+
+// provFacts: an inference workspace of 2 replicas on Standard_NC24ads_A100_v4 (1 GPU a node),
+// no matching node yet, pods pending unschedulable; mod adjusts.
+func provFacts(mod func(*Facts)) Facts {
+	f := infFacts(sPending, func(f *Facts) {
+		f.Namespace, f.Name = "ml", "phi"
+		f.Capacity = Capacity{Selector: "node.kubernetes.io/instance-type=Standard_NC24ads_A100_v4", GPUsPerReplica: 1, AllNodes: 3}
+		f.Pods = []Pod{{Name: "p-a", Phase: corev1.PodPending, Unschedulable: "0/3 nodes are available"}}
+		f.Workload = &Workload{UpToDate: true}
+		f.Provisioning = Provisioning{Wanted: true, Available: true, NodeClass: kwokClass, InstanceType: "Standard_NC24ads_A100_v4", ReplicasPerNode: 1}
+	})
+	if mod != nil {
+		mod(&f)
+	}
+	return f
+}
+
+func TestProvisioningCreatesClaimsForMissingNodes(t *testing.T) {
+	d, err := Decide(provFacts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ClaimName("ml", "phi", 0), ClaimName("ml", "phi", 1)}
+	if !slices.Equal(d.CreateClaims, want) || !slices.Contains(d.Actions, ActionCreateNodeClaims) {
+		t.Fatalf("claims %v actions %v, want %v and %s", d.CreateClaims, d.Actions, want, ActionCreateNodeClaims)
+	}
+	if rr := condOf(d, ConditionResourceReady); rr.Reason != ReasonProvisioningNodes || !strings.Contains(rr.Message, "(creating)") {
+		t.Fatalf("ResourceReady = %s: %s", rr.Reason, rr.Message)
+	}
+	if st := condOf(d, v1alpha1.ConditionStalled); st.Status != metav1.ConditionFalse {
+		t.Fatalf("provisioning must be progress, not a stall: Stalled %s %s", st.Status, st.Message)
+	}
+	if !slices.Equal(d.NodeClaims, want) {
+		t.Fatalf("status.nodeClaims = %v", d.NodeClaims)
+	}
+}
+
+func TestProvisioningCountsClaimsOnTheirWay(t *testing.T) {
+	// Two replicas per node (4-GPU nodes, 2 GPUs a replica): 3 replicas missing need 2 nodes;
+	// one claim is on its way, so one more is created, at the lowest free index.
+	d, err := Decide(provFacts(func(f *Facts) {
+		f.Replicas = 3
+		f.Provisioning.ReplicasPerNode = 2
+		f.Provisioning.Claims = []Claim{{Name: ClaimName("ml", "phi", 0), Step: "Launched=Unknown"}}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{ClaimName("ml", "phi", 1)}; !slices.Equal(d.CreateClaims, want) {
+		t.Fatalf("create %v, want %v", d.CreateClaims, want)
+	}
+	// Both on their way: nothing more, still progress.
+	d, _ = Decide(provFacts(func(f *Facts) {
+		f.Replicas = 3
+		f.Provisioning.ReplicasPerNode = 2
+		f.Provisioning.Claims = []Claim{{Name: ClaimName("ml", "phi", 0)}, {Name: ClaimName("ml", "phi", 1)}}
+	}))
+	if len(d.CreateClaims) != 0 || slices.Contains(d.Actions, ActionCreateNodeClaims) {
+		t.Fatalf("claims on their way: created %v", d.CreateClaims)
+	}
+	if st := condOf(d, v1alpha1.ConditionStalled); st.Status != metav1.ConditionFalse {
+		t.Fatalf("Stalled %s", st.Status)
+	}
+}
+
+func TestProvisioningOffOrUnavailableStalls(t *testing.T) {
+	for name, mod := range map[string]func(*Facts){
+		"no Karpenter NodeClaim API": func(f *Facts) { f.Provisioning.Available = false },
+		"no Karpenter node class":    func(f *Facts) { f.Provisioning.NodeClass = NodeClass{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := Decide(provFacts(mod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := condOf(d, v1alpha1.ConditionStalled)
+			if st.Status != metav1.ConditionTrue || !strings.Contains(st.Message, name) || len(d.CreateClaims) != 0 {
+				t.Fatalf("Stalled %s %q, created %v", st.Status, st.Message, d.CreateClaims)
+			}
+		})
+	}
+	d, _ := Decide(provFacts(func(f *Facts) { f.Provisioning.Wanted = false }))
+	if st := condOf(d, v1alpha1.ConditionStalled); st.Status != metav1.ConditionTrue || st.Reason != ReasonNoMatchingNodes || strings.Contains(st.Message, "provision") {
+		t.Fatalf("provisionNodes false: Stalled %s %s %q", st.Status, st.Reason, st.Message)
+	}
+}
+
+func TestProvisioningUnschedulableWaitsForClaims(t *testing.T) {
+	// The claim's node is Ready and counted: capacity suffices, but the scheduler has not
+	// placed the pod yet. That is progress while the workspace has claims of its own.
+	d, _ := Decide(provFacts(func(f *Facts) {
+		f.Replicas = 1
+		f.Capacity = roomy
+		f.Provisioning.Claims = []Claim{{Name: ClaimName("ml", "phi", 0), Ready: true}}
+	}))
+	if st := condOf(d, v1alpha1.ConditionStalled); st.Status != metav1.ConditionFalse {
+		t.Fatalf("Stalled %s %q", st.Status, st.Message)
+	}
+	if rr := condOf(d, ConditionResourceReady); rr.Reason != ReasonUnschedulable {
+		t.Fatalf("ResourceReady %s", rr.Reason)
+	}
+	// Without claims the same pod stalls the workspace, as before.
+	d, _ = Decide(provFacts(func(f *Facts) { f.Replicas = 1; f.Capacity = roomy; f.Provisioning = Provisioning{} }))
+	if st := condOf(d, v1alpha1.ConditionStalled); st.Status != metav1.ConditionTrue {
+		t.Fatalf("no claims: Stalled %s", st.Status)
+	}
+}
+
+func TestProvisioningDeleteWaitsForClaims(t *testing.T) {
+	a, b := ClaimName("ml", "phi", 0), ClaimName("ml", "phi", 1)
+	d, _ := Decide(provFacts(func(f *Facts) {
+		f.Deleting, f.Workload, f.Service, f.Pods = true, nil, Object{}, nil
+		f.Provisioning.Claims = []Claim{{Name: a, Ready: true}, {Name: b, Deleting: true}}
+	}))
+	if !slices.Equal(d.DeleteClaims, []string{a}) || !slices.Contains(d.Actions, ActionDeleteNodeClaims) || slices.Contains(d.Actions, ActionRemoveFinalizer) {
+		t.Fatalf("delete %v actions %v", d.DeleteClaims, d.Actions)
+	}
+	d, _ = Decide(provFacts(func(f *Facts) {
+		f.Deleting, f.Workload, f.Service, f.Pods = true, nil, Object{}, nil
+		f.Provisioning.Claims = []Claim{{Name: b, Deleting: true}}
+	}))
+	if slices.Contains(d.Actions, ActionRemoveFinalizer) || slices.Contains(d.Actions, ActionDeleteNodeClaims) {
+		t.Fatalf("a claim still terminating: actions %v", d.Actions)
+	}
+	d, _ = Decide(provFacts(func(f *Facts) {
+		f.Deleting, f.Workload, f.Service, f.Pods = true, nil, Object{}, nil
+		f.Provisioning.Claims = nil
+	}))
+	if !slices.Equal(d.Actions, []Action{ActionRemoveFinalizer}) {
+		t.Fatalf("claims gone: actions %v", d.Actions)
+	}
+}
+
+func TestClaimFactsAndDesiredNodeClaim(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Launched", "status": "True"},
+		map[string]any{"type": "Registered", "status": "False", "reason": "NodeNotFound", "message": "node not registered"},
+	}}}}
+	u.SetName("c")
+	if c := ClaimFacts(u); c.Ready || c.Step != "Registered=False (NodeNotFound): node not registered" {
+		t.Fatalf("%+v", c)
+	}
+	w := &v1alpha1.Workspace{}
+	w.Namespace, w.Name = "ml", "phi"
+	w.Spec.Resource.InstanceType = "Standard_NC24ads_A100_v4"
+	nc := DesiredNodeClaim(w, "ws-x-0", kwokClass)
+	if nc.GetLabels()[LabelWorkspace] != "phi" || nc.GetLabels()[LabelWorkspaceNamespace] != "ml" || nc.GetAnnotations()[annotationDoNotDisrupt] != "true" {
+		t.Fatalf("labels %v annotations %v", nc.GetLabels(), nc.GetAnnotations())
+	}
+	reqs, _, _ := unstructured.NestedSlice(nc.Object, "spec", "requirements")
+	if len(reqs) != 3 || reqs[1].(map[string]any)["values"].([]any)[0] != "Standard_NC24ads_A100_v4" {
+		t.Fatalf("requirements %v", reqs)
+	}
+	pl, err := Placement(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(pl.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&SKUToleration) }) {
+		t.Fatalf("a provisioning workspace's pods must tolerate %v: %v", SKUToleration, pl.Tolerations)
+	}
+	off := false
+	w.Spec.Resource.ProvisionNodes = &off
+	if pl, _ := Placement(w); slices.ContainsFunc(pl.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&SKUToleration) }) {
+		t.Fatalf("provisionNodes false: no sku toleration wanted: %v", pl.Tolerations)
+	}
+	if _, err := ParseNodeClass("a/b"); err == nil {
+		t.Fatal("ParseNodeClass(a/b) must fail")
+	}
+}
