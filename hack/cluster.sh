@@ -248,11 +248,18 @@ up() {
   fi
   # The real node (hack/realnode.sh): says in one line and goes on where the machine cannot run it.
   bash "$root/hack/realnode.sh" up 8>&- 9>&-
+  # Karpenter's kwok provider (hack/karpenter.sh): the NodeClaims workspaces make become nodes.
+  if [ -x "$bin/karpenter" ]; then
+    bash "$root/hack/karpenter.sh" start 8>&- 9>&- >&2
+  else
+    log "no bin/karpenter (bash tools/install.sh karpenter): workspaces' NodeClaims stay unprovisioned"
+  fi
   exec 9>&-
   echo "$kubeconfig"
 }
 
 down_locked() {
+  bash "$root/hack/karpenter.sh" stop 8>&- 9>&- >/dev/null 2>&1 || true
   # The real node first: its kubelet and containerd, pods, mounts and bridge.
   bash "$root/hack/realnode.sh" down 8>&- 9>&- || true
   if [ -d "$clusterdir" ]; then

@@ -49,6 +49,7 @@ case ${1:-status} in
     say "helm upgrade --install $release charts/gantry-reconciler ($repo:$tag on the real node)"
     if ! helm --kubeconfig "$KUBECONFIG_PATH" upgrade --install "$release" charts/gantry-reconciler -n "$ns" --create-namespace \
         --set image.repository="$repo" --set image.tag="$tag" --set image.pullPolicy=Never \
+        --set nodeProvisioning.nodeClass="$(bash hack/karpenter.sh node-class)" \
         --set replicaCount=1 --set hostNetwork=true --set metrics.port=10380 --set healthPort=10381 \
         --set-json "extraEnv=[{\"name\":\"KUBERNETES_SERVICE_HOST\",\"value\":\"$host\"},{\"name\":\"KUBERNETES_SERVICE_PORT\",\"value\":\"$port\"}]" \
         --set-json 'nodeSelector={"gantry.dev/node-pool":"real"}' \

@@ -60,6 +60,7 @@ case ${1:-status} in
       done' \
       supervise "$BIN/gantry-reconciler" --kubeconfig "$kubeconfig" "${rbac_args[@]}" \
       --metrics-bind-address=0 --health-probe-bind-address=0 \
+      --node-class="$(bash "$ROOT/hack/karpenter.sh" node-class)" \
       --zap-time-encoding=rfc3339nano ${GANTRY_RECONCILER_ARGS:-} >"$logfile" 2>&1 &
     echo $! >"$pidfile"
     # Ready once it has applied its CRDs (the performers CRD is Established) and its controllers

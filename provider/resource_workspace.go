@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -74,17 +75,20 @@ type workspaceModelV0 struct {
 	Mode              types.String         `tfsdk:"mode"`
 	Endpoint          types.String         `tfsdk:"endpoint"`
 	WorkerNodes       types.List           `tfsdk:"worker_nodes"`
+	NodeClaims        types.List           `tfsdk:"node_claims"`
 	LeaderAddress     types.String         `tfsdk:"leader_address"`
 	Conditions        types.Map            `tfsdk:"conditions"`
 	Timeouts          timeouts.Value       `tfsdk:"timeouts"`
 }
 
 type wsResourceModel struct {
-	Count         types.Int64       `tfsdk:"count"`
-	GPUCount      types.Int64       `tfsdk:"gpu_count"`
-	InstanceType  types.String      `tfsdk:"instance_type"`
-	GPUProduct    types.String      `tfsdk:"gpu_product"`
-	LabelSelector map[string]string `tfsdk:"label_selector"`
+	Count        types.Int64  `tfsdk:"count"`
+	GPUCount     types.Int64  `tfsdk:"gpu_count"`
+	InstanceType types.String `tfsdk:"instance_type"`
+	// ProvisionNodes is provision_nodes (KAITO provisions by default): Karpenter NodeClaims.
+	ProvisionNodes types.Bool        `tfsdk:"provision_nodes"`
+	GPUProduct     types.String      `tfsdk:"gpu_product"`
+	LabelSelector  map[string]string `tfsdk:"label_selector"`
 	// LabelExprs is label_selector_expressions (KAITO's labelSelector.matchExpressions).
 	LabelExprs []selectorExprModel `tfsdk:"label_selector_expressions"`
 	TEEType    types.String        `tfsdk:"tee_type"`
@@ -180,6 +184,12 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"`node.kubernetes.io/instance-type` with it, `gpu_count` defaults to the type's GPUs per node, and asking for more GPUs than one node has fails. " +
 						"An unknown type fails the plan, naming the closest.",
 						Validators: []validator.String{instanceTypeValidator{}}},
+					"provision_nodes": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						MarkdownDescription: "With `instance_type`: when the matching Ready nodes have too few free GPUs for the replicas, the reconciler creates the missing nodes " +
+							"as KAITO does, through Karpenter `karpenter.sh/v1` NodeClaims of the instance type (on the node class of the reconciler's `--node-class`), " +
+							"waits for them (the apply waits too, within the create timeout), names them in `node_claims`, and deletes them with the workspace. " +
+							"Where Karpenter is not installed nothing is created and the workspace's `ResourceReady` condition says so. Default `true`, as KAITO; " +
+							"`false` only selects existing nodes. See the [Node provisioning](../guides/node-provisioning.md) guide."},
 					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
 					"label_selector_expressions": selectorExprsAttribute("Node label requirements a node must also meet (KAITO's `resource.labelSelector.matchExpressions`): " +
 						"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none. The pods get them as required node affinity (ANDed into each required term of " +
@@ -264,6 +274,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"mode":                schema.StringAttribute{Computed: true, MarkdownDescription: "`Inference` or `Tuning`."},
 			"endpoint":            schema.StringAttribute{Computed: true, MarkdownDescription: "Inference endpoint `workspace-<name>.<namespace>.svc.cluster.local:<port>`; null for tuning."},
 			"worker_nodes":        schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Nodes the workspace's pods are bound to."},
+			"node_claims": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The Karpenter NodeClaims (cluster-scoped) the reconciler created for this workspace's nodes (`resource.provision_nodes`), sorted."},
 			"leader_address": schema.StringAttribute{Computed: true, MarkdownDescription: "Multi-node inference (`inference.model_gpus`): the group leader's stable address " +
 				"`workspace-<name>-0.workspace-<name>-group.<namespace>.svc.cluster.local`; null when the replicas are independent."},
 			"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
@@ -287,7 +299,7 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	spec:          wait.Workspace,
 	logField:      "workspace",
 	summaryAttr:   "state",
-	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "leader_address", "conditions"},
+	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "node_claims", "leader_address", "conditions"},
 	createTimeout: workspaceCreateTimeout,
 	updateTimeout: workspaceUpdateTimeout,
 	deleteTimeout: workspaceDeleteTimeout,
@@ -353,6 +365,9 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if r := m.Resource; r != nil {
 		spec.Resource = v1alpha1.WorkspaceResource{Count: int32(r.Count.ValueInt64()), GPUCount: int32(r.GPUCount.ValueInt64()),
 			GPUProduct: r.GPUProduct.ValueString(), InstanceType: r.InstanceType.ValueString(), LabelSelector: cloneMap(r.LabelSelector), TEEType: v1alpha1.TEEType(r.TEEType.ValueString())}
+		if !r.ProvisionNodes.IsNull() && !r.ProvisionNodes.IsUnknown() {
+			spec.Resource.ProvisionNodes = r.ProvisionNodes.ValueBoolPointer()
+		}
 		spec.Resource.LabelSelectorExpressions = v1alpha1.LabelRequirements(expandSelector(nil, r.LabelExprs).MatchExpressions)
 	}
 	if i := m.Inference; i != nil {
@@ -402,7 +417,8 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	}
 	r := w.Spec.Resource
 	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
-		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType),
+		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType),
+		ProvisionNodes: types.BoolValue(r.ProvisionNodes == nil || *r.ProvisionNodes), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType),
 		LabelExprs: flattenSelectorExprs(v1alpha1.Requirements(r.LabelSelectorExpressions), pr.LabelExprs)}
 	if in := w.Spec.Inference; in != nil {
 		pi := prior.Inference
@@ -454,18 +470,25 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	return m, nil
 }
 
+// statusStringList is status.<field> (a list of strings) sorted, as a Terraform list (empty when
+// absent).
+func statusStringList(u *unstructured.Unstructured, field string) types.List {
+	items, _, _ := unstructured.NestedStringSlice(u.Object, "status", field)
+	sort.Strings(items)
+	nv := make([]attr.Value, 0, len(items))
+	for _, n := range items {
+		nv = append(nv, types.StringValue(n))
+	}
+	return types.ListValueMust(types.StringType, nv)
+}
+
 // setWorkspaceStatus fills the computed attributes from status.
 func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 	m.ID = types.StringValue(u.GetNamespace() + "/" + u.GetName())
 	m.State, m.Mode, m.Endpoint = statusString(u, "state"), statusString(u, "mode"), statusString(u, "endpoint")
 	m.LeaderAddress = statusString(u, "leaderAddress")
-	nodes, _, _ := unstructured.NestedStringSlice(u.Object, "status", "workerNodes")
-	sort.Strings(nodes)
-	nv := make([]attr.Value, 0, len(nodes))
-	for _, n := range nodes {
-		nv = append(nv, types.StringValue(n))
-	}
-	m.WorkerNodes = types.ListValueMust(types.StringType, nv)
+	m.WorkerNodes = statusStringList(u, "workerNodes")
+	m.NodeClaims = statusStringList(u, "nodeClaims")
 	cv := map[string]attr.Value{}
 	for _, c := range wait.Conditions(u) {
 		cv[c.Type] = types.StringValue(string(c.Status))

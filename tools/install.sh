@@ -35,6 +35,10 @@ HELM_VERSION=v3.22.0
 BUSYBOX_VERSION=1.37.0-6+b9
 BUSYBOX_DEB=https://deb.debian.org/debian/pool/main/b/busybox/busybox-static_${BUSYBOX_VERSION}_amd64.deb
 BUSYBOX_SHA256=598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53
+# Karpenter's kwok cloud provider (hack/karpenter.sh): turns the NodeClaims workspaces create
+# (spec.resource.provisionNodes) into kwok nodes. v1.13.0 is the newest whose module builds with
+# the Go here (v1.14+ need Go >= 1.26.9). Its CRDs are copied from the module next to the binary.
+KARPENTER_VERSION=v1.13.0
 KUBE_VERSION=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$root/tools/kube/go.mod")
 ETCD_VERSION=$(awk '$1=="require" && $2=="go.etcd.io/etcd/server/v3" {print $3}' "$root/tools/etcd/go.mod")
 
@@ -121,7 +125,7 @@ cold_estimate() {
   case $1 in
     terraform) echo 300 ;; terraform-new) echo 420 ;; tofu) echo 420 ;; kwok) echo 575 ;;
     kube) echo 1500 ;; etcd) echo 170 ;; controller-gen) echo 120 ;; tfplugindocs) echo 120 ;;
-    golangci-lint) echo 180 ;; goreleaser) echo 600 ;; helm) echo 240 ;; *) echo 0 ;;
+    golangci-lint) echo 180 ;; goreleaser) echo 600 ;; helm) echo 240 ;; karpenter) echo 600 ;; *) echo 0 ;;
   esac
 }
 
@@ -142,6 +146,7 @@ cached() {
     goreleaser) [ -x "$cache/goreleaser-$GORELEASER_VERSION/goreleaser" ] ;;
     helm) [ -x "$cache/helm-$HELM_VERSION/helm" ] ;;
     busybox) [ -x "$cache/busybox-$BUSYBOX_VERSION/busybox" ] ;;
+    karpenter) [ -x "$cache/karpenter-$KARPENTER_VERSION/karpenter" ] && [ -d "$cache/karpenter-$KARPENTER_VERSION/crds" ] ;;
     *) return 1 ;;
   esac
 }
@@ -169,6 +174,16 @@ busybox_fetch() {
   local rc=$?; rm -rf "$tmp"; return $rc
 }
 
+# karpenter_crds: Karpenter's CRDs (karpenter.sh NodeClaim, NodePool, NodeOverlay; the kwok
+# provider's KWOKNodeClass) from the pinned module into the cache, beside the binary.
+karpenter_crds() {
+  local d="$cache/karpenter-$KARPENTER_VERSION/crds" mod
+  [ -d "$d" ] && return 0
+  mod=$(cd /tmp && go mod download -json "sigs.k8s.io/karpenter@$KARPENTER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$mod" ] || { echo "tools: karpenter: module sigs.k8s.io/karpenter@$KARPENTER_VERSION not found" >&2; return 1; }
+  mkdir -p "$d.tmp" && cp "$mod"/pkg/apis/crds/*.yaml "$mod"/kwok/apis/crds/*.yaml "$d.tmp/" && chmod 0644 "$d.tmp"/* && mv "$d.tmp" "$d"
+}
+
 # one TOOL: build (or reuse) TOOL and link it into bin/.
 one() {
   case $1 in
@@ -194,6 +209,10 @@ one() {
     golangci-lint) goinstall golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
     goreleaser) goinstall goreleaser "$GORELEASER_VERSION" github.com/goreleaser/goreleaser/v2 ;;
     helm) goinstall helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+    karpenter)
+      goinstall karpenter "$KARPENTER_VERSION" sigs.k8s.io/karpenter/kwok
+      with_lock "$cache/karpenter-$KARPENTER_VERSION/crds" karpenter_crds
+      ln -sfn "$cache/karpenter-$KARPENTER_VERSION/crds" "$bin/karpenter-crds" ;;
     busybox) with_lock "$cache/busybox-$BUSYBOX_VERSION" busybox_fetch; ln -sfn "$cache/busybox-$BUSYBOX_VERSION/busybox" "$bin/busybox" ;;
     debs) # Debian packages the release path uses (signing, zip checks), installed when missing
       local missing
@@ -213,7 +232,7 @@ fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Tool sets. `demo` is what make demo runs (one Terraform CLI, the control plane and the real
 # node's kubelet, etcd, kwok and the release path), never a test or lint tool; `all` is what make test
 # needs. Each list starts with its longest build.
-ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd controller-gen tfplugindocs golangci-lint goreleaser helm busybox debs)
+ALL_TOOLS=(kube terraform terraform-new tofu kwok etcd karpenter controller-gen tfplugindocs golangci-lint goreleaser helm busybox debs)
 DEMO_TOOLS=(debs kube etcd kwok goreleaser terraform)
 
 if [ "${1:-}" = --one ]; then one "$2"; exit; fi

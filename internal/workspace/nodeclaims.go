@@ -189,7 +189,10 @@ func DesiredNodeClaim(w *v1alpha1.Workspace, name string, nc NodeClass) *unstruc
 
 // claimsToCreate returns the names of the NodeClaims to create this pass: enough nodes of the
 // instance type for the replicas the matching nodes have no room for, less the claims already
-// on their way (not Ready, not deleting); names are the lowest free ClaimName indices.
+// on their way (not Ready, not deleting), and never more claims in all than the replicas need
+// nodes (ceil(replicas / replicas per node)): a claim whose node is Ready but does not match
+// the workspace's selector is not replaced by another. Names are the lowest free ClaimName
+// indices.
 func claimsToCreate(f Facts, namespace, name string) []string {
 	pv := f.Provisioning
 	missing := f.Replicas - f.Capacity.PlaceableReplicas
@@ -198,13 +201,18 @@ func claimsToCreate(f Facts, namespace, name string) []string {
 	}
 	per := max(pv.ReplicasPerNode, 1)
 	need := int((missing + per - 1) / per)
+	room := int((f.Replicas + per - 1) / per)
 	used := map[string]bool{}
 	for _, c := range pv.Claims {
 		used[c.Name] = true
-		if !c.Ready && !c.Deleting {
-			need--
+		if !c.Deleting {
+			room--
+			if !c.Ready {
+				need--
+			}
 		}
 	}
+	need = min(need, room)
 	var out []string
 	for i := 0; len(out) < need; i++ {
 		if n := ClaimName(namespace, name, i); !used[n] {

@@ -182,3 +182,17 @@ func TestClaimFactsAndDesiredNodeClaim(t *testing.T) {
 		t.Fatal("ParseNodeClass(a/b) must fail")
 	}
 }
+
+func TestProvisioningNeverExceedsTheReplicasNodes(t *testing.T) {
+	// Both claims Ready, yet their nodes do not match (say a label the selector wants is
+	// missing): no third claim, the workspace keeps waiting and says where each claim stands.
+	d, _ := Decide(provFacts(func(f *Facts) {
+		f.Provisioning.Claims = []Claim{{Name: ClaimName("ml", "phi", 0), Ready: true}, {Name: ClaimName("ml", "phi", 1), Ready: true}}
+	}))
+	if len(d.CreateClaims) != 0 {
+		t.Fatalf("created %v beyond the 2 nodes 2 replicas need", d.CreateClaims)
+	}
+	if rr := condOf(d, ConditionResourceReady); !strings.Contains(rr.Message, ClaimName("ml", "phi", 1)+" (Ready)") {
+		t.Fatalf("ResourceReady %q", rr.Message)
+	}
+}
