@@ -354,13 +354,13 @@ func wsRoundTrip(t *testing.T, m workspaceModelV0) *unstructured.Unstructured {
 
 func wsWithoutComputed(m workspaceModelV0) workspaceModelV0 {
 	m.ID, m.State, m.Mode, m.Endpoint = types.String{}, types.String{}, types.String{}, types.String{}
-	m.WorkerNodes, m.Conditions, m.Timeouts = types.List{}, types.Map{}, timeouts.Value{}
+	m.WorkerNodes, m.NodeClaims, m.Conditions, m.Timeouts = types.List{}, types.List{}, types.Map{}, timeouts.Value{}
 	return m
 }
 
 func wsModel() workspaceModelV0 {
 	return workspaceModelV0{Name: str("chat"), Namespace: str("team-a"),
-		Resource:  &wsResourceModel{Count: types.Int64Value(1), GPUCount: types.Int64Null(), GPUProduct: types.StringNull(), TEEType: types.StringNull()},
+		Resource:  &wsResourceModel{Count: types.Int64Value(1), GPUCount: types.Int64Null(), GPUProduct: types.StringNull(), TEEType: types.StringNull(), ProvisionNodes: types.BoolValue(true)},
 		Inference: &wsInferenceModel{Model: str("falcon-7b-instruct"), Image: str("img:1"), Port: types.Int64Value(8000), Config: types.StringNull()},
 		Affinity:  jsontypes.NewNormalizedNull(), RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
 }

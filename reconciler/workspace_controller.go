@@ -212,7 +212,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	o.createClaims, o.deleteClaims = d.CreateClaims, d.DeleteClaims
 	if specErr == nil {
-		o.resolved = rw
+		o.resolved, o.selector = rw, pl.NodeSelector
 	}
 	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, o); done {
 		return res, err
@@ -359,7 +359,7 @@ func (r *WorkspaceReconciler) createClaims(ctx context.Context, w *v1alpha1.Work
 		return nil
 	}
 	for _, n := range o.createClaims {
-		u := workspace.DesiredNodeClaim(o.resolved, n, r.NodeClass)
+		u := workspace.DesiredNodeClaim(o.resolved, n, r.NodeClass, o.selector)
 		if err := r.Client.Create(ctx, u); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				continue
@@ -419,6 +419,7 @@ type wsObjects struct {
 	// resolved is the workspace with its preset applied (nil when its spec is invalid);
 	// createClaims and deleteClaims are the decision's NodeClaims to create and delete.
 	resolved                   *v1alpha1.Workspace
+	selector                   map[string]string
 	createClaims, deleteClaims []string
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,22 +163,40 @@ func ClaimFacts(u *unstructured.Unstructured) Claim {
 }
 
 // DesiredNodeClaim is the NodeClaim named name for w (resolved; w.Namespace/w.Name label it)
-// on node class nc, as KAITO writes them: requirements node.kubernetes.io/instance-type In
-// [type], kubernetes.io/os In [linux], karpenter.sh/nodepool In [NodePoolName]; the
+// on node class nc, as KAITO writes them: requirements karpenter.sh/nodepool In
+// [NodePoolName], kubernetes.io/os In [linux], then every entry of the pods' node selector
+// (selector: hardware.Placement's, with node.kubernetes.io/instance-type) as In [value], then
+// spec.resource.labelSelectorExpressions as they are (zone, spot, ...), so Karpenter makes a
+// node the pods can use or says in the claim's Launched condition why it cannot; the
 // sku=gpu:NoSchedule taint; karpenter.sh/do-not-disrupt.
-func DesiredNodeClaim(w *v1alpha1.Workspace, name string, nc NodeClass) *unstructured.Unstructured {
-	req := func(k, v string) map[string]any {
-		return map[string]any{"key": k, "operator": "In", "values": []any{v}}
+func DesiredNodeClaim(w *v1alpha1.Workspace, name string, nc NodeClass, selector map[string]string) *unstructured.Unstructured {
+	req := func(k, op string, vs ...string) map[string]any {
+		r := map[string]any{"key": k, "operator": op}
+		if len(vs) > 0 {
+			vals := make([]any, len(vs))
+			for i, v := range vs {
+				vals[i] = v
+			}
+			r["values"] = vals
+		}
+		return r
+	}
+	reqs := []any{req(labelNodePool, "In", NodePoolName), req(corev1.LabelOSStable, "In", "linux")}
+	if _, ok := selector[hardware.LabelInstanceType]; !ok && w.Spec.Resource.InstanceType != "" {
+		reqs = append(reqs, req(hardware.LabelInstanceType, "In", w.Spec.Resource.InstanceType))
+	}
+	keys := slices.Sorted(maps.Keys(selector))
+	for _, k := range keys {
+		reqs = append(reqs, req(k, "In", selector[k]))
+	}
+	for _, e := range w.Spec.Resource.LabelSelectorExpressions {
+		reqs = append(reqs, req(e.Key, string(e.Operator), e.Values...))
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"nodeClassRef": map[string]any{"group": nc.Group, "kind": nc.Kind, "name": nc.Name},
 			"taints":       []any{map[string]any{"key": TaintSKUKey, "value": TaintSKUValue, "effect": string(corev1.TaintEffectNoSchedule)}},
-			"requirements": []any{
-				req(labelNodePool, NodePoolName),
-				req(hardware.LabelInstanceType, w.Spec.Resource.InstanceType),
-				req(corev1.LabelOSStable, "linux"),
-			},
+			"requirements": reqs,
 		},
 	}}
 	u.SetGroupVersionKind(NodeClaimGVK)

@@ -158,12 +158,14 @@ func TestClaimFactsAndDesiredNodeClaim(t *testing.T) {
 	w := &v1alpha1.Workspace{}
 	w.Namespace, w.Name = "ml", "phi"
 	w.Spec.Resource.InstanceType = "Standard_NC24ads_A100_v4"
-	nc := DesiredNodeClaim(w, "ws-x-0", kwokClass)
+	w.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{{Key: "topology.kubernetes.io/zone", Operator: "In", Values: []string{"eastus-1"}}}
+	nc := DesiredNodeClaim(w, "ws-x-0", kwokClass, map[string]string{"nvidia.com/gpu.present": "true"})
 	if nc.GetLabels()[LabelWorkspace] != "phi" || nc.GetLabels()[LabelWorkspaceNamespace] != "ml" || nc.GetAnnotations()[annotationDoNotDisrupt] != "true" {
 		t.Fatalf("labels %v annotations %v", nc.GetLabels(), nc.GetAnnotations())
 	}
 	reqs, _, _ := unstructured.NestedSlice(nc.Object, "spec", "requirements")
-	if len(reqs) != 3 || reqs[1].(map[string]any)["values"].([]any)[0] != "Standard_NC24ads_A100_v4" {
+	if len(reqs) != 5 || reqs[2].(map[string]any)["values"].([]any)[0] != "Standard_NC24ads_A100_v4" ||
+		reqs[3].(map[string]any)["key"] != "nvidia.com/gpu.present" || reqs[4].(map[string]any)["values"].([]any)[0] != "eastus-1" {
 		t.Fatalf("requirements %v", reqs)
 	}
 	pl, err := Placement(w)
