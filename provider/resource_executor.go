@@ -333,7 +333,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"last_good_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Last revision that rolled out fully: the rollback target."},
 			"failed_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision whose rollout failed and was rolled back " +
 				"(null when none). While it is set the executor runs `last_good_revision` and every plan proposes an update that re-applies the configuration."},
-			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
+			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered config: `executor-config.yaml`, or `config.yaml` in Hourglass's format with `hourglass_compat`."},
 			"performer_endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performer name → gRPC endpoint, as rendered into the config."},
 			"grpc_port": schema.Int64Attribute{
