@@ -62,6 +62,17 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`management_port = 9090 is also grpc_port (default 9090; management_port's default is 9091): the executor's gRPC and management servers listen in the same container and need different ports.`},
 		{"plan", "an env too large to store", performer(`env = { BIG = format("%01100000d", 0) }`),
 			`env holds 1100003 bytes of names and values; Kubernetes cannot store an object that large`},
+		// Hourglass compatibility mode: what Hourglass's executor needs, named at plan.
+		{"plan", "hourglass_compat without operator_address", executor(`hourglass_compat = {}`),
+			`operator_address: hourglass_compat needs the operator's address: Hourglass's executor requires operator.address.`},
+		{"plan", "hourglass_compat with a raw BLS key", strings.Replace(executor("hourglass_compat = {}\n  operator_address = \""+addr+"\""), `ecdsa_key = "e" }`, `ecdsa_key = "e", bls_key = "b" }`, 1),
+			`operator_keys.bls_key: hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key) and a local ECDSA key`},
+		{"plan", "hourglass_compat with performer_names", executor("hourglass_compat = {}\n  operator_address = \"" + addr + "\"\n  performer_names = [\"p\"]"),
+			`performer_names: hourglass_compat: Hourglass's executor creates its own performers from avs_performers and reads no performer endpoints. Remove performer_names.`},
+		{"plan", "hourglass_compat l1_chain not a chain", executor("hourglass_compat = { l1_chain = \"base\" }\n  operator_address = \"" + addr + "\""),
+			`hourglass_compat.l1_chain: l1_chain = "base" is not one of chains (ethereum).`},
+		{"plan", "hourglass_compat image without a tag", executor("hourglass_compat = {}\n  operator_address = \"" + addr + "\"\n  avs_performers = [{ avs_address = \"" + addr + "\", image = \"ghcr.io/acme/perf\" }]"),
+			`avs_performers[0].image: hourglass_compat: "ghcr.io/acme/perf" must be repository:tag without a digest`},
 		// Accepted but wrong.
 		{"wrong", "manage_performers without an image", executor("manage_performers = true\n  avs_performers = [{ avs_address = \"" + addr + "\" }]"),
 			`avs_performers[0].image: manage_performers = true makes the executor deploy each AVS's performer from its image, but the AVS ` + addr + ` has none`},

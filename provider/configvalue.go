@@ -38,6 +38,9 @@ func (c configValue) Unknown() bool { return !c.v.IsKnown() }
 // Null reports whether the value is null (unset). A value that is unknown is not null.
 func (c configValue) Null() bool { return c.v.IsKnown() && c.v.IsNull() }
 
+// Set reports whether the value is present and wholly known (no unknown part anywhere in it).
+func (c configValue) Set() bool { return c.v.IsFullyKnown() && !c.v.IsNull() }
+
 // usable reports whether the value is known and not null.
 func (c configValue) usable() bool { return c.v.IsKnown() && !c.v.IsNull() }
 

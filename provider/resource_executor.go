@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
@@ -73,45 +74,51 @@ type executorResource struct{ data *providerData }
 
 // executorModelV0 is gantry_executor's Terraform model.
 type executorModelV0 struct {
-	ID                      types.String         `tfsdk:"id"`
-	Name                    types.String         `tfsdk:"name"`
-	Namespace               types.String         `tfsdk:"namespace"`
-	Labels                  map[string]string    `tfsdk:"labels"`
-	Annotations             map[string]string    `tfsdk:"annotations"`
-	Image                   types.String         `tfsdk:"image"`
-	ImagePullPolicy         types.String         `tfsdk:"image_pull_policy"`
-	ImagePullSecrets        []string             `tfsdk:"image_pull_secrets"`
-	Replicas                types.Int64          `tfsdk:"replicas"`
-	Chains                  []chainModel         `tfsdk:"chains"`
-	AggregatorEndpoint      types.String         `tfsdk:"aggregator_endpoint"`
-	PerformerNames          []string             `tfsdk:"performer_names"`
-	PerformerSelector       map[string]string    `tfsdk:"performer_selector"`
-	OperatorKeys            *operatorKeysModel   `tfsdk:"operator_keys"`
-	LogLevel                types.String         `tfsdk:"log_level"`
-	Resources               *resourcesModel      `tfsdk:"resources"`
-	NodeSelector            map[string]string    `tfsdk:"node_selector"`
-	Tolerations             []tolerationModel    `tfsdk:"tolerations"`
-	Affinity                jsontypes.Normalized `tfsdk:"affinity"`
-	RuntimeClassName        types.String         `tfsdk:"runtime_class_name"`
-	PriorityClassName       types.String         `tfsdk:"priority_class_name"`
-	PodLabels               map[string]string    `tfsdk:"pod_labels"`
-	ProgressDeadlineSeconds types.Int64          `tfsdk:"progress_deadline_seconds"`
-	RollbackOnFailure       types.Bool           `tfsdk:"rollback_on_failure"`
-	RollbackKeepRevisions   types.Int64          `tfsdk:"rollback_keep_revisions"`
-	Phase                   types.String         `tfsdk:"phase"`
-	ReadyReplicas           types.Int64          `tfsdk:"ready_replicas"`
-	CurrentRevision         types.String         `tfsdk:"current_revision"`
-	LastGoodRevision        types.String         `tfsdk:"last_good_revision"`
-	FailedRevision          types.String         `tfsdk:"failed_revision"`
-	ConfigMapName           types.String         `tfsdk:"config_map_name"`
-	PerformerEndpoints      types.Map            `tfsdk:"performer_endpoints"`
-	GRPCPort                types.Int64          `tfsdk:"grpc_port"`
-	ManagementPort          types.Int64          `tfsdk:"management_port"`
-	OperatorAddress         types.String         `tfsdk:"operator_address"`
-	AVSPerformers           []avsPerformerModel  `tfsdk:"avs_performers"`
-	ManagePerformers        types.Bool           `tfsdk:"manage_performers"`
-	ManagedPerformers       types.Map            `tfsdk:"managed_performers"`
-	Timeouts                timeouts.Value       `tfsdk:"timeouts"`
+	ID                      types.String          `tfsdk:"id"`
+	Name                    types.String          `tfsdk:"name"`
+	Namespace               types.String          `tfsdk:"namespace"`
+	Labels                  map[string]string     `tfsdk:"labels"`
+	Annotations             map[string]string     `tfsdk:"annotations"`
+	Image                   types.String          `tfsdk:"image"`
+	ImagePullPolicy         types.String          `tfsdk:"image_pull_policy"`
+	ImagePullSecrets        []string              `tfsdk:"image_pull_secrets"`
+	Replicas                types.Int64           `tfsdk:"replicas"`
+	Chains                  []chainModel          `tfsdk:"chains"`
+	AggregatorEndpoint      types.String          `tfsdk:"aggregator_endpoint"`
+	PerformerNames          []string              `tfsdk:"performer_names"`
+	PerformerSelector       map[string]string     `tfsdk:"performer_selector"`
+	OperatorKeys            *operatorKeysModel    `tfsdk:"operator_keys"`
+	LogLevel                types.String          `tfsdk:"log_level"`
+	Resources               *resourcesModel       `tfsdk:"resources"`
+	NodeSelector            map[string]string     `tfsdk:"node_selector"`
+	Tolerations             []tolerationModel     `tfsdk:"tolerations"`
+	Affinity                jsontypes.Normalized  `tfsdk:"affinity"`
+	RuntimeClassName        types.String          `tfsdk:"runtime_class_name"`
+	PriorityClassName       types.String          `tfsdk:"priority_class_name"`
+	PodLabels               map[string]string     `tfsdk:"pod_labels"`
+	ProgressDeadlineSeconds types.Int64           `tfsdk:"progress_deadline_seconds"`
+	RollbackOnFailure       types.Bool            `tfsdk:"rollback_on_failure"`
+	RollbackKeepRevisions   types.Int64           `tfsdk:"rollback_keep_revisions"`
+	Phase                   types.String          `tfsdk:"phase"`
+	ReadyReplicas           types.Int64           `tfsdk:"ready_replicas"`
+	CurrentRevision         types.String          `tfsdk:"current_revision"`
+	LastGoodRevision        types.String          `tfsdk:"last_good_revision"`
+	FailedRevision          types.String          `tfsdk:"failed_revision"`
+	ConfigMapName           types.String          `tfsdk:"config_map_name"`
+	PerformerEndpoints      types.Map             `tfsdk:"performer_endpoints"`
+	GRPCPort                types.Int64           `tfsdk:"grpc_port"`
+	ManagementPort          types.Int64           `tfsdk:"management_port"`
+	OperatorAddress         types.String          `tfsdk:"operator_address"`
+	AVSPerformers           []avsPerformerModel   `tfsdk:"avs_performers"`
+	ManagePerformers        types.Bool            `tfsdk:"manage_performers"`
+	ManagedPerformers       types.Map             `tfsdk:"managed_performers"`
+	HourglassCompat         *hourglassCompatModel `tfsdk:"hourglass_compat"`
+	Timeouts                timeouts.Value        `tfsdk:"timeouts"`
+}
+
+// hourglassCompatModel is hourglass_compat (spec.hourglassCompat).
+type hourglassCompatModel struct {
+	L1Chain types.String `tfsdk:"l1_chain"`
 }
 
 type chainModel struct {
@@ -326,7 +333,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"last_good_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Last revision that rolled out fully: the rollback target."},
 			"failed_revision": schema.StringAttribute{Computed: true, MarkdownDescription: "Revision whose rollout failed and was rolled back " +
 				"(null when none). While it is set the executor runs `last_good_revision` and every plan proposes an update that re-applies the configuration."},
-			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered `executor-config.yaml`."},
+			"config_map_name": schema.StringAttribute{Computed: true, MarkdownDescription: "ConfigMap holding the rendered config: `executor-config.yaml`, or `config.yaml` in Hourglass's format with `hourglass_compat`."},
 			"performer_endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performer name → gRPC endpoint, as rendered into the config."},
 			"grpc_port": schema.Int64Attribute{
@@ -370,6 +377,28 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"namespace, the API group and the label `" + v1alpha1.LabelCreatedByExecutor + "=<name>` to put on them. `managed_performers` " +
 					"lists them; destroying the executor (or turning this off) deletes them. Default `false`.",
 			},
+			"hourglass_compat": schema.SingleNestedAttribute{
+				Optional: true,
+				MarkdownDescription: "Hourglass compatibility mode: run an unmodified Hourglass executor (ponos) image. The config is rendered " +
+					"in Hourglass's own format (`config.yaml`: `grpcPort`, `managementServerGrpcPort`, `operator`, `l1Chain`, " +
+					"`avsPerformers` with `deploymentMode: kubernetes`, `kubernetes` with `crdGroup: hourglass.eigenlayer.io`, " +
+					"`storage: {type: memory}`) and the container runs `executor run --config /etc/gantry/config.yaml`, as Hourglass's " +
+					"Helm chart runs it. The operator keys stay Secret references: the config holds empty placeholders that the " +
+					"executor's config loader fills from the environment variables `" + executor.HourglassOperatorKeyEnv + "` " +
+					"(from `ecdsa_key`), `" + executor.HourglassBLSKeystoreEnv + "` (from `bls_keystore_key`) and `" +
+					executor.HourglassBLSPasswordEnv + "` (from `bls_keystore_password_key`), each `valueFrom.secretKeyRef`. " +
+					"The pods run as the ServiceAccount `executor-<name>`, whose Role lets the executor create, update and delete " +
+					"Hourglass `Performer` objects in this namespace (Hourglass's operator runs them, with the default scheduling " +
+					"Hourglass gives them: none). Needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`); " +
+					"takes no `bls_key`, `bls_private_key_wo`, `remote_signer_url`, `performer_names` or `performer_selector`; " +
+					"`avs_performers` images must be `repository:tag`. See the guide \"Moving from Skyhook, KAITO or the Hourglass operator\".",
+				Attributes: map[string]schema.Attribute{
+					"l1_chain": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Name of the chain in `chains` rendered as Hourglass's `l1Chain` (`rpcUrl`, `chainId`); default the " +
+							"first chain. Hourglass's executor reads no other chain, no aggregator endpoint and no task mailbox address.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(dns1123Label, "must be a chain name: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
+				},
+			},
 			"managed_performers": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performers the executor created itself (`manage_performers`): name → gRPC endpoint (empty until it has one)."},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
@@ -381,9 +410,11 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 // ValidateConfig checks what one attribute's validators cannot see, with the values that are
 // known (Terraform calls it again at apply with the rest): grpc_port and management_port
 // (defaults 9090 and 9091) must differ, since both are ports of the one executor container;
-// with manage_performers every avs_performers element needs the image the executor deploys.
+// hourglass_compat's requirements (validateHourglassCompat); with manage_performers every
+// avs_performers element needs the image the executor deploys.
 func (r *executorResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
+	validateHourglassCompat(root, resp)
 	port := func(name string, def int32) (int64, bool) {
 		v := root.Attr(name)
 		if v.Null() {
@@ -530,6 +561,9 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		OperatorAddress:         m.OperatorAddress.ValueString(),
 		ManagePerformers:        m.ManagePerformers.ValueBool(),
 	}
+	if c := m.HourglassCompat; c != nil {
+		spec.HourglassCompat = &v1alpha1.HourglassCompat{L1Chain: c.L1Chain.ValueString()}
+	}
 	for _, a := range m.AVSPerformers {
 		spec.AVSPerformers = append(spec.AVSPerformers, v1alpha1.AVSPerformer{AVSAddress: a.AVSAddress.ValueString(),
 			AVSRegistrarAddress: a.AVSRegistrarAddress.ValueString(), ProcessType: a.ProcessType.ValueString(),
@@ -661,6 +695,13 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 		pk = *prior.OperatorKeys
 	}
 	m.OperatorKeys = flattenOperatorKeys(s.OperatorKeys, u.GetName(), pk)
+	if c := s.HourglassCompat; c != nil {
+		var pc hourglassCompatModel
+		if prior.HourglassCompat != nil {
+			pc = *prior.HourglassCompat
+		}
+		m.HourglassCompat = &hourglassCompatModel{L1Chain: optString(c.L1Chain, pc.L1Chain)}
+	}
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
 	var err error
@@ -798,4 +839,77 @@ func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.Obj
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("private_keys_wo_version"), "private_keys_wo_version Needs a Key",
 			"operator_keys.private_keys_wo_version versions the write-only keys; also set ecdsa_private_key_wo and/or bls_private_key_wo.")
 	}
+}
+
+// validateHourglassCompat checks, at plan, what Hourglass's executor needs from a
+// configuration with hourglass_compat (the same rules the Executor CRD enforces), each error
+// on the attribute at fault: operator_address (Hourglass's operator.address is required);
+// operator_keys.ecdsa_key or ecdsa_private_key_wo (operator.operatorPrivateKey is required);
+// no operator_keys.bls_key, bls_private_key_wo or remote_signer_url (Hourglass reads a BLS
+// keystore and a local ECDSA key; its remote signer needs a public key Gantry does not have);
+// no performer_names or performer_selector (Hourglass's executor creates its own performers);
+// hourglass_compat.l1_chain naming one of chains; avs_performers images as repository:tag
+// without a digest (Hourglass's image.repository and image.tag). Unknown values are skipped.
+func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResponse) {
+	compat := root.Attr("hourglass_compat")
+	if compat.Null() || compat.Unknown() {
+		return
+	}
+	bad := func(v configValue, summary, detail string) {
+		resp.Diagnostics.AddAttributeError(v.Path(), summary, fmt.Sprintf("%s: %s", v.Path(), detail))
+	}
+	if v := root.Attr("operator_address"); v.Null() {
+		bad(v, "Missing Operator Address", "hourglass_compat needs the operator's address: Hourglass's executor requires operator.address.")
+	}
+	keys := root.Attr("operator_keys")
+	if ecdsa, wo := keys.Attr("ecdsa_key"), keys.Attr("ecdsa_private_key_wo"); ecdsa.Null() && wo.Null() && !keys.Unknown() {
+		bad(ecdsa, "Missing ECDSA Key", "hourglass_compat needs the operator's ECDSA key (ecdsa_key, or ecdsa_private_key_wo): "+
+			"Hourglass's executor requires operator.operatorPrivateKey.")
+	}
+	for _, name := range []string{"bls_key", "bls_private_key_wo", "remote_signer_url"} {
+		if v := keys.Attr(name); v.Set() {
+			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key) and a "+
+				"local ECDSA key; it has no raw BLS key, and its remote signer needs a public key Gantry does not pass. Remove "+name+".")
+		}
+	}
+	for _, name := range []string{"performer_names", "performer_selector"} {
+		if v := root.Attr(name); v.Set() {
+			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor creates its own performers from avs_performers "+
+				"and reads no performer endpoints. Remove "+name+".")
+		}
+	}
+	if l1, ok := compat.Attr("l1_chain").String(); ok {
+		validateL1Chain(root, compat.Attr("l1_chain"), l1, bad)
+	}
+	avs, _ := root.Attr("avs_performers").List()
+	for _, a := range avs {
+		img, ok := a.Attr("image").String()
+		if !ok {
+			continue
+		}
+		if _, _, tagged := executor.SplitImage(img); !tagged || strings.Contains(img, "@") {
+			bad(a.Attr("image"), "Image Needs A Tag", fmt.Sprintf("hourglass_compat: %q must be repository:tag without a digest, "+
+				"e.g. \"ghcr.io/acme/performer:1.2.0\": Hourglass's executor config takes image.repository and image.tag.", img))
+		}
+	}
+}
+
+// validateL1Chain reports hourglass_compat.l1_chain naming no chain of chains (when chains are known).
+func validateL1Chain(root, at configValue, l1 string, bad func(configValue, string, string)) {
+	chains, ok := root.Attr("chains").List()
+	if !ok {
+		return
+	}
+	var names []string
+	for _, c := range chains {
+		n, known := c.Attr("name").String()
+		if !known {
+			return
+		}
+		if n == l1 {
+			return
+		}
+		names = append(names, n)
+	}
+	bad(at, "Unknown Chain", fmt.Sprintf("l1_chain = %q is not one of chains (%s).", l1, strings.Join(names, ", ")))
 }

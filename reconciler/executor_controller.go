@@ -41,6 +41,10 @@ import (
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gantry.dev,resources=performers,verbs=create;delete
+// The Role of an executor in Hourglass compatibility mode grants these on Hourglass's
+// Performers; Kubernetes lets the reconciler grant only what it holds itself.
+// +kubebuilder:rbac:groups=hourglass.eigenlayer.io,resources=performers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=hourglass.eigenlayer.io,resources=performers/status,verbs=get
 
 // ExecutorReconciler runs the Executor lifecycle (internal/executor) against the cluster: it
 // owns the Deployment executor-<name> and its immutable, content-named ConfigMaps. It reads
@@ -286,7 +290,7 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 // the API server: a foreign namesake is an ownership conflict) and the Performers labelled
 // gantry.dev/created-by-executor=<name>.
 func (r *ExecutorReconciler) gatherAccess(ctx context.Context, e *v1alpha1.Executor, g *gathered, f *executor.Facts) error {
-	f.ManagePerformers = e.Spec.ManagePerformers
+	f.ManagePerformers = executor.ManagesPerformers(e)
 	var list v1alpha1.PerformerList
 	if err := r.Client.List(ctx, &list, client.InNamespace(e.Namespace), client.MatchingLabels{v1alpha1.LabelCreatedByExecutor: e.Name}); err != nil {
 		return err
@@ -295,7 +299,7 @@ func (r *ExecutorReconciler) gatherAccess(ctx context.Context, e *v1alpha1.Execu
 	key := types.NamespacedName{Namespace: e.Namespace, Name: executor.AccessName(e.Name)}
 	sa, role, rb := &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}
 	read := func(obj client.Object) (bool, error) {
-		if !e.Spec.ManagePerformers {
+		if !f.ManagePerformers {
 			// Off: only our own (cached) objects matter, to delete them.
 			err := r.Client.Get(ctx, key, obj)
 			if apierrors.IsNotFound(err) {

@@ -727,3 +727,100 @@ func TestExecutorManagePerformersOff(t *testing.T) {
 		return execRunning(x) && len(x.Status.ManagedPerformers) == 0
 	})
 }
+
+// TestExecutorHourglassCompat: in Hourglass compatibility mode the executor runs as
+// Hourglass's chart runs its image (executor run --config .../config.yaml), the ConfigMap holds
+// Hourglass's own format with no key material, the keys reach the pod only as the
+// EXECUTOR__... secretKeyRefs Hourglass's loader reads, and the Role covers Hourglass's
+// Performers; the API server refuses what Hourglass's executor cannot use.
+func TestExecutorHourglassCompat(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	secret := fmt.Sprintf("hourglass-keys-%d", seq.Add(1))
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: e.ns},
+		StringData: map[string]string{"keystore.json": `{"crypto":{}}`, "password": "pw", "ecdsa": keyMaterial}}); err != nil {
+		t.Fatal(err)
+	}
+	avs := "0x" + strings.Repeat("d4", 20)
+	spec := v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010",
+		OperatorKeys:    v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa", BLSKeystoreKey: "keystore.json", BLSKeystorePasswordKey: "password"},
+		GRPCPort:        9000,
+		ManagementPort:  9001,
+		OperatorAddress: "0x" + strings.Repeat("e5", 20),
+		AVSPerformers:   []v1alpha1.AVSPerformer{{AVSAddress: avs, ProcessType: "server", Image: "hello-performer:latest"}},
+		HourglassCompat: &v1alpha1.HourglassCompat{L1Chain: "base"},
+	}
+	x := e.newExecutor("hourglass", spec)
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	cm := e.configMap(t, got.Status.ConfigMapName)
+	cfg, ok := cm.Data[v1alpha1.HourglassConfigKey]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no %s: %v", cm.Name, v1alpha1.HourglassConfigKey, cm.Data)
+	}
+	for _, want := range []string{"grpcPort: 9000", "managementServerGrpcPort: 9001", "address: 0x" + strings.Repeat("e5", 20),
+		"l1Chain:\n  chainId: 8453\n  rpcUrl: https://base.example.com\n", "deploymentMode: kubernetes", "crdGroup: hourglass.eigenlayer.io",
+		"namespace: " + e.ns, "repository: hello-performer", "tag: latest", "type: memory"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(cfg, keyMaterial) || strings.Contains(cfg, "crypto") {
+		t.Errorf("config holds key material:\n%s", cfg)
+	}
+	pods := e.executorPods(t, x.Name)
+	if len(pods) == 0 {
+		t.Fatal("no executor pods")
+	}
+	c := pods[0].Spec.Containers[0]
+	if strings.Join(c.Command, " ") != "executor run --config /etc/gantry/config.yaml" {
+		t.Errorf("command = %q", c.Command)
+	}
+	env := map[string]string{}
+	for _, v := range c.Env {
+		if v.Value != "" || v.ValueFrom == nil || v.ValueFrom.SecretKeyRef == nil || v.ValueFrom.SecretKeyRef.Name != secret {
+			t.Errorf("env %+v is not a secretKeyRef of %s", v, secret)
+			continue
+		}
+		env[v.Name] = v.ValueFrom.SecretKeyRef.Key
+	}
+	if env[executor.HourglassOperatorKeyEnv] != "ecdsa" || env[executor.HourglassBLSKeystoreEnv] != "keystore.json" || env[executor.HourglassBLSPasswordEnv] != "password" {
+		t.Errorf("env = %v", env)
+	}
+	if sa := pods[0].Spec.ServiceAccountName; sa != executor.AccessName(x.Name) {
+		t.Errorf("serviceAccountName = %q", sa)
+	}
+	var role rbacv1.Role
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.AccessName(x.Name)}, &role); err != nil {
+		t.Fatal(err)
+	}
+	if len(role.Rules) == 0 || role.Rules[0].APIGroups[0] != v1alpha1.HourglassPerformerGroup {
+		t.Errorf("Role rules = %+v, want Hourglass's Performers first", role.Rules)
+	}
+
+	// What Hourglass's executor cannot use is refused by the API server, naming the field.
+	for name, c := range map[string]struct {
+		mod  func(*v1alpha1.ExecutorSpec)
+		want string
+	}{
+		"no operator address": {func(s *v1alpha1.ExecutorSpec) { s.OperatorAddress = "" }, "hourglassCompat needs operatorAddress"},
+		"raw BLS key": {func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.BLSKeystoreKey, s.OperatorKeys.BLSKeystorePasswordKey, s.OperatorKeys.BLSKey = "", "", "bls"
+		},
+			"hourglassCompat takes no operatorKeys.blsKey"},
+		"performer names":  {func(s *v1alpha1.ExecutorSpec) { s.Performers.Names = []string{"p"} }, "hourglassCompat takes no performers"},
+		"unknown l1 chain": {func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat = &v1alpha1.HourglassCompat{L1Chain: "gnosis"} }, "hourglassCompat.l1Chain must name one of chains"},
+		"untagged image":   {func(s *v1alpha1.ExecutorSpec) { s.AVSPerformers[0].Image = "hello-performer" }, "must be repository:tag"},
+	} {
+		s := *spec.DeepCopy()
+		c.mod(&s)
+		err := e.c.Create(ctx, e.newExecutor("invalid-hg", s))
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want Invalid mentioning %q", name, err, c.want)
+		}
+	}
+}

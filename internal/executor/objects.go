@@ -168,8 +168,12 @@ type ConfigSigner struct {
 
 // RenderConfig renders executor-config.yaml from the spec and the performer endpoints (in the
 // given order) and returns it with its hash (hex SHA-256). Deterministic: the same inputs give
-// the same bytes.
+// the same bytes. In Hourglass compatibility mode it is RenderHourglassConfig (Hourglass's
+// own format; the executor creates its own performers, so there are no endpoints).
 func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) (data string, hash string, err error) {
+	if HourglassCompat(e) {
+		return RenderHourglassConfig(e)
+	}
 	c := Config{
 		AggregatorEndpoint:       e.Spec.AggregatorEndpoint,
 		LogLevel:                 string(e.Spec.LogLevel),
@@ -226,7 +230,8 @@ func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) 
 	return string(b), hex.EncodeToString(sum[:]), nil
 }
 
-// DesiredConfigMap is the immutable ConfigMap holding executor-config.yaml, without owner
+// DesiredConfigMap is the immutable ConfigMap holding the config under ConfigKey
+// (executor-config.yaml, or config.yaml in Hourglass compatibility mode), without owner
 // reference (the controller adds it).
 func DesiredConfigMap(e *v1alpha1.Executor, data, hash string) *corev1.ConfigMap {
 	immutable := true
@@ -237,7 +242,7 @@ func DesiredConfigMap(e *v1alpha1.Executor, data, hash string) *corev1.ConfigMap
 			Annotations: map[string]string{v1alpha1.AnnotationConfigHash: hash},
 		},
 		Immutable: &immutable,
-		Data:      map[string]string{v1alpha1.ExecutorConfigKey: data},
+		Data:      map[string]string{ConfigKey(e): data},
 	}
 }
 
@@ -258,44 +263,14 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 	if err != nil {
 		return nil, err
 	}
-	var env []corev1.EnvVar
-	k := e.Spec.OperatorKeys
-	secretEnv := func(name, key string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: k.SecretName}, Key: key}}}
-	}
-	if k.SecretName != "" && k.ECDSAKey != "" {
-		env = append(env, secretEnv(v1alpha1.ExecutorECDSAKeyEnv, k.ECDSAKey))
-	}
-	if k.SecretName != "" && k.BLSKey != "" {
-		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeyEnv, k.BLSKey))
-	}
-	if k.SecretName != "" && k.BLSKeystorePasswordKey != "" {
-		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeystorePasswordEnv, k.BLSKeystorePasswordKey))
-	}
-	if k.RemoteSignerURL != "" {
-		env = append(env, corev1.EnvVar{Name: v1alpha1.ExecutorRemoteSignerEnv, Value: k.RemoteSignerURL})
-	}
-	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}}
-	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}}
-	if k.SecretName != "" && k.BLSKeystoreKey != "" {
-		mode := int32(0o400)
-		mounts = append(mounts, corev1.VolumeMount{Name: keysVolume, MountPath: path.Dir(v1alpha1.ExecutorKeystorePath), ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: keysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: k.SecretName, DefaultMode: &mode,
-			Items: []corev1.KeyToPath{{Key: k.BLSKeystoreKey, Path: path.Base(v1alpha1.ExecutorKeystorePath)}}}}})
-	}
+	env, mounts, volumes := containerInputs(e, cmName)
 	serviceAccount := ""
-	if e.Spec.ManagePerformers {
+	if ManagesPerformers(e) {
 		serviceAccount = AccessName(e.Name)
 	}
 	pullPolicy := e.Spec.ImagePullPolicy
 	if pullPolicy == "" {
 		pullPolicy = corev1.PullIfNotPresent
-	}
-	probe := func(path string) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(HealthPortName)}}, PeriodSeconds: 10}
 	}
 	podLabels := make(map[string]string, len(e.Spec.PodLabels)+2)
 	for k, v := range e.Spec.PodLabels {
@@ -317,26 +292,11 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 			Affinity:           pl.Affinity,
 			RuntimeClassName:   pl.RuntimeClassName,
 			PriorityClassName:  pl.PriorityClassName,
-			Containers: []corev1.Container{{
-				Name:            ContainerName,
-				Image:           e.Spec.Image,
-				ImagePullPolicy: pullPolicy,
-				Args:            []string{"--config=" + v1alpha1.ExecutorConfigMountPath + "/" + v1alpha1.ExecutorConfigKey},
-				Env:             env,
-				Ports: []corev1.ContainerPort{
-					{Name: HealthPortName, ContainerPort: v1alpha1.DefaultExecutorHealthPort, Protocol: corev1.ProtocolTCP},
-					{Name: GRPCPortName, ContainerPort: GRPCPort(e), Protocol: corev1.ProtocolTCP},
-					{Name: ManagementPortName, ContainerPort: ManagementPort(e), Protocol: corev1.ProtocolTCP},
-				},
-				Resources:      res,
-				VolumeMounts:   mounts,
-				LivenessProbe:  probe("/healthz"),
-				ReadinessProbe: probe("/readyz"),
-			}},
-			Volumes: volumes,
+			Containers:         []corev1.Container{executorContainer(e, pullPolicy, env, res, mounts)},
+			Volumes:            volumes,
 		},
 	}
-	if k.SecretName != "" && k.SecretVersion != "" {
+	if k := e.Spec.OperatorKeys; k.SecretName != "" && k.SecretVersion != "" {
 		tmpl.Annotations[v1alpha1.AnnotationOperatorKeysVersion] = k.SecretVersion
 	}
 	rev, err := SpecHash(tmpl)
@@ -364,6 +324,82 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &maxUnavailable, MaxSurge: &maxSurge}},
 		},
 	}, nil
+}
+
+// containerInputs are the executor container's environment, volume mounts and the pod's
+// volumes: the config (ConfigMap cmName at /etc/gantry) and the operator keys, only as
+// Secret references. Gantry's format: ECDSA_PRIVATE_KEY, BLS_PRIVATE_KEY,
+// BLS_KEYSTORE_PASSWORD (secretKeyRef), REMOTE_SIGNER_URL, the BLS keystore mounted at
+// /etc/gantry-keys/bls-keystore.json. Hourglass compatibility mode: the variables
+// hourglassEnv names (the keystore too arrives as a variable, as Hourglass's inline
+// signingKeys.bls.keystore).
+func containerInputs(e *v1alpha1.Executor, cmName string) ([]corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
+	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}}
+	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}}
+	if HourglassCompat(e) {
+		return hourglassEnv(e), mounts, volumes
+	}
+	var env []corev1.EnvVar
+	k := e.Spec.OperatorKeys
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.SecretName}, Key: key}}}
+	}
+	if k.SecretName != "" && k.ECDSAKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorECDSAKeyEnv, k.ECDSAKey))
+	}
+	if k.SecretName != "" && k.BLSKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeyEnv, k.BLSKey))
+	}
+	if k.SecretName != "" && k.BLSKeystorePasswordKey != "" {
+		env = append(env, secretEnv(v1alpha1.ExecutorBLSKeystorePasswordEnv, k.BLSKeystorePasswordKey))
+	}
+	if k.RemoteSignerURL != "" {
+		env = append(env, corev1.EnvVar{Name: v1alpha1.ExecutorRemoteSignerEnv, Value: k.RemoteSignerURL})
+	}
+	if k.SecretName != "" && k.BLSKeystoreKey != "" {
+		mode := int32(0o400)
+		mounts = append(mounts, corev1.VolumeMount{Name: keysVolume, MountPath: path.Dir(v1alpha1.ExecutorKeystorePath), ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: keysVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: k.SecretName, DefaultMode: &mode,
+			Items: []corev1.KeyToPath{{Key: k.BLSKeystoreKey, Path: path.Base(v1alpha1.ExecutorKeystorePath)}}}}})
+	}
+	return env, mounts, volumes
+}
+
+// executorContainer is the executor container. Gantry's format: args --config=<file>, ports
+// health (8080), grpc and management, HTTP probes /healthz and /readyz on health. Hourglass
+// compatibility mode, as Hourglass's Helm chart runs the image: command "executor run
+// --config /etc/gantry/config.yaml", ports grpc and management (no HTTP health server in
+// Hourglass's executor, so no health port and no liveness probe), readiness a TCP check of
+// the grpc port.
+func executorContainer(e *v1alpha1.Executor, pullPolicy corev1.PullPolicy, env []corev1.EnvVar, res corev1.ResourceRequirements, mounts []corev1.VolumeMount) corev1.Container {
+	c := corev1.Container{
+		Name:            ContainerName,
+		Image:           e.Spec.Image,
+		ImagePullPolicy: pullPolicy,
+		Env:             env,
+		Ports: []corev1.ContainerPort{
+			{Name: GRPCPortName, ContainerPort: GRPCPort(e), Protocol: corev1.ProtocolTCP},
+			{Name: ManagementPortName, ContainerPort: ManagementPort(e), Protocol: corev1.ProtocolTCP},
+		},
+		Resources:    res,
+		VolumeMounts: mounts,
+	}
+	file := v1alpha1.ExecutorConfigMountPath + "/" + ConfigKey(e)
+	if HourglassCompat(e) {
+		c.Command = []string{hourglassCommand, "run", "--config", file}
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(GRPCPortName)}}, PeriodSeconds: 10}
+		return c
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(HealthPortName)}}, PeriodSeconds: 10}
+	}
+	c.Args = []string{"--config=" + file}
+	c.Ports = append([]corev1.ContainerPort{{Name: HealthPortName, ContainerPort: v1alpha1.DefaultExecutorHealthPort, Protocol: corev1.ProtocolTCP}}, c.Ports...)
+	c.LivenessProbe, c.ReadinessProbe = probe("/healthz"), probe("/readyz")
+	return c
 }
 
 // Revision is the revision a pod template carries (its gantry.dev/spec-hash annotation).
@@ -524,14 +560,23 @@ func DesiredAccess(e *v1alpha1.Executor) (*corev1.ServiceAccount, *rbacv1.Role, 
 	meta := metav1.ObjectMeta{Name: AccessName(e.Name), Namespace: e.Namespace, Labels: Labels(e)}
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: *meta.DeepCopy()}
 	role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: *meta.DeepCopy(),
-		Rules: AccessRules()}
+		Rules: accessRulesFor(e)}
 	rb := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: *meta.DeepCopy(),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: AccessName(e.Name)},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AccessName(e.Name), Namespace: e.Namespace}}}
 	return sa, role, rb
 }
 
-// AccessRules are the Role rules of DesiredAccess.
+// accessRulesFor are the Role rules of DesiredAccess: AccessRules, or in Hourglass
+// compatibility mode hourglassAccessRules.
+func accessRulesFor(e *v1alpha1.Executor) []rbacv1.PolicyRule {
+	if HourglassCompat(e) {
+		return hourglassAccessRules()
+	}
+	return AccessRules()
+}
+
+// AccessRules are the Role rules of DesiredAccess for Gantry's Performers.
 func AccessRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"performers"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},

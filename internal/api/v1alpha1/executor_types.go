@@ -60,6 +60,12 @@ const (
 	LabelCreatedByExecutor = "gantry.dev/created-by-executor"
 	// DefaultProcessType is an AVS performer's process type when unset (Hourglass: server).
 	DefaultProcessType = "server"
+	// HourglassConfigKey is the ConfigMap key of the config in Hourglass compatibility mode
+	// (spec.hourglassCompat), the file name Hourglass's Helm chart mounts.
+	HourglassConfigKey = "config.yaml"
+	// HourglassPerformerGroup is the API group of the Performers Hourglass's executor creates
+	// (ponos kubernetes.crdGroup; Hourglass's operator reconciles them).
+	HourglassPerformerGroup = "hourglass.eigenlayer.io"
 )
 
 // Executor runs an AVS executor (Hourglass "ponos"): a Deployment that mounts a ConfigMap
@@ -91,6 +97,12 @@ type Executor struct {
 
 // ExecutorSpec is the desired state of an Executor.
 // +kubebuilder:validation:XValidation:rule="!has(self.grpcPort) || !has(self.managementPort) || self.grpcPort != self.managementPort",message="grpcPort and managementPort must differ"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorAddress)",message="hourglassCompat needs operatorAddress (Hourglass's executor requires operator.address)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorKeys.ecdsaKey)",message="hourglassCompat needs operatorKeys.ecdsaKey (Hourglass's executor requires operator.operatorPrivateKey)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (!has(self.operatorKeys.blsKey) && !has(self.operatorKeys.remoteSignerUrl))",message="hourglassCompat takes no operatorKeys.blsKey or remoteSignerUrl: Hourglass's executor reads a BLS keystore (blsKeystoreKey) and a local ECDSA key"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.performers) || (!has(self.performers.names) && !has(self.performers.selector))",message="hourglassCompat takes no performers: Hourglass's executor creates its own Performers from avsPerformers"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.hourglassCompat.l1Chain) || self.chains.exists(c, c.name == self.hourglassCompat.l1Chain)",message="hourglassCompat.l1Chain must name one of chains"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.avsPerformers) || self.avsPerformers.all(a, !has(a.image) || (!a.image.contains('@') && a.image.matches(':[^/:]+$')))",message="hourglassCompat: every avsPerformers image must be repository:tag without a digest (Hourglass's image.repository and image.tag)"
 type ExecutorSpec struct {
 	// Image is the executor container image, e.g. "ghcr.io/layr-labs/hourglass/executor:v0.4.0".
 	// A change rolls the Deployment (phase Updating).
@@ -218,6 +230,34 @@ type ExecutorSpec struct {
 	// them. status.managedPerformers lists them; deleting the Executor deletes them.
 	// +optional
 	ManagePerformers bool `json:"managePerformers,omitempty"`
+
+	// HourglassCompat, when set, runs an unmodified Hourglass executor (ponos) image: the
+	// config is rendered in Hourglass's own format (ponos executorConfig.ExecutorConfig:
+	// grpcPort, managementServerGrpcPort, operator, l1Chain, avsPerformers with deploymentMode
+	// kubernetes, kubernetes, storage) as config.yaml, the container runs
+	// "executor run --config /etc/gantry/config.yaml" as Hourglass's Helm chart does, the
+	// operator keys reach it as the environment variables its config loader (viper, prefix
+	// EXECUTOR_) reads over the config's empty placeholders, and its ServiceAccount
+	// executor-<name> may create, update and delete hourglass.eigenlayer.io Performers in
+	// this namespace (as managePerformers does for Gantry's). See HourglassCompat.
+	// +optional
+	HourglassCompat *HourglassCompat `json:"hourglassCompat,omitempty"`
+}
+
+// HourglassCompat are the settings of Hourglass compatibility mode (spec.hourglassCompat).
+// Requirements, checked by the API server: operatorAddress, operatorKeys.ecdsaKey (Hourglass's
+// operator.operatorPrivateKey, also its ECDSA signing key when there is no BLS keystore), no
+// operatorKeys.blsKey or remoteSignerUrl, no performers, and avsPerformers images as
+// repository:tag.
+type HourglassCompat struct {
+	// L1Chain names the chain of spec.chains rendered as Hourglass's l1Chain (rpcUrl, chainId);
+	// default the first chain. Hourglass's executor reads no other chain, no aggregator
+	// endpoint and no task mailbox address (it takes contract addresses from its embedded
+	// per-chain-ID list).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	L1Chain string `json:"l1Chain,omitempty"`
 }
 
 // AVSPerformer is one AVS an executor serves (Hourglass executor config avsPerformers[]).
@@ -259,8 +299,9 @@ type ManagedPerformer struct {
 
 // Chain is one chain the executor monitors (Hourglass config.chains[]).
 type Chain struct {
-	// Name of the chain, e.g. "ethereum", "base": lower-case letters, digits and '-'.
+	// Name of the chain, e.g. "ethereum", "base": lower-case letters, digits and '-', at most 63.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// ChainID is the EIP-155 chain ID (1 for Ethereum mainnet, 8453 for Base), >= 1.
 	// +kubebuilder:validation:Minimum=1

@@ -1,0 +1,270 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// Hourglass compatibility mode (spec.hourglassCompat): the config an unmodified Hourglass
+// executor (ponos) image reads. Upstream: Layr-Labs/hourglass-monorepo@11f1554,
+// ponos/pkg/executor/executorConfig/executorConfig.go (ExecutorConfig), ponos/pkg/config/config.go
+// (OperatorConfig), ponos/cmd/executor/main.go (the loader) and ponos/charts/hourglass (how
+// Hourglass's own chart runs it).
+//
+// Key material: ponos reads its keys from the config file only, but loads the file with viper
+// with AutomaticEnv, the prefix "EXECUTOR_" and the key replacer "." → "_", so an environment
+// variable EXECUTOR__<PATH> (viper joins prefix and key with one more "_") overrides the value
+// at that path of the file when the file has the key. The rendered file therefore holds empty
+// placeholders at the key paths and the pods get the values from the operator key Secret as
+// those variables (valueFrom secretKeyRef): no key material in the ConfigMap, the Executor or
+// Terraform state.
+const (
+	// HourglassOperatorKeyEnv fills operator.operatorPrivateKey.privateKey (operatorKeys.ecdsaKey).
+	HourglassOperatorKeyEnv = "EXECUTOR__OPERATOR_OPERATORPRIVATEKEY_PRIVATEKEY"
+	// HourglassECDSASigningKeyEnv fills operator.signingKeys.ecdsa.privateKey (operatorKeys.ecdsaKey,
+	// when there is no BLS keystore).
+	HourglassECDSASigningKeyEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_ECDSA_PRIVATEKEY"
+	// HourglassBLSKeystoreEnv fills operator.signingKeys.bls.keystore (operatorKeys.blsKeystoreKey).
+	HourglassBLSKeystoreEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_BLS_KEYSTORE"
+	// HourglassBLSPasswordEnv fills operator.signingKeys.bls.password (operatorKeys.blsKeystorePasswordKey).
+	HourglassBLSPasswordEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_BLS_PASSWORD"
+	// HourglassConnectionTimeout is kubernetes.connectionTimeout (Hourglass's default, 30s).
+	HourglassConnectionTimeout = "30s"
+	// HourglassStorageType is storage.type: memory, as every Hourglass sample config.
+	HourglassStorageType = "memory"
+	// hourglassCommand is the executor binary of Hourglass's image (ponos/charts/hourglass values.yaml).
+	hourglassCommand = "executor"
+)
+
+// HourglassCompat reports whether the Executor runs in Hourglass compatibility mode.
+func HourglassCompat(e *v1alpha1.Executor) bool { return e.Spec.HourglassCompat != nil }
+
+// ManagesPerformers reports whether the executor's pods run as executor-<name> with the
+// right to manage Performers: spec.managePerformers (Gantry's Performers) or Hourglass
+// compatibility mode (Hourglass's, which its executor creates for each AVS in kubernetes mode).
+func ManagesPerformers(e *v1alpha1.Executor) bool {
+	return e.Spec.ManagePerformers || HourglassCompat(e)
+}
+
+// ConfigKey is the ConfigMap key and file name of the config: executor-config.yaml, or
+// config.yaml in Hourglass compatibility mode.
+func ConfigKey(e *v1alpha1.Executor) string {
+	if HourglassCompat(e) {
+		return v1alpha1.HourglassConfigKey
+	}
+	return v1alpha1.ExecutorConfigKey
+}
+
+// HourglassConfig is ponos's ExecutorConfig as YAML, with the same keys (camelCase) and only
+// the fields Gantry sets. Fields ponos has that are not here (performerNetworkName: docker
+// mode; contracts, overrideContracts: embedded per chain ID; authentication) are left unset,
+// as in Hourglass's sample configs.
+type HourglassConfig struct {
+	Debug                    bool                    `json:"debug,omitempty"`
+	GRPCPort                 int32                   `json:"grpcPort"`
+	ManagementServerGRPCPort int32                   `json:"managementServerGrpcPort"`
+	Operator                 HourglassOperator       `json:"operator"`
+	L1Chain                  HourglassChain          `json:"l1Chain"`
+	AVSPerformers            []HourglassAVSPerformer `json:"avsPerformers"`
+	Kubernetes               HourglassKubernetes     `json:"kubernetes"`
+	Storage                  HourglassStorage        `json:"storage"`
+}
+
+// HourglassOperator is ponos config.OperatorConfig; the key fields are empty placeholders
+// (filled from the environment, see HourglassOperatorKeyEnv).
+type HourglassOperator struct {
+	Address            string               `json:"address"`
+	OperatorPrivateKey HourglassECDSAKey    `json:"operatorPrivateKey"`
+	SigningKeys        HourglassSigningKeys `json:"signingKeys"`
+}
+
+// HourglassECDSAKey is ponos config.ECDSAKeyConfig with a local key.
+type HourglassECDSAKey struct {
+	PrivateKey string `json:"privateKey"`
+}
+
+// HourglassSigningKeys is ponos config.SigningKeys: a BLS keystore or an ECDSA key.
+type HourglassSigningKeys struct {
+	BLS   *HourglassBLSKey   `json:"bls,omitempty"`
+	ECDSA *HourglassECDSAKey `json:"ecdsa,omitempty"`
+}
+
+// HourglassBLSKey is ponos config.SigningKey with the keystore given inline.
+type HourglassBLSKey struct {
+	Keystore string `json:"keystore"`
+	Password string `json:"password"`
+}
+
+// HourglassChain is ponos executorConfig.Chain.
+type HourglassChain struct {
+	RPCURL  string `json:"rpcUrl"`
+	ChainID int64  `json:"chainId"`
+}
+
+// HourglassAVSPerformer is one ponos executorConfig.AvsPerformerConfig, always in kubernetes
+// deployment mode.
+type HourglassAVSPerformer struct {
+	Image               *HourglassImage `json:"image,omitempty"`
+	ProcessType         string          `json:"processType"`
+	AVSAddress          string          `json:"avsAddress"`
+	AVSRegistrarAddress string          `json:"avsRegistrarAddress,omitempty"`
+	Envs                []HourglassEnv  `json:"envs,omitempty"`
+	DeploymentMode      string          `json:"deploymentMode"`
+}
+
+// HourglassImage is ponos executorConfig.PerformerImage.
+type HourglassImage struct {
+	Repository string `json:"repository"`
+	Tag        string `json:"tag"`
+}
+
+// HourglassEnv is ponos config.AVSPerformerEnv with a plain value.
+type HourglassEnv struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// HourglassKubernetes is ponos executorConfig.KubernetesConfig.
+type HourglassKubernetes struct {
+	Namespace         string `json:"namespace"`
+	OperatorNamespace string `json:"operatorNamespace"`
+	CRDGroup          string `json:"crdGroup"`
+	CRDVersion        string `json:"crdVersion"`
+	ConnectionTimeout string `json:"connectionTimeout"`
+	InCluster         bool   `json:"inCluster"`
+}
+
+// HourglassStorage is ponos executorConfig.StorageConfig.
+type HourglassStorage struct {
+	Type string `json:"type"`
+}
+
+// SplitImage splits "repository:tag" at the last ':' after the last '/' (ponos's
+// image.repository and image.tag); ok is false without a tag.
+func SplitImage(image string) (repository, tag string, ok bool) {
+	i := strings.LastIndex(image, ":")
+	if i <= strings.LastIndex(image, "/") || i == len(image)-1 {
+		return image, "", false
+	}
+	return image[:i], image[i+1:], true
+}
+
+// L1Chain is the chain rendered as Hourglass's l1Chain: spec.hourglassCompat.l1Chain, or the
+// first chain (the zero Chain when there is none).
+func L1Chain(e *v1alpha1.Executor) v1alpha1.Chain {
+	for _, c := range e.Spec.Chains {
+		if e.Spec.HourglassCompat != nil && c.Name == e.Spec.HourglassCompat.L1Chain {
+			return c
+		}
+	}
+	if len(e.Spec.Chains) > 0 {
+		return e.Spec.Chains[0]
+	}
+	return v1alpha1.Chain{}
+}
+
+// RenderHourglassConfig renders config.yaml in Hourglass's own format (ponos ExecutorConfig)
+// and returns it with its hash (hex SHA-256). Deterministic. Mapping: grpcPort and
+// managementServerGrpcPort from spec.grpcPort and spec.managementPort; debug from logLevel
+// debug (ponos has no other log level); operator.address from spec.operatorAddress; the key
+// fields empty (filled from the environment); signingKeys.bls when operatorKeys.blsKeystoreKey,
+// else signingKeys.ecdsa; l1Chain from L1Chain; avsPerformers in spec order with
+// deploymentMode kubernetes, image split at its tag, env sorted by name; kubernetes with the
+// Executor's namespace (also as operatorNamespace, which ponos only requires to be set),
+// crdGroup hourglass.eigenlayer.io, crdVersion v1alpha1, connectionTimeout 30s, inCluster;
+// storage memory. The error is the YAML encoder's.
+func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err error) {
+	l1 := L1Chain(e)
+	c := HourglassConfig{
+		Debug:                    e.Spec.LogLevel == "debug",
+		GRPCPort:                 GRPCPort(e),
+		ManagementServerGRPCPort: ManagementPort(e),
+		Operator:                 HourglassOperator{Address: e.Spec.OperatorAddress},
+		L1Chain:                  HourglassChain{RPCURL: l1.RPCURL, ChainID: l1.ChainID},
+		AVSPerformers:            []HourglassAVSPerformer{},
+		Kubernetes: HourglassKubernetes{Namespace: e.Namespace, OperatorNamespace: e.Namespace,
+			CRDGroup: v1alpha1.HourglassPerformerGroup, CRDVersion: v1alpha1.GroupVersion.Version,
+			ConnectionTimeout: HourglassConnectionTimeout, InCluster: true},
+		Storage: HourglassStorage{Type: HourglassStorageType},
+	}
+	if e.Spec.OperatorKeys.BLSKeystoreKey != "" {
+		c.Operator.SigningKeys.BLS = &HourglassBLSKey{}
+	} else {
+		c.Operator.SigningKeys.ECDSA = &HourglassECDSAKey{}
+	}
+	for _, a := range e.Spec.AVSPerformers {
+		p := HourglassAVSPerformer{ProcessType: a.ProcessType, AVSAddress: a.AVSAddress,
+			AVSRegistrarAddress: a.AVSRegistrarAddress, DeploymentMode: "kubernetes"}
+		if p.ProcessType == "" {
+			p.ProcessType = v1alpha1.DefaultProcessType
+		}
+		if a.Image != "" {
+			repo, tag, _ := SplitImage(a.Image)
+			p.Image = &HourglassImage{Repository: repo, Tag: tag}
+		}
+		names := make([]string, 0, len(a.Env))
+		for n := range a.Env {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			p.Envs = append(p.Envs, HourglassEnv{Name: n, Value: a.Env[n]})
+		}
+		c.AVSPerformers = append(c.AVSPerformers, p)
+	}
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(b)
+	return string(b), hex.EncodeToString(sum[:]), nil
+}
+
+// hourglassEnv is the executor container's environment in Hourglass compatibility mode: the
+// operator keys as the variables that override the config's placeholders (see
+// HourglassOperatorKeyEnv), each valueFrom secretKeyRef of spec.operatorKeys.secretName.
+func hourglassEnv(e *v1alpha1.Executor) []corev1.EnvVar {
+	k := e.Spec.OperatorKeys
+	if k.SecretName == "" {
+		return nil
+	}
+	ref := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.SecretName}, Key: key}}}
+	}
+	var env []corev1.EnvVar
+	if k.ECDSAKey != "" {
+		env = append(env, ref(HourglassOperatorKeyEnv, k.ECDSAKey))
+		if k.BLSKeystoreKey == "" {
+			env = append(env, ref(HourglassECDSASigningKeyEnv, k.ECDSAKey))
+		}
+	}
+	if k.BLSKeystoreKey != "" {
+		env = append(env, ref(HourglassBLSKeystoreEnv, k.BLSKeystoreKey))
+	}
+	if k.BLSKeystorePasswordKey != "" {
+		env = append(env, ref(HourglassBLSPasswordEnv, k.BLSKeystorePasswordKey))
+	}
+	return env
+}
+
+// hourglassAccessRules are the Role rules of an executor in Hourglass compatibility mode: what
+// Hourglass's own executor Role allows on its performers
+// (hourglass-operator/templates/examples/basic-executor.yaml: Performers create, delete, get,
+// list, patch, update, watch; their status get; Pods and Services get, list, watch), in the
+// hourglass.eigenlayer.io group its executor creates them in.
+func hourglassAccessRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{v1alpha1.HourglassPerformerGroup}, Resources: []string{"performers"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+		{APIGroups: []string{v1alpha1.HourglassPerformerGroup}, Resources: []string{"performers/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
