@@ -338,7 +338,8 @@ func TestWorkspaceGatedModel(t *testing.T) {
 
 // An instance type (KAITO's resource.instanceType): replicas go to nodes labelled
 // node.kubernetes.io/instance-type with it and get the type's GPUs per node when no gpuCount is
-// asked. With no node of the type the workspace is Stalled (NoMatchingNodes) naming the label.
+// asked. With no node of the type the workspace is Stalled (NoMatchingNodes) naming the label
+// and why no node is provisioned.
 func TestWorkspaceInstanceType(t *testing.T) {
 	e := setup(t)
 	t.Parallel()
@@ -379,6 +380,11 @@ func TestWorkspaceInstanceType(t *testing.T) {
 	})
 	if !strings.Contains(wsCond(got, v1alpha1.ConditionStalled).Message, "node.kubernetes.io/instance-type=p5.48xlarge") {
 		t.Errorf("no p5 node: %s", describeWS(got))
+	}
+	// This reconciler has no --node-class: provisioning (on by default) says why it makes no
+	// nodes, whether or not Karpenter's NodeClaim API is installed, and creates none.
+	if msg := wsCond(got, v1alpha1.ConditionStalled).Message; !strings.Contains(msg, "node provisioning is on") || len(got.Status.NodeClaims) != 0 {
+		t.Errorf("provisioning without a node class: %q, claims %v", msg, got.Status.NodeClaims)
 	}
 	_ = e.c.Delete(ctx, got)
 }
