@@ -324,8 +324,11 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
 			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
 			"`disabled` return at once, and so does a set that only waits for a paused earlier set: with a warning naming that set); " +
-			"`erroring` or `blocked` fail the apply naming each failing node, package, stage and message. A destroy whose uninstall fails stops at once " +
-			"naming them too; see `uninstall_on_delete` for the way out.",
+			"`erroring` or `blocked` fail the apply naming each failing node, package, stage and message. A node held by a taint that a controller in the " +
+			"cluster removes (Kubernetes' `node.kubernetes.io/not-ready`, `unreachable`, pressure and `network-unavailable` taints and the cloud's " +
+			"`uninitialized`; on a `runtime_required` set any other taint, as Skyhook waits for the controllers bringing the node up) is `waiting`, not " +
+			"`blocked`: the apply keeps waiting, bounded by the create/update timeout, with the taint named in status (reason `WaitingForTaint`). " +
+			"A destroy whose uninstall fails stops at once naming them too; see `uninstall_on_delete` for the way out.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The name; also the import ID.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -368,7 +371,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"pod_non_interrupt_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Pod labels (all must match) of pods that must finish before a node is interrupted: the drain waits for them instead of evicting them. Unset or empty: none."},
 			"additional_tolerations": schema.ListNestedAttribute{Optional: true,
-				MarkdownDescription: "Tolerations added to every stage pod. A node whose taints are not tolerated is `blocked`.",
+				MarkdownDescription: "Tolerations added to every stage pod. A node whose taints are not tolerated is `blocked` (the apply fails), or `waiting` when a controller in the cluster removes the taint (see the resource description).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"key":                schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key; empty with operator Exists matches every taint."},
 					"operator":           schema.StringAttribute{Optional: true, MarkdownDescription: "`Exists` or `Equal` (default).", Validators: []validator.String{stringvalidator.OneOf("Exists", "Equal")}},
@@ -471,7 +474,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"runtime_required": schema.BoolAttribute{Optional: true, MarkdownDescription: "The packages must be complete on a node before workloads run there, as Skyhook's " +
 				"`runtimeRequired`. Nodes join with the runtime-required taint `" + v1alpha1.DefaultRuntimeRequiredTaint + "` (e.g. kubelet `--register-with-taints`; the reconciler's " +
 				"`--runtime-required-taint` names another), which every stage pod tolerates; the reconciler removes it from a node once every runtime-required set selecting " +
-				"that node is complete there, node by node (a failing node keeps it). The set's status condition `RuntimeRequiredTaint` names the nodes still tainted and the sets they wait for."},
+				"that node is complete there, node by node (a failing node keeps it). The set's status condition `RuntimeRequiredTaint` names the nodes still tainted and the sets they wait for. " +
+				"A node that also carries another taint the stage pods do not tolerate waits for it to go (Skyhook's behaviour: the other controllers bringing the node up remove theirs): " +
+				"status `waiting`, reason `WaitingForTaint` naming the node and taint, never a failed apply; the resource timeout bounds the wait."},
 			"auto_taint_new_nodes": schema.BoolAttribute{Optional: true, MarkdownDescription: "Add the runtime-required taint to new nodes this set selects (nodes no set has touched: " +
 				"no `gantry.dev/` annotation), as Skyhook's `autoTaintNewNodes`; a node once handled is never tainted again. Needs `runtime_required = true`. " +
 				"Tainting at provisioning is safer: until the reconciler sees a new node, pods may be scheduled there.",

@@ -253,11 +253,13 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"), path.MatchRelative().AtParent().AtName("input_pvc"))}},
 					"input_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
 					"input_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) holding the training data, mounted read-only at `/mnt/input` " +
-						"(`INPUT_DIR`); KAITO's `input.volumeSource`. The reconciler checks that it exists.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
+						"(`INPUT_DIR`); KAITO's `input.volumeSource`. The reconciler checks that it exists (a missing claim fails the apply). A claim not bound yet is waited for, as KAITO does: " +
+						"the workspace stays Pending with `ResourceReady` reason `WaitingForVolumeBinding` quoting the scheduler's \"unbound immediate PersistentVolumeClaims\" and naming the claims, until the " +
+						"PersistentVolume controller binds them, bounded by the resource timeout.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
 					"output_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image reference the tuned adapter is pushed to. Exactly one of `output_image` and `output_pvc`.",
 						Validators: []validator.String{exactlyOne(path.MatchRelative().AtParent().AtName("output_pvc"))}},
 					"output_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) the tuned adapter is written to, mounted at `/mnt/output` " +
-						"(`OUTPUT_DIR`); KAITO's `output.volumeSource`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
+						"(`OUTPUT_DIR`); KAITO's `output.volumeSource`. Checked and waited for as `input_pvc`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
 					"output_push_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a docker-config Secret used to push (only the name is stored; never credentials).", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
 					"config":             schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap with tuning parameters.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
 					"backoff_limit": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),

@@ -900,7 +900,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 			}
 			nf.Record = rec
 		}
-		nf.Blocked = packageset.Untolerated(node.Spec.Taints, tolerations)
+		nf.Blocked, nf.WaitFor = packageset.TaintHold(node.Spec.Taints, node.Status.Conditions, tolerations, set.Spec.RuntimeRequired)
 		nf.Gate, nf.GateSet = packageset.GateOf(set, sets.Items, node.Labels, node.Annotations, incomplete)
 		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
 		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +220,96 @@ func TestPackageSetRuntimeRequiredAutoTaint(t *testing.T) {
 	}
 	if evs := e.setEvents(t, pool, "RuntimeTaintAdded"); eventCount(evs) != 1 {
 		t.Errorf("RuntimeTaintAdded events after the upgrade: %+v", evs)
+	}
+}
+
+// setTaints rewrites a node's taints with mod (retrying conflicts): as another controller
+// adds or removes its own taint.
+func (e *testEnv) setTaints(t *testing.T, name string, mod func([]corev1.Taint) []corev1.Taint) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		if err := e.c.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
+			return false, err
+		}
+		n.Spec.Taints = mod(n.Spec.Taints)
+		err := e.c.Update(ctx, &n)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("taints of node %s: %v", name, err)
+	}
+}
+
+// Skyhook waits where a runtime-required node is held by another taint too (a driver
+// installer's, say, still bringing the node up): on the cluster, two nodes join with the
+// runtime-required taint and the second also carries example.com/driver=installing:NoSchedule,
+// which the stage pods do not tolerate. The set completes on the first node and waits on the
+// second: status waiting, Ready=False and Reconciling=True with reason WaitingForTaint naming
+// the node and the taint, TaintNotTolerable True (WaitingForTaint), the second node keeps the
+// runtime-required taint and runs no stage; Stalled never turns True (a watch sees every status
+// written from the set's creation on), so the provider keeps waiting instead of failing the
+// apply. When the other controller removes its taint the node runs its stages, the set
+// completes and the node loses the runtime-required taint.
+func TestPackageSetRuntimeRequiredWaitsForAnotherTaint(t *testing.T) {
+	e := setup(t)
+	pool := fmt.Sprintf("ps-rrw-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	driver := corev1.Taint{Key: "example.com/driver", Value: "installing", Effect: corev1.TaintEffectNoSchedule}
+	for _, n := range nodes {
+		e.taintNode(t, n)
+	}
+	e.setTaints(t, nodes[1], func(ts []corev1.Taint) []corev1.Taint { return append(ts, driver) })
+	stalled := e.watchCondition(t, pool, v1alpha1.ConditionStalled)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:     []v1alpha1.Package{pkgTool("1.0.0")}, AdditionalTolerations: gpuToleration, RuntimeRequired: true}}
+	e.createSet(t, set)
+
+	taintWords := nodes[1] + ": example.com/driver=installing:NoSchedule"
+	got := e.waitSet(t, pool, "waiting for the driver's taint", func(s *v1alpha1.PackageSet) bool {
+		r := setCondition(s, v1alpha1.ConditionReady)
+		return s.Status.Status == v1alpha1.StatusWaiting && s.Status.CompleteNodes == "1/2" && r.Reason == packageset.ReasonWaitingForTaint && strings.Contains(r.Message, taintWords)
+	})
+	if rc := setCondition(got, v1alpha1.ConditionReconciling); rc.Status != metav1.ConditionTrue || rc.Reason != packageset.ReasonWaitingForTaint {
+		t.Errorf("Reconciling %+v", rc)
+	}
+	if tc := setCondition(got, packageset.ConditionTaintNotTolerable); tc.Status != metav1.ConditionTrue || tc.Reason != packageset.ReasonWaitingForTaint || !strings.Contains(tc.Message, taintWords) {
+		t.Errorf("TaintNotTolerable %+v", tc)
+	}
+	if got.Status.NodeStatus[nodes[1]] != v1alpha1.StatusWaiting {
+		t.Errorf("node %s status %s, want waiting", nodes[1], got.Status.NodeStatus[nodes[1]])
+	}
+	for _, j := range e.setJobs(t, pool) {
+		if strings.Contains(j.Name, nodes[1]) || j.Spec.Template.Spec.NodeName == nodes[1] {
+			t.Errorf("stage job %s for the waiting node %s", j.Name, nodes[1])
+		}
+	}
+	if !e.runtimeTainted(t, nodes[1]) {
+		t.Errorf("node %s lost the runtime-required taint before the set ran there", nodes[1])
+	}
+
+	// The other controller is done: its taint goes, and the node proceeds without user action.
+	e.setTaints(t, nodes[1], func(ts []corev1.Taint) []corev1.Taint {
+		var out []corev1.Taint
+		for _, x := range ts {
+			if x.Key != driver.Key {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+	done := e.waitSet(t, pool, "complete", func(s *v1alpha1.PackageSet) bool {
+		return s.Status.Status == v1alpha1.StatusComplete && s.Status.CompleteNodes == "2/2"
+	})
+	if tc := setCondition(done, packageset.ConditionTaintNotTolerable); tc.Status != metav1.ConditionFalse {
+		t.Errorf("complete, TaintNotTolerable %+v", tc)
+	}
+	e.waitUntainted(t, nodes[1], "the set is complete there")
+	if seen := stalled.statuses(); slices.Contains(seen, metav1.ConditionTrue) {
+		t.Errorf("Stalled turned True while the node waited for another controller's taint: %v", seen)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // caches hold only our own objects) and returns failure.Problems for them: one message per
 // missing object or key. Only the data keys are looked at; values are never copied out,
 // logged or written anywhere (the reader does hold the Secret in memory for the call: the
-// keys are not in a Secret's metadata). Errors other than NotFound are returned.
+// keys are not in a Secret's metadata). A PersistentVolumeClaim's status.phase is recorded in
+// its Ref (Phase). Errors other than NotFound are returned.
 //
 // No watch on Secrets or ConfigMaps maps them to their referrers: a Secret informer (even
 // metadata-only) needs list/watch on every Secret, which is RBAC that can read every Secret's
@@ -43,7 +44,10 @@ func checkRefs(ctx context.Context, reader client.Reader, refs []failure.Ref) ([
 				}
 			}
 		case "PersistentVolumeClaim":
-			err = reader.Get(ctx, key, &corev1.PersistentVolumeClaim{})
+			var pvc corev1.PersistentVolumeClaim
+			if err = reader.Get(ctx, key, &pvc); err == nil {
+				r.Phase = string(pvc.Status.Phase)
+			}
 		default:
 			var cm corev1.ConfigMap
 			if err = reader.Get(ctx, key, &cm); err == nil {

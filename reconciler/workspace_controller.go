@@ -124,12 +124,14 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Rejection:  r.rejected.get(req.NamespacedName, w.Generation),
 	}
 	if !facts.Deleting {
-		// The ConfigMap and Secret the pods mount, checked before use (checkRefs).
-		missing, err := checkRefs(ctx, r.APIReader, workspace.Refs(&w))
+		// The ConfigMap, Secret and claims the pods mount, checked before use (checkRefs); the
+		// claims not bound yet are named while the scheduler waits for them.
+		refs := workspace.Refs(&w)
+		missing, err := checkRefs(ctx, r.APIReader, refs)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		facts.MissingRefs = missing
+		facts.MissingRefs, facts.UnboundClaims = missing, workspace.UnboundClaims(refs)
 	}
 
 	// Nodes: the Pending-trap check, and whether each pod's node is alive.

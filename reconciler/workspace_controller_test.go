@@ -71,6 +71,30 @@ func stateIs(s v1alpha1.WorkspaceState) func(*v1alpha1.Workspace) bool {
 	}
 }
 
+// watchWSStalled records the Stalled status of every copy of the workspace a watch sees, from
+// now on (conditionWatch).
+func (e *testEnv) watchWSStalled(t *testing.T, name string) *conditionWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := e.c.Watch(ctx, &v1alpha1.WorkspaceList{}, client.InNamespace(e.ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cw := &conditionWatch{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ws, ok := ev.Object.(*v1alpha1.Workspace); ok {
+				cw.mu.Lock()
+				cw.seen = append(cw.seen, wsCond(ws, v1alpha1.ConditionStalled).Status)
+				cw.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop() })
+	return cw
+}
+
 func wsCond(w *v1alpha1.Workspace, typ string) metav1.Condition {
 	for _, c := range w.Status.Conditions {
 		if c.Type == typ {
@@ -523,8 +547,13 @@ func TestWorkspaceTuningSucceeded(t *testing.T) {
 
 // Tuning with PersistentVolumeClaims as input and output (KAITO's volumeSource): while the
 // input claim is missing the workspace is Stalled (ReferenceNotFound) naming it and no Job is
-// created; once both claims exist the Job mounts them (input read-only at /mnt/input, output at
-// /mnt/output, INPUT_DIR / OUTPUT_DIR) and the run Succeeds.
+// created. Once both claims exist but are not bound yet (no volume: the local cluster has no
+// provisioner), the scheduler holds the pod ("unbound immediate PersistentVolumeClaims"): the
+// workspace waits as KAITO does, Pending, Reconciling with reason WaitingForVolumeBinding,
+// quoting the scheduler and naming both claims (Pending), and Stalled never turns True from
+// then on (a watch sees every status written). The test then creates the volumes; the
+// PersistentVolume controller binds the claims, the Job mounts them (input read-only at
+// /mnt/input, output at /mnt/output, INPUT_DIR / OUTPUT_DIR) and the run Succeeds.
 func TestWorkspaceTuningPVC(t *testing.T) {
 	e := setup(t)
 	t.Parallel()
@@ -555,10 +584,21 @@ func TestWorkspaceTuningPVC(t *testing.T) {
 		}
 	}
 	// The claims exist but no volume is bound to them (the local cluster has no provisioner):
-	// the scheduler's own words reach status.
-	e.waitWS(t, w.Name, "Stalled on unbound claims", func(w *v1alpha1.Workspace) bool {
-		return strings.Contains(wsCond(w, v1alpha1.ConditionStalled).Message, "unbound immediate PersistentVolumeClaims")
+	// progress, with the scheduler's own words in status; never Stalled.
+	got = e.waitWS(t, w.Name, "waiting for the claims to bind", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, workspace.ConditionResourceReady).Reason == workspace.ReasonWaitingForVolumeBinding
 	})
+	stalled := e.watchWSStalled(t, w.Name)
+	rc := wsCond(got, v1alpha1.ConditionReconciling)
+	if got.Status.State != v1alpha1.WorkspaceStatePending || wsCond(got, v1alpha1.ConditionStalled).Status != metav1.ConditionFalse ||
+		rc.Status != metav1.ConditionTrue || rc.Reason != workspace.ReasonWaitingForVolumeBinding {
+		t.Errorf("claims binding: want Pending, Reconciling=True WaitingForVolumeBinding, Stalled=False\n%s", describeWS(got))
+	}
+	for _, want := range []string{"pod has unbound immediate PersistentVolumeClaims", e.ns + "/" + in + " (Pending)", e.ns + "/" + out + " (Pending)"} {
+		if msg := wsCond(got, workspace.ConditionResourceReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("ResourceReady message %q lacks %q", msg, want)
+		}
+	}
 	for _, name := range []string{in, out} {
 		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + name}, Spec: corev1.PersistentVolumeSpec{
 			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
@@ -571,6 +611,9 @@ func TestWorkspaceTuningPVC(t *testing.T) {
 		t.Cleanup(func() { _ = e.c.Delete(context.Background(), pv) })
 	}
 	e.waitWS(t, w.Name, "Succeeded", stateIs(v1alpha1.WorkspaceStateSucceeded))
+	if seen := stalled.statuses(); slices.Contains(seen, metav1.ConditionTrue) {
+		t.Errorf("Stalled turned True while the claims were binding: %v\nevents:\n%s", seen, e.wsEvents(w.Name))
+	}
 	var job batchv1.Job
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &job); err != nil {
 		t.Fatal(err)

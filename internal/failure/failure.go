@@ -32,6 +32,26 @@ var ContainerStartReasons = map[string]bool{
 	"PreCreateHookError": true, "ContainerCannotRun": true,
 }
 
+// UnboundImmediateClaims is the scheduler's words for a pod whose PersistentVolumeClaims of
+// an Immediate binding mode are not bound yet (kube-scheduler's VolumeBinding PreFilter,
+// pkg/scheduler/framework/plugins/volumebinding/volume_binding.go), as they appear in the pod's
+// PodScheduled=False/Unschedulable message, e.g. "0/7 nodes are available: pod has unbound
+// immediate PersistentVolumeClaims. preemption: 0/7 nodes are available: 7 Preemption is not
+// helpful for scheduling.".
+const UnboundImmediateClaims = "pod has unbound immediate PersistentVolumeClaims"
+
+// WaitsForVolumeBinding reports whether a pod's unschedulable message (the scheduler's,
+// verbatim) says only that its immediate-binding claims are not bound yet. That is progress,
+// not a failure: the claims exist (a missing one reads `persistentvolumeclaim "x" not found`),
+// the PersistentVolume controller binds them to a matching volume or has one provisioned, and
+// the scheduler moves the pod back to its active queue once they are bound (its own comment:
+// "Pod will be moved to active/backoff queues once these claims are bound by PV controller").
+// KAITO waits there too. "" is false. A claim that never binds is bounded by the caller's
+// timeout (the provider's resource timeout), not failed here.
+func WaitsForVolumeBinding(unschedulable string) bool {
+	return strings.Contains(unschedulable, UnboundImmediateClaims)
+}
+
 // Backoff is the Stalled re-check delay: how long the condition of type stalledType has been
 // True in conds (0 when it is not True or has no lastTransitionTime), clamped to [lo, hi], so
 // successive re-checks of a stalled object roughly double.
@@ -128,6 +148,9 @@ type Ref struct {
 	// Exists is true when the object exists; HasKey lists its data keys (values never read).
 	Exists bool
 	HasKey map[string]bool
+	// Phase is a PersistentVolumeClaim's status.phase as found (Pending, Bound, Lost; "" for
+	// the other kinds or a missing claim).
+	Phase string
 }
 
 // Problems returns one message per missing object or key, in order: "Secret ns/name not

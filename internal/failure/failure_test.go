@@ -149,3 +149,24 @@ func TestLastLine(t *testing.T) {
 		}
 	}
 }
+
+// WaitsForVolumeBinding: the scheduler's "unbound immediate PersistentVolumeClaims" is progress
+// (the PersistentVolume controller binds the claims; KAITO waits); every other unschedulable
+// message, a missing claim's included, is not.
+func TestWaitsForVolumeBinding(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{"0/7 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling.", true},
+		{"pod has unbound immediate PersistentVolumeClaims", true},
+		{`0/7 nodes are available: persistentvolumeclaim "train-data" not found. preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling.`, false},
+		{"0/7 nodes are available: 3 Insufficient nvidia.com/gpu, 4 node(s) didn't match Pod's node affinity/selector.", false},
+		{"0/7 nodes are available: 7 node(s) didn't find available persistent volumes to bind.", false},
+		{"", false},
+	} {
+		if got := WaitsForVolumeBinding(c.msg); got != c.want {
+			t.Errorf("WaitsForVolumeBinding(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+}

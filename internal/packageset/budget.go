@@ -35,29 +35,33 @@ func rolloutCounts(nodes []NodeFacts) (inflight, cordoned int, failed bool) {
 }
 
 // nodeHold is the status that holds node n this pass ("" for none); when the node is
-// blocked, the "<node>: <reason>" line for the set's condition; when a paused set gates a
-// selected node, the "<node> (by <set>)" entry for PausedBy. Deleting holds nothing.
-func nodeHold(f SetFacts, n NodeFacts, specErr error) (hold Status, blocked, pausedBy string) {
+// blocked, the "<node>: <taint>" line for the set's condition; when it waits for taints a
+// controller removes (NodeFacts.WaitFor), status waiting and the "<node>: <taints>" line in
+// waitFor; when a paused set gates a selected node, the "<node> (by <set>)" entry for
+// PausedBy. Deleting holds nothing.
+func nodeHold(f SetFacts, n NodeFacts, specErr error) (hold Status, blocked, waitFor, pausedBy string) {
 	switch {
 	case f.Deleting:
-		return "", "", ""
+		return "", "", "", ""
 	case specErr != nil:
-		return v1alpha1.StatusUnknown, "", ""
+		return v1alpha1.StatusUnknown, "", "", ""
 	case n.Blocked != "" && n.Selected:
-		return v1alpha1.StatusBlocked, n.Name + ": " + n.Blocked, ""
+		return v1alpha1.StatusBlocked, n.Name + ": " + n.Blocked, "", ""
+	case n.WaitFor != "" && n.Selected:
+		return v1alpha1.StatusWaiting, "", n.Name + ": " + n.WaitFor, ""
 	case f.Disabled:
-		return v1alpha1.StatusDisabled, "", ""
+		return v1alpha1.StatusDisabled, "", "", ""
 	case f.Paused:
-		return v1alpha1.StatusPaused, "", ""
+		return v1alpha1.StatusPaused, "", "", ""
 	case n.Gate == GatePaused:
 		if n.Selected {
-			return v1alpha1.StatusWaiting, "", n.Name + " (by " + n.GateSet + ")"
+			return v1alpha1.StatusWaiting, "", "", n.Name + " (by " + n.GateSet + ")"
 		}
-		return v1alpha1.StatusWaiting, "", ""
+		return v1alpha1.StatusWaiting, "", "", ""
 	case n.Gate == GateWaiting:
-		return v1alpha1.StatusWaiting, "", ""
+		return v1alpha1.StatusWaiting, "", "", ""
 	}
-	return "", "", ""
+	return "", "", "", ""
 }
 
 // grant decides whether the pass may start new stages on the node: a node already in flight

@@ -115,6 +115,7 @@ func TestNodeHold(t *testing.T) {
 		return n
 	}
 	tainted := func(n *NodeFacts) { n.Blocked = "nvidia.com/gpu=present:NoSchedule" }
+	waits := func(n *NodeFacts) { n.WaitFor = "example.com/driver=installing:NoSchedule" }
 	for _, tc := range []struct {
 		name              string
 		f                 SetFacts
@@ -122,30 +123,37 @@ func TestNodeHold(t *testing.T) {
 		specErr           error
 		hold              Status
 		blocked, pausedBy string
+		waitFor           string
 	}{
-		{"nothing holds", SetFacts{}, node(nil), nil, "", "", ""},
-		{"deleting holds nothing, whatever else", SetFacts{Deleting: true, Paused: true, Disabled: true}, node(tainted), specErr, "", "", ""},
-		{"spec error: unknown", SetFacts{}, node(nil), specErr, v1alpha1.StatusUnknown, "", ""},
-		{"spec error before a taint", SetFacts{}, node(tainted), specErr, v1alpha1.StatusUnknown, "", ""},
-		{"taint on a selected node: blocked", SetFacts{}, node(tainted), nil, v1alpha1.StatusBlocked, "node-0: nvidia.com/gpu=present:NoSchedule", ""},
-		{"blocked before disabled and paused", SetFacts{Disabled: true, Paused: true}, node(tainted), nil, v1alpha1.StatusBlocked, "node-0: nvidia.com/gpu=present:NoSchedule", ""},
-		{"taint on an unselected node: no hold", SetFacts{}, node(func(n *NodeFacts) { tainted(n); n.Selected = false }), nil, "", "", ""},
-		{"taint on an unselected node of a paused set: paused", SetFacts{Paused: true}, node(func(n *NodeFacts) { tainted(n); n.Selected = false }), nil, v1alpha1.StatusPaused, "", ""},
-		{"disabled", SetFacts{Disabled: true}, node(nil), nil, v1alpha1.StatusDisabled, "", ""},
-		{"disabled before paused", SetFacts{Disabled: true, Paused: true}, node(nil), nil, v1alpha1.StatusDisabled, "", ""},
-		{"paused", SetFacts{Paused: true}, node(nil), nil, v1alpha1.StatusPaused, "", ""},
-		{"paused before a gate", SetFacts{Paused: true}, node(func(n *NodeFacts) { n.Gate, n.GateSet = GatePaused, "base" }), nil, v1alpha1.StatusPaused, "", ""},
+		{"nothing holds", SetFacts{}, node(nil), nil, "", "", "", ""},
+		{"deleting holds nothing, whatever else", SetFacts{Deleting: true, Paused: true, Disabled: true}, node(tainted), specErr, "", "", "", ""},
+		{"spec error: unknown", SetFacts{}, node(nil), specErr, v1alpha1.StatusUnknown, "", "", ""},
+		{"spec error before a taint", SetFacts{}, node(tainted), specErr, v1alpha1.StatusUnknown, "", "", ""},
+		{"taint on a selected node: blocked", SetFacts{}, node(tainted), nil, v1alpha1.StatusBlocked, "node-0: nvidia.com/gpu=present:NoSchedule", "", ""},
+		{"blocked before disabled and paused", SetFacts{Disabled: true, Paused: true}, node(tainted), nil, v1alpha1.StatusBlocked, "node-0: nvidia.com/gpu=present:NoSchedule", "", ""},
+		{"taint on an unselected node: no hold", SetFacts{}, node(func(n *NodeFacts) { tainted(n); n.Selected = false }), nil, "", "", "", ""},
+		{"taint on an unselected node of a paused set: paused", SetFacts{Paused: true}, node(func(n *NodeFacts) { tainted(n); n.Selected = false }), nil, v1alpha1.StatusPaused, "", "", ""},
+		{"disabled", SetFacts{Disabled: true}, node(nil), nil, v1alpha1.StatusDisabled, "", "", ""},
+		{"disabled before paused", SetFacts{Disabled: true, Paused: true}, node(nil), nil, v1alpha1.StatusDisabled, "", "", ""},
+		{"paused", SetFacts{Paused: true}, node(nil), nil, v1alpha1.StatusPaused, "", "", ""},
+		{"paused before a gate", SetFacts{Paused: true}, node(func(n *NodeFacts) { n.Gate, n.GateSet = GatePaused, "base" }), nil, v1alpha1.StatusPaused, "", "", ""},
 		{"gate paused, selected: waiting, named for PausedBy", SetFacts{}, node(func(n *NodeFacts) { n.Gate, n.GateSet = GatePaused, "base" }), nil,
-			v1alpha1.StatusWaiting, "", "node-0 (by base)"},
+			v1alpha1.StatusWaiting, "", "node-0 (by base)", ""},
 		{"gate paused, unselected: waiting, not named", SetFacts{}, node(func(n *NodeFacts) { n.Gate, n.GateSet, n.Selected = GatePaused, "base", false }), nil,
-			v1alpha1.StatusWaiting, "", ""},
-		{"gate waiting", SetFacts{}, node(func(n *NodeFacts) { n.Gate, n.GateSet = GateWaiting, "base" }), nil, v1alpha1.StatusWaiting, "", ""},
-		{"gate open", SetFacts{}, node(func(n *NodeFacts) { n.Gate = GateOpen }), nil, "", "", ""},
+			v1alpha1.StatusWaiting, "", "", ""},
+		{"gate waiting", SetFacts{}, node(func(n *NodeFacts) { n.Gate, n.GateSet = GateWaiting, "base" }), nil, v1alpha1.StatusWaiting, "", "", ""},
+		{"gate open", SetFacts{}, node(func(n *NodeFacts) { n.Gate = GateOpen }), nil, "", "", "", ""},
+		// Taints a controller removes (TaintHold's waitFor): waiting, named, never blocked.
+		{"waits for a taint: waiting, named", SetFacts{}, node(waits), nil, v1alpha1.StatusWaiting, "", "", "node-0: example.com/driver=installing:NoSchedule"},
+		{"waits for a taint before disabled and paused", SetFacts{Disabled: true, Paused: true}, node(waits), nil, v1alpha1.StatusWaiting, "", "", "node-0: example.com/driver=installing:NoSchedule"},
+		{"blocked wins over waiting", SetFacts{}, node(func(n *NodeFacts) { tainted(n); waits(n) }), nil, v1alpha1.StatusBlocked, "node-0: nvidia.com/gpu=present:NoSchedule", "", ""},
+		{"waits on an unselected node: no hold", SetFacts{}, node(func(n *NodeFacts) { waits(n); n.Selected = false }), nil, "", "", "", ""},
+		{"deleting does not wait for a taint", SetFacts{Deleting: true}, node(waits), nil, "", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hold, blocked, pausedBy := nodeHold(tc.f, tc.n, tc.specErr)
-			if hold != tc.hold || blocked != tc.blocked || pausedBy != tc.pausedBy {
-				t.Errorf("nodeHold = %q, %q, %q; want %q, %q, %q", hold, blocked, pausedBy, tc.hold, tc.blocked, tc.pausedBy)
+			hold, blocked, waitFor, pausedBy := nodeHold(tc.f, tc.n, tc.specErr)
+			if hold != tc.hold || blocked != tc.blocked || waitFor != tc.waitFor || pausedBy != tc.pausedBy {
+				t.Errorf("nodeHold = %q, %q, %q, %q; want %q, %q, %q, %q", hold, blocked, waitFor, pausedBy, tc.hold, tc.blocked, tc.waitFor, tc.pausedBy)
 			}
 		})
 	}

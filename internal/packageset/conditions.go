@@ -21,10 +21,13 @@ const (
 	ReasonWaiting              = "Waiting"
 	ReasonErroring             = "StageErroring"
 	ReasonBlocked              = "TaintNotTolerable"
-	ReasonPaused               = "Paused"
-	ReasonDisabled             = "Disabled"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonDeleting             = "Uninstalling"
+	// ReasonWaitingForTaint: nodes wait for taints their stage pods do not tolerate that a
+	// controller in the cluster removes (TaintHold): progress, not Stalled (as Skyhook waits).
+	ReasonWaitingForTaint = "WaitingForTaint"
+	ReasonPaused          = "Paused"
+	ReasonDisabled        = "Disabled"
+	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonDeleting        = "Uninstalling"
 	// ReasonUninstallFailed: the set is being deleted and an uninstall stage fails (Stalled:
 	// the deletion cannot finish until the package is fixed or uninstallOnDelete is false).
 	ReasonUninstallFailed = "UninstallFailed"
@@ -137,7 +140,13 @@ func FailureMessage(fs []Failure) string {
 	return b.String()
 }
 
-func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav1.Condition {
+// conditions are the set's Ready, Reconciling, Stalled, TaintNotTolerable and DrainBlocked.
+// blocked are the "<node>: <taint>" lines of blocked nodes (Stalled); waitFor the "<node>:
+// <taints>" lines of nodes waiting for taints a controller removes (TaintHold): while the set
+// is waiting or unknown they give Ready and Reconciling the reason WaitingForTaint, and they
+// are named in the message of a set still at work; TaintNotTolerable is True for both (its
+// reason TaintNotTolerable when any node is blocked, else WaitingForTaint).
+func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string) []metav1.Condition {
 	g := f.Generation
 	cond := func(t string, s bool, reason, msg string) metav1.Condition {
 		st := metav1.ConditionFalse
@@ -178,6 +187,12 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		if len(d.PausedBy) > 0 {
 			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
 		}
+		if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {
+			msg += "; waiting for the removal of taints the stage pods do not tolerate: " + listMessage(waitFor)
+			if s != v1alpha1.StatusInProgress {
+				reason = ReasonWaitingForTaint
+			}
+		}
 		// erroring and blocked are Stalled (kstatus Failed, the provider fails the apply);
 		// erroring stages are still retried with backoff, and a fix heals the set.
 		failed := s == v1alpha1.StatusBlocked || s == v1alpha1.StatusErroring
@@ -198,9 +213,14 @@ func conditions(f SetFacts, d Decision, specErr error, blocked []string) []metav
 		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
 		reconciling = cond(v1alpha1.ConditionReconciling, false, reason, "")
 	}
-	taint := cond(ConditionTaintNotTolerable, len(blocked) > 0, "TaintsTolerated", "")
-	if len(blocked) > 0 {
+	taint := cond(ConditionTaintNotTolerable, len(blocked)+len(waitFor) > 0, "TaintsTolerated", "")
+	switch {
+	case len(blocked) > 0 && len(waitFor) > 0:
+		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)+"; waiting for removal: "+listMessage(waitFor)
+	case len(blocked) > 0:
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)
+	case len(waitFor) > 0:
+		taint.Reason, taint.Message = ReasonWaitingForTaint, "waiting for removal: "+listMessage(waitFor)
 	}
 	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers)}
 }

@@ -185,7 +185,7 @@ func TestConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.Generation = 7
-			cs := conditions(tc.f, tc.d, tc.specErr, tc.blocked)
+			cs := conditions(tc.f, tc.d, tc.specErr, tc.blocked, nil)
 			types := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionTaintNotTolerable, ConditionDrainBlocked}
 			if len(cs) != len(types) {
 				t.Fatalf("%d conditions, want %d", len(cs), len(types))
@@ -290,6 +290,49 @@ func TestDrainCondition(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 			tc.want.check(t, c)
+		})
+	}
+}
+
+// conditions with nodes waiting for taints a controller removes (TaintHold's waitFor): never
+// Stalled; Ready and Reconciling name the taints, with the reason WaitingForTaint while nothing
+// else is at work (waiting, unknown) and InProgress while stages run elsewhere;
+// TaintNotTolerable True with reason WaitingForTaint (TaintNotTolerable when a node is also
+// blocked, and then the set is Stalled on the blocked node alone); erroring stays Stalled.
+func TestConditionsWaitingForTaint(t *testing.T) {
+	const T, F = metav1.ConditionTrue, metav1.ConditionFalse
+	wait := []string{"node-1: example.com/driver=installing:NoSchedule"}
+	words := "waiting for the removal of taints the stage pods do not tolerate: node-1: example.com/driver=installing:NoSchedule"
+	fail := []Failure{{Node: "node-0", Package: "tool", Stage: conf, Message: "BackoffLimitExceeded: boom"}}
+	for _, tc := range []struct {
+		name                        string
+		d                           Decision
+		blocked                     []string
+		ready, reconciling, stalled wantCond
+		taint                       wantCond
+	}{
+		{"waiting: Reconciling WaitingForTaint", Decision{Status: v1alpha1.StatusWaiting, CompleteNodes: "1/2"}, nil,
+			wantCond{F, ReasonWaitingForTaint, "=1/2 nodes complete; " + words}, wantCond{T, ReasonWaitingForTaint, "=1/2 nodes complete; " + words},
+			wantCond{F, ReasonWaitingForTaint, "="}, wantCond{T, ReasonWaitingForTaint, "=waiting for removal: node-1: example.com/driver=installing:NoSchedule"}},
+		{"unknown (a mix): Reconciling WaitingForTaint", Decision{Status: v1alpha1.StatusUnknown, CompleteNodes: "0/2"}, nil,
+			wantCond{F, ReasonWaitingForTaint, words}, wantCond{T, ReasonWaitingForTaint, words}, wantCond{F, ReasonWaitingForTaint, "="},
+			wantCond{T, ReasonWaitingForTaint, ""}},
+		{"in progress elsewhere: InProgress, the taints named", Decision{Status: v1alpha1.StatusInProgress, CompleteNodes: "0/2"}, nil,
+			wantCond{F, ReasonInProgress, words}, wantCond{T, ReasonInProgress, words}, wantCond{F, ReasonInProgress, "="},
+			wantCond{T, ReasonWaitingForTaint, ""}},
+		{"another node blocked: Stalled on it", Decision{Status: v1alpha1.StatusBlocked, CompleteNodes: "0/2"}, []string{"node-0: gpu=present:NoSchedule"},
+			wantCond{F, ReasonBlocked, "=stage pods do not tolerate the taints of node-0: gpu=present:NoSchedule"}, wantCond{F, ReasonBlocked, "="},
+			wantCond{T, ReasonBlocked, "node-0: gpu=present:NoSchedule"},
+			wantCond{T, ReasonBlocked, "=node-0: gpu=present:NoSchedule; waiting for removal: node-1: example.com/driver=installing:NoSchedule"}},
+		{"another node erroring: Stalled on the failure", Decision{Status: v1alpha1.StatusErroring, CompleteNodes: "0/2", Failures: fail}, nil,
+			wantCond{F, ReasonErroring, "=node node-0 package tool stage config: BackoffLimitExceeded: boom"}, wantCond{F, ReasonErroring, "="},
+			wantCond{T, ReasonErroring, "BackoffLimitExceeded"}, wantCond{T, ReasonWaitingForTaint, ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := conditions(SetFacts{Generation: 3}, tc.d, nil, tc.blocked, wait)
+			for i, w := range []wantCond{tc.ready, tc.reconciling, tc.stalled, tc.taint} {
+				w.check(t, cs[i])
+			}
 		})
 	}
 }

@@ -16,7 +16,8 @@ import (
 // as kubectl wait, Flux and Argo CD compute it) and the provider's wait (wait.PackageSet)
 // agree (wait.Agreement): complete is Current and ends the wait; erroring, blocked, unknown
 // from an invalid spec and a quarantined version are Failed and fail it; in_progress and
-// waiting are InProgress and keep it waiting; paused, disabled and waiting on a paused set
+// waiting (for an earlier set, or for a taint a controller removes) are InProgress and keep it
+// waiting; paused, disabled and waiting on a paused set
 // are held by the user: InProgress for kstatus (Ready=False, neither Reconciling nor
 // Stalled: kstatus has no "held") while the wait returns at once.
 func TestKstatusAgreement(t *testing.T) {
@@ -41,6 +42,10 @@ func TestKstatusAgreement(t *testing.T) {
 		}, v1alpha1.StatusBlocked, status.FailedStatus, wait.Failed},
 		{"waiting", func(s *sim) {
 			s.nodes["node-0"].gate, s.nodes["node-1"].gate = GateWaiting, GateWaiting
+			s.run(v1alpha1.StatusWaiting)
+		}, v1alpha1.StatusWaiting, status.InProgressStatus, wait.InProgress},
+		{"waiting for a taint a controller removes", func(s *sim) {
+			s.nodes["node-1"].waitFor = "example.com/driver=installing:NoSchedule"
 			s.run(v1alpha1.StatusWaiting)
 		}, v1alpha1.StatusWaiting, status.InProgressStatus, wait.InProgress},
 		{"waiting for a paused set", func(s *sim) {

@@ -51,6 +51,81 @@ func Untolerated(taints []corev1.Taint, tols []corev1.Toleration) string {
 	return ""
 }
 
+// NodeConditionTaints are the taints Kubernetes itself puts on a node and takes off again
+// without the user, each with the node condition behind it: the node lifecycle controller's
+// (TaintNodesByCondition: not-ready and unreachable from Ready, the pressure taints from the
+// kubelet's conditions, network-unavailable) and the cloud controller manager's uninitialized
+// taint (removed once it has initialised the node; no condition). Keys from
+// k8s.io/api/core/v1 well_known_taints.go.
+var NodeConditionTaints = map[string]corev1.NodeConditionType{
+	corev1.TaintNodeNotReady:                         corev1.NodeReady,
+	corev1.TaintNodeUnreachable:                      corev1.NodeReady,
+	corev1.TaintNodeMemoryPressure:                   corev1.NodeMemoryPressure,
+	corev1.TaintNodeDiskPressure:                     corev1.NodeDiskPressure,
+	corev1.TaintNodePIDPressure:                      corev1.NodePIDPressure,
+	corev1.TaintNodeNetworkUnavailable:               corev1.NodeNetworkUnavailable,
+	"node.cloudprovider.kubernetes.io/uninitialized": "",
+}
+
+// TaintHold sorts the NoSchedule and NoExecute taints of a node (taints, its
+// status.conditions conds) that a set's stage pods (tols) do not tolerate into the one that
+// blocks it and the ones it waits for (PreferNoSchedule is ignored, as in Untolerated):
+//
+//   - waitFor, "; "-joined, each "key=value:Effect" (with the node condition behind it in the
+//     kubelet's words when there is one, e.g. "node.kubernetes.io/not-ready:NoSchedule (node
+//     condition Ready=False KubeletNotReady: container runtime network not ready)"): a taint a
+//     controller in the cluster removes without the user. On every set, Kubernetes' own
+//     (NodeConditionTaints). On a runtime-required set (runtimeRequired), every taint, as
+//     Skyhook does: a runtime-required node is being brought up and the other controllers
+//     bringing it up (a driver installer, the node lifecycle controller) remove their taints;
+//     Skyhook marks such a node blocked and keeps reconciling it ("Blocked nodes are not
+//     failures, they're just temporarily unable to proceed",
+//     operator/internal/controller/cluster_state_v2.go). The node waits (status waiting),
+//     bounded by the caller's timeout (the provider's resource timeout).
+//   - blocked, the first other taint ("key=value:Effect"): nothing in the cluster removes it
+//     for this set; the user tolerates it (additionalTolerations) or removes it. The node is
+//     blocked (Skyhook's TaintNotTolerable; Stalled: the apply fails at once). It wins: a node
+//     that also waits for a taint still cannot proceed without the user.
+//
+// Both are "" when every taint is tolerated.
+func TaintHold(taints []corev1.Taint, conds []corev1.NodeCondition, tols []corev1.Toleration, runtimeRequired bool) (blocked, waitFor string) {
+	var waits []string
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || Untolerated([]corev1.Taint{t}, tols) == "" {
+			continue
+		}
+		condType, lifecycle := NodeConditionTaints[t.Key]
+		switch {
+		case lifecycle:
+			waits = append(waits, t.ToString()+nodeConditionWords(conds, condType))
+		case runtimeRequired:
+			waits = append(waits, t.ToString())
+		case blocked == "":
+			blocked = t.ToString()
+		}
+	}
+	return blocked, strings.Join(waits, "; ")
+}
+
+// nodeConditionWords is " (node condition T=S Reason: message)" for the condition of type t in
+// conds, "" when t is "" or absent.
+func nodeConditionWords(conds []corev1.NodeCondition, t corev1.NodeConditionType) string {
+	for _, c := range conds {
+		if t == "" || c.Type != t {
+			continue
+		}
+		s := fmt.Sprintf(" (node condition %s=%s", c.Type, c.Status)
+		if c.Reason != "" {
+			s += " " + c.Reason
+		}
+		if c.Message != "" {
+			s += ": " + c.Message
+		}
+		return s + ")"
+	}
+	return ""
+}
+
 // GateOf is what the sets before set allow on a node with nodeLabels and nodeAnnotations:
 // among sets (every PackageSet; set itself, disabled and deleting ones are skipped) those that
 // come before set (lower priority, 0 meaning the default 200; ties by name): one with

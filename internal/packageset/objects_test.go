@@ -39,6 +39,58 @@ func TestUntolerated(t *testing.T) {
 	}
 }
 
+// TaintHold: which untolerated taints block a node (Stalled: the user must act) and which it
+// waits for (a controller removes them): Kubernetes' node condition taints on any set, quoting
+// the node condition in the kubelet's words; every taint on a runtime-required set (Skyhook
+// waits); a blocking taint wins and is the first one; tolerated and PreferNoSchedule taints
+// count for neither.
+func TestTaintHold(t *testing.T) {
+	gpu := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	driver := corev1.Taint{Key: "example.com/driver", Value: "installing", Effect: corev1.TaintEffectNoSchedule}
+	maint := corev1.Taint{Key: "maint", Value: "x", Effect: corev1.TaintEffectNoExecute}
+	soft := corev1.Taint{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	uninit := corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	disk := corev1.Taint{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoSchedule}
+	runtime, err := ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := append(StageTolerations(&v1alpha1.PackageSet{}), RuntimeToleration(runtime))
+	withGPU := append(append([]corev1.Toleration(nil), base...), corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	kubeletDown := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime network not ready: NetworkReady=false"},
+	}
+	for _, c := range []struct {
+		name             string
+		taints           []corev1.Taint
+		conds            []corev1.NodeCondition
+		tols             []corev1.Toleration
+		runtimeRequired  bool
+		blocked, waitFor string
+	}{
+		{"no taints", nil, nil, base, false, "", ""},
+		{"the runtime-required taint itself: tolerated", []corev1.Taint{runtime}, nil, base, true, "", ""},
+		{"PreferNoSchedule: neither", []corev1.Taint{soft}, nil, base, true, "", ""},
+		{"another taint on a set that is not runtime-required: blocked", []corev1.Taint{gpu}, nil, base, false, "nvidia.com/gpu=present:NoSchedule", ""},
+		{"another taint on a runtime-required set: waits (Skyhook)", []corev1.Taint{runtime, driver}, nil, base, true, "", "example.com/driver=installing:NoSchedule"},
+		{"two other taints on a runtime-required set: waits for both", []corev1.Taint{driver, runtime, maint}, nil, base, true, "", "example.com/driver=installing:NoSchedule; maint=x:NoExecute"},
+		{"tolerated taint on a runtime-required set: neither", []corev1.Taint{runtime, gpu}, nil, withGPU, true, "", ""},
+		{"not-ready on any set: waits, in the kubelet's words", []corev1.Taint{notReady}, kubeletDown, base, false, "",
+			"node.kubernetes.io/not-ready:NoSchedule (node condition Ready=False KubeletNotReady: container runtime network not ready: NetworkReady=false)"},
+		{"not-ready without its condition: waits, the taint alone", []corev1.Taint{notReady}, nil, base, false, "", "node.kubernetes.io/not-ready:NoSchedule"},
+		{"cloud uninitialized: waits (no condition)", []corev1.Taint{uninit}, kubeletDown, base, false, "", "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"},
+		{"disk pressure, condition absent: waits", []corev1.Taint{disk}, kubeletDown, base, false, "", "node.kubernetes.io/disk-pressure:NoSchedule"},
+		{"blocked beside a condition taint: both said", []corev1.Taint{notReady, gpu, driver}, nil, base, false, "nvidia.com/gpu=present:NoSchedule", "node.kubernetes.io/not-ready:NoSchedule"},
+	} {
+		blocked, waitFor := TaintHold(c.taints, c.conds, c.tols, c.runtimeRequired)
+		if blocked != c.blocked || waitFor != c.waitFor {
+			t.Errorf("%s: TaintHold = %q, %q; want %q, %q", c.name, blocked, waitFor, c.blocked, c.waitFor)
+		}
+	}
+}
+
 func TestGateOf(t *testing.T) {
 	set := func(name string, prio int32, mod func(*v1alpha1.PackageSet)) v1alpha1.PackageSet {
 		s := v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.PackageSetSpec{Priority: prio,

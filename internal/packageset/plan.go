@@ -60,7 +60,7 @@ func Plan(f SetFacts) (Decision, error) {
 	// already in flight finish their stages but no more than the budget are interrupted.
 	cordonSlots := budget - cordoned
 	statuses := make([]Status, 0, len(nodes))
-	var blocked, pausedBy []string
+	var lines holdLines
 	for _, n := range nodes {
 		var nodeWants []Want
 		if n.Selected && !f.Deleting {
@@ -73,23 +73,15 @@ func Plan(f SetFacts) (Decision, error) {
 			continue
 		}
 		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
-		var blockedMsg, pausedMsg string
-		p.hold, blockedMsg, pausedMsg = nodeHold(f, n, specErr)
-		if blockedMsg != "" {
-			blocked = append(blocked, blockedMsg)
-		}
-		if pausedMsg != "" {
-			pausedBy = append(pausedBy, pausedMsg)
-		}
+		var blockedMsg, waitMsg, pausedMsg string
+		p.hold, blockedMsg, waitMsg, pausedMsg = nodeHold(f, n, specErr)
 		admit(&p, wave, wasInFlight, pol, &inflight, budget, halted)
 		plan, err := p.run()
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		d.addNode(n, plan, &p)
-		if pausedMsg != "" && plan.Status != v1alpha1.StatusWaiting {
-			pausedBy = pausedBy[:len(pausedBy)-1] // this node's entry: still finishing what it started
-		}
+		lines.add(blockedMsg, waitMsg, pausedMsg, plan.Status)
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
 		}
@@ -113,11 +105,33 @@ func Plan(f SetFacts) (Decision, error) {
 	if d.Status != v1alpha1.StatusComplete && d.RequeueAfter == 0 {
 		d.RequeueAfter = Poll
 	}
-	if d.Status == v1alpha1.StatusWaiting && len(pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(pausedBy) > 0 {
-		d.PausedBy = pausedBy
+	if d.Status == v1alpha1.StatusWaiting && len(lines.pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(lines.pausedBy) > 0 {
+		d.PausedBy = lines.pausedBy
 	}
-	d.Conditions = conditions(f, d, specErr, blocked)
+	d.Conditions = conditions(f, d, specErr, lines.blocked, lines.waitFor)
 	return d, nil
+}
+
+// holdLines are the lines a pass collects from nodeHold for the set's conditions: blocked
+// ("<node>: <taint>"), waitFor ("<node>: <taints>") and pausedBy ("<node> (by <set>)").
+type holdLines struct{ blocked, waitFor, pausedBy []string }
+
+// add records one node's nodeHold lines once its plan's status is known: blocked always;
+// waitFor and pausedBy only when the node ended the pass waiting (not when it is done or still
+// finishing stages it had started).
+func (h *holdLines) add(blocked, waitFor, pausedBy string, status Status) {
+	if blocked != "" {
+		h.blocked = append(h.blocked, blocked)
+	}
+	if status != v1alpha1.StatusWaiting {
+		return
+	}
+	if waitFor != "" {
+		h.waitFor = append(h.waitFor, waitFor)
+	}
+	if pausedBy != "" {
+		h.pausedBy = append(h.pausedBy, pausedBy)
+	}
 }
 
 // admit holds a node of a wave after the current one (Waiting) unless it is in flight, then

@@ -190,3 +190,39 @@ func TestHasTaintAndTouched(t *testing.T) {
 		t.Error("the runtime toleration does not tolerate the taint")
 	}
 }
+
+// A runtime-required set whose node also carries another taint (a driver installer's, say):
+// the node waits as Skyhook's does, the set is waiting (Reconciling, reason WaitingForTaint,
+// the taint named), never Stalled, and no stage starts there; once the other controller
+// removes its taint the node runs its stages and the set completes. The same taint on a set
+// that is not runtime-required blocks it (Stalled).
+func TestPlanRuntimeRequiredWaitsForAnotherTaint(t *testing.T) {
+	s := newSim(t, 2, tool("1.0.0"))
+	runtime, err := ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tols := append(StageTolerations(&v1alpha1.PackageSet{}), RuntimeToleration(runtime))
+	driver := corev1.Taint{Key: "example.com/driver", Value: "installing", Effect: corev1.TaintEffectNoSchedule}
+	taints := []corev1.Taint{runtime, driver}
+	s.nodes["node-1"].blocked, s.nodes["node-1"].waitFor = TaintHold(taints, nil, tols, true)
+	d := s.run(v1alpha1.StatusWaiting)
+	ready, stalled := cond(t, d, v1alpha1.ConditionReady), cond(t, d, v1alpha1.ConditionStalled)
+	if stalled.Status != metav1.ConditionFalse || ready.Reason != ReasonWaitingForTaint || !strings.Contains(ready.Message, "node-1: example.com/driver=installing:NoSchedule") {
+		t.Fatalf("waiting for the driver's taint: Ready %+v, Stalled %+v", ready, stalled)
+	}
+	if len(s.ran["node-1"]) > 0 {
+		t.Fatalf("stages ran on the waiting node: %v", s.ran["node-1"])
+	}
+	s.nodes["node-1"].blocked, s.nodes["node-1"].waitFor = TaintHold([]corev1.Taint{runtime}, nil, tols, true)
+	if c := cond(t, s.run(v1alpha1.StatusComplete), ConditionTaintNotTolerable); c.Status != metav1.ConditionFalse {
+		t.Errorf("complete, TaintNotTolerable %+v", c)
+	}
+
+	other := newSim(t, 2, tool("1.0.0"))
+	other.nodes["node-1"].blocked, other.nodes["node-1"].waitFor = TaintHold(taints, nil, tols, false)
+	d = other.run(v1alpha1.StatusBlocked)
+	if c := cond(t, d, v1alpha1.ConditionStalled); c.Status != metav1.ConditionTrue || c.Reason != ReasonBlocked {
+		t.Errorf("not runtime-required: Stalled %+v", c)
+	}
+}

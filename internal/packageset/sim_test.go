@@ -40,6 +40,7 @@ type simNode struct {
 	undrained                 bool
 	drains                    int
 	blocked                   string
+	waitFor                   string
 	gate                      Gate
 	gateSet                   string
 	selected                  bool
@@ -65,7 +66,7 @@ func (s *sim) pass() Decision {
 	f.Now = s.now
 	f.Nodes = nil
 	for name, n := range s.nodes {
-		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, Gate: n.gate, GateSet: n.gateSet,
+		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, WaitFor: n.waitFor, Gate: n.gate, GateSet: n.gateSet,
 			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {

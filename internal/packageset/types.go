@@ -292,8 +292,13 @@ type NodeFacts struct {
 	Selected bool
 	// Record is the node's annotation, nil if none.
 	Record *NodeRecord
-	// Blocked, if non-empty, says which taint the stage pods do not tolerate.
+	// Blocked, if non-empty, says which taint the stage pods do not tolerate and nothing in the
+	// cluster removes for this set (TaintHold's blocked): the node is blocked, the set Stalled.
 	Blocked string
+	// WaitFor, if non-empty, names the taints the stage pods do not tolerate that a controller
+	// in the cluster removes (TaintHold's waitFor): the node waits (status waiting, reason
+	// WaitingForTaint), as Skyhook waits; Blocked wins when both are set.
+	WaitFor string
 	Gate    Gate
 	// GateSet names the earlier set behind Gate (GateWaiting, GatePaused); "" when open.
 	GateSet string

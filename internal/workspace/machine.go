@@ -25,6 +25,16 @@
 // the kubelet's image pull / start errors stall it the same way. Nodes are facts: when one is
 // added, the next pass (the controller watches Nodes) proceeds without user action.
 //
+// # Waiting where KAITO waits
+//
+// Only what cannot resolve without the user stalls. A pod the scheduler holds only because its
+// immediate-binding PersistentVolumeClaims are not bound yet ("pod has unbound immediate
+// PersistentVolumeClaims", failure.WaitsForVolumeBinding) is progress: the PersistentVolume
+// controller binds the claims and the scheduler retries the pod, as KAITO waits for them.
+// ResourceReady=False with reason WaitingForVolumeBinding quotes the scheduler and names each
+// claim not bound with its phase; Reconciling=True, never Stalled. The wait is bounded by the
+// caller (the provider's resource timeout reports these conditions).
+//
 // # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
 // Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
@@ -83,6 +93,9 @@ const (
 	ReasonUnschedulable        = "Unschedulable"        // False (Stalled): the scheduler's own message
 	ReasonNodeLost             = "NodeLost"             // False: a replica's node is gone or NotReady
 	ReasonWaitingForScheduler  = "WaitingForScheduler"  // False: pods not bound yet
+	// ReasonWaitingForVolumeBinding: False (Reconciling, not Stalled): the scheduler holds a
+	// pod until its immediate-binding claims are bound (failure.WaitsForVolumeBinding).
+	ReasonWaitingForVolumeBinding = "WaitingForVolumeBinding"
 
 	// InferenceReady / JobStarted reasons.
 	ReasonInferenceReady       = "InferenceReady"       // True
@@ -171,6 +184,10 @@ type Facts struct {
 	// or Job is created or updated (InferenceReady/JobStarted=False, reason
 	// ReferenceNotFound, Stalled=True); a running Deployment is left alone.
 	MissingRefs []string
+	// UnboundClaims are the PersistentVolumeClaims the pods mount that exist and are not Bound,
+	// "namespace/name (phase)" (e.g. "ns/train-data (Pending)"), in the order mounted: named
+	// in ResourceReady while the scheduler waits for them (ReasonWaitingForVolumeBinding).
+	UnboundClaims []string
 	// Rejection, when non-nil, is an earlier pass's write the API server rejected for good
 	// (failure.Rejection): Stalled=True with reason Rejected and the API server's message; the
 	// rejected action is withheld until Rejection.RetryAt, then tried again.
@@ -512,12 +529,14 @@ func waitingForClaims(f Facts) bool { return len(f.Provisioning.Claims) > 0 }
 // for image pull and start failures, lost nodes.
 type podProblems struct {
 	unschedulable, imagePull, start, nodeLost *cond
-	bound, readyOnReadyNode                   int32
-	running                                   bool
-	nodes                                     []string
+	// volumeBinding: a pod the scheduler holds only until its claims are bound (not stalled).
+	volumeBinding           *cond
+	bound, readyOnReadyNode int32
+	running                 bool
+	nodes                   []string
 }
 
-func readPods(pods []Pod) podProblems {
+func readPods(pods []Pod, unboundClaims []string) podProblems {
 	var r podProblems
 	sorted := append([]Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -529,6 +548,14 @@ func readPods(pods []Pod) podProblems {
 			r.running = true
 		}
 		switch {
+		case p.NodeName == "" && failure.WaitsForVolumeBinding(p.Unschedulable):
+			if r.volumeBinding == nil {
+				msg := fmt.Sprintf("pod %s: %s", p.Name, p.Unschedulable)
+				if len(unboundClaims) > 0 {
+					msg += "; claims not bound yet: " + strings.Join(unboundClaims, ", ")
+				}
+				r.volumeBinding = &cond{false, ReasonWaitingForVolumeBinding, msg + "; waiting for the PersistentVolume controller to bind them"}
+			}
 		case p.NodeName == "" && p.Unschedulable != "":
 			if r.unschedulable == nil {
 				r.unschedulable = &cond{false, ReasonUnschedulable, fmt.Sprintf("pod %s: %s", p.Name, p.Unschedulable)}
@@ -566,7 +593,9 @@ func readPods(pods []Pod) podProblems {
 }
 
 // inferenceResource sets ResourceReady of an inference pass: capacity first (stalled unless the
-// spec is invalid), then the pods' placement (stalled when unschedulable).
+// spec is invalid or nodes are being provisioned), then the pods' placement (stalled when
+// unschedulable, except while the workspace's own NodeClaims bring nodes or the scheduler waits
+// for immediate claims to bind: WaitingForVolumeBinding).
 func inferenceResource(f Facts, pods podProblems, p *pass, d *Decision) {
 	res, stall := capacityCheck(f, d)
 	switch {
@@ -580,6 +609,8 @@ func inferenceResource(f Facts, pods podProblems, p *pass, d *Decision) {
 		if !waitingForClaims(f) {
 			p.stalled = pods.unschedulable
 		}
+	case pods.volumeBinding != nil:
+		p.resource = *pods.volumeBinding
 	case pods.nodeLost != nil:
 		p.resource = *pods.nodeLost
 	case pods.bound < f.Replicas:
@@ -625,7 +656,8 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 }
 
 // tuningResource sets ResourceReady of a tuning pass: capacity (stalled), an unschedulable pod
-// of an active Job (stalled), placed once a pod is bound or the Job finished.
+// of an active Job (stalled; waiting for its claims to bind or its NodeClaims' nodes is not),
+// placed once a pod is bound or the Job finished.
 func tuningResource(f Facts, pods podProblems, p *pass, d *Decision) {
 	job := f.Job
 	res, stall := capacityCheck(f, d)
@@ -640,6 +672,8 @@ func tuningResource(f Facts, pods podProblems, p *pass, d *Decision) {
 		if !waitingForClaims(f) {
 			p.stalled = pods.unschedulable
 		}
+	case pods.volumeBinding != nil && job != nil && job.Active > 0:
+		p.resource = *pods.volumeBinding
 	case pods.bound > 0 || (job != nil && (job.Complete || job.Failed)):
 		p.resource = cond{true, ReasonResourcesAvailable, "the tuning pod was placed on " + strings.Join(pods.nodes, ", ")}
 		if len(pods.nodes) == 0 {
@@ -726,7 +760,7 @@ func inference(f Facts, prev State, d *Decision) pass {
 			d.Actions = append(d.Actions, ActionDeleteOtherWorkload)
 		}
 	}
-	pods := readPods(f.Pods)
+	pods := readPods(f.Pods, f.UnboundClaims)
 	d.ReadyReplicas = pods.readyOnReadyNode
 
 	inferenceResource(f, pods, &p, d)
@@ -800,7 +834,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 	}
 	p := pass{state: prev}
 	job := f.Job
-	pods := readPods(f.Pods)
+	pods := readPods(f.Pods, f.UnboundClaims)
 
 	tuningResource(f, pods, &p, d)
 
@@ -858,8 +892,11 @@ func conditions(f Facts, p pass) []metav1.Condition {
 		active = cond{false, p.stalled.reason, p.stalled.message}
 	default:
 		active = cond{false, ReasonProgressing, p.summary.message}
-		if p.summary.reason == ReasonWorkspacePending && !f.HasFinalizer {
+		switch {
+		case p.summary.reason == ReasonWorkspacePending && !f.HasFinalizer:
 			active.reason = ReasonAddingFinalizer
+		case p.resource.reason == ReasonWaitingForVolumeBinding:
+			active.reason = ReasonWaitingForVolumeBinding // what the wait is for, in Ready's reason
 		}
 	}
 	stalled := p.stalled != nil && !ready && p.terminating == ""

@@ -28,6 +28,9 @@ const (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// unboundClaimsMsg is kube-scheduler's message for a pod whose immediate claims are not bound.
+const unboundClaimsMsg = "0/7 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling."
+
 // was returns the conditions a previous pass in state s left (only WorkspaceSucceeded
 // matters to StateOf; Stalled is included for backoff/event checks).
 func was(mode Mode, s State) []metav1.Condition {
@@ -198,6 +201,35 @@ func TestTransitions(t *testing.T) {
 				f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: "0/7"}}
 			}),
 			reasons: map[string]string{ConditionResourceReady: ReasonNoMatchingNodes, ConditionJobStarted: ReasonJobPending}},
+		// Waiting where KAITO waits: the scheduler holds the pod only until its immediate
+		// claims are bound (the PersistentVolume controller binds them): progress, not Stalled,
+		// the scheduler's words and the claims named; a missing claim still stalls.
+		{name: "tuning Pending→Pending: claims binding, Reconciling (KAITO waits)", from: sPending, to: sPending,
+			facts: tunFacts(sPending, func(f *Facts) {
+				f.UnboundClaims = []string{"ns/train-data (Pending)", "ns/adapters (Pending)"}
+				f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: unboundClaimsMsg}}
+			}),
+			reasons: map[string]string{ConditionResourceReady: ReasonWaitingForVolumeBinding, ConditionJobStarted: ReasonJobPending,
+				v1alpha1.ConditionReady: ReasonWaitingForVolumeBinding, v1alpha1.ConditionReconciling: ReasonWaitingForVolumeBinding,
+				ConditionWorkspaceSucceeded: ReasonWorkspacePending},
+			contains: map[string]string{ConditionResourceReady: "pod j-a: 0/7 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/7 nodes are available: 7 Preemption is not helpful for scheduling.; claims not bound yet: ns/train-data (Pending), ns/adapters (Pending); waiting for the PersistentVolume controller to bind them",
+				v1alpha1.ConditionReconciling: "unbound immediate PersistentVolumeClaims"}},
+		{name: "tuning Pending→Pending: claims binding beside another unschedulable pod: Stalled on that one", from: sPending, to: sPending, stalled: true,
+			facts: tunFacts(sPending, func(f *Facts) {
+				f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: unboundClaimsMsg},
+					{Name: "j-b", Phase: corev1.PodPending, Unschedulable: "0/7 nodes are available: 3 Insufficient nvidia.com/gpu."}}
+			}),
+			reasons: map[string]string{ConditionResourceReady: ReasonUnschedulable}},
+		{name: "tuning Running→Running: a retried pod waits for its claims, not Stalled", from: sRunning, to: sRunning,
+			facts: tunFacts(sRunning, func(f *Facts) {
+				f.Pods = []Pod{{Name: "j-a", Phase: corev1.PodPending, Unschedulable: unboundClaimsMsg}}
+			}),
+			reasons: map[string]string{ConditionResourceReady: ReasonWaitingForVolumeBinding, ConditionWorkspaceSucceeded: ReasonJobRunning}},
+		{name: "inference Pending→Pending: claims binding, Reconciling", from: sPending, to: sPending,
+			facts: infFacts(sPending, func(f *Facts) {
+				f.Pods = []Pod{{Name: "p-a", Phase: corev1.PodPending, Unschedulable: unboundClaimsMsg}, readyPod("p-b", "gpu-1")}
+			}),
+			reasons: map[string]string{ConditionResourceReady: ReasonWaitingForVolumeBinding, ConditionInferenceReady: ReasonReplicasNotReady}},
 		{name: "tuning Pending→Running (seed)", from: sPending, to: sRunning, facts: tunFacts(sPending, nil),
 			reasons: map[string]string{ConditionJobStarted: ReasonJobStarted, ConditionWorkspaceSucceeded: ReasonJobRunning}},
 		{name: "tuning Pending→Running: job observed complete, Running first", from: sPending, to: sRunning, requeue: true,
@@ -491,4 +523,19 @@ func dump(d Decision) string {
 		b.WriteString("  " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message + "\n")
 	}
 	return b.String()
+}
+
+// UnboundClaims names the claims that exist and are not Bound, in Refs' order; missing
+// claims (MissingRefs) and other kinds are left out.
+func TestUnboundClaims(t *testing.T) {
+	refs := []failure.Ref{
+		{Kind: "ConfigMap", Namespace: "ns", Name: "cfg", Exists: true},
+		{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "in", Exists: true, Phase: "Pending"},
+		{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "gone"},
+		{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "out", Exists: true, Phase: "Bound"},
+		{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "new", Exists: true},
+	}
+	if got, want := UnboundClaims(refs), []string{"ns/in (Pending)", "ns/new (no phase yet)"}; !slices.Equal(got, want) {
+		t.Errorf("UnboundClaims = %q, want %q", got, want)
+	}
 }

@@ -556,3 +556,22 @@ func Refs(w *v1alpha1.Workspace) []failure.Ref {
 	}
 	return out
 }
+
+// UnboundClaims names the PersistentVolumeClaims among refs (Refs, checked by the controller:
+// Exists and Phase filled in) that exist and are not Bound, "namespace/name (phase)" in refs'
+// order, e.g. "ns/train-data (Pending)"; nil when none. Missing claims are not listed (they
+// are MissingRefs: Stalled, ReferenceNotFound).
+func UnboundClaims(refs []failure.Ref) []string {
+	var out []string
+	for _, r := range refs {
+		if r.Kind != "PersistentVolumeClaim" || !r.Exists || r.Phase == string(corev1.ClaimBound) {
+			continue
+		}
+		phase := r.Phase
+		if phase == "" {
+			phase = "no phase yet"
+		}
+		out = append(out, fmt.Sprintf("%s/%s (%s)", r.Namespace, r.Name, phase))
+	}
+	return out
+}

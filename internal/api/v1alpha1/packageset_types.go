@@ -315,6 +315,8 @@ type PackageSetSpec struct {
 	// (not disabled, not being deleted) is complete on that node, node by node. A node no
 	// runtime-required set selects keeps the taint. status.runtimeRequiredNodes counts the
 	// selected nodes still tainted and the RuntimeRequiredTaint condition names what holds them.
+	// A node that also carries another taint the stage pods do not tolerate waits for it (as
+	// Skyhook does): status waiting, reason WaitingForTaint, never Stalled.
 	// +optional
 	RuntimeRequired bool `json:"runtimeRequired,omitempty"`
 
