@@ -171,7 +171,9 @@ func TestAccWorkspace_tuningWaitsForClaimsToBind(t *testing.T) {
 			if _, err := c.Core.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 				return err
 			}
-			t.Cleanup(func() { _ = c.Core.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = c.Core.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+			})
 		}
 		return nil
 	}
