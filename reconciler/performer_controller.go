@@ -85,7 +85,8 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 
 // Reconcile is one pass: get the Performer, gather facts, call performer.Decide, write status
 // (once, only when it changed, through the status subresource, before acting so a phase such
-// as Upgrading is visible before its effects), emit the phase-change Event, then act.
+// as Upgrading is visible before its effects; beside the actions where they cannot act on
+// stale facts, see writeAndAct), emit the phase-change Event, then act.
 //
 // Facts come from the informer cache, which holds only the Pods and Services the reconciler
 // labelled as its own. A pass whose cache does not show the reconciler's own earlier writes
