@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # hack/bench.sh — what `make bench` runs: build, local cluster, reconciler, then
-# hack/bench (Go) which times 100 gantry_performer (plan, apply, no-op plan, destroy) beside
-# Terraform's floor (100 terraform_data), measures kwok's pod ready delay and the end-to-end
-# wait latency (reconciler writes Running/Ready → the provider's Create returns); then
+# hack/bench (Go) which times, in BENCH_ROUNDS rounds (default 3), 100 gantry_performer (plan,
+# apply, no-op plan, destroy) beside the limit (the same 100 Performers created, watched until
+# Running, deleted and watched until gone by a client-go program at QPS 200: no Terraform) and
+# Terraform's floor (100 terraform_data), one table of ranges and per-round ratios; measures
+# kwok's pod ready delay and the end-to-end wait latency (reconciler writes Running/Ready →
+# the provider's Create returns); then
 # hack/bench/packageset: a 2-package PackageSet over PS_BENCH_NODES kwok nodes (default 200),
 # variants PS_BENCH_VARIANTS (default "a,b,c": a = no interrupt, budget 100%; b = reboot
 # interrupt, budget 10%; c = 3 compartments of a deployment policy, 25% each, exponential
@@ -18,7 +21,7 @@ bash hack/cluster.sh up >/dev/null
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh start >/dev/null
 go run ./hack/bench -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" \
-  -tfrc "$CACHE/terraformrc" -workdir "$CACHE/bench" -reconciler-log "$CACHE/reconciler.log" "$@"
+  -tfrc "$CACHE/terraformrc" -workdir "$CACHE/bench" -reconciler-log "$CACHE/reconciler.log" -rounds "${BENCH_ROUNDS:-3}" "$@"
 # PackageSet: its own reconciler process per run (peak RSS, CPU, API requests per node-stage)
 # over PS_BENCH_NODES kwok nodes (default 200; the number is 1000).
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true

@@ -85,7 +85,8 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 
 // Reconcile is one pass: get the Performer, gather facts, call performer.Decide, write status
 // (once, only when it changed, through the status subresource, before acting so a phase such
-// as Upgrading is visible before its effects), emit the phase-change Event, then act.
+// as Upgrading is visible before its effects; beside the actions where they cannot act on
+// stale facts, see writeAndAct), emit the phase-change Event, then act.
 //
 // Facts come from the informer cache, which holds only the Pods and Services the reconciler
 // labelled as its own. A pass whose cache does not show the reconciler's own earlier writes
@@ -155,19 +156,20 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, illegalTransition[*performer.TransitionError](r.Recorder, &p, err)
 		}
-		if !slices.Contains(d.Actions, performer.ActionRemoveFinalizer) {
-			if stale, err := writeStatus(ctx, r.Client, &p, &p.Status, r.status(&p, d, facts, statusPod, now)); err != nil {
-				return ctrl.Result{}, err
-			} else if stale {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		emit := func() {
+			if d.Event != nil {
+				r.Recorder.Event(&p, d.Event.Type, d.Event.Reason, d.Event.Message)
+				logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
 			}
 		}
-		if d.Event != nil {
-			r.Recorder.Event(&p, d.Event.Type, d.Event.Reason, d.Event.Message)
-			logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
+		o2 := objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}
+		stale, serr, err := r.writeAndAct(ctx, &p, d.Actions, r.status(&p, d, facts, statusPod, now), o2, writes, emit)
+		switch {
+		case serr != nil:
+			return ctrl.Result{}, serr
+		case stale && err == nil:
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-
-		err = r.actAll(ctx, &p, d.Actions, objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}, writes)
 		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
 		switch {
 		case err == nil:
@@ -197,6 +199,55 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 	}
+}
+
+// writeAndAct writes the pass's status want (unless the pass removes the finalizer: the
+// Performer is then going away) and carries out actions. emit records the phase-change Event
+// once the status write succeeded. It returns stale when the status write hit a stale object
+// (the caller retries the pass), serr for another status write error and err from the
+// actions.
+//
+// The status is written before the actions, so a phase such as Upgrading is visible before
+// its effects and a write conflict (the cache lags behind the Performer) stops the pass before
+// it acts on stale facts, except when acting cannot be on stale facts; then the status write
+// and the actions overlap, one round trip instead of two:
+//   - the Performer is being deleted (irrevocable: the owned objects go whatever else changed;
+//     the deletes carry UID preconditions);
+//   - the first action is AddFinalizer: its write (optimistic lock) has just confirmed the
+//     facts are current, so the Service and Pod (or Deployment) created beside the status
+//     write are what a status-first pass would have created.
+func (r *PerformerReconciler) writeAndAct(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, want v1alpha1.PerformerStatus, o objs, writes map[string]objectWrite, emit func()) (stale bool, serr, err error) {
+	if slices.Contains(actions, performer.ActionRemoveFinalizer) {
+		emit()
+		return false, nil, r.actAll(ctx, p, actions, o, writes)
+	}
+	overlap := !p.DeletionTimestamp.IsZero()
+	if len(actions) > 0 && actions[0] == performer.ActionAddFinalizer {
+		if err := r.actAll(ctx, p, actions[:1], o, writes); err != nil {
+			return false, nil, err
+		}
+		actions, overlap = actions[1:], true
+	}
+	if !overlap || len(actions) == 0 {
+		if stale, serr = writeStatus(ctx, r.Client, p, &p.Status, want); serr != nil || stale {
+			return stale, serr, nil
+		}
+		emit()
+		return false, nil, r.actAll(ctx, p, actions, o, writes)
+	}
+	// The actions get their own copy: the status write updates p as it returns.
+	acting := p.DeepCopy()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		stale, serr = writeStatus(ctx, r.Client, p, &p.Status, want)
+	}()
+	err = r.actAll(ctx, acting, actions, o, writes)
+	<-done
+	if serr == nil && !stale {
+		emit()
+	}
+	return stale, serr, err
 }
 
 // observed are the owned objects a pass found (nil when absent): the Pod performer-<name>,

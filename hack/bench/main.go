@@ -1,10 +1,16 @@
-// Command bench times the Gantry provider against Terraform's own floor on the local cluster.
-// It is run by `make bench` (hack/bench.sh), which starts the cluster and the reconciler and
-// installs the provider into the local mirror first. It prints numbers and never fails on them.
+// Command bench times the Gantry provider against its limit and Terraform's own floor on the
+// local cluster. It is run by `make bench` (hack/bench.sh), which starts the cluster and the
+// reconciler and installs the provider into the local mirror first. It prints numbers and
+// never fails on them.
 //
-// Measured, in one run:
+// Measured, in one run, -rounds times (each round back to back, so ratios compare numbers
+// taken under the same load):
+//   - the limit (limit.go): N Performers created at once by a client-go program (QPS
+//     -limit-qps), watched until all Running, deleted and watched until all gone;
 //   - for N gantry_performer and N terraform_data: terraform plan (create), apply, no-op plan
 //     (refresh of every resource), destroy — wall-clock seconds of the real CLI;
+//   - one table: Gantry beside the limit (apply, destroy) or terraform_data (plans), ranges
+//     over the rounds and the range of the per-round ratios;
 //   - kwok's ready delay: Pod created → Ready=True, median over a few Pods;
 //   - the wait latency: the reconciler's status write that makes a Performer Running/Ready
 //     (its log line) → the provider's Create returning (its log line), over -samples
@@ -22,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,8 +49,10 @@ var (
 	workdir    = flag.String("workdir", ".cache/bench", "scratch directory")
 	recLog     = flag.String("reconciler-log", "", "the running reconciler's log file (JSON lines)")
 	count      = flag.Int("n", 100, "resources per configuration")
-	samples    = flag.Int("samples", 20, "wait-latency samples")
+	samples    = flag.Int("samples", 20, "wait-latency samples (0: skip)")
 	parallel   = flag.Int("parallelism", 10, "terraform -parallelism")
+	rounds     = flag.Int("rounds", 3, "rounds of limit, gantry and terraform_data")
+	limitQPS   = flag.Int("limit-qps", 200, "client QPS of the limit program (burst twice it)")
 )
 
 const namespace = "gantry-bench"
@@ -61,23 +70,30 @@ func main() {
 		check(err)
 	}
 
-	fmt.Printf("Gantry bench: %d resources, terraform -parallelism=%d\n\n", *count, *parallel)
+	fmt.Printf("Gantry bench: %d resources, terraform -parallelism=%d, %d rounds (limit: client-go, QPS %d)\n\n", *count, *parallel, *rounds, *limitQPS)
 	delay := kwokReadyDelay(ctx, cs, 5)
 
-	floor := runStack("floor", floorConfig(*count))
-	gantry := runStack("gantry", performerConfig("bench", *count))
-
-	fmt.Printf("\n%-22s %12s %12s %12s\n", "step (seconds)", "gantry", "terraform_data", "ratio")
-	for _, s := range []string{"plan", "apply", "no-op plan", "destroy"} {
-		fmt.Printf("%-22s %12.2f %12.2f %12.2f\n", s, gantry[s], floor[s], gantry[s]/floor[s])
+	// Each round measures the limit, Gantry and Terraform's floor back to back, so a ratio
+	// compares numbers taken under the same load of the (shared) machine.
+	var gantry, floor []map[string]float64
+	var limit []limitRun
+	for r := 1; r <= *rounds; r++ {
+		l := runLimit(ctx, cfg, fmt.Sprintf("limit%d", r), *count, float32(*limitQPS))
+		fmt.Printf("round %d: limit    create → all Running %.2f s, delete → all gone %.2f s\n", r, l.create, l.delete)
+		limit = append(limit, l)
+		gantry = append(gantry, runStack(fmt.Sprintf("round %d: gantry", r), filepath.Join(*workdir, "gantry"), performerConfig("bench", *count)))
+		floor = append(floor, runStack(fmt.Sprintf("round %d: floor", r), filepath.Join(*workdir, "floor"), floorConfig(*count)))
 	}
-	waves := math.Ceil(float64(*count) / float64(*parallel))
-	applyFloor := floor["apply"] + waves*delay
-	fmt.Printf("\nkwok ready delay (Pod created → Ready, median): %.3f s\n", delay)
-	fmt.Printf("apply floor = terraform_data apply + ceil(%d/%d) × ready delay = %.2f s; gantry apply / floor = %.2f (target ≤ 1.2)\n",
-		*count, *parallel, applyFloor, gantry["apply"]/applyFloor)
-	fmt.Printf("targets: plan ≤ 1.5 s (%.2f), destroy ≤ 5 s (%.2f)\n", gantry["plan"], gantry["destroy"])
+	printTable(gantry, floor, limit)
 
+	applyFloor := median(column(floor, "apply")) + math.Ceil(float64(*count)/float64(*parallel))*delay
+	fmt.Printf("\nkwok ready delay (Pod created → Ready, median): %.3f s\n", delay)
+	fmt.Printf("apply floor = terraform_data apply + ceil(%d/%d) × ready delay = %.2f s; gantry apply (median) / floor = %.2f\n",
+		*count, *parallel, applyFloor, median(column(gantry, "apply"))/applyFloor)
+
+	if *samples <= 0 {
+		return
+	}
 	lat := waitLatency()
 	if len(lat) > 0 {
 		sort.Float64s(lat)
@@ -86,10 +102,58 @@ func main() {
 	}
 }
 
-// runStack writes cfg into workdir/name and returns the wall-clock seconds of plan, apply,
-// no-op plan and destroy.
-func runStack(name, cfg string) map[string]float64 {
-	dir := filepath.Join(*workdir, name)
+// printTable prints Gantry beside its limit, step by step: each cell the range (min–max) over
+// the rounds, the ratio column the range of the per-round ratios. Apply and destroy are
+// compared with the client-go limit (runLimit), plan and no-op plan with the same plans of
+// N terraform_data (no API calls at all: Terraform's own cost).
+func printTable(gantry, floor []map[string]float64, limit []limitRun) {
+	limits := map[string][]float64{"apply": nil, "destroy": nil}
+	for _, l := range limit {
+		limits["apply"] = append(limits["apply"], l.create)
+		limits["destroy"] = append(limits["destroy"], l.delete)
+	}
+	fmt.Printf("\n%-12s %-18s %-16s %-26s %-14s %s\n", "step", "limit is", "gantry (s)", "limit (s)", "ratio", "target")
+	for _, s := range []string{"apply", "destroy", "no-op plan", "plan"} {
+		what, lim, target := "client-go", limits[s], "≤ 1.10"
+		if lim == nil {
+			what, lim, target = "terraform_data", column(floor, s), ""
+		}
+		g := column(gantry, s)
+		ratios := make([]float64, len(g))
+		for i := range g {
+			ratios[i] = g[i] / lim[i]
+		}
+		fmt.Printf("%-12s %-18s %-16s %-26s %-14s %s\n", s, what, span(g, "%.2f"), span(lim, "%.2f"), span(ratios, "%.2f"), target)
+	}
+}
+
+// column returns step s of every round.
+func column(rounds []map[string]float64, s string) []float64 {
+	out := make([]float64, len(rounds))
+	for i, r := range rounds {
+		out[i] = r[s]
+	}
+	return out
+}
+
+// span formats the range of vs ("min–max", or the one value).
+func span(vs []float64, f string) string {
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	if len(vs) == 1 || fmt.Sprintf(f, lo) == fmt.Sprintf(f, hi) {
+		return fmt.Sprintf(f, lo)
+	}
+	return fmt.Sprintf(f+"–"+f, lo, hi)
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// runStack writes cfg into dir and returns the wall-clock seconds of plan, apply, no-op plan
+// and destroy; name labels its line.
+func runStack(name, dir, cfg string) map[string]float64 {
 	check(os.RemoveAll(dir))
 	check(os.MkdirAll(dir, 0o755))
 	check(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644))
@@ -100,7 +164,7 @@ func runStack(name, cfg string) map[string]float64 {
 	out["apply"] = timed(func() { tf(dir, nil, "apply", "-input=false", par, "plan.tfplan") })
 	out["no-op plan"] = timed(func() { tf(dir, nil, "plan", "-input=false", "-detailed-exitcode", par) })
 	out["destroy"] = timed(func() { tf(dir, nil, "destroy", "-input=false", "-auto-approve", par) })
-	fmt.Printf("%-8s plan %.2f s, apply %.2f s, no-op plan %.2f s, destroy %.2f s\n", name, out["plan"], out["apply"], out["no-op plan"], out["destroy"])
+	fmt.Printf("%s plan %.2f s, apply %.2f s, no-op plan %.2f s, destroy %.2f s\n", name, out["plan"], out["apply"], out["no-op plan"], out["destroy"])
 	return out
 }
 
