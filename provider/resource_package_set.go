@@ -114,6 +114,8 @@ type waveModel struct {
 	Name              types.String        `tfsdk:"name"`
 	NodeSelector      map[string]string   `tfsdk:"node_selector"`
 	NodeSelectorExprs []selectorExprModel `tfsdk:"node_selector_expressions"`
+	// SoakDuration is the wave's own soak window (NixFleet's waves[].soakMinutes).
+	SoakDuration types.String `tfsdk:"soak_duration"`
 }
 
 type interruptModel struct {
@@ -401,6 +403,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 								Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
 							"node_selector":             schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels that pick the wave's nodes (all must match)."},
 							"node_selector_expressions": selectorExprsAttribute("Label selector requirements the wave's nodes must also meet (`matchExpressions`)."),
+							"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long this wave's nodes soak, instead of `rollout.soak_duration` " +
+								"(NixFleet's per-wave `soakMinutes`), e.g. `10m` for a canary wave and `1m` after it; `0s`: no soak for this wave. Unset: the rollout's.",
+								Validators: []validator.String{durationValidator{}}},
 						}}},
 					"health_checks": healthChecksAttribute(),
 				}},
@@ -808,7 +813,15 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			s.Rollout.SoakCheckInterval = &metav1.Duration{Duration: d}
 		}
 		for _, w := range ro.Waves {
-			s.Rollout.Waves = append(s.Rollout.Waves, v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)})
+			wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
+			if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
+				d, err := time.ParseDuration(w.SoakDuration.ValueString())
+				if err != nil {
+					return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
+				}
+				wave.SoakDuration = &metav1.Duration{Duration: d}
+			}
+			s.Rollout.Waves = append(s.Rollout.Waves, wave)
 		}
 		hcs, err := expandHealthChecks(ro.HealthChecks)
 		if err != nil {

@@ -350,8 +350,12 @@ func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
 		if i < len(prior) {
 			pw = prior[i]
 		}
-		out = append(out, waveModel{Name: types.StringValue(w.Name), NodeSelector: optMap(w.Selector.MatchLabels, pw.NodeSelector),
-			NodeSelectorExprs: flattenSelectorExprs(w.Selector.MatchExpressions, pw.NodeSelectorExprs)})
+		m := waveModel{Name: types.StringValue(w.Name), NodeSelector: optMap(w.Selector.MatchLabels, pw.NodeSelector),
+			NodeSelectorExprs: flattenSelectorExprs(w.Selector.MatchExpressions, pw.NodeSelectorExprs), SoakDuration: types.StringNull()}
+		if w.SoakDuration != nil {
+			m.SoakDuration = durationString(w.SoakDuration.Duration, pw.SoakDuration)
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -846,6 +846,11 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	}
 	for _, w := range waves {
 		f.Waves = append(f.Waves, w.Name)
+		soak := time.Duration(-1) // the rollout's
+		if w.SoakDuration != nil {
+			soak = w.SoakDuration.Duration
+		}
+		f.WaveSoaks = append(f.WaveSoaks, soak)
 	}
 	waveOf, err := packageset.WaveMatcher(waves)
 	if err != nil {

@@ -92,7 +92,7 @@ func (p *nodePass) rollout() error {
 			target = p.soak()
 		default:
 			target = v1alpha1.RolloutConverged
-			if p.f.Soak > 0 {
+			if p.soakWindow() > 0 {
 				// Entering Soaking: the window and its round 0 start now.
 				p.rec.Since, p.rec.SoakRound = p.f.Now, 0
 				p.rec.Soaks++
@@ -127,13 +127,14 @@ const (
 // any round fails (soakRound: that package is erroring and the policy applies); otherwise
 // Soaking (a round running or the next one not due yet; requeued for it).
 func (p *nodePass) soak() v1alpha1.RolloutState {
-	iv := SoakInterval(p.f.Soak, p.f.SoakInterval)
-	last := SoakRounds(p.f.Soak, iv)
+	window := p.soakWindow()
+	iv := SoakInterval(window, p.f.SoakInterval)
+	last := SoakRounds(window, iv)
 	elapsed := p.f.Now.Sub(p.rec.Since)
 	k := min(p.rec.SoakRound, last) // a shortened window ends at its new last round
 	for {
 		p.rec.SoakRound = k
-		if due := SoakRoundStart(k, p.f.Soak, iv); elapsed < due {
+		if due := SoakRoundStart(k, window, iv); elapsed < due {
 			p.requeueIn(due - elapsed)
 			return v1alpha1.RolloutSoaking
 		}
@@ -147,7 +148,7 @@ func (p *nodePass) soak() v1alpha1.RolloutState {
 		if k >= last {
 			return v1alpha1.RolloutConverged
 		}
-		for k++; k < last && SoakRoundStart(k+1, p.f.Soak, iv) <= elapsed; k++ {
+		for k++; k < last && SoakRoundStart(k+1, window, iv) <= elapsed; k++ {
 		}
 	}
 }
@@ -281,4 +282,18 @@ func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
 		p.rec.SoakRound = 0
 	}
 	return nil
+}
+
+// soakWindow is the node's soak window: its wave's (SetFacts.WaveSoaks) when set, else the
+// rollout's (SetFacts.Soak).
+func (p *nodePass) soakWindow() time.Duration { return SoakOf(p.f, p.n.Wave) }
+
+// SoakOf is the soak window of a node in wave (an index of f.Waves; past them: no wave picks
+// the node): the wave's own soakDuration when set (NixFleet's per-wave soakMinutes), else
+// spec.rollout.soakDuration.
+func SoakOf(f SetFacts, wave int) time.Duration {
+	if wave >= 0 && wave < len(f.WaveSoaks) && f.WaveSoaks[wave] >= 0 {
+		return f.WaveSoaks[wave]
+	}
+	return f.Soak
 }

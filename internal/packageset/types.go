@@ -362,6 +362,10 @@ type SetFacts struct {
 	Policy *Policy
 	// Waves are the rollout waves' names in order (spec.rollout.waves; nil: none).
 	Waves []string
+	// WaveSoaks are the waves' own soak windows, by wave index (spec.rollout.waves[].soakDuration,
+	// NixFleet's soakMinutes); a negative one, or a node past the list (no wave picks it), soaks
+	// for Soak (SoakOf).
+	WaveSoaks []time.Duration
 	// HealthChecks are the rollout's health checks (spec.rollout.healthChecks): name → the
 	// timeout of one run. Run in every soak round beside the packages' checks.
 	HealthChecks []HealthCheck

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -93,6 +94,48 @@ func TestWavesOrderTheRollout(t *testing.T) {
 	// complete set, so a stale wave would stay in status).
 	if want := []string{"canary", "a", RestWave, ""}; !equalStrings(seen, want) {
 		t.Errorf("waves in status %v, want %v", seen, want)
+	}
+}
+
+// Per-wave soak (NixFleet's waves[].soakMinutes): the canary wave soaks 20 backoffs, the
+// rollout's default is none, and nodes no wave picks take the default. The canary node is
+// Soaking for its whole window; the others converge as soon as their stages are done.
+func TestWaveSoakDurations(t *testing.T) {
+	s := newSim(t, 0, tool("1.0.0"))
+	s.facts.Budget = nil
+	s.facts.Soak = 0
+	s.facts.Waves = []string{"canary"}
+	s.facts.WaveSoaks = []time.Duration{20 * BackoffMin}
+	for name, w := range map[string]int{"n0": 0, "n1": 1} {
+		s.nodes[name] = &simNode{jobs: map[string]JobFact{}, pending: map[string]JobSpec{}, selected: true, wave: w}
+	}
+	soaking := map[string]int{}
+	for i := 0; i < 200; i++ {
+		d := s.pass()
+		for name, n := range s.nodes {
+			if n.rec != nil && n.rec.Rollout == v1alpha1.RolloutSoaking {
+				soaking[name]++
+			}
+		}
+		if d.Status == v1alpha1.StatusComplete {
+			break
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMin)
+	}
+	for name, n := range s.nodes {
+		if n.rec == nil || n.rec.Rollout != v1alpha1.RolloutConverged {
+			t.Fatalf("%s not Converged: %+v", name, n.rec)
+		}
+	}
+	if soaking["n0"] < 19 || soaking["n1"] != 0 {
+		t.Errorf("passes Soaking: canary n0 %d (window 20 passes), rest n1 %d (no soak)", soaking["n0"], soaking["n1"])
+	}
+	if got := SoakOf(SetFacts{Soak: time.Minute, WaveSoaks: []time.Duration{-1, 0}}, 0); got != time.Minute {
+		t.Errorf("a wave without its own soak takes the rollout's: %v", got)
+	}
+	if got := SoakOf(SetFacts{Soak: time.Minute, WaveSoaks: []time.Duration{-1, 0}}, 1); got != 0 {
+		t.Errorf("a wave's 0s soak is no soak: %v", got)
 	}
 }
 

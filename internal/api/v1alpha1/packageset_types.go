@@ -605,6 +605,11 @@ type Wave struct {
 	Name string `json:"name"`
 	// Selector picks the wave's nodes among the set's.
 	Selector metav1.LabelSelector `json:"selector"`
+	// SoakDuration is how long this wave's nodes soak (NixFleet's waves[].soakMinutes),
+	// instead of spec.rollout.soakDuration; "0s": no soak for this wave. Unset: the rollout's.
+	// The soak check interval follows it as for the rollout (soakCheckInterval, else a third).
+	// +optional
+	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 }
 
 // Package is one package of a set: an image whose stages (apply, config, upgrade, uninstall,
