@@ -236,7 +236,7 @@ func TestChartFlagsAccepted(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, set := range [][]string{nil, {"metrics.enabled=false", "crds.install=false", "watchNamespaces={a}", "logLevel=3", "logEncoding=console",
-		"runtimeRequiredTaint=skyhook.nvidia.com=runtime-required:NoSchedule"}} {
+		"runtimeRequiredTaint=skyhook.nvidia.com=runtime-required:NoSchedule", "nodeProvisioning.nodeClass=karpenter.k8s.aws/EC2NodeClass/default"}} {
 		c := deployment(t, render(t, "gantry-system", set...)).Spec.Template.Spec.Containers[0]
 		if out, err := run(t, nil, bin, append(c.Args, "-h")...); err != nil {
 			t.Errorf("gantry-reconciler %s -h: %v\n%s", strings.Join(c.Args, " "), err, out)
