@@ -44,7 +44,7 @@ YAML
     echo $! >"$pidfile"
     for _ in $(seq 1 120); do
       alive || { echo "karpenter exited; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2; exit 1; }
-      if grep -q 'Starting workers' "$logfile"; then echo "karpenter running (pid $(cat "$pidfile"), log $logfile)"; exit 0; fi
+      if grep -q 'Starting workers' "$logfile" 2>/dev/null; then echo "karpenter running (pid $(cat "$pidfile"), log $logfile)"; exit 0; fi
       sleep 0.5
     done
     echo "karpenter did not start in 60s; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2
