@@ -18,7 +18,7 @@ state="$CACHE/karpenter"
 # The node class the reconciler's --node-class names (hack/reconciler.sh, the chart's values in tests).
 NODE_CLASS=karpenter.kwok.sh/KWOKNodeClass/default
 
-alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+alive() { pid_alive "$pidfile"; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_PATH" --request-timeout=20s "$@"; }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -49,14 +49,7 @@ YAML
     done
     echo "karpenter did not start in 60s; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2
     bash "$0" stop >/dev/null 2>&1 || true; exit 1 ;;
-  stop)
-    if alive; then
-      pid=$(cat "$pidfile"); kill -- "-$pid" 2>/dev/null || kill "$pid"
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-      echo "karpenter stopped"
-    fi
-    rm -f "$pidfile" ;;
+  stop) stop_group "$pidfile" karpenter ;;
   status) if alive; then echo "running (pid $(cat "$pidfile"))"; else echo "not running"; exit 1; fi ;;
   node-class) echo "$NODE_CLASS" ;;
   *) echo "usage: $0 start|stop|status|node-class" >&2; exit 2 ;;

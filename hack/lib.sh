@@ -33,3 +33,20 @@ EOF
   )
   echo "$out"
 }
+
+# pid_alive PIDFILE: the process recorded in PIDFILE runs.
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# stop_group PIDFILE NAME: stops the background process recorded in PIDFILE with its process
+# group (started with setsid): TERM, up to 5 s, then KILL; says "NAME stopped" when it ran, and
+# removes PIDFILE.
+stop_group() {
+  local pidfile=$1 name=$2 pid
+  if pid_alive "$pidfile"; then
+    pid=$(cat "$pidfile"); kill -- "-$pid" 2>/dev/null || kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 -- "-$pid" 2>/dev/null || true
+    echo "$name stopped"
+  fi
+  rm -f "$pidfile"
+}

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 pidfile="$CACHE/reconciler.pid"
 logfile="$CACHE/reconciler.log"
 
-alive() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+alive() { pid_alive "$pidfile"; }
 
 # reconciler_kubeconfig: applies config/rbac and the ServiceAccount gantry-system/gantry-reconciler,
 # writes a kubeconfig holding only a token of it (sa_kubeconfig, hack/lib.sh) and prints its path.
@@ -76,14 +76,7 @@ case ${1:-status} in
     done
     echo "reconciler did not become ready in 60s; last log lines of $logfile:" >&2; tail -20 "$logfile" >&2
     bash "$0" stop >/dev/null 2>&1 || true; exit 1 ;;
-  stop)
-    if alive; then
-      pid=$(cat "$pidfile"); kill -- "-$pid" 2>/dev/null || kill "$pid"
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-      echo "reconciler stopped"
-    fi
-    rm -f "$pidfile" ;;
+  stop) stop_group "$pidfile" reconciler ;;
   status) if alive; then echo "running (pid $(cat "$pidfile"))"; else echo "not running"; exit 1; fi ;;
   *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
 esac
