@@ -898,8 +898,26 @@ func TestPackageSetSequencingAll(t *testing.T) {
 		if f.Status.Status == v1alpha1.StatusComplete && f.Status.ObservedGeneration == f.Generation {
 			return true, nil
 		}
-		for _, j := range e.setJobs(t, poolB) {
-			early = append(early, j.Name)
+		// Jobs first, then nodes: the nodes' status_<set> annotations only move towards
+		// complete here, so a node of the first set still incomplete after a Job of the
+		// second was seen was incomplete when that Job existed. (The first set's own status
+		// says Complete one pass after its last node's annotation does, and the gate reads
+		// the annotations: comparing with the status raced under load.)
+		jobs := e.setJobs(t, poolB)
+		if len(jobs) == 0 {
+			return false, nil
+		}
+		var nodes corev1.NodeList
+		if err := e.c.List(ctx, &nodes, client.MatchingLabels{"gantry.dev/test-pool": poolA}); err != nil {
+			return false, nil
+		}
+		for _, n := range nodes.Items {
+			if n.Annotations[v1alpha1.AnnotationNodeStatusPrefix+poolA] != string(v1alpha1.StatusComplete) {
+				for _, j := range jobs {
+					early = append(early, j.Name+" (node "+n.Name+" not complete)")
+				}
+				break
+			}
 		}
 		return false, nil
 	})

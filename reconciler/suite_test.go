@@ -188,8 +188,12 @@ func teardown(e *testEnv) {
 	_ = e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
 }
 
-// seq makes Performer names unique within the run (go test -count=N reuses the namespace).
+// seq makes object names unique within the run (go test -count=N reuses the namespace) and,
+// from a random start, across runs against the same cluster (cluster-scoped nodes and sets a
+// killed run left behind would otherwise share a later run's names).
 var seq atomic.Int64
+
+func init() { seq.Store(rand.Int64N(900) * 1000) }
 
 // newPerformer returns a Performer in the test namespace named <name>-<n>.
 func (e *testEnv) newPerformer(name string, spec v1alpha1.PerformerSpec) *v1alpha1.Performer {
