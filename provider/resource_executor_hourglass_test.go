@@ -133,7 +133,7 @@ func checkHourglassConfig(c *kube.Clients, ns, addr string) resource.TestCheckFu
 		flatten("", doc, got)
 		want := map[string]any{
 			"grpcPort": float64(9000), "managementServerGrpcPort": float64(9001),
-			"operator.address":                      "0x6ca766d180398847cEb1a58f03e029D65d88a878",
+			"operator.address":                       "0x6ca766d180398847cEb1a58f03e029D65d88a878",
 			"operator.operatorPrivateKey.privateKey": "", "operator.signingKeys.bls.keystore": "", "operator.signingKeys.bls.password": "",
 			"l1Chain.chainId": float64(8453), "l1Chain.rpcUrl": "https://base.example.com",
 			"avsPerformers.0.avsAddress":          "0xCE2Ac75bE2E0951F1F7B288c7a6A9BfB6c331DC4",
