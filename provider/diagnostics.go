@@ -159,6 +159,8 @@ func apiErrorCause(err error) string {
 		hint = " The object is too large to store: move large values into a Secret or ConfigMap and reference it (env_from)."
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		hint = " The credentials the provider uses lack the permission (RBAC) or an admission policy refused the object."
+	case failure.SchemaSkew(err):
+		hint = " The cluster's Gantry CRDs are older than this provider: upgrade the gantry-reconciler chart (its reconciler applies the CRDs of its version) to the provider's version, or remove the attributes the message names."
 	case apierrors.IsNotFound(err):
 		hint = " The object or its kind does not exist in the cluster (for a kind: are Gantry's CRDs installed? helm install gantry-reconciler)."
 	}

@@ -36,6 +36,8 @@ var Classes = []Class{
 		match: func(err error) bool {
 			return apierrors.IsInternalError(err) && strings.Contains(APIMessage(err), "failed to allocate a serviceIP")
 		}},
+	{Name: "500 \"field not declared in schema\" (server-side apply of a field the cluster's CustomResourceDefinition does not have: the CRD is older than the client)",
+		match: func(err error) bool { return apierrors.IsInternalError(err) && SchemaSkew(err) }},
 	{Name: "409 Conflict on a UID precondition (the object was deleted and created again)",
 		match: func(err error) bool {
 			msg := APIMessage(err)
@@ -107,6 +109,14 @@ func TooLarge(err error) bool {
 	}
 	msg := APIMessage(err)
 	return statusCode(err) >= 500 && (strings.Contains(msg, "request is too large") || strings.Contains(msg, "trying to send message larger than max"))
+}
+
+// SchemaSkew reports the API server's refusal of a server-side apply that sets a field its
+// CustomResourceDefinition does not declare ("failed to create typed patch object ...: field
+// not declared in schema", a 500): the cluster's CRD is older than the client, and the same
+// request fails until the CRD is upgraded.
+func SchemaSkew(err error) bool {
+	return strings.Contains(APIMessage(err), "field not declared in schema")
 }
 
 // statusCode is the HTTP code of an API status error, 0 for other errors.

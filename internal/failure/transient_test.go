@@ -64,6 +64,7 @@ func TestClassesReachable(t *testing.T) {
 		apierrors.NewInternalError(errors.New("etcdserver: request is too large")),
 		apierrors.NewRequestEntityTooLargeError("limit is 3145728"),
 		apierrors.NewInternalError(errors.New("failed to allocate a serviceIP: range is full")),
+		apierrors.NewInternalError(errors.New("failed to create typed patch object (/p; gantry.dev/v1alpha1, Kind=PackageSet): .spec.rollout.healthChecks[name=\"cis\"].mode: field not declared in schema")),
 		apierrors.NewConflict(gr, "p", errors.New("Precondition failed: UID in precondition: a, UID in object meta: b")),
 		apierrors.NewConflict(gr, "p", errors.New("the object has been modified")),
 		apierrors.NewAlreadyExists(gr, "p"),
