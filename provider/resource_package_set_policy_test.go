@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -222,6 +223,71 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 	})
 }
 
+// NixFleet's observe mode and systemd gate: an observe-mode check whose pod fails (kwok's
+// chaos label) does not fail the apply: the set completes and its HealthChecksObserved
+// condition names the check on every node; the systemd_failed_units check round-trips
+// (max kept as written) and import reads both back.
+func TestAccPackageSet_healthCheckObserve(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-hco-" + rand.String(5)
+	accNodes(t, c, pool, 3) // checkPackageSetGone reads nodes 0-2
+	addr := "gantry_package_set.test"
+	config := fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %[1]q
+  node_selector = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  rollout = {
+    soak_duration       = "2s"
+    soak_check_interval = "1s"
+    health_checks = [
+      { name = "cis", image = "ghcr.io/gantry-dev/cis-probe:1", command = ["/probe"], mode = "observe",
+        pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" } },
+      { name = "units", systemd_failed_units = { max = 1 }, mode = "enforce" },
+    ]
+  }
+  packages = [{ name = "dcgm-tool", version = "1.0.0", image = "ghcr.io/gantry-dev/dcgm-tool" }]
+  timeouts = { create = "5m" }
+}
+`, pool)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("health_checks").AtSliceIndex(0).AtMapKey("mode"), knownvalue.StringExact("observe")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("health_checks").AtSliceIndex(1).AtMapKey("systemd_failed_units").AtMapKey("max"), knownvalue.Int64Exact(1)),
+				},
+				Check: func(*terraform.State) error {
+					u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+					for _, cond := range conds {
+						if m, _ := cond.(map[string]interface{}); m["type"] == "HealthChecksObserved" {
+							msg, _ := m["message"].(string)
+							for i := 0; i < 3; i++ {
+								if !strings.Contains(msg, fmt.Sprintf("%s-%d: health check cis failed in round", pool, i)) {
+									return fmt.Errorf("HealthChecksObserved %q does not name node %d", msg, i)
+								}
+							}
+							return nil
+						}
+					}
+					return fmt.Errorf("no HealthChecksObserved condition: %v", conds)
+				},
+			},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+		},
+	})
+}
+
 // Invalid health checks fail at plan with the attribute named.
 func TestAccPackageSet_healthChecksPlanValidation(t *testing.T) {
 	skipUnlessAcc(t)
@@ -243,6 +309,12 @@ resource "gantry_package_set" "bad" {
 				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*exactly\s+one\s+of\s+command`)},
 			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", command = ["true"] }] }`),
 				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*needs\s+image`)},
+			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", image = "x", command = ["true"], systemd_failed_units = {} }] }`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*exactly\s+one\s+of\s+command.*systemd_failed_units`)},
+			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", systemd_failed_units = { max = -1 } }] }`),
+				ExpectError: regexp.MustCompile(`(?s)max.*must\s+be\s+between\s+0\s+and\s+1000`)},
+			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", http_get = { url = "http://x" }, mode = "audit" }] }`),
+				ExpectError: regexp.MustCompile(`(?s)mode.*value must be one of`)},
 		},
 	})
 }

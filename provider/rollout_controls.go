@@ -361,13 +361,19 @@ func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
 }
 
 type healthCheckModel struct {
-	Name      types.String      `tfsdk:"name"`
-	Image     types.String      `tfsdk:"image"`
-	Command   []string          `tfsdk:"command"`
-	Args      []string          `tfsdk:"args"`
-	HTTPGet   *httpGetModel     `tfsdk:"http_get"`
-	Timeout   types.String      `tfsdk:"timeout"`
-	PodLabels map[string]string `tfsdk:"pod_labels"`
+	Name      types.String       `tfsdk:"name"`
+	Image     types.String       `tfsdk:"image"`
+	Command   []string           `tfsdk:"command"`
+	Args      []string           `tfsdk:"args"`
+	HTTPGet   *httpGetModel      `tfsdk:"http_get"`
+	Systemd   *systemdUnitsModel `tfsdk:"systemd_failed_units"`
+	Mode      types.String       `tfsdk:"mode"`
+	Timeout   types.String       `tfsdk:"timeout"`
+	PodLabels map[string]string  `tfsdk:"pod_labels"`
+}
+
+type systemdUnitsModel struct {
+	Max types.Int64 `tfsdk:"max"`
 }
 
 type httpGetModel struct {
@@ -375,11 +381,11 @@ type httpGetModel struct {
 }
 
 // healthCheckValidator checks one health check at plan as the CRD's rule does: exactly one of
-// command (exec, with image) or http_get.
+// command (exec, with image), http_get or systemd_failed_units.
 type healthCheckValidator struct{}
 
 func (healthCheckValidator) Description(context.Context) string {
-	return "exactly one of command (with image) or http_get"
+	return "exactly one of command (with image), http_get or systemd_failed_units"
 }
 func (v healthCheckValidator) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
@@ -389,14 +395,20 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 		return
 	}
 	a := req.ConfigValue.Attributes()
-	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() {
+	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() || a["systemd_failed_units"].IsUnknown() {
 		return
 	}
-	cmd, get := !a["command"].IsNull(), !a["http_get"].IsNull()
+	cmd, get, units := !a["command"].IsNull(), !a["http_get"].IsNull(), !a["systemd_failed_units"].IsNull()
+	n := 0
+	for _, set := range []bool{cmd, get, units} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case cmd == get:
+	case n != 1:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Health Check",
-			fmt.Sprintf("%s: set exactly one of command (an exec check) or http_get.", req.Path))
+			fmt.Sprintf("%s: set exactly one of command (an exec check), http_get or systemd_failed_units.", req.Path))
 	case cmd && a["image"].IsNull():
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("image"), "Invalid Health Check",
 			fmt.Sprintf("%s: an exec check (command) needs image.", req.Path.AtName("image")))
@@ -422,6 +434,16 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 				"http_get": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "An HTTP check: a GET of `url` must answer 2xx within the timeout.",
 					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "URL, e.g. `http://$(NODE_IP):9400/health`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024)}}}},
+				"systemd_failed_units": schema.SingleNestedAttribute{Optional: true,
+					MarkdownDescription: "NixFleet's `healthGate.systemdFailedUnits`: passes while the node's host has at most `max` failed systemd units " +
+						"(`systemctl list-units --state=failed` in the host's namespaces through `nsenter`, from a privileged pod in the host PID namespace: " +
+						"the stage Jobs' namespace must allow privileged pods). A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
+					Attributes: map[string]schema.Attribute{"max": schema.Int64Attribute{Optional: true, MarkdownDescription: "Most failed units allowed (default 0).",
+						Validators: []validator.Int64{int64validator.Between(0, 1000)}}}},
+				"mode": schema.StringAttribute{Optional: true, MarkdownDescription: "NixFleet's gate mode: `enforce` (default) fails the node when a run fails; " +
+					"`observe` records the failure (the `HealthChecksObserved` condition names the node, the check and its output, with a Warning event) and lets the rollout go on, " +
+					"as NixFleet's observe mode for health gates and compliance probes.",
+					Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.HealthCheckEnforce), string(v1alpha1.HealthCheckObserve))}},
 				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`): an `http_get` check's request, and the check's Job (its `activeDeadlineSeconds` is this plus 30s for the Pod to start).", Validators: []validator.String{durationValidator{min: time.Second}}},
 				"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the check's pod."},
 			}},
@@ -436,6 +458,10 @@ func expandHealthChecks(hcs []healthCheckModel) ([]v1alpha1.HealthCheck, error) 
 		if h.HTTPGet != nil {
 			hc.HTTPGet = &v1alpha1.HTTPGetCheck{URL: h.HTTPGet.URL.ValueString()}
 		}
+		if h.Systemd != nil {
+			hc.SystemdFailedUnits = &v1alpha1.SystemdFailedUnitsCheck{Max: int32(h.Systemd.Max.ValueInt64())}
+		}
+		hc.Mode = v1alpha1.HealthCheckMode(h.Mode.ValueString())
 		if !h.Timeout.IsNull() && !h.Timeout.IsUnknown() {
 			d, err := time.ParseDuration(h.Timeout.ValueString())
 			if err != nil {
@@ -460,6 +486,14 @@ func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) [
 		if h.HTTPGet != nil {
 			m.HTTPGet = &httpGetModel{URL: types.StringValue(h.HTTPGet.URL)}
 		}
+		if h.SystemdFailedUnits != nil {
+			prior := types.Int64Null()
+			if ph.Systemd != nil {
+				prior = ph.Systemd.Max
+			}
+			m.Systemd = &systemdUnitsModel{Max: optInt64(int64(h.SystemdFailedUnits.Max), prior)}
+		}
+		m.Mode = optString(string(h.Mode), ph.Mode)
 		if h.Timeout != nil {
 			m.Timeout = durationString(h.Timeout.Duration, ph.Timeout)
 		}

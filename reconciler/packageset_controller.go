@@ -540,15 +540,19 @@ func (r *PackageSetReconciler) forget(name string) {
 }
 
 // statusWritten follows the write of status to set (before: the set as it was, prev: its
-// previous one-word status): the DrainBlocked and Status events, and the time of the write.
+// previous one-word status): the DrainBlocked, HealthCheckObserved and Status events, and the
+// time of the write.
 func (r *PackageSetReconciler) statusWritten(set, before *v1alpha1.PackageSet, prev v1alpha1.PackageSetStatusValue, status *v1alpha1.PackageSetStatus) {
 	// DrainBlocked is announced when it turns True or names something new, not on every
 	// pass it stays so: the event recorder's spam filter allows 25 events per object and
 	// type, then one per 5 minutes, so a Warning per pass would mute the set's other
 	// Warnings. The condition lives in the status, so a restart does not repeat it.
-	if now := meta.FindStatusCondition(status.Conditions, packageset.ConditionDrainBlocked); now != nil && now.Status == metav1.ConditionTrue {
-		if was := meta.FindStatusCondition(before.Status.Conditions, packageset.ConditionDrainBlocked); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
-			r.Recorder.Event(set, corev1.EventTypeWarning, packageset.ReasonDrainBlocked, now.Message)
+	// HealthChecksObserved (observe-mode health checks) likewise.
+	for typ, reason := range map[string]string{packageset.ConditionDrainBlocked: packageset.ReasonDrainBlocked, packageset.ConditionHealthChecksObserved: "HealthCheckObserved"} {
+		if now := meta.FindStatusCondition(status.Conditions, typ); now != nil && now.Status == metav1.ConditionTrue {
+			if was := meta.FindStatusCondition(before.Status.Conditions, typ); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
+				r.Recorder.Event(set, corev1.EventTypeWarning, reason, now.Message)
+			}
 		}
 	}
 	r.mu.Lock()

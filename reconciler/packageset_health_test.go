@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 )
 
 // Health checks (NixFleet's health gates): an exec check runs as a Job on each node in the
@@ -89,5 +90,68 @@ func TestPackageSetHealthCheck(t *testing.T) {
 	}
 	if !named {
 		t.Errorf("no event of the set names the failed health check")
+	}
+}
+
+// Observe mode and the systemd gate (NixFleet's observe mode and
+// healthGate.systemdFailedUnits): an observe-mode check whose pod fails (kwok's chaos label)
+// does not hold the rollout: the set completes, HealthChecksObserved is True naming each node
+// and the check, and a HealthCheckObserved Warning event says so. The systemdFailedUnits
+// check runs busybox's nsenter into the host's namespaces from a privileged pod in the host
+// PID namespace (on kwok nodes its pod only completes: the script's own test is a unit test).
+func TestPackageSetHealthCheckObserveAndSystemd(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-observe-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0")},
+		AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{SoakDuration: &metav1.Duration{Duration: 2 * time.Second}, SoakCheckInterval: &metav1.Duration{Duration: time.Second},
+			HealthChecks: []v1alpha1.HealthCheck{
+				{Name: "cis", Image: "ghcr.io/gantry-dev/cis-probe:1", Command: []string{"/probe"}, Mode: v1alpha1.HealthCheckObserve,
+					PodLabels: map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}},
+				{Name: "units", SystemdFailedUnits: &v1alpha1.SystemdFailedUnitsCheck{Max: 1}},
+			}},
+	}}
+	e.createSet(t, set)
+	done := e.waitSet(t, pool, "complete with observed failures", func(s *v1alpha1.PackageSet) bool {
+		c := setCondition(s, packageset.ConditionHealthChecksObserved)
+		return s.Status.Status == v1alpha1.StatusComplete && c.Status == metav1.ConditionTrue
+	})
+	obs := setCondition(done, packageset.ConditionHealthChecksObserved)
+	for _, n := range nodes {
+		if !strings.Contains(obs.Message, n+": health check cis failed in round") {
+			t.Errorf("HealthChecksObserved %q does not name node %s and the check", obs.Message, n)
+		}
+	}
+	var units int
+	for _, j := range e.setJobs(t, pool) {
+		if j.Labels[v1alpha1.LabelStage] != "health-units" {
+			continue
+		}
+		units++
+		ps := j.Spec.Template.Spec
+		c := ps.Containers[0]
+		if !ps.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged ||
+			c.Image != packageset.DefaultHealthCheckImage || len(c.Command) != 3 || !strings.Contains(c.Command[2], "nsenter -t 1") || !strings.Contains(c.Command[2], `-le 1 ]`) {
+			t.Errorf("systemd check Job %s: hostPID %v securityContext %+v image %s command %q", j.Name, ps.HostPID, c.SecurityContext, c.Image, c.Command)
+		}
+	}
+	if units == 0 {
+		t.Errorf("no systemdFailedUnits check Job ran")
+	}
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var warned bool
+	for _, ev := range list.Items {
+		warned = warned || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && ev.Type == corev1.EventTypeWarning &&
+			ev.Reason == "HealthCheckObserved" && strings.Contains(ev.Message, "health check cis failed")
+	}
+	if !warned {
+		t.Errorf("no HealthCheckObserved Warning event names the observed failure")
 	}
 }

@@ -4,6 +4,8 @@ package packageset
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,11 +18,15 @@ import (
 const (
 	ConditionTaintNotTolerable = "TaintNotTolerable" // Skyhook's; True while some node is blocked
 	ConditionDrainBlocked      = "DrainBlocked"      // True while an eviction is refused (PDB, ...)
-	ReasonComplete             = "Complete"
-	ReasonInProgress           = "InProgress"
-	ReasonWaiting              = "Waiting"
-	ReasonErroring             = "StageErroring"
-	ReasonBlocked              = "TaintNotTolerable"
+	// ConditionHealthChecksObserved is True while a node's latest soak window has a failed
+	// run of an observe-mode health check (NixFleet's observe mode): informational, it
+	// neither fails nor holds the set.
+	ConditionHealthChecksObserved = "HealthChecksObserved"
+	ReasonComplete                = "Complete"
+	ReasonInProgress              = "InProgress"
+	ReasonWaiting                 = "Waiting"
+	ReasonErroring                = "StageErroring"
+	ReasonBlocked                 = "TaintNotTolerable"
 	// ReasonWaitingForTaint: nodes wait for taints their stage pods do not tolerate that a
 	// controller in the cluster removes (TaintHold): progress, not Stalled (as Skyhook waits).
 	ReasonWaitingForTaint = "WaitingForTaint"
@@ -222,7 +228,27 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 	case len(waitFor) > 0:
 		taint.Reason, taint.Message = ReasonWaitingForTaint, "waiting for removal: "+listMessage(waitFor)
 	}
-	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers)}
+	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers), observedCondition(g, d.Nodes)}
+}
+
+// observedCondition is HealthChecksObserved: True naming "<node>: <failed run>" for every
+// observe-mode failure the nodes' records keep (by node, then check; at most
+// MaxFailuresListed), else False.
+func observedCondition(generation int64, nodes []NodePlan) metav1.Condition {
+	var items []string
+	for _, n := range nodes {
+		if n.Record == nil {
+			continue
+		}
+		for _, check := range slices.Sorted(maps.Keys(n.Record.Observed)) {
+			items = append(items, n.Name+": "+n.Record.Observed[check])
+		}
+	}
+	if len(items) == 0 {
+		return metav1.Condition{Type: ConditionHealthChecksObserved, Status: metav1.ConditionFalse, Reason: "NoObservedFailures", ObservedGeneration: generation}
+	}
+	return metav1.Condition{Type: ConditionHealthChecksObserved, Status: metav1.ConditionTrue, Reason: "ObservedFailures",
+		Message: listMessage(items), ObservedGeneration: generation}
 }
 
 // stallReason is the reason and message that make the set Stalled in place of its status's:

@@ -186,11 +186,11 @@ func TestConditions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.Generation = 7
 			cs := conditions(tc.f, tc.d, tc.specErr, tc.blocked, nil)
-			types := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionTaintNotTolerable, ConditionDrainBlocked}
+			types := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionTaintNotTolerable, ConditionDrainBlocked, ConditionHealthChecksObserved}
 			if len(cs) != len(types) {
 				t.Fatalf("%d conditions, want %d", len(cs), len(types))
 			}
-			for i, w := range []wantCond{tc.ready, tc.reconciling, tc.stalled, tc.taint, tc.drain} {
+			for i, w := range []wantCond{tc.ready, tc.reconciling, tc.stalled, tc.taint, tc.drain, {F, "NoObservedFailures", ""}} {
 				if cs[i].Type != types[i] || cs[i].ObservedGeneration != 7 {
 					t.Errorf("condition %d: %s for generation %d, want %s for 7", i, cs[i].Type, cs[i].ObservedGeneration, types[i])
 				}

@@ -110,3 +110,38 @@ func TestHealthCheckHaltRetries(t *testing.T) {
 		t.Errorf("tool %+v, quarantined %v", *r, d.Quarantined)
 	}
 }
+
+// An observe-mode health check (NixFleet's observe mode) that fails in a soak round does not
+// fail the node: the set completes, HealthChecksObserved is True naming the node, the check
+// and the round (kept in the node's record after the failed Job is gone). An enforce-mode
+// check beside it that passes changes nothing.
+func TestHealthCheckObserveMode(t *testing.T) {
+	s := newSim(t, 1, tool("1.0.0"))
+	s.facts.Soak, s.facts.SoakInterval = 3*BackoffMin, BackoffMin
+	s.facts.HealthChecks = []HealthCheck{{Name: "cis", Timeout: DefaultHealthCheckTimeout, Observe: true}, {Name: "dcgm", Timeout: DefaultHealthCheckTimeout}}
+	s.fail = func(j JobSpec, _ int) bool { return j.Probe == "cis" && j.SoakRound == 1 }
+	var d Decision
+	for i := 0; i < 60; i++ {
+		d = s.pass()
+		if d.Status == v1alpha1.StatusComplete && len(s.pendingJobs()) == 0 {
+			break
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMin)
+	}
+	if d.Status != v1alpha1.StatusComplete {
+		t.Fatalf("status %s, want complete: an observe-mode check does not fail the node (failures %v)", d.Status, d.Failures)
+	}
+	var obs *string
+	for _, c := range d.Conditions {
+		if c.Type == ConditionHealthChecksObserved {
+			if c.Status != "True" || c.Reason != "ObservedFailures" {
+				t.Errorf("HealthChecksObserved %s/%s, want True/ObservedFailures", c.Status, c.Reason)
+			}
+			obs = &c.Message
+		}
+	}
+	if obs == nil || !strings.Contains(*obs, "node-0: health check cis failed in round 1/3") {
+		t.Errorf("HealthChecksObserved message %v, want the node, check and round", obs)
+	}
+}

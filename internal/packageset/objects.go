@@ -521,7 +521,7 @@ func HealthChecksOf(ro *v1alpha1.Rollout) []HealthCheck {
 		if hc.Timeout != nil && hc.Timeout.Duration > 0 {
 			t = hc.Timeout.Duration
 		}
-		out = append(out, HealthCheck{Name: hc.Name, Timeout: t})
+		out = append(out, HealthCheck{Name: hc.Name, Timeout: t, Observe: hc.Mode == v1alpha1.HealthCheckObserve})
 	}
 	return out
 }
@@ -560,6 +560,16 @@ func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string
 		secs := max(1, int(js.Timeout.Seconds()))
 		c.Command, c.Args = []string{"wget"}, []string{"-q", "-T", strconv.Itoa(secs), "-O", "/dev/null", hc.HTTPGet.URL}
 	}
+	hostPID := false
+	if hc.SystemdFailedUnits != nil {
+		if c.Image == "" {
+			c.Image = DefaultHealthCheckImage
+		}
+		c.Command, c.Args = []string{"sh", "-c", SystemdFailedUnitsScript(hc.SystemdFailedUnits.Max)}, nil
+		privileged := true
+		c.SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		hostPID = true
+	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	deadline := int64((js.Timeout + ProbeStartAllowance).Seconds())
 	backoffLimit := int32(0)
@@ -569,6 +579,19 @@ func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels,
 				Annotations: map[string]string{"gantry.dev/soak-round": strconv.Itoa(js.SoakRound)}},
 				Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
-					Containers: []corev1.Container{c}}}},
+					HostPID: hostPID, Containers: []corev1.Container{c}}}},
 	}
+}
+
+// SystemdFailedUnitsScript is the sh script of a systemdFailedUnits check (NixFleet's
+// healthGate.systemdFailedUnits.max): it lists the host's failed units with systemctl in PID
+// 1's namespaces (nsenter; the pod runs privileged in the host PID namespace), prints how many
+// and which, and exits 1 when there are more than most (2 when systemctl itself fails, its
+// words printed). The output is the failed run's message (termination message from the log).
+func SystemdFailedUnitsScript(most int32) string {
+	return fmt.Sprintf(`out=$(nsenter -t 1 -m -u -i -n -p -- systemctl list-units --state=failed --no-legend --plain --no-pager 2>&1) || { echo "systemctl on the node failed: $out"; exit 2; }
+units=$(printf '%%s\n' "$out" | awk 'NF {printf "%%s%%s", sep, $1; sep=" "}')
+n=$(printf '%%s\n' "$out" | awk 'NF' | wc -l)
+echo "$n failed systemd units on the node (at most %[1]d allowed)${units:+: $units}"
+[ "$n" -le %[1]d ]`, most)
 }

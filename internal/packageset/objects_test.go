@@ -2,6 +2,10 @@ package packageset
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -334,5 +338,53 @@ func TestDesiredProbeJob(t *testing.T) {
 	}
 	if j.Spec.Template.Annotations["gantry.dev/soak-round"] != "2" || j.Spec.Template.Spec.NodeName != "gpu-0" {
 		t.Errorf("pod template %+v", j.Spec.Template.ObjectMeta)
+	}
+}
+
+// SystemdFailedUnitsScript, run by sh with a stand-in nsenter that prints what systemctl
+// would (or fails as it would): at most max failed units passes; more fails naming them;
+// systemctl failing is its own failure with its words.
+func TestSystemdFailedUnitsScript(t *testing.T) {
+	for _, tc := range []struct {
+		name, systemctl string
+		fails           bool
+		max             int32
+		wantCode        int
+		wantOut         string
+	}{
+		{name: "none failed", systemctl: "", wantCode: 0, wantOut: "0 failed systemd units on the node (at most 0 allowed)"},
+		{name: "two failed, max 0", systemctl: "nvidia-persistenced.service loaded failed failed NVIDIA Persistence Daemon\nfabricmanager.service loaded failed failed Fabric Manager\n",
+			wantCode: 1, wantOut: "2 failed systemd units on the node (at most 0 allowed): nvidia-persistenced.service fabricmanager.service"},
+		{name: "one failed, max 1", systemctl: "fabricmanager.service loaded failed failed Fabric Manager\n", max: 1, wantCode: 0,
+			wantOut: "1 failed systemd units on the node (at most 1 allowed): fabricmanager.service"},
+		{name: "systemctl fails", systemctl: "System has not been booted with systemd as init system (PID 1). Can't operate.", fails: true, wantCode: 2,
+			wantOut: "systemctl on the node failed: System has not been booted with systemd as init system (PID 1). Can't operate."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code := 0
+			if tc.fails {
+				code = 1
+			}
+			if err := os.WriteFile(filepath.Join(dir, "out"), []byte(tc.systemctl), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fake := fmt.Sprintf("#!/bin/sh\ncat %s\nexit %d\n", filepath.Join(dir, "out"), code)
+			if err := os.WriteFile(filepath.Join(dir, "nsenter"), []byte(fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", SystemdFailedUnitsScript(tc.max))
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			got := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				got = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.wantCode || strings.TrimSpace(string(out)) != tc.wantOut {
+				t.Errorf("exit %d, output %q; want %d, %q", got, out, tc.wantCode, tc.wantOut)
+			}
+		})
 	}
 }

@@ -96,6 +96,7 @@ func (p *nodePass) rollout() error {
 				// Entering Soaking: the window and its round 0 start now.
 				p.rec.Since, p.rec.SoakRound = p.f.Now, 0
 				p.rec.Soaks++
+				p.rec.Observed = nil
 				target = p.soak()
 			}
 		}
@@ -207,6 +208,15 @@ func (p *nodePass) probeRound(k, last int) soakResult {
 		case !ok:
 			p.plan.Jobs = append(p.plan.Jobs, JobSpec{Name: jn, Node: p.n.Name, Probe: hc.Name, Timeout: hc.Timeout, SoakCheck: true, SoakRound: k})
 			res = min(res, soakRunning)
+		case (j.Failed || j.ImagePullError) && hc.Observe:
+			// Observe mode (NixFleet's): recorded for the HealthChecksObserved condition; the
+			// round goes on as if it passed.
+			if msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message)); p.rec.Observed[hc.Name] != msg {
+				if p.rec.Observed == nil {
+					p.rec.Observed = map[string]string{}
+				}
+				p.rec.Observed[hc.Name] = msg
+			}
 		case j.Failed || j.ImagePullError:
 			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message))
 			if j.ImagePullError {

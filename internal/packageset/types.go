@@ -239,6 +239,10 @@ type NodeRecord struct {
 	// quarantined. The node stays Reverted while the spec asks for it; an entry goes when the
 	// package starts a new flow or leaves the spec.
 	Withdrawn map[string]string `json:"withdrawn,omitempty"`
+	// Observed are the failed runs of observe-mode health checks in the node's latest soak
+	// window: check name → "health check <name> failed in round k/n: <reason>: <message>"
+	// (the HealthChecksObserved condition lists them); emptied when a new window starts.
+	Observed map[string]string `json:"observed,omitempty"`
 }
 
 // Clone deep-copies r (nil stays nil).
@@ -248,6 +252,7 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	}
 	out := *r
 	out.Withdrawn = maps.Clone(r.Withdrawn)
+	out.Observed = maps.Clone(r.Observed)
 	out.Packages = map[string]*PackageRecord{}
 	for k, p := range r.Packages {
 		c := *p
@@ -373,10 +378,12 @@ type SetFacts struct {
 	Nodes []NodeFacts
 }
 
-// HealthCheck is a health gate as the machine sees it: its name and the bound of one run.
+// HealthCheck is a health gate as the machine sees it: its name, the bound of one run, and
+// whether a failed run only is observed (mode observe) instead of failing the node.
 type HealthCheck struct {
 	Name    string
 	Timeout time.Duration
+	Observe bool
 }
 
 // JobSpec is a stage Job to create.

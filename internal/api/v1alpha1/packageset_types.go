@@ -550,10 +550,10 @@ type Rollout struct {
 	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
 }
 
-// HealthCheck is an exec or HTTP probe run as a Job on the node. Its pod has NODE_NAME and
+// HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Job on the node. Its pod has NODE_NAME and
 // NODE_IP (the node's address) in its environment, which command, args and url may use as
 // $(NODE_IP).
-// +kubebuilder:validation:XValidation:rule="has(self.command) != has(self.httpGet)",message="a health check needs exactly one of command (exec) or httpGet"
+// +kubebuilder:validation:XValidation:rule="[has(self.command), has(self.httpGet), has(self.systemdFailedUnits)].filter(x, x).size() == 1",message="a health check needs exactly one of command (exec), httpGet or systemdFailedUnits"
 type HealthCheck struct {
 	// Name of the check (a DNS-1123 label of at most 20 characters), in its Job's name and
 	// in the failure message.
@@ -575,6 +575,20 @@ type HealthCheck struct {
 	// HTTPGet is an HTTP check: a GET of url must answer 2xx within the timeout.
 	// +optional
 	HTTPGet *HTTPGetCheck `json:"httpGet,omitempty"`
+	// SystemdFailedUnits is NixFleet's healthGate.systemdFailedUnits: the check passes while
+	// the node's host has at most max failed systemd units (`systemctl list-units
+	// --state=failed` run in the host's namespaces through nsenter, from a privileged pod in
+	// the host PID namespace: the stage Jobs' namespace must allow privileged pods). The
+	// failure message names the failed units. Image: default busybox:1.36 (its nsenter).
+	// +optional
+	SystemdFailedUnits *SystemdFailedUnitsCheck `json:"systemdFailedUnits,omitempty"`
+	// Mode is NixFleet's gate mode: enforce (default) fails the node when a run fails;
+	// observe records the failure (the HealthChecksObserved condition names the node, the
+	// check and its output, and a Warning event is emitted) and lets the rollout go on, as
+	// NixFleet's health gates and compliance probes in observe mode.
+	// +kubebuilder:validation:Enum=enforce;observe
+	// +optional
+	Mode HealthCheckMode `json:"mode,omitempty"`
 	// Timeout bounds one run of the check, default 1m: an httpGet check's request (wget -T) and
 	// the check Job, whose activeDeadlineSeconds is the timeout plus 30s for its Pod to start.
 	// +optional
@@ -587,6 +601,26 @@ type HealthCheck struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="podLabels values must be label values of at most 63 characters"
 	// +optional
 	PodLabels map[string]string `json:"podLabels,omitempty"`
+}
+
+// HealthCheckMode is how a failed health check counts: enforce or observe.
+type HealthCheckMode string
+
+const (
+	// HealthCheckEnforce: a failed run fails the node (onHealthFailure applies).
+	HealthCheckEnforce HealthCheckMode = "enforce"
+	// HealthCheckObserve: a failed run is recorded (condition, event); the node goes on.
+	HealthCheckObserve HealthCheckMode = "observe"
+)
+
+// SystemdFailedUnitsCheck is a health check on the host's failed systemd units (NixFleet's
+// healthGate.systemdFailedUnits).
+type SystemdFailedUnitsCheck struct {
+	// Max is the most failed units the check allows (default 0: any failed unit fails it).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Max int32 `json:"max,omitempty"`
 }
 
 // HTTPGetCheck is an HTTP health check.
