@@ -26,7 +26,8 @@ import (
 // (--kaito-config-file), a performance mode, and inference.template settings (command,
 // probes, volumes). Two replicas become Ready on a kwok node that offers
 // nvidia.com/mig-1g.10gb and taints that key; the Deployment's pod template has what KAITO's
-// would; a second plan is empty.
+// would; a second plan is empty; 8 replicas on the node's 7 slices stall naming the MIG
+// resource.
 func TestAccWorkspace_kaitoExamples(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
@@ -102,6 +103,11 @@ func TestAccWorkspace_kaitoExamples(t *testing.T) {
 				},
 			},
 			{Config: cfg, PlanOnly: true},
+			{
+				// 8 replicas, 7 slices on the node: Stalled, naming the MIG resource.
+				Config:      strings.Replace(cfg, "count       = 2", "count       = 8", 1),
+				ExpectError: regexp.MustCompile(`(?s)8\s+replica\(s\)\s+of\s+1\s+nvidia.com/mig-1g.10gb\s+each.*7\s+of\s+7\s+nvidia.com/mig-1g.10gb\s+free`),
+			},
 		},
 	})
 }

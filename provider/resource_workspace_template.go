@@ -31,7 +31,7 @@ func partitionAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Run each replica on one GPU partition instead of whole GPUs (KAITO's `resource.partition`). " +
 		"With `mode = \"mig\"` (NVIDIA Multi-Instance GPU) the pods request one `nvidia.com/mig-<profile>` — the NVIDIA device plugin's resource under the GPU operator's " +
 		"`mixed` MIG strategy — instead of `nvidia.com/gpu`, and tolerate a `NoSchedule` taint of that key, as KAITO's pods do; `gpu_product` and `label_selector` still " +
-		"select the nodes. As in KAITO: one slice per replica (`gpu_count` and `inference.model_gpus` must be unset), inference only, on existing nodes " +
+		"select the nodes, and a workspace the matching nodes have too few free slices for is `Stalled` naming them. As in KAITO: one slice per replica (`gpu_count` and `inference.model_gpus` must be unset), inference only, on existing nodes " +
 		"(with `instance_type`, `provision_nodes = false`). KAITO's `accelerator` mode is `gpu_count`.",
 		Attributes: map[string]schema.Attribute{
 			"mode": schema.StringAttribute{Required: true, MarkdownDescription: "`mig`.", Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.PartitionModeMIG))}},

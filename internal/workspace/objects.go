@@ -476,7 +476,7 @@ func JobFacts(have *batchv1.Job, owner types.UID) *Job {
 
 // NodeFacts reads a live Node.
 func NodeFacts(n *corev1.Node) Node {
-	out := Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints}
+	out := Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Ready = c.Status == corev1.ConditionTrue

@@ -3,6 +3,7 @@ package workspace
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,5 +144,33 @@ func TestPodTemplateInferenceTemplate(t *testing.T) {
 	}
 	if want := []string{"Secret/regcred", "ConfigMap/extra-cm", "Secret/creds", "PersistentVolumeClaim/model-cache"}; !slices.Equal(got, want) {
 		t.Errorf("refs %v, want %v", got, want)
+	}
+}
+
+// With a MIG partition the Pending-trap check counts the profile's slices, one per replica:
+// a node with 3 nvidia.com/mig-1g.10gb of which 2 are in use holds one replica, and the
+// message names the MIG resource.
+func TestCapacityOfMIGSlices(t *testing.T) {
+	w := &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Partition: &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.10gb"}}}}
+	res, per := Accelerator(w)
+	if res != "nvidia.com/mig-1g.10gb" || per != 1 {
+		t.Fatalf("accelerator %s × %d", res, per)
+	}
+	nodes := []Node{
+		{Name: "mig", Ready: true, AllocatableGPU: 8, Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), res: resource.MustParse("3")}},
+		{Name: "whole", Ready: true, AllocatableGPU: 8, Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}},
+	}
+	mig := ForAccelerator(nodes, res)
+	if nodes[0].AllocatableGPU != 8 {
+		t.Fatal("ForAccelerator changed its input")
+	}
+	mig[0].UsedGPU = 2
+	c := CapacityOf(mig, nil, nil, nil, per)
+	c.Resource = string(res)
+	if c.TotalGPUs != 3 || c.FreeGPUs != 1 || c.PlaceableReplicas != 1 {
+		t.Fatalf("capacity %+v", c)
+	}
+	if msg := c.insufficientMessage(2); !strings.Contains(msg, "2 replica(s) of 1 nvidia.com/mig-1g.10gb each") || !strings.Contains(msg, "1 of 3 nvidia.com/mig-1g.10gb free") {
+		t.Errorf("message %q", msg)
 	}
 }

@@ -177,7 +177,8 @@ type WorkspaceResource struct {
 	// Partition runs each replica on one GPU partition instead of whole GPUs (KAITO's
 	// resource.partition, mode "mig"): the pods request one nvidia.com/mig-<profile> (the
 	// NVIDIA device plugin's resource under the GPU operator's "mixed" MIG strategy) instead of
-	// nvidia.com/gpu, and tolerate a NoSchedule taint of that key, as KAITO's pods do. As in
+	// nvidia.com/gpu, and tolerate a NoSchedule taint of that key, as KAITO's pods do; the
+	// capacity check counts the matching nodes' free slices of the profile. As in
 	// KAITO, gpuCount must be 0 (one slice per replica, no tensor parallelism across slices),
 	// inference only, on existing nodes (no provisioned instance types).
 	// +optional
