@@ -196,7 +196,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
 					stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
-			"labels":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Workspace. KAITO's `kaito.sh/performance-mode` " +
 				"(`balanced`, `interactivity`, `throughput`) is honoured when `inference.performance_mode` is unset.",
 				Validators: []validator.Map{performanceModeAnnotation{}}},

@@ -122,7 +122,9 @@ func checkKAITOPodSpec(spec corev1.PodSpec) error {
 	if _, ok := ct.Resources.Limits["nvidia.com/gpu"]; ok {
 		problems = append(problems, "a MIG replica requests nvidia.com/gpu")
 	}
-	if !slices.ContainsFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == "nvidia.com/mig-1g.10gb" && t.Operator == corev1.TolerationOpExists }) {
+	if !slices.ContainsFunc(spec.Tolerations, func(t corev1.Toleration) bool {
+		return t.Key == "nvidia.com/mig-1g.10gb" && t.Operator == corev1.TolerationOpExists
+	}) {
 		problems = append(problems, fmt.Sprintf("tolerations %v lack nvidia.com/mig-1g.10gb", spec.Tolerations))
 	}
 	if ct.Image != "registry.example/kaito/phi-3-mini-4k-instruct:private" || !reflect.DeepEqual(spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) {

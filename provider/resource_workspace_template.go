@@ -74,7 +74,9 @@ func volumesAttribute() schema.ListNestedAttribute {
 		}
 		return exactlyOne(others...)
 	}
-	objName := func(kind string) validator.String { return stringvalidator.RegexMatches(objNameRe, "must be a "+kind+" name") }
+	objName := func(kind string) validator.String {
+		return stringvalidator.RegexMatches(objNameRe, "must be a "+kind+" name")
+	}
 	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Volumes mounted into the model server (the `volumes` and `volumeMounts` of KAITO's " +
 		"`inference.template`; at most 16, names unique): each exactly one of `config_map`, `secret`, `pvc` (of the workspace's namespace) and `empty_dir`. " +
 		"The reconciler checks that the ConfigMaps, Secrets and claims exist (the apply fails naming a missing one) and waits for unbound claims.",
@@ -98,7 +100,7 @@ func volumesAttribute() schema.ListNestedAttribute {
 // emptyDirTrue: volumes[*].empty_dir is true when set (false would leave the volume sourceless).
 type emptyDirTrue struct{}
 
-func (emptyDirTrue) Description(context.Context) string          { return "must be true when set" }
+func (emptyDirTrue) Description(context.Context) string               { return "must be true when set" }
 func (v emptyDirTrue) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 func (emptyDirTrue) ValidateBool(_ context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
 	if !req.ConfigValue.IsNull() && !req.ConfigValue.IsUnknown() && !req.ConfigValue.ValueBool() {
@@ -112,7 +114,9 @@ type migProfileValidator struct{}
 func (migProfileValidator) Description(context.Context) string {
 	return "a MIG profile KAITO knows"
 }
-func (v migProfileValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v migProfileValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 func (migProfileValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	p := req.ConfigValue
 	if p.IsNull() || p.IsUnknown() || !migProfileRe.MatchString(p.ValueString()) {
@@ -134,7 +138,9 @@ type partitionValidator struct{}
 func (partitionValidator) Description(context.Context) string {
 	return "a partition is one MIG slice per inference replica on existing nodes"
 }
-func (v partitionValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v partitionValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 func (partitionValidator) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
