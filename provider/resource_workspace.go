@@ -92,6 +92,34 @@ type wsResourceModel struct {
 	// LabelExprs is label_selector_expressions (KAITO's labelSelector.matchExpressions).
 	LabelExprs []selectorExprModel `tfsdk:"label_selector_expressions"`
 	TEEType    types.String        `tfsdk:"tee_type"`
+	// Partition is KAITO's resource.partition (mode mig).
+	Partition *wsPartitionModel `tfsdk:"partition"`
+}
+
+type wsPartitionModel struct {
+	Mode    types.String `tfsdk:"mode"`
+	Profile types.String `tfsdk:"profile"`
+}
+
+// wsProbeModel is readiness_probe / liveness_probe (KAITO's inference.template probes).
+type wsProbeModel struct {
+	HTTPPath            types.String `tfsdk:"http_path"`
+	Port                types.Int64  `tfsdk:"port"`
+	Exec                []string     `tfsdk:"exec"`
+	InitialDelaySeconds types.Int64  `tfsdk:"initial_delay_seconds"`
+	PeriodSeconds       types.Int64  `tfsdk:"period_seconds"`
+	FailureThreshold    types.Int64  `tfsdk:"failure_threshold"`
+}
+
+// wsVolumeModel is one of inference.volumes (KAITO's inference.template volumes and mounts).
+type wsVolumeModel struct {
+	Name      types.String `tfsdk:"name"`
+	MountPath types.String `tfsdk:"mount_path"`
+	ReadOnly  types.Bool   `tfsdk:"read_only"`
+	ConfigMap types.String `tfsdk:"config_map"`
+	Secret    types.String `tfsdk:"secret"`
+	PVC       types.String `tfsdk:"pvc"`
+	EmptyDir  types.Bool   `tfsdk:"empty_dir"`
 }
 
 type wsInferenceModel struct {
@@ -105,6 +133,13 @@ type wsInferenceModel struct {
 	ModelAccessSecret types.String     `tfsdk:"model_access_secret"`
 	Adapters          []wsAdapterModel `tfsdk:"adapters"`
 	ModelGPUs         types.Int64      `tfsdk:"model_gpus"`
+	Command           []string         `tfsdk:"command"`
+	PerformanceMode   types.String     `tfsdk:"performance_mode"`
+	AccessMode        types.String     `tfsdk:"access_mode"`
+	ImagePullSecrets  []string         `tfsdk:"image_pull_secrets"`
+	ReadinessProbe    *wsProbeModel    `tfsdk:"readiness_probe"`
+	LivenessProbe     *wsProbeModel    `tfsdk:"liveness_probe"`
+	Volumes           []wsVolumeModel  `tfsdk:"volumes"`
 }
 
 type wsAdapterModel struct {
@@ -161,8 +196,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
 					stringvalidator.RegexMatches(dns1123Label, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
-			"labels":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
-			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Workspace."},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels of the Workspace; copied to its pods."},
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations of the Workspace. KAITO's `kaito.sh/performance-mode` " +
+				"(`balanced`, `interactivity`, `throughput`) is honoured when `inference.performance_mode` is unset.",
+				Validators: []validator.Map{performanceModeAnnotation{}}},
 			"resource": schema.SingleNestedAttribute{Required: true, MarkdownDescription: "Per-replica resource requirements. Changing them on a tuning workspace replaces it (a Job cannot change).",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
 					var tuning types.Object
@@ -176,8 +213,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.Int64{int64validator.Between(0, 64)}},
 					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0, or a model preset (which sets it).",
 						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"),
-							requiresAnyOf{what: "gpu_count > 0, or an instance_type or a model preset (inference.preset, tuning.preset), which set it", paths: []path.Expression{
-								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRelative().AtParent().AtName("instance_type"),
+							requiresAnyOf{what: "gpu_count > 0, or an instance_type, a partition or a model preset (inference.preset, tuning.preset), which set it", paths: []path.Expression{
+								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRelative().AtParent().AtName("instance_type"), path.MatchRelative().AtParent().AtName("partition"),
 								path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
 					"instance_type": schema.StringAttribute{Optional: true, MarkdownDescription: "A cloud GPU instance type as KAITO's `resource.instanceType` writes it " +
 						"(e.g. `Standard_NC24ads_A100_v4`, `p4d.24xlarge`; see the [Instance types](../guides/instance-types.md) guide): replicas run on nodes labelled " +
@@ -196,6 +233,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"`scheduling.affinity`), and the capacity check counts only the nodes that meet them."),
 					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
 						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
+					"partition": partitionAttribute(),
 				},
 			},
 			"inference": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Serve a model. Exactly one of `inference` and `tuning`.",
@@ -213,7 +251,26 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"`--served-model-name=<model>`, `--port=$(PORT)` and the preset's own; the container's `PORT` is `port`)."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
 						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config`.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config` (KAITO's `inference.config`). With a `preset`, as KAITO does, " +
+						"the ConfigMap must have the key `inference_config.yaml` (the apply fails naming it otherwise) and the model server gets " +
+						"`--kaito-config-file=/mnt/config/inference_config.yaml`, the argument KAITO's vLLM runtime reads its engine arguments from. " +
+						"Without a preset the file is only mounted: pass its path in `args` or `command`.",
+						Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
+					"performance_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's vLLM performance preset (its `kaito.sh/performance-mode` annotation): " +
+						"`balanced` (default), `interactivity` (low per-request latency) or `throughput` (aggregate tokens/s). With a `preset`, `interactivity` and `throughput` " +
+						"add `--performance-mode=<mode>` to the model server's arguments, as KAITO does. Unset, a `kaito.sh/performance-mode` entry in `annotations` is honoured the same way.",
+						Validators: []validator.String{stringvalidator.OneOf(workspace.PerformanceModes...)}},
+					"access_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's preset `accessMode`: `public` (default) or `private`. `private` means the preset's " +
+						"image is in a private registry: `image` must name it (KAITO's `presetOptions.image`), usually with `image_pull_secrets`.",
+						Validators: []validator.String{stringvalidator.OneOf("public", "private"), privateNeedsImage{}}},
+					"image_pull_secrets": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of docker-config Secrets in the namespace used to pull `image` " +
+						"(KAITO's `presetOptions.imagePullSecrets`; at most 8): the pods' `imagePullSecrets`. The reconciler checks that they exist (the apply fails naming a missing one) and never reads them.",
+						Validators: []validator.List{listvalidator.SizeBetween(1, 8), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(objNameRe, "must be a Secret name"))}},
+					"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container entrypoint (the `command` of KAITO's `inference.template` pod; at most 64 items); default: the image's.",
+						Validators: []validator.List{listvalidator.SizeBetween(1, 64)}},
+					"readiness_probe": probeAttribute("Replaces the default readiness check (a TCP connect to `port` every 10s), as a probe in KAITO's `inference.template`."),
+					"liveness_probe":  probeAttribute("Restarts the model server when it fails (default: none), as a probe in KAITO's `inference.template`."),
+					"volumes":         volumesAttribute(),
 					"model_access_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a Secret in the namespace whose key `HF_TOKEN` holds a Hugging Face token " +
 						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights. Required by gated presets. Only the name is in Terraform; " +
 						"the reconciler checks that the Secret and its key exist and never reads the token.",
@@ -371,6 +428,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			spec.Resource.ProvisionNodes = r.ProvisionNodes.ValueBoolPointer()
 		}
 		spec.Resource.LabelSelectorExpressions = v1alpha1.LabelRequirements(expandSelector(nil, r.LabelExprs).MatchExpressions)
+		spec.Resource.Partition = expandPartition(r.Partition)
 	}
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
@@ -379,6 +437,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 		for _, a := range i.Adapters {
 			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
 		}
+		expandInferenceTemplate(i, spec.Inference)
 	}
 	if t := m.Tuning; t != nil {
 		bl := int32(t.BackoffLimit.ValueInt64())
@@ -421,7 +480,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	m.Resource = &wsResourceModel{Count: types.Int64Value(int64(max(r.Count, 1))), GPUCount: optInt64(int64(r.GPUCount), pr.GPUCount),
 		GPUProduct: optString(r.GPUProduct, pr.GPUProduct), InstanceType: optString(r.InstanceType, pr.InstanceType),
 		ProvisionNodes: types.BoolValue(r.ProvisionNodes == nil || *r.ProvisionNodes), LabelSelector: optMap(r.LabelSelector, pr.LabelSelector), TEEType: optString(string(r.TEEType), pr.TEEType),
-		LabelExprs: flattenSelectorExprs(v1alpha1.Requirements(r.LabelSelectorExpressions), pr.LabelExprs)}
+		LabelExprs: flattenSelectorExprs(v1alpha1.Requirements(r.LabelSelectorExpressions), pr.LabelExprs), Partition: flattenPartition(r.Partition)}
 	if in := w.Spec.Inference; in != nil {
 		pi := prior.Inference
 		if pi == nil {
@@ -444,6 +503,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		if m.Inference.Adapters == nil && pi.Adapters != nil {
 			m.Inference.Adapters = []wsAdapterModel{}
 		}
+		flattenInferenceTemplate(in, pi, m.Inference)
 	}
 	if t := w.Spec.Tuning; t != nil {
 		pt := prior.Tuning

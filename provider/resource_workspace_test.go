@@ -304,7 +304,7 @@ func TestWorkspace_presetAtPlan(t *testing.T) {
 		"product without count or preset": {`
   resource  = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
   inference = { model = "m", image = "i" }
-`, `(?s)Missing Required Attribute.*gpu_product\s+requires\s+gpu_count\s+>\s+0,\s+or\s+an\s+instance_type\s+or\s+a\s+model\s+preset`},
+`, `(?s)Missing Required Attribute.*gpu_product\s+requires\s+gpu_count\s+>\s+0,\s+or\s+an\s+instance_type,\s+a\s+partition\s+or\s+a\s+model\s+preset`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
@@ -382,6 +382,18 @@ func TestWorkspaceMappingRoundTrip(t *testing.T) {
 	full.RuntimeClassName = str("kata-qemu-tdx")
 	full.PriorityClassName = str("high")
 	full.Inference.Adapters = []wsAdapterModel{{Name: str("style"), Image: str("adapters/style:1"), Strength: str("0.5")}, {Name: str("tone"), Image: str("adapters/tone:1"), Strength: types.StringNull()}}
+	// KAITO's resource.partition, private preset, performance mode and inference.template parts.
+	full.Resource.Partition = &wsPartitionModel{Mode: str("mig"), Profile: str("1g.10gb")}
+	full.Inference.Command, full.Inference.ImagePullSecrets = []string{"python3", "serve.py"}, []string{"regcred"}
+	full.Inference.PerformanceMode, full.Inference.AccessMode = str("throughput"), str("private")
+	full.Inference.ReadinessProbe = &wsProbeModel{HTTPPath: str("/health"), Port: types.Int64Value(9000), InitialDelaySeconds: types.Int64Value(5),
+		PeriodSeconds: types.Int64Null(), FailureThreshold: types.Int64Value(4)}
+	full.Inference.LivenessProbe = &wsProbeModel{HTTPPath: types.StringNull(), Port: types.Int64Null(), Exec: []string{"cat", "/tmp/ok"},
+		InitialDelaySeconds: types.Int64Null(), PeriodSeconds: types.Int64Value(30), FailureThreshold: types.Int64Null()}
+	full.Inference.Volumes = []wsVolumeModel{
+		{Name: str("scratch"), MountPath: str("/scratch"), ReadOnly: types.BoolNull(), ConfigMap: types.StringNull(), Secret: types.StringNull(), PVC: types.StringNull(), EmptyDir: types.BoolValue(true)},
+		{Name: str("cache"), MountPath: str("/cache"), ReadOnly: types.BoolValue(true), ConfigMap: types.StringNull(), Secret: types.StringNull(), PVC: str("model-cache"), EmptyDir: types.BoolNull()},
+	}
 
 	empties := wsModel()
 	empties.NodeSelector = map[string]string{}
@@ -389,6 +401,7 @@ func TestWorkspaceMappingRoundTrip(t *testing.T) {
 	empties.Affinity = jsontypes.NewNormalizedValue(`{}`)
 	empties.RuntimeClassName, empties.PriorityClassName = str(""), str("")
 	empties.Inference.Adapters = []wsAdapterModel{}
+	empties.Inference.Volumes, empties.Inference.Command, empties.Inference.ImagePullSecrets = []wsVolumeModel{}, []string{}, []string{}
 
 	spelled := wsModel()
 	spelled.Affinity = jsontypes.NewNormalizedValue("{\n  \"podAntiAffinity\": {\"preferredDuringSchedulingIgnoredDuringExecution\": [{\"weight\": 100, \"podAffinityTerm\": {\"topologyKey\": \"kubernetes.io/hostname\"}}]}\n}")

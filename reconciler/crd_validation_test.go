@@ -272,6 +272,36 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 		{"expression value not a label value", func(s *v1alpha1.WorkspaceSpec) {
 			s.Resource.LabelSelectorExpressions = append(s.Resource.LabelSelectorExpressions, v1alpha1.LabelRequirement{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"a b"}})
 		}, "spec.resource.labelSelectorExpressions[2]", "values must be label values"},
+		// KAITO's resource.partition, private presets and inference.template parts.
+		{"MIG partition with gpuCount", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.Partition = &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.10gb"}
+		}, "spec", "spec.resource.gpuCount must be 0 or unset"},
+		{"MIG profile malformed", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.GPUCount = 0
+			s.Resource.Partition = &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g10gb"}
+		}, "spec.resource.partition.profile", "should match"},
+		{"MIG partition with modelGPUs", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.GPUCount = 0
+			s.Resource.Partition = &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.10gb"}
+			s.Inference.ModelGPUs = 2
+		}, "spec", "spec.inference.modelGPUs cannot be set with spec.resource.partition"},
+		{"MIG partition on provisioned nodes", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.GPUCount, s.Resource.GPUProduct, s.Resource.InstanceType = 0, "", "Standard_NC24ads_A100_v4"
+			s.Resource.Partition = &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.10gb"}
+		}, "spec", "spec.resource.partition needs existing nodes"},
+		{"private preset without image", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Preset: "phi-2", AccessMode: "private"}
+		}, "spec.inference", "spec.inference.accessMode private needs spec.inference.image"},
+		{"volume with two sources", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "v", MountPath: "/v", ConfigMap: "a", Secret: "b"}}
+		}, "spec.inference.volumes[0]", "a volume needs exactly one of configMap, secret, pvc and emptyDir"},
+		{"volume named config", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "config", MountPath: "/v", EmptyDir: true}}
+		}, "spec.inference.volumes[0].name", "the volume name config is spec.inference.config's"},
+		{"probe with httpPath and exec", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.ReadinessProbe = &v1alpha1.WorkspaceProbe{HTTPPath: "/health", Exec: []string{"true"}}
+		}, "spec.inference.readinessProbe", "a probe needs exactly one of httpPath and exec"},
+		{"performance mode", func(s *v1alpha1.WorkspaceSpec) { s.Inference.PerformanceMode = "fast" }, "spec.inference.performanceMode", "Unsupported value"},
 	}
 	cases = append(cases, labelMapCases("labelSelector", "spec.resource.labelSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Resource.LabelSelector }, 32)...)
 	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)

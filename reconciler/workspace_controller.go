@@ -574,27 +574,32 @@ func (r *WorkspaceReconciler) podsAndCapacity(ctx context.Context, w, rw *v1alph
 	if !placed {
 		return nil
 	}
-	if bound < facts.Replicas && rw.Spec.Resource.GPUCount > 0 && !facts.Deleting {
-		if err := r.countUsedGPUs(ctx, w, nodes); err != nil {
+	// A MIG partition counts the profile's slices (nvidia.com/mig-<profile>), one per replica.
+	res, perReplica := workspace.Accelerator(rw)
+	nodes = workspace.ForAccelerator(nodes, res)
+	if bound < facts.Replicas && perReplica > 0 && !facts.Deleting {
+		if err := r.countUsedGPUs(ctx, w, nodes, res); err != nil {
 			return err
 		}
 	}
-	facts.Capacity = workspace.CapacityOf(nodes, pl.NodeSelector, v1alpha1.Requirements(rw.Spec.Resource.LabelSelectorExpressions), pl.Tolerations, rw.Spec.Resource.GPUCount)
+	facts.Capacity = workspace.CapacityOf(nodes, pl.NodeSelector, v1alpha1.Requirements(rw.Spec.Resource.LabelSelectorExpressions), pl.Tolerations, perReplica)
+	facts.Capacity.Resource = string(res)
 	return nil
 }
 
-// countUsedGPUs sets each node's UsedGPU: the nvidia.com/gpu requested by the non-terminated
-// pods bound to it, the workspace's own pods left out (hardware.GPUsInUse). Pods other than
+// countUsedGPUs sets each node's UsedGPU: the res (nvidia.com/gpu or a MIG profile's
+// resource) requested by the non-terminated pods bound to it, the workspace's own pods left
+// out (hardware.ResourceInUse). Pods other than
 // the reconciler's are not cached, so it lists them from the API server (only while a
 // workspace has replicas to place, at the Stalled re-check backoff).
-func (r *WorkspaceReconciler) countUsedGPUs(ctx context.Context, w *v1alpha1.Workspace, nodes []workspace.Node) error {
+func (r *WorkspaceReconciler) countUsedGPUs(ctx context.Context, w *v1alpha1.Workspace, nodes []workspace.Node, res corev1.ResourceName) error {
 	var all corev1.PodList
 	if err := r.APIReader.List(ctx, &all, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))}); err != nil {
 		return err
 	}
-	used := hardware.GPUsInUse(all.Items, func(p *corev1.Pod) bool {
+	used := hardware.ResourceInUse(all.Items, res, func(p *corev1.Pod) bool {
 		return p.Namespace == w.Namespace && p.Labels[workspace.LabelWorkspace] == w.Name
 	})
 	for i := range nodes {

@@ -756,3 +756,44 @@ func TestWorkspaceMultiNode(t *testing.T) {
 	}
 	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
 }
+
+// KAITO's inference config: a preset workspace's ConfigMap must have inference_config.yaml.
+// Without the key the workspace is Stalled (ReferenceNotFound) naming it; once the key is there
+// it goes Ready and the model server gets --kaito-config-file=/mnt/config/inference_config.yaml
+// and, from KAITO's kaito.sh/performance-mode annotation, --performance-mode=throughput.
+func TestWorkspaceInferenceConfigKey(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("infcfg-%d", seq.Add(1)), Namespace: e.ns}, Data: map[string]string{"other.yaml": "x: 1\n"}}
+	if err := e.c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	spec := inferenceSpec(1, 0, a100)
+	spec.Inference = &v1alpha1.WorkspaceInference{Preset: "phi-2", Config: cm.Name}
+	w := e.newWorkspace("infcfg", nil, spec)
+	w.Annotations = map[string]string{workspace.AnnotationPerformanceMode: "throughput"}
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Stalled on the missing key", func(w *v1alpha1.Workspace) bool {
+		return wsCond(w, v1alpha1.ConditionStalled).Reason == "ReferenceNotFound"
+	})
+	if st := wsCond(got, v1alpha1.ConditionStalled); !strings.Contains(st.Message, "has no key inference_config.yaml") {
+		t.Errorf("missing key: %s", describeWS(got))
+	}
+	cm.Data["inference_config.yaml"] = "vllm:\n  max-model-len: 4096\n"
+	if err := e.c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	got = e.waitWS(t, w.Name, "Ready with the key", stateIs(v1alpha1.WorkspaceStateReady))
+	var dep appsv1.Deployment
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.HasSuffix(args, "--kaito-config-file=/mnt/config/inference_config.yaml --performance-mode=throughput") {
+		t.Errorf("args %s", args)
+	}
+	_ = e.c.Delete(ctx, got)
+}

@@ -45,6 +45,12 @@ type NodeInventory struct {
 // counts them; pods for which skip returns true (skip may be nil) are left out, e.g. a
 // workspace's own pods when asking whether it could be placed.
 func GPUsInUse(pods []corev1.Pod, skip func(*corev1.Pod) bool) map[string]int64 {
+	return ResourceInUse(pods, ResourceGPU, skip)
+}
+
+// ResourceInUse is GPUsInUse for any extended resource, e.g. a MIG profile's
+// nvidia.com/mig-1g.10gb.
+func ResourceInUse(pods []corev1.Pod, name corev1.ResourceName, skip func(*corev1.Pod) bool) map[string]int64 {
 	inUse := map[string]int64{}
 	for i := range pods {
 		p := &pods[i]
@@ -52,7 +58,7 @@ func GPUsInUse(pods []corev1.Pod, skip func(*corev1.Pod) bool) map[string]int64 
 			continue
 		}
 		for _, c := range p.Spec.Containers {
-			if q, ok := c.Resources.Requests[ResourceGPU]; ok {
+			if q, ok := c.Resources.Requests[name]; ok {
 				inUse[p.Spec.NodeName] += q.Value()
 			}
 		}

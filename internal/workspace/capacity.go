@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
@@ -20,8 +21,11 @@ type Node struct {
 	Ready, Unschedulable bool
 	// Taints are spec.taints.
 	Taints []corev1.Taint
-	// AllocatableGPU is status.allocatable["nvidia.com/gpu"] (0 when absent).
+	// AllocatableGPU is status.allocatable["nvidia.com/gpu"] (0 when absent), or of the
+	// workspace's accelerator resource after ForAccelerator (a MIG profile's slices).
 	AllocatableGPU int64
+	// Allocatable is status.allocatable (read by ForAccelerator).
+	Allocatable corev1.ResourceList
 	// UsedGPU is the nvidia.com/gpu other pods bound to the node request (not the workspace's
 	// own pods, not terminated pods: hardware.GPUsInUse); 0 when not counted.
 	UsedGPU int64
@@ -34,8 +38,11 @@ func (n Node) FreeGPU() int64 { return max(0, n.AllocatableGPU-n.UsedGPU) }
 type Capacity struct {
 	// Selector is the node selector the pods use, rendered "k=v,k=v" (sorted), for messages.
 	Selector string
-	// GPUsPerReplica is spec.resource.gpuCount.
+	// GPUsPerReplica is spec.resource.gpuCount (1 with a MIG partition).
 	GPUsPerReplica int32
+	// Resource is the accelerator resource counted: nvidia.com/gpu, or a MIG profile's
+	// nvidia.com/mig-<profile> (set by the caller; "" reads as nvidia.com/gpu).
+	Resource string
 	// MatchingNodes counts Ready, schedulable nodes whose labels match the selector and whose
 	// NoSchedule/NoExecute taints the pods tolerate. AllNodes counts every node.
 	MatchingNodes, AllNodes int
@@ -101,6 +108,31 @@ func CapacityOf(nodes []Node, selector map[string]string, exprs []metav1.LabelSe
 	return c
 }
 
+// Accelerator is the resource each replica of a resolved workspace requests and how many:
+// nvidia.com/gpu × spec.resource.gpuCount, or one nvidia.com/mig-<profile> with a MIG
+// partition (as KAITO).
+func Accelerator(w *v1alpha1.Workspace) (corev1.ResourceName, int32) {
+	if p := w.Spec.Resource.Partition; p != nil {
+		return corev1.ResourceName(MIGResource(p.Profile)), 1
+	}
+	return hardware.ResourceGPU, w.Spec.Resource.GPUCount
+}
+
+// ForAccelerator returns nodes with AllocatableGPU read from their allocatable res (a copy;
+// UsedGPU cleared); nodes itself for nvidia.com/gpu.
+func ForAccelerator(nodes []Node, res corev1.ResourceName) []Node {
+	if res == hardware.ResourceGPU {
+		return nodes
+	}
+	out := make([]Node, len(nodes))
+	for i, n := range nodes {
+		q := n.Allocatable[res]
+		n.AllocatableGPU, n.UsedGPU = q.Value(), 0
+		out[i] = n
+	}
+	return out
+}
+
 func (c Capacity) noMatchMessage() string {
 	msg := fmt.Sprintf("no Ready node matches the workspace's requirements (node selector %s) among the cluster's %d nodes", c.Selector, c.AllNodes)
 	if len(c.MissingLabels) > 0 {
@@ -120,8 +152,14 @@ func (c Capacity) insufficientMessage(replicas int32) string {
 			free += ", ..."
 		}
 	}
-	return fmt.Sprintf("%d replica(s) of %d nvidia.com/gpu each need more than the %d matching Ready node(s) have free (%d of %d GPUs free, room for %d replica(s)%s; node selector %s); the workspace proceeds on its own when GPUs are freed or capacity is added",
-		replicas, c.GPUsPerReplica, c.MatchingNodes, c.FreeGPUs, c.TotalGPUs, c.PlaceableReplicas, free, c.Selector)
+	res, unit := c.Resource, "GPUs"
+	if res == "" || res == string(hardware.ResourceGPU) {
+		res = string(hardware.ResourceGPU)
+	} else {
+		unit = res
+	}
+	return fmt.Sprintf("%d replica(s) of %d %s each need more than the %d matching Ready node(s) have free (%d of %d %s free, room for %d replica(s)%s; node selector %s); the workspace proceeds on its own when %s are freed or capacity is added",
+		replicas, c.GPUsPerReplica, res, c.MatchingNodes, c.FreeGPUs, c.TotalGPUs, unit, c.PlaceableReplicas, free, c.Selector, unit)
 }
 
 func matches(labels, selector map[string]string) bool {

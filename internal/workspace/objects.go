@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -89,9 +91,21 @@ func Placement(w *v1alpha1.Workspace) (hardware.Placement, error) {
 	if r.TEEType != "" {
 		hw.TEERequired, hw.TEEType = true, r.TEEType
 	}
+	if r.Partition != nil {
+		// One MIG slice per replica, as KAITO: the device plugin's nvidia.com/mig-<profile>.
+		hw.GPUCount, hw.GPUResource = 1, MIGResource(r.Partition.Profile)
+	}
 	pl, err := hardware.PlaceAt(hw, w.Spec.Scheduling, Paths)
 	if err != nil {
 		return pl, err
+	}
+	if r.Partition != nil {
+		// KAITO's pods tolerate a NoSchedule taint of the MIG resource's key, in case the
+		// cluster operator taints MIG nodes (the device plugin does not by default).
+		mig := corev1.Toleration{Key: MIGResource(r.Partition.Profile), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+		if !slices.ContainsFunc(pl.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&mig) }) {
+			pl.Tolerations = append(pl.Tolerations, mig)
+		}
 	}
 	pl.Affinity = withNodeRequirements(pl.Affinity, v1alpha1.Requirements(r.LabelSelectorExpressions))
 	if WantsProvisioning(w) && !slices.ContainsFunc(pl.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&SKUToleration) }) {
@@ -144,6 +158,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 	}
 	c := corev1.Container{Name: ContainerName, Resources: res}
 	var volumes []corev1.Volume
+	var pullSecrets []corev1.LocalObjectReference
 	config := ""
 	switch {
 	case w.Spec.Inference != nil:
@@ -161,8 +176,9 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 			}
 			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("ADAPTER_%d", i), Value: a.Name + "=" + a.Image + "@" + strength})
 		}
+		c.Args = append(c.Args, RuntimeArgs(w)...)
 		c.Ports = []corev1.ContainerPort{{Name: PortName, ContainerPort: Port(w), Protocol: corev1.ProtocolTCP}}
-		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}}, PeriodSeconds: 10}
+		volumes, pullSecrets = inferenceTemplate(w, &c)
 		config = in.Config
 	case w.Spec.Tuning != nil:
 		t := w.Spec.Tuning
@@ -189,7 +205,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 	}
 	if config != "" {
 		volumes = append(volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: config}}}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: "/mnt/config", ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: ConfigDir, ReadOnly: true})
 	}
 	labels := map[string]string{}
 	for k, v := range w.Labels {
@@ -213,6 +229,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 			PriorityClassName: pl.PriorityClassName,
 			Containers:        []corev1.Container{c},
 			Volumes:           volumes,
+			ImagePullSecrets:  pullSecrets,
 		},
 	}, nil
 }
@@ -459,7 +476,7 @@ func JobFacts(have *batchv1.Job, owner types.UID) *Job {
 
 // NodeFacts reads a live Node.
 func NodeFacts(n *corev1.Node) Node {
-	out := Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints}
+	out := Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Ready = c.Status == corev1.ConditionTrue
@@ -525,18 +542,158 @@ func claimVolumes(t *v1alpha1.WorkspaceTuning, vols []corev1.Volume, mounts []co
 	return vols, mounts, env
 }
 
+// inferenceTemplate applies what KAITO's inference.template would set on the model server
+// container c: spec.inference.command, the readiness probe (default: a TCP connect to the
+// port every 10s) and liveness probe, the volumes (returned, with their mounts on c) and the
+// image pull secrets (returned).
+func inferenceTemplate(w *v1alpha1.Workspace, c *corev1.Container) ([]corev1.Volume, []corev1.LocalObjectReference) {
+	in := w.Spec.Inference
+	c.Command = append([]string(nil), in.Command...)
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}}, PeriodSeconds: 10}
+	if in.ReadinessProbe != nil {
+		c.ReadinessProbe = probe(in.ReadinessProbe)
+	}
+	if in.LivenessProbe != nil {
+		c.LivenessProbe = probe(in.LivenessProbe)
+	}
+	var vols []corev1.Volume
+	for _, v := range in.Volumes {
+		var src corev1.VolumeSource
+		readOnly := v.ReadOnly
+		switch {
+		case v.ConfigMap != "":
+			src.ConfigMap, readOnly = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v.ConfigMap}}, true
+		case v.Secret != "":
+			src.Secret, readOnly = &corev1.SecretVolumeSource{SecretName: v.Secret}, true
+		case v.PVC != "":
+			src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PVC, ReadOnly: v.ReadOnly}
+		default:
+			src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		}
+		vols = append(vols, corev1.Volume{Name: v.Name, VolumeSource: src})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.MountPath, ReadOnly: readOnly})
+	}
+	var pull []corev1.LocalObjectReference
+	for _, s := range in.ImagePullSecrets {
+		pull = append(pull, corev1.LocalObjectReference{Name: s})
+	}
+	return vols, pull
+}
+
+// probe is p as a container probe: an HTTP GET of p.HTTPPath on p.Port (default: the
+// inference port by name) or p.Exec; period 10s and failure threshold 3 when unset.
+func probe(p *v1alpha1.WorkspaceProbe) *corev1.Probe {
+	out := &corev1.Probe{InitialDelaySeconds: p.InitialDelaySeconds, PeriodSeconds: p.PeriodSeconds, FailureThreshold: p.FailureThreshold}
+	if out.PeriodSeconds == 0 {
+		out.PeriodSeconds = 10
+	}
+	if out.FailureThreshold == 0 {
+		out.FailureThreshold = 3
+	}
+	if len(p.Exec) > 0 {
+		out.Exec = &corev1.ExecAction{Command: append([]string(nil), p.Exec...)}
+		return out
+	}
+	port := intstr.FromString(PortName)
+	if p.Port != 0 {
+		port = intstr.FromInt32(p.Port)
+	}
+	out.HTTPGet = &corev1.HTTPGetAction{Path: p.HTTPPath, Port: port, Scheme: corev1.URISchemeHTTP}
+	return out
+}
+
+// MIGResource is the NVIDIA device plugin's extended resource of a MIG profile under the GPU
+// operator's "mixed" strategy, as KAITO's mig.MIGResourceName: "1g.10gb" →
+// "nvidia.com/mig-1g.10gb".
+func MIGResource(profile string) string { return "nvidia.com/mig-" + profile }
+
+// KAITO's inference runtime contract (KAITO pkg/model, pkg/utils, api/v1beta1).
+const (
+	// InferenceConfigKey is the key of spec.inference.config KAITO's runtime reads
+	// (ConfigfileNameVLLM), mounted under ConfigDir.
+	InferenceConfigKey = "inference_config.yaml"
+	// ConfigDir is where spec.inference.config and spec.tuning.config are mounted
+	// (KAITO's DefaultConfigMapMountPath).
+	ConfigDir = "/mnt/config"
+	// AnnotationPerformanceMode is KAITO's Workspace annotation selecting vLLM's performance
+	// preset (balanced, interactivity, throughput); spec.inference.performanceMode wins.
+	AnnotationPerformanceMode = "kaito.sh/performance-mode"
+	// PerformanceModeBalanced is the default performance mode (no argument is added).
+	PerformanceModeBalanced = "balanced"
+)
+
+// PerformanceModes are the values of spec.inference.performanceMode and KAITO's
+// kaito.sh/performance-mode annotation.
+var PerformanceModes = []string{PerformanceModeBalanced, "interactivity", "throughput"}
+
+// PerformanceMode is spec.inference.performanceMode, else the Workspace's
+// kaito.sh/performance-mode annotation when it holds a valid mode, else balanced.
+func PerformanceMode(w *v1alpha1.Workspace) string {
+	if in := w.Spec.Inference; in != nil && in.PerformanceMode != "" {
+		return in.PerformanceMode
+	}
+	if v := w.Annotations[AnnotationPerformanceMode]; slices.Contains(PerformanceModes, v) {
+		return v
+	}
+	return PerformanceModeBalanced
+}
+
+// RuntimeArgs are the arguments a preset inference workspace's model server gets after
+// spec.inference.args, as KAITO builds its vLLM command: --kaito-config-file=
+// /mnt/config/inference_config.yaml with spec.inference.config, and
+// --performance-mode=<mode> for a PerformanceMode other than balanced. None without a preset
+// (a custom image is the user's command, as KAITO's inference.template) or when args already
+// pass the flag.
+func RuntimeArgs(w *v1alpha1.Workspace) []string {
+	in := w.Spec.Inference
+	if in == nil || in.Preset == "" {
+		return nil
+	}
+	has := func(flag string) bool {
+		return slices.ContainsFunc(in.Args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
+	}
+	var out []string
+	if in.Config != "" && !has("--kaito-config-file") {
+		out = append(out, "--kaito-config-file="+path.Join(ConfigDir, InferenceConfigKey))
+	}
+	if m := PerformanceMode(w); m != PerformanceModeBalanced && !has("--performance-mode") {
+		out = append(out, "--performance-mode="+m)
+	}
+	return out
+}
+
 // ModelAccessKey is the key of spec.inference.modelAccessSecret holding the hub token, and the
 // model server's environment variable that gets it (as KAITO's model access Secret).
 const ModelAccessKey = "HF_TOKEN"
 
-// Refs returns the objects a Workspace's pods use: the config ConfigMap (inference.config or
-// tuning.config), the model access Secret with its key HF_TOKEN (inference.modelAccessSecret)
-// and the tuning output's push Secret (tuning.output.imagePushSecret); Exists is left for the
-// controller to fill in.
+// Refs returns the objects a Workspace's pods use: the config ConfigMap (inference.config,
+// with its key inference_config.yaml for a preset, or tuning.config), the image pull Secrets
+// and the ConfigMaps, Secrets and claims of inference.volumes, the model access Secret with
+// its key HF_TOKEN (inference.modelAccessSecret) and the tuning output's push Secret
+// (tuning.output.imagePushSecret); Exists is left for the controller to fill in.
 func Refs(w *v1alpha1.Workspace) []failure.Ref {
 	var out []failure.Ref
 	if in := w.Spec.Inference; in != nil && in.Config != "" {
-		out = append(out, failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: in.Config})
+		ref := failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: in.Config}
+		if in.Preset != "" {
+			ref.Keys = []string{InferenceConfigKey} // KAITO's runtime reads it (RuntimeArgs)
+		}
+		out = append(out, ref)
+	}
+	if in := w.Spec.Inference; in != nil {
+		for _, s := range in.ImagePullSecrets {
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: s})
+		}
+		for _, v := range in.Volumes {
+			switch {
+			case v.ConfigMap != "":
+				out = append(out, failure.Ref{Kind: "ConfigMap", Namespace: w.Namespace, Name: v.ConfigMap})
+			case v.Secret != "":
+				out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: v.Secret})
+			case v.PVC != "":
+				out = append(out, failure.Ref{Kind: "PersistentVolumeClaim", Namespace: w.Namespace, Name: v.PVC})
+			}
+		}
 	}
 	if in := w.Spec.Inference; in != nil && in.ModelAccessSecret != "" {
 		out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: in.ModelAccessSecret, Keys: []string{ModelAccessKey}})
@@ -574,4 +731,14 @@ func UnboundClaims(refs []failure.Ref) []string {
 		out = append(out, fmt.Sprintf("%s/%s (%s)", r.Namespace, r.Name, phase))
 	}
 	return out
+}
+
+// MIGProfiles are the MIG profiles KAITO accepts (its pkg/utils/mig knownProfiles, from
+// NVIDIA's supported MIG profiles of A30, A100, H100, H200 and B200), sorted.
+var MIGProfiles = []string{
+	"1g.10gb", "1g.12gb", "1g.18gb", "1g.20gb", "1g.23gb", "1g.24gb", "1g.35gb", "1g.45gb", "1g.5gb", "1g.6gb",
+	"2g.10gb", "2g.12gb", "2g.20gb", "2g.24gb", "2g.35gb", "2g.45gb",
+	"3g.20gb", "3g.40gb", "3g.47gb", "3g.48gb", "3g.71gb", "3g.90gb",
+	"4g.20gb", "4g.24gb", "4g.40gb", "4g.47gb", "4g.48gb", "4g.71gb", "4g.90gb",
+	"7g.141gb", "7g.180gb", "7g.40gb", "7g.80gb", "7g.94gb", "7g.96gb",
 }

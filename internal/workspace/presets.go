@@ -115,10 +115,12 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 				inf.Args = append([]string{"--served-model-name=" + inf.Model, "--port=$(PORT)"}, p.Args...)
 				presetArgs = true
 			}
-			if out.Spec.Resource.GPUCount == 0 {
-				out.Spec.Resource.GPUCount = p.GPUCount
+			if out.Spec.Resource.Partition == nil { // a MIG slice per replica, not the preset's GPUs (as KAITO)
+				if out.Spec.Resource.GPUCount == 0 {
+					out.Spec.Resource.GPUCount = p.GPUCount
+				}
+				presetGPUs = p.GPUCount
 			}
-			presetGPUs = p.GPUCount
 			if p.Gated && inf.ModelAccessSecret == "" {
 				return out, fmt.Errorf("spec.inference.modelAccessSecret: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): name a Secret whose key %s holds a token", p.Name, ModelAccessKey)
 			}
@@ -208,6 +210,9 @@ func resolveInstanceType(out *v1alpha1.Workspace) error {
 		r.LabelSelector = map[string]string{}
 	}
 	r.LabelSelector[hardware.LabelInstanceType] = it.Name
+	if r.Partition != nil {
+		return nil // one MIG slice per replica on a node of the type, not its whole GPUs
+	}
 	if r.GPUCount == 0 {
 		r.GPUCount = it.GPUCount
 	}

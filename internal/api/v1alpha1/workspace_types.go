@@ -87,7 +87,11 @@ type Workspace struct {
 // +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || self == oldSelf",message="a tuning workspace's spec is immutable (its Job cannot change): delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
-// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset))",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type or a preset, which set it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.gpuCount) || self.resource.gpuCount == 0",message="spec.resource.partition gives each replica one MIG slice: spec.resource.gpuCount must be 0 or unset"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.inference) || !has(self.inference.modelGPUs) || self.inference.modelGPUs == 0",message="spec.inference.modelGPUs cannot be set with spec.resource.partition: a model is served from one MIG slice (as in KAITO)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || has(self.inference)",message="spec.resource.partition is not supported for tuning (as in KAITO)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.instanceType) || (has(self.resource.provisionNodes) && !self.resource.provisionNodes)",message="spec.resource.partition needs existing nodes (as in KAITO): set spec.resource.provisionNodes to false or drop spec.resource.instanceType"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset)) || has(self.resource.partition)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type, a preset or a partition, which set it)"
 type WorkspaceSpec struct {
 	// Resource is what each replica needs and how many replicas there are.
 	Resource WorkspaceResource `json:"resource"`
@@ -170,11 +174,41 @@ type WorkspaceResource struct {
 	// runtime class follow from it.
 	// +optional
 	TEEType TEEType `json:"teeType,omitempty"`
+	// Partition runs each replica on one GPU partition instead of whole GPUs (KAITO's
+	// resource.partition, mode "mig"): the pods request one nvidia.com/mig-<profile> (the
+	// NVIDIA device plugin's resource under the GPU operator's "mixed" MIG strategy) instead of
+	// nvidia.com/gpu, and tolerate a NoSchedule taint of that key, as KAITO's pods do; the
+	// capacity check counts the matching nodes' free slices of the profile. As in
+	// KAITO, gpuCount must be 0 (one slice per replica, no tensor parallelism across slices),
+	// inference only, on existing nodes (no provisioned instance types).
+	// +optional
+	Partition *WorkspacePartition `json:"partition,omitempty"`
+}
+
+// PartitionMode is the GPU partitioning technology (KAITO's PartitionMode); only NVIDIA
+// Multi-Instance GPU ("mig") is supported (KAITO's "accelerator" mode is resource.gpuCount).
+// +kubebuilder:validation:Enum=mig
+type PartitionMode string
+
+// PartitionModeMIG partitions a GPU with NVIDIA Multi-Instance GPU.
+const PartitionModeMIG PartitionMode = "mig"
+
+// WorkspacePartition is KAITO's PartitionSpec for mode "mig".
+type WorkspacePartition struct {
+	// Mode is "mig" (NVIDIA Multi-Instance GPU).
+	Mode PartitionMode `json:"mode"`
+	// Profile is the MIG profile, <compute slices>g.<memory>gb as NVIDIA names them, e.g.
+	// "1g.10gb", "3g.40gb" (the Terraform provider checks it against KAITO's list of known
+	// profiles at plan).
+	// +kubebuilder:validation:Pattern=`^[1-7]g\.[0-9]+(\.[0-9]+)?gb$`
+	// +kubebuilder:validation:MaxLength=16
+	Profile string `json:"profile"`
 }
 
 // WorkspaceInference serves a model (KAITO's InferenceSpec): a preset from Gantry's model
 // catalog, or an explicit model and image.
 // +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.model) && has(self.image))",message="spec.inference needs a preset, or a model and an image"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessMode) || self.accessMode != 'private' || has(self.image)",message="spec.inference.accessMode private needs spec.inference.image (the private preset image, KAITO's presetOptions.image)"
 type WorkspaceInference struct {
 	// Preset names a model of Gantry's preset catalog (KAITO's preset names, e.g.
 	// "falcon-7b-instruct"; see the Model presets guide): it fills model, image, args and
@@ -195,6 +229,27 @@ type WorkspaceInference struct {
 	// Args are the container arguments.
 	// +optional
 	Args []string `json:"args,omitempty"`
+	// Command is the container's entrypoint (the pod template's command, as in KAITO's
+	// inference.template); default: the image's.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Command []string `json:"command,omitempty"`
+	// ReadinessProbe replaces the default readiness check (a TCP connect to the port every
+	// 10s), as a custom pod template in KAITO's inference.template would.
+	// +optional
+	ReadinessProbe *WorkspaceProbe `json:"readinessProbe,omitempty"`
+	// LivenessProbe restarts the model server when it fails (default: none).
+	// +optional
+	LivenessProbe *WorkspaceProbe `json:"livenessProbe,omitempty"`
+	// Volumes are mounted into the model server container (the volumes and volumeMounts of
+	// KAITO's inference.template): each a ConfigMap, Secret or PersistentVolumeClaim of the
+	// workspace's namespace, or an emptyDir. The ConfigMaps, Secrets and claims named must
+	// exist (ReferenceNotFound otherwise).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Volumes []WorkspaceVolume `json:"volumes,omitempty"`
 	// ModelGPUs is how many GPUs the model needs in all (0-512; default: the preset's GPUs, else
 	// resource.gpuCount). When it is more than one replica has (resource.gpuCount, or what
 	// resource.instanceType's nodes have) and resource.count > 1, the replicas serve ONE model
@@ -214,10 +269,37 @@ type WorkspaceInference struct {
 	// +kubebuilder:default=8000
 	// +optional
 	Port int32 `json:"port,omitempty"`
-	// Config is the name of a ConfigMap in the workspace's namespace, mounted at /mnt/config.
+	// Config is the name of a ConfigMap in the workspace's namespace, mounted at /mnt/config
+	// (KAITO's inference.config). With a preset, as KAITO does, the ConfigMap must have the key
+	// inference_config.yaml (ReferenceNotFound otherwise) and the model server gets
+	// --kaito-config-file=/mnt/config/inference_config.yaml, the argument KAITO's vLLM
+	// runtime reads its engine arguments from. Without a preset the file is only mounted: pass
+	// it in args or command.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	Config string `json:"config,omitempty"`
+	// PerformanceMode is KAITO's vLLM performance preset (the kaito.sh/performance-mode
+	// annotation): balanced (the default), interactivity (low per-request latency) or
+	// throughput (aggregate tokens/s). With a preset, interactivity and throughput add
+	// --performance-mode=<mode> to the model server's arguments, as KAITO does. Unset, the
+	// Workspace's kaito.sh/performance-mode annotation is honoured the same way.
+	// +kubebuilder:validation:Enum=balanced;interactivity;throughput
+	// +optional
+	PerformanceMode string `json:"performanceMode,omitempty"`
+	// AccessMode is KAITO's preset accessMode: public (default) or private. Private means the
+	// preset's image is in a private registry: image must name it (KAITO's
+	// presetOptions.image) and imagePullSecrets usually hold its credentials.
+	// +kubebuilder:validation:Enum=public;private
+	// +optional
+	AccessMode string `json:"accessMode,omitempty"`
+	// ImagePullSecrets are names of docker-config Secrets in the workspace's namespace used to
+	// pull image (KAITO's presetOptions.imagePullSecrets): the pods' imagePullSecrets. The
+	// reconciler checks that they exist (ReferenceNotFound otherwise) and never reads them.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
 	// ModelAccessSecret is the name of a Secret in the workspace's namespace whose key HF_TOKEN
 	// holds a Hugging Face token (KAITO's presetOptions.modelAccessSecret): the model server
 	// gets it as the environment variable HF_TOKEN to download gated weights. Required by gated
@@ -232,6 +314,76 @@ type WorkspaceInference struct {
 	// +listMapKey=name
 	// +optional
 	Adapters []WorkspaceAdapter `json:"adapters,omitempty"`
+}
+
+// WorkspaceProbe is a container probe: an HTTP GET of httpPath on port, or a command run in
+// the container (exactly one).
+// +kubebuilder:validation:XValidation:rule="has(self.httpPath) != has(self.exec)",message="a probe needs exactly one of httpPath and exec"
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || has(self.httpPath)",message="a probe's port goes with httpPath"
+type WorkspaceProbe struct {
+	// HTTPPath is the path of an HTTP GET that must answer 200-399, e.g. "/health" (KAITO's
+	// model servers' probe path).
+	// +kubebuilder:validation:Pattern=`^/\S*$`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	HTTPPath string `json:"httpPath,omitempty"`
+	// Port is the HTTP GET's port (1-65535); default: the inference port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// Exec is a command run in the container that must exit 0.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Exec []string `json:"exec,omitempty"`
+	// InitialDelaySeconds before the first probe (0-3600, default 0).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	InitialDelaySeconds int32 `json:"initialDelaySeconds,omitempty"`
+	// PeriodSeconds between probes (1-3600, default 10).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+	// FailureThreshold is the consecutive failures that count as failed (1-100, default 3).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+}
+
+// WorkspaceVolume is a volume mounted into the model server: exactly one of configMap, secret,
+// pvc and emptyDir.
+// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.pvc), has(self.emptyDir) && self.emptyDir].filter(x, x).size() == 1",message="a volume needs exactly one of configMap, secret, pvc and emptyDir"
+type WorkspaceVolume struct {
+	// Name of the volume, a DNS label; not "config" (spec.inference.config's volume).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'config'",message="the volume name config is spec.inference.config's"
+	Name string `json:"name"`
+	// MountPath is the absolute path it is mounted at in the container.
+	// +kubebuilder:validation:Pattern=`^/.*$`
+	// +kubebuilder:validation:MaxLength=1024
+	MountPath string `json:"mountPath"`
+	// ReadOnly mounts it read-only (ConfigMaps and Secrets are always read-only).
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// ConfigMap is a ConfigMap's name.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ConfigMap string `json:"configMap,omitempty"`
+	// Secret is a Secret's name.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	Secret string `json:"secret,omitempty"`
+	// PVC is a PersistentVolumeClaim's name.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	PVC string `json:"pvc,omitempty"`
+	// EmptyDir is a scratch directory that lives as long as the pod.
+	// +optional
+	EmptyDir bool `json:"emptyDir,omitempty"`
 }
 
 // WorkspaceAdapter is one adapter (KAITO's AdapterSpec): an image holding its weights.
