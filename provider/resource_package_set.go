@@ -460,7 +460,10 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "Configuration of the stage pods, key → value: mounted read-only at `/etc/gantry/config` in every stage container, one file per key (`GANTRY_CONFIG_DIR` names the path). Keys are file names: letters, digits, `-`, `_` and `.`, not `.` and not starting with `..`. A change re-runs `config`.",
 						Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(configKeyRe, "must be a file name (ConfigMap key): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"))}},
 					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
-						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt)."},
+						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt). As NodeWright, an uninstall of the package " +
+							"(`uninstall_apply`, removed from the set, or the set destroyed, with `uninstall_enabled`) runs it too: the node is cordoned and drained within the " +
+							"interruption budget before the `uninstall` stage, the interrupt runs after it (stage `uninstall-interrupt`, which cannot be cancelled once the uninstall " +
+							"is done), then the node is uncordoned."},
 					"config_interrupts": schema.MapNestedAttribute{Optional: true, NestedObject: schema.NestedAttributeObject{Attributes: interruptAttrs},
 						MarkdownDescription: "Config key → interrupt needed when only that key changes. Keys must be keys of `config`."},
 					"depends_on": schema.MapAttribute{Optional: true, ElementType: types.StringType,

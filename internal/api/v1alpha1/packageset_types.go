@@ -45,8 +45,9 @@ const (
 )
 
 // PackageStage is the lifecycle stage a package is in on a node (Skyhook's "Stage" table; each
-// stage but interrupt runs with its check, e.g. apply then apply-check).
-// +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt
+// stage but interrupt runs with its check, e.g. apply then apply-check). uninstall-interrupt is
+// NodeWright's StageUninstallInterrupt: the package's interrupt run after its uninstall stage.
+// +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt;uninstall-interrupt
 type PackageStage string
 
 const (
@@ -56,6 +57,9 @@ const (
 	StageUpgrade       PackageStage = "upgrade"
 	StageInterrupt     PackageStage = "interrupt"
 	StagePostInterrupt PackageStage = "post-interrupt"
+	// StageUninstallInterrupt runs the package's interrupt after its uninstall stage completed
+	// (NodeWright's StageUninstallInterrupt); no check follows it.
+	StageUninstallInterrupt PackageStage = "uninstall-interrupt"
 )
 
 // RolloutState is a node's rollout state for one PackageSet: NixFleet's HostRolloutState
