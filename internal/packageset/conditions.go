@@ -187,7 +187,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 		if len(d.PausedBy) > 0 {
 			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
 		}
-		if len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusInProgress) {
+		if len(d.PausedBy) == 0 {
 			msg += rolloutHoldMessage(d)
 		}
 		if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {

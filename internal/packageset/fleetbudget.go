@@ -4,9 +4,12 @@ package packageset
 // the package sets naming the same budget share one limit of nodes in flight.
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -102,4 +105,54 @@ func FleetMessage(st *v1alpha1.FleetBudgetStatus) string {
 	}
 	return fmt.Sprintf("fleet budget %s holds %d nodes: %d/%d nodes in flight across sets %s: %s", st.Name, st.Waiting, st.InFlight, st.MaxInFlight,
 		strings.Join(st.Sets, ", "), listMessage(st.Nodes))
+}
+
+// FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
+// set names none): the sets naming the same budget (deleting ones included: their uninstalls
+// still disrupt nodes), the lowest of their maxInFlight (when they disagree the lowest wins),
+// and the nodes the others have in flight from their annotations on the nodes (InFlightFor:
+// gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable node). A record
+// that does not parse counts as in flight (the safe side).
+func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node) *FleetFacts {
+	fb := fleetBudgetOf(set)
+	if fb == nil {
+		return nil
+	}
+	ff := &FleetFacts{Name: fb.Name, Max: int(fb.MaxInFlight), Sets: []string{set.Name}, Others: map[string][]string{}}
+	var others []string
+	for i := range sets {
+		o := fleetBudgetOf(&sets[i])
+		if sets[i].Name == set.Name || o == nil || o.Name != fb.Name {
+			continue
+		}
+		others = append(others, sets[i].Name)
+		ff.Max = min(ff.Max, int(o.MaxInFlight))
+	}
+	ff.Sets = append(ff.Sets, others...)
+	sort.Strings(ff.Sets)
+	for i := range nodes {
+		n := &nodes[i]
+		for _, o := range others {
+			_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+o]
+			raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+o]
+			var rec *NodeRecord
+			if has {
+				rec = &NodeRecord{}
+				if json.Unmarshal([]byte(raw), rec) != nil {
+					rec.Rollout = v1alpha1.RolloutActivating
+				}
+			}
+			if InFlightFor(rec, cordon && n.Spec.Unschedulable) {
+				ff.Others[n.Name] = append(ff.Others[n.Name], o)
+			}
+		}
+	}
+	return ff
+}
+
+func fleetBudgetOf(s *v1alpha1.PackageSet) *v1alpha1.FleetBudget {
+	if s.Spec.Rollout == nil || s.Spec.Rollout.FleetBudget == nil || s.Spec.Rollout.FleetBudget.MaxInFlight < 1 {
+		return nil
+	}
+	return s.Spec.Rollout.FleetBudget
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
@@ -76,5 +78,48 @@ func TestInFlightFor(t *testing.T) {
 		if got := InFlightFor(tc.rec, tc.cordoned); got != tc.want {
 			t.Errorf("InFlightFor(%+v, %v) = %v", tc.rec, tc.cordoned, got)
 		}
+	}
+}
+
+// FleetFactsOf: the sets naming the same budget, the lowest maxInFlight, and the nodes the
+// other sets have in flight from their annotations (a set of another budget does not count).
+func TestFleetFactsOf(t *testing.T) {
+	set := func(name, budget string, max int32) v1alpha1.PackageSet {
+		s := v1alpha1.PackageSet{}
+		s.Name = name
+		if budget != "" {
+			s.Spec.Rollout = &v1alpha1.Rollout{FleetBudget: &v1alpha1.FleetBudget{Name: budget, MaxInFlight: max}}
+		}
+		return s
+	}
+	node := func(name string, unschedulable bool, ann map[string]string) corev1.Node {
+		n := corev1.Node{}
+		n.Name, n.Annotations, n.Spec.Unschedulable = name, ann, unschedulable
+		return n
+	}
+	me := set("a", "fleet", 3)
+	sets := []v1alpha1.PackageSet{me, set("b", "fleet", 2), set("c", "other", 1), set("d", "", 0)}
+	nodes := []corev1.Node{
+		node("n1", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "b": `{"rollout":"Soaking"}`}),
+		node("n2", true, map[string]string{v1alpha1.AnnotationCordonPrefix + "b": ""}),
+		node("n3", false, map[string]string{v1alpha1.AnnotationCordonPrefix + "b": "", v1alpha1.AnnotationNodeStatePrefix + "b": `{"rollout":"Converged"}`}),
+		node("n4", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "c": `{"rollout":"Activating"}`}),
+		node("n5", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "b": `not json`}),
+	}
+	ff := FleetFactsOf(&me, sets, nodes)
+	if ff == nil || ff.Name != "fleet" || ff.Max != 2 || !slices.Equal(ff.Sets, []string{"a", "b"}) {
+		t.Fatalf("fleet facts %+v", ff)
+	}
+	want := map[string][]string{"n1": {"b"}, "n2": {"b"}, "n5": {"b"}}
+	if len(ff.Others) != len(want) {
+		t.Errorf("others %v, want %v", ff.Others, want)
+	}
+	for n, s := range want {
+		if !slices.Equal(ff.Others[n], s) {
+			t.Errorf("others[%s] = %v, want %v", n, ff.Others[n], s)
+		}
+	}
+	if FleetFactsOf(&sets[3], sets, nodes) != nil {
+		t.Error("a set without a fleet budget has fleet facts")
 	}
 }
