@@ -84,11 +84,11 @@ func TestInFlightFor(t *testing.T) {
 // FleetFactsOf: the sets naming the same budget, the lowest maxInFlight, and the nodes the
 // other sets have in flight from their annotations (a set of another budget does not count).
 func TestFleetFactsOf(t *testing.T) {
-	set := func(name, budget string, max int32) v1alpha1.PackageSet {
+	set := func(name, budget string, limit int32) v1alpha1.PackageSet {
 		s := v1alpha1.PackageSet{}
 		s.Name = name
 		if budget != "" {
-			s.Spec.Rollout = &v1alpha1.Rollout{FleetBudget: &v1alpha1.FleetBudget{Name: budget, MaxInFlight: max}}
+			s.Spec.Rollout = &v1alpha1.Rollout{FleetBudget: &v1alpha1.FleetBudget{Name: budget, MaxInFlight: limit}}
 		}
 		return s
 	}
