@@ -108,6 +108,8 @@ type rolloutModel struct {
 	OnHealthFailure   types.String       `tfsdk:"on_health_failure"`
 	Waves             []waveModel        `tfsdk:"waves"`
 	HealthChecks      []healthCheckModel `tfsdk:"health_checks"`
+	NodeEdges         []nodeEdgeModel    `tfsdk:"node_edges"`
+	FleetBudget       *fleetBudgetModel  `tfsdk:"fleet_budget"`
 }
 
 type waveModel struct {
@@ -408,6 +410,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 								Validators: []validator.String{durationValidator{}}},
 						}}},
 					"health_checks": healthChecksAttribute(),
+					"node_edges":    nodeEdgesAttribute(),
+					"fleet_budget":  fleetBudgetAttribute(),
 				}},
 			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
@@ -460,7 +464,10 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "Configuration of the stage pods, key → value: mounted read-only at `/etc/gantry/config` in every stage container, one file per key (`GANTRY_CONFIG_DIR` names the path). Keys are file names: letters, digits, `-`, `_` and `.`, not `.` and not starting with `..`. A change re-runs `config`.",
 						Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(configKeyRe, "must be a file name (ConfigMap key): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"))}},
 					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
-						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt)."},
+						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt). As NodeWright, an uninstall of the package " +
+							"(`uninstall_apply`, removed from the set, or the set destroyed, with `uninstall_enabled`) runs it too: the node is cordoned and drained within the " +
+							"interruption budget before the `uninstall` stage, the interrupt runs after it (stage `uninstall-interrupt`, which cannot be cancelled once the uninstall " +
+							"is done), then the node is uncordoned."},
 					"config_interrupts": schema.MapNestedAttribute{Optional: true, NestedObject: schema.NestedAttributeObject{Attributes: interruptAttrs},
 						MarkdownDescription: "Config key → interrupt needed when only that key changes. Keys must be keys of `config`."},
 					"depends_on": schema.MapAttribute{Optional: true, ElementType: types.StringType,
@@ -506,6 +513,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 // not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	validateRolloutConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateNodeEdges(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateSetSelection(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
@@ -828,6 +836,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			return nil, err
 		}
 		s.Rollout.HealthChecks = hcs
+		s.Rollout.NodeEdges, s.Rollout.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
@@ -947,6 +956,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
+		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges), flattenFleetBudget(ro.FleetBudget)
 	}
 	for i, p := range s.Packages {
 		var pp packageModel

@@ -848,6 +848,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if ro := set.Spec.Rollout; ro != nil {
 		waves = ro.Waves
 	}
+	if ro := set.Spec.Rollout; ro != nil {
+		f.NodeEdges = ro.NodeEdges
+	}
 	for _, w := range waves {
 		f.Waves = append(f.Waves, w.Name)
 		soak := time.Duration(-1) // the rollout's
@@ -889,6 +892,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
 	}
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
+	f.Fleet = packageset.FleetFactsOf(set, sets.Items, nodeList.Items)
 
 	nodes := map[string]*corev1.Node{}
 	tolerations := r.stageTolerations(set)
@@ -1187,6 +1191,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 	st.QuarantinedVersions = d.Quarantined
 	st.Compartments = d.Compartments
 	st.CurrentWave = d.Wave
+	st.NodeEdgeWaits, st.FleetBudget = d.NodeEdgeWaits, d.Fleet
 	st.NodeStatus, st.NodeState, st.NodeRollout = nil, nil, nil
 	for _, np := range d.Nodes {
 		if np.Record == nil {

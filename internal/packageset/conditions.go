@@ -193,6 +193,9 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 		if len(d.PausedBy) > 0 {
 			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
 		}
+		if len(d.PausedBy) == 0 {
+			msg += rolloutHoldMessage(d)
+		}
 		if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {
 			msg += "; waiting for the removal of taints the stage pods do not tolerate: " + listMessage(waitFor)
 			if s != v1alpha1.StatusInProgress {
@@ -283,6 +286,20 @@ func stallReason(f SetFacts, d Decision, specErr error) (reason, msg string) {
 		change = "the config (or the version)"
 	}
 	return ReasonVersionQuarantined, "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ") + failures
+}
+
+// rolloutHoldMessage is what node edges and the fleet budget hold this pass, to append to the
+// message of a set at work ("" when they hold nothing): "; node edges: b waits for a; ..." and
+// "; fleet budget <name> holds N nodes: ..." (FleetMessage).
+func rolloutHoldMessage(d Decision) string {
+	var out string
+	if len(d.NodeEdgeWaits) > 0 {
+		out += "; node edges: " + listMessage(d.NodeEdgeWaits)
+	}
+	if m := FleetMessage(d.Fleet); m != "" {
+		out += "; " + m
+	}
+	return out
 }
 
 func listMessage(items []string) string {

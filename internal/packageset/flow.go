@@ -65,6 +65,8 @@ func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
 			return "", false, &TransitionError{"stage", string(s), "", "interrupt stage in a flow without interrupt"}
 		}
 		return v1alpha1.StagePostInterrupt, false, nil
+	case v1alpha1.StageUninstallInterrupt:
+		return "", true, nil // the last stage of a removal (NodeWright)
 	case v1alpha1.StagePostInterrupt:
 		if !interrupt {
 			return "", false, &TransitionError{"stage", string(s), "", "post-interrupt stage in a flow without interrupt"}
@@ -74,13 +76,19 @@ func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
 	return "", false, &TransitionError{"stage", string(s), "", "not a Skyhook stage"}
 }
 
-// CheckOf is the check that follows stage s ("apply" → "apply-check"); "" for interrupt, the
-// one stage without a check.
+// CheckOf is the check that follows stage s ("apply" → "apply-check"); "" for the interrupt
+// stages, the ones without a check.
 func CheckOf(s Stage) string {
-	if s == v1alpha1.StageInterrupt {
+	if IsInterruptStage(s) {
 		return ""
 	}
 	return string(s) + "-check"
+}
+
+// IsInterruptStage: s runs an interrupt (no stage script, no check): interrupt, or
+// uninstall-interrupt after an uninstall (NodeWright).
+func IsInterruptStage(s Stage) bool {
+	return s == v1alpha1.StageInterrupt || s == v1alpha1.StageUninstallInterrupt
 }
 
 // Event is what happened to a package's current stage.

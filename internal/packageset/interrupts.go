@@ -64,6 +64,10 @@ func DrainMatters(rec *NodeRecord) bool {
 		if r.Interrupt == nil || r.Done {
 			continue
 		}
+		if removalGated(r) {
+			ahead = true
+			continue
+		}
 		switch r.Stage {
 		case v1alpha1.StageInterrupt:
 			return false
@@ -98,8 +102,8 @@ func (p *nodePass) interrupts() error {
 func (p *nodePass) interruptCandidates() (ready, running []string, reached bool) {
 	for _, name := range p.sortedRecords() {
 		r := p.rec.Packages[name]
-		if r.Interrupt == nil || r.Done {
-			continue
+		if r.Interrupt == nil || r.Done || r.Removing {
+			continue // a removal runs its own interrupt (uninstall.go)
 		}
 		switch {
 		case r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete:
@@ -178,6 +182,9 @@ func (p *nodePass) readyToInterrupt() bool {
 	}
 	if !p.canStart() {
 		return false
+	}
+	if p.plan.Cordon {
+		return false // asked for this pass already (a removal's gate, then the interrupts)
 	}
 	if !p.n.Cordoned {
 		if *p.cordonSlots > 0 {

@@ -16,7 +16,7 @@ import (
 // a second copy, and a new flow or attempt always a new one. At most 49 characters.
 func JobName(set, node, pkg string, flow int, stage Stage, attempt int32) string {
 	abbrev := map[Stage]string{v1alpha1.StageUninstall: "un", v1alpha1.StageApply: "ap", v1alpha1.StageConfig: "cf",
-		v1alpha1.StageUpgrade: "up", v1alpha1.StageInterrupt: "in", v1alpha1.StagePostInterrupt: "pi"}[stage]
+		v1alpha1.StageUpgrade: "up", v1alpha1.StageInterrupt: "in", v1alpha1.StagePostInterrupt: "pi", v1alpha1.StageUninstallInterrupt: "ui"}[stage]
 	h := shortHash(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s\x00%d", set, node, pkg, flow, stage, attempt))[:10]
 	return strings.Trim(cut(set, 18), "-") + "-" + strings.Trim(cut(pkg, 16), "-") + "-" + abbrev + "-" + h
 }

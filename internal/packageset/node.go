@@ -151,13 +151,18 @@ func (p *nodePass) step(name string) error {
 		case r.State == v1alpha1.StateInProgress:
 			again, err = p.stepInProgress(name, r)
 		case r.State == v1alpha1.StateErroring && p.rebooted(r):
-			return p.stepRebootedErroring(r)
+			if err := p.stepRebootedErroring(r); err != nil || r.Stage != v1alpha1.StageUninstallInterrupt {
+				return err
+			}
+			again = true // a removal's reboot: the removal is done (stepComplete)
 		case r.State == v1alpha1.StateErroring:
 			return p.stepErroring(name, r)
 		case r.State == v1alpha1.StateSkipped:
 			return nil // waits for the merged interrupt (interrupts())
 		case r.State == v1alpha1.StateComplete:
 			again, err = p.stepComplete(name, r, w)
+		case r.State == "" && r.Removing:
+			again = p.stepRemovalGate(name, r)
 		default:
 			return &TransitionError{"state", string(r.State), "", "unexpected state in a node record"}
 		}
@@ -212,6 +217,10 @@ func (p *nodePass) stepInProgress(name string, r *PackageRecord) (again bool, er
 			return false, nil
 		}
 		return false, p.observe(name, r) // completion handled in interrupts()
+	}
+	if r.Stage == v1alpha1.StageUninstallInterrupt && p.rebooted(r) {
+		p.rebootDone(r)
+		return true, nil // the removal is done (stepComplete)
 	}
 	advanced, err := p.observeAndAdvance(name, r)
 	if err != nil {
@@ -280,6 +289,10 @@ func (p *nodePass) stepComplete(name string, r *PackageRecord, w *Want) (again b
 		return false, nil // merged across packages in interrupts()
 	}
 	if r.Stage == v1alpha1.StageUninstall {
+		if r.Removing && r.Interrupt != nil {
+			p.startUninstallInterrupt(name, r)
+			return false, nil
+		}
 		// Downgrade: the old version is gone; apply the wanted one.
 		if r.Removing || w == nil {
 			delete(p.rec.Packages, name)
@@ -373,7 +386,15 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 			delete(p.rec.Packages, name)
 			return nil
 		}
-		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true, Spec: r.Spec}
+		*nr = PackageRecord{Flow: p.rec.Flows, Version: r.Version, Image: r.Image, Config: r.Config, Uninstall: true, Removing: true, Spec: r.Spec,
+			Interrupt: RemovalInterrupt(r)}
+		if nr.Interrupt != nil {
+			// NodeWright: cordon and drain before the uninstall of a package with an
+			// interrupt (stepRemovalGate), the interrupt after it (uninstall-interrupt).
+			nr.Stage = v1alpha1.StageUninstall
+			p.rec.Packages[name] = nr
+			return nil
+		}
 		first = v1alpha1.StageUninstall
 	case r == nil:
 		first = v1alpha1.StageApply
@@ -469,7 +490,7 @@ func (p *nodePass) createJob(name string, r *PackageRecord) {
 		timeout = w.StageTimeout
 	}
 	js := JobSpec{Name: jn, Node: p.n.Name, Package: name, Version: r.Version, Image: r.Image, Stage: r.Stage, Timeout: timeout, Spec: r.Spec}
-	if r.Stage == v1alpha1.StageInterrupt {
+	if IsInterruptStage(r.Stage) {
 		js.Interrupt = r.Interrupt
 	}
 	p.plan.Jobs = append(p.plan.Jobs, js)
@@ -535,6 +556,8 @@ func (p *nodePass) status() Status {
 			erroring = true
 		case v1alpha1.StateInProgress, v1alpha1.StateSkipped:
 			progress = true
+		case "":
+			progress = progress || !r.Done // a removal waiting for its cordon and drain
 		case v1alpha1.StateComplete:
 			if !r.Done {
 				progress = true

@@ -336,7 +336,7 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 	switch {
 	case js.SoakCheck:
 		spec.Containers = []corev1.Container{container("check", CheckOf(js.Stage))}
-	case js.Stage == v1alpha1.StageInterrupt:
+	case IsInterruptStage(js.Stage):
 		args := []string{"interrupt"}
 		if js.Interrupt != nil {
 			args = append(args, string(js.Interrupt.Type))
@@ -467,7 +467,7 @@ func skyhookPod(spec *corev1.PodSpec, set *v1alpha1.PackageSet, js JobSpec, pkg 
 	case js.SoakCheck:
 		spec.InitContainers = []corev1.Container{copyContent}
 		spec.Containers = []corev1.Container{agent("check", stage+"-check", SkyhookHostRoot, copyDir)}
-	case js.Stage == v1alpha1.StageInterrupt:
+	case IsInterruptStage(js.Stage):
 		arg := ""
 		if js.Interrupt != nil {
 			arg = SkyhookInterruptArg(js.Interrupt)

@@ -35,6 +35,7 @@ func Plan(f SetFacts) (Decision, error) {
 	if f.SpecError != "" {
 		specErr = errors.New(f.SpecError)
 	}
+	specErr = edgeSpecErr(specErr, f)
 	nodes := append([]NodeFacts(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	selected := countSelected(nodes)
@@ -61,6 +62,8 @@ func Plan(f SetFacts) (Decision, error) {
 	cordonSlots := budget - cordoned
 	statuses := make([]Status, 0, len(nodes))
 	var lines holdLines
+	waits := edgeWaits(f, nodes, wants)
+	fleet := newFleetPass(f, nodes)
 	for _, n := range nodes {
 		var nodeWants []Want
 		if n.Selected && !f.Deleting {
@@ -75,18 +78,25 @@ func Plan(f SetFacts) (Decision, error) {
 		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
 		var blockedMsg, waitMsg, pausedMsg string
 		p.hold, blockedMsg, waitMsg, pausedMsg = nodeHold(f, n, specErr)
+		edgeMsg := holdForEdges(&p, waits[n.Name], wasInFlight)
+		fleetHeld := fleet.hold(&p, wasInFlight)
 		admit(&p, wave, wasInFlight, pol, &inflight, budget, halted)
+		if p.granted && !wasInFlight {
+			fleet.take(n.Name)
+		}
 		plan, err := p.run()
 		if err != nil {
 			return d, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		d.addNode(n, plan, &p)
 		lines.add(blockedMsg, waitMsg, pausedMsg, plan.Status)
+		lines.addRollout(edgeMsg, fleetHeld, fleet, plan.Status)
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
 		}
 	}
 	d.Quarantined = sortedKeys(quarantine)
+	d.NodeEdgeWaits, d.Fleet = lines.edges, fleet.status()
 	if pol != nil {
 		d.policy(pol, nodes)
 	}
@@ -114,7 +124,21 @@ func Plan(f SetFacts) (Decision, error) {
 
 // holdLines are the lines a pass collects from nodeHold for the set's conditions: blocked
 // ("<node>: <taint>"), waitFor ("<node>: <taints>") and pausedBy ("<node> (by <set>)").
-type holdLines struct{ blocked, waitFor, pausedBy []string }
+type holdLines struct{ blocked, waitFor, pausedBy, edges []string }
+
+// addRollout records, for a node that ended the pass waiting, its node edges' line and whether
+// the fleet budget held it.
+func (h *holdLines) addRollout(edge string, fleetHeld bool, fleet *fleetPass, status Status) {
+	if status != v1alpha1.StatusWaiting {
+		return
+	}
+	if edge != "" {
+		h.edges = append(h.edges, edge)
+	}
+	if fleetHeld {
+		fleet.waiting++
+	}
+}
 
 // add records one node's nodeHold lines once its plan's status is known: blocked always;
 // waitFor and pausedBy only when the node ended the pass waiting (not when it is done or still

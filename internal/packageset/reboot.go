@@ -12,7 +12,7 @@ import (
 // started (its boot ID differs from the one recorded then). A node that reports no boot ID
 // cannot be told to have rebooted: its interrupt counts only by its Job's outcome.
 func (p *nodePass) rebooted(r *PackageRecord) bool {
-	return r.Stage == v1alpha1.StageInterrupt && r.Interrupt != nil && r.Interrupt.Type == v1alpha1.InterruptReboot &&
+	return IsInterruptStage(r.Stage) && r.Interrupt != nil && r.Interrupt.Type == v1alpha1.InterruptReboot &&
 		r.BootID != "" && p.n.BootID != "" && p.n.BootID != r.BootID
 }
 

@@ -63,7 +63,8 @@ func TestSerial(t *testing.T) {
 				extra.Name = "agent"
 				s.facts.Wants = []Want{extra}
 				most, _ = maxUnfinished(t, s, v1alpha1.StatusComplete)
-				if got := s.stages("node-0", "driver") + "|" + s.stages("node-0", "agent"); got != "uninstall|apply,config" {
+				// The driver's reboot runs after its uninstall (NodeWright's uninstall-interrupt).
+				if got := s.stages("node-0", "driver") + "|" + s.stages("node-0", "agent"); got != "uninstall,uninstall-interrupt|apply,config" {
 					t.Errorf("stages %s", got)
 				}
 			} else if tc.serial && first != "tool" {

@@ -94,8 +94,11 @@ func (s *sim) pass() Decision {
 				s.ran[np.Name] = map[string][]string{}
 			}
 			s.ran[np.Name][j.Package] = append(s.ran[np.Name][j.Package], string(j.Stage))
-			if j.Stage == v1alpha1.StageInterrupt && !n.cordoned {
+			if IsInterruptStage(j.Stage) && !n.cordoned {
 				s.t.Fatalf("interrupt job on %s without cordon", np.Name)
+			}
+			if r := np.Record; r != nil && r.Packages[j.Package] != nil && r.Packages[j.Package].Removing && r.Packages[j.Package].Interrupt != nil && !n.cordoned {
+				s.t.Fatalf("uninstall of %s (with interrupt) on %s without cordon", j.Package, np.Name)
 			}
 		}
 		for _, j := range np.DeleteJobs {

@@ -374,6 +374,10 @@ type SetFacts struct {
 	// HealthChecks are the rollout's health checks (spec.rollout.healthChecks): name → the
 	// timeout of one run. Run in every soak round beside the packages' checks.
 	HealthChecks []HealthCheck
+	// NodeEdges are spec.rollout.nodeEdges (NixFleet's edges between hosts; edges.go).
+	NodeEdges []v1alpha1.NodeEdge
+	// Fleet is the shared budget of spec.rollout.fleetBudget (nil: none; fleetbudget.go).
+	Fleet *FleetFacts
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -467,6 +471,10 @@ type Decision struct {
 	Stopped      []string
 	// Wave is the name of the wave under way (WaveName; "" without waves or when all are done).
 	Wave string
+	// NodeEdgeWaits are the nodes node edges hold: "<after> waits for <before>, ..." (by node).
+	NodeEdgeWaits []string
+	// Fleet is the shared budget's use after the pass (nil without one).
+	Fleet *v1alpha1.FleetBudgetStatus
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration

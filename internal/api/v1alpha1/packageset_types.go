@@ -45,8 +45,9 @@ const (
 )
 
 // PackageStage is the lifecycle stage a package is in on a node (Skyhook's "Stage" table; each
-// stage but interrupt runs with its check, e.g. apply then apply-check).
-// +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt
+// stage but interrupt runs with its check, e.g. apply then apply-check). uninstall-interrupt is
+// NodeWright's StageUninstallInterrupt: the package's interrupt run after its uninstall stage.
+// +kubebuilder:validation:Enum=uninstall;apply;config;upgrade;interrupt;post-interrupt;uninstall-interrupt
 type PackageStage string
 
 const (
@@ -56,6 +57,9 @@ const (
 	StageUpgrade       PackageStage = "upgrade"
 	StageInterrupt     PackageStage = "interrupt"
 	StagePostInterrupt PackageStage = "post-interrupt"
+	// StageUninstallInterrupt runs the package's interrupt after its uninstall stage completed
+	// (NodeWright's StageUninstallInterrupt); no check follows it.
+	StageUninstallInterrupt PackageStage = "uninstall-interrupt"
 )
 
 // RolloutState is a node's rollout state for one PackageSet: NixFleet's HostRolloutState
@@ -548,6 +552,67 @@ type Rollout struct {
 	// +listMapKey=name
 	// +optional
 	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
+	// NodeEdges order nodes within this set, as NixFleet's edges between hosts: the after
+	// node does not start this set's new version until the before node is done for this set
+	// (complete, soak included). An edge naming a node the set does not select is ignored; a
+	// node already in flight finishes. A cycle (a → b → a) is an invalid spec (Stalled,
+	// InvalidSpec).
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	NodeEdges []NodeEdge `json:"nodeEdges,omitempty"`
+	// FleetBudget shares one in-flight limit between every package set naming the same
+	// budget, as NixFleet's fleet-wide disruptionBudgets across rollouts: a node counts once
+	// while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or
+	// Failed, or cordoned by the set), and a set starts no new node while the count is at the
+	// limit. When the sets disagree on maxInFlight the lowest wins. The set's own
+	// interruptionBudget still applies.
+	// +optional
+	FleetBudget *FleetBudget `json:"fleetBudget,omitempty"`
+}
+
+// FleetBudgetStatus is a shared budget's use (status.fleetBudget).
+type FleetBudgetStatus struct {
+	// Name of the budget.
+	Name string `json:"name"`
+	// MaxInFlight is the limit in force: the lowest maxInFlight of the sets sharing it.
+	MaxInFlight int32 `json:"maxInFlight"`
+	// InFlight is how many nodes are in flight across those sets after the pass.
+	InFlight int32 `json:"inFlight"`
+	// Sets are the package sets sharing the budget, this one included, sorted.
+	// +optional
+	Sets []string `json:"sets,omitempty"`
+	// Nodes are the nodes in flight: "<node> (<set>[, <set>])", by node name.
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+	// Waiting is how many of this set's nodes the budget holds.
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
+}
+
+// NodeEdge is one edge between two nodes (NixFleet's edges[] {after, before} between hosts).
+// +kubebuilder:validation:XValidation:rule="self.before != self.after",message="a node edge needs two different nodes"
+type NodeEdge struct {
+	// Before is the node that goes first (a Node name).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Before string `json:"before"`
+	// After is the node that waits until Before is done for this set.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	After string `json:"after"`
+}
+
+// FleetBudget names a budget shared by several package sets (NixFleet's disruptionBudgets
+// shared by several rollouts).
+type FleetBudget struct {
+	// Name of the budget: the sets naming it share it (a DNS-1123 label).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// MaxInFlight is the most nodes in flight at once across the sets sharing the budget
+	// (the lowest of their values wins).
+	// +kubebuilder:validation:Minimum=1
+	MaxInFlight int32 `json:"maxInFlight"`
 }
 
 // HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Job on the node. Its pod has NODE_NAME and
@@ -848,6 +913,13 @@ type PackageSetStatus struct {
 	// node is done; "(rest)" for the nodes no wave picks).
 	// +optional
 	CurrentWave string `json:"currentWave,omitempty"`
+	// NodeEdgeWaits names the nodes spec.rollout.nodeEdges hold after the last pass: "<after>
+	// waits for <before>[, <before>...]" (the before nodes not done yet).
+	// +optional
+	NodeEdgeWaits []string `json:"nodeEdgeWaits,omitempty"`
+	// FleetBudget is the shared budget of spec.rollout.fleetBudget as the last pass saw it.
+	// +optional
+	FleetBudget *FleetBudgetStatus `json:"fleetBudget,omitempty"`
 	// Compartments is the deployment policy's progress per compartment (set only with
 	// spec.deploymentPolicy).
 	// +listType=map

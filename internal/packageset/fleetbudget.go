@@ -1,0 +1,158 @@
+package packageset
+
+// Rule: a fleet budget (NixFleet's fleet-wide disruptionBudgets shared by several rollouts):
+// the package sets naming the same budget share one limit of nodes in flight.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// FleetFacts are a shared budget's facts (spec.rollout.fleetBudget) for one pass.
+type FleetFacts struct {
+	Name string
+	// Max is the limit in force: the lowest maxInFlight of the sets sharing the budget.
+	Max int
+	// Sets are the sets sharing the budget, this one included, sorted.
+	Sets []string
+	// Others maps each node the other sets of the budget have in flight (from the node's
+	// gantry.dev/state_<set> and gantry.dev/cordon_<set> annotations: InFlightFor) to those
+	// sets.
+	Others map[string][]string
+}
+
+// InFlightFor says whether a node is in flight for a set from what the set wrote on it: its
+// record's rollout (InFlight) or the set's cordon while the node is unschedulable.
+func InFlightFor(rec *NodeRecord, cordoned bool) bool {
+	return cordoned || rec != nil && InFlight(rec.Rollout)
+}
+
+// fleetPass counts the budget's nodes in flight while a pass grants nodes.
+type fleetPass struct {
+	facts *FleetFacts
+	set   string
+	// inflight maps each node in flight to the sets that have it in flight.
+	inflight map[string][]string
+	waiting  int
+}
+
+// newFleetPass is the budget's count before the pass: the other sets' nodes in flight plus
+// this set's (nil without a fleet budget).
+func newFleetPass(f SetFacts, nodes []NodeFacts) *fleetPass {
+	if f.Fleet == nil {
+		return nil
+	}
+	fp := &fleetPass{facts: f.Fleet, set: f.Name, inflight: map[string][]string{}}
+	for n, sets := range f.Fleet.Others {
+		fp.inflight[n] = append([]string(nil), sets...)
+	}
+	for _, n := range nodes {
+		if InFlightFor(n.Record, n.Cordoned) {
+			fp.take(n.Name)
+		}
+	}
+	return fp
+}
+
+// take counts the node in flight for this set.
+func (fp *fleetPass) take(node string) {
+	if fp != nil && !containsString(fp.inflight[node], fp.set) {
+		fp.inflight[node] = append(fp.inflight[node], fp.set)
+	}
+}
+
+// hold holds a node that would start (not in flight, nothing else holds it, work to do) while
+// the budget is full; a node another set of the budget has in flight counts already and is
+// not held. Deleting holds nothing. Says whether it held the node.
+func (fp *fleetPass) hold(p *nodePass, wasInFlight bool) bool {
+	if fp == nil || p.f.Deleting || wasInFlight || p.hold != "" || !p.n.Selected || !p.needsWork() {
+		return false
+	}
+	if len(fp.inflight) < fp.facts.Max || len(fp.inflight[p.n.Name]) > 0 {
+		return false
+	}
+	p.hold = v1alpha1.StatusWaiting
+	return true
+}
+
+// status is status.fleetBudget after the pass.
+func (fp *fleetPass) status() *v1alpha1.FleetBudgetStatus {
+	if fp == nil {
+		return nil
+	}
+	st := &v1alpha1.FleetBudgetStatus{Name: fp.facts.Name, MaxInFlight: int32(fp.facts.Max), InFlight: int32(len(fp.inflight)),
+		Sets: fp.facts.Sets, Waiting: int32(fp.waiting)}
+	for node, sets := range fp.inflight {
+		s := append([]string(nil), sets...)
+		sort.Strings(s)
+		st.Nodes = append(st.Nodes, node+" ("+strings.Join(s, ", ")+")")
+	}
+	sort.Strings(st.Nodes)
+	return st
+}
+
+// FleetMessage is the status line of a fleet budget that holds nodes ("" when it holds none):
+// "fleet budget <name> holds N nodes: M/max nodes in flight across sets a, b: node-1 (a); ...".
+func FleetMessage(st *v1alpha1.FleetBudgetStatus) string {
+	if st == nil || st.Waiting == 0 {
+		return ""
+	}
+	return fmt.Sprintf("fleet budget %s holds %d nodes: %d/%d nodes in flight across sets %s: %s", st.Name, st.Waiting, st.InFlight, st.MaxInFlight,
+		strings.Join(st.Sets, ", "), listMessage(st.Nodes))
+}
+
+// FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
+// set names none): the sets naming the same budget (deleting ones included: their uninstalls
+// still disrupt nodes), the lowest of their maxInFlight (when they disagree the lowest wins),
+// and the nodes the others have in flight from their annotations on the nodes (InFlightFor:
+// gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable node). A record
+// that does not parse counts as in flight (the safe side).
+func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node) *FleetFacts {
+	fb := fleetBudgetOf(set)
+	if fb == nil {
+		return nil
+	}
+	ff := &FleetFacts{Name: fb.Name, Max: int(fb.MaxInFlight), Sets: []string{set.Name}, Others: map[string][]string{}}
+	var others []string
+	for i := range sets {
+		o := fleetBudgetOf(&sets[i])
+		if sets[i].Name == set.Name || o == nil || o.Name != fb.Name {
+			continue
+		}
+		others = append(others, sets[i].Name)
+		ff.Max = min(ff.Max, int(o.MaxInFlight))
+	}
+	ff.Sets = append(ff.Sets, others...)
+	sort.Strings(ff.Sets)
+	for i := range nodes {
+		n := &nodes[i]
+		for _, o := range others {
+			_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+o]
+			raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+o]
+			var rec *NodeRecord
+			if has {
+				rec = &NodeRecord{}
+				if json.Unmarshal([]byte(raw), rec) != nil {
+					rec.Rollout = v1alpha1.RolloutActivating
+				}
+			}
+			if InFlightFor(rec, cordon && n.Spec.Unschedulable) {
+				ff.Others[n.Name] = append(ff.Others[n.Name], o)
+			}
+		}
+	}
+	return ff
+}
+
+func fleetBudgetOf(s *v1alpha1.PackageSet) *v1alpha1.FleetBudget {
+	if s.Spec.Rollout == nil || s.Spec.Rollout.FleetBudget == nil || s.Spec.Rollout.FleetBudget.MaxInFlight < 1 {
+		return nil
+	}
+	return s.Spec.Rollout.FleetBudget
+}

@@ -1,0 +1,125 @@
+package packageset
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+)
+
+// A fleet budget of 2 shared with another set that has node-0 in flight: node-0 counts once
+// (it starts for this set too), node-1 takes the last slot, node-2 waits; status says which
+// budget, how many in flight across which sets, and how many nodes it holds.
+func TestFleetBudgetHolds(t *testing.T) {
+	s := newSim(t, 3, tool("1.0.0"))
+	s.facts.Budget = nil
+	s.facts.Fleet = &FleetFacts{Name: "gpu-fleet", Max: 2, Sets: []string{"gpu-drivers", "other"}, Others: map[string][]string{"node-0": {"other"}}}
+	d := s.pass()
+	if len(s.nodes["node-0"].jobs) == 0 || len(s.nodes["node-1"].jobs) == 0 || len(s.nodes["node-2"].jobs) != 0 {
+		t.Fatalf("jobs: node-0 %d node-1 %d node-2 %d; want node-0 and node-1 started, node-2 held",
+			len(s.nodes["node-0"].jobs), len(s.nodes["node-1"].jobs), len(s.nodes["node-2"].jobs))
+	}
+	want := &v1alpha1.FleetBudgetStatus{Name: "gpu-fleet", MaxInFlight: 2, InFlight: 2, Sets: []string{"gpu-drivers", "other"},
+		Nodes: []string{"node-0 (gpu-drivers, other)", "node-1 (gpu-drivers)"}, Waiting: 1}
+	if got := d.Fleet; got == nil || got.Name != want.Name || got.MaxInFlight != want.MaxInFlight || got.InFlight != want.InFlight ||
+		!slices.Equal(got.Sets, want.Sets) || !slices.Equal(got.Nodes, want.Nodes) || got.Waiting != want.Waiting {
+		t.Errorf("fleet status %+v, want %+v", got, want)
+	}
+	msg := cond(t, d, v1alpha1.ConditionReady).Message
+	if !strings.Contains(msg, "fleet budget gpu-fleet holds 1 nodes: 2/2 nodes in flight across sets gpu-drivers, other: node-0 (gpu-drivers, other); node-1 (gpu-drivers)") {
+		t.Errorf("Ready message %q", msg)
+	}
+}
+
+// Another set of the budget keeps a node this set does not select in flight, limit 2: this
+// set never has more than one node in flight at once, and completes.
+func TestFleetBudgetLimitsAcrossSets(t *testing.T) {
+	s := newSim(t, 4, tool("1.0.0"))
+	s.facts.Budget = nil
+	s.facts.Fleet = &FleetFacts{Name: "gpu-fleet", Max: 2, Sets: []string{"gpu-drivers", "other"}, Others: map[string][]string{"node-9": {"other"}}}
+	most := 0
+	for i := 0; i < 100; i++ {
+		d := s.pass()
+		most = max(most, s.inFlight())
+		if d.Fleet.InFlight > 2 {
+			t.Fatalf("pass %d: %d nodes in flight across the budget, limit 2", i, d.Fleet.InFlight)
+		}
+		if d.Status == v1alpha1.StatusComplete && len(s.pendingJobs()) == 0 {
+			break
+		}
+		s.settle()
+		s.now = s.now.Add(BackoffMin)
+	}
+	if most != 1 {
+		t.Errorf("at most %d of this set's nodes in flight at once, want 1", most)
+	}
+	for _, n := range s.nodeNames() {
+		if s.nodes[n].rec == nil || s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged {
+			t.Errorf("%s not converged", n)
+		}
+	}
+}
+
+func TestInFlightFor(t *testing.T) {
+	for _, tc := range []struct {
+		rec      *NodeRecord
+		cordoned bool
+		want     bool
+	}{
+		{nil, false, false},
+		{nil, true, true},
+		{&NodeRecord{Rollout: v1alpha1.RolloutConverged}, false, false},
+		{&NodeRecord{Rollout: v1alpha1.RolloutSoaking}, false, true},
+		{&NodeRecord{Rollout: v1alpha1.RolloutFailed}, false, true},
+	} {
+		if got := InFlightFor(tc.rec, tc.cordoned); got != tc.want {
+			t.Errorf("InFlightFor(%+v, %v) = %v", tc.rec, tc.cordoned, got)
+		}
+	}
+}
+
+// FleetFactsOf: the sets naming the same budget, the lowest maxInFlight, and the nodes the
+// other sets have in flight from their annotations (a set of another budget does not count).
+func TestFleetFactsOf(t *testing.T) {
+	set := func(name, budget string, limit int32) v1alpha1.PackageSet {
+		s := v1alpha1.PackageSet{}
+		s.Name = name
+		if budget != "" {
+			s.Spec.Rollout = &v1alpha1.Rollout{FleetBudget: &v1alpha1.FleetBudget{Name: budget, MaxInFlight: limit}}
+		}
+		return s
+	}
+	node := func(name string, unschedulable bool, ann map[string]string) corev1.Node {
+		n := corev1.Node{}
+		n.Name, n.Annotations, n.Spec.Unschedulable = name, ann, unschedulable
+		return n
+	}
+	me := set("a", "fleet", 3)
+	sets := []v1alpha1.PackageSet{me, set("b", "fleet", 2), set("c", "other", 1), set("d", "", 0)}
+	nodes := []corev1.Node{
+		node("n1", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "b": `{"rollout":"Soaking"}`}),
+		node("n2", true, map[string]string{v1alpha1.AnnotationCordonPrefix + "b": ""}),
+		node("n3", false, map[string]string{v1alpha1.AnnotationCordonPrefix + "b": "", v1alpha1.AnnotationNodeStatePrefix + "b": `{"rollout":"Converged"}`}),
+		node("n4", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "c": `{"rollout":"Activating"}`}),
+		node("n5", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "b": `not json`}),
+	}
+	ff := FleetFactsOf(&me, sets, nodes)
+	if ff == nil || ff.Name != "fleet" || ff.Max != 2 || !slices.Equal(ff.Sets, []string{"a", "b"}) {
+		t.Fatalf("fleet facts %+v", ff)
+	}
+	want := map[string][]string{"n1": {"b"}, "n2": {"b"}, "n5": {"b"}}
+	if len(ff.Others) != len(want) {
+		t.Errorf("others %v, want %v", ff.Others, want)
+	}
+	for n, s := range want {
+		if !slices.Equal(ff.Others[n], s) {
+			t.Errorf("others[%s] = %v, want %v", n, ff.Others[n], s)
+		}
+	}
+	if FleetFactsOf(&sets[3], sets, nodes) != nil {
+		t.Error("a set without a fleet budget has fleet facts")
+	}
+}

@@ -1,0 +1,129 @@
+package provider
+
+// rollout.node_edges (NixFleet's edges between hosts) and rollout.fleet_budget (NixFleet's
+// fleet-wide disruption budgets shared by several rollouts) of gantry_package_set.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+)
+
+type nodeEdgeModel struct {
+	Before types.String `tfsdk:"before"`
+	After  types.String `tfsdk:"after"`
+}
+
+type fleetBudgetModel struct {
+	Name        types.String `tfsdk:"name"`
+	MaxInFlight types.Int64  `tfsdk:"max_in_flight"`
+}
+
+// nodeEdgesAttribute is rollout.node_edges.
+func nodeEdgesAttribute() schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true,
+		MarkdownDescription: "Order nodes within this set, as NixFleet's `edges[] {after, before}` between hosts: the `after` node does not start this set's new version " +
+			"until the `before` node is done for this set (complete, soak included); a node already under way finishes. Node names are Kubernetes Node names. " +
+			"An edge naming a node the set does not select is ignored (the other node does not wait). A cycle (`a` before `b` before `a`) is an invalid spec: " +
+			"the plan fails naming it (the set would report Stalled, `InvalidSpec`). While nodes wait, `status.nodeEdgeWaits` and the Ready condition's message say " +
+			"`<after> waits for <before>, ...`. At most 256 edges.",
+		Validators: []validator.List{listvalidator.SizeAtMost(256)},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"before": schema.StringAttribute{Required: true, MarkdownDescription: "The node that goes first.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
+			"after": schema.StringAttribute{Required: true, MarkdownDescription: "The node that waits until `before` is done for this set.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
+		}}}
+}
+
+// fleetBudgetAttribute is rollout.fleet_budget.
+func fleetBudgetAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: "A budget of nodes in flight shared by every package set naming the same `name`, as NixFleet's fleet-wide `disruptionBudgets` shared by " +
+			"several rollouts. A node counts once while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or Failed, read from the node's " +
+			"`gantry.dev/state_<set>` annotation, or cordoned by the set: `gantry.dev/cordon_<set>`); a set starts no new node while the count is at the limit " +
+			"(a node another of the sets has in flight already counts, so it may start). When the sets disagree on `max_in_flight`, the lowest wins. " +
+			"The set's own `interruption_budget` still applies. While it holds nodes, `status.fleetBudget` and the Ready condition's message name the budget, " +
+			"the nodes in flight and their sets. A deletion's uninstalls count but are not held.",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the budget (a DNS-1123 label): the sets naming it share it.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
+			"max_in_flight": schema.Int64Attribute{Required: true, MarkdownDescription: "Most nodes in flight at once across the sets sharing the budget (at least 1).",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+		}}
+}
+
+// expandNodeEdges is spec.rollout.nodeEdges.
+func expandNodeEdges(in []nodeEdgeModel) []v1alpha1.NodeEdge {
+	var out []v1alpha1.NodeEdge
+	for _, e := range in {
+		out = append(out, v1alpha1.NodeEdge{Before: e.Before.ValueString(), After: e.After.ValueString()})
+	}
+	return out
+}
+
+func flattenNodeEdges(in []v1alpha1.NodeEdge) []nodeEdgeModel {
+	var out []nodeEdgeModel
+	for _, e := range in {
+		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After)})
+	}
+	return out
+}
+
+func expandFleetBudget(in *fleetBudgetModel) *v1alpha1.FleetBudget {
+	if in == nil {
+		return nil
+	}
+	return &v1alpha1.FleetBudget{Name: in.Name.ValueString(), MaxInFlight: int32(in.MaxInFlight.ValueInt64())}
+}
+
+func flattenFleetBudget(in *v1alpha1.FleetBudget) *fleetBudgetModel {
+	if in == nil {
+		return nil
+	}
+	return &fleetBudgetModel{Name: types.StringValue(in.Name), MaxInFlight: types.Int64Value(int64(in.MaxInFlight))}
+}
+
+// validateNodeEdges checks rollout.node_edges at plan as the CRD and the reconciler do: an
+// edge needs two different nodes, and the edges form no cycle (checked once every node name
+// is known).
+func validateNodeEdges(root configValue, diags *diag.Diagnostics) {
+	edges, known := root.Attr("rollout").Attr("node_edges").List()
+	if !known {
+		return
+	}
+	var all []v1alpha1.NodeEdge
+	complete := true
+	for _, e := range edges {
+		before, bok := e.Attr("before").String()
+		after, aok := e.Attr("after").String()
+		if !bok || !aok {
+			complete = false
+			continue
+		}
+		if before == after {
+			diags.AddAttributeError(e.Path(), "Node Edge To Itself",
+				fmt.Sprintf("%s: before and after are both %q; an edge needs two different nodes.", e.Path(), before))
+			continue
+		}
+		all = append(all, v1alpha1.NodeEdge{Before: before, After: after})
+	}
+	if !complete {
+		return
+	}
+	if c := packageset.NodeEdgeCycle(all); c != nil {
+		diags.AddAttributeError(root.Attr("rollout").Attr("node_edges").Path(), "Node Edges Form a Cycle",
+			fmt.Sprintf("rollout.node_edges form a cycle, %s: each of these nodes would wait for the next for ever (NixFleet's edges form a DAG); remove one of the edges.",
+				strings.Join(c, " → ")))
+	}
+}
