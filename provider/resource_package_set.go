@@ -108,6 +108,7 @@ type rolloutModel struct {
 	OnHealthFailure   types.String       `tfsdk:"on_health_failure"`
 	Waves             []waveModel        `tfsdk:"waves"`
 	HealthChecks      []healthCheckModel `tfsdk:"health_checks"`
+	Release           *releaseModel      `tfsdk:"release"`
 }
 
 type waveModel struct {
@@ -408,6 +409,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 								Validators: []validator.String{durationValidator{}}},
 						}}},
 					"health_checks": healthChecksAttribute(),
+					"release":       releaseAttribute(),
 				}},
 			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
@@ -506,6 +508,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 // not known yet (e.g. the set's package versions for depends_on) is deferred as a whole.
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	validateRolloutConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateReleaseConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateSetSelection(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
@@ -828,6 +831,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			return nil, err
 		}
 		s.Rollout.HealthChecks = hcs
+		if s.Rollout.Release, err = expandRelease(ro.Release); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
@@ -947,6 +953,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
+		m.Rollout.Release = flattenRelease(ro.Release, pr.Release)
 	}
 	for i, p := range s.Packages {
 		var pp packageModel

@@ -369,6 +369,9 @@ type SetFacts struct {
 	// HealthChecks are the rollout's health checks (spec.rollout.healthChecks): name → the
 	// timeout of one run. Run in every soak round beside the packages' checks.
 	HealthChecks []HealthCheck
+	// Release is why spec.rollout.release may not start nodes (CheckRelease; nil: no release,
+	// or it verifies and is fresh): not verified holds every node, stale starts no new node.
+	Release *ReleaseRefusal
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -458,6 +461,8 @@ type Decision struct {
 	// policy); Stopped says which compartments a run of failed batches stopped.
 	Compartments []v1alpha1.CompartmentStatus
 	Stopped      []string
+	// Release is the release refusal the set reports (Stalled with its reason; releaseRefused).
+	Release *ReleaseRefusal
 	// Wave is the name of the wave under way (WaveName; "" without waves or when all are done).
 	Wave string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
