@@ -110,6 +110,7 @@ type rolloutModel struct {
 	HealthChecks      []healthCheckModel `tfsdk:"health_checks"`
 	NodeEdges         []nodeEdgeModel    `tfsdk:"node_edges"`
 	FleetBudget       *fleetBudgetModel  `tfsdk:"fleet_budget"`
+	Release           *releaseModel      `tfsdk:"release"`
 }
 
 type waveModel struct {
@@ -412,6 +413,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"health_checks": healthChecksAttribute(),
 					"node_edges":    nodeEdgesAttribute(),
 					"fleet_budget":  fleetBudgetAttribute(),
+					"release":       releaseAttribute(),
 				}},
 			"deployment_policy": deploymentPolicyAttribute(),
 			"packages": schema.ListNestedAttribute{Required: true, MarkdownDescription: "The packages, in your order (ties in dependency order follow it).",
@@ -514,6 +516,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	validateRolloutConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateNodeEdges(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateReleaseConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateSetSelection(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
@@ -837,6 +840,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		}
 		s.Rollout.HealthChecks = hcs
 		s.Rollout.NodeEdges, s.Rollout.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
+		if s.Rollout.Release, err = expandRelease(ro.Release); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range m.Packages {
 		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
@@ -957,6 +963,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
 		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges), flattenFleetBudget(ro.FleetBudget)
+		m.Rollout.Release = flattenRelease(ro.Release, pr.Release)
 	}
 	for i, p := range s.Packages {
 		var pp packageModel

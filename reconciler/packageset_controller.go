@@ -833,6 +833,8 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.OnHealthFailure = ro.OnHealthFailure
 		f.HealthChecks = packageset.HealthChecksOf(ro)
 	}
+	// The release is verified on every pass (a local key, no network): before any stage starts.
+	f.Release = packageset.CheckRelease(&set.Spec, f.Now)
 	f.Quarantined = set.Status.QuarantinedVersions
 	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)

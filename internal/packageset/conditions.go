@@ -256,7 +256,8 @@ func observedCondition(generation int64, nodes []NodePlan) metav1.Condition {
 
 // stallReason is the reason and message that make the set Stalled in place of its status's:
 // a quarantined version or config the spec asks for (VersionQuarantined) or a deployment
-// policy compartment stopped by failed batches (DeploymentStopped, which wins); "" when
+// policy compartment stopped by failed batches (DeploymentStopped, which wins over it), a
+// release refused (ReleaseNotVerified or ReleaseStale, which wins over both); "" when
 // neither applies, or the set is paused or disabled (held by the user: the apply returns at
 // once for them), deleting, or its spec is invalid.
 func stallReason(f SetFacts, d Decision, specErr error) (reason, msg string) {
@@ -266,6 +267,9 @@ func stallReason(f SetFacts, d Decision, specErr error) (reason, msg string) {
 	failures := ""
 	if len(d.Failures) > 0 {
 		failures = "; " + FailureMessage(d.Failures)
+	}
+	if d.Release != nil {
+		return d.Release.Reason, d.Release.Message + failures
 	}
 	if len(d.Stopped) > 0 {
 		return ReasonDeploymentStopped, strings.Join(d.Stopped, "; ") + failures

@@ -51,6 +51,7 @@ func Plan(f SetFacts) (Decision, error) {
 		// Failures halt per compartment (or by the strategy's thresholds), not the whole set.
 		pol, halted = newPolicyPass(f.Policy, nodes, wants), stalled
 	}
+	halted = halted || f.Release.Stale() && !f.Deleting // a stale release starts no new node
 
 	wave := math.MaxInt
 	if len(f.Waves) > 0 && !f.Deleting {
@@ -78,6 +79,7 @@ func Plan(f SetFacts) (Decision, error) {
 		wasInFlight := n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
 		var blockedMsg, waitMsg, pausedMsg string
 		p.hold, blockedMsg, waitMsg, pausedMsg = nodeHold(f, n, specErr)
+		holdForRelease(f, &p, specErr)
 		edgeMsg := holdForEdges(&p, waits[n.Name], wasInFlight)
 		fleetHeld := fleet.hold(&p, wasInFlight)
 		admit(&p, wave, wasInFlight, pol, &inflight, budget, halted)
@@ -108,7 +110,12 @@ func Plan(f SetFacts) (Decision, error) {
 	}
 	d.CompleteNodes = fmt.Sprintf("%d/%d", statusCount(statuses, v1alpha1.StatusComplete), selected)
 	d.NodesInProgress = int32(statusCount(statuses, v1alpha1.StatusInProgress))
-	d.Status = setStatus(f, specErr, statuses, append(d.Stalled, d.Stopped...))
+	d.Release = releaseRefused(f, specErr, statuses)
+	stalledBy := append(d.Stalled, d.Stopped...)
+	if d.Release != nil {
+		stalledBy = append(stalledBy, d.Release.Reason)
+	}
+	d.Status = setStatus(f, specErr, statuses, stalledBy)
 	if f.Deleting {
 		d.Finished = deleteFinished(d.Nodes)
 	}

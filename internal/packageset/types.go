@@ -378,6 +378,9 @@ type SetFacts struct {
 	NodeEdges []v1alpha1.NodeEdge
 	// Fleet is the shared budget of spec.rollout.fleetBudget (nil: none; fleetbudget.go).
 	Fleet *FleetFacts
+	// Release is why spec.rollout.release may not start nodes (CheckRelease; nil: no release,
+	// or it verifies and is fresh): not verified holds every node, stale starts no new node.
+	Release *ReleaseRefusal
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -469,6 +472,8 @@ type Decision struct {
 	// policy); Stopped says which compartments a run of failed batches stopped.
 	Compartments []v1alpha1.CompartmentStatus
 	Stopped      []string
+	// Release is the release refusal the set reports (Stalled with its reason; releaseRefused).
+	Release *ReleaseRefusal
 	// Wave is the name of the wave under way (WaveName; "" without waves or when all are done).
 	Wave string
 	// NodeEdgeWaits are the nodes node edges hold: "<after> waits for <before>, ..." (by node).

@@ -568,6 +568,43 @@ type Rollout struct {
 	// interruptionBudget still applies.
 	// +optional
 	FleetBudget *FleetBudget `json:"fleetBudget,omitempty"`
+	// Release makes the packages a signed release, as NixFleet's signed releases: no stage
+	// starts on any node until the signature verifies against the public key (and, with
+	// freshnessWindow, while the release is fresh). See Release.
+	// +optional
+	Release *Release `json:"release,omitempty"`
+}
+
+// Release is a signed release of the set's packages (NixFleet's release signing and
+// freshnessWindow). The signed payload is the release's canonical bytes (packageset.
+// ReleasePayload): the line "gantry.dev/release/v1", the line "signedAt <signedAt>", then one
+// line "package <name> <version> <image>" per package sorted by name, each line ending in "\n".
+// The signature is over those bytes as `cosign sign-blob --key` makes it (ECDSA P-256 with
+// SHA-256, ASN.1 DER; or ed25519), verified locally with sigstore's signature library, no
+// network. A signature that does not verify (or packages changed without a new signature)
+// holds every node (no stage starts; stages already running finish) and the set is Stalled
+// (ReleaseNotVerified). A release older than freshnessWindow starts no new node (nodes already
+// activating finish, converged nodes stay) and the set is Stalled (ReleaseStale) while a node
+// still needs it.
+type Release struct {
+	// PublicKey is the PEM public key ("-----BEGIN PUBLIC KEY-----", PKIX) the signature must
+	// verify against: ECDSA P-256 (cosign's cosign.pub) or ed25519.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	PublicKey string `json:"publicKey"`
+	// Signature is the base64 signature of the release payload (what `cosign sign-blob --key`
+	// prints).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Signature string `json:"signature"`
+	// SignedAt is when the release was signed, UTC to the second, e.g. "2026-11-26T15:00:00Z";
+	// it is part of the signed payload, and freshnessWindow counts from it.
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$`
+	SignedAt string `json:"signedAt"`
+	// FreshnessWindow is how long after signedAt the release may start nodes (NixFleet's
+	// freshnessWindow, e.g. "72h"); unset: no limit.
+	// +optional
+	FreshnessWindow *metav1.Duration `json:"freshnessWindow,omitempty"`
 }
 
 // FleetBudgetStatus is a shared budget's use (status.fleetBudget).
@@ -883,7 +920,8 @@ type PackageSetStatus struct {
 	// +optional
 	Status PackageSetStatusValue `json:"status,omitempty"`
 	// Conditions: Ready, Reconciling, Stalled (kstatus) and TaintNotTolerable, DrainBlocked,
-	// InvalidSpec, VersionQuarantined, RuntimeRequiredTaint (runtimeRequired sets).
+	// InvalidSpec, VersionQuarantined, ReleaseNotVerified, ReleaseStale, RuntimeRequiredTaint
+	// (runtimeRequired sets).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -1,0 +1,110 @@
+package provider
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	k8srand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
+)
+
+// testReleaseSigner signs releases with an ECDSA P-256 key made for the test, as
+// `cosign sign-blob --key` does (ASN.1 DER over SHA-256, base64).
+type testReleaseSigner struct {
+	k   *ecdsa.PrivateKey
+	pub string
+}
+
+func newTestReleaseSigner(t *testing.T) testReleaseSigner {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.MarshalPublicKeyToPEM(k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testReleaseSigner{k: k, pub: string(pub)}
+}
+
+// releaseBlock is the HCL of rollout.release signed for the dcgm-tool package at signedVersion
+// at signedAt, with an optional freshness_window.
+func (s testReleaseSigner) releaseBlock(t *testing.T, signedVersion string, signedAt time.Time, window string) string {
+	t.Helper()
+	at := signedAt.UTC().Format(packageset.SignedAtLayout)
+	h := sha256.Sum256(packageset.ReleasePayload([]v1alpha1.Package{{Name: "dcgm-tool", Version: signedVersion, Image: "ghcr.io/gantry-dev/dcgm-tool"}}, at))
+	sig, err := ecdsa.SignASN1(rand.Reader, s.k, h[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ""
+	if window != "" {
+		w = fmt.Sprintf(", freshness_window = %q", window)
+	}
+	return fmt.Sprintf(`release = { public_key = %q, signature = %q, signed_at = %q %s }`, s.pub, base64.StdEncoding.EncodeToString(sig), at, w)
+}
+
+func releaseSetConfig(name, pool, version, release string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %q
+  node_selector = { "gantry.dev/test-pool" = %q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  rollout  = { %s }
+  packages = [{ name = "dcgm-tool", version = %q, image = "ghcr.io/gantry-dev/dcgm-tool" }]
+  timeouts = { create = "3m", update = "3m", delete = "3m" }
+}
+`, name, pool, release, version)
+}
+
+// A signed release applies to complete; a signature over other packages fails at plan naming
+// rollout.release.signature in the verifier's words; a verified but stale release (beyond
+// freshness_window) fails the apply with the reconciler's ReleaseStale and starts no node.
+func TestAccPackageSet_release(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-rel-" + k8srand.String(5)
+	accNodes(t, c, pool, 3) // checkPackageSetGone reads 3 nodes
+	addr := "gantry_package_set.test"
+	s := newTestReleaseSigner(t)
+	now := time.Now()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: releaseSetConfig(pool, pool, "1.0.0", s.releaseBlock(t, "1.0.0", now, "24h")),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("complete_nodes"), knownvalue.StringExact("3/3")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("release").AtMapKey("freshness_window"), knownvalue.StringExact("24h")),
+				},
+			},
+			{
+				// Packages changed without a new signature.
+				Config:      releaseSetConfig(pool, pool, "1.1.0", s.releaseBlock(t, "1.0.0", now, "24h")),
+				ExpectError: regexp.MustCompile(`(?s)Release Not Verified.*rollout\.release\.signature.*invalid\s+signature`),
+			},
+			{
+				Config:      releaseSetConfig(pool, pool, "1.1.0", s.releaseBlock(t, "1.1.0", now.Add(-2*time.Hour), "1h")),
+				ExpectError: regexp.MustCompile(`(?s)PackageSet Failed.*ReleaseStale.*beyond\s+its\s+freshness\s+window\s+of\s+1h0m0s`),
+			},
+		},
+	})
+}
