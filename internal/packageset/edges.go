@@ -5,6 +5,7 @@ package packageset
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,7 +105,7 @@ func edgeWaits(f SetFacts, nodes []NodeFacts, wants []Want) map[string][]string 
 		if _, ok := byName[e.After]; !ok || !notDone[e.Before] {
 			continue
 		}
-		if !containsString(out[e.After], e.Before) {
+		if !slices.Contains(out[e.After], e.Before) {
 			out[e.After] = append(out[e.After], e.Before)
 		}
 	}
@@ -123,13 +124,4 @@ func holdForEdges(p *nodePass, waits []string, wasInFlight bool) string {
 	}
 	p.hold = v1alpha1.StatusWaiting
 	return p.n.Name + " waits for " + strings.Join(waits, ", ")
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@ package packageset
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,7 +63,7 @@ func newFleetPass(f SetFacts, nodes []NodeFacts) *fleetPass {
 
 // take counts the node in flight for this set.
 func (fp *fleetPass) take(node string) {
-	if fp != nil && !containsString(fp.inflight[node], fp.set) {
+	if fp != nil && !slices.Contains(fp.inflight[node], fp.set) {
 		fp.inflight[node] = append(fp.inflight[node], fp.set)
 	}
 }

@@ -108,10 +108,18 @@ func Plan(f SetFacts) (Decision, error) {
 	if !f.Deleting && specErr == nil {
 		d.Stalled = stalledWants(wants, quarantine)
 	}
+	d.summarize(f, specErr, statuses, selected, lines)
+	return d, nil
+}
+
+// summarize fills the set-wide part of d once every node is planned: node counts, the
+// release refusal, the one-word status, whether a deletion is finished, the requeue, the
+// paused-by lines and the conditions (statuses: the selected nodes' plan statuses).
+func (d *Decision) summarize(f SetFacts, specErr error, statuses []Status, selected int, lines holdLines) {
 	d.CompleteNodes = fmt.Sprintf("%d/%d", statusCount(statuses, v1alpha1.StatusComplete), selected)
 	d.NodesInProgress = int32(statusCount(statuses, v1alpha1.StatusInProgress))
 	d.Release = releaseRefused(f, specErr, statuses)
-	stalledBy := append(d.Stalled, d.Stopped...)
+	stalledBy := append(append([]string(nil), d.Stalled...), d.Stopped...)
 	if d.Release != nil {
 		stalledBy = append(stalledBy, d.Release.Reason)
 	}
@@ -125,8 +133,7 @@ func Plan(f SetFacts) (Decision, error) {
 	if d.Status == v1alpha1.StatusWaiting && len(lines.pausedBy) == statusCount(statuses, v1alpha1.StatusWaiting) && len(lines.pausedBy) > 0 {
 		d.PausedBy = lines.pausedBy
 	}
-	d.Conditions = conditions(f, d, specErr, lines.blocked, lines.waitFor)
-	return d, nil
+	d.Conditions = conditions(f, *d, specErr, lines.blocked, lines.waitFor)
 }
 
 // holdLines are the lines a pass collects from nodeHold for the set's conditions: blocked
