@@ -72,6 +72,8 @@ type PackageSetReconciler struct {
 	// a single reconciler could only be scheduled back onto that cordoned node, stay Pending
 	// and never uncordon it.
 	Self types.NamespacedName
+	// fleetLocks: fleet budget name → *sync.Mutex (lockFleet).
+	fleetLocks sync.Map
 
 	mu      sync.Mutex
 	nsReady bool
@@ -239,6 +241,37 @@ var stagePodChanged = predicate.Funcs{
 	DeleteFunc: func(event.DeleteEvent) bool { return false },
 }
 
+// lockFleet serializes, in this reconciler, the passes of the package sets that share set's
+// fleet budget (spec.rollout.fleetBudget, by name), from their facts to their node writes; with
+// fleetFacts' uncached node read, a set's admission sees every node another set of the budget
+// admitted before it. (With cached nodes alone, two sets passing at once each admitted a node:
+// 2 in flight under a limit of 1, seen by the acceptance test's node watch.) Returns the
+// unlock, a no-op for a set without a fleet budget.
+func (r *PackageSetReconciler) lockFleet(set *v1alpha1.PackageSet) func() {
+	if set.Spec.Rollout == nil || set.Spec.Rollout.FleetBudget == nil {
+		return func() {}
+	}
+	mu, _ := r.fleetLocks.LoadOrStore(set.Spec.Rollout.FleetBudget.Name, &sync.Mutex{})
+	m, _ := mu.(*sync.Mutex)
+	m.Lock()
+	return m.Unlock
+}
+
+// fleetFacts are the set's fleet budget facts (packageset.FleetFactsOf; nil without a budget),
+// read from the API server's nodes, not the cache (cached: the nodes as listed this pass):
+// under lockFleet, the other sets' admissions are written before this read. Error: the
+// uncached list failed.
+func (r *PackageSetReconciler) fleetFacts(ctx context.Context, set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, cached []corev1.Node) (*packageset.FleetFacts, error) {
+	if set.Spec.Rollout == nil || set.Spec.Rollout.FleetBudget == nil || r.APIReader == nil {
+		return packageset.FleetFactsOf(set, sets, cached), nil
+	}
+	var fresh corev1.NodeList
+	if err := r.APIReader.List(ctx, &fresh); err != nil {
+		return nil, err
+	}
+	return packageset.FleetFactsOf(set, sets, fresh.Items), nil
+}
+
 // setChanged: a PackageSet event other than a status-only update (the reconciler's own status
 // writes change no fact a pass reads: they only report what the last pass decided).
 var setChanged = predicate.Funcs{
@@ -402,6 +435,8 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	unlock := r.lockFleet(&set)
+	defer unlock()
 	r.passing(req.Name, false)
 	defer r.passing(req.Name, true)
 	if r.isStale(set.Name, set.ResourceVersion) {
@@ -894,7 +929,9 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
 	}
 	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
-	f.Fleet = packageset.FleetFactsOf(set, sets.Items, nodeList.Items)
+	if f.Fleet, err = r.fleetFacts(ctx, set, sets.Items, nodeList.Items); err != nil {
+		return f, nil, err
+	}
 
 	nodes := map[string]*corev1.Node{}
 	tolerations := r.stageTolerations(set)
