@@ -258,18 +258,24 @@ func (r *PackageSetReconciler) lockFleet(set *v1alpha1.PackageSet) func() {
 }
 
 // fleetFacts are the set's fleet budget facts (packageset.FleetFactsOf; nil without a budget),
-// read from the API server's nodes, not the cache (cached: the nodes as listed this pass):
+// read from the API server's nodes and package sets, not the cache (cached: as listed this pass):
 // under lockFleet, the other sets' admissions are written before this read. Error: the
 // uncached list failed.
 func (r *PackageSetReconciler) fleetFacts(ctx context.Context, set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, cached []corev1.Node) (*packageset.FleetFacts, error) {
 	if set.Spec.Rollout == nil || set.Spec.Rollout.FleetBudget == nil || r.APIReader == nil {
 		return packageset.FleetFactsOf(set, sets, cached), nil
 	}
+	// The sets too: a set created in the same apply as this one may not be in the cache yet,
+	// and its nodes would not count (3 in flight under a limit of 1 with cached sets).
 	var fresh corev1.NodeList
 	if err := r.APIReader.List(ctx, &fresh); err != nil {
 		return nil, err
 	}
-	return packageset.FleetFactsOf(set, sets, fresh.Items), nil
+	var freshSets v1alpha1.PackageSetList
+	if err := r.APIReader.List(ctx, &freshSets); err != nil {
+		return nil, err
+	}
+	return packageset.FleetFactsOf(set, freshSets.Items, fresh.Items), nil
 }
 
 // setChanged: a PackageSet event other than a status-only update (the reconciler's own status
