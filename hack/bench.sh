@@ -12,7 +12,9 @@
 # batches), each after its single-node baseline; then hack/bench/scale:
 # SCALE_BENCH_PERFORMERS (default 1000) gantry_performer applied, planned and destroyed beside
 # a client-go limit (the same Performers created by a parallel client at the same QPS).
-# Prints numbers; it does not pass or fail on them.
+# Prints numbers; it does not pass or fail on them. Each program also records its figures
+# (hack/bench/table) in $GANTRY_BENCH_ROWS; the run ends with them as one table, each figure
+# beside its limit measured in the same run and its target.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -20,6 +22,8 @@ make --no-print-directory install >/dev/null
 bash hack/cluster.sh up >/dev/null
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh start >/dev/null
+export GANTRY_BENCH_ROWS="$CACHE/bench/rows.jsonl"
+mkdir -p "$CACHE/bench" && : > "$GANTRY_BENCH_ROWS"
 go run ./hack/bench -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" \
   -tfrc "$CACHE/terraformrc" -workdir "$CACHE/bench" -reconciler-log "$CACHE/reconciler.log" -rounds "${BENCH_ROUNDS:-3}" "$@"
 # PackageSet: its own reconciler process per run (peak RSS, CPU, API requests per node-stage)
@@ -30,3 +34,6 @@ go run ./hack/bench/packageset -kubeconfig "$KUBECONFIG_PATH" -reconciler "$BIN/
 # Scale: its own reconciler process (peak RSS, CPU) and its own kwok nodes.
 go run ./hack/bench/scale -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" -tfrc "$CACHE/terraformrc" \
   -reconciler "$BIN/gantry-reconciler" -workdir "$CACHE/bench/scale" -n "${SCALE_BENCH_PERFORMERS:-1000}"
+echo
+echo "== make bench: every figure beside its limit and target =="
+go run ./hack/bench/table/cmd "$GANTRY_BENCH_ROWS"

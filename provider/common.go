@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -298,12 +300,21 @@ func cloneMap(m map[string]string) map[string]string {
 	return maps.Clone(m)
 }
 
-// readInto is the Read of every Gantry resource: the live object of spec's kind through
-// readLive; gone → the resource is removed from state (the next plan creates it); otherwise
-// flatten maps it (keeping what only prior knows, e.g. timeouts) and the result is the new
-// state, so any difference from prior shows as drift. Diagnostics: readLive's, or "Error
-// Reading <kind>" naming the object when flatten fails.
-func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, namespace, name string, resp *resource.ReadResponse, flatten func(*unstructured.Unstructured) (*M, error)) {
+// readInto is the Read of every Gantry resource: the live object of spec's kind (keyed by the
+// state's namespace and name attributes) through readLive; gone → the resource is removed from
+// state (the next plan creates it); the same resourceVersion as the last refresh by this
+// provider version (readUnchanged) → the state is kept as it is, since the object has not
+// changed; otherwise flatten maps it (keeping what only the prior state knows, e.g. timeouts)
+// and the result is the new state, so any difference from prior shows as drift. Diagnostics:
+// reading the state, readLive's, or "Error Reading <kind>" naming the object when flatten
+// fails.
+func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, req resource.ReadRequest, resp *resource.ReadResponse, flatten func(u *unstructured.Unstructured, prior *M) (*M, error)) {
+	namespace, name, diags := stateKey(ctx, req.State, spec.Namespaced)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx = tflog.SetField(ctx, strings.ToLower(spec.Kind), objectID(namespace, name))
 	u, diags := readLive(ctx, data, spec, namespace, name)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -316,13 +327,97 @@ func readInto[M any](ctx context.Context, data *providerData, spec wait.Spec, na
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	state, err := flatten(u)
+	if readUnchanged(ctx, data, req.Private, u) {
+		// resp.State is the prior state, as the framework fills it in; the identity is set
+		// only where the CLI sent none (older than 1.12).
+		if resp.Identity != nil && resp.Identity.Raw.IsFullyNull() {
+			resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, namespace, name)...)
+		}
+		return
+	}
+	var prior M
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	state, err := flatten(u, &prior)
 	if err != nil {
 		resp.Diagnostics.Append(readMappingDiagnostic(spec.Kind, objectID(namespace, name), err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, namespace, name)...)
+	markRead(ctx, data, resp.Private, u)
+}
+
+// stateKey returns the namespace ("" when not namespaced) and name attributes of state; a
+// cluster-scoped kind's state with an empty name (PackageSet imported by ID) falls back to its
+// id.
+func stateKey(ctx context.Context, state tfsdk.State, namespaced bool) (namespace, name string, diags diag.Diagnostics) {
+	var ns, n, id types.String
+	diags.Append(state.GetAttribute(ctx, path.Root("name"), &n)...)
+	if namespaced {
+		diags.Append(state.GetAttribute(ctx, path.Root("namespace"), &ns)...)
+	}
+	if n.ValueString() == "" && !namespaced {
+		diags.Append(state.GetAttribute(ctx, path.Root("id"), &id)...)
+		return ns.ValueString(), id.ValueString(), diags
+	}
+	return ns.ValueString(), n.ValueString(), diags
+}
+
+// readPrivateKey is the provider's private-state key (stored beside the resource's state,
+// never shown) holding {"rv": resourceVersion, "by": provider version} of the object the state
+// was last refreshed from.
+const readPrivateKey = "read"
+
+// readMark is the value under readPrivateKey.
+type readMark struct {
+	RV string `json:"rv"`
+	By string `json:"by"`
+}
+
+// privateState is what the framework's private state offers (resource.ReadRequest.Private and
+// friends).
+type privateState interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// readUnchanged reports whether priv says the state was refreshed, by this provider version,
+// from the object at u's resourceVersion: the API server gives an object a new resourceVersion
+// on every change, spec or status, so the state flatten would return is the one already held.
+// This skips the mapping (and the framework's reflection into and out of the model) for every
+// unchanged object of a refresh. Missing or unreadable marks report false.
+func readUnchanged(ctx context.Context, data *providerData, priv privateState, u *unstructured.Unstructured) bool {
+	if priv == nil || data == nil || u.GetResourceVersion() == "" {
+		return false
+	}
+	b, diags := priv.GetKey(ctx, readPrivateKey)
+	var m readMark
+	if diags.HasError() || len(b) == 0 || json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	return m.RV == u.GetResourceVersion() && m.By == data.version
+}
+
+// markRead records in priv that the state now holds the object at u's resourceVersion, as
+// mapped by this provider version (see readUnchanged). Failures only lose the shortcut.
+func markRead(ctx context.Context, data *providerData, priv privateState, u *unstructured.Unstructured) {
+	if priv == nil || data == nil || u.GetResourceVersion() == "" {
+		return
+	}
+	if b, err := json.Marshal(readMark{RV: u.GetResourceVersion(), By: data.version}); err == nil {
+		_ = priv.SetKey(ctx, readPrivateKey, b)
+	}
+}
+
+// forgetRead removes the mark of markRead: a create or update writes a state that was not
+// mapped from a refresh, so the next refresh maps the object again.
+func forgetRead(ctx context.Context, priv privateState) {
+	if priv != nil {
+		_ = priv.SetKey(ctx, readPrivateKey, nil)
+	}
 }
 
 // readLive reads the object namespace/name (namespace "" for a cluster-scoped kind such as

@@ -90,6 +90,7 @@ func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resourc
 	}
 	state, diags := k.applyAndWait(ctx, data, &plan, opCreate)
 	resp.Diagnostics.Append(diags...)
+	forgetRead(ctx, resp.Private)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 		ns, name := k.key(state)
@@ -118,6 +119,7 @@ func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resourc
 	}
 	state, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
 	resp.Diagnostics.Append(diags...)
+	forgetRead(ctx, resp.Private)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 		ns, name := k.key(state)

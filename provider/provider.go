@@ -276,6 +276,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		s.UserAgent = fmt.Sprintf("terraform-provider-gantry/%s (+https://registry.terraform.io/providers/gantry-dev/gantry) Terraform/%s", p.version, req.TerraformVersion)
 		data = newProviderData(kube.LazyFromSettings(s))
 	}
+	data.version = p.version
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ListResourceData = data
@@ -362,6 +363,9 @@ func settingsFromModel(m gantryProviderModel) kube.Settings {
 // clients and one wait registry (one shared informer per kind and namespace).
 type providerData struct {
 	clients *kube.Lazy
+	// version is the provider's release version: a refresh reuses state read by the same
+	// version only (readUnchanged).
+	version string
 
 	once sync.Once
 	reg  *wait.Registry

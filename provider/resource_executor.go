@@ -495,13 +495,7 @@ func (r *executorResource) Update(ctx context.Context, req resource.UpdateReques
 }
 
 func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior executorModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	readInto(ctx, r.data, wait.Executor, ns, name, resp, func(u *unstructured.Unstructured) (*executorModelV0, error) { return flattenExecutor(u, &prior) })
+	readInto(ctx, r.data, wait.Executor, req, resp, flattenExecutor)
 }
 
 func (r *executorResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -746,16 +746,7 @@ func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequ
 }
 
 func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior packageSetModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	name := prior.Name.ValueString()
-	if name == "" {
-		name = prior.ID.ValueString()
-	}
-	readInto(ctx, r.data, wait.PackageSet, "", name, resp, func(u *unstructured.Unstructured) (*packageSetModel, error) { return flattenPackageSet(u, &prior) })
+	readInto(ctx, r.data, wait.PackageSet, req, resp, flattenPackageSet)
 }
 
 // Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall

@@ -26,7 +26,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -432,14 +431,7 @@ func (r *performerResource) Create(ctx context.Context, req resource.CreateReque
 }
 
 func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior performerModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	ctx = tflog.SetField(ctx, "performer", ns+"/"+name)
-	readInto(ctx, r.data, wait.Performer, ns, name, resp, func(u *unstructured.Unstructured) (*performerModelV0, error) { return flattenPerformer(u, &prior) })
+	readInto(ctx, r.data, wait.Performer, req, resp, flattenPerformer)
 }
 
 func (r *performerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

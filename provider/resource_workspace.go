@@ -384,13 +384,7 @@ func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateReque
 }
 
 func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var prior workspaceModelV0
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ns, name := prior.Namespace.ValueString(), prior.Name.ValueString()
-	readInto(ctx, r.data, wait.Workspace, ns, name, resp, func(u *unstructured.Unstructured) (*workspaceModelV0, error) { return flattenWorkspace(u, &prior) })
+	readInto(ctx, r.data, wait.Workspace, req, resp, flattenWorkspace)
 }
 
 func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

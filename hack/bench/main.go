@@ -40,6 +40,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gantry-dev/terraform-provider-gantry/hack/bench/table"
 )
 
 var (
@@ -99,6 +101,8 @@ func main() {
 		sort.Float64s(lat)
 		fmt.Printf("\nwait latency (reconciler writes Running → Create returns), %d samples: min %.3f s, median %.3f s, p90 %.3f s, max %.3f s (target median ≤ 0.15 s)\n",
 			len(lat), lat[0], lat[len(lat)/2], lat[len(lat)*9/10], lat[len(lat)-1])
+		table.Add(table.Row{Figure: fmt.Sprintf("wait latency: reconciler writes Running → Create returns (median of %d)", len(lat)),
+			Value: lat[len(lat)/2], Unit: "s", Target: "≤ 0.15 s", Met: table.Met(lat[len(lat)/2] <= 0.15)})
 	}
 }
 
@@ -124,6 +128,12 @@ func printTable(gantry, floor []map[string]float64, limit []limitRun) {
 			ratios[i] = g[i] / lim[i]
 		}
 		fmt.Printf("%-12s %-18s %-16s %-26s %-14s %s\n", s, what, span(g, "%.2f"), span(lim, "%.2f"), span(ratios, "%.2f"), target)
+		row := table.Row{Figure: fmt.Sprintf("%d gantry_performer, -parallelism %d: %s (median of %d rounds)", *count, *parallel, s, len(g)),
+			Value: median(g), Unit: "s", Limit: median(lim), LimitIs: fmt.Sprintf("%d %s", *count, what), Ratio: median(ratios)}
+		if target != "" {
+			row.Target, row.Met = "≤ 1.1× limit", table.Met(median(ratios) <= 1.1)
+		}
+		table.Add(row)
 	}
 }
 

@@ -4,7 +4,9 @@
 // process of its own. It prints, in seconds and MiB:
 //
 //   - limit create → all Running (seen by a watch) and delete → all gone;
-//   - terraform apply, no-op plan (refresh of N) and destroy of N gantry_performer;
+//   - terraform apply, no-op plan (refresh of N), no-op apply, no-op plan again (steady state:
+//     the state now carries each object's resourceVersion, so unchanged objects are not mapped
+//     again) and destroy of N gantry_performer; the no-op plan of N terraform_data beside it;
 //   - the ratios apply/limit and destroy/limit (target ≤ 1.1), the no-op plan (target ≤ 3 s);
 //   - the provider plugin's peak RSS (VmHWM, sampled every 200 ms; target ≤ 150 MiB) and the
 //     reconciler's peak RSS and CPU seconds (target ≤ 150 MiB).
@@ -34,6 +36,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gantry-dev/terraform-provider-gantry/hack/bench/table"
 )
 
 var (
@@ -94,6 +98,11 @@ func main() {
 	fmt.Printf("terraform apply %.2f s\n", apply)
 	noop := rss.during(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) })
 	fmt.Printf("terraform no-op plan %.2f s\n", noop)
+	noopApply := rss.during(func() { tf(dir, "apply", "-input=false", "-auto-approve", par) })
+	steady := rss.during(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) })
+	fmt.Printf("terraform no-op apply %.2f s, then no-op plan (steady state: state refreshed by an apply) %.2f s\n", noopApply, steady)
+	floorNoop := floorPlan(filepath.Join(*workdir, run+"-floor"), *count)
+	fmt.Printf("terraform no-op plan of %d terraform_data (Terraform's floor) %.2f s\n", *count, floorNoop)
 	destroy := rss.during(func() { tf(dir, "destroy", "-input=false", "-auto-approve", par) })
 	fmt.Printf("terraform destroy %.2f s\n", destroy)
 	recHWM, recCPU := procStats(rec.Process.Pid)
@@ -106,10 +115,34 @@ func main() {
 	}
 	row("apply (s) / limit create", apply, limitCreate, 1.1)
 	row("destroy (s) / limit delete", destroy, limitDelete, 1.1)
-	fmt.Printf("%-34s %10.2f %10s %8s ≤ 3 s %s\n", "no-op plan (s)", noop, "", "", met(noop <= 3))
+	fmt.Printf("%-34s %10.2f %10.2f %8.2f ≤ 3 s %s (limit: %d terraform_data)\n", "no-op plan (s)", noop, floorNoop, noop/floorNoop, met(noop <= 3), *count)
 	fmt.Printf("%-34s %10.1f %10s %8s ≤ 150 MiB %s\n", "provider peak RSS (MiB)", rss.max/1024, "", "", met(rss.max/1024 <= 150))
 	fmt.Printf("%-34s %10.1f %10s %8s ≤ 150 MiB %s\n", "reconciler peak RSS (MiB)", recHWM/1024, "", "", met(recHWM/1024 <= 150))
 	fmt.Printf("%-34s %10.1f\n", "reconciler CPU (s)", recCPU)
+	n, lim := fmt.Sprintf("%d gantry_performer, -parallelism %d", *count, *parallel), fmt.Sprintf("client-go, QPS %d", *qps)
+	table.Add(
+		table.Row{Figure: n + ": apply", Value: apply, Unit: "s", Limit: limitCreate, LimitIs: lim, Target: "≤ 1.1× limit", Met: table.Met(apply/limitCreate <= 1.1)},
+		table.Row{Figure: n + ": destroy", Value: destroy, Unit: "s", Limit: limitDelete, LimitIs: lim, Target: "≤ 1.1× limit", Met: table.Met(destroy/limitDelete <= 1.1)},
+		table.Row{Figure: n + ": no-op plan", Value: noop, Unit: "s", Limit: floorNoop, LimitIs: fmt.Sprintf("%d terraform_data", *count), Target: "≤ 3 s", Met: table.Met(noop <= 3)},
+		table.Row{Figure: n + ": no-op plan after a no-op apply (steady state)", Value: steady, Unit: "s", Limit: floorNoop, LimitIs: fmt.Sprintf("%d terraform_data", *count), Target: "≤ 3 s", Met: table.Met(steady <= 3)},
+		table.Row{Figure: n + ": provider peak RSS", Value: rss.max / 1024, Unit: "MiB", Target: "≤ 150 MiB", Met: table.Met(rss.max/1024 <= 150)},
+		table.Row{Figure: n + ": reconciler peak RSS", Value: recHWM / 1024, Unit: "MiB", Target: "≤ 150 MiB", Met: table.Met(recHWM/1024 <= 150)},
+	)
+}
+
+// floorPlan applies n terraform_data in dir and returns the seconds of their no-op plan:
+// Terraform's own cost of planning n resources, with no provider API call.
+func floorPlan(dir string, n int) float64 {
+	check(os.MkdirAll(dir, 0o755))
+	check(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(`resource "terraform_data" "p" {
+  count = %d
+  input = "p-${count.index}"
+}
+`, n)), 0o644))
+	par := fmt.Sprintf("-parallelism=%d", *parallel)
+	tf(dir, "init", "-input=false")
+	tf(dir, "apply", "-input=false", "-auto-approve", par)
+	return timed(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) })
 }
 
 func met(ok bool) string {
