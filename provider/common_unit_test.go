@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // System keys are exactly those under kubectl.kubernetes.io/, kubernetes.io/, k8s.io/ and
@@ -79,5 +81,60 @@ func TestRetryWrite(t *testing.T) {
 	if !apierrors.IsTimeout(err) || calls < 2 || !strings.Contains(err.Error(), "server-side apply of Performer ns/p retried for") ||
 		!strings.Contains(err.Error(), "attempts, until the timeout") {
 		t.Errorf("until the timeout: err %v after %d calls", err, calls)
+	}
+}
+
+// fakePrivate is a private state of plain keys.
+type fakePrivate map[string][]byte
+
+func (f fakePrivate) GetKey(_ context.Context, k string) ([]byte, diag.Diagnostics) { return f[k], nil }
+func (f fakePrivate) SetKey(_ context.Context, k string, v []byte) diag.Diagnostics {
+	if len(v) == 0 {
+		delete(f, k)
+		return nil
+	}
+	f[k] = v
+	return nil
+}
+
+func objectAt(rv string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetResourceVersion(rv)
+	return u
+}
+
+// TestReadMark: a refresh reuses the state only for the object at the resourceVersion it was
+// read from, by the same provider version; a create or update forgets the mark.
+func TestReadMark(t *testing.T) {
+	ctx := context.Background()
+	v1, v2 := &providerData{version: "1.0.0"}, &providerData{version: "1.1.0"}
+	priv := fakePrivate{}
+	if readUnchanged(ctx, v1, priv, objectAt("10")) {
+		t.Fatal("no mark yet: the state must be mapped")
+	}
+	markRead(ctx, v1, priv, objectAt("10"))
+	cases := []struct {
+		name string
+		data *providerData
+		rv   string
+		want bool
+	}{
+		{"same object, same provider", v1, "10", true},
+		{"object changed (new resourceVersion)", v1, "11", false},
+		{"provider upgraded", v2, "10", false},
+		{"object without resourceVersion", v1, "", false},
+	}
+	for _, c := range cases {
+		if got := readUnchanged(ctx, c.data, priv, objectAt(c.rv)); got != c.want {
+			t.Errorf("%s: readUnchanged = %v, want %v", c.name, got, c.want)
+		}
+	}
+	forgetRead(ctx, priv)
+	if readUnchanged(ctx, v1, priv, objectAt("10")) {
+		t.Error("after forgetRead (a create or update wrote the state) the object must be mapped again")
+	}
+	priv[readPrivateKey] = []byte(`not json`)
+	if readUnchanged(ctx, v1, priv, objectAt("10")) {
+		t.Error("an unreadable mark must not be trusted")
 	}
 }
