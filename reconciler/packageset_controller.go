@@ -50,7 +50,8 @@ const DefaultJobNamespace = "gantry-system"
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // PackageSetReconciler runs Skyhook's package lifecycle and NixFleet's rollout
@@ -218,16 +219,15 @@ func stagePodProblem(p *corev1.Pod) string {
 	return b.String()
 }
 
-// stagePodChanged: a stage Pod event a pass must see: a pod whose pull error or container
-// failure appears or changes. Everything else about a stage pod reaches the set through its
-// Job's conditions.
-// indexStagePodProblem indexes stage pods with a stagePodProblem by their set's name.
-const indexStagePodProblem = "gantry.dev/stage-pod-problem"
-
+// stagePodChanged: a stage Pod event a pass must see: its phase changing (Succeeded, Failed),
+// a pull error or failed container appearing or changing, its labels changing, its deletion
+// starting or the pod being gone. Creations are the reconciler's own (a pass that does not find
+// a Pod it created in the cache yet gets AlreadyExists) and other status updates (conditions,
+// a running container) change no fact.
 var stagePodChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool {
 		p, ok := e.Object.(*corev1.Pod)
-		return !ok || stagePodProblem(p) != ""
+		return !ok || stagePodProblem(p) != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	},
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -235,10 +235,12 @@ var stagePodChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
+		if o.Status.Phase != n.Status.Phase || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || !equality.Semantic.DeepEqual(o.Labels, n.Labels) {
+			return true
+		}
 		pn := stagePodProblem(n)
 		return pn != "" && pn != stagePodProblem(o)
 	},
-	DeleteFunc: func(event.DeleteEvent) bool { return false },
 }
 
 // lockFleet serializes, in this reconciler, the passes of the package sets that share set's
@@ -379,7 +381,7 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			enqueue(q, setsOfNode(ctx, n))
 		},
 	}
-	// Stage Jobs and Pods enqueue their set (label gantry.dev/package-set), after passDelay.
+	// Stage Pods (and stage Jobs of an earlier reconciler) enqueue their set (label gantry.dev/package-set), after passDelay.
 	toSet := func(o client.Object) []reconcile.Request {
 		if o == nil {
 			return nil
@@ -402,17 +404,6 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(q, toSet(e.Object))
 		},
-	}
-	// Stage pods with a pull error or a failed container, by set: a pass lists only those
-	// (normally none) instead of every stage pod of the set.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexStagePodProblem, func(o client.Object) []string {
-		p, ok := o.(*corev1.Pod)
-		if !ok || p.Labels[v1alpha1.LabelPackageSet] == "" || stagePodProblem(p) == "" {
-			return nil
-		}
-		return []string{p.Labels[v1alpha1.LabelPackageSet]}
-	}); err != nil {
-		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PackageSet{}, builder.WithPredicates(setChanged)).
@@ -698,13 +689,12 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 			return err
 		}
 		for _, j := range np.DeleteJobs {
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j, Namespace: r.JobNamespace}}
-			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			if err := r.deleteStage(ctx, j); err != nil {
 				return err
 			}
 		}
 		for _, js := range np.Jobs {
-			if err := r.createJob(ctx, set, node, js); err != nil {
+			if err := r.createPod(ctx, set, node, js); err != nil {
 				return err
 			}
 		}
@@ -803,14 +793,21 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 	return err
 }
 
-// stagePodProblems reads the stage pods' container states, by Job name: the kubelet's image
+// stagePodProblems reads the stage pods' container states, by stage name (the pod's; for a
+// stage Job of an earlier reconciler, its pod's job-name label): the kubelet's image
 // pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
 // "container <name> exited <code> (<reason>) <message>").
-func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
-	pullErr = map[string]stagePodWait{} // job name → kubelet reason and message
-	podFail = map[string]string{}       // job name → failing container
+func stagePodProblems(pods []*corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
+	pullErr = map[string]stagePodWait{} // stage name → kubelet reason and message
+	podFail = map[string]string{}       // stage name → failing container
 	for _, p := range pods {
-		jn := p.Labels["job-name"]
+		if p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		jn := p.Name
+		if n := p.Labels["job-name"]; n != "" {
+			jn = n
+		}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
 				pullErr[jn] = stagePodWait{"ImagePullFailed", fmt.Sprintf("%s: %s", w.Reason, w.Message)}
@@ -834,27 +831,39 @@ func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFa
 // start (ContainerStartFailed), with the kubelet's message.
 type stagePodWait struct{ reason, message string }
 
-// jobFactsByNode is what the machine needs of each stage Job, by node and Job name: succeeded,
-// failed (with the failing container's message when a pod says it) or an image pull error.
-func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[string]packageset.JobFact {
+// jobFactsByNode is what the machine needs of each stage, by node and stage name, read from
+// its Pod (failure.PodOutcome at now) or, for a stage an earlier reconciler ran as a Job, from
+// the Job (failure.JobOutcome): succeeded, failed (with the failing container's exit code and
+// message when the pod says it) or an image pull error.
+func jobFactsByNode(jobs []*batchv1.Job, pods []*corev1.Pod, now time.Time) map[string]map[string]packageset.JobFact {
 	pullErr, podFail := stagePodProblems(pods)
-	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs {
-		n := j.Labels[v1alpha1.LabelNode]
-		if jobsByNode[n] == nil {
-			jobsByNode[n] = map[string]packageset.JobFact{}
-		}
-		jf := packageset.JobFact{}
-		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
-		if m := podFail[j.Name]; jf.Failed && m != "" {
+	byNode := map[string]map[string]packageset.JobFact{}
+	add := func(node, name string, jf packageset.JobFact) {
+		if m := podFail[name]; jf.Failed && m != "" {
 			jf.Message = m
 		}
-		if w, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+		if w, ok := pullErr[name]; ok && !jf.Succeeded && !jf.Failed {
 			jf.ImagePullError, jf.Reason, jf.Message = true, w.reason, w.message
 		}
-		jobsByNode[n][j.Name] = jf
+		if byNode[node] == nil {
+			byNode[node] = map[string]packageset.JobFact{}
+		}
+		byNode[node][name] = jf
 	}
-	return jobsByNode
+	for _, j := range jobs {
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
+		add(j.Labels[v1alpha1.LabelNode], j.Name, jf)
+	}
+	for _, p := range pods {
+		if p.Labels["job-name"] != "" {
+			continue // a legacy Job's pod: read through its Job
+		}
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Stop, jf.Reason, jf.Message = failure.PodOutcome(p, now)
+		add(p.Labels[v1alpha1.LabelNode], p.Name, jf)
+	}
+	return byNode
 }
 
 // facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
@@ -922,15 +931,15 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	jobs, err := r.stageJobs(ctx, set.Name)
+	pods, err := r.stagePods(ctx, set.Name)
 	if err != nil {
 		return f, nil, err
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	jobs, err := r.legacyStageJobs(ctx, set.Name)
+	if err != nil {
 		return f, nil, err
 	}
-	jobsByNode := jobFactsByNode(jobs, pods.Items)
+	jobsByNode := jobFactsByNode(jobs, pods, f.Now)
 	if cycle := packageset.AfterCycle(set, sets.Items); cycle != nil && f.SpecError == "" {
 		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
 	}
@@ -1171,19 +1180,21 @@ func samePlanInputs(a, b *corev1.Node) bool {
 	return sameGantryState(a, b) && equality.Semantic.DeepEqual(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
-// createJob creates one stage Job (packageset.DesiredJob) owned by the set. AlreadyExists is
-// success: the name is deterministic. The package's config (of the version the stage runs)
-// is its ConfigMap (ensureConfigMap), created first.
-func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
-	job, err := r.desiredJob(ctx, set, node, js)
-	if err != nil || job == nil {
+// createPod creates one stage Pod (packageset.DesiredPod) owned by the set (the garbage
+// collector deletes it with the set). AlreadyExists is success: the name is deterministic per
+// stage and attempt, so a pass after a reconciler restart never starts an attempt twice. The
+// package's config (of the version the stage runs) is its ConfigMap (ensureConfigMap),
+// created first.
+func (r *PackageSetReconciler) createPod(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
+	pod, err := r.desiredPod(ctx, set, node, js)
+	if err != nil || pod == nil {
 		return err
 	}
-	job.Spec.Template.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
-	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
+	pod.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
+	if err := controllerutil.SetOwnerReference(set, pod, r.Scheme); err != nil {
 		return err
 	}
-	if err := r.Client.Create(ctx, job); err != nil {
+	if err := r.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -1193,15 +1204,26 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	return nil
 }
 
-// desiredJob is the Job js asks for: a health check's (DesiredProbeJob; nil when the check
-// left the spec: nothing to create) or a package stage's (DesiredJob, after its config
+// deleteStage deletes the stage Pod named name (and a stage Job of that name an earlier
+// reconciler created, with its pods); gone already is fine.
+func (r *PackageSetReconciler) deleteStage(ctx context.Context, name string) error {
+	meta := metav1.ObjectMeta{Name: name, Namespace: r.JobNamespace}
+	if err := r.Client.Delete(ctx, &corev1.Pod{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	err := r.Client.Delete(ctx, &batchv1.Job{ObjectMeta: meta}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return client.IgnoreNotFound(err)
+}
+
+// desiredPod is the Pod js asks for: a health check's (DesiredProbePod; nil when the check
+// left the spec: nothing to create) or a package stage's (DesiredPod, after its config
 // ConfigMap is ensured).
-func (r *PackageSetReconciler) desiredJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*batchv1.Job, error) {
+func (r *PackageSetReconciler) desiredPod(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*corev1.Pod, error) {
 	if js.Probe != "" {
 		if set.Spec.Rollout != nil {
 			for _, hc := range set.Spec.Rollout.HealthChecks {
 				if hc.Name == js.Probe {
-					return packageset.DesiredProbeJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
+					return packageset.DesiredProbePod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
 				}
 			}
 		}
@@ -1219,7 +1241,7 @@ func (r *PackageSetReconciler) desiredJob(ctx context.Context, set *v1alpha1.Pac
 			}
 		}
 	}
-	return packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
+	return packageset.DesiredPod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
 }
 
 // status derives the set's status from the decision and the node records.

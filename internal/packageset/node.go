@@ -512,7 +512,7 @@ func (p *nodePass) observe(name string, r *PackageRecord) error {
 		}
 		r.Restarts++
 		r.Message = strings.TrimSpace(j.Reason + ": " + j.Message)
-		if j.ImagePullError {
+		if j.mustDelete() {
 			p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 		}
 		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})

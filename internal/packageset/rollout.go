@@ -180,7 +180,7 @@ func (p *nodePass) soakRound(k, last int) soakResult {
 			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
 			r.Restarts++
 			r.Message = strings.TrimSpace(fmt.Sprintf("soak check %s failed in round %d/%d: %s: %s", CheckOf(r.Stage), k, last, j.Reason, j.Message))
-			if j.ImagePullError {
+			if j.mustDelete() {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
 			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
@@ -219,7 +219,7 @@ func (p *nodePass) probeRound(k, last int) soakResult {
 			}
 		case j.Failed || j.ImagePullError:
 			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message))
-			if j.ImagePullError {
+			if j.mustDelete() {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
 			p.blame(msg)

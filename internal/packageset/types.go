@@ -275,19 +275,28 @@ const (
 	GatePaused
 )
 
-// JobFact is what the controller saw of one stage Job.
+// JobFact is what the controller saw of one stage Pod (failure.PodOutcome; the name JobSpec /
+// JobFact predates stage Pods, which replaced stage Jobs).
 type JobFact struct {
 	Succeeded bool
 	Failed    bool
-	// Reason and Message of the failure (the Job's Failed condition, or the pod's waiting reason
-	// for an image that cannot be pulled).
+	// Reason and Message of the failure (the pod's reason, e.g. the kubelet's DeadlineExceeded,
+	// and its failing container's exit code and termination message; or the pod's waiting
+	// reason for an image that cannot be pulled).
 	Reason, Message string
-	// ImagePullError is set while the Job's pod cannot pull its image (failure.ImagePullReasons:
+	// ImagePullError is set while the stage pod cannot pull its image (failure.ImagePullReasons:
 	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...) or the kubelet cannot create or start
 	// its container (failure.ContainerStartReasons: CreateContainerError, ...): the stage is
-	// erroring, the Job is deleted (and created again after the backoff).
+	// erroring, the pod is deleted (and created again, as the next attempt, after the backoff).
 	ImagePullError bool
+	// Stop is set on a failed stage whose pod has not ended (past its deadline on a node whose
+	// kubelet did not end it): the pod is deleted, as the Job controller deleted a Job's pods
+	// past its deadline.
+	Stop bool
 }
+
+// mustDelete: the failed stage's pod is deleted (ImagePullError or Stop).
+func (j JobFact) mustDelete() bool { return j.ImagePullError || j.Stop }
 
 // NodeFacts are what the controller observed of one node for the set.
 type NodeFacts struct {
@@ -420,7 +429,7 @@ type NodePlan struct {
 	Record *NodeRecord
 	Status Status
 	Jobs   []JobSpec
-	// DeleteJobs are Jobs to delete (failed image pulls).
+	// DeleteJobs are stage Pods to delete (failed image pulls, pods past their deadline).
 	DeleteJobs []string
 	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
 	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).
