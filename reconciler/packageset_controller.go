@@ -56,16 +56,17 @@ const DefaultJobNamespace = "gantry-system"
 
 // PackageSetReconciler runs Skyhook's package lifecycle and NixFleet's rollout
 // (internal/packageset) on the nodes a PackageSet selects: per-node state on the Nodes'
-// gantry.dev/state_<set> annotations, one Job per stage pinned to its node, cordon and drain
+// gantry.dev/state_<set> annotations, one Pod per stage attempt bound to its node (created by
+// the reconciler itself, no Job), cordon and drain
 // for interrupts. It is thin: it gathers facts, calls packageset.Plan, acts, writes status once.
 type PackageSetReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	// Cache is the manager's cache (stageJobs reads its Job index); nil: Client lists.
+	// Cache is the manager's cache (stagePods reads its Pod index); nil: Client lists.
 	Cache    cache.Cache
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
-	// JobNamespace holds the stage Jobs (created if missing).
+	// JobNamespace holds the stage Pods (created if missing; the name predates stage Pods).
 	JobNamespace string
 	Now          func() time.Time
 	// Self is the reconciler's own Pod (env POD_NAMESPACE and POD_NAME, which the Helm chart
@@ -88,7 +89,7 @@ type PackageSetReconciler struct {
 	// enqueues the set again).
 	staleRV map[string]string
 	// PassGap bounds the wait between the end of one pass over a set and the start of the
-	// next one that a Job, Pod or Node event triggers: the wait is as long as the last pass
+	// next one that a Pod, Job or Node event triggers: the wait is as long as the last pass
 	// took, at most PassGap (DefaultPassGap when zero; negative: no wait). A pass reads every
 	// node of the set, so at hundreds of nodes one event per pass would spend the reconciler's
 	// CPU on passes that each find one change; the wait lets the events of that time be
@@ -176,7 +177,7 @@ func (r *PackageSetReconciler) enqueue(q workqueue.TypedRateLimitingInterface[re
 	}
 }
 
-// stageJobChanged: a stage Job event a pass must see: its deletion (the stage's Job is gone)
+// stageJobChanged: an event of a stage Job (an earlier reconciler's) a pass must see: its deletion (the stage's Job is gone)
 // or a change of its conditions (complete, failed) or labels. Creations are the reconciler's
 // own (a pass that does not find a Job it created in the cache yet gets AlreadyExists) and
 // status updates that do not change a condition (active, ready counts) change no fact.
@@ -309,11 +310,11 @@ func globalGateMoved(sets []v1alpha1.PackageSet, nodes ...*corev1.Node) bool {
 	return false
 }
 
-// SetupWithManager watches PackageSets (not their status-only updates), their stage Jobs
-// (deletions and condition changes), their stage Pods (pull errors and container failures
-// only) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
+// SetupWithManager watches PackageSets (not their status-only updates), their stage Pods
+// (phase changes, pull errors, container failures, deletions), the stage Jobs of earlier
+// reconcilers (deletions and condition changes) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
 // trigger passes); a Node change enqueues the PackageSets that select the node or hold a
-// record or cordon on it. Job, Pod and Node events start a pass no sooner than the previous
+// record or cordon on it. Pod, Job and Node events start a pass no sooner than the previous
 // pass took (at most PassGap) after it ended.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
@@ -468,11 +469,11 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 
-	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
+	// Act: per node, the record first (so a restart never repeats a stage), then its Pods.
 	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
 	// client's QPS/burst still bounds the request rate); within a node the order stays
-	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
-	// node's actions (its Jobs are not created without its record) and retries the pass soon.
+	// record → Pod deletes → Pod creates → drain. A conflict on one node skips only that
+	// node's actions (its Pods are not created without its record) and retries the pass soon.
 	// The runtime-required taint goes on new nodes before, and off complete ones after (actRuntime).
 	conflicted, refusals, rt, err := r.actRuntime(ctx, &set, nodes, d, deleting)
 	if err != nil {
@@ -667,7 +668,7 @@ func sameBatches(a, b []v1alpha1.CompartmentStatus) bool {
 // actWorkers bounds the nodes a pass acts on concurrently.
 const actWorkers = 32
 
-// act carries out the node plans: per node its record write, then its Job deletes and
+// act carries out the node plans: per node its record write, then its stage Pod deletes and
 // creates, then its drain; nodes concurrently (actWorkers). It returns how many nodes had a
 // write conflict (their remaining actions skipped), the drains' refused evictions (node →
 // message) and the first other error.
@@ -867,7 +868,7 @@ func jobFactsByNode(jobs []*batchv1.Job, pods []*corev1.Pod, now time.Time) map[
 }
 
 // facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
-// the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
+// the priority gate from the other sets, taints, stage Pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
 		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget, Serial: set.Spec.Serial,
@@ -923,7 +924,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	}
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
-	// share the cache's objects instead of deep-copying every node, Job and pod per pass.
+	// share the cache's objects instead of deep-copying every node and stage pod per pass.
 	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}

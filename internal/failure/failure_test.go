@@ -123,9 +123,9 @@ func TestPodOutcome(t *testing.T) {
 		p    *corev1.Pod
 		want out
 	}{
-		"pending":   {pod(corev1.PodPending, recent, nil), out{}},
-		"running":   {pod(corev1.PodRunning, recent, nil), out{}},
-		"succeeded": {pod(corev1.PodSucceeded, now.Add(-time.Hour), nil), out{succeeded: true}},
+		"pending":          {pod(corev1.PodPending, recent, nil), out{}},
+		"running":          {pod(corev1.PodRunning, recent, nil), out{}},
+		"succeeded":        {pod(corev1.PodSucceeded, now.Add(-time.Hour), nil), out{succeeded: true}},
 		"container failed": {pod(corev1.PodFailed, recent, nil), out{failed: true, reason: ReasonPodFailed}},
 		"kubelet deadline": {pod(corev1.PodFailed, recent, func(p *corev1.Pod) {
 			p.Status.Reason, p.Status.Message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"

@@ -123,7 +123,7 @@ const (
 // at a time (all of a round's Jobs passed before the next starts); a round missed while the
 // reconciler was away is skipped (the next round is the latest one due). The round under way
 // is the record's SoakRound, so its Job names (SoakJobName with the round) come from the
-// record and Now alone: a restarted reconciler never creates a round's Job twice. Result:
+// record and Now alone: a restarted reconciler never creates a round's Pod twice. Result:
 // Converged once the last round (started at the window's end) passed; Failed when a check of
 // any round fails (soakRound: that package is erroring and the policy applies); otherwise
 // Soaking (a round running or the next one not due yet; requeued for it).

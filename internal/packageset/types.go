@@ -164,7 +164,7 @@ type PackageRecord struct {
 	Removing bool `json:"removing,omitempty"`
 	// Done: the flow's last stage is complete.
 	Done bool `json:"done,omitempty"`
-	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
+	// Flow numbers the flow (pod names include it, so a re-run flow never reuses a Pod).
 	Flow int `json:"flow"`
 	// Prev is what the package was before this flow (what a rollback returns to): the previous
 	// version for a version change, the same version with its previous config (and spec) for a
@@ -225,7 +225,7 @@ type NodeRecord struct {
 	// round k's Jobs are SoakJobName(..., k), so a restarted reconciler recomputes the same
 	// names from the record and Now (nodePass.soak).
 	SoakRound int `json:"soakRound,omitempty"`
-	// Soaks counts the soak windows this node entered: part of the soak Job names, so a node
+	// Soaks counts the soak windows this node entered: part of the soak Pod names, so a node
 	// that soaks again for the same flow (another package's flow or an interrupt sent it back
 	// to Activating) runs new check Jobs instead of reading the last window's as passed.
 	Soaks int `json:"soaks,omitempty"`
@@ -409,11 +409,11 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
-	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage;
+	// SoakCheck: the Pod runs only Stage's check (re-run while the node soaks), no stage;
 	// SoakRound is its round (0 first).
 	SoakCheck bool
 	SoakRound int
-	// Probe, if set, names the health check (spec.rollout.healthChecks) the soak-round Job
+	// Probe, if set, names the health check (spec.rollout.healthChecks) the soak-round Pod
 	// runs instead of a package's check (Package, Version, Image and Stage are empty).
 	Probe string
 	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
