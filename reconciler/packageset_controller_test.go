@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,14 +98,35 @@ func statusIs(s v1alpha1.PackageSetStatusValue) func(*v1alpha1.PackageSet) bool 
 	return func(p *v1alpha1.PackageSet) bool { return p.Status.Status == s }
 }
 
-// setPods lists the set's stage Pods.
+// setPods lists the set's stage Pods, their specs as the reconciler wrote them: without the
+// service account token volume and mounts the API server's admission adds to every Pod.
 func (e *testEnv) setPods(t *testing.T, set string) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
 	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set}); err != nil {
 		t.Fatal(err)
 	}
+	for i := range pods.Items {
+		withoutTokenVolume(&pods.Items[i].Spec)
+	}
 	return pods.Items
+}
+
+// withoutTokenVolume drops the kube-api-access-* projected volume and its mounts from spec.
+func withoutTokenVolume(spec *corev1.PodSpec) {
+	token := map[string]bool{}
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			token[v.Name] = true
+			return true
+		}
+		return false
+	})
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return token[m.Name] })
+		}
+	}
 }
 
 // cordonSampler watches the pool's nodes and records the most cordoned at once.
