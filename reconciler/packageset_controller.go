@@ -795,7 +795,7 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 }
 
 // stagePodProblems reads the stage pods' container states, by stage name (the pod's; for a
-// stage Job of an earlier reconciler, its pod's job-name label): the kubelet's image
+// stage Job of an earlier reconciler, the Job's): the kubelet's image
 // pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
 // "container <name> exited <code> (<reason>) <message>").
 func stagePodProblems(pods []*corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
@@ -806,8 +806,8 @@ func stagePodProblems(pods []*corev1.Pod) (pullErr map[string]stagePodWait, podF
 			continue
 		}
 		jn := p.Name
-		if n := p.Labels["job-name"]; n != "" {
-			jn = n
+		if j := legacyJob(p); j != "" {
+			jn = j
 		}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
@@ -825,6 +825,15 @@ func stagePodProblems(pods []*corev1.Pod) (pullErr map[string]stagePodWait, podF
 		}
 	}
 	return pullErr, podFail
+}
+
+// legacyJob is the name of the stage Job (an earlier reconciler's) that controls p, "" for a
+// stage Pod the reconciler created itself.
+func legacyJob(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" {
+		return ref.Name
+	}
+	return ""
 }
 
 // stagePodWait is why a stage pod's container waits and cannot go on without a change: an image
@@ -857,8 +866,8 @@ func jobFactsByNode(jobs []*batchv1.Job, pods []*corev1.Pod, now time.Time) map[
 		add(j.Labels[v1alpha1.LabelNode], j.Name, jf)
 	}
 	for _, p := range pods {
-		if p.Labels["job-name"] != "" {
-			continue // a legacy Job's pod: read through its Job
+		if legacyJob(p) != "" {
+			continue // an earlier reconciler's stage Job's pod: read through its Job
 		}
 		jf := packageset.JobFact{}
 		jf.Succeeded, jf.Failed, jf.Stop, jf.Reason, jf.Message = failure.PodOutcome(p, now)
