@@ -323,7 +323,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			Validators:          []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})}}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Jobs on each node) " +
+		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Pods on each node) " +
 			"applied to the nodes a selector picks, with Skyhook's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
 			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
@@ -387,7 +387,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (as NixFleet's rollout does).",
 				Attributes: map[string]schema.Attribute{
 					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
-						"While it soaks, each package's last check is re-run as a Job in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
+						"While it soaks, each package's last check is re-run as a Pod in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
 						"The node is Converged once that last round passed; a failed round makes it Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
 					"soak_check_interval": schema.StringAttribute{Optional: true, MarkdownDescription: "Time between the starts of two soak check rounds, e.g. `10s`, at least `1s` " +
 						"(a round still running delays the next). Unset: `soak_duration`/3, at least 5s.", Validators: []validator.String{durationValidator{min: time.Second}}},
@@ -426,7 +426,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. The version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`, and a tag written here is replaced by the version (a plan warning names both when they differ); a digest (`@sha256:...`) is used as written; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
-					"env_from": envFromAttribute("the namespace of the stage Jobs"),
+					"env_from": envFromAttribute("the namespace of the stage Pods"),
 					"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "CPU and memory requests and limits of the stage containers.",
 						Attributes: map[string]schema.Attribute{"requests": quantityMap("requests"), "limits": quantityMap("limits")}},
 					"host": schema.SingleNestedAttribute{Optional: true,
@@ -474,7 +474,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "Config key → interrupt needed when only that key changes. Keys must be keys of `config`."},
 					"depends_on": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 						MarkdownDescription: "Package name → version of packages of this set that must be complete on a node first."},
-					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m), at least `1s` (it becomes the Job's `activeDeadlineSeconds`, whole seconds); past it the stage is erroring.",
+					"stage_timeout": schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one stage attempt (default 10m), at least `1s` (it becomes the stage Pod's `activeDeadlineSeconds`, whole seconds); past it the stage is erroring.",
 						Validators: []validator.String{durationValidator{min: time.Second}}},
 					"pod_labels":        schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the stage pods."},
 					"pod_annotations":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations added to the stage pods."},

@@ -112,18 +112,28 @@ func (s *accFleetSampler) check() error {
 	return nil
 }
 
-// stageJobs maps "<node>/<stage>" to the set's Jobs' creation and completion times.
+// stageJobs maps "<node>/<stage>" to the set's stage Pods' creation times, and each node to
+// the times its finished stage Pods' last container terminated.
 func stageJobs(c *kube.Clients, set string) (created, completed map[string][]metav1.Time, err error) {
-	jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + set})
+	pods, err := c.Core.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + set})
 	if err != nil {
 		return nil, nil, err
 	}
 	created, completed = map[string][]metav1.Time{}, map[string][]metav1.Time{}
-	for _, j := range jobs.Items {
-		k := j.Labels[v1alpha1.LabelNode] + "/" + j.Labels[v1alpha1.LabelStage]
-		created[k] = append(created[k], j.CreationTimestamp)
-		if j.Status.CompletionTime != nil {
-			completed[j.Labels[v1alpha1.LabelNode]] = append(completed[j.Labels[v1alpha1.LabelNode]], *j.Status.CompletionTime)
+	for _, p := range pods.Items {
+		k := p.Labels[v1alpha1.LabelNode] + "/" + p.Labels[v1alpha1.LabelStage]
+		created[k] = append(created[k], p.CreationTimestamp)
+		if p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		var last metav1.Time
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && last.Before(&t.FinishedAt) {
+				last = t.FinishedAt
+			}
+		}
+		if !last.IsZero() {
+			completed[p.Labels[v1alpha1.LabelNode]] = append(completed[p.Labels[v1alpha1.LabelNode]], last)
 		}
 	}
 	return created, completed, nil

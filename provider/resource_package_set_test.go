@@ -352,20 +352,20 @@ resource "gantry_package_set" "sky" {
 						if len(exprs) != 1 || seq != "all" || !serial {
 							return fmt.Errorf("spec.nodeSelector.matchExpressions %v, sequencing %q, serial %v", exprs, seq, serial)
 						}
-						jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
+						jobs, err := c.Core.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
 						if err != nil {
 							return err
 						}
 						if len(jobs.Items) == 0 {
-							return fmt.Errorf("no stage Jobs")
+							return fmt.Errorf("no stage Pods")
 						}
 						for _, j := range jobs.Items {
-							for _, ct := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+							for _, ct := range append(j.Spec.InitContainers, j.Spec.Containers...) {
 								if strings.HasPrefix(ct.Image, "ghcr.io/gantry-dev/tuned") && ct.Image != "ghcr.io/gantry-dev/tuned:1.2" {
-									return fmt.Errorf("job %s runs %s, want ghcr.io/gantry-dev/tuned:1.2", j.Name, ct.Image)
+									return fmt.Errorf("stage pod %s runs %s, want ghcr.io/gantry-dev/tuned:1.2", j.Name, ct.Image)
 								}
-								if ct.SecurityContext == nil || ct.SecurityContext.Privileged == nil || !*ct.SecurityContext.Privileged || !j.Spec.Template.Spec.HostPID {
-									return fmt.Errorf("job %s container %s: host access missing", j.Name, ct.Name)
+								if ct.SecurityContext == nil || ct.SecurityContext.Privileged == nil || !*ct.SecurityContext.Privileged || !j.Spec.HostPID {
+									return fmt.Errorf("stage pod %s container %s: host access missing", j.Name, ct.Name)
 								}
 							}
 						}

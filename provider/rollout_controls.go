@@ -417,7 +417,7 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 
 func healthChecksAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true,
-		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks: each runs as a Job on the node in every soak round " +
+		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks: each runs as a Pod on the node in every soak round " +
 			"(needs `soak_duration`); a failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
 			"packages changed in this rollout to what they were and quarantines them). The check's pod has `NODE_NAME` and `NODE_IP` (the node's address) " +
 			"in its environment; `command`, `args` and `url` may use `$(NODE_IP)`.",
@@ -425,7 +425,7 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 		NestedObject: schema.NestedAttributeObject{
 			Validators: []validator.Object{healthCheckValidator{}},
 			Attributes: map[string]schema.Attribute{
-				"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the check: a DNS-1123 label of at most 20 characters, in its Job's name and the failure message.",
+				"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the check: a DNS-1123 label of at most 20 characters, in its Pod's name and the failure message.",
 					Validators: []validator.String{stringvalidator.LengthBetween(1, 20), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
 				"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image that runs the check; default for `http_get`: `busybox:1.36` (its wget).",
 					Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
@@ -437,14 +437,14 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 				"systemd_failed_units": schema.SingleNestedAttribute{Optional: true,
 					MarkdownDescription: "NixFleet's `healthGate.systemdFailedUnits`: passes while the node's host has at most `max` failed systemd units " +
 						"(`systemctl list-units --state=failed` in the host's namespaces through `nsenter`, from a privileged pod in the host PID namespace: " +
-						"the stage Jobs' namespace must allow privileged pods). A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
+						"the stage Pods' namespace must allow privileged pods). A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
 					Attributes: map[string]schema.Attribute{"max": schema.Int64Attribute{Optional: true, MarkdownDescription: "Most failed units allowed (default 0).",
 						Validators: []validator.Int64{int64validator.Between(0, 1000)}}}},
 				"mode": schema.StringAttribute{Optional: true, MarkdownDescription: "NixFleet's gate mode: `enforce` (default) fails the node when a run fails; " +
 					"`observe` records the failure (the `HealthChecksObserved` condition names the node, the check and its output, with a Warning event) and lets the rollout go on, " +
 					"as NixFleet's observe mode for health gates and compliance probes.",
 					Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.HealthCheckEnforce), string(v1alpha1.HealthCheckObserve))}},
-				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`): an `http_get` check's request, and the check's Job (its `activeDeadlineSeconds` is this plus 30s for the Pod to start).", Validators: []validator.String{durationValidator{min: time.Second}}},
+				"timeout":    schema.StringAttribute{Optional: true, MarkdownDescription: "Bound of one run, e.g. `30s` (default `1m`): an `http_get` check's request, and the check's Pod (its `activeDeadlineSeconds` is this plus 30s for it to start).", Validators: []validator.String{durationValidator{min: time.Second}}},
 				"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Labels added to the check's pod."},
 			}},
 	}

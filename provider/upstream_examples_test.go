@@ -124,17 +124,17 @@ resource "gantry_package_set" "test" {
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			Check: func(*terraform.State) error {
-				jobs, err := c.Core.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
+				jobs, err := c.Core.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: v1alpha1.LabelPackageSet + "=" + pool})
 				if err != nil {
 					return err
 				}
 				if len(jobs.Items) == 0 {
-					return fmt.Errorf("no stage Job of set %s left to read its image from", pool)
+					return fmt.Errorf("no stage Pod of set %s left to read its image from", pool)
 				}
 				for _, j := range jobs.Items {
-					for _, ct := range j.Spec.Template.Spec.Containers {
+					for _, ct := range j.Spec.Containers {
 						if strings.HasPrefix(ct.Image, "ghcr.io/gantry-dev/dcgm-tool") && ct.Image != "ghcr.io/gantry-dev/dcgm-tool:1.0.0" {
-							return fmt.Errorf("stage Job %s runs %s, want the version's tag ghcr.io/gantry-dev/dcgm-tool:1.0.0", j.Name, ct.Image)
+							return fmt.Errorf("stage Pod %s runs %s, want the version's tag ghcr.io/gantry-dev/dcgm-tool:1.0.0", j.Name, ct.Image)
 						}
 					}
 				}

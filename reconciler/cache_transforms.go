@@ -11,7 +11,7 @@ import (
 )
 
 // Cache transforms: what the informer caches keep of each object. A PackageSet over N nodes
-// leaves N × (stages) Jobs and as many Pods behind, and the caches would otherwise hold each
+// leaves N × (stages) stage Pods behind, and the caches would otherwise hold each
 // with its full spec (pod template, env, tolerations) and managedFields: at 1000 nodes that was
 // most of the reconciler's heap. The transforms run once per watch event, before the object is
 // stored and before any handler or predicate sees it.
@@ -20,9 +20,10 @@ import (
 // Update that omits them keeps the server's). PackageSet stage Jobs and Pods (labelled
 // gantry.dev/package-set) keep only what the package set controller reads — PackageSetReconciler.facts
 // and the event handlers: metadata (name, namespace, uid, resourceVersion, labels, owner
-// references, finalizers, creation and deletion timestamps), a Job's status counts and
-// conditions (type, status, reason, message), a Pod's spec.nodeName, phase and container
-// states. Nothing updates or patches these cached objects (stage Jobs are only created and
+// references, finalizers, creation and deletion timestamps), a Pod's spec.nodeName and
+// activeDeadlineSeconds, phase, reason, message and container states, and a Job's status
+// counts and conditions (type, status, reason, message: stage Jobs of a reconciler from before
+// stage Pods). Nothing updates or patches these cached objects (stage Pods are only created and
 // deleted by name; drains read Pods with the uncached API reader), so no trimmed field can be
 // written back. Other Jobs and Pods (workspaces', performers') are kept whole.
 
@@ -50,8 +51,8 @@ func transformStagePod(in any) (any, error) {
 		return stripManagedFields(in)
 	}
 	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(&p.ObjectMeta)}
-	out.Spec.NodeName = p.Spec.NodeName
-	out.Status.Phase = p.Status.Phase
+	out.Spec.NodeName, out.Spec.ActiveDeadlineSeconds = p.Spec.NodeName, p.Spec.ActiveDeadlineSeconds
+	out.Status.Phase, out.Status.Reason, out.Status.Message = p.Status.Phase, p.Status.Reason, p.Status.Message
 	out.Status.InitContainerStatuses = trimContainerStatuses(p.Status.InitContainerStatuses)
 	out.Status.ContainerStatuses = trimContainerStatuses(p.Status.ContainerStatuses)
 	return out, nil

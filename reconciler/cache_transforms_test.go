@@ -12,7 +12,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// TestCacheTransforms: stage Jobs and Pods keep what facts() and the handlers read and lose
+// TestCacheTransforms: stage Pods (and an earlier reconciler's stage Jobs) keep what facts() and the handlers read and lose
 // their specs, annotations and managedFields; other Jobs and Pods only lose managedFields.
 func TestCacheTransforms(t *testing.T) {
 	del := metav1.NewTime(time.Unix(100, 0))
@@ -51,7 +51,11 @@ func TestCacheTransforms(t *testing.T) {
 		t.Errorf("job conditions %+v", c)
 	}
 
-	pod := &corev1.Pod{ObjectMeta: meta(true), Spec: spec, Status: corev1.PodStatus{Phase: corev1.PodFailed, PodIP: "1.2.3.4",
+	deadline := int64(600)
+	podSpec := spec
+	podSpec.ActiveDeadlineSeconds = &deadline
+	pod := &corev1.Pod{ObjectMeta: meta(true), Spec: podSpec, Status: corev1.PodStatus{Phase: corev1.PodFailed, PodIP: "1.2.3.4",
+		Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline",
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: "stage", Image: "i", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "no"}}}},
 		ContainerStatuses:     []corev1.ContainerStatus{{Name: "check", ImageID: "x", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error", Message: "bad", StartedAt: del}}}}}}
 	out, err = transformStagePod(pod)
@@ -62,7 +66,8 @@ func TestCacheTransforms(t *testing.T) {
 	if !equality.Semantic.DeepEqual(p.ObjectMeta, want) {
 		t.Errorf("pod meta %+v", p.ObjectMeta)
 	}
-	if p.Spec.NodeName != "n1" || len(p.Spec.Containers) != 0 || p.Status.Phase != corev1.PodFailed || p.Status.PodIP != "" {
+	if p.Spec.NodeName != "n1" || *p.Spec.ActiveDeadlineSeconds != 600 || len(p.Spec.Containers) != 0 || p.Status.Phase != corev1.PodFailed || p.Status.PodIP != "" ||
+		p.Status.Reason != "DeadlineExceeded" || p.Status.Message != pod.Status.Message {
 		t.Errorf("pod not trimmed right: %+v %+v", p.Spec, p.Status)
 	}
 	wantInit := []corev1.ContainerStatus{{Name: "stage", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "no"}}}}

@@ -32,7 +32,7 @@ var (
 	// counts as "<check>-soak".
 	packageSetJobs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gantry_packageset_stage_jobs_created_total",
-		Help: "Stage Jobs a PackageSet created, by stage (apply, config, upgrade, uninstall, interrupt, post-interrupt, <check>-soak).",
+		Help: "Stage Pods a PackageSet created (the name predates stage Pods, which replaced stage Jobs), by stage (apply, config, upgrade, uninstall, interrupt, post-interrupt, <check>-soak).",
 	}, []string{"packageset", "stage"})
 )
 

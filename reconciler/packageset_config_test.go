@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,17 +18,17 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 )
 
-// jobConfigMap checks that every container of the Job's pod template mounts one ConfigMap
+// jobConfigMap checks that every container of the stage Pod mounts one ConfigMap
 // read-only at /etc/gantry/config with GANTRY_CONFIG_DIR set, and that the config is not
 // copied anywhere else (annotation, GANTRY_CONFIG env); it returns the ConfigMap's name.
-func jobConfigMap(t *testing.T, j *batchv1.Job) string {
+func jobConfigMap(t *testing.T, j *corev1.Pod) string {
 	t.Helper()
-	ps := j.Spec.Template.Spec
+	ps := j.Spec
 	if len(ps.Volumes) != 1 || ps.Volumes[0].ConfigMap == nil {
 		t.Fatalf("job %s volumes %+v, want one ConfigMap volume", j.Name, ps.Volumes)
 	}
 	vol := ps.Volumes[0]
-	if _, ok := j.Spec.Template.Annotations["gantry.dev/config"]; ok {
+	if _, ok := j.Annotations["gantry.dev/config"]; ok {
 		t.Errorf("job %s still carries the config annotation", j.Name)
 	}
 	for _, c := range append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...) {
@@ -109,7 +108,7 @@ func TestPackageSetConfigMap(t *testing.T) {
 	}
 	e.createSet(t, set)
 	got := e.waitSet(t, pool, "complete", statusIs(v1alpha1.StatusComplete))
-	jobs := e.setJobs(t, pool)
+	jobs := e.setPods(t, pool)
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs, want 2 (apply, config)", len(jobs))
 	}
@@ -128,7 +127,7 @@ func TestPackageSetConfigMap(t *testing.T) {
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages[0].Config = map[string]string{"a": "1", "b": "3"} })
 	got = e.waitSet(t, pool, "complete after the config change", statusIs(v1alpha1.StatusComplete))
 	var second string
-	jobs = e.setJobs(t, pool)
+	jobs = e.setPods(t, pool)
 	for i := range jobs {
 		j := &jobs[i]
 		if before[j.Name] {

@@ -50,21 +50,23 @@ const DefaultJobNamespace = "gantry-system"
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // PackageSetReconciler runs Skyhook's package lifecycle and NixFleet's rollout
 // (internal/packageset) on the nodes a PackageSet selects: per-node state on the Nodes'
-// gantry.dev/state_<set> annotations, one Job per stage pinned to its node, cordon and drain
+// gantry.dev/state_<set> annotations, one Pod per stage attempt bound to its node (created by
+// the reconciler itself, no Job), cordon and drain
 // for interrupts. It is thin: it gathers facts, calls packageset.Plan, acts, writes status once.
 type PackageSetReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
-	// Cache is the manager's cache (stageJobs reads its Job index); nil: Client lists.
+	// Cache is the manager's cache (stagePods reads its Pod index); nil: Client lists.
 	Cache    cache.Cache
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
-	// JobNamespace holds the stage Jobs (created if missing).
+	// JobNamespace holds the stage Pods (created if missing; the name predates stage Pods).
 	JobNamespace string
 	Now          func() time.Time
 	// Self is the reconciler's own Pod (env POD_NAMESPACE and POD_NAME, which the Helm chart
@@ -87,7 +89,7 @@ type PackageSetReconciler struct {
 	// enqueues the set again).
 	staleRV map[string]string
 	// PassGap bounds the wait between the end of one pass over a set and the start of the
-	// next one that a Job, Pod or Node event triggers: the wait is as long as the last pass
+	// next one that a Pod, Job or Node event triggers: the wait is as long as the last pass
 	// took, at most PassGap (DefaultPassGap when zero; negative: no wait). A pass reads every
 	// node of the set, so at hundreds of nodes one event per pass would spend the reconciler's
 	// CPU on passes that each find one change; the wait lets the events of that time be
@@ -175,7 +177,7 @@ func (r *PackageSetReconciler) enqueue(q workqueue.TypedRateLimitingInterface[re
 	}
 }
 
-// stageJobChanged: a stage Job event a pass must see: its deletion (the stage's Job is gone)
+// stageJobChanged: an event of a stage Job (an earlier reconciler's) a pass must see: its deletion (the stage's Job is gone)
 // or a change of its conditions (complete, failed) or labels. Creations are the reconciler's
 // own (a pass that does not find a Job it created in the cache yet gets AlreadyExists) and
 // status updates that do not change a condition (active, ready counts) change no fact.
@@ -218,16 +220,15 @@ func stagePodProblem(p *corev1.Pod) string {
 	return b.String()
 }
 
-// stagePodChanged: a stage Pod event a pass must see: a pod whose pull error or container
-// failure appears or changes. Everything else about a stage pod reaches the set through its
-// Job's conditions.
-// indexStagePodProblem indexes stage pods with a stagePodProblem by their set's name.
-const indexStagePodProblem = "gantry.dev/stage-pod-problem"
-
+// stagePodChanged: a stage Pod event a pass must see: its phase changing (Succeeded, Failed),
+// a pull error or failed container appearing or changing, its labels changing, its deletion
+// starting or the pod being gone. Creations are the reconciler's own (a pass that does not find
+// a Pod it created in the cache yet gets AlreadyExists) and other status updates (conditions,
+// a running container) change no fact.
 var stagePodChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool {
 		p, ok := e.Object.(*corev1.Pod)
-		return !ok || stagePodProblem(p) != ""
+		return !ok || stagePodProblem(p) != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	},
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -235,10 +236,12 @@ var stagePodChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
+		if o.Status.Phase != n.Status.Phase || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || !equality.Semantic.DeepEqual(o.Labels, n.Labels) {
+			return true
+		}
 		pn := stagePodProblem(n)
 		return pn != "" && pn != stagePodProblem(o)
 	},
-	DeleteFunc: func(event.DeleteEvent) bool { return false },
 }
 
 // lockFleet serializes, in this reconciler, the passes of the package sets that share set's
@@ -307,11 +310,11 @@ func globalGateMoved(sets []v1alpha1.PackageSet, nodes ...*corev1.Node) bool {
 	return false
 }
 
-// SetupWithManager watches PackageSets (not their status-only updates), their stage Jobs
-// (deletions and condition changes), their stage Pods (pull errors and container failures
-// only) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
+// SetupWithManager watches PackageSets (not their status-only updates), their stage Pods
+// (phase changes, pull errors, container failures, deletions), the stage Jobs of earlier
+// reconcilers (deletions and condition changes) and Nodes (label, annotation, taint, cordon and boot ID changes only: kubelet heartbeats do not
 // trigger passes); a Node change enqueues the PackageSets that select the node or hold a
-// record or cordon on it. Job, Pod and Node events start a pass no sooner than the previous
+// record or cordon on it. Pod, Job and Node events start a pass no sooner than the previous
 // pass took (at most PassGap) after it ended.
 func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	nodeChanged := predicate.Funcs{
@@ -379,7 +382,7 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 			enqueue(q, setsOfNode(ctx, n))
 		},
 	}
-	// Stage Jobs and Pods enqueue their set (label gantry.dev/package-set), after passDelay.
+	// Stage Pods (and stage Jobs of an earlier reconciler) enqueue their set (label gantry.dev/package-set), after passDelay.
 	toSet := func(o client.Object) []reconcile.Request {
 		if o == nil {
 			return nil
@@ -402,17 +405,6 @@ func (r *PackageSetReconciler) SetupWithManager(mgr ctrl.Manager, opts controlle
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(q, toSet(e.Object))
 		},
-	}
-	// Stage pods with a pull error or a failed container, by set: a pass lists only those
-	// (normally none) instead of every stage pod of the set.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexStagePodProblem, func(o client.Object) []string {
-		p, ok := o.(*corev1.Pod)
-		if !ok || p.Labels[v1alpha1.LabelPackageSet] == "" || stagePodProblem(p) == "" {
-			return nil
-		}
-		return []string{p.Labels[v1alpha1.LabelPackageSet]}
-	}); err != nil {
-		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PackageSet{}, builder.WithPredicates(setChanged)).
@@ -477,11 +469,11 @@ func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 
-	// Act: per node, the record first (so a restart never repeats a stage), then its Jobs.
+	// Act: per node, the record first (so a restart never repeats a stage), then its Pods.
 	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
 	// client's QPS/burst still bounds the request rate); within a node the order stays
-	// record → Job deletes → Job creates → drain. A conflict on one node skips only that
-	// node's actions (its Jobs are not created without its record) and retries the pass soon.
+	// record → Pod deletes → Pod creates → drain. A conflict on one node skips only that
+	// node's actions (its Pods are not created without its record) and retries the pass soon.
 	// The runtime-required taint goes on new nodes before, and off complete ones after (actRuntime).
 	conflicted, refusals, rt, err := r.actRuntime(ctx, &set, nodes, d, deleting)
 	if err != nil {
@@ -676,7 +668,7 @@ func sameBatches(a, b []v1alpha1.CompartmentStatus) bool {
 // actWorkers bounds the nodes a pass acts on concurrently.
 const actWorkers = 32
 
-// act carries out the node plans: per node its record write, then its Job deletes and
+// act carries out the node plans: per node its record write, then its stage Pod deletes and
 // creates, then its drain; nodes concurrently (actWorkers). It returns how many nodes had a
 // write conflict (their remaining actions skipped), the drains' refused evictions (node →
 // message) and the first other error.
@@ -698,13 +690,12 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 			return err
 		}
 		for _, j := range np.DeleteJobs {
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: j, Namespace: r.JobNamespace}}
-			if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			if err := r.deleteStage(ctx, j); err != nil {
 				return err
 			}
 		}
 		for _, js := range np.Jobs {
-			if err := r.createJob(ctx, set, node, js); err != nil {
+			if err := r.createPod(ctx, set, node, js); err != nil {
 				return err
 			}
 		}
@@ -803,14 +794,21 @@ func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 	return err
 }
 
-// stagePodProblems reads the stage pods' container states, by Job name: the kubelet's image
+// stagePodProblems reads the stage pods' container states, by stage name (the pod's; for a
+// stage Job of an earlier reconciler, the Job's): the kubelet's image
 // pull error (pullErr, "<reason>: <message>") and the last failing container (podFail,
 // "container <name> exited <code> (<reason>) <message>").
-func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
-	pullErr = map[string]stagePodWait{} // job name → kubelet reason and message
-	podFail = map[string]string{}       // job name → failing container
+func stagePodProblems(pods []*corev1.Pod) (pullErr map[string]stagePodWait, podFail map[string]string) {
+	pullErr = map[string]stagePodWait{} // stage name → kubelet reason and message
+	podFail = map[string]string{}       // stage name → failing container
 	for _, p := range pods {
-		jn := p.Labels["job-name"]
+		if p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		jn := p.Name
+		if j := legacyJob(p); j != "" {
+			jn = j
+		}
 		for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && failure.ImagePullReasons[w.Reason] {
 				pullErr[jn] = stagePodWait{"ImagePullFailed", fmt.Sprintf("%s: %s", w.Reason, w.Message)}
@@ -829,36 +827,57 @@ func stagePodProblems(pods []corev1.Pod) (pullErr map[string]stagePodWait, podFa
 	return pullErr, podFail
 }
 
+// legacyJob is the name of the stage Job (an earlier reconciler's) that controls p, "" for a
+// stage Pod the reconciler created itself.
+func legacyJob(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" {
+		return ref.Name
+	}
+	return ""
+}
+
 // stagePodWait is why a stage pod's container waits and cannot go on without a change: an image
 // that cannot be pulled (reason ImagePullFailed) or a container the kubelet cannot create or
 // start (ContainerStartFailed), with the kubelet's message.
 type stagePodWait struct{ reason, message string }
 
-// jobFactsByNode is what the machine needs of each stage Job, by node and Job name: succeeded,
-// failed (with the failing container's message when a pod says it) or an image pull error.
-func jobFactsByNode(jobs []*batchv1.Job, pods []corev1.Pod) map[string]map[string]packageset.JobFact {
+// jobFactsByNode is what the machine needs of each stage, by node and stage name, read from
+// its Pod (failure.PodOutcome at now) or, for a stage an earlier reconciler ran as a Job, from
+// the Job (failure.JobOutcome): succeeded, failed (with the failing container's exit code and
+// message when the pod says it) or an image pull error.
+func jobFactsByNode(jobs []*batchv1.Job, pods []*corev1.Pod, now time.Time) map[string]map[string]packageset.JobFact {
 	pullErr, podFail := stagePodProblems(pods)
-	jobsByNode := map[string]map[string]packageset.JobFact{}
-	for _, j := range jobs {
-		n := j.Labels[v1alpha1.LabelNode]
-		if jobsByNode[n] == nil {
-			jobsByNode[n] = map[string]packageset.JobFact{}
-		}
-		jf := packageset.JobFact{}
-		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
-		if m := podFail[j.Name]; jf.Failed && m != "" {
+	byNode := map[string]map[string]packageset.JobFact{}
+	add := func(node, name string, jf packageset.JobFact) {
+		if m := podFail[name]; jf.Failed && m != "" {
 			jf.Message = m
 		}
-		if w, ok := pullErr[j.Name]; ok && !jf.Succeeded && !jf.Failed {
+		if w, ok := pullErr[name]; ok && !jf.Succeeded && !jf.Failed {
 			jf.ImagePullError, jf.Reason, jf.Message = true, w.reason, w.message
 		}
-		jobsByNode[n][j.Name] = jf
+		if byNode[node] == nil {
+			byNode[node] = map[string]packageset.JobFact{}
+		}
+		byNode[node][name] = jf
 	}
-	return jobsByNode
+	for _, j := range jobs {
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Reason, jf.Message = failure.JobOutcome(j)
+		add(j.Labels[v1alpha1.LabelNode], j.Name, jf)
+	}
+	for _, p := range pods {
+		if legacyJob(p) != "" {
+			continue // an earlier reconciler's stage Job's pod: read through its Job
+		}
+		jf := packageset.JobFact{}
+		jf.Succeeded, jf.Failed, jf.Stop, jf.Reason, jf.Message = failure.PodOutcome(p, now)
+		add(p.Labels[v1alpha1.LabelNode], p.Name, jf)
+	}
+	return byNode
 }
 
 // facts gathers one pass's facts: selected nodes (and nodes still carrying this set's record),
-// the priority gate from the other sets, taints, Jobs and their pods, cordons and drains.
+// the priority gate from the other sets, taints, stage Pods, cordons and drains.
 func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (packageset.SetFacts, map[string]*corev1.Node, error) {
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
 		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget, Serial: set.Spec.Serial,
@@ -914,7 +933,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	}
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
-	// share the cache's objects instead of deep-copying every node, Job and pod per pass.
+	// share the cache's objects instead of deep-copying every node and stage pod per pass.
 	if err := r.Client.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
@@ -922,15 +941,15 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	if err := r.Client.List(ctx, &sets, client.UnsafeDisableDeepCopy); err != nil {
 		return f, nil, err
 	}
-	jobs, err := r.stageJobs(ctx, set.Name)
+	pods, err := r.stagePods(ctx, set.Name)
 	if err != nil {
 		return f, nil, err
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(r.JobNamespace), client.MatchingFields{indexStagePodProblem: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	jobs, err := r.legacyStageJobs(ctx, set.Name)
+	if err != nil {
 		return f, nil, err
 	}
-	jobsByNode := jobFactsByNode(jobs, pods.Items)
+	jobsByNode := jobFactsByNode(jobs, pods, f.Now)
 	if cycle := packageset.AfterCycle(set, sets.Items); cycle != nil && f.SpecError == "" {
 		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
 	}
@@ -1171,19 +1190,21 @@ func samePlanInputs(a, b *corev1.Node) bool {
 	return sameGantryState(a, b) && equality.Semantic.DeepEqual(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
-// createJob creates one stage Job (packageset.DesiredJob) owned by the set. AlreadyExists is
-// success: the name is deterministic. The package's config (of the version the stage runs)
-// is its ConfigMap (ensureConfigMap), created first.
-func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
-	job, err := r.desiredJob(ctx, set, node, js)
-	if err != nil || job == nil {
+// createPod creates one stage Pod (packageset.DesiredPod) owned by the set (the garbage
+// collector deletes it with the set). AlreadyExists is success: the name is deterministic per
+// stage and attempt, so a pass after a reconciler restart never starts an attempt twice. The
+// package's config (of the version the stage runs) is its ConfigMap (ensureConfigMap),
+// created first.
+func (r *PackageSetReconciler) createPod(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) error {
+	pod, err := r.desiredPod(ctx, set, node, js)
+	if err != nil || pod == nil {
 		return err
 	}
-	job.Spec.Template.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
-	if err := controllerutil.SetOwnerReference(set, job, r.Scheme); err != nil {
+	pod.Spec.Tolerations = r.stageTolerations(set) // with the runtime-required taint's
+	if err := controllerutil.SetOwnerReference(set, pod, r.Scheme); err != nil {
 		return err
 	}
-	if err := r.Client.Create(ctx, job); err != nil {
+	if err := r.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -1193,15 +1214,26 @@ func (r *PackageSetReconciler) createJob(ctx context.Context, set *v1alpha1.Pack
 	return nil
 }
 
-// desiredJob is the Job js asks for: a health check's (DesiredProbeJob; nil when the check
-// left the spec: nothing to create) or a package stage's (DesiredJob, after its config
+// deleteStage deletes the stage Pod named name (and a stage Job of that name an earlier
+// reconciler created, with its pods); gone already is fine.
+func (r *PackageSetReconciler) deleteStage(ctx context.Context, name string) error {
+	meta := metav1.ObjectMeta{Name: name, Namespace: r.JobNamespace}
+	if err := r.Client.Delete(ctx, &corev1.Pod{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	err := r.Client.Delete(ctx, &batchv1.Job{ObjectMeta: meta}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return client.IgnoreNotFound(err)
+}
+
+// desiredPod is the Pod js asks for: a health check's (DesiredProbePod; nil when the check
+// left the spec: nothing to create) or a package stage's (DesiredPod, after its config
 // ConfigMap is ensured).
-func (r *PackageSetReconciler) desiredJob(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*batchv1.Job, error) {
+func (r *PackageSetReconciler) desiredPod(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*corev1.Pod, error) {
 	if js.Probe != "" {
 		if set.Spec.Rollout != nil {
 			for _, hc := range set.Spec.Rollout.HealthChecks {
 				if hc.Name == js.Probe {
-					return packageset.DesiredProbeJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
+					return packageset.DesiredProbePod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
 				}
 			}
 		}
@@ -1219,7 +1251,7 @@ func (r *PackageSetReconciler) desiredJob(ctx context.Context, set *v1alpha1.Pac
 			}
 		}
 	}
-	return packageset.DesiredJob(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
+	return packageset.DesiredPod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
 }
 
 // status derives the set's status from the decision and the node records.

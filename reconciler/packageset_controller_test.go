@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -98,13 +98,35 @@ func statusIs(s v1alpha1.PackageSetStatusValue) func(*v1alpha1.PackageSet) bool 
 	return func(p *v1alpha1.PackageSet) bool { return p.Status.Status == s }
 }
 
-func (e *testEnv) setJobs(t *testing.T, set string) []batchv1.Job {
+// setPods lists the set's stage Pods, their specs as the reconciler wrote them: without the
+// service account token volume and mounts the API server's admission adds to every Pod.
+func (e *testEnv) setPods(t *testing.T, set string) []corev1.Pod {
 	t.Helper()
-	var jobs batchv1.JobList
-	if err := e.c.List(context.Background(), &jobs, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set}); err != nil {
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set}); err != nil {
 		t.Fatal(err)
 	}
-	return jobs.Items
+	for i := range pods.Items {
+		withoutTokenVolume(&pods.Items[i].Spec)
+	}
+	return pods.Items
+}
+
+// withoutTokenVolume drops the kube-api-access-* projected volume and its mounts from spec.
+func withoutTokenVolume(spec *corev1.PodSpec) {
+	token := map[string]bool{}
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			token[v.Name] = true
+			return true
+		}
+		return false
+	})
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return token[m.Name] })
+		}
+	}
 }
 
 // cordonSampler watches the pool's nodes and records the most cordoned at once.
@@ -175,14 +197,14 @@ func TestPackageSetRollout(t *testing.T) {
 			t.Errorf("%s rollout %s", n, got.Status.NodeRollout[n])
 		}
 	}
-	jobs := e.setJobs(t, name)
+	jobs := e.setPods(t, name)
 	count := map[string]int{}
 	for _, j := range jobs {
-		if j.Status.Succeeded != 1 {
-			t.Errorf("job %s succeeded=%d failed=%d", j.Name, j.Status.Succeeded, j.Status.Failed)
+		if j.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("stage pod %s phase %s", j.Name, j.Status.Phase)
 		}
-		if j.Spec.Template.Spec.NodeName != j.Labels[v1alpha1.LabelNode] {
-			t.Errorf("job %s not pinned: %s", j.Name, j.Spec.Template.Spec.NodeName)
+		if j.Spec.NodeName != j.Labels[v1alpha1.LabelNode] {
+			t.Errorf("job %s not pinned: %s", j.Name, j.Spec.NodeName)
 		}
 		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
 	}
@@ -237,7 +259,7 @@ func (e *testEnv) waitGoneSet(t *testing.T, name string) {
 	t.Helper()
 	var uninstalls int
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var jobs batchv1.JobList
+		var jobs corev1.PodList
 		if err := e.c.List(ctx, &jobs, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: name, v1alpha1.LabelStage: "uninstall"}); err == nil && len(jobs.Items) > uninstalls {
 			uninstalls = len(jobs.Items)
 		}
@@ -267,15 +289,15 @@ func TestPackageSetOrderingAndFailure(t *testing.T) {
 	e.createSet(t, second)
 	e.waitSet(t, first.Name, "paused", statusIs(v1alpha1.StatusPaused))
 	e.waitSet(t, second.Name, "waiting behind the paused set", statusIs(v1alpha1.StatusWaiting))
-	if n := len(e.setJobs(t, second.Name)); n != 0 {
+	if n := len(e.setPods(t, second.Name)); n != 0 {
 		t.Fatalf("second set ran %d jobs while the first was paused", n)
 	}
 	// Unpause: first completes, then second.
 	e.updateSet(t, first.Name, func(s *v1alpha1.PackageSet) { s.Spec.Paused = false })
 	e.waitSet(t, second.Name, "complete after the first", statusIs(v1alpha1.StatusComplete))
 	a := e.waitSet(t, first.Name, "complete", statusIs(v1alpha1.StatusComplete))
-	for _, ja := range e.setJobs(t, first.Name) {
-		for _, jb := range e.setJobs(t, second.Name) {
+	for _, ja := range e.setPods(t, first.Name) {
+		for _, jb := range e.setPods(t, second.Name) {
 			if ja.Labels[v1alpha1.LabelNode] == jb.Labels[v1alpha1.LabelNode] && jb.CreationTimestamp.Before(&ja.CreationTimestamp) {
 				t.Errorf("on %s the second set's job %s started before the first's %s", ja.Labels[v1alpha1.LabelNode], jb.Name, ja.Name)
 			}
@@ -416,7 +438,7 @@ func TestPackageSetRollbackQuarantine(t *testing.T) {
 	e.createSet(t, set)
 	e.waitSet(t, pool, "complete at 1.0.0", statusIs(v1alpha1.StatusComplete))
 	before := map[string]bool{}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		before[j.Name] = true
 	}
 	if len(before) != 4 {
@@ -459,15 +481,15 @@ func TestPackageSetRollbackQuarantine(t *testing.T) {
 	// Jobs since the update: on the reverted node upgrade (1.1.0, failed), apply and config
 	// (1.0.0, no chaos label); none on the other node.
 	var ran []string
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if before[j.Name] {
 			continue
 		}
 		if j.Labels[v1alpha1.LabelNode] != reverted {
 			t.Errorf("job %s on %s: the rollout did not stop", j.Name, j.Labels[v1alpha1.LabelNode])
 		}
-		_, chaos := j.Spec.Template.Labels["pod-container-running-failed.stage.kwok.x-k8s.io"]
-		ran = append(ran, fmt.Sprintf("%s@%s chaos=%v", j.Labels[v1alpha1.LabelStage], j.Spec.Template.Annotations["gantry.dev/version"], chaos))
+		_, chaos := j.Labels["pod-container-running-failed.stage.kwok.x-k8s.io"]
+		ran = append(ran, fmt.Sprintf("%s@%s chaos=%v", j.Labels[v1alpha1.LabelStage], j.Annotations["gantry.dev/version"], chaos))
 	}
 	sort.Strings(ran)
 	if want := "[apply@1.0.0 chaos=false config@1.0.0 chaos=false upgrade@1.1.0 chaos=true]"; fmt.Sprint(ran) != want {
@@ -500,22 +522,20 @@ type soakJob struct {
 // soakJobs lists the set's soak-check Jobs per node, in round order per version.
 func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]soakJob {
 	out := map[string][]soakJob{}
-	for _, j := range e.setJobs(t, set) {
+	for _, j := range e.setPods(t, set) {
 		if !strings.HasSuffix(j.Labels[v1alpha1.LabelStage], "-soak") {
 			continue
 		}
-		res := "running"
-		for _, c := range j.Status.Conditions {
-			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
-				res = string(c.Type)
-			}
+		res := map[corev1.PodPhase]string{corev1.PodSucceeded: "Complete", corev1.PodFailed: "Failed"}[j.Status.Phase]
+		if res == "" {
+			res = "running"
 		}
-		round, err := strconv.Atoi(j.Spec.Template.Annotations["gantry.dev/soak-round"])
+		round, err := strconv.Atoi(j.Annotations["gantry.dev/soak-round"])
 		if err != nil {
-			t.Errorf("soak job %s: round annotation %q", j.Name, j.Spec.Template.Annotations["gantry.dev/soak-round"])
+			t.Errorf("soak job %s: round annotation %q", j.Name, j.Annotations["gantry.dev/soak-round"])
 		}
 		n := j.Labels[v1alpha1.LabelNode]
-		out[n] = append(out[n], soakJob{j.Spec.Template.Annotations["gantry.dev/version"], round, res})
+		out[n] = append(out[n], soakJob{j.Annotations["gantry.dev/version"], round, res})
 	}
 	for _, js := range out {
 		sort.Slice(js, func(a, b int) bool {
@@ -666,7 +686,7 @@ func TestPackageSetSoak(t *testing.T) {
 		t.Errorf("Stalled %+v", stalled)
 	}
 	var probeJobs []string
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelPackage] == "gpu-probe" {
 			probeJobs = append(probeJobs, j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelStage])
 		}
@@ -701,7 +721,7 @@ func TestPackageSetRestartMidRollout(t *testing.T) {
 	const total = 4 * (4 + 2) // driver: apply, config, interrupt, post-interrupt; tool: apply, config
 	for _, at := range []int{3, 9, 16} {
 		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
-			return len(e.setJobs(t, pool)) >= at, nil
+			return len(e.setPods(t, pool)) >= at, nil
 		})
 		if err != nil {
 			t.Fatalf("waiting for %d jobs: %v", at, err)
@@ -717,7 +737,7 @@ func TestPackageSetRestartMidRollout(t *testing.T) {
 	}
 	e.waitSet(t, pool, "complete after restarts", statusIs(v1alpha1.StatusComplete))
 	count := map[string]int{}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
 	}
 	if len(count) != total {
@@ -765,8 +785,8 @@ func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
 	}
 	images := func() map[string]bool {
 		out := map[string]bool{}
-		for _, j := range e.setJobs(t, name) {
-			for _, c := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+		for _, j := range e.setPods(t, name) {
+			for _, c := range append(j.Spec.InitContainers, j.Spec.Containers...) {
 				out[c.Image] = true
 			}
 		}
@@ -788,7 +808,7 @@ func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
 		return true
 	})
 	stages := map[string]bool{}
-	for _, j := range e.setJobs(t, name) {
+	for _, j := range e.setPods(t, name) {
 		stages[j.Labels[v1alpha1.LabelStage]] = true
 	}
 	if !stages["upgrade"] || stages["uninstall"] {
@@ -830,8 +850,8 @@ func TestPackageSetHostExecution(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		for _, j := range e.setJobs(t, name) {
-			spec := j.Spec.Template.Spec
+		for _, j := range e.setPods(t, name) {
+			spec := j.Spec
 			stage := j.Labels[v1alpha1.LabelStage]
 			key := j.Labels[v1alpha1.LabelPackage] + "/" + stage
 			if seen[key] {
@@ -903,7 +923,7 @@ func TestPackageSetSequencingAll(t *testing.T) {
 		// second was seen was incomplete when that Job existed. (The first set's own status
 		// says Complete one pass after its last node's annotation does, and the gate reads
 		// the annotations: comparing with the status raced under load.)
-		jobs := e.setJobs(t, poolB)
+		jobs := e.setPods(t, poolB)
 		if len(jobs) == 0 {
 			return false, nil
 		}
@@ -954,7 +974,7 @@ func TestPackageSetExplicitUninstall(t *testing.T) {
 	e.waitSet(t, name, "complete", statusIs(v1alpha1.StatusComplete))
 	stageCount := func(stage string) int {
 		n := 0
-		for _, j := range e.setJobs(t, name) {
+		for _, j := range e.setPods(t, name) {
 			if j.Labels[v1alpha1.LabelStage] == stage {
 				n++
 			}

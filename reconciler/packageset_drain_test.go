@@ -105,7 +105,7 @@ func drainBlocked(parts ...string) func(*v1alpha1.PackageSet) bool {
 // interruptJobs counts the set's interrupt Jobs.
 func (e *testEnv) interruptJobs(t *testing.T, set string) int {
 	n := 0
-	for _, j := range e.setJobs(t, set) {
+	for _, j := range e.setPods(t, set) {
 		if j.Labels[v1alpha1.LabelStage] == string(v1alpha1.StageInterrupt) {
 			n++
 		}

@@ -65,7 +65,7 @@ func TestPackageSetNodeEdges(t *testing.T) {
 	if m := setCondition(held, v1alpha1.ConditionReady).Message; !strings.Contains(m, "node edges: "+waitLine) {
 		t.Errorf("Ready message %q", m)
 	}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelNode] == nodes[2] {
 			t.Fatalf("Job %s on %s while %s is held", j.Name, nodes[2], nodes[0])
 		}
@@ -78,11 +78,11 @@ func TestPackageSetNodeEdges(t *testing.T) {
 		t.Errorf("nodeEdgeWaits %v when complete", done.Status.NodeEdgeWaits)
 	}
 	var last0, first2 metav1.Time
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		switch j.Labels[v1alpha1.LabelNode] {
 		case nodes[0]:
-			if j.Status.CompletionTime != nil && last0.Before(j.Status.CompletionTime) {
-				last0 = *j.Status.CompletionTime
+			if fin := podFinished(&j); fin != nil && last0.Before(fin) {
+				last0 = *fin
 			}
 		case nodes[2]:
 			if first2.IsZero() || j.CreationTimestamp.Before(&first2) {
@@ -149,7 +149,7 @@ func TestPackageSetFleetBudget(t *testing.T) {
 	if m := setCondition(held, v1alpha1.ConditionReady).Message; !strings.Contains(m, wantMsg) {
 		t.Errorf("Ready message %q, want it to contain %q", m, wantMsg)
 	}
-	if n := len(e.setJobs(t, b.Name)); n != 0 {
+	if n := len(e.setPods(t, b.Name)); n != 0 {
 		t.Fatalf("set B ran %d Jobs while the fleet budget was full", n)
 	}
 	sampler := e.sampleFleet(t, pool, a.Name, b.Name)
@@ -216,4 +216,19 @@ func (e *testEnv) sampleFleet(t *testing.T, pool string, sets ...string) *fleetS
 	}()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// podFinished is when a finished stage Pod's last container terminated (nil while one has not).
+func podFinished(p *corev1.Pod) *metav1.Time {
+	var last *metav1.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			return nil
+		}
+		if last == nil || last.Before(&t.FinishedAt) {
+			last = &t.FinishedAt
+		}
+	}
+	return last
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +77,7 @@ func TestPackageSetRebootKillsInterruptPod(t *testing.T) {
 
 	var stages []string
 	interrupts := 0
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		stages = append(stages, j.Labels[v1alpha1.LabelStage])
 		if j.Labels[v1alpha1.LabelStage] == string(v1alpha1.StageInterrupt) {
 			interrupts++
@@ -126,11 +125,11 @@ func TestPackageSetImagePullAndStageTimeout(t *testing.T) {
 	}
 	first := packageset.JobName(a.Name, nodes[0], "dcgm-tool", 1, v1alpha1.StageApply, 0)
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: first}, &batchv1.Job{})
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: first}, &corev1.Pod{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		t.Errorf("the unpullable attempt's Job %s was not deleted: %v", first, err)
+		t.Errorf("the unpullable attempt's Pod %s was not deleted: %v", first, err)
 	}
 
 	got = e.waitSet(t, b.Name, "erroring past the stage timeout", statusIs(v1alpha1.StatusErroring))

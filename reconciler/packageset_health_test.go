@@ -36,15 +36,15 @@ func TestPackageSetHealthCheck(t *testing.T) {
 	e.createSet(t, set)
 	e.waitSet(t, pool, "complete", statusIs(v1alpha1.StatusComplete))
 	probed := map[string]int{}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelStage] != "health-dcgm" {
 			continue
 		}
 		probed[j.Labels[v1alpha1.LabelNode]]++
-		c := j.Spec.Template.Spec.Containers[0]
+		c := j.Spec.Containers[0]
 		if c.Image != "ghcr.io/gantry-dev/dcgm-probe:1" || !slices.Equal(c.Command, []string{"/probe", "--endpoint", "http://$(NODE_IP):9400/health"}) ||
-			j.Spec.Template.Spec.NodeName != j.Labels[v1alpha1.LabelNode] || j.Status.Succeeded != 1 {
-			t.Errorf("health check Job %s: image %s command %v node %s succeeded %d", j.Name, c.Image, c.Command, j.Spec.Template.Spec.NodeName, j.Status.Succeeded)
+			j.Spec.NodeName != j.Labels[v1alpha1.LabelNode] || j.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("health check Pod %s: image %s command %v node %s phase %s", j.Name, c.Image, c.Command, j.Spec.NodeName, j.Status.Phase)
 		}
 		var nodeIP bool
 		for _, ev := range c.Env {
@@ -127,12 +127,12 @@ func TestPackageSetHealthCheckObserveAndSystemd(t *testing.T) {
 		}
 	}
 	var units int
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelStage] != "health-units" {
 			continue
 		}
 		units++
-		ps := j.Spec.Template.Spec
+		ps := j.Spec
 		c := ps.Containers[0]
 		if !ps.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged ||
 			c.Image != packageset.DefaultHealthCheckImage || len(c.Command) != 3 || !strings.Contains(c.Command[2], "nsenter -t 1") || !strings.Contains(c.Command[2], `-le 1 ]`) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,7 +79,7 @@ type jobRecorder struct {
 func (e *testEnv) recordJobs(t *testing.T, set string) *jobRecorder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := e.c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set})
+	w, err := e.c.Watch(ctx, &corev1.PodList{}, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: set})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -90,7 +89,7 @@ func (e *testEnv) recordJobs(t *testing.T, set string) *jobRecorder {
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			j, ok := ev.Object.(*batchv1.Job)
+			j, ok := ev.Object.(*corev1.Pod)
 			if !ok {
 				continue
 			}
@@ -180,7 +179,7 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 	}
 	observe := func(ctx context.Context) (observed, error) {
 		o := observed{jobs: map[string]map[string]bool{}}
-		var jl batchv1.JobList
+		var jl corev1.PodList
 		if err := e.c.List(ctx, &jl, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: pool}); err != nil {
 			return o, err
 		}
@@ -272,7 +271,7 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 	}
 	// Jobs that exist now, by label.
 	count := map[string]int{}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		count[j.Labels[v1alpha1.LabelNode]+"/"+j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]]++
 	}
 	// Jobs ever created (distinct UIDs seen by the watch), by label.

@@ -159,7 +159,7 @@ func TestPackageSetDeploymentPolicy(t *testing.T) {
 		t.Errorf("Ready message does not name the failing stage: %q", msg)
 	}
 	upgraded := map[string]bool{}
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelStage] == "upgrade" {
 			upgraded[j.Labels[v1alpha1.LabelNode]] = true
 		}

@@ -72,7 +72,7 @@ func TestPackageSetReleaseSigning(t *testing.T) {
 	}
 	// A few more passes (every Poll while not complete): still no Job on any node.
 	time.Sleep(2 * packageset.Poll)
-	if jobs := e.setJobs(t, set.Name); len(jobs) != 0 {
+	if jobs := e.setPods(t, set.Name); len(jobs) != 0 {
 		t.Fatalf("a release that does not verify created %d stage Jobs, e.g. %s", len(jobs), jobs[0].Name)
 	}
 	// Signed again for what the spec asks: the set completes.
@@ -94,8 +94,8 @@ func TestPackageSetReleaseSigning(t *testing.T) {
 		t.Errorf("Stalled message %q: want the age and the window", m)
 	}
 	time.Sleep(2 * packageset.Poll)
-	for _, j := range e.setJobs(t, set.Name) {
-		for _, c := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+	for _, j := range e.setPods(t, set.Name) {
+		for _, c := range append(j.Spec.InitContainers, j.Spec.Containers...) {
 			if strings.HasSuffix(c.Image, ":1.2.0") {
 				t.Errorf("a stale release started Job %s (%s)", j.Name, c.Image)
 			}

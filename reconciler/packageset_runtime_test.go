@@ -97,13 +97,13 @@ func TestPackageSetRuntimeRequired(t *testing.T) {
 	if got.Status.CompleteNodes != "2/2" {
 		t.Errorf("complete nodes %s", got.Status.CompleteNodes)
 	}
-	for _, j := range e.setJobs(t, a.Name) {
+	for _, j := range e.setPods(t, a.Name) {
 		tolerated := false
-		for _, tol := range j.Spec.Template.Spec.Tolerations {
+		for _, tol := range j.Spec.Tolerations {
 			tolerated = tolerated || tol.ToleratesTaint(&runtimeTaint)
 		}
 		if !tolerated {
-			t.Errorf("job %s does not tolerate %s: %+v", j.Name, v1alpha1.DefaultRuntimeRequiredTaint, j.Spec.Template.Spec.Tolerations)
+			t.Errorf("job %s does not tolerate %s: %+v", j.Name, v1alpha1.DefaultRuntimeRequiredTaint, j.Spec.Tolerations)
 		}
 	}
 	e.waitUntainted(t, nodes[0], "set a is complete there and nothing else is runtime-required on it")
@@ -283,8 +283,8 @@ func TestPackageSetRuntimeRequiredWaitsForAnotherTaint(t *testing.T) {
 	if got.Status.NodeStatus[nodes[1]] != v1alpha1.StatusWaiting {
 		t.Errorf("node %s status %s, want waiting", nodes[1], got.Status.NodeStatus[nodes[1]])
 	}
-	for _, j := range e.setJobs(t, pool) {
-		if strings.Contains(j.Name, nodes[1]) || j.Spec.Template.Spec.NodeName == nodes[1] {
+	for _, j := range e.setPods(t, pool) {
+		if strings.Contains(j.Name, nodes[1]) || j.Spec.NodeName == nodes[1] {
 			t.Errorf("stage job %s for the waiting node %s", j.Name, nodes[1])
 		}
 	}

@@ -39,12 +39,12 @@ func TestPackageSetSerial(t *testing.T) {
 			most, firstSeen := 0, map[string]time.Time{}
 			err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
 				open := map[string]bool{}
-				for _, j := range e.setJobs(t, pool) {
+				for _, j := range e.setPods(t, pool) {
 					pkg := j.Labels[v1alpha1.LabelPackage]
 					if _, ok := firstSeen[pkg]; !ok {
 						firstSeen[pkg] = time.Now()
 					}
-					if done, failed, _, _ := failure.JobOutcome(&j); !done && !failed {
+					if done, failed, _, _, _ := failure.PodOutcome(&j, time.Now()); !done && !failed {
 						open[pkg] = true
 					}
 				}

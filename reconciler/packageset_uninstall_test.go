@@ -38,7 +38,7 @@ func TestPackageSetUninstallInterrupt(t *testing.T) {
 		return s.Status.Status == v1alpha1.StatusComplete
 	})
 	byStage := map[string]map[string]metav1.Time{} // stage → node → creation
-	for _, j := range e.setJobs(t, name) {
+	for _, j := range e.setPods(t, name) {
 		st := j.Labels[v1alpha1.LabelStage]
 		if byStage[st] == nil {
 			byStage[st] = map[string]metav1.Time{}

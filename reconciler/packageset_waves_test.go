@@ -56,7 +56,7 @@ func TestPackageSetWaves(t *testing.T) {
 	if held.Status.CurrentWave != "first" {
 		t.Errorf("currentWave %q, want first", held.Status.CurrentWave)
 	}
-	if jobs := e.setJobs(t, pool); len(jobs) != 0 {
+	if jobs := e.setPods(t, pool); len(jobs) != 0 {
 		t.Fatalf("%d Jobs while the first wave is held (want none)", len(jobs))
 	}
 	setNode(func(n *corev1.Node) {
@@ -73,7 +73,7 @@ func TestPackageSetWaves(t *testing.T) {
 		t.Errorf("currentWave %q when complete", done.Status.CurrentWave)
 	}
 	var lastFirst, firstRest metav1.Time
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelNode] == nodes[0] {
 			if lastFirst.Before(&j.CreationTimestamp) {
 				lastFirst = j.CreationTimestamp
@@ -104,13 +104,13 @@ func TestPackageSetAfter(t *testing.T) {
 	e.createSet(t, runtime)
 	e.createSet(t, drivers)
 	e.waitSet(t, drivers.Name, "waiting for the paused runtime set", statusIs(v1alpha1.StatusWaiting))
-	if n := len(e.setJobs(t, drivers.Name)); n != 0 {
+	if n := len(e.setPods(t, drivers.Name)); n != 0 {
 		t.Fatalf("drivers ran %d Jobs before runtime", n)
 	}
 	e.updateSet(t, runtime.Name, func(s *v1alpha1.PackageSet) { s.Spec.Paused = false })
 	e.waitSet(t, drivers.Name, "complete after runtime", statusIs(v1alpha1.StatusComplete))
-	for _, jr := range e.setJobs(t, runtime.Name) {
-		for _, jd := range e.setJobs(t, drivers.Name) {
+	for _, jr := range e.setPods(t, runtime.Name) {
+		for _, jd := range e.setPods(t, drivers.Name) {
 			if jr.Labels[v1alpha1.LabelNode] == jd.Labels[v1alpha1.LabelNode] && jd.CreationTimestamp.Before(&jr.CreationTimestamp) {
 				t.Errorf("on %s drivers' Job %s started before runtime's %s", jr.Labels[v1alpha1.LabelNode], jd.Name, jr.Name)
 			}

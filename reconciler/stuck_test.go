@@ -180,7 +180,7 @@ func TestPackageSetKeepsHandCordon(t *testing.T) {
 		}
 	}
 	interrupts := 0
-	for _, j := range e.setJobs(t, pool) {
+	for _, j := range e.setPods(t, pool) {
 		if j.Labels[v1alpha1.LabelStage] == string(v1alpha1.StageInterrupt) {
 			interrupts++
 		}

@@ -189,6 +189,47 @@ func JobOutcome(j *batchv1.Job) (complete, failed bool, reason, message string) 
 	return complete, failed, reason, message
 }
 
+// Stage Pod failure reasons Gantry sets itself (the kubelet sets DeadlineExceeded, Evicted,
+// ... in the pod's status.reason, which PodOutcome quotes).
+const (
+	// ReasonPodFailed: the pod failed without a reason of the kubelet's (a container exited
+	// non-zero).
+	ReasonPodFailed = "PodFailed"
+	// ReasonDeadlineExceeded: the pod ran past spec.activeDeadlineSeconds (the kubelet's reason).
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonPodDeleted: the pod was deleted before it finished.
+	ReasonPodDeleted = "PodDeleted"
+)
+
+// PodOutcome reads a run-to-completion Pod (restartPolicy Never) at now as a Job of it with
+// backoffLimit 0 and the pod's activeDeadlineSeconds would: succeeded when its phase is
+// Succeeded; failed when Failed, with the pod's status reason (the kubelet's: DeadlineExceeded,
+// Evicted, ...; else ReasonPodFailed) and message. A pod still pending or running is failed
+// too when it is being deleted (ReasonPodDeleted) or when now is past its creation plus
+// spec.activeDeadlineSeconds (ReasonDeadlineExceeded with the kubelet's words; stop: the pod
+// still runs and must be deleted): the kubelet counts the deadline from the pod's start and
+// ends it itself, but a node whose kubelet is gone never would (the Job controller counted
+// from the Job's start, as this does).
+func PodOutcome(p *corev1.Pod, now time.Time) (succeeded, failed, stop bool, reason, message string) {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return true, false, false, "", ""
+	case corev1.PodFailed:
+		reason = p.Status.Reason
+		if reason == "" {
+			reason = ReasonPodFailed
+		}
+		return false, true, false, reason, p.Status.Message
+	}
+	if p.DeletionTimestamp != nil {
+		return false, true, false, ReasonPodDeleted, "the pod was deleted before it finished"
+	}
+	if d := p.Spec.ActiveDeadlineSeconds; d != nil && now.Sub(p.CreationTimestamp.Time) > time.Duration(*d)*time.Second {
+		return false, true, true, ReasonDeadlineExceeded, fmt.Sprintf("Pod was active on the node longer than the specified deadline (%ds)", *d)
+	}
+	return false, false, false, "", ""
+}
+
 // Condition is a condition of type t: status True when on (False otherwise), with reason,
 // message and observedGeneration, and no lastTransitionTime (meta.SetStatusCondition sets it).
 func Condition(t string, on bool, reason, message string, generation int64) metav1.Condition {

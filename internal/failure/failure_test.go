@@ -103,6 +103,49 @@ func TestJobOutcome(t *testing.T) {
 	}
 }
 
+func TestPodOutcome(t *testing.T) {
+	now := time.Unix(1000, 0)
+	deadline := int64(60)
+	pod := func(phase corev1.PodPhase, created time.Time, mod func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+			Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}, Status: corev1.PodStatus{Phase: phase}}
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	type out struct {
+		succeeded, failed, stop bool
+		reason, message         string
+	}
+	recent := now.Add(-time.Second)
+	for name, c := range map[string]struct {
+		p    *corev1.Pod
+		want out
+	}{
+		"pending":          {pod(corev1.PodPending, recent, nil), out{}},
+		"running":          {pod(corev1.PodRunning, recent, nil), out{}},
+		"succeeded":        {pod(corev1.PodSucceeded, now.Add(-time.Hour), nil), out{succeeded: true}},
+		"container failed": {pod(corev1.PodFailed, recent, nil), out{failed: true, reason: ReasonPodFailed}},
+		"kubelet deadline": {pod(corev1.PodFailed, recent, func(p *corev1.Pod) {
+			p.Status.Reason, p.Status.Message = "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+		}), out{failed: true, reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline"}},
+		"past the deadline, still running": {pod(corev1.PodRunning, now.Add(-61*time.Second), nil),
+			out{failed: true, stop: true, reason: ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline (60s)"}},
+		"at the deadline": {pod(corev1.PodRunning, now.Add(-60*time.Second), nil), out{}},
+		"deleted while running": {pod(corev1.PodRunning, recent, func(p *corev1.Pod) { t := metav1.NewTime(now); p.DeletionTimestamp = &t }),
+			out{failed: true, reason: ReasonPodDeleted, message: "the pod was deleted before it finished"}},
+		"succeeded while deleted": {pod(corev1.PodSucceeded, recent, func(p *corev1.Pod) { t := metav1.NewTime(now); p.DeletionTimestamp = &t }),
+			out{succeeded: true}},
+	} {
+		var got out
+		got.succeeded, got.failed, got.stop, got.reason, got.message = PodOutcome(c.p, now)
+		if got != c.want {
+			t.Errorf("%s: %+v, want %+v", name, got, c.want)
+		}
+	}
+}
+
 func TestKStatus(t *testing.T) {
 	// The types are v1alpha1's (not imported by this package: it imports only k8s.io types).
 	if got := KStatus(true, false, "R", "m", 1); got[0].Type != v1alpha1.ConditionReady || got[1].Type != v1alpha1.ConditionReconciling || got[2].Type != v1alpha1.ConditionStalled {

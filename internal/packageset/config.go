@@ -43,7 +43,7 @@ func ConfigMapName(set, pkg string, config map[string]string) string {
 // of the wanted packages and, on every node record, of each package's recorded spec (what its
 // stage Jobs run with: a removed package's uninstall, a rollback) and, until the node is
 // Converged, of its previous version or config (what a rollback returns to; a later rollout
-// records its own previous spec, whose ConfigMap is the current one). Specs that do not decode are skipped: a Job falls back to the
+// records its own previous spec, whose ConfigMap is the current one). Specs that do not decode are skipped: a Pod falls back to the
 // current spec for them, which the wants cover.
 func ConfigMapsInUse(set string, wants []Want, records []*NodeRecord) map[string]bool {
 	out := map[string]bool{}

@@ -10,14 +10,14 @@
 //	with interrupt:    uninstall → apply → config → interrupt → post-interrupt
 //	                   upgrade → config → interrupt → post-interrupt
 //
-// Every stage but interrupt runs with its check (the stage Job's init container runs the
+// Every stage but interrupt runs with its check (the stage Pod's init container runs the
 // stage, its main container the check: all or nothing). A package is complete at config
 // (no interrupt) or at post-interrupt. Stages advance only from state complete (NextStage).
 //
 // # States (Skyhook "State")
 //
-// complete, in_progress (the stage's Job exists), skipped (an interrupt merged into another
-// package's), erroring (the Job failed, the image cannot be pulled, or the stage ran past its
+// complete, in_progress (the stage's Pod exists), skipped (an interrupt merged into another
+// package's), erroring (the Pod failed, the image cannot be pulled, or the stage ran past its
 // timeout: never in_progress forever, unlike Skyhook issue #306), unknown.
 package packageset
 
@@ -95,11 +95,11 @@ func IsInterruptStage(s Stage) bool {
 type Event string
 
 const (
-	// EventStarted: the stage's Job was created (or found running).
+	// EventStarted: the stage's Pod was created (or found running).
 	EventStarted Event = "Started"
-	// EventSucceeded: the Job (stage and check) succeeded.
+	// EventSucceeded: the Pod (stage and check) succeeded.
 	EventSucceeded Event = "Succeeded"
-	// EventFailed: the Job failed, its image cannot be pulled or it ran past the stage timeout.
+	// EventFailed: the Pod failed, its image cannot be pulled or it ran past the stage timeout.
 	EventFailed Event = "Failed"
 	// EventRetry: the backoff after a failure elapsed; the stage runs again.
 	EventRetry Event = "Retry"
@@ -143,7 +143,7 @@ var interruptRank = map[v1alpha1.InterruptType]int{
 
 // MergeInterrupts merges the interrupts several packages need on one node into the one to run:
 // the highest-ranked type; equal service interrupts merge their services (sorted, unique).
-// winner is the index of the package whose interrupt Job runs (the first of the highest rank);
+// winner is the index of the package whose interrupt Pod runs (the first of the highest rank);
 // the others are skipped. Errors on an empty list or an unknown type.
 func MergeInterrupts(in []v1alpha1.Interrupt) (merged v1alpha1.Interrupt, winner int, err error) {
 	if len(in) == 0 {

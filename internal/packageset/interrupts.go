@@ -52,7 +52,7 @@ func configInterrupt(a, b map[string]string, cis map[string]v1alpha1.Interrupt) 
 
 // DrainMatters says whether a pass over a cordoned node with record rec may read
 // NodeFacts.Drained (interrupts below): only while some package's interrupt is still ahead
-// (at stage config) and none runs yet. Once the interrupt Job runs or has run, the
+// (at stage config) and none runs yet. Once the interrupt Pod runs or has run, the
 // controller need not list the node's pods to fill Drained in. Drained false is always
 // safe to report: the pass drains (again) and the next pass looks.
 func DrainMatters(rec *NodeRecord) bool {
@@ -80,7 +80,7 @@ func DrainMatters(rec *NodeRecord) bool {
 
 // interrupts runs the node's merged interrupt once every package whose flow has one is at
 // config complete (Deferred) and no other stage of the set runs on the node: cordon (budget:
-// the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Job for the highest-ranked interrupt, the
+// the node is in flight), wait for its non-interrupt pods, drain, then one interrupt Pod for the highest-ranked interrupt, the
 // others skipped; on its success all of them complete and go on to post-interrupt.
 func (p *nodePass) interrupts() error {
 	ready, running, reached := p.interruptCandidates()
@@ -119,7 +119,7 @@ func (p *nodePass) interruptCandidates() (ready, running []string, reached bool)
 }
 
 // runningInterrupt follows the merged interrupt in flight (running: the packages in the
-// interrupt stage, the winner runs the Job, the others are skipped): when the winner completes
+// interrupt stage, the winner runs the Pod, the others are skipped): when the winner completes
 // every one of them moves on to post-interrupt; when the winner's flow was rolled back, the
 // skipped ones go back to config complete.
 func (p *nodePass) runningInterrupt(running []string) error {
@@ -204,7 +204,7 @@ func (p *nodePass) readyToInterrupt() bool {
 }
 
 // startInterrupt merges the ready packages' interrupts into one (reboot > restart-all-services >
-// service > noop) and starts it: the winner runs the merged interrupt's Job, the others are
+// service > noop) and starts it: the winner runs the merged interrupt's Pod, the others are
 // skipped. Errors: an illegal transition or an interrupt MergeInterrupts rejects.
 func (p *nodePass) startInterrupt(ready []string) error {
 	its := make([]v1alpha1.Interrupt, len(ready))

@@ -207,13 +207,13 @@ func (p *nodePass) stepIdle(name string, r *PackageRecord, w *Want) (again bool,
 	return true, nil
 }
 
-// stepInProgress is step for a stage in progress: observe its Job (an interrupt: the reboot's
+// stepInProgress is step for a stage in progress: observe its Pod (an interrupt: the reboot's
 // proof, else completion is handled in interrupts()), revert when it failed and the policy
 // says so, and step again when the stage advanced.
 func (p *nodePass) stepInProgress(name string, r *PackageRecord) (again bool, err error) {
 	if r.Stage == v1alpha1.StageInterrupt {
 		if p.rebooted(r) {
-			p.rebootDone(r) // whatever its Job says: the node came back
+			p.rebootDone(r) // whatever its Pod says: the node came back
 			return false, nil
 		}
 		return false, p.observe(name, r) // completion handled in interrupts()
@@ -496,8 +496,8 @@ func (p *nodePass) createJob(name string, r *PackageRecord) {
 	p.plan.Jobs = append(p.plan.Jobs, js)
 }
 
-// observe reads the Job of an in_progress stage: succeeded → complete; failed or image pull
-// error → erroring (restarts+1; a stuck pull's Job is deleted); missing → create it.
+// observe reads the Pod of an in_progress stage: succeeded → complete; failed or image pull
+// error → erroring (restarts+1; a stuck pull's Pod is deleted); missing → create it.
 func (p *nodePass) observe(name string, r *PackageRecord) error {
 	jn := p.jobName(name, r)
 	j, ok := p.n.Jobs[jn]
@@ -512,7 +512,7 @@ func (p *nodePass) observe(name string, r *PackageRecord) error {
 		}
 		r.Restarts++
 		r.Message = strings.TrimSpace(j.Reason + ": " + j.Message)
-		if j.ImagePullError {
+		if j.mustDelete() {
 			p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 		}
 		p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})

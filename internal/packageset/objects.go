@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -245,7 +244,7 @@ func IncompleteEverywhere(sets []v1alpha1.PackageSet, nodes []corev1.Node) map[s
 	return out
 }
 
-// StageLabel is a stage Job's gantry.dev/stage label: the stage, or "<check>-soak" for a
+// StageLabel is a stage Pod's gantry.dev/stage label: the stage, or "<check>-soak" for a
 // soak check.
 func StageLabel(js JobSpec) string {
 	if js.Probe != "" {
@@ -277,18 +276,22 @@ func JobPackage(set *v1alpha1.PackageSet, js JobSpec) (*v1alpha1.Package, error)
 	return nil, nil
 }
 
-// DesiredJob is the stage Job js on node in namespace (no owner reference: the controller
-// sets it), labelled managed-by managedBy, package set, package, stage (StageLabel) and node,
-// pinned to the node (spec.nodeName), tolerating StageTolerations, never restarted
-// (backoffLimit 0) and bounded by js.Timeout (activeDeadlineSeconds). The init container runs
-// the stage and the main container its check; an interrupt is one container with the merged
+// DesiredPod is the stage Pod js on node in namespace, created by the reconciler itself (no
+// Job: kube-controller-manager's Job controller turning each Job into its Pod bounded how fast
+// a rollout over many nodes could go; Skyhook's operator also creates its stage pods directly).
+// It has no owner reference (the controller sets it), is named js.Name (deterministic per
+// stage key and attempt: creating it twice is AlreadyExists), labelled managed-by managedBy,
+// package set, package, stage (StageLabel) and node, pinned to the node (spec.nodeName),
+// tolerating StageTolerations, never restarted (restartPolicy Never: one attempt) and bounded
+// by js.Timeout (activeDeadlineSeconds: the kubelet fails the pod with reason
+// DeadlineExceeded). The init container runs the stage and the main container its check; an interrupt is one container with the merged
 // interrupt's type and services as arguments; a soak check is the check container only, its
 // round in the pod annotation gantry.dev/soak-round. pkg (may be nil) gives env, env_from,
 // resources, pod labels and annotations and the grace period; cfgName, if not "", is the
 // package's config ConfigMap, mounted read-only at ConfigMountPath in every container with
 // GANTRY_CONFIG_DIR naming the path. GANTRY_PACKAGE, GANTRY_VERSION, GANTRY_STAGE and
 // GANTRY_NODE are always set.
-func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, pkg *v1alpha1.Package, cfgName string) *batchv1.Job {
+func DesiredPod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, pkg *v1alpha1.Package, cfgName string) *corev1.Pod {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
 	podLabels := map[string]string{}
@@ -354,12 +357,8 @@ func DesiredJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 	}
 	logsOnError(&spec)
 	deadline := int64(js.Timeout.Seconds())
-	backoffLimit := int32(0)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn}, Spec: spec}},
-	}
+	spec.ActiveDeadlineSeconds = &deadline
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: podLabels, Annotations: podAnn}, Spec: spec}
 }
 
 // logsOnError sets every container of spec to terminationMessagePolicy FallbackToLogsOnError:
@@ -526,21 +525,21 @@ func HealthChecksOf(ro *v1alpha1.Rollout) []HealthCheck {
 	return out
 }
 
-// ProbeStartAllowance is what a health check's Job may spend starting its Pod (sandbox,
-// network, image, container) on top of the check's own timeout: activeDeadlineSeconds counts
-// from the Job's start, and on a real kubelet a Pod takes seconds to start, so a deadline of
+// ProbeStartAllowance is what a health check's Pod may spend starting (sandbox, network,
+// image, container) on top of the check's own timeout: the stage deadline counts from the
+// Pod's creation (failure.PodOutcome), and on a real kubelet a Pod takes seconds to start, so a deadline of
 // the bare timeout failed healthy checks with DeadlineExceeded (found on the local cluster's
 // real node).
 const ProbeStartAllowance = 30 * time.Second
 
-// DesiredProbeJob is the soak-round Job of health check hc on node (js.Probe names it): one
+// DesiredProbePod is the soak-round Pod of health check hc on node (js.Probe names it): one
 // container, hc's image with its command and args (exec), or `wget -q -T <timeout> -O
 // /dev/null <url>` in hc's image (default DefaultHealthCheckImage) for httpGet; NODE_NAME
 // and NODE_IP (the node's address, from the pod's status.hostIP) in its environment, which
-// Kubernetes expands in $(NODE_IP) of command, args and the url; labelled as a stage Job
+// Kubernetes expands in $(NODE_IP) of command, args and the url; labelled as a stage Pod
 // (stage health-<name>, no package), pinned to the node, never restarted, bounded by
 // js.Timeout plus ProbeStartAllowance (activeDeadlineSeconds, in whole seconds).
-func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, hc v1alpha1.HealthCheck) *batchv1.Job {
+func DesiredProbePod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, hc v1alpha1.HealthCheck) *corev1.Pod {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: "", v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
 	podLabels := map[string]string{}
@@ -572,14 +571,11 @@ func DesiredProbeJob(set *v1alpha1.PackageSet, node, namespace, managedBy string
 	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	deadline := int64((js.Timeout + ProbeStartAllowance).Seconds())
-	backoffLimit := int32(0)
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: lbl},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoffLimit, ActiveDeadlineSeconds: &deadline,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels,
-				Annotations: map[string]string{"gantry.dev/soak-round": strconv.Itoa(js.SoakRound)}},
-				Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
-					HostPID: hostPID, Containers: []corev1.Container{c}}}},
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: podLabels,
+			Annotations: map[string]string{"gantry.dev/soak-round": strconv.Itoa(js.SoakRound)}},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
+			HostPID: hostPID, Containers: []corev1.Container{c}, ActiveDeadlineSeconds: &deadline},
 	}
 }
 

@@ -171,7 +171,7 @@ func TestIncompleteEverywhere(t *testing.T) {
 	}
 }
 
-func TestDesiredJob(t *testing.T) {
+func TestDesiredPod(t *testing.T) {
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}, Spec: v1alpha1.PackageSetSpec{
 		AdditionalTolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}}}
 	pkg := &v1alpha1.Package{Name: "driver", Version: "1.0.0", Image: "img:1", Env: map[string]string{"B": "2", "A": "1"},
@@ -180,16 +180,16 @@ func TestDesiredJob(t *testing.T) {
 		GracefulShutdown: &metav1.Duration{Duration: 90 * time.Second}}
 	js := JobSpec{Name: "drivers-driver-ap-0123456789", Node: "gpu-0", Package: "driver", Version: "1.0.0", Image: "img:1", Stage: v1alpha1.StageApply, Timeout: 10 * time.Minute}
 
-	j := DesiredJob(set, "gpu-0", "gantry-system", "gantry-reconciler", js, pkg, "cfg-abc")
-	ps := j.Spec.Template.Spec
-	if j.Namespace != "gantry-system" || *j.Spec.BackoffLimit != 0 || *j.Spec.ActiveDeadlineSeconds != 600 || ps.NodeName != "gpu-0" ||
-		ps.RestartPolicy != corev1.RestartPolicyNever || *ps.TerminationGracePeriodSeconds != 90 {
-		t.Errorf("job %+v", j.Spec)
+	j := DesiredPod(set, "gpu-0", "gantry-system", "gantry-reconciler", js, pkg, "cfg-abc")
+	ps := j.Spec
+	if j.Name != js.Name || j.Namespace != "gantry-system" || *ps.ActiveDeadlineSeconds != 600 || ps.NodeName != "gpu-0" ||
+		ps.RestartPolicy != corev1.RestartPolicyNever || *ps.TerminationGracePeriodSeconds != 90 || len(j.OwnerReferences) != 0 {
+		t.Errorf("pod %+v", j.Spec)
 	}
 	if j.Labels[v1alpha1.LabelStage] != "apply" || j.Labels[v1alpha1.LabelNode] != "gpu-0" || j.Labels[v1alpha1.LabelManagedBy] != "gantry-reconciler" {
 		t.Errorf("labels %v", j.Labels)
 	}
-	if l := j.Spec.Template.Labels; l["team"] != "gpu" || l[v1alpha1.LabelPackageSet] != "drivers" {
+	if l := j.Labels; l["team"] != "gpu" || l[v1alpha1.LabelPackageSet] != "drivers" {
 		t.Errorf("pod labels %v (ours must win)", l)
 	}
 	if len(ps.InitContainers) != 1 || ps.InitContainers[0].Args[0] != "apply" || len(ps.Containers) != 1 || ps.Containers[0].Args[0] != "apply-check" {
@@ -212,18 +212,18 @@ func TestDesiredJob(t *testing.T) {
 	// Interrupt: one container with the merged interrupt.
 	ji := js
 	ji.Stage, ji.Interrupt = v1alpha1.StageInterrupt, &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"a", "b"}}
-	j = DesiredJob(set, "gpu-0", "ns", "m", ji, nil, "")
-	if c := j.Spec.Template.Spec.Containers; len(c) != 1 || len(j.Spec.Template.Spec.InitContainers) != 0 || c[0].Name != "interrupt" ||
-		string(mustJSON(c[0].Args)) != `["interrupt","service","a","b"]` || len(j.Spec.Template.Spec.Volumes) != 0 {
-		t.Errorf("interrupt job %+v", j.Spec.Template.Spec)
+	j = DesiredPod(set, "gpu-0", "ns", "m", ji, nil, "")
+	if c := j.Spec.Containers; len(c) != 1 || len(j.Spec.InitContainers) != 0 || c[0].Name != "interrupt" ||
+		string(mustJSON(c[0].Args)) != `["interrupt","service","a","b"]` || len(j.Spec.Volumes) != 0 {
+		t.Errorf("interrupt job %+v", j.Spec)
 	}
 	// Soak check: the check only, its round annotated, stage label <check>-soak.
 	js2 := js
 	js2.SoakCheck, js2.SoakRound, js2.Stage = true, 2, v1alpha1.StageConfig
-	j = DesiredJob(set, "gpu-0", "ns", "m", js2, pkg, "")
-	if c := j.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Args[0] != "config-check" || j.Spec.Template.Annotations["gantry.dev/soak-round"] != "2" ||
+	j = DesiredPod(set, "gpu-0", "ns", "m", js2, pkg, "")
+	if c := j.Spec.Containers; len(c) != 1 || c[0].Args[0] != "config-check" || j.Annotations["gantry.dev/soak-round"] != "2" ||
 		j.Labels[v1alpha1.LabelStage] != "config-check-soak" {
-		t.Errorf("soak job %+v labels %v", j.Spec.Template, j.Labels)
+		t.Errorf("soak pod %+v labels %v", j.Spec, j.Labels)
 	}
 }
 
@@ -251,12 +251,12 @@ func mustJSON(v any) []byte {
 }
 
 // Host access (issue 12 §1): explicit per package, on every container of the stage pod.
-func TestDesiredJobHostAccess(t *testing.T) {
+func TestDesiredPodHostAccess(t *testing.T) {
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-drivers", UID: "u-1", Generation: 4}}
 	pkg := &v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned",
 		Host: &v1alpha1.HostAccess{Privileged: true, HostPID: true, RootMountPath: "/host"}}
 	js := JobSpec{Name: "j", Package: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned:1.2", Stage: v1alpha1.StageApply, Timeout: time.Minute}
-	spec := DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	spec := DesiredPod(set, "gpu-0", "ns", "m", js, pkg, "").Spec
 	if !spec.HostPID || spec.HostNetwork {
 		t.Errorf("hostPID %v hostNetwork %v", spec.HostPID, spec.HostNetwork)
 	}
@@ -270,7 +270,7 @@ func TestDesiredJobHostAccess(t *testing.T) {
 	}
 	// Without host access: nothing of the node.
 	pkg.Host = nil
-	spec = DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	spec = DesiredPod(set, "gpu-0", "ns", "m", js, pkg, "").Spec
 	if spec.HostPID || len(spec.Volumes) != 0 || spec.Containers[0].SecurityContext != nil {
 		t.Errorf("no host access asked, got %+v", spec)
 	}
@@ -279,12 +279,12 @@ func TestDesiredJobHostAccess(t *testing.T) {
 // Skyhook execution (issue 12 §1): the package image's content is copied to the host and the
 // agent runs the stage and its check with Skyhook's arguments and environment; the interrupt
 // gets Skyhook's encoded argument.
-func TestDesiredJobSkyhook(t *testing.T) {
+func TestDesiredPodSkyhook(t *testing.T) {
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-drivers", UID: "u-1", Generation: 4}}
 	pkg := &v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned", Env: map[string]string{"PROFILE": "hpc"},
 		Skyhook: &v1alpha1.SkyhookExecution{AgentImage: "ghcr.io/nvidia/skyhook/agent:6.3.0"}}
 	js := JobSpec{Name: "j", Package: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned:1.2", Stage: v1alpha1.StageConfig, Timeout: time.Minute}
-	spec := DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "cfg").Spec.Template.Spec
+	spec := DesiredPod(set, "gpu-0", "ns", "m", js, pkg, "cfg").Spec
 	copyDir := "/var/lib/skyhook/gpu-drivers/tuned-1.2-u-1-4"
 	if len(spec.InitContainers) != 2 || len(spec.Containers) != 1 {
 		t.Fatalf("containers: init %d main %d", len(spec.InitContainers), len(spec.Containers))
@@ -315,7 +315,7 @@ func TestDesiredJobSkyhook(t *testing.T) {
 		t.Errorf("host access: mounts %v hostPID %v hostNetwork %v", mounts, spec.HostPID, spec.HostNetwork)
 	}
 	js.Stage, js.Interrupt = v1alpha1.StageInterrupt, &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"tuned"}}
-	spec = DesiredJob(set, "gpu-0", "ns", "m", js, pkg, "").Spec.Template.Spec
+	spec = DesiredPod(set, "gpu-0", "ns", "m", js, pkg, "").Spec
 	// base64 of {"type":"service_restart","services":["tuned"]}
 	if a := spec.Containers[0].Args; len(a) != 4 || a[0] != "interrupt" || a[3] != "eyJ0eXBlIjoic2VydmljZV9yZXN0YXJ0Iiwic2VydmljZXMiOlsidHVuZWQiXX0=" {
 		t.Errorf("interrupt args %v", a)
@@ -324,20 +324,20 @@ func TestDesiredJobSkyhook(t *testing.T) {
 
 // A health check's Job: wget bounded by the check's timeout, the Job by the timeout plus the
 // Pod's start allowance (a bare timeout failed healthy checks on a real kubelet).
-func TestDesiredProbeJob(t *testing.T) {
+func TestDesiredProbePod(t *testing.T) {
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}}
 	js := JobSpec{Name: "drivers-health-http-0", Node: "gpu-0", Probe: "http", Timeout: 5 * time.Second, SoakCheck: true, SoakRound: 2}
 	hc := v1alpha1.HealthCheck{Name: "http", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://$(NODE_IP):9400/healthz"}}
-	j := DesiredProbeJob(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc)
-	c := j.Spec.Template.Spec.Containers[0]
+	j := DesiredProbePod(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc)
+	c := j.Spec.Containers[0]
 	if got := *j.Spec.ActiveDeadlineSeconds; got != 35 {
 		t.Errorf("activeDeadlineSeconds %d, want 35 (5s check + 30s to start)", got)
 	}
 	if c.Image != DefaultHealthCheckImage || strings.Join(append(c.Command, c.Args...), " ") != "wget -q -T 5 -O /dev/null http://$(NODE_IP):9400/healthz" {
 		t.Errorf("check container %s %q %q", c.Image, c.Command, c.Args)
 	}
-	if j.Spec.Template.Annotations["gantry.dev/soak-round"] != "2" || j.Spec.Template.Spec.NodeName != "gpu-0" {
-		t.Errorf("pod template %+v", j.Spec.Template.ObjectMeta)
+	if j.Annotations["gantry.dev/soak-round"] != "2" || j.Spec.NodeName != "gpu-0" {
+		t.Errorf("pod %+v", j.ObjectMeta)
 	}
 }
 

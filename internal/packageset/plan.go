@@ -16,7 +16,7 @@ const (
 	BackoffMax = 5 * time.Minute
 	// DefaultStageTimeout bounds one stage attempt when the package sets no stageTimeout.
 	DefaultStageTimeout = 10 * time.Minute
-	// Poll is the requeue delay while work is under way (Job and Node watches normally trigger
+	// Poll is the requeue delay while work is under way (Pod and Node watches normally trigger
 	// a pass earlier).
 	Poll = 5 * time.Second
 	// MinDefaultSoakCheckInterval is the floor of the default soak check interval
@@ -225,7 +225,7 @@ func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
 	}
 }
 
-// deleteFinished says whether a deleting set is done: no node keeps a record, a cordon or a Job.
+// deleteFinished says whether a deleting set is done: no node keeps a record, a cordon or a Pod.
 func deleteFinished(nodes []NodePlan) bool {
 	for _, np := range nodes {
 		if np.Record != nil || np.Cordon || len(np.Jobs) > 0 {

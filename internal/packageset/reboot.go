@@ -10,7 +10,7 @@ import (
 
 // rebooted: r is the running (or failed) reboot interrupt and the node has booted since it
 // started (its boot ID differs from the one recorded then). A node that reports no boot ID
-// cannot be told to have rebooted: its interrupt counts only by its Job's outcome.
+// cannot be told to have rebooted: its interrupt counts only by its Pod's outcome.
 func (p *nodePass) rebooted(r *PackageRecord) bool {
 	return IsInterruptStage(r.Stage) && r.Interrupt != nil && r.Interrupt.Type == v1alpha1.InterruptReboot &&
 		r.BootID != "" && p.n.BootID != "" && p.n.BootID != r.BootID

@@ -206,3 +206,33 @@ func TestRebooted(t *testing.T) {
 		})
 	}
 }
+
+// A stage past its deadline whose pod still runs (failure.PodOutcome's stop: a node whose
+// kubelet did not end it) is erroring with the deadline's reason, its pod deleted (as the Job
+// controller deleted a Job's pods past its deadline), and retried as a new attempt after the
+// backoff; a failed pod that has ended is kept (its termination message stays readable).
+func TestStageStopDeletesPod(t *testing.T) {
+	n := newRebootNode(t)
+	n.pass()
+	var apply string
+	for name, st := range n.byName {
+		if st == string(appl) {
+			apply = name
+		}
+	}
+	n.jobs[apply] = JobFact{Failed: true, Stop: true, Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline (600s)"}
+	d := n.pass()
+	r := n.rec.Packages["driver"]
+	if r.State != v1alpha1.StateErroring || r.Restarts != 1 || r.Message != "DeadlineExceeded: Pod was active on the node longer than the specified deadline (600s)" {
+		t.Fatalf("record %+v", r)
+	}
+	if got := d.Nodes[0].DeleteJobs; len(got) != 1 || got[0] != apply {
+		t.Errorf("deletes %v, want [%s]", got, apply)
+	}
+	n.f.Now = n.f.Now.Add(time.Hour) // past the backoff
+	n.jobs[apply] = JobFact{Failed: true, Reason: "PodFailed", Message: "container stage exited 3 (Error) boom"}
+	d = n.pass()
+	if len(d.Nodes[0].DeleteJobs) != 0 || len(d.Nodes[0].Jobs) != 1 || d.Nodes[0].Jobs[0].Name == apply {
+		t.Errorf("retry: deletes %v creates %+v", d.Nodes[0].DeleteJobs, d.Nodes[0].Jobs)
+	}
+}

@@ -123,7 +123,7 @@ const (
 // at a time (all of a round's Jobs passed before the next starts); a round missed while the
 // reconciler was away is skipped (the next round is the latest one due). The round under way
 // is the record's SoakRound, so its Job names (SoakJobName with the round) come from the
-// record and Now alone: a restarted reconciler never creates a round's Job twice. Result:
+// record and Now alone: a restarted reconciler never creates a round's Pod twice. Result:
 // Converged once the last round (started at the window's end) passed; Failed when a check of
 // any round fails (soakRound: that package is erroring and the policy applies); otherwise
 // Soaking (a round running or the next one not due yet; requeued for it).
@@ -180,7 +180,7 @@ func (p *nodePass) soakRound(k, last int) soakResult {
 			r.Done, r.State, r.Since = false, v1alpha1.StateErroring, p.f.Now
 			r.Restarts++
 			r.Message = strings.TrimSpace(fmt.Sprintf("soak check %s failed in round %d/%d: %s: %s", CheckOf(r.Stage), k, last, j.Reason, j.Message))
-			if j.ImagePullError {
+			if j.mustDelete() {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
 			p.failures = append(p.failures, Failure{p.n.Name, name, r.Stage, r.Message})
@@ -219,7 +219,7 @@ func (p *nodePass) probeRound(k, last int) soakResult {
 			}
 		case j.Failed || j.ImagePullError:
 			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message))
-			if j.ImagePullError {
+			if j.mustDelete() {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
 			p.blame(msg)

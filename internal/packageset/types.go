@@ -164,7 +164,7 @@ type PackageRecord struct {
 	Removing bool `json:"removing,omitempty"`
 	// Done: the flow's last stage is complete.
 	Done bool `json:"done,omitempty"`
-	// Flow numbers the flow (job names include it, so a re-run flow never reuses a Job).
+	// Flow numbers the flow (pod names include it, so a re-run flow never reuses a Pod).
 	Flow int `json:"flow"`
 	// Prev is what the package was before this flow (what a rollback returns to): the previous
 	// version for a version change, the same version with its previous config (and spec) for a
@@ -225,7 +225,7 @@ type NodeRecord struct {
 	// round k's Jobs are SoakJobName(..., k), so a restarted reconciler recomputes the same
 	// names from the record and Now (nodePass.soak).
 	SoakRound int `json:"soakRound,omitempty"`
-	// Soaks counts the soak windows this node entered: part of the soak Job names, so a node
+	// Soaks counts the soak windows this node entered: part of the soak Pod names, so a node
 	// that soaks again for the same flow (another package's flow or an interrupt sent it back
 	// to Activating) runs new check Jobs instead of reading the last window's as passed.
 	Soaks int `json:"soaks,omitempty"`
@@ -275,19 +275,28 @@ const (
 	GatePaused
 )
 
-// JobFact is what the controller saw of one stage Job.
+// JobFact is what the controller saw of one stage Pod (failure.PodOutcome; the name JobSpec /
+// JobFact predates stage Pods, which replaced stage Jobs).
 type JobFact struct {
 	Succeeded bool
 	Failed    bool
-	// Reason and Message of the failure (the Job's Failed condition, or the pod's waiting reason
-	// for an image that cannot be pulled).
+	// Reason and Message of the failure (the pod's reason, e.g. the kubelet's DeadlineExceeded,
+	// and its failing container's exit code and termination message; or the pod's waiting
+	// reason for an image that cannot be pulled).
 	Reason, Message string
-	// ImagePullError is set while the Job's pod cannot pull its image (failure.ImagePullReasons:
+	// ImagePullError is set while the stage pod cannot pull its image (failure.ImagePullReasons:
 	// ErrImagePull, ImagePullBackOff, InvalidImageName, ...) or the kubelet cannot create or start
 	// its container (failure.ContainerStartReasons: CreateContainerError, ...): the stage is
-	// erroring, the Job is deleted (and created again after the backoff).
+	// erroring, the pod is deleted (and created again, as the next attempt, after the backoff).
 	ImagePullError bool
+	// Stop is set on a failed stage whose pod has not ended (past its deadline on a node whose
+	// kubelet did not end it): the pod is deleted, as the Job controller deleted a Job's pods
+	// past its deadline.
+	Stop bool
 }
+
+// mustDelete: the failed stage's pod is deleted (ImagePullError or Stop).
+func (j JobFact) mustDelete() bool { return j.ImagePullError || j.Stop }
 
 // NodeFacts are what the controller observed of one node for the set.
 type NodeFacts struct {
@@ -400,11 +409,11 @@ type JobSpec struct {
 	// Interrupt is the merged interrupt (stage interrupt only).
 	Interrupt *v1alpha1.Interrupt
 	Timeout   time.Duration
-	// SoakCheck: the Job runs only Stage's check (re-run while the node soaks), no stage;
+	// SoakCheck: the Pod runs only Stage's check (re-run while the node soaks), no stage;
 	// SoakRound is its round (0 first).
 	SoakCheck bool
 	SoakRound int
-	// Probe, if set, names the health check (spec.rollout.healthChecks) the soak-round Job
+	// Probe, if set, names the health check (spec.rollout.healthChecks) the soak-round Pod
 	// runs instead of a package's check (Package, Version, Image and Stage are empty).
 	Probe string
 	// Spec is the package's API spec (JSON) of the version the stage runs (the record's, not
@@ -420,7 +429,7 @@ type NodePlan struct {
 	Record *NodeRecord
 	Status Status
 	Jobs   []JobSpec
-	// DeleteJobs are Jobs to delete (failed image pulls).
+	// DeleteJobs are stage Pods to delete (failed image pulls, pods past their deadline).
 	DeleteJobs []string
 	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
 	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).

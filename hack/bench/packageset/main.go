@@ -17,8 +17,8 @@
 // What it measures per run:
 //   - time to complete: PackageSet created → status complete on every node (observed with a
 //     watch on the set);
-//   - node-stage times from a Job informer of the bench: Job first seen → Job first seen with
-//     condition Complete=True (slowest, p50, p99);
+//   - node-stage times from a stage Pod informer of the bench: Pod first seen → Pod first seen
+//     with phase Succeeded (slowest, p50, p99);
 //   - the reconciler's peak RSS (VmHWM of /proc/<pid>/status) and CPU seconds (utime+stime of
 //     /proc/<pid>/stat: whole process life, and during the run only);
 //   - API requests per node-stage: the increase of the reconciler's rest_client_requests_total
@@ -304,7 +304,7 @@ func printRun(v variant, r result) {
 	fmt.Printf("packageset bench %s: %s, %d node(s), %d node-stages per node\n", v.name, v.desc, r.nodes, v.stagesPerNode())
 	fmt.Printf("  load average before → after: %s → %s\n", r.loadBefore, r.load)
 	fmt.Printf("  time to complete:             %.1f s\n", r.elapsed.Seconds())
-	fmt.Printf("  node-stage time (Job seen → Complete seen): slowest %.2f s, p50 %.2f s, p99 %.2f s (%d Jobs)\n",
+	fmt.Printf("  node-stage time (Pod seen → Succeeded seen): slowest %.2f s, p50 %.2f s, p99 %.2f s (%d Pods)\n",
 		r.slowest().Seconds(), r.perc(0.5).Seconds(), r.perc(0.99).Seconds(), len(r.stages))
 	fmt.Printf("  reconciler peak RSS (VmHWM):  %.1f MiB\n", r.hwmMiB)
 	fmt.Printf("  reconciler CPU:               %.1f s during the run (%.1f s process life)\n", r.cpuRun, r.cpuLife)
@@ -396,7 +396,8 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		names = append(names, name)
 	}
 
-	// The bench's own Job informer: when each stage Job was first seen and first seen complete.
+	// The bench's own stage Pod informer: when each stage Pod was first seen and first seen
+	// succeeded.
 	jw := newJobWatch(e.cs, pool)
 	stopJobs := make(chan struct{})
 	defer close(stopJobs)
@@ -564,8 +565,8 @@ func (e *env) cleanup(pool string, names []string) {
 	}
 }
 
-// jobWatch records, per stage Job of one set, when the bench first saw it and first saw it
-// complete.
+// jobWatch records, per stage Pod of one set, when the bench first saw it and first saw it
+// succeeded.
 type jobWatch struct {
 	mu      sync.Mutex
 	created map[string]time.Time
@@ -577,9 +578,9 @@ func newJobWatch(cs kubernetes.Interface, set string) *jobWatch {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = v1alpha1.LabelPackageSet + "=" + set
 	}))
-	jw := &jobWatch{created: map[string]time.Time{}, done: map[string]time.Time{}, inf: f.Batch().V1().Jobs().Informer()}
+	jw := &jobWatch{created: map[string]time.Time{}, done: map[string]time.Time{}, inf: f.Core().V1().Pods().Informer()}
 	see := func(obj interface{}) {
-		j, ok := obj.(*batchv1.Job)
+		j, ok := obj.(*corev1.Pod)
 		if !ok {
 			return
 		}
@@ -592,10 +593,8 @@ func newJobWatch(cs kubernetes.Interface, set string) *jobWatch {
 		if _, ok := jw.done[j.Name]; ok {
 			return
 		}
-		for _, c := range j.Status.Conditions {
-			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				jw.done[j.Name] = now
-			}
+		if j.Status.Phase == corev1.PodSucceeded {
+			jw.done[j.Name] = now
 		}
 	}
 	_, _ = jw.inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, o interface{}) { see(o) }})

@@ -25,7 +25,7 @@ const (
 	StatusPaused PackageSetStatusValue = "paused"
 	// StatusInProgress: stages are running.
 	StatusInProgress PackageSetStatusValue = "in_progress"
-	// StatusErroring: a stage failed (Job failed, image cannot be pulled, stage timeout).
+	// StatusErroring: a stage failed (its pod failed, image cannot be pulled, stage timeout).
 	StatusErroring PackageSetStatusValue = "erroring"
 	// StatusUnknown: cannot be determined (not reconciled yet, or mixed).
 	StatusUnknown PackageSetStatusValue = "unknown"
@@ -158,16 +158,16 @@ const (
 	// skyhook.nvidia.com=runtime-required:NoSchedule); the reconciler's
 	// --runtime-required-taint flag replaces it.
 	DefaultRuntimeRequiredTaint = "gantry.dev/runtime-required=true:NoSchedule"
-	// LabelPackageSet is on every stage Job and Pod: the PackageSet's name.
+	// LabelPackageSet is on every stage Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
-	// LabelPackage, LabelStage and LabelNode are on every stage Job and Pod.
+	// LabelPackage, LabelStage and LabelNode are on every stage Pod.
 	LabelPackage = "gantry.dev/package"
 	LabelStage   = "gantry.dev/stage"
 	LabelNode    = "gantry.dev/node"
 )
 
 // PackageSet installs packages on the nodes its selector picks, running each package's
-// lifecycle stages (as Skyhook does) as Jobs pinned to each node, honouring interrupts, an
+// lifecycle stages (as Skyhook does) as Pods bound to each node, honouring interrupts, an
 // interruption budget, priority ordering, pause/disable and a soak/rollback rollout (as NixFleet does).
 // Modelled on NVIDIA Skyhook (NodeWright) and NixFleet.
 //
@@ -517,7 +517,7 @@ type InterruptionBudget struct {
 type Rollout struct {
 	// SoakDuration is how long a node soaks after its last stage before it counts as
 	// Converged (e.g. "30s"; 0 or unset: no soak). While it soaks (Soaking), the check of each
-	// package's last stage is re-run as a Job in rounds: one at once, then every
+	// package's last stage is re-run as a Pod in rounds: one at once, then every
 	// soakCheckInterval, the last when the window ends; Converged once that last round passed,
 	// Failed as soon as a round fails (onHealthFailure applies).
 	// +optional
@@ -544,7 +544,7 @@ type Rollout struct {
 	// +optional
 	Waves []Wave `json:"waves,omitempty"`
 	// HealthChecks are health gates beside the packages' own checks, as NixFleet's health
-	// checks: each runs as a Job on the node in every soak round (so they need soakDuration),
+	// checks: each runs as a Pod on the node in every soak round (so they need soakDuration),
 	// and a failing one fails the node like a failing check (onHealthFailure applies: halt
 	// retries, rollback returns the packages changed in this rollout to what they were).
 	// +kubebuilder:validation:MaxItems=8
@@ -652,12 +652,12 @@ type FleetBudget struct {
 	MaxInFlight int32 `json:"maxInFlight"`
 }
 
-// HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Job on the node. Its pod has NODE_NAME and
+// HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Pod on the node. It has NODE_NAME and
 // NODE_IP (the node's address) in its environment, which command, args and url may use as
 // $(NODE_IP).
 // +kubebuilder:validation:XValidation:rule="[has(self.command), has(self.httpGet), has(self.systemdFailedUnits)].filter(x, x).size() == 1",message="a health check needs exactly one of command (exec), httpGet or systemdFailedUnits"
 type HealthCheck struct {
-	// Name of the check (a DNS-1123 label of at most 20 characters), in its Job's name and
+	// Name of the check (a DNS-1123 label of at most 20 characters), in its Pod's name and
 	// in the failure message.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=20
@@ -680,7 +680,7 @@ type HealthCheck struct {
 	// SystemdFailedUnits is NixFleet's healthGate.systemdFailedUnits: the check passes while
 	// the node's host has at most max failed systemd units (`systemctl list-units
 	// --state=failed` run in the host's namespaces through nsenter, from a privileged pod in
-	// the host PID namespace: the stage Jobs' namespace must allow privileged pods). The
+	// the host PID namespace: the stage Pods' namespace must allow privileged pods). The
 	// failure message names the failed units. Image: default busybox:1.36 (its nsenter).
 	// +optional
 	SystemdFailedUnits *SystemdFailedUnitsCheck `json:"systemdFailedUnits,omitempty"`
@@ -692,7 +692,7 @@ type HealthCheck struct {
 	// +optional
 	Mode HealthCheckMode `json:"mode,omitempty"`
 	// Timeout bounds one run of the check, default 1m: an httpGet check's request (wget -T) and
-	// the check Job, whose activeDeadlineSeconds is the timeout plus 30s for its Pod to start.
+	// the check Pod, whose activeDeadlineSeconds is the timeout plus 30s for it to start.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// PodLabels are added to the check's pod (at most 64; keys label keys, values at most 63
@@ -774,14 +774,14 @@ type Package struct {
 	// Env holds plain environment variables of the stage containers, name → value.
 	// +optional
 	Env map[string]string `json:"env,omitempty"`
-	// EnvFrom sets environment variables from Secret or ConfigMap keys (in the Job namespace).
+	// EnvFrom sets environment variables from Secret or ConfigMap keys (in the stage Pods' namespace).
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	EnvFrom []EnvFromRef `json:"envFrom,omitempty"`
 	// Config is mounted into every stage container at /etc/gantry/config, one file per key
 	// holding its value (env GANTRY_CONFIG_DIR names the path), from an immutable ConfigMap
-	// per content in the Job namespace. Keys are ConfigMap keys (letters, digits, '-', '_',
+	// per content in the stage Pods' namespace. Keys are ConfigMap keys (letters, digits, '-', '_',
 	// '.'; not '.', not starting with '..'). A change re-runs config (and the interrupt only
 	// for keys listed in ConfigInterrupts).
 	// +kubebuilder:validation:MaxProperties=64
@@ -819,7 +819,7 @@ type Package struct {
 	// GracefulShutdown becomes the stage pods' terminationGracePeriodSeconds.
 	// +optional
 	GracefulShutdown *metav1.Duration `json:"gracefulShutdown,omitempty"`
-	// StageTimeout bounds one stage attempt (Job activeDeadlineSeconds); past it the stage is
+	// StageTimeout bounds one stage attempt (the stage Pod's activeDeadlineSeconds); past it the stage is
 	// erroring. Default 10m.
 	// +optional
 	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
@@ -983,7 +983,7 @@ type PackageStatus struct {
 	// Restarts is the number of failed attempts of the current stage.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
-	// Message says why a stage is erroring (the Job's or the kubelet's own words).
+	// Message says why a stage is erroring (the stage pod's or the kubelet's own words).
 	// +optional
 	Message string `json:"message,omitempty"`
 }
