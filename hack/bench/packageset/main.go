@@ -65,7 +65,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,6 +101,10 @@ type variant struct {
 	reboot     bool
 	// compartments > 0: a deployment policy of that many compartments, exponential batches.
 	compartments int
+	// soak > 0: rollout.soakDuration, check rounds every `every`; check: one exec health check;
+	// fail: the check starts failing mid-rollout (scale.go).
+	soak, every time.Duration
+	check, fail bool
 }
 
 var allVariants = map[string]variant{
@@ -185,6 +188,14 @@ type result struct {
 	log                  string
 	// components: CPU seconds of the local cluster's processes during the run, by name.
 	components map[string]float64
+	// scale.go: pass time quantiles (s), cordons vs budget, health check pods, the halt.
+	passP50, passP99     float64
+	cordonMax, cordonEnd int
+	cordonBy, budgets    map[string]int
+	budgetSum            int
+	checkRuns, jobs      int
+	halt                 haltResult
+	partial              string // -stop-after: status.completeNodes when the bench stopped waiting
 }
 
 func (r result) slowest() time.Duration       { return pct(r.stages, 1) }
@@ -213,7 +224,7 @@ func main() {
 	kubeconfig := flag.Lookup("kubeconfig").Value.String()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	check(err)
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = float32(*benchQPS), int(2**benchQPS)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: reconciler.NewScheme()})
 	check(err)
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -230,14 +241,15 @@ func main() {
 	}
 	var rows []row
 	failed := false
-	for _, name := range strings.Split(*variants, ",") {
+	runs := map[string]result{}
+	for _, name := range expandVariants(*variants) {
 		v, ok := allVariants[strings.TrimSpace(name)]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b, c)\n", name)
+			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b, c, d, h = h0,hc,hf)\n", name)
 			os.Exit(2)
 		}
 		rw := row{v: v}
-		if *baseline {
+		if *baseline && !v.fail {
 			b, err := e.run(v, 1)
 			if err != nil {
 				fmt.Printf("packageset bench %s over 1 node: %v\n", v.name, err)
@@ -265,7 +277,10 @@ func main() {
 			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
 				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
-		fmt.Printf("  RSS target < 200 MiB: %s\n\n", verdict(full.hwmMiB < 200))
+		fmt.Printf("  RSS target < 200 MiB: %s\n", verdict(full.hwmMiB < 200))
+		printTable(v, full, rw.base, rw.hasBase)
+		fmt.Println()
+		runs[v.name] = full
 		rows = append(rows, rw)
 	}
 
@@ -288,6 +303,7 @@ func main() {
 			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
 	}
 	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
+	printHealthCost(runs)
 	if failed {
 		os.Exit(1)
 	}
@@ -324,6 +340,7 @@ func printRun(v variant, r result) {
 		}
 		fmt.Printf("  cluster CPU s during the run: %s\n", strings.Join(parts, ", "))
 	}
+	printExtra(v, r)
 	fmt.Printf("  reconciler log:               %s\n", r.log)
 }
 
@@ -383,29 +400,28 @@ func (e *env) run(v variant, n int) (res result, err error) {
 
 	var names []string
 	defer func() { e.cleanup(pool, names) }()
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("%s-%d", pool, i)
-		alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "gantry.dev/bench-pool": pool}},
-			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc}}
-		if v.compartments > 0 {
-			node.Labels["gantry.dev/bench-compartment"] = v.compartmentOf(i)
-		}
-		check(e.c.Create(ctx, node))
-		names = append(names, name)
-	}
+	names, err = e.createNodes(ctx, pool, v, n)
+	check(err)
+	res.budgets = v.budgets(n)
+	res.budgetSum = sum(res.budgets)
 
 	// The bench's own Job informer: when each stage Job was first seen and first seen complete.
 	jw := newJobWatch(e.cs, pool)
 	stopJobs := make(chan struct{})
 	defer close(stopJobs)
 	jw.start(stopJobs)
+	nw := newNodeWatch(e.cs, pool)
+	nw.start(stopJobs)
+	pw := newPodWatch(e.cs, pool)
+	if v.soak > 0 {
+		pw.start(stopJobs)
+	}
 
 	// Let the nodes' creation settle in the reconciler before the baseline.
 	time.Sleep(2 * time.Second)
 	base, err := scrape()
 	check(err)
+	histBase := scrapeHist()
 	_, cpuBase := procStats(rec.Process.Pid)
 	compBase := e.componentCPU()
 	res.loadBefore = loadavg()
@@ -424,6 +440,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	if p := v.policy(); p != nil {
 		set.Spec.InterruptionBudget, set.Spec.DeploymentPolicy = nil, p
 	}
+	v.decorate(set)
 
 	samplerDone := make(chan struct{})
 	stopSampler := make(chan struct{})
@@ -435,7 +452,17 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	// 1000 nodes (its status maps every node) costs the API server as much as a status write.
 	start := time.Now()
 	check(e.c.Create(ctx, set))
-	got, err := e.waitComplete(ctx, pool, n)
+	var got v1alpha1.PackageSet
+	if v.fail {
+		got, res.halt, err = e.waitHalt(ctx, pool, n, pw)
+	} else {
+		wctx, stop := stopAfterCtx(ctx)
+		got, err = e.waitComplete(wctx, pool, n)
+		stop()
+		if err != nil && ctx.Err() == nil && *stopAfter > 0 {
+			res.partial, err = got.Status.CompleteNodes, nil // -stop-after: report what ran
+		}
+	}
 	if err != nil {
 		close(stopSampler)
 		<-samplerDone
@@ -447,6 +474,10 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	res.elapsed = time.Since(start)
 	after, err := scrape()
 	check(err)
+	hist := scrapeHist()
+	res.passP50, res.passP99 = quantile(histBase, hist, 0.5), quantile(histBase, hist, 0.99)
+	res.cordonMax, res.cordonBy, res.cordonEnd = nw.snapshot()
+	res.checkRuns, _ = pw.stats()
 	hwm, cpu := procStats(rec.Process.Pid)
 	res.components = e.componentCPU()
 	for k := range res.components {
@@ -457,6 +488,9 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	res.load = loadavg()
 	res.hwmMiB, res.cpuLife, res.cpuRun = hwm/1024, cpu, cpu-cpuBase
 	res.requests, res.nodeStages = after.requests-base.requests, float64(n*v.stagesPerNode())
+	if res.partial != "" {
+		res.nodeStages = float64(max(1, completeCount(res.partial)) * v.stagesPerNode())
+	}
 	res.passes, res.passSeconds = after.passes-base.passes, after.passSeconds-base.passSeconds
 	// The informer may lag the status by a moment: wait (briefly) for every Job's completion.
 	deadline := time.Now().Add(10 * time.Second)
@@ -464,6 +498,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res.stages = jw.durations()
+	res.jobs = jw.count()
 	return res, nil
 }
 
@@ -556,9 +591,7 @@ func (e *env) cleanup(pool string, names []string) {
 		err := e.c.List(ctx, &l, sel)
 		return len(l.Items), err
 	})
-	for _, n := range names {
-		_ = e.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-	}
+	e.deleteNodes(ctx, names)
 	if ctx.Err() != nil {
 		fmt.Fprintf(os.Stderr, "packageset bench: clean-up of %s incomplete: %v\n", pool, ctx.Err())
 	}
@@ -605,6 +638,13 @@ func newJobWatch(cs kubernetes.Interface, set string) *jobWatch {
 func (jw *jobWatch) start(stop <-chan struct{}) {
 	go jw.inf.Run(stop)
 	toolscache.WaitForCacheSync(stop, jw.inf.HasSynced)
+}
+
+// count: Jobs seen.
+func (jw *jobWatch) count() int {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	return len(jw.created)
 }
 
 // durations: first seen → complete seen, per completed Job.
