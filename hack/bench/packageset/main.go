@@ -195,6 +195,7 @@ type result struct {
 	budgetSum            int
 	checkRuns, jobs      int
 	halt                 haltResult
+	statusBytes          int    // the set's status, JSON, when the bench stopped waiting
 	partial              string // -stop-after: status.completeNodes when the bench stopped waiting
 }
 
@@ -472,6 +473,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		return res, fmt.Errorf("not complete after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
 	}
 	res.elapsed = time.Since(start)
+	res.statusBytes = statusBytes(got)
 	after, err := scrape()
 	check(err)
 	hist := scrapeHist()

@@ -136,6 +136,16 @@ func sum(m map[string]int) int {
 	return t
 }
 
+// statusBytes is the size of s's status as JSON (the status maps every node: it grows with
+// the nodes toward etcd's request limit, 1.5 MiB by default).
+func statusBytes(s v1alpha1.PackageSet) int {
+	b, err := json.Marshal(s.Status)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
 // stopAfterCtx bounds the wait for complete by -stop-after (when set).
 func stopAfterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if *stopAfter <= 0 {
@@ -529,6 +539,10 @@ func printExtra(v variant, r result) {
 	}
 	fmt.Printf("  package set pass time:        mean %.1f ms, p50 %.1f ms, p99 %.1f ms (%.0f passes)\n",
 		r.passMean()*1000, r.passP50*1000, r.passP99*1000, r.passes)
+	if r.statusBytes > 0 {
+		fmt.Printf("  set status size:              %d bytes (%.0f per node; etcd's default request limit 1.5 MiB = %d bytes)\n",
+			r.statusBytes, float64(r.statusBytes)/float64(max(1, r.nodes)), 1536*1024)
+	}
 	verdictC := "within"
 	if r.cordonMax > r.budgetSum {
 		verdictC = "VIOLATION: above"
@@ -615,6 +629,9 @@ func printTable(v variant, full, base result, hasBase bool) {
 	tableRow(p+"API requests per node-stage", full.requests/full.nodeStages, "", 0, 0)
 	tableRow(p+"pass time mean", full.passMean()*1000, "ms", 0, 0)
 	tableRow(p+"pass time p99", full.passP99*1000, "ms", 0, 0)
+	if full.statusBytes > 0 {
+		tableRow(p+"set status size", float64(full.statusBytes)/1024, "KiB", 1536, 0)
+	}
 	if v.reboot {
 		tableRow(p+"most nodes cordoned at once", float64(full.cordonMax), "", float64(full.budgetSum), 0)
 	}
