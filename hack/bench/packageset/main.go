@@ -7,6 +7,9 @@
 //	c  2 packages, no interrupt, a deployment policy of 3 compartments (nodes labelled c0, c1,
 //	   c2 in turn), each with budget percent 25 and exponential batches from 1 (Skyhook's
 //	   DeploymentPolicy); waves = the most batches of a compartment (they run side by side)
+//	d  c with b's reboot interrupt, for -nodes 10000 (scale.go)
+//	h  h0, hc, hf: soak with a health check every 10 s, its cost, the halt a failing one
+//	   causes (scale.go; hf reports the time to halt where the others report time to complete)
 //
 // For each variant it first runs the same set over ONE node (the single-node baseline, unless
 // -baseline=false), then over -nodes kwok nodes. Every run starts its own bin/gantry-reconciler
@@ -84,7 +87,7 @@ import (
 var (
 	recBin   = flag.String("reconciler", "bin/gantry-reconciler", "reconciler binary")
 	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
-	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%), c (3 compartments, 25% each, exponential batches)")
+	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%), c (3 compartments, 25% each, exponential batches), d (c with a reboot interrupt), h (h0, hc, hf: soak with a health check every 10 s; see scale.go)")
 	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
 	metrics  = flag.String("metrics", "", "metrics address of the benchmarked reconciler (default: a free loopback port per run)")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
