@@ -504,6 +504,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	}
 	res.stages = jw.durations()
 	res.jobs = jw.count()
+	printMeasured(v, res)
 	return res, nil
 }
 

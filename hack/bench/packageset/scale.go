@@ -531,6 +531,20 @@ func tableRow(figure string, value float64, unit string, limit, target float64) 
 	fmt.Printf("| %s | %s | %s | %s | %s |\n", figure, strings.TrimSpace(fmt.Sprintf("%.4g %s", value, unit)), f(limit), f(target), ratio)
 }
 
+// printMeasured prints the run's main figures before its clean-up, which over 10,000 nodes
+// takes minutes (the full report follows it).
+func printMeasured(v variant, r result) {
+	fmt.Printf("packageset bench %s over %d nodes measured (report after the clean-up): %.1f s, %s complete, peak RSS %.1f MiB, CPU %.1f s, %.0f requests, %.0f passes (%.1f s in passes)\n",
+		v.name, r.nodes, r.elapsed.Seconds(), orDash(r.partial), r.hwmMiB, r.cpuRun, r.requests, r.passes, r.passSeconds)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "all"
+	}
+	return s
+}
+
 // printExtra prints what the scale variants add to a run's report (cordons, pass time, health
 // checks, the halt).
 func printExtra(v variant, r result) {
