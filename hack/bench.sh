@@ -9,7 +9,10 @@
 # hack/bench/packageset: a 2-package PackageSet over PS_BENCH_NODES kwok nodes (default 200),
 # variants PS_BENCH_VARIANTS (default "a,b,c": a = no interrupt, budget 100%; b = reboot
 # interrupt, budget 10%; c = 3 compartments of a deployment policy, 25% each, exponential
-# batches), each after its single-node baseline; then hack/bench/scale:
+# batches; d = c with a reboot interrupt, for 10,000 nodes; h = soak with a health check every
+# 10 s, with/without checks and a check failing mid-rollout), each after its single-node
+# baseline, ending in rows of the common | figure | value | limit | target | ratio | table;
+# then hack/bench/scale:
 # SCALE_BENCH_PERFORMERS (default 1000) gantry_performer applied, planned and destroyed beside
 # a client-go limit (the same Performers created by a parallel client at the same QPS).
 # Prints numbers; it does not pass or fail on them. Each program also records its figures

@@ -7,6 +7,9 @@
 //	c  2 packages, no interrupt, a deployment policy of 3 compartments (nodes labelled c0, c1,
 //	   c2 in turn), each with budget percent 25 and exponential batches from 1 (Skyhook's
 //	   DeploymentPolicy); waves = the most batches of a compartment (they run side by side)
+//	d  c with b's reboot interrupt, for -nodes 10000 (scale.go)
+//	h  h0, hc, hf: soak with a health check every 10 s, its cost, the halt a failing one
+//	   causes (scale.go; hf reports the time to halt where the others report time to complete)
 //
 // For each variant it first runs the same set over ONE node (the single-node baseline, unless
 // -baseline=false), then over -nodes kwok nodes. Every run starts its own bin/gantry-reconciler
@@ -65,7 +68,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,7 +87,7 @@ import (
 var (
 	recBin   = flag.String("reconciler", "bin/gantry-reconciler", "reconciler binary")
 	nodes    = flag.Int("nodes", 200, "kwok nodes of the scaled run")
-	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%), c (3 compartments, 25% each, exponential batches)")
+	variants = flag.String("variants", "a,b", "comma-separated variants: a (no interrupt, budget 100%), b (reboot interrupt, budget 10%), c (3 compartments, 25% each, exponential batches), d (c with a reboot interrupt), h (h0, hc, hf: soak with a health check every 10 s; see scale.go)")
 	baseline = flag.Bool("baseline", true, "run each variant over a single node first (the target's baseline)")
 	metrics  = flag.String("metrics", "", "metrics address of the benchmarked reconciler (default: a free loopback port per run)")
 	pprofDir = flag.String("pprof-dir", "", "save heap (at peak RSS) and CPU profiles of the reconciler here")
@@ -102,6 +104,10 @@ type variant struct {
 	reboot     bool
 	// compartments > 0: a deployment policy of that many compartments, exponential batches.
 	compartments int
+	// soak > 0: rollout.soakDuration, check rounds every `every`; check: one exec health check;
+	// fail: the check starts failing mid-rollout (scale.go).
+	soak, every time.Duration
+	check, fail bool
 }
 
 var allVariants = map[string]variant{
@@ -185,6 +191,15 @@ type result struct {
 	log                  string
 	// components: CPU seconds of the local cluster's processes during the run, by name.
 	components map[string]float64
+	// scale.go: pass time quantiles (s), cordons vs budget, health check pods, the halt.
+	passP50, passP99     float64
+	cordonMax, cordonEnd int
+	cordonBy, budgets    map[string]int
+	budgetSum            int
+	checkRuns, jobs      int
+	halt                 haltResult
+	statusBytes          int    // the set's status, JSON, when the bench stopped waiting
+	partial              string // -stop-after: status.completeNodes when the bench stopped waiting
 }
 
 func (r result) slowest() time.Duration       { return pct(r.stages, 1) }
@@ -213,7 +228,7 @@ func main() {
 	kubeconfig := flag.Lookup("kubeconfig").Value.String()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	check(err)
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = float32(*benchQPS), int(2**benchQPS)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: reconciler.NewScheme()})
 	check(err)
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -230,14 +245,15 @@ func main() {
 	}
 	var rows []row
 	failed := false
-	for _, name := range strings.Split(*variants, ",") {
+	runs := map[string]result{}
+	for _, name := range expandVariants(*variants) {
 		v, ok := allVariants[strings.TrimSpace(name)]
 		if !ok {
-			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b, c)\n", name)
+			fmt.Fprintf(os.Stderr, "packageset bench: unknown variant %q (a, b, c, d, h = h0,hc,hf)\n", name)
 			os.Exit(2)
 		}
 		rw := row{v: v}
-		if *baseline {
+		if *baseline && !v.fail {
 			b, err := e.run(v, 1)
 			if err != nil {
 				fmt.Printf("packageset bench %s over 1 node: %v\n", v.name, err)
@@ -265,7 +281,10 @@ func main() {
 			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
 				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
-		fmt.Printf("  RSS target < 200 MiB: %s\n\n", verdict(full.hwmMiB < 200))
+		fmt.Printf("  RSS target < 200 MiB: %s\n", verdict(full.hwmMiB < 200))
+		printTable(v, full, rw.base, rw.hasBase)
+		fmt.Println()
+		runs[v.name] = full
 		rows = append(rows, rw)
 	}
 
@@ -288,6 +307,7 @@ func main() {
 			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
 	}
 	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
+	printHealthCost(runs)
 	if failed {
 		os.Exit(1)
 	}
@@ -324,6 +344,7 @@ func printRun(v variant, r result) {
 		}
 		fmt.Printf("  cluster CPU s during the run: %s\n", strings.Join(parts, ", "))
 	}
+	printExtra(v, r)
 	fmt.Printf("  reconciler log:               %s\n", r.log)
 }
 
@@ -383,18 +404,10 @@ func (e *env) run(v variant, n int) (res result, err error) {
 
 	var names []string
 	defer func() { e.cleanup(pool, names) }()
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("%s-%d", pool, i)
-		alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "gantry.dev/bench-pool": pool}},
-			Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc}}
-		if v.compartments > 0 {
-			node.Labels["gantry.dev/bench-compartment"] = v.compartmentOf(i)
-		}
-		check(e.c.Create(ctx, node))
-		names = append(names, name)
-	}
+	names, err = e.createNodes(ctx, pool, v, n)
+	check(err)
+	res.budgets = v.budgets(n)
+	res.budgetSum = sum(res.budgets)
 
 	// The bench's own stage Pod informer: when each stage Pod was first seen and first seen
 	// succeeded.
@@ -402,11 +415,18 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	stopJobs := make(chan struct{})
 	defer close(stopJobs)
 	jw.start(stopJobs)
+	nw := newNodeWatch(e.cs, pool)
+	nw.start(stopJobs)
+	pw := newPodWatch(e.cs, pool)
+	if v.soak > 0 {
+		pw.start(stopJobs)
+	}
 
 	// Let the nodes' creation settle in the reconciler before the baseline.
 	time.Sleep(2 * time.Second)
 	base, err := scrape()
 	check(err)
+	histBase := scrapeHist()
 	_, cpuBase := procStats(rec.Process.Pid)
 	compBase := e.componentCPU()
 	res.loadBefore = loadavg()
@@ -425,6 +445,7 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	if p := v.policy(); p != nil {
 		set.Spec.InterruptionBudget, set.Spec.DeploymentPolicy = nil, p
 	}
+	v.decorate(set)
 
 	samplerDone := make(chan struct{})
 	stopSampler := make(chan struct{})
@@ -436,7 +457,17 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	// 1000 nodes (its status maps every node) costs the API server as much as a status write.
 	start := time.Now()
 	check(e.c.Create(ctx, set))
-	got, err := e.waitComplete(ctx, pool, n)
+	var got v1alpha1.PackageSet
+	if v.fail {
+		got, res.halt, err = e.waitHalt(ctx, pool, n, pw)
+	} else {
+		wctx, stop := stopAfterCtx(ctx)
+		got, err = e.waitComplete(wctx, pool, n)
+		stop()
+		if err != nil && ctx.Err() == nil && *stopAfter > 0 {
+			res.partial, err = got.Status.CompleteNodes, nil // -stop-after: report what ran
+		}
+	}
 	if err != nil {
 		close(stopSampler)
 		<-samplerDone
@@ -446,8 +477,13 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		return res, fmt.Errorf("not complete after %s, status %s %s: %v", time.Since(start).Round(time.Second), got.Status.Status, got.Status.CompleteNodes, err)
 	}
 	res.elapsed = time.Since(start)
+	res.statusBytes = statusBytes(got)
 	after, err := scrape()
 	check(err)
+	hist := scrapeHist()
+	res.passP50, res.passP99 = quantile(histBase, hist, 0.5), quantile(histBase, hist, 0.99)
+	res.cordonMax, res.cordonBy, res.cordonEnd = nw.snapshot()
+	res.checkRuns, _ = pw.stats()
 	hwm, cpu := procStats(rec.Process.Pid)
 	res.components = e.componentCPU()
 	for k := range res.components {
@@ -458,6 +494,9 @@ func (e *env) run(v variant, n int) (res result, err error) {
 	res.load = loadavg()
 	res.hwmMiB, res.cpuLife, res.cpuRun = hwm/1024, cpu, cpu-cpuBase
 	res.requests, res.nodeStages = after.requests-base.requests, float64(n*v.stagesPerNode())
+	if res.partial != "" {
+		res.nodeStages = float64(max(1, completeCount(res.partial)) * v.stagesPerNode())
+	}
 	res.passes, res.passSeconds = after.passes-base.passes, after.passSeconds-base.passSeconds
 	// The informer may lag the status by a moment: wait (briefly) for every Job's completion.
 	deadline := time.Now().Add(10 * time.Second)
@@ -465,6 +504,8 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res.stages = jw.durations()
+	res.jobs = jw.count()
+	printMeasured(v, res)
 	return res, nil
 }
 
@@ -557,9 +598,7 @@ func (e *env) cleanup(pool string, names []string) {
 		err := e.c.List(ctx, &l, sel)
 		return len(l.Items), err
 	})
-	for _, n := range names {
-		_ = e.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-	}
+	e.deleteNodes(ctx, names)
 	if ctx.Err() != nil {
 		fmt.Fprintf(os.Stderr, "packageset bench: clean-up of %s incomplete: %v\n", pool, ctx.Err())
 	}
@@ -604,6 +643,13 @@ func newJobWatch(cs kubernetes.Interface, set string) *jobWatch {
 func (jw *jobWatch) start(stop <-chan struct{}) {
 	go jw.inf.Run(stop)
 	toolscache.WaitForCacheSync(stop, jw.inf.HasSynced)
+}
+
+// count: Jobs seen.
+func (jw *jobWatch) count() int {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	return len(jw.created)
 }
 
 // durations: first seen → complete seen, per completed Job.
