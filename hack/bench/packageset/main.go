@@ -645,7 +645,7 @@ func (jw *jobWatch) start(stop <-chan struct{}) {
 	toolscache.WaitForCacheSync(stop, jw.inf.HasSynced)
 }
 
-// count: Jobs seen.
+// count: stage Pods seen.
 func (jw *jobWatch) count() int {
 	jw.mu.Lock()
 	defer jw.mu.Unlock()

@@ -51,6 +51,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gantry-dev/terraform-provider-gantry/hack/bench/table"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 )
@@ -513,8 +514,16 @@ func quantile(before, after histogram, q float64) float64 {
 	return prevBound
 }
 
-// tableRow prints one row of the common bench table; ratio = value ÷ limit, else ÷ target.
-func tableRow(figure string, value float64, unit string, limit, target float64) {
+// tableRow prints one row of the run's table and records it for `make bench`'s table
+// (hack/bench/table). limit is measured in the same run (0: none; ratio = value ÷ limit);
+// target, when set, is the most the figure may be: a number in unit (0: none) or, with a
+// limit, a multiple of it (targetX > 0: ≤ targetX × limit).
+func tableRow(figure string, value float64, unit string, limit, target float64, limitIs ...string) {
+	tableRowX(figure, value, unit, limit, target, 0, limitIs...)
+}
+
+// tableRowX is tableRow with a target relative to the limit (≤ targetX × limit).
+func tableRowX(figure string, value float64, unit string, limit, target, targetX float64, limitIs ...string) {
 	f := func(x float64) string {
 		if x == 0 || math.IsNaN(x) {
 			return "-"
@@ -529,6 +538,14 @@ func tableRow(figure string, value float64, unit string, limit, target float64) 
 		ratio = fmt.Sprintf("%.2f", value/target)
 	}
 	fmt.Printf("| %s | %s | %s | %s | %s |\n", figure, strings.TrimSpace(fmt.Sprintf("%.4g %s", value, unit)), f(limit), f(target), ratio)
+	row := table.Row{Figure: figure, Value: value, Unit: unit, Limit: limit, LimitIs: strings.Join(limitIs, "")}
+	switch {
+	case targetX > 0 && limit > 0:
+		row.Target, row.Met = fmt.Sprintf("≤ %g× limit", targetX), table.Met(value <= targetX*limit)
+	case target > 0:
+		row.Target, row.Met = strings.TrimSpace(fmt.Sprintf("≤ %g %s", target, unit)), table.Met(value <= target)
+	}
+	table.Add(row)
 }
 
 // printMeasured prints the run's main figures before its clean-up, which over 10,000 nodes
@@ -564,7 +581,7 @@ func printExtra(v variant, r result) {
 	fmt.Printf("  most nodes cordoned at once:  %d, %s the budget %d (per compartment: %s); %d still cordoned at the end\n",
 		r.cordonMax, verdictC, r.budgetSum, perCompartment(r.cordonBy, r.budgets), r.cordonEnd)
 	if v.soak > 0 {
-		fmt.Printf("  health check pods:            %d (Jobs seen: %d)\n", r.checkRuns, r.jobs)
+		fmt.Printf("  health check pods:            %d (stage Pods seen: %d)\n", r.checkRuns, r.jobs)
 	}
 	if v.fail {
 		h := r.halt
@@ -616,9 +633,12 @@ func (r result) passMean() float64 {
 // printTable prints a run's rows of the common table (target(node) when a baseline ran).
 func printTable(v variant, full, base result, hasBase bool) {
 	p := fmt.Sprintf("packageset %d nodes %s: ", full.nodes, v.name)
-	target := 0.0
+	limit, factor := 0.0, 1.5
 	if hasBase {
-		target = 1.5 * base.elapsed.Seconds() * float64(v.waves(full.nodes))
+		limit = base.elapsed.Seconds() * float64(v.waves(full.nodes))
+	}
+	if v.name == "c" || v.name == "d" {
+		factor = 2 // exponential waves: ≤ 2 × (waves × one node's time)
 	}
 	if v.fail {
 		h := full.halt
@@ -632,7 +652,7 @@ func printTable(v variant, full, base result, hasBase bool) {
 	} else if full.partial != "" {
 		tableRow(p+fmt.Sprintf("nodes complete after %s (partial run)", *stopAfter), float64(completeCount(full.partial)), "", float64(full.nodes), 0)
 	} else {
-		tableRow(p+"time to complete", full.elapsed.Seconds(), "s", 0, target)
+		tableRowX(p+"time to complete", full.elapsed.Seconds(), "s", limit, 0, factor, fmt.Sprintf("%d waves × one node's time", v.waves(full.nodes)))
 	}
 	rssLimit, rssTarget := 0.0, 200.0
 	if full.nodes > 1000 {
@@ -644,10 +664,10 @@ func printTable(v variant, full, base result, hasBase bool) {
 	tableRow(p+"pass time mean", full.passMean()*1000, "ms", 0, 0)
 	tableRow(p+"pass time p99", full.passP99*1000, "ms", 0, 0)
 	if full.statusBytes > 0 {
-		tableRow(p+"set status size", float64(full.statusBytes)/1024, "KiB", 1536, 0)
+		tableRow(p+"set status size", float64(full.statusBytes)/1024, "KiB", 1536, 0, "etcd's request limit")
 	}
 	if v.reboot {
-		tableRow(p+"most nodes cordoned at once", float64(full.cordonMax), "", float64(full.budgetSum), 0)
+		tableRowX(p+"most nodes cordoned at once", float64(full.cordonMax), "", float64(full.budgetSum), 0, 1, "the budget")
 	}
 }
 
