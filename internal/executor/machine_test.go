@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // was spells out the conditions the machine writes for a phase (with reason), as the memory
@@ -374,7 +375,7 @@ func TestDecideTable(t *testing.T) {
 			checkInvariants(t, f, d)
 		})
 	}
-	// Every edge the seeds draw (mapped onto our phases) is exercised by some row.
+	// Every edge Hourglass draws (mapped onto our phases) is exercised by some row.
 	for _, e := range [][2]Phase{
 		{"", v1alpha1.ExecutorPending},
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating},
@@ -405,18 +406,18 @@ func TestIllegalTransitions(t *testing.T) {
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorRollingBack},
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorUpdating},
 	} {
-		var te *TransitionError
-		if err := CheckTransition(e[0], e[1]); !errors.As(err, &te) || te.From != e[0] || te.To != e[1] {
-			t.Errorf("CheckTransition(%s, %s) = %v, want *TransitionError", e[0], e[1], err)
+		var te *lifecycle.TransitionError
+		if err := Transitions.Check(e[0], e[1]); !errors.As(err, &te) || te.From != string(e[0]) || te.To != string(e[1]) {
+			t.Errorf("Transitions.Check(%s, %s) = %v, want *lifecycle.TransitionError", e[0], e[1], err)
 		}
 	}
 	// Terminating conditions on an object that is not being deleted (someone rewrote status).
 	f := base()
 	f.Conditions = was(v1alpha1.ExecutorTerminating, ReasonTerminating, false)
 	f.Deployment = complete("r2", 2)
-	var te *TransitionError
-	if _, err := Decide(f); !errors.As(err, &te) || te.To != v1alpha1.ExecutorRunning {
-		t.Errorf("Decide after Terminating = %v, want TransitionError to Running", err)
+	var te *lifecycle.TransitionError
+	if _, err := Decide(f); !errors.As(err, &te) || te.To != string(v1alpha1.ExecutorRunning) {
+		t.Errorf("Decide after Terminating = %v, want a *lifecycle.TransitionError to Running", err)
 	}
 	// Running conditions with no finalizer and no deployment go to Creating, never Pending.
 	f = base()
@@ -484,8 +485,8 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if !slices.Contains(AllPhases, d.Phase) {
 		t.Fatalf("phase %q outside the enum", d.Phase)
 	}
-	if d.Phase != PhaseOf(d.Conditions) {
-		t.Fatalf("phase %s != PhaseOf(conditions) %s", d.Phase, PhaseOf(d.Conditions))
+	if d.Phase != Phases.Of(d.Conditions) {
+		t.Fatalf("phase %s != Phases.Of(conditions) %s", d.Phase, Phases.Of(d.Conditions))
 	}
 	wantTypes := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
 	if len(d.Conditions) != len(wantTypes) {
@@ -514,7 +515,7 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if ready && d.LastGoodRevision == "" {
 		t.Fatalf("Running without a last good revision")
 	}
-	if err := CheckTransition(PhaseOf(f.Conditions), d.Phase); err != nil {
+	if err := Transitions.Check(Phases.Of(f.Conditions), d.Phase); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range d.Actions {

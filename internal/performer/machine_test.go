@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 const (
@@ -506,23 +507,23 @@ func TestIllegalTransitions(t *testing.T) {
 		{v1alpha1.PerformerPending, v1alpha1.PerformerUpgrading},
 	}
 	for _, tt := range illegal {
-		err := CheckTransition(tt.from, tt.to)
-		var te *TransitionError
-		if !errors.As(err, &te) || te.From != tt.from || te.To != tt.to {
-			t.Errorf("CheckTransition(%s, %s) = %v, want TransitionError", tt.from, tt.to, err)
+		err := Transitions.Check(tt.from, tt.to)
+		var te *lifecycle.TransitionError
+		if !errors.As(err, &te) || te.From != string(tt.from) || te.To != string(tt.to) {
+			t.Errorf("Transitions.Check(%s, %s) = %v, want a *lifecycle.TransitionError", tt.from, tt.to, err)
 		}
 	}
 	for _, from := range append([]Phase{""}, allPhases...) {
-		if err := CheckTransition(from, from); from != "" && err != nil {
+		if err := Transitions.Check(from, from); from != "" && err != nil {
 			t.Errorf("self transition %s rejected: %v", from, err)
 		}
 	}
 	// A Performer cannot leave Terminating: conditions saying Terminating on an object without
 	// a deletionTimestamp (written by someone else) are rejected, not acted upon.
 	_, err := Decide(Facts{Generation: 1, HasFinalizer: true, Conditions: wasTerminating, DesiredImage: imgA, DesiredHash: hashA, Pod: podReady(hashA), Service: svcOK})
-	var te *TransitionError
-	if !errors.As(err, &te) || te.From != v1alpha1.PerformerTerminating || te.To != v1alpha1.PerformerRunning {
-		t.Fatalf("Decide from Terminating = %v, want TransitionError Terminating → Running", err)
+	var te *lifecycle.TransitionError
+	if !errors.As(err, &te) || te.From != string(v1alpha1.PerformerTerminating) || te.To != string(v1alpha1.PerformerRunning) {
+		t.Fatalf("Decide from Terminating = %v, want a *lifecycle.TransitionError Terminating → Running", err)
 	}
 }
 
@@ -534,12 +535,12 @@ func TestPhaseOf(t *testing.T) {
 			v1alpha1.PerformerUpgrading: ReasonUpgradeInProgress, v1alpha1.PerformerFailed: ReasonImagePullFailed,
 			v1alpha1.PerformerTerminating: ReasonTerminating,
 		}[p]
-		if got := PhaseOf(was(p, reason)); got != p {
-			t.Errorf("PhaseOf(%s conditions) = %s", p, got)
+		if got := Phases.Of(was(p, reason)); got != p {
+			t.Errorf("Phases.Of(%s conditions) = %s", p, got)
 		}
 	}
-	if got := PhaseOf(nil); got != "" {
-		t.Errorf("PhaseOf(nil) = %s", got)
+	if got := Phases.Of(nil); got != "" {
+		t.Errorf("Phases.Of(nil) = %s", got)
 	}
 }
 
@@ -548,7 +549,7 @@ func TestPhaseOf(t *testing.T) {
 //  1. Conditions are exactly Ready, Reconciling, Stalled, Scheduled, ServiceReady, in order,
 //     each with ObservedGeneration = Generation and a valid reason (metav1.Condition's pattern).
 //  2. Exactly one of Ready, Reconciling, Stalled is True; Ready=True iff Running; Stalled=True
-//     iff Failed; the phase is PhaseOf(conditions); the active condition has a message.
+//     iff Failed; the phase is Phases.Of(conditions); the active condition has a message.
 //  3. Terminating iff the Performer is being deleted. Pending is never decided: the first pass
 //     goes straight on to Creating (or further). Whenever the finalizer is missing and the
 //     Performer is not being deleted, AddFinalizer is the first action, so nothing is created
@@ -587,8 +588,8 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if isTrue(0) != (d.Phase == v1alpha1.PerformerRunning) || isTrue(2) != (d.Phase == v1alpha1.PerformerFailed) {
 		t.Fatalf("phase %s with Ready=%v Stalled=%v", d.Phase, isTrue(0), isTrue(2))
 	}
-	if d.Phase != PhaseOf(d.Conditions) || d.Phase == "" {
-		t.Fatalf("phase %s, PhaseOf %s", d.Phase, PhaseOf(d.Conditions))
+	if d.Phase != Phases.Of(d.Conditions) || d.Phase == "" {
+		t.Fatalf("phase %s, PhaseOf %s", d.Phase, Phases.Of(d.Conditions))
 	}
 	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
 		t.Fatalf("deleting=%v phase=%s", f.Deleting, d.Phase)
@@ -670,7 +671,7 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if d.Backoff && (d.RequeueAfter < BackoffMin || d.RequeueAfter > BackoffMax) {
 		t.Fatalf("backoff %v out of bounds", d.RequeueAfter)
 	}
-	prev := PhaseOf(f.Conditions)
+	prev := Phases.Of(f.Conditions)
 	if prev != d.Phase && d.Event == nil {
 		t.Fatalf("phase %s → %s without event", prev, d.Phase)
 	}

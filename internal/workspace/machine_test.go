@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 const (
@@ -104,8 +105,9 @@ type row struct {
 	requeue  bool
 }
 
-// TestTransitions has a row for every transition seed 004 draws (and the stays), plus the
-// Pending-trap rows: Pending stays Pending, but Stalled=True with a reason that says why.
+// TestTransitions has a row for every transition KAITO's Workspace status proposal draws
+// (and the stays), plus the Pending-trap rows: Pending stays Pending, but Stalled=True with a
+// reason that says why.
 func TestTransitions(t *testing.T) {
 	rows := []row{
 		// ---- inference ----
@@ -345,7 +347,7 @@ func TestTransitions(t *testing.T) {
 			}
 		})
 	}
-	// Every edge seed 004 draws (besides first passes) has a row.
+	// Every edge KAITO's proposal draws (besides first passes) has a row.
 	for mode, m := range Transitions {
 		for from, tos := range m {
 			if from == "" {
@@ -376,9 +378,9 @@ func TestForbiddenTransitions(t *testing.T) {
 	}
 	for _, c := range forbidden {
 		err := CheckTransition(c.mode, c.from, c.to)
-		var te *TransitionError
-		if !errors.As(err, &te) || te.From != c.from || te.To != c.to || te.Mode != c.mode {
-			t.Errorf("%s %s → %s: err %v, want *TransitionError", c.mode, c.from, c.to, err)
+		var te *lifecycle.TransitionError
+		if !errors.As(err, &te) || te.From != string(c.from) || te.To != string(c.to) || te.Kind != string(c.mode)+" workspace state" {
+			t.Errorf("%s %s → %s: err %v, want *lifecycle.TransitionError", c.mode, c.from, c.to, err)
 		}
 	}
 	// Exhaustively: any pair not in Transitions is rejected.
