@@ -426,7 +426,7 @@ func TestSoakRoundStart(t *testing.T) {
 }
 
 // RolloutTransition over every pair of NixFleet's host states ("" for a node without one):
-// exactly the seed's arrows and ours are legal (staying is always legal), every other pair is
+// exactly NixFleet's arrows and ours are legal (staying is always legal), every other pair is
 // a TransitionError naming both states.
 func TestRolloutTransitionPairs(t *testing.T) {
 	const (
@@ -443,24 +443,24 @@ func TestRolloutTransitionPairs(t *testing.T) {
 		from, to v1alpha1.RolloutState
 	}{
 		{"first rollout", "", Pe},
-		{"seed: activation starts", Pe, Ac},
+		{"NixFleet: activation starts", Pe, Ac},
 		{"ours: nothing to do", Pe, Co},
-		{"seed: stages done", Ac, So},
-		{"seed: a stage fails", Ac, Fa},
-		{"seed: interrupt pending", Ac, De},
+		{"NixFleet: stages done", Ac, So},
+		{"NixFleet: a stage fails", Ac, Fa},
+		{"NixFleet: interrupt pending", Ac, De},
 		{"ours: spec changed while activating", Ac, Pe},
-		{"seed: interrupt done", De, So},
+		{"NixFleet: interrupt done", De, So},
 		{"ours: interrupt failed", De, Fa},
 		{"ours: spec changed while deferred", De, Pe},
-		{"seed: soak passed", So, Co},
-		{"seed: soak check failed", So, Fa},
+		{"NixFleet: soak passed", So, Co},
+		{"NixFleet: soak check failed", So, Fa},
 		{"ours: spec changed while soaking", So, Pe},
 		{"ours: spec changed after converging", Co, Pe},
-		{"seed: rolled back", Fa, Re},
+		{"NixFleet: rolled back", Fa, Re},
 		{"ours: retry (halt)", Fa, Ac},
 		{"ours: retry of an interrupt", Fa, De},
 		{"ours: spec changed after a failure", Fa, Pe},
-		{"seed: a new version after a rollback", Re, Pe},
+		{"NixFleet: a new version after a rollback", Re, Pe},
 	}
 	states := []v1alpha1.RolloutState{"", Pe, Ac, De, So, Co, Fa, Re}
 	ok := map[[2]v1alpha1.RolloutState]string{}

@@ -127,7 +127,7 @@ func TestDecide(t *testing.T) {
 		f    Facts
 		want want
 	}{
-		// Seed: [*] → Pending → Creating, in one pass: the finalizer first, then service and pod.
+		// Hourglass: [*] → Pending → Creating, in one pass: the finalizer first, then service and pod.
 		{"[*] → Creating: finalizer first, then service and pod, in one pass",
 			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, msg: "creating the pod", actions: acts(ActionAddFinalizer, ActionEnsureService, ActionCreatePod), event: "Normal"}},
@@ -143,7 +143,7 @@ func TestDecide(t *testing.T) {
 		{"Pending → Creating: service, then pod",
 			base(wasPending, nil, svcMissing),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionEnsureService, ActionCreatePod), event: "Normal"}},
-		// Seed: Creating → PodCreation → Scheduling → NodeSelection → ... → Running.
+		// Hourglass: Creating → PodCreation → Scheduling → NodeSelection → ... → Running.
 		{"Creating → Scheduling: pod submitted to the scheduler",
 			base(wasCreating, podNew(hashA), svcOK),
 			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "waiting for the scheduler", event: "Normal"}},
@@ -162,7 +162,7 @@ func TestDecide(t *testing.T) {
 		{"Pending → Running: an existing pod adopted",
 			base(wasPending, podReady(hashA), svcOK),
 			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
-		// Seed: NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed.
+		// Hourglass: NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed.
 		{"Scheduling → Failed: HardwareValidation (Insufficient nvidia.com/gpu), scheduler message verbatim",
 			base(wasScheduling, podUnschedulable(hashA, insufficient), svcOK),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, msg: insufficient, requeue: BackoffMin, event: "Warning"}},
@@ -207,7 +207,7 @@ func TestDecide(t *testing.T) {
 		{"Failed → Failed: backoff capped",
 			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.Now = t0.Add(time.Hour) }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, requeue: BackoffMax, event: "Warning"}},
-		// Seed: Failed → Creating (retry with backoff).
+		// Hourglass: Failed → Creating (retry with backoff).
 		{"Failed → Creating: spec fixed (gpuCount lowered): delete the unschedulable pod",
 			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionDeletePod), event: "Normal"}},
@@ -245,7 +245,7 @@ func TestDecide(t *testing.T) {
 		{"Running → Failed: pod evicted, delete it to re-create",
 			with(base(wasRunning, evicted, svcOK), func(f *Facts) { f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, image: imgA, actions: acts(ActionDeletePod), requeue: BackoffMin, event: "Warning"}},
-		// Seed: Running → Upgrading → PodRecreation → Running.
+		// Hourglass: Running → Upgrading → PodRecreation → Running.
 		{"Running → Upgrading: image changed, delete the old pod",
 			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, msg: "upgrading from " + imgA + " to " + imgB, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
@@ -330,7 +330,7 @@ func TestDecide(t *testing.T) {
 		{"Creating → Creating: waiting for a deleted pod to go",
 			base(wasCreating, podDeleting(podNew(hashB)), svcOK),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, requeue: WaitPoll}},
-		// Seed: Running → Terminating → ServiceCleanup → PodCleanup → [*].
+		// Hourglass: Running → Terminating → ServiceCleanup → PodCleanup → [*].
 		{"Running → Terminating: delete service, then pod",
 			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.Deleting = true; f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, image: imgA, actions: acts(ActionDeleteService, ActionDeletePod), requeue: WaitPoll, event: "Normal"}},
