@@ -24,7 +24,7 @@ func alive(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
-// The provider exits by itself once the process that started it is killed (issue 14 §3),
+// The provider exits by itself once the process that started it is killed,
 // even when nothing it writes could fail on a closed pipe: it is started by a shell as a
 // plugin server (Terraform's handshake cookie, protocol 6), its output going to a file; the
 // shell is killed with SIGKILL and the provider, reparented, must be gone soon after.

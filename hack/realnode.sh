@@ -2,7 +2,8 @@
 # hack/realnode.sh — one real node beside the kwok nodes of the local cluster: a kubelet built
 # from the pinned Kubernetes module (tools/kube), containerd and runc and the CNI plugins from
 # Debian's packages, so Pods really run (package scripts, performer and model servers, the
-# reconciler's own Pod). Facts behind each choice: ../shared/reference/real-node.md.
+# reconciler's own Pod). Each choice is explained where it is made below; DESIGN.md "The local
+# cluster" has the overview.
 #
 #   hack/realnode.sh up       start it (or keep it, if it runs); called by hack/cluster.sh up
 #   hack/realnode.sh down     stop it and remove what it made (processes, pods, mounts, bridge)

@@ -76,7 +76,7 @@ action "gantry_performer_restart" "missing" {
 `, ns, pool)
 }
 
-// Actions (Terraform >= 1.14, issue 11), each invoked with `terraform apply -invoke` and its
+// Actions (Terraform >= 1.14), each invoked with `terraform apply -invoke` and its
 // real effect checked on the cluster: restart replaces the performer's Pod (new UID, Running);
 // rerun runs the set again on the chosen node only (its record is new, the other nodes' are
 // untouched) and is refused for a node the set has no record on; resume removes the pause

@@ -13,7 +13,7 @@ import (
 )
 
 // System keys are exactly those under kubectl.kubernetes.io/, kubernetes.io/, k8s.io/ and
-// gantry.dev/ (issue 10 §6): subdomains such as app.kubernetes.io/ and team.gantry.dev/ are
+// gantry.dev/: subdomains such as app.kubernetes.io/ and team.gantry.dev/ are
 // the user's and are kept by import and refresh.
 func TestIsSystemKey(t *testing.T) {
 	for k, want := range map[string]bool{

@@ -90,7 +90,7 @@ output "node_status" { value = data.gantry_package_set.s.node_status }
 output "signer" { value = data.gantry_executor.x.operator_keys.remote_signer_url }
 `
 
-// Data sources of the four kinds (issue 11): read from a module instantiated with for_each
+// Data sources of the four kinds: read from a module instantiated with for_each
 // that depends on the resources (so it reads once they are created), they return what the resources
 // hold — the performer's endpoint and phase, the executor's performer endpoints, the
 // workspace's state, the package set's per-node status. Reading an object that does not
@@ -190,7 +190,7 @@ func gpuTestNode(t *testing.T, c *kube.Clients, ns, name, product string, gpus, 
 	}
 }
 
-// gantry_nodes (issue 11): the local cluster's GPU and TEE nodes found by product, TEE type and
+// gantry_nodes: the local cluster's GPU and TEE nodes found by product, TEE type and
 // RuntimeClass; a node of the test's own product with 3 of 4 GPUs requested by a running pod
 // shows 3 in use and 1 free; min_nodes fails early naming what the cluster has.
 func TestAccNodesDataSource(t *testing.T) {

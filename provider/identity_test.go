@@ -106,7 +106,7 @@ resource "gantry_package_set" "s" {
 `, ns, pool, label, strings.Repeat("ab", 20))
 }
 
-// Resource identity (Terraform >= 1.12, issue 11): each of the four resources has an identity
+// Resource identity (Terraform >= 1.12): each of the four resources has an identity
 // in state after create ({namespace, name}; {name} for the cluster-scoped package set), and an
 // `import` block giving that identity instead of an ID imports it with a plan of no changes.
 func TestAccIdentity_importByIdentity(t *testing.T) {

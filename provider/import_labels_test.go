@@ -19,7 +19,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// Import keeps every label (issue 10 §6): a Performer created outside Terraform with
+// Import keeps every label: a Performer created outside Terraform with
 // app.kubernetes.io/name and team.gantry.dev/x labels (and kubectl's last-applied annotation, a
 // system key) is imported with both labels; the configuration that has them plans no change;
 // an out-of-band change to team.gantry.dev/x shows as drift and apply puts it back.

@@ -9,7 +9,7 @@ import (
 )
 
 // Every bad input fails at plan with the real CLI and no cluster, and the message names the
-// exact attribute (issue 10 §4).
+// exact attribute.
 func TestInputValidation_namesTheAttribute(t *testing.T) {
 	requireTerraform(t)
 	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Plan-time checks of what the API server would reject at apply (issue 10 §4), added to every
+// Plan-time checks of what the API server would reject at apply, added to every
 // resource's schema by withInputValidators so the four resources check the same inputs the
 // same way. Every error is an attribute error on the exact path (a map entry, a list
 // element's attribute) and its message names that path.

@@ -28,7 +28,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// Interrupted runs converge (issue 10 §5). The real CLI runs as a subprocess with the
+// Interrupted runs converge. The real CLI runs as a subprocess with the
 // provider built from this tree (dev_overrides), applying five performers pinned to a node of
 // their own that no kubelet runs yet (kwok does not manage it: capacity that is not there yet),
 // so their Pods are bound but never start, the performers stay Creating and the apply is

@@ -31,7 +31,7 @@ func queryConfig(ns, label string) string {
 	return b.String()
 }
 
-// List resources (Terraform >= 1.14, issue 11): objects of the four kinds, one of them created
+// List resources (Terraform >= 1.14): objects of the four kinds, one of them created
 // with kubectl and the others by another configuration, are found by `terraform query` with
 // list blocks (namespace and label selector); `-generate-config-out` writes their resource and
 // import blocks; the plan of that generated configuration imports all five with no change,

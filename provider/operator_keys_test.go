@@ -57,7 +57,7 @@ resource "gantry_executor" "x" {
 `, ns, keys, strings.Repeat("ab", 20))
 }
 
-// Write-only operator keys (Terraform >= 1.11, issue 11): the executor takes its ECDSA and BLS
+// Write-only operator keys (Terraform >= 1.11): the executor takes its ECDSA and BLS
 // keys as write-only attributes. The provider writes them into the Secret exec-operator-keys,
 // owned by the Executor, and the pods get them by reference; bumping
 // private_keys_wo_version rotates them (new Secret data, the pod template's

@@ -59,7 +59,7 @@ func localEtcd(t *testing.T) int {
 	return pid
 }
 
-// An apply that starts while etcd is down (issue 14 §1): etcd is stopped (SIGSTOP: it answers
+// An apply that starts while etcd is down: etcd is stopped (SIGSTOP: it answers
 // nothing, as a crashed or partitioned etcd) before `terraform apply` of two performers starts
 // and resumed etcdOutage later. The API server answers the provider's first request
 // (/version needs no etcd) but every write fails after ~34 s with its Timeout error; the provider
@@ -215,7 +215,7 @@ func startPod(t *testing.T, c *kube.Clients, ns, name string) {
 	}
 }
 
-// A wait that spans an API server restart (issue 14 §2): `terraform apply` of two performers
+// A wait that spans an API server restart: `terraform apply` of two performers
 // whose Pods are bound to a node no simulated kubelet runs (so the apply is waiting);
 // kube-apiserver is killed (SIGKILL), kept down apiServerOutage and started again with the
 // same command line. Once /readyz answers, the Pods are reported Running (startPod) and the

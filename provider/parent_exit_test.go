@@ -52,7 +52,7 @@ func alive(pid int) bool {
 }
 
 // A provider whose terraform is killed (SIGKILL to terraform alone, as an OOM kill or a
-// cancelled CI job does) exits by itself (issue 14 §3) instead of living on reparented with
+// cancelled CI job does) exits by itself instead of living on reparented with
 // its sockets and watches open. The apply waits on a performer held on a node no kubelet runs,
 // so the provider is mid-wait when terraform dies.
 func TestAccProvider_exitsWhenTerraformIsKilled(t *testing.T) {

@@ -293,7 +293,7 @@ func waitRolledBack(t *testing.T, c *kube.Clients, name, pkg, version string) {
 	}
 }
 
-// TestAccPackageSet_skyhookParity (issue 12 §2, §8): a set written as Skyhook users write it:
+// TestAccPackageSet_skyhookParity: a set written as Skyhook users write it:
 // version "1.2" (kept as written), an image without a tag (the version is the tag), no
 // interruption budget (every node at once, as Skyhook), and labels on the PackageSet object.
 // A label changed outside Terraform is drift in the next plan.

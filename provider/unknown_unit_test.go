@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// Unknown values at plan (issue 10 §1): every resource accepts a configuration in which values
+// Unknown values at plan: every resource accepts a configuration in which values
 // are not known yet — whole attributes (`packages = var.x`), collection entries
 // (`node_selector = { k = var.v }`) and nested leaves — through the real protocol server:
 // ValidateResourceConfig runs every attribute validator and ValidateConfig, PlanResourceChange

@@ -28,7 +28,7 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
-// Waiting where upstream waits (issue 23 item 6): conditions a controller in the cluster is
+// Waiting where upstream waits: conditions a controller in the cluster is
 // about to resolve keep the apply waiting instead of failing it. Each test resolves the
 // condition in the middle of the apply, from a goroutine that first sees the reconciler report
 // the wait in status; the apply must then complete. Nothing here measures time.

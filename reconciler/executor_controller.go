@@ -143,7 +143,7 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	d, err := executor.Decide(g.facts)
 	if err != nil {
-		return ctrl.Result{}, illegalTransition[*executor.TransitionError](r.Recorder, &e, err)
+		return ctrl.Result{}, illegalTransition(r.Recorder, &e, err)
 	}
 	if !slices.Contains(d.Actions, executor.ActionRemoveFinalizer) {
 		if stale, err := writeStatus(ctx, r.Client, &e, &e.Status, r.status(&e, d, g)); err != nil {

@@ -64,7 +64,7 @@ type Options struct {
 	// (>= 1). A pass spends most of its time waiting on the API server (one to three round
 	// trips), so a pool smaller than the objects changing at once queues them: with 4 workers
 	// and Terraform's default 10 resources in flight a performer waited about 0.5 s per pass
-	// for a worker (issue 24). Default 16.
+	// for a worker. Default 16.
 	MaxConcurrentReconciles int
 	// Namespaces restricts the reconciler to these namespaces; empty means all namespaces.
 	Namespaces []string

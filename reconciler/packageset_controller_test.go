@@ -357,8 +357,8 @@ func (e *testEnv) updateSet(t *testing.T, name string, mod func(*v1alpha1.Packag
 func ptrTo[T any](v T) *T { return &v }
 
 // Policy rollback on the cluster: 2 own GPU nodes at dcgm-tool 1.0.0, budget 1; version 1.1.0
-// carries kwok's chaos label so its upgrade stage fails. The first node is Failed, runs seed
-// 000's downgrade flow (uninstall is not enabled, so apply and config of 1.0.0, with 1.0.0's
+// carries kwok's chaos label so its upgrade stage fails. The first node is Failed, runs
+// Skyhook's downgrade flow (uninstall is not enabled, so apply and config of 1.0.0, with 1.0.0's
 // recorded spec: no chaos label; kwok's chaos fails every pod of a labelled version, so an
 // uninstall of 1.1.0 would fail too: that path is covered by the machine's tables) and is
 // Reverted; the other node never starts;
@@ -545,7 +545,7 @@ func (e *testEnv) soakJobs(t *testing.T, set string) map[string][]soakJob {
 	return out
 }
 
-// Soak rounds and rollback on the cluster, budget 1, policy rollback (seed 001).
+// Soak rounds and rollback on the cluster, budget 1, policy rollback (NixFleet).
 //
 //  1. 1.0.1 with a 3s soak checked every second: each node re-runs its config check in rounds
 //     0, 1, 2, 3 (one Job each, all Complete) and is Converged.
@@ -759,7 +759,7 @@ func TestPackageSetRestartMidRollout(t *testing.T) {
 	}
 }
 
-// Versions as Skyhook users write them (issue 12 §2): "1.2" is accepted and kept as written,
+// Versions as Skyhook users write them: "1.2" is accepted and kept as written,
 // an image without a tag runs with the version as its tag, and 1.2 → 1.10 is an upgrade
 // (compared as 1.2.0 < 1.10.0, not as text).
 func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
@@ -819,7 +819,7 @@ func TestPackageSetShortVersionsAndImageTag(t *testing.T) {
 	}
 }
 
-// Host execution (issue 12 §1) on the local cluster: a package with explicit host access and
+// Host execution on the local cluster: a package with explicit host access and
 // an unchanged Skyhook package image run by the Skyhook agent; their apply Jobs' pods carry
 // the host access and Skyhook's invocation (copy init container, agent arguments). The test
 // reads the Jobs the reconciler creates rather than waiting for the set to complete: the
@@ -881,7 +881,7 @@ func TestPackageSetHostExecution(t *testing.T) {
 	}
 }
 
-// Selectors and sequencing (issue 12 §6): "second" selects its pool with a matchExpressions
+// Selectors and sequencing: "second" selects its pool with a matchExpressions
 // requirement and comes after "first" (sequencing all) whose nodes are another pool: no node
 // of "second" starts before "first" is complete on all its nodes (a global gate; with the
 // default per-node sequencing "second" would start at once, as it shares no node with it).
@@ -953,7 +953,7 @@ func TestPackageSetSequencingAll(t *testing.T) {
 	}
 }
 
-// Explicit uninstall (issue 12 §3, Skyhook's uninstall.apply): set while the set is paused
+// Explicit uninstall (Skyhook's uninstall.apply): set while the set is paused
 // and unset before it resumes, nothing is uninstalled (cancelled before it started); set
 // while running, the package's uninstall stage runs on the node, its record goes, and the
 // set — now with no installed package — is complete; unset, the package is applied again.

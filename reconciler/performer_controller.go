@@ -114,7 +114,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	desiredPod, specErr := performer.DesiredPod(&p)
 	desiredSvc := performer.DesiredService(&p)
-	direct := performer.PhaseOf(p.Status.Conditions) == v1alpha1.PerformerFailed
+	direct := performer.Phases.Of(p.Status.Conditions) == v1alpha1.PerformerFailed
 
 	// Whatever this pass writes, the next one must see in the cache before it decides.
 	cachedRV := p.ResourceVersion
@@ -154,7 +154,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		d, err := performer.Decide(facts)
 		if err != nil {
-			return ctrl.Result{}, illegalTransition[*performer.TransitionError](r.Recorder, &p, err)
+			return ctrl.Result{}, illegalTransition(r.Recorder, &p, err)
 		}
 		emit := func() {
 			if d.Event != nil {

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // writeStatus sets *cur (the status field of obj) to want and patches obj's status
@@ -40,14 +42,14 @@ func writeStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 	return false, nil
 }
 
-// illegalTransition handles an error from a machine's Decide. When err is (or wraps) an E,
-// the *TransitionError of the kind's lifecycle machine (possible only when the object's
-// status was edited by hand or by someone else), it emits the Warning event
-// IllegalTransition on obj and returns err as a reconcile.TerminalError: retrying cannot
-// help, so the pass is not requeued (no hot loop); the next change to the object starts a new
-// pass. Any other error is returned as is (retried with backoff).
-func illegalTransition[E error](rec record.EventRecorder, obj runtime.Object, err error) error {
-	var te E
+// illegalTransition handles an error from a machine's Decide. When err is (or wraps) a
+// *lifecycle.TransitionError (possible only when the object's status was edited by hand or by
+// someone else), it emits the Warning event IllegalTransition on obj and returns err as a
+// reconcile.TerminalError: retrying cannot help, so the pass is not requeued (no hot loop);
+// the next change to the object starts a new pass. Any other error is returned as is
+// (retried with backoff).
+func illegalTransition(rec record.EventRecorder, obj runtime.Object, err error) error {
+	var te *lifecycle.TransitionError
 	if errors.As(err, &te) {
 		rec.Event(obj, corev1.EventTypeWarning, "IllegalTransition", err.Error())
 		return reconcile.TerminalError(err)

@@ -191,7 +191,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	d, err := workspace.Decide(facts)
 	if err != nil {
-		return ctrl.Result{}, illegalTransition[*workspace.TransitionError](r.Recorder, &w, err)
+		return ctrl.Result{}, illegalTransition(r.Recorder, &w, err)
 	}
 
 	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {

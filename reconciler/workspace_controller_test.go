@@ -163,8 +163,9 @@ func (r *stateRecorder) until(last v1alpha1.WorkspaceState) []v1alpha1.Workspace
 	return r.seen()
 }
 
-// checkSeedPath asserts that every consecutive pair of recorded states is a seed 004 edge.
-func checkSeedPath(t *testing.T, mode v1alpha1.WorkspaceMode, seen []v1alpha1.WorkspaceState) {
+// checkKAITOPath asserts that every consecutive pair of recorded states is an edge of KAITO's
+// Workspace status proposal.
+func checkKAITOPath(t *testing.T, mode v1alpha1.WorkspaceMode, seen []v1alpha1.WorkspaceState) {
 	t.Helper()
 	for i := 1; i < len(seen); i++ {
 		if err := workspace.CheckTransition(mode, seen[i-1], seen[i]); err != nil {
@@ -465,7 +466,7 @@ func TestWorkspacePendingTrapAndNodeLoss(t *testing.T) {
 	if s := rec.until(want[len(want)-1]); !slices.Equal(s, want) {
 		t.Errorf("states %v, want %v", s, want)
 	}
-	checkSeedPath(t, v1alpha1.WorkspaceModeInference, rec.seen())
+	checkKAITOPath(t, v1alpha1.WorkspaceModeInference, rec.seen())
 	_ = e.c.Delete(context.Background(), got)
 	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
 }

@@ -15,7 +15,7 @@ mkdir -p "$cache" "$bin"
 TERRAFORM_VERSION=v1.8.5
 # Newer CLIs the acceptance suite also runs on, built from the pinned main modules
 # tools/terraform (stand-ins for the nested backend modules the proxy's zip leaves out) and
-# tools/tofu; see ../shared/reference/terraform-cli-builds.md.
+# tools/tofu (see clibuild below).
 # modversion MODDIR MODULE: the version tools/MODDIR/go.mod requires of MODULE.
 modversion() { awk -v m="$2" '$1=="require" && $2==m {print $3; exit} $1==m {print $2; exit}' "$root/tools/$1/go.mod"; }
 TERRAFORM_NEW_VERSION=$(modversion terraform github.com/hashicorp/terraform)

@@ -11,7 +11,7 @@
 // PodCreation → Running; Running → Updating → ConfigMapUpdate → RollingUpdate → Running;
 // Running → Scaling → Running; Running → Terminating → Cleanup; Creating | Updating | Scaling →
 // Failed; Failed → Creating (retry). Hourglass's deployment state machine adds FAILED → ROLLINGBACK → INSTALLED (previous
-// version). The phases (status.phase) are the seeds' top-level states; sub-states appear in
+// version). The phases (status.phase) are Hourglass's top-level states; sub-states appear in
 // condition messages. Hourglass's deployment state machine's states map onto ours as:
 //
 //	PENDING     → Pending (finalizer) and Creating before the Deployment exists
@@ -37,7 +37,7 @@
 // Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
 // Stalled, ConfigReady, PerformersReady. Exactly one of Ready, Reconciling, Stalled is True,
 // except after a rollback, when Ready and Stalled (reason RolledBack) both are. The phase is
-// derived from the conditions by PhaseOf; the previous pass's conditions plus the status's
+// derived from the conditions by Phases.Of; the previous pass's conditions plus the status's
 // revisions (last good, failed) are the machine's memory.
 package executor
 
@@ -52,6 +52,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // Phase is an Executor's status.phase.
@@ -140,7 +141,7 @@ type Facts struct {
 	Generation   int64
 	Deleting     bool
 	HasFinalizer bool
-	// Conditions are the previous pass's status.conditions (PhaseOf gives the previous phase).
+	// Conditions are the previous pass's status.conditions (Phases.Of gives the previous phase).
 	Conditions []metav1.Condition
 	// LastGoodRevision and FailedRevision are status.lastGoodRevision / status.failedRevision.
 	LastGoodRevision string
@@ -258,17 +259,6 @@ type Decision struct {
 	Event           *Event
 }
 
-// TransitionError is returned for a phase change the lifecycle does not allow.
-type TransitionError struct{ From, To Phase }
-
-func (e *TransitionError) Error() string {
-	from := string(e.From)
-	if from == "" {
-		from = "(none)"
-	}
-	return fmt.Sprintf("illegal Executor phase transition %s → %s", from, e.To)
-}
-
 // AllPhases lists the phases in lifecycle order.
 var AllPhases = []Phase{
 	v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating, v1alpha1.ExecutorRunning,
@@ -276,7 +266,8 @@ var AllPhases = []Phase{
 	v1alpha1.ExecutorRollingBack, v1alpha1.ExecutorTerminating,
 }
 
-// Transitions is the set of legal phase changes, From → {To}; a phase may stay as it is.
+// Transitions is the set of legal phase changes, From → {To} (Transitions.Check returns a
+// *lifecycle.TransitionError for any other); a phase may stay as it is.
 // Hourglass's edges (its process flows and deployment state machine): Pending → Creating; Creating → Running | Failed; Running → Updating |
 // Scaling | Terminating; Updating → Running | Failed; Scaling → Running | Failed; Failed →
 // Creating (retry) | RollingBack; RollingBack → Running; any → Terminating. Ours, for what a
@@ -287,8 +278,8 @@ var AllPhases = []Phase{
 // going away fails a Running executor; the Kubernetes Deployment controller's own retries
 // heal Failed to Running. Illegal: anything → Pending (except from Pending or no status),
 // Terminating → anything else, Pending → Updating | Scaling | RollingBack (nothing ran yet).
-var Transitions = func() map[Phase][]Phase {
-	m := map[Phase][]Phase{"": AllPhases}
+var Transitions = lifecycle.Table[Phase]{Kind: "Executor phase", Edges: func() lifecycle.Transitions[Phase] {
+	m := lifecycle.Transitions[Phase]{"": AllPhases}
 	for _, from := range AllPhases {
 		switch from {
 		case v1alpha1.ExecutorTerminating:
@@ -305,47 +296,22 @@ var Transitions = func() map[Phase][]Phase {
 		}
 	}
 	return m
-}()
+}()}
 
-// CheckTransition returns a *TransitionError unless from → to is in Transitions.
-func CheckTransition(from, to Phase) error {
-	for _, p := range Transitions[from] {
-		if p == to {
-			return nil
-		}
-	}
-	return &TransitionError{From: from, To: to}
-}
-
-var reconcilingReasons = map[string]Phase{
-	ReasonPending:          v1alpha1.ExecutorPending,
-	ReasonCreating:         v1alpha1.ExecutorCreating,
-	ReasonUpdateInProgress: v1alpha1.ExecutorUpdating,
-	ReasonScaling:          v1alpha1.ExecutorScaling,
-	ReasonRollingBack:      v1alpha1.ExecutorRollingBack,
-	ReasonTerminating:      v1alpha1.ExecutorTerminating,
-}
-
-// PhaseOf derives the phase from conditions: Ready=True → Running (also after a rollback,
-// when Stalled=True too); Stalled=True → Failed; Reconciling=True → the phase its reason
-// names; otherwise "".
-func PhaseOf(conds []metav1.Condition) Phase {
-	for _, c := range conds {
-		if c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue {
-			return v1alpha1.ExecutorRunning
-		}
-	}
-	for _, c := range conds {
-		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue {
-			return v1alpha1.ExecutorFailed
-		}
-	}
-	for _, c := range conds {
-		if c.Type == v1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue {
-			return reconcilingReasons[c.Reason]
-		}
-	}
-	return ""
+// Phases derives the phase from conditions (Phases.Of): Ready=True → Running (also after a
+// rollback, when Stalled=True too); Stalled=True → Failed; Reconciling=True → the phase its
+// reason names; otherwise "".
+var Phases = lifecycle.Phases[Phase]{
+	Ready:   v1alpha1.ExecutorRunning,
+	Stalled: v1alpha1.ExecutorFailed,
+	Reconciling: map[string]Phase{
+		ReasonPending:          v1alpha1.ExecutorPending,
+		ReasonCreating:         v1alpha1.ExecutorCreating,
+		ReasonUpdateInProgress: v1alpha1.ExecutorUpdating,
+		ReasonScaling:          v1alpha1.ExecutorScaling,
+		ReasonRollingBack:      v1alpha1.ExecutorRollingBack,
+		ReasonTerminating:      v1alpha1.ExecutorTerminating,
+	},
 }
 
 type state struct {
@@ -367,9 +333,9 @@ type inputs struct {
 
 // Decide runs one pass. It is total over Facts: every combination yields a Decision, except
 // that a phase change outside Transitions (possible only with conditions this machine did not
-// write) is a *TransitionError and the Decision must not be acted upon.
+// write) is a *lifecycle.TransitionError and the Decision must not be acted upon.
 func Decide(f Facts) (Decision, error) {
-	prev := PhaseOf(f.Conditions)
+	prev := Phases.Of(f.Conditions)
 	d := Decision{LastGoodRevision: f.LastGoodRevision, FailedRevision: f.FailedRevision}
 	if f.Deployment != nil && !f.Deployment.Foreign {
 		d.CurrentRevision = f.Deployment.Revision
@@ -404,8 +370,8 @@ func Decide(f Facts) (Decision, error) {
 		}
 	}
 	d.Conditions = conditions(f, st, in, configOK)
-	d.Phase = PhaseOf(d.Conditions)
-	if err := CheckTransition(prev, d.Phase); err != nil {
+	d.Phase = Phases.Of(d.Conditions)
+	if err := Transitions.Check(prev, d.Phase); err != nil {
 		return Decision{}, err
 	}
 	d.Event = event(f.Conditions, prev, st)

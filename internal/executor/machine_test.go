@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // was spells out the conditions the machine writes for a phase (with reason), as the memory
@@ -64,8 +65,9 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 type row struct {
 	name string
-	// seed names the transition in seed 002 / 003 terms, when the row is one of theirs.
-	seed       string
+	// hourglass names the transition in Hourglass's terms when the row is one of its edges
+	// ("lifecycle:" its HourglassExecutor Lifecycle, "deployment:" its deployment state machine).
+	hourglass  string
 	prev       Phase
 	prevReason string
 	prevRolled bool
@@ -83,26 +85,26 @@ type row struct {
 }
 
 var rows = []row{
-	{name: "no status, no finalizer → Pending", seed: "002 [*] → Pending",
+	{name: "no status, no finalizer → Pending", hourglass: "lifecycle: [*] → Pending",
 		facts: func(f *Facts) { f.HasFinalizer = false; f.Deployment = nil },
 		want:  v1alpha1.ExecutorPending, actions: []Action{ActionAddFinalizer}},
-	{name: "Pending → Creating: ConfigMap then Deployment", seed: "002 Pending → Creating → ConfigMapCreation → DeploymentCreation; 003 PENDING → INSTALLING",
+	{name: "Pending → Creating: ConfigMap then Deployment", hourglass: "lifecycle: Pending → Creating → ConfigMapCreation → DeploymentCreation; deployment: PENDING → INSTALLING",
 		prev: v1alpha1.ExecutorPending, prevReason: ReasonPending,
 		facts: func(f *Facts) { f.ConfigMap.Exists = false },
 		want:  v1alpha1.ExecutorCreating, actions: []Action{ActionEnsureConfigMap, ActionApplyDeployment}},
-	{name: "Creating → Creating while pods come up", seed: "002 PodScheduling → PodCreation",
+	{name: "Creating → Creating while pods come up", hourglass: "lifecycle: PodScheduling → PodCreation",
 		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
 		facts: func(f *Facts) { f.Deployment = progressing("r2", 2) },
 		want:  v1alpha1.ExecutorCreating, msg: []string{"1/2 replicas updated"}},
-	{name: "Creating → Running", seed: "002 PodCreation → Running; 003 INSTALLING → INSTALLED",
+	{name: "Creating → Running", hourglass: "lifecycle: PodCreation → Running; deployment: INSTALLING → INSTALLED",
 		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
 		facts: func(f *Facts) { f.Deployment = complete("r2", 2) },
 		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2", msg: []string{"revision r2", "2/2 replicas ready"}},
-	{name: "Creating → Failed on the progress deadline (no previous revision)", seed: "002 Creating → Failed; 003 INSTALLING → FAILED",
+	{name: "Creating → Failed on the progress deadline (no previous revision)", hourglass: "lifecycle: Creating → Failed; deployment: INSTALLING → FAILED",
 		prev: v1alpha1.ExecutorCreating, prevReason: ReasonCreating,
 		facts: func(f *Facts) { f.Deployment = deadline("r2", 2) },
 		want:  v1alpha1.ExecutorFailed, stalled: ReasonProgressDeadlineExceeded, msg: []string{"has timed out progressing"}},
-	{name: "Running → Updating on a spec change", seed: "002 Running → Updating → RollingUpdate; 003 INSTALLED → UPDATING",
+	{name: "Running → Updating on a spec change", hourglass: "lifecycle: Running → Updating → RollingUpdate; deployment: INSTALLED → UPDATING",
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
 		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = complete("r1", 2) },
 		want:  v1alpha1.ExecutorUpdating, actions: []Action{ActionApplyDeployment}, lastGood: "r1"},
@@ -110,16 +112,16 @@ var rows = []row{
 		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
 		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = progressing("r2", 2) },
 		want:  v1alpha1.ExecutorUpdating, lastGood: "r1"},
-	{name: "Updating → Running", seed: "002 RollingUpdate → Running; 003 UPDATING → INSTALLED",
+	{name: "Updating → Running", hourglass: "lifecycle: RollingUpdate → Running; deployment: UPDATING → INSTALLED",
 		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
 		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = complete("r2", 2) },
 		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2"},
-	{name: "Updating → RollingBack on the progress deadline", seed: "003 UPDATING → FAILED → ROLLINGBACK (one observation)",
+	{name: "Updating → RollingBack on the progress deadline", hourglass: "deployment: UPDATING → FAILED → ROLLINGBACK (one observation)",
 		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
 		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.Deployment = deadline("r2", 2) },
 		want:  v1alpha1.ExecutorRollingBack, actions: []Action{ActionRollback}, lastGood: "r1", failedRev: "r2",
 		msg: []string{"update to revision r2 failed", "ProgressDeadlineExceeded", "rolling back to revision r1"}},
-	{name: "Updating → Failed when rollback is disabled", seed: "002 Updating → Failed; 003 UPDATING → FAILED",
+	{name: "Updating → Failed when rollback is disabled", hourglass: "lifecycle: Updating → Failed; deployment: UPDATING → FAILED",
 		prev: v1alpha1.ExecutorUpdating, prevReason: ReasonUpdateInProgress,
 		facts: func(f *Facts) { f.LastGoodRevision = "r1"; f.RollbackEnabled = false; f.Deployment = deadline("r2", 2) },
 		want:  v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"rollback is disabled"}},
@@ -131,7 +133,7 @@ var rows = []row{
 			f.Deployment = deadline("r2", 2)
 		},
 		want: v1alpha1.ExecutorFailed, lastGood: "r1", stalled: ReasonProgressDeadlineExceeded, msg: []string{"no longer kept"}},
-	{name: "Failed → RollingBack once rollback is enabled", seed: "003 FAILED → ROLLINGBACK",
+	{name: "Failed → RollingBack once rollback is enabled", hourglass: "deployment: FAILED → ROLLINGBACK",
 		prev: v1alpha1.ExecutorFailed, prevReason: ReasonProgressDeadlineExceeded,
 		facts: func(f *Facts) { f.Generation = 2; f.LastGoodRevision = "r1"; f.Deployment = deadline("r2", 2) },
 		want:  v1alpha1.ExecutorRollingBack, actions: []Action{ActionRollback}, lastGood: "r1", failedRev: "r2"},
@@ -139,7 +141,7 @@ var rows = []row{
 		prev: v1alpha1.ExecutorRollingBack, prevReason: ReasonRollingBack,
 		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = progressing("r1", 2) },
 		want:  v1alpha1.ExecutorRollingBack, lastGood: "r1", failedRev: "r2"},
-	{name: "RollingBack → Running on the previous revision, rollback named", seed: "003 ROLLINGBACK → INSTALLED (previous version)",
+	{name: "RollingBack → Running on the previous revision, rollback named", hourglass: "deployment: ROLLINGBACK → INSTALLED (previous version)",
 		prev: v1alpha1.ExecutorRollingBack, prevReason: ReasonRollingBack,
 		facts: func(f *Facts) { f.LastGoodRevision, f.FailedRevision = "r1", "r2"; f.Deployment = complete("r1", 2) },
 		want:  v1alpha1.ExecutorRunning, lastGood: "r1", failedRev: "r2", stalled: ReasonRolledBack,
@@ -170,7 +172,7 @@ var rows = []row{
 			f.Deployment = complete("r1", 2)
 		},
 		want: v1alpha1.ExecutorRollingBack, actions: []Action{ActionScaleDeployment}, lastGood: "r1", failedRev: "r2"},
-	{name: "Running → Scaling on a replica change", seed: "002 Running → Scaling",
+	{name: "Running → Scaling on a replica change", hourglass: "lifecycle: Running → Scaling",
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
 		facts: func(f *Facts) { f.LastGoodRevision, f.DesiredReplicas = "r2", 3; f.Deployment = complete("r2", 2) },
 		want:  v1alpha1.ExecutorScaling, actions: []Action{ActionApplyDeployment}, lastGood: "r2"},
@@ -182,11 +184,11 @@ var rows = []row{
 			f.Deployment.ReadyReplicas, f.Deployment.AvailableReplicas, f.Deployment.UnavailableReplicas = 2, 2, 1
 		},
 		want: v1alpha1.ExecutorScaling, lastGood: "r2"},
-	{name: "Scaling → Running", seed: "002 Scaling → Running",
+	{name: "Scaling → Running", hourglass: "lifecycle: Scaling → Running",
 		prev: v1alpha1.ExecutorScaling, prevReason: ReasonScaling,
 		facts: func(f *Facts) { f.LastGoodRevision, f.DesiredReplicas = "r2", 3; f.Deployment = complete("r2", 3) },
 		want:  v1alpha1.ExecutorRunning, actions: []Action{ActionPruneConfigMaps}, lastGood: "r2"},
-	{name: "Scaling → Failed on a replica failure", seed: "002 Scaling → Failed",
+	{name: "Scaling → Failed on a replica failure", hourglass: "lifecycle: Scaling → Failed",
 		prev: v1alpha1.ExecutorScaling, prevReason: ReasonScaling,
 		facts: func(f *Facts) {
 			f.LastGoodRevision, f.DesiredReplicas = "r2", 3
@@ -195,7 +197,7 @@ var rows = []row{
 			f.Deployment.ReplicaFailure = DeploymentCondition{Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: `pods "x" is forbidden: exceeded quota`}
 		},
 		want: v1alpha1.ExecutorFailed, lastGood: "r2", stalled: ReasonReplicaFailure, msg: []string{"exceeded quota"}},
-	{name: "Failed → Creating once the missing performer appears", seed: "002 Failed → Creating (retry)",
+	{name: "Failed → Creating once the missing performer appears", hourglass: "lifecycle: Failed → Creating (retry)",
 		prev: v1alpha1.ExecutorFailed, prevReason: ReasonPerformerNotFound,
 		want: v1alpha1.ExecutorCreating, actions: []Action{ActionApplyDeployment}},
 	{name: "a missing performer fails the executor by name",
@@ -273,15 +275,15 @@ var rows = []row{
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
 		facts: func(f *Facts) { f.LastGoodRevision = "r2" },
 		want:  v1alpha1.ExecutorCreating, actions: []Action{ActionApplyDeployment}, lastGood: "r2"},
-	{name: "Running → Terminating", seed: "002 Running → Terminating → Cleanup; 003 ANY → DELETING",
+	{name: "Running → Terminating", hourglass: "lifecycle: Running → Terminating → Cleanup; deployment: ANY → DELETING",
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
 		facts: func(f *Facts) { f.Deleting = true; f.LastGoodRevision = "r2"; f.Deployment = complete("r2", 2) },
 		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteDeployment, ActionDeleteConfigMaps}, lastGood: "r2"},
-	{name: "Failed → Terminating", seed: "003 ANY → DELETING",
+	{name: "Failed → Terminating", hourglass: "deployment: ANY → DELETING",
 		prev: v1alpha1.ExecutorFailed, prevReason: ReasonPerformerNotFound,
 		facts: func(f *Facts) { f.Deleting = true; f.ConfigMap.Exists = false },
 		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps, ActionRemoveFinalizer}},
-	{name: "Terminating → finalizer removed", seed: "003 DELETING → DELETED",
+	{name: "Terminating → finalizer removed", hourglass: "deployment: DELETING → DELETED",
 		prev: v1alpha1.ExecutorTerminating, prevReason: ReasonTerminating,
 		facts: func(f *Facts) { f.Deleting = true; f.ConfigMap.Exists = false },
 		want:  v1alpha1.ExecutorTerminating, actions: []Action{ActionDeleteConfigMaps, ActionRemoveFinalizer}},
@@ -374,7 +376,7 @@ func TestDecideTable(t *testing.T) {
 			checkInvariants(t, f, d)
 		})
 	}
-	// Every edge the seeds draw (mapped onto our phases) is exercised by some row.
+	// Every edge Hourglass draws (mapped onto our phases) is exercised by some row.
 	for _, e := range [][2]Phase{
 		{"", v1alpha1.ExecutorPending},
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorCreating},
@@ -389,7 +391,7 @@ func TestDecideTable(t *testing.T) {
 		{v1alpha1.ExecutorRollingBack, v1alpha1.ExecutorRunning},
 	} {
 		if !covered[e] {
-			t.Errorf("seed transition %s → %s has no row", e[0], e[1])
+			t.Errorf("Hourglass transition %s → %s has no row", e[0], e[1])
 		}
 	}
 }
@@ -405,18 +407,18 @@ func TestIllegalTransitions(t *testing.T) {
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorRollingBack},
 		{v1alpha1.ExecutorPending, v1alpha1.ExecutorUpdating},
 	} {
-		var te *TransitionError
-		if err := CheckTransition(e[0], e[1]); !errors.As(err, &te) || te.From != e[0] || te.To != e[1] {
-			t.Errorf("CheckTransition(%s, %s) = %v, want *TransitionError", e[0], e[1], err)
+		var te *lifecycle.TransitionError
+		if err := Transitions.Check(e[0], e[1]); !errors.As(err, &te) || te.From != string(e[0]) || te.To != string(e[1]) {
+			t.Errorf("Transitions.Check(%s, %s) = %v, want *lifecycle.TransitionError", e[0], e[1], err)
 		}
 	}
 	// Terminating conditions on an object that is not being deleted (someone rewrote status).
 	f := base()
 	f.Conditions = was(v1alpha1.ExecutorTerminating, ReasonTerminating, false)
 	f.Deployment = complete("r2", 2)
-	var te *TransitionError
-	if _, err := Decide(f); !errors.As(err, &te) || te.To != v1alpha1.ExecutorRunning {
-		t.Errorf("Decide after Terminating = %v, want TransitionError to Running", err)
+	var te *lifecycle.TransitionError
+	if _, err := Decide(f); !errors.As(err, &te) || te.To != string(v1alpha1.ExecutorRunning) {
+		t.Errorf("Decide after Terminating = %v, want a *lifecycle.TransitionError to Running", err)
 	}
 	// Running conditions with no finalizer and no deployment go to Creating, never Pending.
 	f = base()
@@ -484,8 +486,8 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if !slices.Contains(AllPhases, d.Phase) {
 		t.Fatalf("phase %q outside the enum", d.Phase)
 	}
-	if d.Phase != PhaseOf(d.Conditions) {
-		t.Fatalf("phase %s != PhaseOf(conditions) %s", d.Phase, PhaseOf(d.Conditions))
+	if d.Phase != Phases.Of(d.Conditions) {
+		t.Fatalf("phase %s != Phases.Of(conditions) %s", d.Phase, Phases.Of(d.Conditions))
 	}
 	wantTypes := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
 	if len(d.Conditions) != len(wantTypes) {
@@ -514,7 +516,7 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if ready && d.LastGoodRevision == "" {
 		t.Fatalf("Running without a last good revision")
 	}
-	if err := CheckTransition(PhaseOf(f.Conditions), d.Phase); err != nil {
+	if err := Transitions.Check(Phases.Of(f.Conditions), d.Phase); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range d.Actions {

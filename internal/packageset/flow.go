@@ -25,6 +25,7 @@ import (
 	"fmt"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // Stage, State and Status are the API's spellings (Skyhook).
@@ -33,17 +34,6 @@ type (
 	State  = v1alpha1.PackageState
 	Status = v1alpha1.PackageSetStatusValue
 )
-
-// TransitionError reports a transition the seeds do not draw.
-type TransitionError struct {
-	Machine  string // "stage", "state" or "rollout"
-	From, To string
-	Why      string
-}
-
-func (e *TransitionError) Error() string {
-	return fmt.Sprintf("illegal %s transition %s → %s: %s", e.Machine, e.From, e.To, e.Why)
-}
 
 // NextStage is the stage after s once s is complete (Skyhook NodeState.NextStage): done is true
 // when s is the package's last stage (config without interrupt, post-interrupt with one).
@@ -62,18 +52,18 @@ func NextStage(s Stage, interrupt bool) (next Stage, done bool, err error) {
 		return "", true, nil
 	case v1alpha1.StageInterrupt:
 		if !interrupt {
-			return "", false, &TransitionError{"stage", string(s), "", "interrupt stage in a flow without interrupt"}
+			return "", false, &lifecycle.TransitionError{Kind: "stage", From: string(s), Why: "interrupt stage in a flow without interrupt"}
 		}
 		return v1alpha1.StagePostInterrupt, false, nil
 	case v1alpha1.StageUninstallInterrupt:
 		return "", true, nil // the last stage of a removal (NodeWright)
 	case v1alpha1.StagePostInterrupt:
 		if !interrupt {
-			return "", false, &TransitionError{"stage", string(s), "", "post-interrupt stage in a flow without interrupt"}
+			return "", false, &lifecycle.TransitionError{Kind: "stage", From: string(s), Why: "post-interrupt stage in a flow without interrupt"}
 		}
 		return "", true, nil
 	}
-	return "", false, &TransitionError{"stage", string(s), "", "not a Skyhook stage"}
+	return "", false, &lifecycle.TransitionError{Kind: "stage", From: string(s), Why: "not a Skyhook stage"}
 }
 
 // CheckOf is the check that follows stage s ("apply" → "apply-check"); "" for the interrupt
@@ -121,16 +111,16 @@ var stateTable = map[State]map[Event]State{
 	v1alpha1.StateComplete:   {},
 }
 
-// Apply returns the state after ev. Errors: a TransitionError for a pair Skyhook does not
-// draw (e.g. Succeeded before Started, anything after complete).
+// Apply returns the state after ev. Errors: a *lifecycle.TransitionError for a pair Skyhook
+// does not draw (e.g. Succeeded before Started, anything after complete).
 func Apply(s State, ev Event) (State, error) {
 	row, ok := stateTable[s]
 	if !ok {
-		return s, &TransitionError{"state", string(s), string(ev), "not a Skyhook state"}
+		return s, &lifecycle.TransitionError{Kind: "state", From: string(s), To: string(ev), Why: "not a Skyhook state"}
 	}
 	next, ok := row[ev]
 	if !ok {
-		return s, &TransitionError{"state", string(s), string(ev), "event not allowed in this state"}
+		return s, &lifecycle.TransitionError{Kind: "state", From: string(s), To: string(ev), Why: "event not allowed in this state"}
 	}
 	return next, nil
 }

@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
-// Seed 000 "Stage Flow": every arrow is a row.
+// Skyhook "Stage Flow": every arrow is a row.
 func TestNextStage(t *testing.T) {
 	for _, tc := range []struct {
 		from      Stage
@@ -32,7 +33,7 @@ func TestNextStage(t *testing.T) {
 		{"apply-check", false, "", false, true},
 	} {
 		next, done, err := NextStage(tc.from, tc.interrupt)
-		var te *TransitionError
+		var te *lifecycle.TransitionError
 		if tc.illegal != errors.As(err, &te) || next != tc.next || done != tc.done {
 			t.Errorf("NextStage(%s, %v) = %s, %v, %v; want %s, %v, illegal=%v", tc.from, tc.interrupt, next, done, err, tc.next, tc.done, tc.illegal)
 		}
@@ -44,7 +45,7 @@ func TestNextStage(t *testing.T) {
 	}
 }
 
-// Seed 000 "State": every legal (state, event) pair, and the illegal ones rejected.
+// Skyhook "State": every legal (state, event) pair, and the illegal ones rejected.
 func TestStateTable(t *testing.T) {
 	ok := []struct {
 		from State
@@ -73,9 +74,9 @@ func TestStateTable(t *testing.T) {
 		{"", EventSucceeded}, {v1alpha1.StateComplete, EventStarted}, {v1alpha1.StateComplete, EventFailed},
 		{v1alpha1.StateSkipped, EventSucceeded}, {v1alpha1.StateErroring, EventSucceeded}, {"bogus", EventStarted},
 	} {
-		var te *TransitionError
+		var te *lifecycle.TransitionError
 		if _, err := Apply(tc.from, tc.ev); !errors.As(err, &te) {
-			t.Errorf("Apply(%q, %s) = %v, want a TransitionError", tc.from, tc.ev, err)
+			t.Errorf("Apply(%q, %s) = %v, want a *lifecycle.TransitionError", tc.from, tc.ev, err)
 		}
 	}
 }

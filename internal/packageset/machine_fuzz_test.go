@@ -286,7 +286,7 @@ func (r *NodeRecord) recordPackages() map[string]*PackageRecord {
 }
 
 // stageChecker checks, for every package on every node, that each new stage Job follows the
-// success of the stage before it in seed 000's flow (or retries a failed one).
+// success of the stage before it in Skyhook's flow (or retries a failed one).
 type stageChecker struct {
 	t    *testing.T
 	seen map[string]int // node/pkg → stages already checked

@@ -13,6 +13,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // backoff is the delay before retry number restarts (>= 1).
@@ -164,7 +165,7 @@ func (p *nodePass) step(name string) error {
 		case r.State == "" && r.Removing:
 			again = p.stepRemovalGate(name, r)
 		default:
-			return &TransitionError{"state", string(r.State), "", "unexpected state in a node record"}
+			return &lifecycle.TransitionError{Kind: "state", From: string(r.State), Why: "unexpected state in a node record"}
 		}
 		if err != nil || !again {
 			return err

@@ -250,7 +250,7 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// Host access (issue 12 §1): explicit per package, on every container of the stage pod.
+// Host access: explicit per package, on every container of the stage pod.
 func TestDesiredPodHostAccess(t *testing.T) {
 	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-drivers", UID: "u-1", Generation: 4}}
 	pkg := &v1alpha1.Package{Name: "tuned", Version: "1.2", Image: "ghcr.io/acme/tuned",
@@ -276,7 +276,7 @@ func TestDesiredPodHostAccess(t *testing.T) {
 	}
 }
 
-// Skyhook execution (issue 12 §1): the package image's content is copied to the host and the
+// Skyhook execution: the package image's content is copied to the host and the
 // agent runs the stage and its check with Skyhook's arguments and environment; the interrupt
 // gets Skyhook's encoded argument.
 func TestDesiredPodSkyhook(t *testing.T) {

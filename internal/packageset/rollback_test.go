@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Policy rollback (seed 001 / NixFleet rollback-and-halt): a stage of the new version fails on
-// the first node → that node is Failed while seed 000's downgrade flow runs (uninstall of the
+// Policy rollback (NixFleet rollback-and-halt): a stage of the new version fails on
+// the first node → that node is Failed while Skyhook's downgrade flow runs (uninstall of the
 // bad version, apply and config of the previous one), then Reverted; the version is
 // quarantined, no other node starts it, the set is erroring and Stalled naming package and
 // version; a new version clears it and the rollout proceeds everywhere.
@@ -105,7 +105,7 @@ func TestRollbackQuarantine(t *testing.T) {
 	}
 }
 
-// Rollback transitions in isolation (policy rollback, seed 001 Failed → Reverted): every flow
+// Rollback transitions in isolation (policy rollback, NixFleet Failed → Reverted): every flow
 // with something to return to reverts, the node is Reverted, what failed is quarantined and
 // the other node never starts it; the rollback itself never leaves a cordon behind.
 //   - version up, no uninstall: apply of the previous version;

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
-// Seed 001's host table, row by row, plus ours; and transitions it does not draw.
+// NixFleet's host table, row by row, plus ours; and transitions it does not draw.
 func TestRolloutTransitions(t *testing.T) {
 	const (
 		Pe = v1alpha1.RolloutPending
@@ -31,7 +32,7 @@ func TestRolloutTransitions(t *testing.T) {
 		}
 	}
 	for _, tr := range [][2]v1alpha1.RolloutState{{Pe, So}, {Pe, Fa}, {Co, Fa}, {Re, Co}, {Co, So}, {"", Co}, {De, Co}, {So, Ac}} {
-		var te *TransitionError
+		var te *lifecycle.TransitionError
 		if err := RolloutTransition(tr[0], tr[1]); !errors.As(err, &te) {
 			t.Errorf("%s → %s accepted", tr[0], tr[1])
 		}
@@ -80,7 +81,7 @@ func TestSoakSchedule(t *testing.T) {
 	}
 }
 
-// Soak rounds (seed 001 Soaking: "probes have started; soak window has not yet elapsed";
+// Soak rounds (NixFleet Soaking: "probes have started; soak window has not yet elapsed";
 // Converged: "soak elapsed, probes passing"), one pass each from a node record: soak 60s,
 // interval 20s, rounds at 0s, 20s, 40s and 60s. jobs gives the outcome of round k's Job ("ok",
 // "fail", "run"; absent: not created).
@@ -213,7 +214,7 @@ func TestSoakRounds(t *testing.T) {
 	}
 }
 
-// Soak through the machine (seed 001), budget 1: a node is Soaking (in flight: the next node
+// Soak through the machine (NixFleet), budget 1: a node is Soaking (in flight: the next node
 // waits) with its check re-run in rounds from the start of the window; a round failing
 // mid-window makes it Failed, erroring naming the soak check and its round, and the policy
 // applies: halt retries the stage (a new flow attempt soaks again with new Jobs), rollback
@@ -424,8 +425,8 @@ func TestSoakRoundStart(t *testing.T) {
 	}
 }
 
-// RolloutTransition over every pair of seed 001's host states ("" for a node without one):
-// exactly the seed's arrows and ours are legal (staying is always legal), every other pair is
+// RolloutTransition over every pair of NixFleet's host states ("" for a node without one):
+// exactly NixFleet's arrows and ours are legal (staying is always legal), every other pair is
 // a TransitionError naming both states.
 func TestRolloutTransitionPairs(t *testing.T) {
 	const (
@@ -442,24 +443,24 @@ func TestRolloutTransitionPairs(t *testing.T) {
 		from, to v1alpha1.RolloutState
 	}{
 		{"first rollout", "", Pe},
-		{"seed: activation starts", Pe, Ac},
+		{"NixFleet: activation starts", Pe, Ac},
 		{"ours: nothing to do", Pe, Co},
-		{"seed: stages done", Ac, So},
-		{"seed: a stage fails", Ac, Fa},
-		{"seed: interrupt pending", Ac, De},
+		{"NixFleet: stages done", Ac, So},
+		{"NixFleet: a stage fails", Ac, Fa},
+		{"NixFleet: interrupt pending", Ac, De},
 		{"ours: spec changed while activating", Ac, Pe},
-		{"seed: interrupt done", De, So},
+		{"NixFleet: interrupt done", De, So},
 		{"ours: interrupt failed", De, Fa},
 		{"ours: spec changed while deferred", De, Pe},
-		{"seed: soak passed", So, Co},
-		{"seed: soak check failed", So, Fa},
+		{"NixFleet: soak passed", So, Co},
+		{"NixFleet: soak check failed", So, Fa},
 		{"ours: spec changed while soaking", So, Pe},
 		{"ours: spec changed after converging", Co, Pe},
-		{"seed: rolled back", Fa, Re},
+		{"NixFleet: rolled back", Fa, Re},
 		{"ours: retry (halt)", Fa, Ac},
 		{"ours: retry of an interrupt", Fa, De},
 		{"ours: spec changed after a failure", Fa, Pe},
-		{"seed: a new version after a rollback", Re, Pe},
+		{"NixFleet: a new version after a rollback", Re, Pe},
 	}
 	states := []v1alpha1.RolloutState{"", Pe, Ac, De, So, Co, Fa, Re}
 	ok := map[[2]v1alpha1.RolloutState]string{}
@@ -477,13 +478,13 @@ func TestRolloutTransitionPairs(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%q→%q %s", from, to, why), func(t *testing.T) {
 				err := RolloutTransition(from, to)
-				var te *TransitionError
+				var te *lifecycle.TransitionError
 				switch {
 				case isLegal && err != nil:
 					t.Errorf("rejected: %v", err)
 				case !isLegal && !errors.As(err, &te):
 					t.Errorf("accepted (err %v)", err)
-				case !isLegal && (te.Machine != "rollout" || te.From != string(from) || te.To != string(to)):
+				case !isLegal && (te.Kind != "rollout" || te.From != string(from) || te.To != string(to)):
 					t.Errorf("error %+v does not name the transition", te)
 				}
 			})
@@ -494,7 +495,7 @@ func TestRolloutTransitionPairs(t *testing.T) {
 	}
 }
 
-// walk moves a node's rollout state to the target through the states seed 001 requires in
+// walk moves a node's rollout state to the target through the states NixFleet requires in
 // between, stamps Since when it moved, and keeps the soak round only while Soaking; a target
 // it cannot reach is an error that leaves the state alone.
 func TestWalk(t *testing.T) {
@@ -538,9 +539,9 @@ func TestWalk(t *testing.T) {
 			p.rec.Rollout, p.rec.Since, p.rec.SoakRound = tc.prev, t0, 2
 			err := p.walk(tc.prev, tc.target)
 			if tc.err {
-				var te *TransitionError
+				var te *lifecycle.TransitionError
 				if !errors.As(err, &te) || p.rec.Rollout != tc.prev {
-					t.Errorf("walk = %v, rollout %q; want a TransitionError and %q kept", err, p.rec.Rollout, tc.prev)
+					t.Errorf("walk = %v, rollout %q; want a *lifecycle.TransitionError and %q kept", err, p.rec.Rollout, tc.prev)
 				}
 				return
 			}

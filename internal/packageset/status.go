@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // StateToStatus maps a package state to a node status (Skyhook StateToStatus):
@@ -56,7 +57,7 @@ func Aggregate(nodes []Status) Status {
 // rolloutTable is NixFleet's per-host transitions (NixFleet RFC-0005 §3), plus the ones marked
 // "ours" that a declarative set needs: a spec change opens a new rollout (→ Pending), a node
 // with nothing to do converges at once, and a failed stage retries with backoff under halt.
-var rolloutTable = map[v1alpha1.RolloutState][]v1alpha1.RolloutState{
+var rolloutTable = lifecycle.Table[v1alpha1.RolloutState]{Kind: "rollout", Why: "not a transition of NixFleet's host rollout states", Edges: lifecycle.Transitions[v1alpha1.RolloutState]{
 	"":                         {v1alpha1.RolloutPending},
 	v1alpha1.RolloutPending:    {v1alpha1.RolloutActivating, v1alpha1.RolloutConverged /* ours: nothing to do */},
 	v1alpha1.RolloutActivating: {v1alpha1.RolloutSoaking, v1alpha1.RolloutFailed, v1alpha1.RolloutDeferred, v1alpha1.RolloutPending /* ours: spec changed */},
@@ -65,19 +66,14 @@ var rolloutTable = map[v1alpha1.RolloutState][]v1alpha1.RolloutState{
 	v1alpha1.RolloutConverged:  {v1alpha1.RolloutPending /* ours: spec changed */},
 	v1alpha1.RolloutFailed:     {v1alpha1.RolloutReverted, v1alpha1.RolloutActivating /* ours: retry (halt) */, v1alpha1.RolloutDeferred /* ours: retry */, v1alpha1.RolloutPending /* ours */},
 	v1alpha1.RolloutReverted:   {v1alpha1.RolloutPending /* NixFleet: a new version opens a new rollout */},
-}
+}}
 
 // RolloutTransition checks from → to against NixFleet's table (to == from is always fine).
 func RolloutTransition(from, to v1alpha1.RolloutState) error {
 	if from == to {
 		return nil
 	}
-	for _, t := range rolloutTable[from] {
-		if t == to {
-			return nil
-		}
-	}
-	return &TransitionError{"rollout", string(from), string(to), "not a transition of NixFleet's host rollout states"}
+	return rolloutTable.Check(from, to)
 }
 
 // InFlight reports whether a node in rollout state s uses the interruption budget: Activating,

@@ -37,7 +37,7 @@
 // Ready=True (reason PodReady) iff Running; Stalled=True (reason the failure) iff Failed;
 // Reconciling=True otherwise, with the reason naming the phase in progress (Pending, Creating,
 // Scheduling, UpgradeInProgress, Terminating). The phase is derived from the conditions by
-// PhaseOf, never the other way round; the previous pass's conditions are the machine's
+// Phases.Of, never the other way round; the previous pass's conditions are the machine's
 // memory.
 package performer
 
@@ -52,6 +52,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // Phase is a Performer's status.phase.
@@ -139,7 +140,7 @@ type Facts struct {
 	// HasFinalizer is true when the Performer carries v1alpha1.Finalizer.
 	HasFinalizer bool
 	// Conditions are the Performer's status.conditions from the previous pass: the machine's
-	// memory (the previous phase is PhaseOf(Conditions)).
+	// memory (the previous phase is Phases.Of(Conditions)).
 	Conditions []metav1.Condition
 	// RunningImage is status.image: the image of the last Pod seen Ready with the then-current
 	// spec; "" if no Pod has ever been Ready. It tells an upgrade from a first create.
@@ -261,7 +262,7 @@ type Event struct {
 
 // Decision is the machine's output for one pass.
 type Decision struct {
-	// Phase is PhaseOf(Conditions).
+	// Phase is Phases.Of(Conditions).
 	Phase Phase
 	// Conditions are Ready, Reconciling, Stalled, Scheduled, ServiceReady, with
 	// ObservedGeneration = Facts.Generation and no LastTransitionTime (the controller's
@@ -283,27 +284,14 @@ type Decision struct {
 	Event *Event
 }
 
-// TransitionError is returned by Decide and CheckTransition for a phase change the lifecycle
-// does not allow (see Transitions).
-type TransitionError struct {
-	From, To Phase
-}
-
-func (e *TransitionError) Error() string {
-	from := string(e.From)
-	if from == "" {
-		from = "(none)"
-	}
-	return fmt.Sprintf("illegal Performer phase transition %s → %s", from, e.To)
-}
-
 var allPhases = []Phase{
 	v1alpha1.PerformerPending, v1alpha1.PerformerCreating, v1alpha1.PerformerScheduling,
 	v1alpha1.PerformerRunning, v1alpha1.PerformerUpgrading, v1alpha1.PerformerFailed,
 	v1alpha1.PerformerTerminating,
 }
 
-// Transitions is the set of legal phase changes, From → {To}. A phase may always stay as it is.
+// Transitions is the set of legal phase changes, From → {To} (Transitions.Check returns a
+// *lifecycle.TransitionError for any other). A phase may always stay as it is.
 // Edges marked "Hourglass" are drawn by Hourglass's process flows (skipping unobserved intermediate states along the
 // Hourglass's forward path is allowed: a pass can see a Pod go from created to Ready). The others
 // are ours, for what a level-triggered controller observes in a real cluster:
@@ -323,8 +311,8 @@ var allPhases = []Phase{
 //	Terminating → nothing else (deletion cannot be undone)
 //
 // Nothing goes back to Pending, and Upgrading never falls back to Creating or Scheduling.
-var Transitions = func() map[Phase][]Phase {
-	m := map[Phase][]Phase{"": allPhases}
+var Transitions = lifecycle.Table[Phase]{Kind: "Performer phase", Edges: func() lifecycle.Transitions[Phase] {
+	m := lifecycle.Transitions[Phase]{"": allPhases}
 	for _, from := range allPhases {
 		switch from {
 		case v1alpha1.PerformerTerminating:
@@ -342,49 +330,22 @@ var Transitions = func() map[Phase][]Phase {
 		}
 	}
 	return m
-}()
+}()}
 
-// CheckTransition returns a *TransitionError unless from → to is in Transitions.
-func CheckTransition(from, to Phase) error {
-	for _, p := range Transitions[from] {
-		if p == to {
-			return nil
-		}
-	}
-	return &TransitionError{From: from, To: to}
-}
-
-// reconcilingReasons maps the Reconciling=True reason to the in-progress phase it stands for.
-var reconcilingReasons = map[string]Phase{
-	ReasonPending:           v1alpha1.PerformerPending,
-	ReasonCreating:          v1alpha1.PerformerCreating,
-	ReasonScheduling:        v1alpha1.PerformerScheduling,
-	ReasonUpgradeInProgress: v1alpha1.PerformerUpgrading,
-	ReasonTerminating:       v1alpha1.PerformerTerminating,
-}
-
-// PhaseOf derives the phase from conditions: Ready=True → Running; Stalled=True → Failed;
-// Reconciling=True → the phase its reason names (Pending, Creating, Scheduling,
+// Phases derives the phase from conditions (Phases.Of): Ready=True → Running; Stalled=True →
+// Failed; Reconciling=True → the phase its reason names (Pending, Creating, Scheduling,
 // UpgradeInProgress → Upgrading, Terminating); otherwise "" (never reconciled, or conditions
 // written by someone else).
-func PhaseOf(conds []metav1.Condition) Phase {
-	for _, c := range conds {
-		if c.Status != metav1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case v1alpha1.ConditionReady:
-			return v1alpha1.PerformerRunning
-		case v1alpha1.ConditionStalled:
-			return v1alpha1.PerformerFailed
-		}
-	}
-	for _, c := range conds {
-		if c.Type == v1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue {
-			return reconcilingReasons[c.Reason]
-		}
-	}
-	return ""
+var Phases = lifecycle.Phases[Phase]{
+	Ready:   v1alpha1.PerformerRunning,
+	Stalled: v1alpha1.PerformerFailed,
+	Reconciling: map[string]Phase{
+		ReasonPending:           v1alpha1.PerformerPending,
+		ReasonCreating:          v1alpha1.PerformerCreating,
+		ReasonScheduling:        v1alpha1.PerformerScheduling,
+		ReasonUpgradeInProgress: v1alpha1.PerformerUpgrading,
+		ReasonTerminating:       v1alpha1.PerformerTerminating,
+	},
 }
 
 // state is the outcome of one pass before it is spelled out as failure.
@@ -396,10 +357,10 @@ type state struct {
 
 // Decide runs one pass of the lifecycle. It is total over Facts: every combination yields a
 // Decision, except that a phase change outside Transitions (possible only if the conditions in
-// Facts were not written by this machine) is a *TransitionError and the Decision must not be
-// acted upon.
+// Facts were not written by this machine) is a *lifecycle.TransitionError and the Decision must
+// not be acted upon.
 func Decide(f Facts) (Decision, error) {
-	prev := PhaseOf(f.Conditions)
+	prev := Phases.Of(f.Conditions)
 	d := Decision{Image: f.RunningImage}
 	var st state
 	if f.Deleting {
@@ -422,8 +383,8 @@ func Decide(f Facts) (Decision, error) {
 		}
 	}
 	d.Conditions = conditions(f, st)
-	d.Phase = PhaseOf(d.Conditions)
-	if err := CheckTransition(prev, d.Phase); err != nil {
+	d.Phase = Phases.Of(d.Conditions)
+	if err := Transitions.Check(prev, d.Phase); err != nil {
 		return Decision{}, err
 	}
 	d.Event = event(f.Conditions, prev, st)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 const (
@@ -126,7 +127,7 @@ func TestDecide(t *testing.T) {
 		f    Facts
 		want want
 	}{
-		// Seed: [*] → Pending → Creating, in one pass: the finalizer first, then service and pod.
+		// Hourglass: [*] → Pending → Creating, in one pass: the finalizer first, then service and pod.
 		{"[*] → Creating: finalizer first, then service and pod, in one pass",
 			with(base(nil, nil, svcMissing), func(f *Facts) { f.HasFinalizer = false }),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, msg: "creating the pod", actions: acts(ActionAddFinalizer, ActionEnsureService, ActionCreatePod), event: "Normal"}},
@@ -142,7 +143,7 @@ func TestDecide(t *testing.T) {
 		{"Pending → Creating: service, then pod",
 			base(wasPending, nil, svcMissing),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionEnsureService, ActionCreatePod), event: "Normal"}},
-		// Seed: Creating → PodCreation → Scheduling → NodeSelection → ... → Running.
+		// Hourglass: Creating → PodCreation → Scheduling → NodeSelection → ... → Running.
 		{"Creating → Scheduling: pod submitted to the scheduler",
 			base(wasCreating, podNew(hashA), svcOK),
 			want{phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "waiting for the scheduler", event: "Normal"}},
@@ -161,7 +162,7 @@ func TestDecide(t *testing.T) {
 		{"Pending → Running: an existing pod adopted",
 			base(wasPending, podReady(hashA), svcOK),
 			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
-		// Seed: NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed.
+		// Hourglass: NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed.
 		{"Scheduling → Failed: HardwareValidation (Insufficient nvidia.com/gpu), scheduler message verbatim",
 			base(wasScheduling, podUnschedulable(hashA, insufficient), svcOK),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, msg: insufficient, requeue: BackoffMin, event: "Warning"}},
@@ -206,7 +207,7 @@ func TestDecide(t *testing.T) {
 		{"Failed → Failed: backoff capped",
 			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.Now = t0.Add(time.Hour) }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonHardwareUnavailable, requeue: BackoffMax, event: "Warning"}},
-		// Seed: Failed → Creating (retry with backoff).
+		// Hourglass: Failed → Creating (retry with backoff).
 		{"Failed → Creating: spec fixed (gpuCount lowered): delete the unschedulable pod",
 			with(base(wasFailed, podUnschedulable(hashA, insufficient), svcOK), func(f *Facts) { f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, actions: acts(ActionDeletePod), event: "Normal"}},
@@ -244,7 +245,7 @@ func TestDecide(t *testing.T) {
 		{"Running → Failed: pod evicted, delete it to re-create",
 			with(base(wasRunning, evicted, svcOK), func(f *Facts) { f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, image: imgA, actions: acts(ActionDeletePod), requeue: BackoffMin, event: "Warning"}},
-		// Seed: Running → Upgrading → PodRecreation → Running.
+		// Hourglass: Running → Upgrading → PodRecreation → Running.
 		{"Running → Upgrading: image changed, delete the old pod",
 			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA; f.DesiredImage = imgB; f.DesiredHash = hashB }),
 			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, msg: "upgrading from " + imgA + " to " + imgB, image: imgA, actions: acts(ActionDeletePod), event: "Normal"}},
@@ -329,7 +330,7 @@ func TestDecide(t *testing.T) {
 		{"Creating → Creating: waiting for a deleted pod to go",
 			base(wasCreating, podDeleting(podNew(hashB)), svcOK),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonCreating, requeue: WaitPoll}},
-		// Seed: Running → Terminating → ServiceCleanup → PodCleanup → [*].
+		// Hourglass: Running → Terminating → ServiceCleanup → PodCleanup → [*].
 		{"Running → Terminating: delete service, then pod",
 			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.Deleting = true; f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerTerminating, reason: ReasonTerminating, image: imgA, actions: acts(ActionDeleteService, ActionDeletePod), requeue: WaitPoll, event: "Normal"}},
@@ -506,23 +507,23 @@ func TestIllegalTransitions(t *testing.T) {
 		{v1alpha1.PerformerPending, v1alpha1.PerformerUpgrading},
 	}
 	for _, tt := range illegal {
-		err := CheckTransition(tt.from, tt.to)
-		var te *TransitionError
-		if !errors.As(err, &te) || te.From != tt.from || te.To != tt.to {
-			t.Errorf("CheckTransition(%s, %s) = %v, want TransitionError", tt.from, tt.to, err)
+		err := Transitions.Check(tt.from, tt.to)
+		var te *lifecycle.TransitionError
+		if !errors.As(err, &te) || te.From != string(tt.from) || te.To != string(tt.to) {
+			t.Errorf("Transitions.Check(%s, %s) = %v, want a *lifecycle.TransitionError", tt.from, tt.to, err)
 		}
 	}
 	for _, from := range append([]Phase{""}, allPhases...) {
-		if err := CheckTransition(from, from); from != "" && err != nil {
+		if err := Transitions.Check(from, from); from != "" && err != nil {
 			t.Errorf("self transition %s rejected: %v", from, err)
 		}
 	}
 	// A Performer cannot leave Terminating: conditions saying Terminating on an object without
 	// a deletionTimestamp (written by someone else) are rejected, not acted upon.
 	_, err := Decide(Facts{Generation: 1, HasFinalizer: true, Conditions: wasTerminating, DesiredImage: imgA, DesiredHash: hashA, Pod: podReady(hashA), Service: svcOK})
-	var te *TransitionError
-	if !errors.As(err, &te) || te.From != v1alpha1.PerformerTerminating || te.To != v1alpha1.PerformerRunning {
-		t.Fatalf("Decide from Terminating = %v, want TransitionError Terminating → Running", err)
+	var te *lifecycle.TransitionError
+	if !errors.As(err, &te) || te.From != string(v1alpha1.PerformerTerminating) || te.To != string(v1alpha1.PerformerRunning) {
+		t.Fatalf("Decide from Terminating = %v, want a *lifecycle.TransitionError Terminating → Running", err)
 	}
 }
 
@@ -534,12 +535,12 @@ func TestPhaseOf(t *testing.T) {
 			v1alpha1.PerformerUpgrading: ReasonUpgradeInProgress, v1alpha1.PerformerFailed: ReasonImagePullFailed,
 			v1alpha1.PerformerTerminating: ReasonTerminating,
 		}[p]
-		if got := PhaseOf(was(p, reason)); got != p {
-			t.Errorf("PhaseOf(%s conditions) = %s", p, got)
+		if got := Phases.Of(was(p, reason)); got != p {
+			t.Errorf("Phases.Of(%s conditions) = %s", p, got)
 		}
 	}
-	if got := PhaseOf(nil); got != "" {
-		t.Errorf("PhaseOf(nil) = %s", got)
+	if got := Phases.Of(nil); got != "" {
+		t.Errorf("Phases.Of(nil) = %s", got)
 	}
 }
 
@@ -548,7 +549,7 @@ func TestPhaseOf(t *testing.T) {
 //  1. Conditions are exactly Ready, Reconciling, Stalled, Scheduled, ServiceReady, in order,
 //     each with ObservedGeneration = Generation and a valid reason (metav1.Condition's pattern).
 //  2. Exactly one of Ready, Reconciling, Stalled is True; Ready=True iff Running; Stalled=True
-//     iff Failed; the phase is PhaseOf(conditions); the active condition has a message.
+//     iff Failed; the phase is Phases.Of(conditions); the active condition has a message.
 //  3. Terminating iff the Performer is being deleted. Pending is never decided: the first pass
 //     goes straight on to Creating (or further). Whenever the finalizer is missing and the
 //     Performer is not being deleted, AddFinalizer is the first action, so nothing is created
@@ -587,8 +588,8 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if isTrue(0) != (d.Phase == v1alpha1.PerformerRunning) || isTrue(2) != (d.Phase == v1alpha1.PerformerFailed) {
 		t.Fatalf("phase %s with Ready=%v Stalled=%v", d.Phase, isTrue(0), isTrue(2))
 	}
-	if d.Phase != PhaseOf(d.Conditions) || d.Phase == "" {
-		t.Fatalf("phase %s, PhaseOf %s", d.Phase, PhaseOf(d.Conditions))
+	if d.Phase != Phases.Of(d.Conditions) || d.Phase == "" {
+		t.Fatalf("phase %s, PhaseOf %s", d.Phase, Phases.Of(d.Conditions))
 	}
 	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
 		t.Fatalf("deleting=%v phase=%s", f.Deleting, d.Phase)
@@ -670,7 +671,7 @@ func checkInvariants(t *testing.T, f Facts, d Decision) {
 	if d.Backoff && (d.RequeueAfter < BackoffMin || d.RequeueAfter > BackoffMax) {
 		t.Fatalf("backoff %v out of bounds", d.RequeueAfter)
 	}
-	prev := PhaseOf(f.Conditions)
+	prev := Phases.Of(f.Conditions)
 	if prev != d.Phase && d.Event == nil {
 		t.Fatalf("phase %s → %s without event", prev, d.Phase)
 	}

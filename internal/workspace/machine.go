@@ -60,6 +60,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 // State is a Workspace's status.state; Mode its status.mode.
@@ -268,20 +269,6 @@ type Decision struct {
 	CreateClaims, DeleteClaims, NodeClaims []string
 }
 
-// TransitionError is a state change KAITO forbids (see Transitions).
-type TransitionError struct {
-	Mode     Mode
-	From, To State
-}
-
-func (e *TransitionError) Error() string {
-	from := string(e.From)
-	if from == "" {
-		from = "(none)"
-	}
-	return fmt.Sprintf("illegal %s workspace state transition %s → %s (not an edge of KAITO's Workspace status proposal)", e.Mode, from, e.To)
-}
-
 // States lists each mode's states.
 var States = map[Mode][]State{
 	v1alpha1.WorkspaceModeInference: {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady},
@@ -293,7 +280,7 @@ var States = map[Mode][]State{
 //
 //	inference: Pending → Ready; Ready → NotReady; NotReady → Ready
 //	tuning:    Pending → Running; Running → Succeeded | Failed; Succeeded, Failed: terminal
-var Transitions = map[Mode]map[State][]State{
+var Transitions = map[Mode]lifecycle.Transitions[State]{
 	v1alpha1.WorkspaceModeInference: {
 		"":                              States[v1alpha1.WorkspaceModeInference],
 		v1alpha1.WorkspaceStatePending:  {v1alpha1.WorkspaceStatePending, v1alpha1.WorkspaceStateReady},
@@ -309,14 +296,11 @@ var Transitions = map[Mode]map[State][]State{
 	},
 }
 
-// CheckTransition returns a *TransitionError unless from → to is in Transitions[mode].
+// CheckTransition returns a *lifecycle.TransitionError unless from → to is in
+// Transitions[mode] (a mode without a table allows nothing).
 func CheckTransition(mode Mode, from, to State) error {
-	for _, s := range Transitions[mode][from] {
-		if s == to {
-			return nil
-		}
-	}
-	return &TransitionError{Mode: mode, From: from, To: to}
+	t := lifecycle.Table[State]{Kind: string(mode) + " workspace state", Why: "not an edge of KAITO's Workspace status proposal", Edges: Transitions[mode]}
+	return t.Check(from, to)
 }
 
 // Terminal reports whether a state is terminal (tuning Succeeded or Failed).
@@ -369,9 +353,9 @@ type pass struct {
 	terminating string
 }
 
-// Decide runs one pass. It is total over Facts; a *TransitionError (only possible when the
-// conditions in Facts were not written by this machine, e.g. a mode whose conditions do not
-// fit) means the decision must not be acted upon.
+// Decide runs one pass. It is total over Facts; a *lifecycle.TransitionError (only possible
+// when the conditions in Facts were not written by this machine, e.g. a mode whose conditions
+// do not fit) means the decision must not be acted upon.
 func Decide(f Facts) (Decision, error) {
 	prev := StateOf(f.Mode, f.Conditions)
 	var d Decision

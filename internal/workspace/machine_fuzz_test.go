@@ -10,7 +10,7 @@ import (
 
 // FuzzDecide feeds arbitrary sequences of observations to the machine, carrying each pass's
 // conditions into the next as the controller does (meta.SetStatusCondition), and checks the
-// invariants after every pass: only seed 004's transitions, never back to Pending, terminal
+// invariants after every pass: only KAITO's transitions, never back to Pending, terminal
 // tuning states stay, exactly one of Ready/Reconciling/Stalled, the Pending trap is never
 // silent, no creation while deleting.
 func FuzzDecide(f *testing.F) {

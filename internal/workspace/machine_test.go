@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
 const (
@@ -104,8 +105,9 @@ type row struct {
 	requeue  bool
 }
 
-// TestTransitions has a row for every transition seed 004 draws (and the stays), plus the
-// Pending-trap rows: Pending stays Pending, but Stalled=True with a reason that says why.
+// TestTransitions has a row for every transition KAITO's Workspace status proposal draws
+// (and the stays), plus the Pending-trap rows: Pending stays Pending, but Stalled=True with a
+// reason that says why.
 func TestTransitions(t *testing.T) {
 	rows := []row{
 		// ---- inference ----
@@ -147,14 +149,14 @@ func TestTransitions(t *testing.T) {
 				f.SpecError = "spec.scheduling.nodeSelector[\"x\"] is \"a\" but spec.resource.labelSelector[\"x\"] requires \"b\""
 			}),
 			reasons: map[string]string{v1alpha1.ConditionStalled: ReasonInvalidSpec}},
-		{name: "inference Pending→Ready (seed)", from: sPending, to: sReady, ready: true, facts: infFacts(sPending, nil),
+		{name: "inference Pending→Ready (KAITO)", from: sPending, to: sReady, ready: true, facts: infFacts(sPending, nil),
 			reasons: map[string]string{ConditionResourceReady: ReasonResourcesAvailable, ConditionInferenceReady: ReasonInferenceReady, ConditionWorkspaceSucceeded: ReasonWorkspaceReady}},
 		{name: "inference Ready→Ready", from: sReady, to: sReady, ready: true, facts: infFacts(sReady, nil)},
-		{name: "inference Ready→NotReady (seed): node lost", from: sReady, to: sNotReady,
+		{name: "inference Ready→NotReady (KAITO): node lost", from: sReady, to: sNotReady,
 			facts:    infFacts(sReady, func(f *Facts) { f.Pods[1].NodeReady = false }),
 			reasons:  map[string]string{ConditionResourceReady: ReasonNodeLost, ConditionInferenceReady: ReasonReplicasNotReady, ConditionWorkspaceSucceeded: ReasonWorkspaceNotReady},
 			contains: map[string]string{ConditionWorkspaceSucceeded: "gpu-1"}},
-		{name: "inference Ready→NotReady (seed): crash", from: sReady, to: sNotReady, stalled: true,
+		{name: "inference Ready→NotReady (KAITO): crash", from: sReady, to: sNotReady, stalled: true,
 			facts: infFacts(sReady, func(f *Facts) {
 				f.Pods[0] = Pod{Name: "p-a", Phase: corev1.PodRunning, NodeName: "gpu-0", NodeReady: true, WaitingReason: "CrashLoopBackOff", Terminated: "Error (exit code 137): OOMKilled"}
 			}),
@@ -168,7 +170,7 @@ func TestTransitions(t *testing.T) {
 		{name: "inference NotReady→NotReady: trap after established (never Pending)", from: sNotReady, to: sNotReady, stalled: true,
 			facts:   infFacts(sNotReady, func(f *Facts) { f.Capacity = Capacity{AllNodes: 6}; f.Pods = nil }),
 			reasons: map[string]string{ConditionResourceReady: ReasonNoMatchingNodes}},
-		{name: "inference NotReady→Ready (seed): healed", from: sNotReady, to: sReady, ready: true, facts: infFacts(sNotReady, nil)},
+		{name: "inference NotReady→Ready (KAITO): healed", from: sNotReady, to: sReady, ready: true, facts: infFacts(sNotReady, nil)},
 		{name: "inference Ready→NotReady: a spec change rolls out", from: sReady, to: sNotReady,
 			facts:   infFacts(sReady, func(f *Facts) { f.Workload.UpToDate = false }),
 			actions: []Action{ActionEnsureWorkload}},
@@ -230,7 +232,7 @@ func TestTransitions(t *testing.T) {
 				f.Pods = []Pod{{Name: "p-a", Phase: corev1.PodPending, Unschedulable: unboundClaimsMsg}, readyPod("p-b", "gpu-1")}
 			}),
 			reasons: map[string]string{ConditionResourceReady: ReasonWaitingForVolumeBinding, ConditionInferenceReady: ReasonReplicasNotReady}},
-		{name: "tuning Pending→Running (seed)", from: sPending, to: sRunning, facts: tunFacts(sPending, nil),
+		{name: "tuning Pending→Running (KAITO)", from: sPending, to: sRunning, facts: tunFacts(sPending, nil),
 			reasons: map[string]string{ConditionJobStarted: ReasonJobStarted, ConditionWorkspaceSucceeded: ReasonJobRunning}},
 		{name: "tuning Pending→Running: job observed complete, Running first", from: sPending, to: sRunning, requeue: true,
 			facts: tunFacts(sPending, func(f *Facts) { f.Job = &Job{Complete: true, Succeeded: 1}; f.Pods[0].Phase = corev1.PodSucceeded }),
@@ -239,17 +241,17 @@ func TestTransitions(t *testing.T) {
 			facts: tunFacts(sPending, func(f *Facts) { f.Job = &Job{Failed: true, FailedReason: "BackoffLimitExceeded", FailedPods: 1} }),
 		},
 		{name: "tuning Running→Running", from: sRunning, to: sRunning, facts: tunFacts(sRunning, nil)},
-		{name: "tuning Running→Succeeded (seed)", from: sRunning, to: sSucceeded, ready: true,
+		{name: "tuning Running→Succeeded (KAITO)", from: sRunning, to: sSucceeded, ready: true,
 			facts:   tunFacts(sRunning, func(f *Facts) { f.Job = &Job{Complete: true, Succeeded: 1} }),
 			reasons: map[string]string{ConditionWorkspaceSucceeded: ReasonWorkspaceSucceeded}},
-		{name: "tuning Running→Failed (seed)", from: sRunning, to: sFailed, stalled: true,
+		{name: "tuning Running→Failed (KAITO)", from: sRunning, to: sFailed, stalled: true,
 			facts: tunFacts(sRunning, func(f *Facts) {
 				f.Job = &Job{Failed: true, FailedReason: "BackoffLimitExceeded", FailedMessage: "Job has reached the specified backoff limit", FailedPods: 1}
 				f.Pods[0] = Pod{Name: "j-a", Phase: corev1.PodFailed, NodeName: "gpu-0", NodeReady: true, Terminated: "containerFailed (exit code 1): container failed"}
 			}),
 			reasons:  map[string]string{ConditionWorkspaceSucceeded: ReasonWorkspaceFailed, v1alpha1.ConditionStalled: ReasonWorkspaceFailed},
 			contains: map[string]string{v1alpha1.ConditionStalled: "container failed"}},
-		{name: "tuning Running→Failed (seed): job deleted mid-run", from: sRunning, to: sFailed, stalled: true,
+		{name: "tuning Running→Failed (KAITO): job deleted mid-run", from: sRunning, to: sFailed, stalled: true,
 			facts:   tunFacts(sRunning, func(f *Facts) { f.Job = nil; f.Pods = nil }),
 			reasons: map[string]string{v1alpha1.ConditionStalled: ReasonJobLost}},
 		{name: "tuning Succeeded→Succeeded: terminal, job gone, nothing re-created", from: sSucceeded, to: sSucceeded, ready: true,
@@ -345,7 +347,7 @@ func TestTransitions(t *testing.T) {
 			}
 		})
 	}
-	// Every edge seed 004 draws (besides first passes) has a row.
+	// Every edge KAITO's proposal draws (besides first passes) has a row.
 	for mode, m := range Transitions {
 		for from, tos := range m {
 			if from == "" {
@@ -376,9 +378,9 @@ func TestForbiddenTransitions(t *testing.T) {
 	}
 	for _, c := range forbidden {
 		err := CheckTransition(c.mode, c.from, c.to)
-		var te *TransitionError
-		if !errors.As(err, &te) || te.From != c.from || te.To != c.to || te.Mode != c.mode {
-			t.Errorf("%s %s → %s: err %v, want *TransitionError", c.mode, c.from, c.to, err)
+		var te *lifecycle.TransitionError
+		if !errors.As(err, &te) || te.From != string(c.from) || te.To != string(c.to) || te.Kind != string(c.mode)+" workspace state" {
+			t.Errorf("%s %s → %s: err %v, want *lifecycle.TransitionError", c.mode, c.from, c.to, err)
 		}
 	}
 	// Exhaustively: any pair not in Transitions is rejected.

@@ -1,4 +1,4 @@
-// Command scale is the 1000-performer bench of `make bench` (issue 14): the same N
+// Command scale is the 1000-performer bench of `make bench`: the same N
 // Performers applied by Terraform and, beside it, by a plain client-go program (the limit: a
 // parallel client at the same QPS, no Terraform), on the local cluster with a reconciler
 // process of its own. It prints, in seconds and MiB:

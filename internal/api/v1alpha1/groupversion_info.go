@@ -1,5 +1,5 @@
-// Package v1alpha1 holds the gantry.dev/v1alpha1 API types: Performer (and, in later
-// issues, Executor, PackageSet and Workspace). The CRD YAML in crds/ and
+// Package v1alpha1 holds the gantry.dev/v1alpha1 API types: Performer, Executor, PackageSet
+// and Workspace. The CRD YAML in crds/ and
 // zz_generated.deepcopy.go are generated from these types by controller-gen
 // (`make generate`); both are committed and checked fresh by `make test`.
 //
