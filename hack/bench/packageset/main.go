@@ -1,4 +1,5 @@
-// Command packageset benchmarks the PackageSet reconciler on the local cluster. Variants (-variants, default both):
+// Command packageset benchmarks the PackageSet reconciler on the local cluster. Variants
+// (-variants, default a,b,c):
 //
 //	a  2 packages, no interrupt, budget percent 100 (4 node-stages per node: apply+config ×2)
 //	b  2 packages, the second with a reboot interrupt, budget percent 10 (6 node-stages per

@@ -1,6 +1,6 @@
 package main
 
-// Scale and health-check variants (issue 24, "10,000 nodes" and "Health checks at scale"):
+// Scale and health-check variants ("10,000 nodes" and "health checks at scale"):
 //
 //	d   2 packages, the second with a reboot interrupt, a deployment policy of 3 compartments,
 //	    budget 25% each, exponential batches from 1: variant c with b's interrupt, meant for
