@@ -316,8 +316,9 @@ func reconcilerRunningTimes(path string) map[string]time.Time {
 	return out
 }
 
-// tflogLine matches the provider's "Performer is Running" line, logged as Create's wait returns.
-var tflogLine = regexp.MustCompile(`^(\S+) \[INFO\]\s+provider\.terraform-provider-gantry[^:]*: Performer is Running: .*performer=(\S+)`)
+// tflogLine matches the provider's "Performer is ready" line (applyAndWait), logged as Create's
+// wait returns.
+var tflogLine = regexp.MustCompile(`^(\S+) \[INFO\]\s+provider\.terraform-provider-gantry[^:]*: Performer is ready: .*performer=(\S+)`)
 
 // providerWaitDoneTimes reads Terraform's provider log and returns, per "namespace/name",
 // the time the wait engine returned.
