@@ -11,7 +11,6 @@ import (
 	_ "net/http/pprof" // served only when GANTRY_PROVIDER_PPROF is set
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -25,26 +24,6 @@ import (
 
 // version is set at build time with -ldflags "-X main.version=..."; "dev" otherwise.
 var version = "dev"
-
-// Garbage collector defaults of the provider process, each unless its Go variable (GOMEMLIMIT,
-// GOGC) is set. Measured on a 1,000-resource destroy at -parallelism 200: the live heap peaks
-// near 64 MiB (the framework's per-request schema maps and loggers, the informer's objects), but
-// with Go's defaults the process grew to 233 MiB RSS; a soft limit keeps the heap near it, and
-// the higher GOGC spares the collector's CPU while the heap is small (a no-op plan of 1,000).
-const (
-	defaultMemoryLimit = 100 << 20 // bytes of Go-managed memory (GOMEMLIMIT)
-	defaultGCPercent   = 200       // GOGC
-)
-
-// tuneGC applies defaultMemoryLimit and defaultGCPercent where the environment sets neither.
-func tuneGC() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-}
 
 // envPprof names the variable that turns on net/http/pprof in the provider process: an
 // address such as 127.0.0.1:6061 (loopback only; the benchmarks' profiles are taken this way).
@@ -107,7 +86,6 @@ func main() {
 	if !debug {
 		go exitWithParent(os.Getppid(), parentCheckInterval)
 	}
-	tuneGC()
 	servePprof(os.Getenv(envPprof))
 	defer profileTo(os.Getenv(envProfileDir))()
 	// The framework's server, wrapped so that a destroy is never blocked by the configuration
