@@ -738,13 +738,7 @@ func TestWorkspaceMultiNode(t *testing.T) {
 	}
 
 	// Back to independent copies (modelGPUs = 1): the group goes, a Deployment takes over.
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: w.Name}, got); err != nil {
-		t.Fatal(err)
-	}
-	got.Spec.Inference.ModelGPUs = 1
-	if err := e.c.Update(ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) { w.Spec.Inference.ModelGPUs = 1 })
 	e.waitGone(t, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}})
 	got = e.waitWS(t, w.Name, "Ready as copies", func(w *v1alpha1.Workspace) bool {
 		return w.Status.State == v1alpha1.WorkspaceStateReady && w.Status.GroupSize == 0 && w.Status.ObservedGeneration == w.Generation
@@ -797,4 +791,25 @@ func TestWorkspaceInferenceConfigKey(t *testing.T) {
 		t.Errorf("args %s", args)
 	}
 	_ = e.c.Delete(ctx, got)
+}
+
+// updateWorkspace applies mod to the latest copy of workspace name and updates it, again on a
+// conflict (the reconciler writes the status meanwhile), until waitTimeout.
+func (e *testEnv) updateWorkspace(t *testing.T, name string, mod func(*v1alpha1.Workspace)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		var w v1alpha1.Workspace
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &w); err != nil {
+			return false, err
+		}
+		mod(&w)
+		err := e.c.Update(ctx, &w)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("update workspace %s: %v", name, err)
+	}
 }

@@ -60,13 +60,9 @@ func TestWorkspaceLabelSelectorExpressions(t *testing.T) {
 	if msg := wsCond(got, v1alpha1.ConditionStalled).Message; !strings.Contains(msg, "topology.kubernetes.io/zone in (z2),!gantry.dev/spot") {
 		t.Errorf("Stalled message does not name the requirements: %s", msg)
 	}
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: w.Name}, got); err != nil {
-		t.Fatal(err)
-	}
-	got.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{zone("z1", "z2"), noSpot}
-	if err := e.c.Update(ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) {
+		w.Spec.Resource.LabelSelectorExpressions = []v1alpha1.LabelRequirement{zone("z1", "z2"), noSpot}
+	})
 	got = e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
 	if !slices.Equal(got.Status.WorkerNodes, []string{z1.Name}) {
 		t.Errorf("worker nodes %v, want %s (the spot node does not meet the requirements)", got.Status.WorkerNodes, z1.Name)
