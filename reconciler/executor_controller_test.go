@@ -81,21 +81,7 @@ func (e *testEnv) waitExecutor(t *testing.T, name, what string, cond func(*v1alp
 
 func (e *testEnv) updateExecutor(t *testing.T, name string, mod func(*v1alpha1.Executor)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var x v1alpha1.Executor
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &x); err != nil {
-			return false, err
-		}
-		mod(&x)
-		err := e.c.Update(ctx, &x)
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("update executor %s: %v", name, err)
-	}
+	updateLatest(t, e, types.NamespacedName{Namespace: e.ns, Name: name}, "executor", mod)
 }
 
 func describeExecutor(s *v1alpha1.ExecutorStatus) string {

@@ -337,21 +337,7 @@ func setCondition(s *v1alpha1.PackageSet, typ string) metav1.Condition {
 
 func (e *testEnv) updateSet(t *testing.T, name string, mod func(*v1alpha1.PackageSet)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var s v1alpha1.PackageSet
-		if err := e.c.Get(ctx, types.NamespacedName{Name: name}, &s); err != nil {
-			return false, err
-		}
-		mod(&s)
-		err := e.c.Update(ctx, &s)
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("update package set %s: %v", name, err)
-	}
+	updateLatest(t, e, types.NamespacedName{Name: name}, "package set", mod)
 }
 
 func ptrTo[T any](v T) *T { return &v }

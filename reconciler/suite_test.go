@@ -238,24 +238,35 @@ func (e *testEnv) waitGone(t *testing.T, obj client.Object) {
 	}
 }
 
-// update re-reads the Performer and applies mod, retrying on conflicts.
-func (e *testEnv) update(t *testing.T, name string, mod func(*v1alpha1.Performer)) {
+// updateLatest re-reads the object at key into a fresh T, applies mod and updates it, again on
+// a conflict (the reconciler writes the status meanwhile), until waitTimeout; what names the
+// object in the failure.
+func updateLatest[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, e *testEnv, key types.NamespacedName, what string, mod func(P)) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var p v1alpha1.Performer
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &p); err != nil {
+		o := P(new(T))
+		if err := e.c.Get(ctx, key, o); err != nil {
 			return false, err
 		}
-		mod(&p)
-		err := e.c.Update(ctx, &p)
+		mod(o)
+		err := e.c.Update(ctx, o)
 		if apierrors.IsConflict(err) {
 			return false, nil
 		}
 		return err == nil, err
 	})
 	if err != nil {
-		t.Fatalf("update performer %s: %v", name, err)
+		t.Fatalf("update %s %s: %v", what, key.Name, err)
 	}
+}
+
+// update re-reads the Performer and applies mod, retrying on conflicts.
+func (e *testEnv) update(t *testing.T, name string, mod func(*v1alpha1.Performer)) {
+	t.Helper()
+	updateLatest(t, e, types.NamespacedName{Namespace: e.ns, Name: name}, "performer", mod)
 }
 
 // phaseRecorder records every status.phase a watch sees for one Performer, in order,

@@ -794,22 +794,8 @@ func TestWorkspaceInferenceConfigKey(t *testing.T) {
 }
 
 // updateWorkspace applies mod to the latest copy of workspace name and updates it, again on a
-// conflict (the reconciler writes the status meanwhile), until waitTimeout.
+// conflict (the reconciler writes the status meanwhile).
 func (e *testEnv) updateWorkspace(t *testing.T, name string, mod func(*v1alpha1.Workspace)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		var w v1alpha1.Workspace
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &w); err != nil {
-			return false, err
-		}
-		mod(&w)
-		err := e.c.Update(ctx, &w)
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	if err != nil {
-		t.Fatalf("update workspace %s: %v", name, err)
-	}
+	updateLatest(t, e, types.NamespacedName{Namespace: e.ns, Name: name}, "workspace", mod)
 }
