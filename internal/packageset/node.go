@@ -123,17 +123,29 @@ func (p *nodePass) run() (NodePlan, error) {
 	}
 	p.noteRollingBack()
 	p.plan.Status = p.status()
-	if len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected {
+	switch {
+	case len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected:
 		p.plan.Record = nil
-	} else if len(p.rec.Packages) == 0 && p.f.Deleting {
+	case len(p.rec.Packages) == 0 && p.f.Deleting:
 		p.plan.Record = nil
-	} else {
+	case p.queued():
+		p.plan.Record, p.plan.Queued = nil, true
+	default:
 		p.plan.Record = p.rec
 	}
 	if p.n.Cordoned && (p.plan.Record == nil || !p.interruptPending()) {
 		p.plan.Uncordon = true
 	}
 	return p.plan, nil
+}
+
+// queued says the node is selected and nothing has started on it yet: it had no record, and
+// this pass leaves it Pending with no package, cordon or Pod. Such a node keeps no record (a
+// node without one is Pending), so a set's first pass over a large fleet writes only the
+// nodes it starts instead of a Pending record to every node.
+func (p *nodePass) queued() bool {
+	return p.n.Record == nil && p.n.Selected && !p.n.Cordoned && !p.f.Deleting && len(p.rec.Packages) == 0 &&
+		p.rec.Rollout == v1alpha1.RolloutPending && len(p.plan.Jobs) == 0 && !p.plan.Cordon && !p.plan.Drain
 }
 
 // step advances one package as far as it can go this pass.

@@ -427,6 +427,9 @@ type NodePlan struct {
 	Name string
 	// Record is the node's new record; nil: remove the annotations.
 	Record *NodeRecord
+	// Queued: the node is selected and waits with nothing started (Pending). It keeps no
+	// record (Record is nil) and the set's status lists it as Pending.
+	Queued bool
 	Status Status
 	Jobs   []JobSpec
 	// DeleteJobs are stage Pods to delete (failed image pulls, pods past their deadline).

@@ -178,6 +178,7 @@ const (
 // +kubebuilder:printcolumn:name="Complete",type=string,JSONPath=`.status.completeNodes`
 // +kubebuilder:printcolumn:name="In-Progress",type=integer,JSONPath=`.status.nodesInProgress`
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Omitted",type=integer,JSONPath=`.status.nodesOmitted`,priority=1
 // +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.currentWave`,priority=1
 // +kubebuilder:printcolumn:name="Tainted",type=integer,JSONPath=`.status.runtimeRequiredNodes`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -926,15 +927,34 @@ type PackageSetStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// NodeStatus is each selected node's status.
+	// NodeStatus is the status of each listed node: every selected node, and every node still
+	// holding this set's packages, up to MaxListedNodes (500). Past that the nodes that need
+	// attention are listed first (erroring, blocked, in_progress, paused, unknown, waiting,
+	// disabled, then complete; by name within each), and NodesOmitted counts the rest, so the
+	// status stays far below etcd's 1.5 MiB object limit on any fleet; NodeCounts counts
+	// every node.
 	// +optional
 	NodeStatus map[string]PackageSetStatusValue `json:"nodeStatus,omitempty"`
-	// NodeState is each node's per-package state, node → package name → status.
+	// NodeState is each listed node's per-package state, node → package name → status (the
+	// nodes of NodeStatus).
 	// +optional
 	NodeState map[string]map[string]PackageStatus `json:"nodeState,omitempty"`
-	// NodeRollout is each node's rollout state (NixFleet's host rollout states).
+	// NodeRollout is each listed node's rollout state (NixFleet's host rollout states; the
+	// nodes of NodeStatus). A node nothing has started on yet is Pending.
 	// +optional
 	NodeRollout map[string]RolloutState `json:"nodeRollout,omitempty"`
+	// NodeCounts is how many nodes are in each status, over every node NodeStatus would list
+	// without its bound, e.g. {"complete": 9500, "in_progress": 500}.
+	// +optional
+	NodeCounts map[PackageSetStatusValue]int32 `json:"nodeCounts,omitempty"`
+	// RolloutCounts is how many nodes are in each rollout state, over the same nodes as
+	// NodeCounts, e.g. {"Converged": 9500, "Activating": 400, "Soaking": 100}.
+	// +optional
+	RolloutCounts map[RolloutState]int32 `json:"rolloutCounts,omitempty"`
+	// NodesOmitted is how many nodes NodeStatus, NodeState and NodeRollout leave out because
+	// the set has more than MaxListedNodes (absent: none).
+	// +optional
+	NodesOmitted int32 `json:"nodesOmitted,omitempty"`
 	// CompleteNodes is "<complete>/<selected>", e.g. "3/5".
 	// +optional
 	CompleteNodes string `json:"completeNodes,omitempty"`

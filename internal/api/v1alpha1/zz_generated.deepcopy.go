@@ -896,6 +896,20 @@ func (in *PackageSetStatus) DeepCopyInto(out *PackageSetStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.NodeCounts != nil {
+		in, out := &in.NodeCounts, &out.NodeCounts
+		*out = make(map[PackageSetStatusValue]int32, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
+	if in.RolloutCounts != nil {
+		in, out := &in.RolloutCounts, &out.RolloutCounts
+		*out = make(map[RolloutState]int32, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.QuarantinedVersions != nil {
 		in, out := &in.QuarantinedVersions, &out.QuarantinedVersions
 		*out = make([]string, len(*in))
