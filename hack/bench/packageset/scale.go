@@ -353,34 +353,24 @@ func (e *env) failCheck(ctx context.Context, name string) error {
 	return e.c.Patch(ctx, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, body))
 }
 
-// haltTracker follows the set's statuses during an hf run.
+// haltTracker follows the set's statuses during an hf run, by the status's counts (the node
+// maps list at most packageset.MaxListedNodes nodes): a node has started once it left
+// Pending, which it never returns to within one rollout.
 type haltTracker struct {
-	h       haltResult
-	started map[string]bool // nodes whose rollout left Pending
-	pending map[string]bool // at halt: nodes not yet started
+	h             haltResult
+	startedAtHalt int // nodes out of Pending when the halt was seen
 }
 
-// observe one status of the set.
-func (t *haltTracker) observe(s *v1alpha1.PackageSet) {
-	failed := 0
-	for node, st := range s.Status.NodeRollout {
-		if st != v1alpha1.RolloutPending && st != "" {
-			if !t.started[node] && !t.h.halted.IsZero() && t.pending[node] {
-				t.h.startedAfter++
-			}
-			t.started[node] = true
-		}
-		if st == v1alpha1.RolloutFailed {
-			failed++
-		}
+// observe one status of the set over n nodes.
+func (t *haltTracker) observe(s *v1alpha1.PackageSet, n int) {
+	started := n - int(s.Status.RolloutCounts[v1alpha1.RolloutPending])
+	failed := int(s.Status.RolloutCounts[v1alpha1.RolloutFailed])
+	if !t.h.halted.IsZero() {
+		t.h.startedAfter = max(t.h.startedAfter, started-t.startedAtHalt)
 	}
 	if failed > 0 && t.h.halted.IsZero() && !t.h.patched.IsZero() {
 		t.h.halted, t.h.failedNodes, t.h.completeAtHalt = time.Now(), failed, s.Status.CompleteNodes
-		for node := range s.Status.NodeRollout {
-			if !t.started[node] {
-				t.pending[node] = true
-			}
-		}
+		t.startedAtHalt = started
 	}
 	if s.Status.Status == v1alpha1.StatusErroring && t.h.erroring.IsZero() && !t.h.patched.IsZero() {
 		t.h.erroring = time.Now()
@@ -392,7 +382,7 @@ func (t *haltTracker) observe(s *v1alpha1.PackageSet) {
 // -halt-settle more for nodes starting after it.
 func (e *env) waitHalt(ctx context.Context, name string, n int, pw *podWatch) (v1alpha1.PackageSet, haltResult, error) {
 	var last v1alpha1.PackageSet
-	t := &haltTracker{started: map[string]bool{}, pending: map[string]bool{}}
+	t := &haltTracker{}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	rv := ""
@@ -434,7 +424,7 @@ func (e *env) waitHalt(ctx context.Context, name string, n int, pw *podWatch) (v
 					}
 					t.h.patched = time.Now()
 				}
-				t.observe(s)
+				t.observe(s, n)
 			}
 		}
 		w.Stop()
