@@ -497,7 +497,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators: []validator.Bool{autoTaintValidator{}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
-			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status."},
+			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status (`complete`, `in_progress`, `waiting`, ...): at most 500 nodes, those needing attention first, then complete ones; `complete_nodes` counts all (see the status guide)."},
 			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`): `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
 			"compartments": compartmentsAttribute(),
