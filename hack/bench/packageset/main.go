@@ -95,6 +95,7 @@ var (
 	pprofCPU = flag.Bool("pprof-cpu", false, "with -pprof-dir, also save consecutive 10 s CPU profiles (profiling costs the reconciler some CPU)")
 	recArgs  = flag.String("reconciler-args", "", "extra flags for the reconciler (space-separated)")
 	timeout  = flag.Duration("timeout", 20*time.Minute, "give up on one run after")
+	limit    = flag.Bool("limit", true, "after each variant's run, time the same stage Pods created by a plain client-go program in the same batches, with no reconciler (limit.go): the limit of the time to complete")
 )
 
 // variant is one benchmarked PackageSet shape.
@@ -180,8 +181,10 @@ func (v variant) waves(n int) int {
 
 // result is what one run measured.
 type result struct {
-	nodes                int
-	elapsed              time.Duration
+	nodes   int
+	elapsed time.Duration
+	// limit is the same stage Pods' time without a reconciler (limit.go; 0: not measured).
+	limit                time.Duration
 	stages               []time.Duration // per Job: first seen → Complete seen
 	hwmMiB               float64
 	cpuLife, cpuRun      float64
@@ -282,6 +285,15 @@ func main() {
 				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
 		fmt.Printf("  RSS target < 200 MiB: %s\n", verdict(full.hwmMiB < 200))
+		if *limit && !v.fail && v.soak == 0 && full.partial == "" {
+			if lim, err := e.limitRun(v, *nodes); err != nil {
+				fmt.Printf("  limit (the same Pods by client-go): %v\n", err)
+			} else {
+				full.limit = lim
+				fmt.Printf("  limit (the same %d stage Pods by client-go, same batches, no reconciler): %.1f s; the run took %.2f× it\n",
+					full.nodes*v.stagesPerNode(), lim.Seconds(), full.elapsed.Seconds()/lim.Seconds())
+			}
+		}
 		printTable(v, full, rw.base, rw.hasBase)
 		fmt.Println()
 		runs[v.name] = full

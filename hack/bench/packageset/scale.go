@@ -643,6 +643,10 @@ func printTable(v variant, full, base result, hasBase bool) {
 		tableRow(p+fmt.Sprintf("nodes complete after %s (partial run)", *stopAfter), float64(completeCount(full.partial)), "", float64(full.nodes), 0)
 	} else {
 		tableRowX(p+"time to complete", full.elapsed.Seconds(), "s", limit, 0, factor, fmt.Sprintf("%d waves × one node's time", v.waves(full.nodes)))
+		if full.limit > 0 {
+			tableRow(p+"time to complete vs the same stage Pods without a reconciler", full.elapsed.Seconds(), "s", full.limit.Seconds(), 0,
+				fmt.Sprintf("client-go, %d Pods in the same batches", full.nodes*v.stagesPerNode()))
+		}
 	}
 	rssLimit, rssTarget := 0.0, 200.0
 	if full.nodes > 1000 {
