@@ -126,50 +126,59 @@ func references(e *v1alpha1.Executor, name string, lbls map[string]string) bool 
 	return false
 }
 
-// Reconcile is one pass: gather facts, executor.Decide, write status once (only when it
-// changed), emit the phase-change Event, act.
+// Reconcile is one pass on the controllers' shared skeleton (status.go): get, gather facts,
+// decide (executor.Decide), writeStatus once (only when it changed), emit the phase-change
+// Event, act.
 func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-	var e v1alpha1.Executor
-	if err := r.Client.Get(ctx, req.NamespacedName, &e); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.rejected.clear(req.NamespacedName, "")
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	e, err := getOrForget(ctx, r.Client, req.NamespacedName, &v1alpha1.Executor{}, func() { r.rejected.clear(req.NamespacedName, "") })
+	if e == nil {
+		return ctrl.Result{}, err
 	}
-	g, err := r.gather(ctx, &e)
+	// gather
+	g, err := r.gather(ctx, e)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// decide
 	d, err := executor.Decide(g.facts)
 	if err != nil {
-		return ctrl.Result{}, illegalTransition(r.Recorder, &e, err)
+		return ctrl.Result{}, illegalTransition(r.Recorder, e, err)
 	}
+	// writeStatus (not when the finalizer goes: the Executor is then going away)
 	if !slices.Contains(d.Actions, executor.ActionRemoveFinalizer) {
-		if stale, err := writeStatus(ctx, r.Client, &e, &e.Status, r.status(&e, d, g)); err != nil {
+		if stale, err := writeStatus(ctx, r.Client, e, &e.Status, r.status(e, d, g)); err != nil {
 			return ctrl.Result{}, err
 		} else if stale {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 	}
+	// emit
 	if d.Event != nil {
-		r.Recorder.Event(&e, d.Event.Type, d.Event.Reason, d.Event.Message)
-		logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
+		r.Recorder.Event(e, d.Event.Type, d.Event.Reason, d.Event.Message)
+		log.FromContext(ctx).Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
 	}
+	// act
+	return r.actAll(ctx, req.NamespacedName, e, d, g)
+}
+
+// actAll carries out the decision's actions in order: a conflict ends the pass with a
+// requeue, a permanent rejection is recorded for the next pass (errors.go), another error is
+// returned; a rejected action that now succeeded drops its rejection.
+func (r *ExecutorReconciler) actAll(ctx context.Context, key types.NamespacedName, e *v1alpha1.Executor, d executor.Decision, g *gathered) (ctrl.Result, error) {
 	for _, a := range d.Actions {
-		if err := r.act(ctx, &e, a, g); err != nil {
+		if err := r.act(ctx, e, a, g); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				logger.V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
+				log.FromContext(ctx).V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
-			ae := &actError{action: string(a), kind: executorActionKind(a), name: executorActionObject(&e, a, g), err: err}
-			if r.rejected.reject(ctx, req.NamespacedName, e.Generation, ae) {
+			ae := &actError{action: string(a), kind: executorActionKind(a), name: executorActionObject(e, a, g), err: err}
+			if r.rejected.reject(ctx, key, e.Generation, ae) {
 				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
 			}
 			return ctrl.Result{}, ae
 		}
 		if rj := g.facts.Rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.accepted(req.NamespacedName, rj.Action)
+			r.rejected.accepted(key, rj.Action)
 		}
 	}
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
@@ -218,8 +227,29 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 	f.MissingRefs = missing
 	f.Rejection = r.rejected.get(types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, e.Generation)
 
-	// The desired config and Deployment, once every performer has its endpoint (at once for an
-	// executor that declares no performers: its config lists none).
+	if err := r.gatherDesired(ctx, e, g, &f); err != nil {
+		return nil, err
+	}
+	if f.Deleting {
+		cms, err := r.ownedConfigMaps(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		f.ConfigMap = executor.ConfigMap{Exists: len(cms) > 0}
+	}
+
+	if err := r.gatherDeployment(ctx, e, g, &f); err != nil {
+		return nil, err
+	}
+	g.facts = f
+	return g, nil
+}
+
+// gatherDesired builds the desired config and Deployment into g, once every performer has
+// its endpoint (at once for an executor that declares no performers: its config lists none),
+// and fills the ConfigMap and DesiredRevision facts (SpecError when the Deployment cannot be
+// built).
+func (r *ExecutorReconciler) gatherDesired(ctx context.Context, e *v1alpha1.Executor, g *gathered, f *executor.Facts) error {
 	declared := len(e.Spec.Performers.Names) > 0 || e.Spec.Performers.Selector != nil
 	ready := len(f.Performers) > 0 || !declared
 	for _, p := range f.Performers {
@@ -229,7 +259,7 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 		g.endpoints = executor.Endpoints(f.Performers)
 		data, hash, err := executor.RenderConfig(e, g.endpoints)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		g.cm = executor.DesiredConfigMap(e, data, hash)
 		dep, err := executor.DesiredDeployment(e, g.cm.Name, hash)
@@ -241,27 +271,26 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 		}
 		var cm corev1.ConfigMap
 		if found, err := r.get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: g.cm.Name}, &cm); err != nil {
-			return nil, err
+			return err
 		} else if found {
 			f.ConfigMap = executor.ConfigMap{Exists: true, Foreign: !controlledByUID(&cm, e.UID)}
 		}
 	}
-	if f.Deleting {
-		cms, err := r.ownedConfigMaps(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		f.ConfigMap = executor.ConfigMap{Exists: len(cms) > 0}
-	}
+	return nil
+}
 
+// gatherDeployment reads the Deployment executor-<name> (g.live, f.Deployment), why its pods
+// do not run, and whether the last good revision is available to roll back to: the
+// Deployment's own template, or one of its ReplicaSets' (g.lastGood).
+func (r *ExecutorReconciler) gatherDeployment(ctx context.Context, e *v1alpha1.Executor, g *gathered, f *executor.Facts) error {
 	var dep appsv1.Deployment
 	if found, err := r.get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: executor.DeploymentName(e.Name)}, &dep); err != nil {
-		return nil, err
+		return err
 	} else if found {
 		g.live = &dep
 		f.Deployment = executor.DeploymentFacts(&dep, e.UID)
 		if f.PodProblems, err = r.podProblems(ctx, e, &dep, f.Deployment.Foreign); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// The rollback target: the Deployment's own template, or one of its ReplicaSets'.
@@ -271,7 +300,7 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 		} else {
 			rss, err := r.replicaSets(ctx, e, g.live)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for i := range rss {
 				if executor.Revision(&rss[i].Spec.Template) == lg {
@@ -281,8 +310,7 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 			}
 		}
 	}
-	g.facts = f
-	return g, nil
+	return nil
 }
 
 // gatherAccess fills the spec.managePerformers facts: the ServiceAccount, Role and
@@ -455,13 +483,7 @@ func (r *ExecutorReconciler) status(e *v1alpha1.Executor, d executor.Decision, g
 func (r *ExecutorReconciler) act(ctx context.Context, e *v1alpha1.Executor, a executor.Action, g *gathered) error {
 	switch a {
 	case executor.ActionAddFinalizer, executor.ActionRemoveFinalizer:
-		before := e.DeepCopy()
-		if a == executor.ActionAddFinalizer {
-			controllerutil.AddFinalizer(e, v1alpha1.Finalizer)
-		} else {
-			controllerutil.RemoveFinalizer(e, v1alpha1.Finalizer)
-		}
-		return client.IgnoreNotFound(r.Client.Patch(ctx, e, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+		return client.IgnoreNotFound(setFinalizer(ctx, r.Client, e, a == executor.ActionAddFinalizer))
 
 	case executor.ActionEnsureConfigMap:
 		cm := g.cm.DeepCopy()

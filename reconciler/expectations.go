@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"reflect"
 	"sync"
 	"time"
 
@@ -19,9 +20,10 @@ const expectationTTL = 5 * time.Second
 // reconciler's own writes (the watch event that catches it up triggers the real retry).
 const staleRetry = time.Second
 
-// expectations remember, per Performer, the writes the reconciler made that its informer
-// cache may not show yet: the Performer's resourceVersion after its last write, and the Pod
-// and Service it created, updated or deleted. A pass whose cache is older than those writes
+// expectations remember, per object (a Performer, a PackageSet), the writes the reconciler
+// made that its informer cache may not show yet: the object's resourceVersion after its last
+// write (for a PackageSet, its status write), and (Performer) the Pod, Service and Deployment
+// it created, updated or deleted. A pass whose cache is older than those writes
 // is skipped (Reconcile returns at once); the watch event that brings the cache up to date
 // triggers the next pass. Deciding on such a cache would redo work already done: conflicting
 // status writes, creates that hit AlreadyExists, deletes issued twice, and phases such as
@@ -36,9 +38,9 @@ type expectations struct {
 
 type expected struct {
 	at time.Time
-	// performerRV is the Performer's resourceVersion after the reconciler's last write to it
-	// ("" if it wrote none).
-	performerRV string
+	// selfRV is the object's own resourceVersion after the reconciler's last write to it ("" if
+	// it wrote none).
+	selfRV string
 	// objects are the owned objects written, by kind ("Pod", "Service").
 	objects map[string]objectWrite
 }
@@ -52,9 +54,10 @@ type objectWrite struct {
 	deleted bool
 }
 
-// stale reports which of the reconciler's own writes the cache does not show yet ("" when
-// none); the performer, pod, service and (optional) Deployment are the cached copies (nil when
-// absent).
+// stale reports which of the reconciler's own writes the cache does not show yet: the kind
+// of the object (p's Go type name, e.g. "Performer", "PackageSet") or of an owned one ("Pod",
+// "Service", "Deployment"), "" when none. p is the cached object itself; pod, svc and the
+// (optional) Deployment are the cached owned copies (nil when absent or not tracked).
 // Expectations met, or older than expectationTTL, are forgotten.
 func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc client.Object, dep ...client.Object) string {
 	e.mu.Lock()
@@ -67,8 +70,8 @@ func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc
 		delete(e.m, key)
 		return ""
 	}
-	if x.performerRV != "" && resourceversion.Older(p.GetResourceVersion(), x.performerRV) {
-		return "Performer"
+	if x.selfRV != "" && resourceversion.Older(p.GetResourceVersion(), x.selfRV) {
+		return reflect.Indirect(reflect.ValueOf(p)).Type().Name()
 	}
 	owned := map[string]client.Object{"Pod": pod, "Service": svc}
 	if len(dep) > 0 {
@@ -94,10 +97,10 @@ func (e *expectations) stale(key types.NamespacedName, p client.Object, pod, svc
 }
 
 // expect records the writes of one pass (replacing earlier expectations for key: this pass
-// started from a cache that showed them). performerRV is "" when the pass did not write the
-// Performer.
-func (e *expectations) expect(key types.NamespacedName, performerRV string, objects map[string]objectWrite) {
-	if performerRV == "" && len(objects) == 0 {
+// started from a cache that showed them). selfRV is "" when the pass did not write the
+// object itself.
+func (e *expectations) expect(key types.NamespacedName, selfRV string, objects map[string]objectWrite) {
+	if selfRV == "" && len(objects) == 0 {
 		return
 	}
 	e.mu.Lock()
@@ -105,10 +108,10 @@ func (e *expectations) expect(key types.NamespacedName, performerRV string, obje
 	if e.m == nil {
 		e.m = map[types.NamespacedName]*expected{}
 	}
-	e.m[key] = &expected{at: time.Now(), performerRV: performerRV, objects: objects}
+	e.m[key] = &expected{at: time.Now(), selfRV: selfRV, objects: objects}
 }
 
-// forget drops the expectations for key (the Performer is gone).
+// forget drops the expectations for key (the object is gone).
 func (e *expectations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -83,11 +83,10 @@ type PackageSetReconciler struct {
 	// created or found to exist that the cache may not show yet.
 	cfgMu      sync.Mutex
 	cfgCreated map[string]bool
-	// staleRV remembers, per set, the resourceVersion our last status write replaced: while
-	// the cache still returns it, a pass would only plan from stale status and have its
-	// status write refused (conflict), so it waits for the cache (the write's own event
-	// enqueues the set again).
-	staleRV map[string]string
+	// expected remembers, per set, the resourceVersion of our last status write: while the
+	// cache shows an older one, a pass would only plan from stale status and have its status
+	// write refused (conflict), so it waits for the cache (expectations.go).
+	expected expectations
 	// PassGap bounds the wait between the end of one pass over a set and the start of the
 	// next one that a Pod, Job or Node event triggers: the wait is as long as the last pass
 	// took, at most PassGap (DefaultPassGap when zero; negative: no wait). A pass reads every
@@ -120,7 +119,7 @@ type passTiming struct {
 // NewPackageSetReconciler builds the reconciler from a manager.
 func NewPackageSetReconciler(mgr ctrl.Manager, jobNamespace string) *PackageSetReconciler {
 	return &PackageSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, staleRV: map[string]string{}, cfgCreated: map[string]bool{},
+		Recorder: mgr.GetEventRecorderFor(FieldManager), JobNamespace: jobNamespace, cfgCreated: map[string]bool{},
 		lastPass: map[string]passTiming{}, lastStatus: map[string]time.Time{},
 		Self: types.NamespacedName{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME")}}
 }
@@ -423,108 +422,161 @@ func (r *PackageSetReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile is one pass over one PackageSet.
+// Reconcile is one pass over one PackageSet, on the controllers' shared skeleton (status.go):
+// get; skip while the cache is behind our last status write (expectations, as the Performer
+// controller); then reconcileDelete or reconcileNormal, each of which runs gather, decide,
+// act, writeStatus, emit.
+//
+// Unlike the Executor, Workspace and Performer controllers, the package set acts before it
+// writes its status: the status reports what acting found, the drains' refused evictions
+// (Decision.AddDrainRefusals: the DrainBlocked condition names the PodDisruptionBudget the API
+// server cited) and the runtime-required taint's changes (runtimeStatus). Neither is known
+// before the evictions and taint writes are tried, and deciding the status first would report
+// them one pass late. The node records (written first, per node, by act) stay the source of
+// truth; the status only reports them.
 func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-	var set v1alpha1.PackageSet
-	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	set, err := getOrForget(ctx, r.Client, req.NamespacedName, &v1alpha1.PackageSet{}, func() { r.forget(req.NamespacedName) })
+	if set == nil {
+		return ctrl.Result{}, err
 	}
-	unlock := r.lockFleet(&set)
+	unlock := r.lockFleet(set)
 	defer unlock()
 	r.passing(req.Name, false)
 	defer r.passing(req.Name, true)
-	if r.isStale(set.Name, set.ResourceVersion) {
-		logger.V(1).Info("cache behind our status write, waiting", "resourceVersion", set.ResourceVersion)
+	if what := r.expected.stale(req.NamespacedName, set, nil, nil); what != "" {
+		// The status write's own event is filtered out (setChanged), so the requeue is what
+		// brings the next pass.
+		log.FromContext(ctx).V(1).Info("cache behind our status write, waiting", "object", what, "resourceVersion", set.ResourceVersion)
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	deleting := !set.DeletionTimestamp.IsZero()
-	if deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
-		return ctrl.Result{}, nil
+	if !set.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, set)
 	}
-	if !deleting && !controllerutil.ContainsFinalizer(&set, v1alpha1.Finalizer) {
-		before := set.DeepCopy()
-		controllerutil.AddFinalizer(&set, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			if err := client.IgnoreNotFound(ignoreConflict(err)); err != nil {
-				return ctrl.Result{}, err // never RequeueAfter beside an error (it would be ignored)
+	return r.reconcileNormal(ctx, set)
+}
+
+// reconcileNormal is a pass over a set that is not being deleted: the finalizer first, then
+// gather, decide, act (and prune the config ConfigMaps no node needs once the set is
+// Complete), writeStatus, emit.
+func (r *PackageSetReconciler) reconcileNormal(ctx context.Context, set *v1alpha1.PackageSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(set, v1alpha1.Finalizer) {
+		if err := setFinalizer(ctx, r.Client, set, true); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{}, err // never RequeueAfter beside an error (it would be ignored)
 		}
 	}
+	p, res, err := r.pass(ctx, set, false)
+	if p == nil {
+		return res, err
+	}
+	if p.d.Status == v1alpha1.StatusComplete {
+		if err := r.pruneConfigMaps(ctx, set, p.facts.Wants, p.d.Nodes); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.report(ctx, set, p)
+}
+
+// reconcileDelete is a pass over a set being deleted (nothing to do once its finalizer is
+// gone): gather, decide, act (the nodes are released, packages uninstalled unless kept), then
+// either the finalizer goes (every node released: Decision.Finished) or writeStatus, emit.
+func (r *PackageSetReconciler) reconcileDelete(ctx context.Context, set *v1alpha1.PackageSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(set, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	p, res, err := r.pass(ctx, set, true)
+	if p == nil {
+		return res, err
+	}
+	if p.d.Finished {
+		err := setFinalizer(ctx, r.Client, set, false)
+		if err == nil {
+			forgetPackageSetMetrics(set.Name)
+		}
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			err = nil // the set changed or went: its next event starts the next pass
+		}
+		return ctrl.Result{}, err
+	}
+	return r.report(ctx, set, p)
+}
+
+// setPass is what a pass gathered, decided and found acting.
+type setPass struct {
+	facts packageset.SetFacts
+	nodes map[string]*corev1.Node
+	d     packageset.Decision
+	rt    packageset.RuntimeDecision
+}
+
+// pass runs gather (facts), decide (packageset.Plan: an illegal transition stops the pass
+// with a TerminalError and the IllegalTransition event, illegalTransition) and act. A nil
+// *setPass ends the pass with res and err: an error, or a node write conflict (retried soon).
+func (r *PackageSetReconciler) pass(ctx context.Context, set *v1alpha1.PackageSet, deleting bool) (p *setPass, res ctrl.Result, err error) {
 	if err := r.ensureNamespace(ctx); err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
-
-	facts, nodes, err := r.facts(ctx, &set, deleting)
-	if err != nil {
-		return ctrl.Result{}, err
+	// gather
+	p = &setPass{}
+	if p.facts, p.nodes, err = r.facts(ctx, set, deleting); err != nil {
+		return nil, ctrl.Result{}, err
 	}
-	d, err := packageset.Plan(facts)
-	if err != nil {
-		r.Recorder.Event(&set, corev1.EventTypeWarning, "IllegalTransition", err.Error())
-		return ctrl.Result{}, err
+	// decide
+	if p.d, err = packageset.Plan(p.facts); err != nil {
+		return nil, ctrl.Result{}, illegalTransition(r.Recorder, set, err)
 	}
-
-	// Act: per node, the record first (so a restart never repeats a stage), then its Pods.
+	// act: per node, the record first (so a restart never repeats a stage), then its Pods.
 	// Nodes are independent, so they are acted on concurrently by a bounded pool (the
 	// client's QPS/burst still bounds the request rate); within a node the order stays
 	// record → Pod deletes → Pod creates → drain. A conflict on one node skips only that
 	// node's actions (its Pods are not created without its record) and retries the pass soon.
 	// The runtime-required taint goes on new nodes before, and off complete ones after (actRuntime).
-	conflicted, refusals, rt, err := r.actRuntime(ctx, &set, nodes, d, deleting)
+	conflicted, refusals, rt, err := r.actRuntime(ctx, set, p.nodes, p.d, deleting)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	if conflicted > 0 {
-		logger.V(1).Info("node write conflicts, retrying", "nodes", conflicted)
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		log.FromContext(ctx).V(1).Info("node write conflicts, retrying", "nodes", conflicted)
+		return nil, ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	d.AddDrainRefusals(refusals)
-	if !deleting && d.Status == v1alpha1.StatusComplete {
-		if err := r.pruneConfigMaps(ctx, &set, facts.Wants, d.Nodes); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
+	p.d.AddDrainRefusals(refusals)
+	p.rt = rt
+	return p, ctrl.Result{}, nil
+}
 
-	if deleting && d.Finished {
-		before := set.DeepCopy()
-		controllerutil.RemoveFinalizer(&set, v1alpha1.Finalizer)
-		err := r.Client.Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil {
-			forgetPackageSetMetrics(set.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
+// report is a pass's writeStatus and emit: the metrics, the status written once (through the
+// shared writeStatusThrottled: a change of per-node progress alone waits for statusWait), the
+// events that follow a write (statusWritten), and the end of an operator's request to lift
+// quarantines (quarantineLifted, after the status without them is written).
+func (r *PackageSetReconciler) report(ctx context.Context, set *v1alpha1.PackageSet, p *setPass) (ctrl.Result, error) {
+	recordPackageSetMetrics(set.Name, p.d, p.nodes)
+	status := r.status(set, p.d)
+	r.runtimeStatus(&status, set, p.rt)
+	requeue := p.d.RequeueAfter
+	old := set.Status // replaced, not changed, by the write: the events compare with it
+	throttle := func(cur, want *v1alpha1.PackageSetStatus) time.Duration {
+		return r.statusWait(set.Name, cur, want, len(p.d.Nodes))
 	}
-	recordPackageSetMetrics(set.Name, d, nodes)
-	status := r.status(&set, d)
-	r.runtimeStatus(&status, &set, rt)
-	requeue := d.RequeueAfter
-	if !equality.Semantic.DeepEqual(set.Status, status) {
-		if wait := r.statusWait(set.Name, &set.Status, &status, len(d.Nodes)); wait > 0 {
-			// Only per-node progress changed and the last write is recent: write it later
-			// (the node records stay the source of truth).
-			if requeue == 0 || wait < requeue {
-				requeue = wait
-			}
-			return ctrl.Result{RequeueAfter: requeue}, nil
+	w, err := writeStatusThrottled(ctx, r.Client, set, &set.Status, status, throttle)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case w.stale:
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case w.wait > 0:
+		// Only per-node progress changed and the last write is recent: write it later (the
+		// node records stay the source of truth).
+		if requeue == 0 || w.wait < requeue {
+			requeue = w.wait
 		}
-		prev := set.Status.Status
-		before := set.DeepCopy()
-		set.Status = status
-		if err := r.Client.Status().Patch(ctx, &set, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, err
-		}
-		r.setStale(set.Name, before.ResourceVersion)
-		r.statusWritten(&set, before, prev, &status)
+		return ctrl.Result{RequeueAfter: requeue}, nil
+	case w.written:
+		r.expected.expect(types.NamespacedName{Name: set.Name}, set.ResourceVersion, nil)
+		r.statusWritten(set, &old, &status)
 	}
-	if retry, err := r.quarantineLifted(ctx, &set, d); err != nil {
+	if retry, err := r.quarantineLifted(ctx, set, p.d); err != nil {
 		return ctrl.Result{}, err
 	} else if retry {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -561,21 +613,21 @@ func (r *PackageSetReconciler) quarantineLifted(ctx context.Context, set *v1alph
 	return false, nil
 }
 
-// forget drops what the reconciler keeps about a deleted package set (stale marker, metrics,
+// forget drops what the reconciler keeps about a deleted package set (expectations, metrics,
 // pass and status-write times).
-func (r *PackageSetReconciler) forget(name string) {
-	r.setStale(name, "")
-	forgetPackageSetMetrics(name)
+func (r *PackageSetReconciler) forget(key types.NamespacedName) {
+	r.expected.forget(key)
+	forgetPackageSetMetrics(key.Name)
 	r.mu.Lock()
-	delete(r.lastPass, name)
-	delete(r.lastStatus, name)
+	delete(r.lastPass, key.Name)
+	delete(r.lastStatus, key.Name)
 	r.mu.Unlock()
 }
 
-// statusWritten follows the write of status to set (before: the set as it was, prev: its
-// previous one-word status): the DrainBlocked, HealthCheckObserved and Status events, and the
-// time of the write.
-func (r *PackageSetReconciler) statusWritten(set, before *v1alpha1.PackageSet, prev v1alpha1.PackageSetStatusValue, status *v1alpha1.PackageSetStatus) {
+// statusWritten follows the write of status to set (old: the status it replaced): the
+// DrainBlocked, HealthCheckObserved and Status events, and the time of the write.
+func (r *PackageSetReconciler) statusWritten(set *v1alpha1.PackageSet, old, status *v1alpha1.PackageSetStatus) {
+	prev := old.Status
 	// DrainBlocked is announced when it turns True or names something new, not on every
 	// pass it stays so: the event recorder's spam filter allows 25 events per object and
 	// type, then one per 5 minutes, so a Warning per pass would mute the set's other
@@ -583,7 +635,7 @@ func (r *PackageSetReconciler) statusWritten(set, before *v1alpha1.PackageSet, p
 	// HealthChecksObserved (observe-mode health checks) likewise.
 	for typ, reason := range map[string]string{packageset.ConditionDrainBlocked: packageset.ReasonDrainBlocked, packageset.ConditionHealthChecksObserved: "HealthCheckObserved"} {
 		if now := meta.FindStatusCondition(status.Conditions, typ); now != nil && now.Status == metav1.ConditionTrue {
-			if was := meta.FindStatusCondition(before.Status.Conditions, typ); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
+			if was := meta.FindStatusCondition(old.Conditions, typ); was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message {
 				r.Recorder.Event(set, corev1.EventTypeWarning, reason, now.Message)
 			}
 		}
@@ -739,39 +791,6 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 	return conflicted, refusals, firstErr
 }
 
-// setStale records rv as the set's stale resourceVersion ("" forgets the set).
-func (r *PackageSetReconciler) setStale(name, rv string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.staleRV == nil {
-		r.staleRV = map[string]string{}
-	}
-	if rv == "" {
-		delete(r.staleRV, name)
-		return
-	}
-	r.staleRV[name] = rv
-}
-
-// isStale: rv is the version our last status write of the set replaced (the cache has not
-// caught up). Any other version forgets it.
-func (r *PackageSetReconciler) isStale(name, rv string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old, ok := r.staleRV[name]
-	if ok && old != rv {
-		delete(r.staleRV, name)
-	}
-	return ok && old == rv
-}
-
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
 func (r *PackageSetReconciler) ensureNamespace(ctx context.Context) error {
 	r.mu.Lock()
 	ready := r.nsReady
@@ -882,55 +901,7 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
 		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget, Serial: set.Spec.Serial,
 		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
-	f.Wants = packageset.WantsOf(set.Spec.Packages)
-	if ro := set.Spec.Rollout; ro != nil {
-		if ro.SoakDuration != nil {
-			f.Soak = ro.SoakDuration.Duration
-		}
-		if ro.SoakCheckInterval != nil {
-			f.SoakInterval = ro.SoakCheckInterval.Duration
-		}
-		f.OnHealthFailure = ro.OnHealthFailure
-		f.HealthChecks = packageset.HealthChecksOf(ro)
-	}
-	// The release is verified on every pass (a local key, no network): before any stage starts.
-	f.Release = packageset.CheckRelease(&set.Spec, f.Now)
-	f.Quarantined = set.Status.QuarantinedVersions
-	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
-	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
-	if err != nil {
-		// The API server accepted the set but its selector is invalid: the set is Stalled
-		// (InvalidSpec, the parser's message), selects no node, and a deletion still
-		// releases the nodes that carry its records.
-		f.SpecError = "spec.nodeSelector: " + err.Error()
-		sel = labels.Nothing()
-	}
-	f.Policy = packageset.PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
-	var waves []v1alpha1.Wave
-	if ro := set.Spec.Rollout; ro != nil {
-		waves = ro.Waves
-	}
-	if ro := set.Spec.Rollout; ro != nil {
-		f.NodeEdges = ro.NodeEdges
-	}
-	for _, w := range waves {
-		f.Waves = append(f.Waves, w.Name)
-		soak := time.Duration(-1) // the rollout's
-		if w.SoakDuration != nil {
-			soak = w.SoakDuration.Duration
-		}
-		f.WaveSoaks = append(f.WaveSoaks, soak)
-	}
-	waveOf, err := packageset.WaveMatcher(waves)
-	if err != nil {
-		f.SpecError = "spec." + err.Error()
-		sel, waveOf = labels.Nothing(), func(map[string]string) int { return 0 }
-	}
-	compartmentOf, err := packageset.CompartmentMatcher(set.Spec.DeploymentPolicy)
-	if err != nil {
-		f.SpecError = "spec." + err.Error()
-		sel, compartmentOf = labels.Nothing(), func(map[string]string) string { return packageset.DefaultCompartment }
-	}
+	sel, waveOf, compartmentOf := specFacts(set, &f)
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
 	// share the cache's objects instead of deep-copying every node and stage pod per pass.
@@ -996,6 +967,63 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.Nodes = append(f.Nodes, nf)
 	}
 	return f, nodes, nil
+}
+
+// specFacts fills the facts f of a pass that come from the set's spec and status alone
+// (packages, rollout, soak, health checks, release, quarantines, policy, waves, node edges)
+// and returns the node selector and the wave and compartment matchers; an invalid selector
+// or matcher is f.SpecError and selects no node.
+func specFacts(set *v1alpha1.PackageSet, f *packageset.SetFacts) (labels.Selector, func(map[string]string) int, func(map[string]string) string) {
+	f.Wants = packageset.WantsOf(set.Spec.Packages)
+	if ro := set.Spec.Rollout; ro != nil {
+		if ro.SoakDuration != nil {
+			f.Soak = ro.SoakDuration.Duration
+		}
+		if ro.SoakCheckInterval != nil {
+			f.SoakInterval = ro.SoakCheckInterval.Duration
+		}
+		f.OnHealthFailure = ro.OnHealthFailure
+		f.HealthChecks = packageset.HealthChecksOf(ro)
+	}
+	// The release is verified on every pass (a local key, no network): before any stage starts.
+	f.Release = packageset.CheckRelease(&set.Spec, f.Now)
+	f.Quarantined = set.Status.QuarantinedVersions
+	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
+	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
+	if err != nil {
+		// The API server accepted the set but its selector is invalid: the set is Stalled
+		// (InvalidSpec, the parser's message), selects no node, and a deletion still
+		// releases the nodes that carry its records.
+		f.SpecError = "spec.nodeSelector: " + err.Error()
+		sel = labels.Nothing()
+	}
+	f.Policy = packageset.PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
+	var waves []v1alpha1.Wave
+	if ro := set.Spec.Rollout; ro != nil {
+		waves = ro.Waves
+	}
+	if ro := set.Spec.Rollout; ro != nil {
+		f.NodeEdges = ro.NodeEdges
+	}
+	for _, w := range waves {
+		f.Waves = append(f.Waves, w.Name)
+		soak := time.Duration(-1) // the rollout's
+		if w.SoakDuration != nil {
+			soak = w.SoakDuration.Duration
+		}
+		f.WaveSoaks = append(f.WaveSoaks, soak)
+	}
+	waveOf, err := packageset.WaveMatcher(waves)
+	if err != nil {
+		f.SpecError = "spec." + err.Error()
+		sel, waveOf = labels.Nothing(), func(map[string]string) int { return 0 }
+	}
+	compartmentOf, err := packageset.CompartmentMatcher(set.Spec.DeploymentPolicy)
+	if err != nil {
+		f.SpecError = "spec." + err.Error()
+		sel, compartmentOf = labels.Nothing(), func(map[string]string) string { return packageset.DefaultCompartment }
+	}
+	return sel, waveOf, compartmentOf
 }
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
@@ -137,4 +139,80 @@ func TestPackageSetImagePullAndStageTimeout(t *testing.T) {
 	if !strings.Contains(msg, "node "+nodes[1]+" package dcgm-tool stage apply: DeadlineExceeded") {
 		t.Errorf("stage timeout: Ready message %q", msg)
 	}
+}
+
+// terminalErrors is the reconciler's count of passes of controller that ended with a terminal
+// error (controller-runtime's controller_runtime_terminal_reconcile_errors_total).
+func terminalErrors(t *testing.T, controller string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_terminal_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// A hand-edited node record the machine cannot move on from (a package recorded at a stage
+// that is not Skyhook's) stops the pass as it does for the other kinds: a Warning event
+// names the illegal transition and the pass ends with a terminal error (no retry loop); the
+// next change (here the record put back) starts a new pass.
+func TestPackageSetIllegalTransitionIsTerminal(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	pool := fmt.Sprintf("ps-illegal-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 1)
+	e.createSet(t, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0")},
+		AdditionalTolerations: gpuToleration,
+	}})
+	e.waitSet(t, pool, "complete", statusIs(v1alpha1.StatusComplete))
+	before := terminalErrors(t, "packageset")
+
+	key := v1alpha1.AnnotationNodeStatePrefix + pool
+	var orig string
+	updateLatest(t, e, types.NamespacedName{Name: nodes[0]}, "node record", func(n *corev1.Node) {
+		orig = n.Annotations[key]
+		rec := &packageset.NodeRecord{}
+		if err := json.Unmarshal([]byte(orig), rec); err != nil {
+			t.Fatalf("node record %s: %v", orig, err)
+		}
+		pr := rec.Packages["dcgm-tool"]
+		if pr == nil {
+			t.Fatalf("node record without dcgm-tool: %s", orig)
+		}
+		pr.Stage, pr.Done = "bogus", false
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations[key] = string(b)
+	})
+	var evs []corev1.Event
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		evs = e.setEvents(t, pool, "IllegalTransition")
+		return len(evs) > 0 && terminalErrors(t, "packageset") > before, nil
+	})
+	if err != nil {
+		t.Fatalf("no IllegalTransition event and terminal error (events %+v, terminal errors %v, were %v)", evs, terminalErrors(t, "packageset"), before)
+	}
+	if evs[0].Type != corev1.EventTypeWarning || !strings.Contains(evs[0].Message, "bogus") {
+		t.Errorf("IllegalTransition event %s: %s", evs[0].Type, evs[0].Message)
+	}
+	// Put the record back: the node event starts a new pass, which finds the set complete (and
+	// lets the cleanup's deletion release the node).
+	updateLatest(t, e, types.NamespacedName{Name: nodes[0]}, "node record", func(n *corev1.Node) { n.Annotations[key] = orig })
+	e.waitSet(t, pool, "complete again", statusIs(v1alpha1.StatusComplete))
 }

@@ -100,14 +100,14 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	start := time.Now()
-	var p v1alpha1.Performer
-	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.expected.forget(req.NamespacedName)
-			r.rejected.clear(req.NamespacedName, "")
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	pp, err := getOrForget(ctx, r.Client, req.NamespacedName, &v1alpha1.Performer{}, func() {
+		r.expected.forget(req.NamespacedName)
+		r.rejected.clear(req.NamespacedName, "")
+	})
+	if pp == nil {
+		return ctrl.Result{}, err
 	}
+	p := *pp
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -137,6 +137,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		desiredDep = performer.DesiredDeployment(&p, desiredPod)
 	}
 	for first := true; ; first = false {
+		// gather
 		o, err := r.observeAll(ctx, &p, direct, rolling, desiredPod)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -152,16 +153,20 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := r.gatherFailures(ctx, &p, &facts, desiredPod); err != nil {
 			return ctrl.Result{}, err
 		}
+		// decide
 		d, err := performer.Decide(facts)
 		if err != nil {
 			return ctrl.Result{}, illegalTransition(r.Recorder, &p, err)
 		}
+		// emit (once the status write succeeded)
 		emit := func() {
 			if d.Event != nil {
 				r.Recorder.Event(&p, d.Event.Type, d.Event.Reason, d.Event.Message)
 				logger.Info("phase", "phase", d.Phase, "reason", d.Event.Reason, "message", d.Event.Message)
 			}
 		}
+		// writeStatus, emit, act (writeAndAct: in that order, or overlapping where acting
+		// cannot be on stale facts)
 		o2 := objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}
 		stale, serr, err := r.writeAndAct(ctx, &p, d.Actions, r.status(&p, d, facts, statusPod, now), o2, writes, emit)
 		switch {
@@ -171,33 +176,47 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		released = err == nil && slices.Contains(d.Actions, performer.ActionRemoveFinalizer)
-		switch {
-		case err == nil:
-			if rj := facts.Rejection; rj != nil && slices.Contains(d.Actions, performer.Action(rj.Action)) {
-				r.rejected.accepted(req.NamespacedName, rj.Action)
-			}
-		case r.rejected.reject(ctx, req.NamespacedName, p.Generation, err):
-			return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
-		case errors.Is(err, errPerformerGone):
-			return ctrl.Result{}, nil
-		case apierrors.IsAlreadyExists(err) && !direct:
-			// An object the cache lacks exists: decide again on what the API server says.
-			logger.V(1).Info("object exists but is not cached; reading the API server", "error", err.Error())
+		actErr := err
+		res, err, again := r.acted(ctx, req.NamespacedName, &p, d, facts, direct, actErr)
+		if again {
 			direct = true
 			continue
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			// The cache lags behind the API server: the watch triggers the next pass, which
-			// sees the current state; the requeue is only a backstop.
-			logger.V(1).Info("write conflict, retrying", "error", err.Error())
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		default:
-			return ctrl.Result{}, err
 		}
-		if l := logger.V(1); l.Enabled() {
+		if l := logger.V(1); l.Enabled() && actErr == nil {
 			l.Info("pass", "resourceVersion", p.ResourceVersion, "phase", d.Phase, "actions", d.Actions,
 				"direct", direct, "requeueAfter", d.RequeueAfter, "took", time.Since(start).String())
 		}
-		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+		return res, err
+	}
+}
+
+// acted ends a pass by the outcome err of its actions: success (a rejected action that now
+// succeeded drops its rejection) requeues after the decision's RequeueAfter; a permanent
+// rejection is recorded for the next pass (errors.go); the Performer gone ends the pass; an
+// object that exists but is not cached (AlreadyExists while reading the cache) asks for the
+// pass again on what the API server says (again); a conflict requeues (the cache lags behind
+// the API server: the watch triggers the next pass, the requeue is only a backstop); any
+// other error is returned.
+func (r *PerformerReconciler) acted(ctx context.Context, key types.NamespacedName, p *v1alpha1.Performer, d performer.Decision, facts performer.Facts, direct bool, err error) (res ctrl.Result, _ error, again bool) {
+	logger := log.FromContext(ctx)
+	switch {
+	case err == nil:
+		if rj := facts.Rejection; rj != nil && slices.Contains(d.Actions, performer.Action(rj.Action)) {
+			r.rejected.accepted(key, rj.Action)
+		}
+		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil, false
+	case r.rejected.reject(ctx, key, p.Generation, err):
+		return ctrl.Result{RequeueAfter: rejectedRequeue}, nil, false
+	case errors.Is(err, errPerformerGone):
+		return ctrl.Result{}, nil, false
+	case apierrors.IsAlreadyExists(err) && !direct:
+		logger.V(1).Info("object exists but is not cached; reading the API server", "error", err.Error())
+		return ctrl.Result{}, nil, true
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		logger.V(1).Info("write conflict, retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil, false
+	default:
+		return ctrl.Result{}, err, false
 	}
 }
 
@@ -509,13 +528,7 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 	desiredPod, desiredSvc, pod, svc := o.desiredPod, o.desiredSvc, o.pod, o.svc
 	switch a {
 	case performer.ActionAddFinalizer, performer.ActionRemoveFinalizer:
-		before := p.DeepCopy()
-		if a == performer.ActionAddFinalizer {
-			controllerutil.AddFinalizer(p, v1alpha1.Finalizer)
-		} else {
-			controllerutil.RemoveFinalizer(p, v1alpha1.Finalizer)
-		}
-		err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		err := setFinalizer(ctx, r.Client, p, a == performer.ActionAddFinalizer)
 		if apierrors.IsNotFound(err) {
 			return written{}, errPerformerGone // nothing more to do, and nothing to create for it
 		}

@@ -104,32 +104,80 @@ func (r *WorkspaceReconciler) workspacesForNode(ctx context.Context, o client.Ob
 	return out
 }
 
-// Reconcile is one pass: gather facts (owned objects, pods, nodes), call workspace.Decide,
-// write status once if it changed, emit the event, act.
+// Reconcile is one pass on the controllers' shared skeleton (status.go): get, gather facts
+// (owned objects, pods, nodes), decide (workspace.Decide), writeStatus once if it changed,
+// emit the event, act.
 func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-	var w v1alpha1.Workspace
-	if err := r.Client.Get(ctx, req.NamespacedName, &w); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.rejected.clear(req.NamespacedName, "")
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	w, err := getOrForget(ctx, r.Client, req.NamespacedName, &v1alpha1.Workspace{}, func() { r.rejected.clear(req.NamespacedName, "") })
+	if w == nil {
+		return ctrl.Result{}, err
 	}
-	mode := workspace.ModeOf(&w)
+	// gather
+	g, err := r.gather(ctx, w)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// decide
+	d, err := workspace.Decide(g.facts)
+	if err != nil {
+		return ctrl.Result{}, illegalTransition(r.Recorder, w, err)
+	}
+	// writeStatus (not when the finalizer goes: the Workspace is then going away)
+	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
+		if stale, err := writeStatus(ctx, r.Client, w, &w.Status, r.fullStatus(w, d, g)); err != nil {
+			return ctrl.Result{}, err
+		} else if stale {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+	}
+	// emit
+	if d.Event != nil {
+		r.Recorder.Event(w, d.Event.Type, d.Event.Reason, d.Event.Message)
+		log.FromContext(ctx).Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
+	}
+	// act
+	o := g.o
+	o.createClaims, o.deleteClaims = d.CreateClaims, d.DeleteClaims
+	if g.valid {
+		o.resolved, o.selector = g.rw, g.pl.NodeSelector
+	}
+	if res, done, err := r.actAll(ctx, req.NamespacedName, w, d, g.facts.Rejection, o); done {
+		return res, err
+	}
+	// Requeue (no RequeueAfter) asks for the controller's rate-limited requeue, which
+	// RequeueAfter cannot express; dropping it would change the retry timing.
+	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil //nolint:staticcheck // SA1019: Requeue keeps the rate-limited requeue (see above)
+}
+
+// wsGathered is one pass's facts plus what acting needs: the desired and observed owned
+// objects, the workspace with its model preset applied (rw) and its placement; valid is
+// false when the spec is invalid (facts.SpecError).
+type wsGathered struct {
+	facts workspace.Facts
+	o     wsObjects
+	rw    *v1alpha1.Workspace
+	pl    hardware.Placement
+	valid bool
+}
+
+// gather reads a pass's facts: the referenced ConfigMaps, Secrets and claims, the nodes, the
+// owned objects of both modes, the pods and capacity, and the node provisioning facts.
+func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace) (*wsGathered, error) {
+	mode := workspace.ModeOf(w)
 	key := types.NamespacedName{Namespace: w.Namespace, Name: workspace.ObjectName(w.Name)}
 	facts := workspace.Facts{
-		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(&w),
-		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(&w, v1alpha1.Finalizer),
+		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(w),
+		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(w, v1alpha1.Finalizer),
 		Conditions: w.Status.Conditions,
-		Rejection:  r.rejected.get(req.NamespacedName, w.Generation),
+		Rejection:  r.rejected.get(types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, w.Generation),
 	}
 	if !facts.Deleting {
 		// The ConfigMap, Secret and claims the pods mount, checked before use (checkRefs); the
 		// claims not bound yet are named while the scheduler waits for them.
-		refs := workspace.Refs(&w)
+		refs := workspace.Refs(w)
 		missing, err := checkRefs(ctx, r.APIReader, refs)
 		if err != nil {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 		facts.MissingRefs, facts.UnboundClaims = missing, workspace.UnboundClaims(refs)
 	}
@@ -137,7 +185,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	// Nodes: the Pending-trap check, and whether each pod's node is alive.
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	nodeReady := map[string]bool{}
 	var nfacts []workspace.Node
@@ -148,29 +196,17 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	// rw is w with its model preset applied (workspace.Resolve): what the owned objects and
 	// the capacity check are built from; status is written on w.
-	rw, specErr := workspace.Resolve(&w)
+	rw, specErr := workspace.Resolve(w)
 	var pl hardware.Placement
 	if specErr == nil {
 		pl, specErr = workspace.Placement(rw)
 	}
-
-	o := wsObjects{wantSvc: workspace.DesiredService(rw)}
-	if specErr == nil {
-		switch {
-		case mode == v1alpha1.WorkspaceModeTuning:
-			o.wantJob, specErr = workspace.DesiredJob(rw)
-		case workspace.MultiNode(rw):
-			o.wantSts, specErr = workspace.DesiredStatefulSet(rw)
-			o.wantGroupSvc = workspace.DesiredGroupService(rw)
-		default:
-			o.wantDeploy, specErr = workspace.DesiredDeployment(rw)
-		}
-	}
+	o, specErr := desiredObjects(rw, mode, specErr)
 	if specErr != nil {
 		facts.SpecError = specErr.Error()
 	}
 	if err := r.observe(ctx, key, &o); err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	if mode == v1alpha1.WorkspaceModeInference || facts.Deleting {
 		facts.Workload, facts.OtherWorkload = o.workloadFacts(w.UID)
@@ -179,49 +215,49 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if mode == v1alpha1.WorkspaceModeTuning || facts.Deleting {
 		facts.Job = workspace.JobFacts(o.job, w.UID)
 	}
-	if err := r.podsAndCapacity(ctx, &w, rw, &facts, nodeReady, nfacts, pl, specErr == nil); err != nil {
-		return ctrl.Result{}, err
+	if err := r.podsAndCapacity(ctx, w, rw, &facts, nodeReady, nfacts, pl, specErr == nil); err != nil {
+		return nil, err
 	}
 	facts.Namespace, facts.Name = w.Namespace, w.Name
-	pv, err := r.provisioning(ctx, &w, rw, specErr == nil)
+	pv, err := r.provisioning(ctx, w, rw, specErr == nil)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	facts.Provisioning = pv
+	return &wsGathered{facts: facts, o: o, rw: rw, pl: pl, valid: specErr == nil}, nil
+}
 
-	d, err := workspace.Decide(facts)
-	if err != nil {
-		return ctrl.Result{}, illegalTransition(r.Recorder, &w, err)
+// desiredObjects are the owned objects rw (w resolved) wants in mode: the Service, and the
+// Job (tuning), the multi-node group's StatefulSet and headless Service, or the Deployment;
+// only the Service when specErr (the spec is invalid) is not nil. err is specErr or the
+// error building them.
+func desiredObjects(rw *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, specErr error) (o wsObjects, err error) {
+	o = wsObjects{wantSvc: workspace.DesiredService(rw)}
+	if specErr != nil {
+		return o, specErr
 	}
+	switch {
+	case mode == v1alpha1.WorkspaceModeTuning:
+		o.wantJob, err = workspace.DesiredJob(rw)
+	case workspace.MultiNode(rw):
+		o.wantSts, err = workspace.DesiredStatefulSet(rw)
+		o.wantGroupSvc = workspace.DesiredGroupService(rw)
+	default:
+		o.wantDeploy, err = workspace.DesiredDeployment(rw)
+	}
+	return o, err
+}
 
-	if !slices.Contains(d.Actions, workspace.ActionRemoveFinalizer) {
-		st := r.status(&w, mode, d, facts)
-		st.GroupSize, st.LeaderAddress = 0, ""
-		st.NodeClaims = d.NodeClaims
-		if o.wantSts != nil {
-			st.GroupSize, st.LeaderAddress = workspace.Replicas(rw), workspace.LeaderAddress(rw)
-		}
-		if stale, err := writeStatus(ctx, r.Client, &w, &w.Status, st); err != nil {
-			return ctrl.Result{}, err
-		} else if stale {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
+// fullStatus is status plus the multi-node group's size and leader address and the
+// decision's NodeClaims.
+func (r *WorkspaceReconciler) fullStatus(w *v1alpha1.Workspace, d workspace.Decision, g *wsGathered) v1alpha1.WorkspaceStatus {
+	st := r.status(w, g.facts.Mode, d, g.facts)
+	st.GroupSize, st.LeaderAddress = 0, ""
+	st.NodeClaims = d.NodeClaims
+	if g.o.wantSts != nil {
+		st.GroupSize, st.LeaderAddress = workspace.Replicas(g.rw), workspace.LeaderAddress(g.rw)
 	}
-	if d.Event != nil {
-		r.Recorder.Event(&w, d.Event.Type, d.Event.Reason, d.Event.Message)
-		logger.Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
-	}
-
-	o.createClaims, o.deleteClaims = d.CreateClaims, d.DeleteClaims
-	if specErr == nil {
-		o.resolved, o.selector = rw, pl.NodeSelector
-	}
-	if res, done, err := r.actAll(ctx, req.NamespacedName, &w, d, facts.Rejection, o); done {
-		return res, err
-	}
-	// Requeue (no RequeueAfter) asks for the controller's rate-limited requeue, which
-	// RequeueAfter cannot express; dropping it would change the retry timing.
-	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil //nolint:staticcheck // SA1019: Requeue keeps the rate-limited requeue (see above)
+	return st
 }
 
 // status computes the new status from the decision (conditions keep their lastTransitionTime
@@ -280,13 +316,7 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 	wantDeploy, wantSvc, wantJob, deploy, svc, job := o.wantDeploy, o.wantSvc, o.wantJob, o.deploy, o.svc, o.job
 	switch a {
 	case workspace.ActionAddFinalizer, workspace.ActionRemoveFinalizer:
-		before := w.DeepCopy()
-		if a == workspace.ActionAddFinalizer {
-			controllerutil.AddFinalizer(w, v1alpha1.Finalizer)
-		} else {
-			controllerutil.RemoveFinalizer(w, v1alpha1.Finalizer)
-		}
-		return client.IgnoreNotFound(r.Client.Patch(ctx, w, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+		return client.IgnoreNotFound(setFinalizer(ctx, r.Client, w, a == workspace.ActionAddFinalizer))
 	case workspace.ActionEnsureWorkload:
 		if o.wantSts != nil {
 			return r.ensureGroup(ctx, w, o)
