@@ -61,12 +61,12 @@ var (
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
-func NewPackageSetResource() resource.Resource { return &packageSetResource{} }
+func NewPackageSetResource() resource.Resource { return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}} }
 
 // NewPackageSetListResource returns the gantry_package_set list resource (terraform query, Terraform >= 1.14).
-func NewPackageSetListResource() list.ListResource { return &packageSetResource{} }
+func NewPackageSetListResource() list.ListResource { return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}} }
 
-type packageSetResource struct{ data *providerData }
+type packageSetResource struct{ kindResource[packageSetModel] }
 
 type packageSetModel struct {
 	ID                    types.String           `tfsdk:"id"`
@@ -669,20 +669,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (r *packageSetResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	d, err := providerDataFrom(req.ProviderData)
-	if err != nil {
-		resp.Diagnostics.AddError("Unexpected Provider Data", err.Error())
-		return
-	}
-	r.data = d
-}
-
 // packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
-// (cluster-scoped: namespace "").
+// (cluster-scoped: namespace ""). Its plans retry (planRetry) while the state's status is not
+// complete (nor paused/disabled/waiting) — erroring, blocked, or a rollout rolled back with the
+// version quarantined (notLive). Delete waits until the PackageSet is gone: its finalizer runs
+// the uninstall stages of packages with uninstall enabled, releases cordons and removes the node
+// annotations.
 var packageSetOps = &kindOps[packageSetModel]{
 	spec:          wait.PackageSet,
 	logField:      "package_set",
@@ -694,6 +686,7 @@ var packageSetOps = &kindOps[packageSetModel]{
 	timeouts:      func(m *packageSetModel) timeouts.Value { return m.Timeouts },
 	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
 	expand:        expandPackageSet,
+	flatten:       flattenPackageSet,
 	setStatus:     setPackageSetStatus,
 	notLive:       quarantinedInState,
 	ready:         waitingForPausedSet,
@@ -728,52 +721,6 @@ func quarantinedInState(m *packageSetModel) (bool, string) {
 		}
 	}
 	return false, ""
-}
-
-// ModifyPlan is planRetry: while the state's status is not complete (nor paused/disabled) —
-// erroring, blocked, or a rollout rolled back with the version quarantined — the plan is an
-// in-place update that re-applies the configuration and waits again. No API call is made.
-func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	packageSetOps.planRetry(ctx, req, resp)
-}
-
-func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	packageSetOps.create(ctx, r.data, req, resp)
-}
-
-func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	packageSetOps.update(ctx, r.data, req, resp)
-}
-
-func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	readInto(ctx, r.data, wait.PackageSet, req, resp, flattenPackageSet)
-}
-
-// Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
-// stages of packages with uninstall enabled, releases cordons and removes the node annotations.
-func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	packageSetOps.delete(ctx, r.data, req, resp)
-}
-
-// ImportState accepts the PackageSet's name (it is cluster-scoped) or an identity {name}.
-func (r *packageSetResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importObject(ctx, "PackageSet", false, req, resp)
-}
-
-// IdentitySchema is {name} (Terraform >= 1.12; a PackageSet is cluster-scoped): import blocks
-// may give `identity = { name = ... }`, and `terraform query` returns it.
-func (r *packageSetResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = identitySchema("PackageSet", false)
-}
-
-// ListResourceConfigSchema is the config of a `list "gantry_package_set"` block (terraform query).
-func (r *packageSetResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
-	resp.Schema = listConfigSchema("PackageSet", false)
-}
-
-// List returns the PackageSets a list block selects, mapped as an import reads them (listObjects).
-func (r *packageSetResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	listObjects(ctx, r.data, wait.PackageSet, false, flattenPackageSet, req, stream)
 }
 
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model
