@@ -65,10 +65,14 @@ var (
 )
 
 // NewExecutorResource returns the gantry_executor resource.
-func NewExecutorResource() resource.Resource { return &executorResource{kindResource[executorModelV0]{ops: executorOps}} }
+func NewExecutorResource() resource.Resource {
+	return &executorResource{kindResource[executorModelV0]{ops: executorOps}}
+}
 
 // NewExecutorListResource returns the gantry_executor list resource (terraform query, Terraform >= 1.14).
-func NewExecutorListResource() list.ListResource { return &executorResource{kindResource[executorModelV0]{ops: executorOps}} }
+func NewExecutorListResource() list.ListResource {
+	return &executorResource{kindResource[executorModelV0]{ops: executorOps}}
+}
 
 type executorResource struct{ kindResource[executorModelV0] }
 

@@ -61,10 +61,14 @@ var (
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
-func NewPackageSetResource() resource.Resource { return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}} }
+func NewPackageSetResource() resource.Resource {
+	return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}}
+}
 
 // NewPackageSetListResource returns the gantry_package_set list resource (terraform query, Terraform >= 1.14).
-func NewPackageSetListResource() list.ListResource { return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}} }
+func NewPackageSetListResource() list.ListResource {
+	return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}}
+}
 
 type packageSetResource struct{ kindResource[packageSetModel] }
 

@@ -55,10 +55,14 @@ const (
 )
 
 // NewPerformerResource returns the gantry_performer resource.
-func NewPerformerResource() resource.Resource { return &performerResource{kindResource[performerModelV0]{ops: performerOps}} }
+func NewPerformerResource() resource.Resource {
+	return &performerResource{kindResource[performerModelV0]{ops: performerOps}}
+}
 
 // NewPerformerListResource returns the gantry_performer list resource (terraform query, Terraform >= 1.14).
-func NewPerformerListResource() list.ListResource { return &performerResource{kindResource[performerModelV0]{ops: performerOps}} }
+func NewPerformerListResource() list.ListResource {
+	return &performerResource{kindResource[performerModelV0]{ops: performerOps}}
+}
 
 // performerResource manages one gantry.dev/v1alpha1 Performer.
 type performerResource struct{ kindResource[performerModelV0] }

@@ -49,10 +49,14 @@ const (
 )
 
 // NewWorkspaceResource returns the gantry_workspace resource.
-func NewWorkspaceResource() resource.Resource { return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}} }
+func NewWorkspaceResource() resource.Resource {
+	return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}}
+}
 
 // NewWorkspaceListResource returns the gantry_workspace list resource (terraform query, Terraform >= 1.14).
-func NewWorkspaceListResource() list.ListResource { return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}} }
+func NewWorkspaceListResource() list.ListResource {
+	return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}}
+}
 
 // workspaceResource manages one gantry.dev/v1alpha1 Workspace (KAITO).
 type workspaceResource struct{ kindResource[workspaceModelV0] }
