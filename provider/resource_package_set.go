@@ -749,83 +749,17 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			Operator: corev1.TolerationOperator(t.Operator.ValueString()), Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString()),
 			TolerationSeconds: t.TolerationSeconds.ValueInt64Pointer()})
 	}
-	if ro := m.Rollout; ro != nil {
-		s.Rollout = &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
-		if !ro.SoakDuration.IsNull() {
-			d, err := time.ParseDuration(ro.SoakDuration.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			s.Rollout.SoakDuration = &metav1.Duration{Duration: d}
-		}
-		if !ro.SoakCheckInterval.IsNull() {
-			d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			s.Rollout.SoakCheckInterval = &metav1.Duration{Duration: d}
-		}
-		for _, w := range ro.Waves {
-			wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
-			if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
-				d, err := time.ParseDuration(w.SoakDuration.ValueString())
-				if err != nil {
-					return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
-				}
-				wave.SoakDuration = &metav1.Duration{Duration: d}
-			}
-			s.Rollout.Waves = append(s.Rollout.Waves, wave)
-		}
-		hcs, err := expandHealthChecks(ro.HealthChecks)
+	if m.Rollout != nil {
+		ro, err := expandRollout(m.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		s.Rollout.HealthChecks = hcs
-		s.Rollout.NodeEdges, s.Rollout.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
-		if s.Rollout.Release, err = expandRelease(ro.Release); err != nil {
-			return nil, err
-		}
+		s.Rollout = ro
 	}
 	for _, p := range m.Packages {
-		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
-			Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
-			PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
-		var err error
-		if ap.Resources, err = expandResources(p.Resources); err != nil {
-			return nil, fmt.Errorf("packages[%q].%w", ap.Name, err)
-		}
-		if !p.GracefulShutdown.IsNull() {
-			d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			ap.GracefulShutdown = &metav1.Duration{Duration: d}
-		}
-		if p.Interrupt != nil {
-			ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
-		}
-		if len(p.ConfigInterrupts) > 0 {
-			ap.ConfigInterrupts = map[string]v1alpha1.Interrupt{}
-			for k, it := range p.ConfigInterrupts {
-				ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
-			}
-		}
-		if !p.StageTimeout.IsNull() {
-			d, err := time.ParseDuration(p.StageTimeout.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			ap.StageTimeout = &metav1.Duration{Duration: d}
-		}
-		if !p.UninstallEnabled.IsNull() {
-			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
-		}
-		if h := p.Host; h != nil {
-			ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
-				RootMountPath: h.RootMountPath.ValueString()}
-		}
-		if sk := p.Skyhook; sk != nil {
-			ap.Skyhook = &v1alpha1.SkyhookExecution{AgentImage: sk.AgentImage.ValueString(), CopyDirRoot: sk.CopyDirRoot.ValueString(), LogRoot: sk.LogRoot.ValueString()}
+		ap, err := expandPackage(p)
+		if err != nil {
+			return nil, err
 		}
 		s.Packages = append(s.Packages, ap)
 	}
@@ -842,6 +776,94 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		obj.SetLabels(cloneMap(m.Labels))
 	}
 	return obj, nil
+}
+
+// expandRollout maps rollout { ... } to the PackageSet's spec.rollout. Errors: an unparsable
+// duration (normally caught at plan time by the validators), naming the wave for a wave's
+// soak_duration; the health checks' and release's mapping errors.
+func expandRollout(ro *rolloutModel) (*v1alpha1.Rollout, error) {
+	out := &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
+	if !ro.SoakDuration.IsNull() {
+		d, err := time.ParseDuration(ro.SoakDuration.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		out.SoakDuration = &metav1.Duration{Duration: d}
+	}
+	if !ro.SoakCheckInterval.IsNull() {
+		d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		out.SoakCheckInterval = &metav1.Duration{Duration: d}
+	}
+	for _, w := range ro.Waves {
+		wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
+		if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
+			d, err := time.ParseDuration(w.SoakDuration.ValueString())
+			if err != nil {
+				return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
+			}
+			wave.SoakDuration = &metav1.Duration{Duration: d}
+		}
+		out.Waves = append(out.Waves, wave)
+	}
+	hcs, err := expandHealthChecks(ro.HealthChecks)
+	if err != nil {
+		return nil, err
+	}
+	out.HealthChecks = hcs
+	out.NodeEdges, out.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
+	if out.Release, err = expandRelease(ro.Release); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expandPackage maps one packages element to the PackageSet's spec.packages entry. Errors:
+// an unparsable quantity (naming the package) or duration (normally caught at plan time).
+func expandPackage(p packageModel) (v1alpha1.Package, error) {
+	ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
+		Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
+		PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
+	var err error
+	if ap.Resources, err = expandResources(p.Resources); err != nil {
+		return ap, fmt.Errorf("packages[%q].%w", ap.Name, err)
+	}
+	if !p.GracefulShutdown.IsNull() {
+		d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
+		if err != nil {
+			return ap, err
+		}
+		ap.GracefulShutdown = &metav1.Duration{Duration: d}
+	}
+	if p.Interrupt != nil {
+		ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
+	}
+	if len(p.ConfigInterrupts) > 0 {
+		ap.ConfigInterrupts = map[string]v1alpha1.Interrupt{}
+		for k, it := range p.ConfigInterrupts {
+			ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
+		}
+	}
+	if !p.StageTimeout.IsNull() {
+		d, err := time.ParseDuration(p.StageTimeout.ValueString())
+		if err != nil {
+			return ap, err
+		}
+		ap.StageTimeout = &metav1.Duration{Duration: d}
+	}
+	if !p.UninstallEnabled.IsNull() {
+		ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
+	}
+	if h := p.Host; h != nil {
+		ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
+			RootMountPath: h.RootMountPath.ValueString()}
+	}
+	if sk := p.Skyhook; sk != nil {
+		ap.Skyhook = &v1alpha1.SkyhookExecution{AgentImage: sk.AgentImage.ValueString(), CopyDirRoot: sk.CopyDirRoot.ValueString(), LogRoot: sk.LogRoot.ValueString()}
+	}
+	return ap, nil
 }
 
 // flattenPackageSet maps a live PackageSet to the model; optional attributes the API reports
