@@ -99,6 +99,10 @@ func (a *packageSetRerunAction) Invoke(ctx context.Context, req action.InvokeReq
 				switch s := node.Annotations[status]; s {
 				case string(v1alpha1.StatusComplete):
 				case string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked):
+					// The set's reason as the API server has it now (the copy u may lag the node).
+					if fresh, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, set, metav1.GetOptions{}); err == nil {
+						u = fresh
+					}
 					return false, "", fmt.Errorf("node %s is %s: %s", n, s, failingReason(wait.PackageSet, u))
 				default:
 					pending = append(pending, n+" "+orDash(s))
