@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -20,6 +21,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -77,40 +79,29 @@ func (a *packageSetClearQuarantineAction) Invoke(ctx context.Context, req action
 		return
 	}
 	name := m.Name.ValueString()
-	c, _, err := a.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	u, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", name, err))
-		return
-	}
-	listed, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")
-	keys, why := quarantineKeys(m.Versions, listed)
-	switch {
-	case why != "":
-		resp.Diagnostics.AddAttributeError(path.Root("versions"), "Version Not Quarantined", fmt.Sprintf("PackageSet %s: %s.", name, why))
-		return
-	case len(keys) == 0:
-		resp.Diagnostics.AddWarning("Nothing Quarantined", fmt.Sprintf("PackageSet %s has no quarantined versions (status.quarantinedVersions is empty): nothing to lift.", name))
-		return
-	}
-	value := strings.Join(keys, ",")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationClearQuarantine, value)
-	if _, err := ri.Patch(ctx, name, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
-		resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Annotating", err))
-		return
-	}
-	progress(resp, fmt.Sprintf("PackageSet %s: lifting the quarantine of %s (annotation %s)", name, value, v1alpha1.AnnotationClearQuarantine))
-	err = pollUntil(ctx, actionTimeout(m.Timeout, packageSetClearQuarantineTimeout), func(msg string) { progress(resp, "PackageSet "+name+": "+msg) },
-		func(ctx context.Context) (bool, string, error) {
-			u, err := ri.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
+	var value string
+	waited, err := a.annotateAndWait(ctx, resp, name, actionTimeout(m.Timeout, packageSetClearQuarantineTimeout), packageSetRequest{
+		annotate: func(ctx context.Context, c *kube.Clients, u *unstructured.Unstructured, diags *diag.Diagnostics) bool {
+			listed, _, _ := unstructured.NestedStringSlice(u.Object, "status", "quarantinedVersions")
+			keys, why := quarantineKeys(m.Versions, listed)
+			switch {
+			case why != "":
+				diags.AddAttributeError(path.Root("versions"), "Version Not Quarantined", fmt.Sprintf("PackageSet %s: %s.", name, why))
+				return false
+			case len(keys) == 0:
+				diags.AddWarning("Nothing Quarantined", fmt.Sprintf("PackageSet %s has no quarantined versions (status.quarantinedVersions is empty): nothing to lift.", name))
+				return false
 			}
+			value = strings.Join(keys, ",")
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationClearQuarantine, value)
+			if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Patch(ctx, name, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
+				diags.Append(apiDiagnostic("PackageSet", "Annotating", err))
+				return false
+			}
+			progress(resp, fmt.Sprintf("PackageSet %s: lifting the quarantine of %s (annotation %s)", name, value, v1alpha1.AnnotationClearQuarantine))
+			return true
+		},
+		check: func(_ context.Context, u *unstructured.Unstructured) (bool, string, error) {
 			if left, asked := u.GetAnnotations()[v1alpha1.AnnotationClearQuarantine]; asked {
 				if left != value { // the reconciler kept what a running rollback still holds
 					return false, "waiting for the rollback still running to finish before lifting " + left, nil
@@ -118,7 +109,11 @@ func (a *packageSetClearQuarantineAction) Invoke(ctx context.Context, req action
 				return false, "waiting for the reconciler to lift " + left, nil
 			}
 			return setComplete(u)
-		})
+		},
+	})
+	if !waited {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("PackageSet Clear Quarantine Failed", fmt.Sprintf("PackageSet %s did not complete after lifting the quarantine of %s: %s.", name, value, err))
 		return

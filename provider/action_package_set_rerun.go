@@ -10,9 +10,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -65,30 +67,29 @@ func (a *packageSetRerunAction) Invoke(ctx context.Context, req action.InvokeReq
 		return
 	}
 	set := m.Name.ValueString()
-	c, _, err := a.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, set, metav1.GetOptions{}); err != nil {
-		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", set, err))
-		return
-	}
-	if why := rerunRefusal(ctx, c, set, m.Nodes); why != "" {
-		resp.Diagnostics.AddError("PackageSet Rerun Refused", fmt.Sprintf("PackageSet %s cannot run again on %s: %s.", set, strings.Join(m.Nodes, ", "), why))
-		return
-	}
 	state, status := v1alpha1.AnnotationNodeStatePrefix+set, v1alpha1.AnnotationNodeStatusPrefix+set
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, state, status)
-	for _, n := range m.Nodes {
-		if _, err := c.Core.CoreV1().Nodes().Patch(ctx, n, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
-			resp.Diagnostics.Append(apiDiagnostic("Node", "Resetting", err))
-			return
-		}
-		progress(resp, fmt.Sprintf("PackageSet %s: node %s reset; its packages run again", set, n))
-	}
-	err = pollUntil(ctx, actionTimeout(m.Timeout, packageSetRerunTimeout), func(msg string) { progress(resp, "PackageSet "+set+": "+msg) },
-		func(ctx context.Context) (bool, string, error) {
+	var c *kube.Clients
+	waited, err := a.annotateAndWait(ctx, resp, set, actionTimeout(m.Timeout, packageSetRerunTimeout), packageSetRequest{
+		annotate: func(ctx context.Context, clients *kube.Clients, _ *unstructured.Unstructured, diags *diag.Diagnostics) bool {
+			c = clients
+			if why := rerunRefusal(ctx, c, set, m.Nodes); why != "" {
+				diags.AddError("PackageSet Rerun Refused", fmt.Sprintf("PackageSet %s cannot run again on %s: %s.", set, strings.Join(m.Nodes, ", "), why))
+				return false
+			}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, state, status)
+			for _, n := range m.Nodes {
+				if _, err := c.Core.CoreV1().Nodes().Patch(ctx, n, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
+					diags.Append(apiDiagnostic("Node", "Resetting", err))
+					return false
+				}
+				progress(resp, fmt.Sprintf("PackageSet %s: node %s reset; its packages run again", set, n))
+			}
+			return true
+		},
+		// The nodes' annotations say when the set is complete again; they change without the
+		// set changing, so the check also runs every actionPollInterval.
+		recheck: actionPollInterval,
+		check: func(ctx context.Context, u *unstructured.Unstructured) (bool, string, error) {
 			var pending []string
 			for _, n := range m.Nodes {
 				node, err := c.Core.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
@@ -98,12 +99,11 @@ func (a *packageSetRerunAction) Invoke(ctx context.Context, req action.InvokeReq
 				switch s := node.Annotations[status]; s {
 				case string(v1alpha1.StatusComplete):
 				case string(v1alpha1.StatusErroring), string(v1alpha1.StatusBlocked):
-					u, _ := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, set, metav1.GetOptions{})
-					why := ""
-					if u != nil {
-						why = ": " + failingReason(wait.PackageSet, u)
+					// The set's reason as the API server has it now (the copy u may lag the node).
+					if fresh, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, set, metav1.GetOptions{}); err == nil {
+						u = fresh
 					}
-					return false, "", fmt.Errorf("node %s is %s%s", n, s, why)
+					return false, "", fmt.Errorf("node %s is %s: %s", n, s, failingReason(wait.PackageSet, u))
 				default:
 					pending = append(pending, n+" "+orDash(s))
 				}
@@ -112,7 +112,11 @@ func (a *packageSetRerunAction) Invoke(ctx context.Context, req action.InvokeReq
 				return true, "", nil
 			}
 			return false, "waiting for " + strings.Join(pending, ", "), nil
-		})
+		},
+	})
+	if !waited {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("PackageSet Rerun Failed", fmt.Sprintf("PackageSet %s did not complete again on %s: %s.", set, strings.Join(m.Nodes, ", "), err))
 		return

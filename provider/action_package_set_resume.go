@@ -7,12 +7,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -57,40 +59,30 @@ func (a *packageSetResumeAction) Invoke(ctx context.Context, req action.InvokeRe
 		return
 	}
 	name := m.Name.ValueString()
-	c, _, err := a.data.get()
-	if err != nil {
-		resp.Diagnostics.Append(clientDiagnostic(err))
-		return
-	}
-	ri := c.Dynamic.Resource(wait.PackageSet.GVR)
-	u, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", name, err))
-		return
-	}
-	if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {
-		resp.Diagnostics.AddError("PackageSet Paused by Its Configuration",
-			fmt.Sprintf("PackageSet %s has spec.paused = true: its configuration pauses it. Set paused = false on the gantry_package_set and apply.", name))
-		return
-	}
-	if u.GetAnnotations()[v1alpha1.AnnotationPause] == "" {
-		progress(resp, "PackageSet "+name+": not paused by annotation; waiting for it to complete")
-	} else {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationPause)
-		if _, err := ri.Patch(ctx, name, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
-			resp.Diagnostics.Append(apiDiagnostic("PackageSet", "Resuming", err))
-			return
-		}
-		progress(resp, "PackageSet "+name+": resumed (annotation "+v1alpha1.AnnotationPause+" removed)")
-	}
-	err = pollUntil(ctx, actionTimeout(m.Timeout, packageSetResumeTimeout), func(msg string) { progress(resp, "PackageSet "+name+": "+msg) },
-		func(ctx context.Context) (bool, string, error) {
-			u, err := ri.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
+	waited, err := a.annotateAndWait(ctx, resp, name, actionTimeout(m.Timeout, packageSetResumeTimeout), packageSetRequest{
+		annotate: func(ctx context.Context, c *kube.Clients, u *unstructured.Unstructured, diags *diag.Diagnostics) bool {
+			if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {
+				diags.AddError("PackageSet Paused by Its Configuration",
+					fmt.Sprintf("PackageSet %s has spec.paused = true: its configuration pauses it. Set paused = false on the gantry_package_set and apply.", name))
+				return false
 			}
-			return setComplete(u)
-		})
+			if u.GetAnnotations()[v1alpha1.AnnotationPause] == "" {
+				progress(resp, "PackageSet "+name+": not paused by annotation; waiting for it to complete")
+				return true
+			}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationPause)
+			if _, err := c.Dynamic.Resource(wait.PackageSet.GVR).Patch(ctx, name, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager + "-actions"}); err != nil {
+				diags.Append(apiDiagnostic("PackageSet", "Resuming", err))
+				return false
+			}
+			progress(resp, "PackageSet "+name+": resumed (annotation "+v1alpha1.AnnotationPause+" removed)")
+			return true
+		},
+		check: func(_ context.Context, u *unstructured.Unstructured) (bool, string, error) { return setComplete(u) },
+	})
+	if !waited {
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError("PackageSet Resume Failed", fmt.Sprintf("PackageSet %s did not complete after resuming: %s.", name, err))
 		return

@@ -7,11 +7,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -87,6 +90,56 @@ func pollUntil(ctx context.Context, timeout time.Duration, report func(string), 
 		return fmt.Errorf("not done after %s (last seen: %s)", timeout, orDash(last))
 	}
 	return err
+}
+
+// packageSetRequest is what a package-set action asks of the reconciler and waits for
+// (annotateAndWait).
+type packageSetRequest struct {
+	// annotate checks the PackageSet u, as read, and writes the request (annotations on the
+	// set or on its nodes), sending its own progress messages; it adds diagnostics to diags and
+	// returns false to stop before the wait.
+	annotate func(ctx context.Context, c *kube.Clients, u *unstructured.Unstructured, diags *diag.Diagnostics) bool
+	// recheck, when > 0, also runs check this often on the set's newest copy, for a check that
+	// reads other objects (nodes' annotations) whose changes do not touch the set.
+	recheck time.Duration
+	// check tells, from a copy of the set, whether the request is done, with a progress
+	// message; an error fails the action.
+	check wait.Check
+}
+
+// annotateAndWait is the body of every package-set action: it reads the PackageSet name with a
+// GET (actionReadDiagnostic when it cannot), runs req.annotate, then waits through the
+// provider's wait engine (wait.Registry.WaitFor: the shared informer's events for the set, a
+// GET per second only while its watch fails) for at most timeout until req.check reports done,
+// sending each new progress message as "PackageSet <name>: <message>". waited is false when it
+// stopped before the wait (its diagnostics are in resp); err is the wait's error for the
+// caller to word: check's, the API's, wait.DeletedError when the set is deleted, or "not done
+// after <timeout> (last seen: <last progress>)".
+func (a *actionBase) annotateAndWait(ctx context.Context, resp *action.InvokeResponse, name string, timeout time.Duration, req packageSetRequest) (waited bool, err error) {
+	c, reg, err := a.data.get()
+	if err != nil {
+		resp.Diagnostics.Append(clientDiagnostic(err))
+		return false, nil
+	}
+	u, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		resp.Diagnostics.Append(actionReadDiagnostic("PackageSet", name, err))
+		return false, nil
+	}
+	if !req.annotate(ctx, c, u, &resp.Diagnostics) {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last string
+	_, err = reg.WaitFor(ctx, wait.PackageSet, wait.Target{Name: name}, req.recheck, func(msg string) {
+		last = msg
+		progress(resp, "PackageSet "+name+": "+msg)
+	}, req.check)
+	if err != nil && ctx.Err() != nil {
+		return true, fmt.Errorf("not done after %s (last seen: %s)", timeout, orDash(last))
+	}
+	return true, err
 }
 
 func orDash(s string) string {

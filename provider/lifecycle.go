@@ -25,7 +25,8 @@ import (
 )
 
 // kindOps describes one resource kind to the generic Create, Update, Delete and apply-and-wait
-// path below (Read is readInto in common.go). M is the kind's Terraform model.
+// path below (Read is readInto in common.go; kindResource wires them all to the framework). M
+// is the kind's Terraform model.
 type kindOps[M any] struct {
 	// spec is the wait engine's description of the kind (GVR, summary, success and failure).
 	spec wait.Spec
@@ -46,6 +47,13 @@ type kindOps[M any] struct {
 	expand func(*M) (*unstructured.Unstructured, error)
 	// setStatus fills the computed attributes (id and status) from an object read back.
 	setStatus func(*M, *unstructured.Unstructured)
+	// flatten maps an object read from the cluster to the model (Read, List); prior (the
+	// state or plan refreshed; a model of nulls for List) decides null versus empty.
+	flatten func(u *unstructured.Unstructured, prior *M) (*M, error)
+	// rolledBack, optional, reports that a failed wait ended on an object the reconciler
+	// rolled back onto its previous revision (Executor): the apply then reports the rollback
+	// (rolledBackDiagnostic) instead of the wait error.
+	rolledBack func(final *unstructured.Unstructured) bool
 	// notLive, optional, reports that the configuration in state is not what runs although
 	// the summary is a success value (Executor: failed_revision set after a rollback;
 	// PackageSet: a version in state is quarantined by a rollback), and why.
@@ -249,7 +257,7 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		summary, _, _ := unstructured.NestedString(final.Object, k.spec.SummaryPath...)
 		diags.Append(interruptedDiagnostic(kind, id, k.summaryAttr, summary))
 		return &state, diags
-	case rolledBack(final):
+	case k.rolledBack != nil && k.rolledBack(final):
 		diags.Append(rolledBackDiagnostic(kind, id, werr))
 		return &state, diags
 	default:

@@ -65,12 +65,16 @@ var (
 )
 
 // NewExecutorResource returns the gantry_executor resource.
-func NewExecutorResource() resource.Resource { return &executorResource{} }
+func NewExecutorResource() resource.Resource {
+	return &executorResource{kindResource[executorModelV0]{ops: executorOps}}
+}
 
 // NewExecutorListResource returns the gantry_executor list resource (terraform query, Terraform >= 1.14).
-func NewExecutorListResource() list.ListResource { return &executorResource{} }
+func NewExecutorListResource() list.ListResource {
+	return &executorResource{kindResource[executorModelV0]{ops: executorOps}}
+}
 
-type executorResource struct{ data *providerData }
+type executorResource struct{ kindResource[executorModelV0] }
 
 // executorModelV0 is gantry_executor's Terraform model.
 type executorModelV0 struct {
@@ -447,23 +451,10 @@ func (r *executorResource) ValidateConfig(_ context.Context, req resource.Valida
 	}
 }
 
-func (r *executorResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	d, err := providerDataFrom(req.ProviderData)
-	if err != nil {
-		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
-		return
-	}
-	r.data = d
-}
-
-// ModifyPlan is planRetry: while the state says the executor failed, is not Running, or a
-// failed update was rolled back (failed_revision set), the plan is an in-place update that
-// re-applies the configuration and waits again. No API call is made.
-func (r *executorResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	executorOps.planRetry(ctx, req, resp)
-}
-
-// executorOps is gantry_executor's descriptor for the generic Create/Update/Delete path.
+// executorOps is gantry_executor's descriptor for the generic Create/Update/Delete path. Its
+// plans retry (planRetry) while the state says the executor failed, is not Running, or a failed
+// update was rolled back (failed_revision set, notLive); an apply whose wait ends on a rollback
+// reports it as one (rolledBack).
 var executorOps = &kindOps[executorModelV0]{
 	spec:          wait.Executor,
 	logField:      "executor",
@@ -475,9 +466,11 @@ var executorOps = &kindOps[executorModelV0]{
 	timeouts:      func(m *executorModelV0) timeouts.Value { return m.Timeouts },
 	key:           func(m *executorModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandExecutor,
+	flatten:       flattenExecutor,
 	setStatus:     setExecutorStatus,
 	prepare:       prepareOperatorKeys,
 	applied:       ownOperatorKeys,
+	rolledBack:    executorRolledBack,
 	notLive: func(m *executorModelV0) (bool, string) {
 		if v := m.FailedRevision.ValueString(); v != "" {
 			return true, "the update to revision " + v + " was rolled back"
@@ -486,45 +479,9 @@ var executorOps = &kindOps[executorModelV0]{
 	},
 }
 
-func (r *executorResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	executorOps.create(ctx, r.data, req, resp)
-}
-
-func (r *executorResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	executorOps.update(ctx, r.data, req, resp)
-}
-
-func (r *executorResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	readInto(ctx, r.data, wait.Executor, req, resp, flattenExecutor)
-}
-
-func (r *executorResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	executorOps.delete(ctx, r.data, req, resp)
-}
-
-// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}.
-func (r *executorResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importObject(ctx, "Executor", true, req, resp)
-}
-
-// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
-// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
-func (r *executorResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = identitySchema("Executor", true)
-}
-
-// ListResourceConfigSchema is the config of a `list "gantry_executor"` block (terraform query).
-func (r *executorResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
-	resp.Schema = listConfigSchema("Executor", true)
-}
-
-// List returns the Executors a list block selects, mapped as an import reads them (listObjects).
-func (r *executorResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	listObjects(ctx, r.data, wait.Executor, true, flattenExecutor, req, stream)
-}
-
-// rolledBack reports an Executor running its previous revision after a failed update.
-func rolledBack(u *unstructured.Unstructured) bool {
+// executorRolledBack reports an Executor running its previous revision after a failed update
+// (status.failedRevision set, Stalled=True with reason RolledBack).
+func executorRolledBack(u *unstructured.Unstructured) bool {
 	failed, _, _ := unstructured.NestedString(u.Object, "status", "failedRevision")
 	for _, c := range wait.Conditions(u) {
 		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue && c.Reason == "RolledBack" {

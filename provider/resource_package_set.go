@@ -61,12 +61,16 @@ var (
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
-func NewPackageSetResource() resource.Resource { return &packageSetResource{} }
+func NewPackageSetResource() resource.Resource {
+	return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}}
+}
 
 // NewPackageSetListResource returns the gantry_package_set list resource (terraform query, Terraform >= 1.14).
-func NewPackageSetListResource() list.ListResource { return &packageSetResource{} }
+func NewPackageSetListResource() list.ListResource {
+	return &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps}}
+}
 
-type packageSetResource struct{ data *providerData }
+type packageSetResource struct{ kindResource[packageSetModel] }
 
 type packageSetModel struct {
 	ID                    types.String           `tfsdk:"id"`
@@ -669,20 +673,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (r *packageSetResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	d, err := providerDataFrom(req.ProviderData)
-	if err != nil {
-		resp.Diagnostics.AddError("Unexpected Provider Data", err.Error())
-		return
-	}
-	r.data = d
-}
-
 // packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
-// (cluster-scoped: namespace "").
+// (cluster-scoped: namespace ""). Its plans retry (planRetry) while the state's status is not
+// complete (nor paused/disabled/waiting) — erroring, blocked, or a rollout rolled back with the
+// version quarantined (notLive). Delete waits until the PackageSet is gone: its finalizer runs
+// the uninstall stages of packages with uninstall enabled, releases cordons and removes the node
+// annotations.
 var packageSetOps = &kindOps[packageSetModel]{
 	spec:          wait.PackageSet,
 	logField:      "package_set",
@@ -694,6 +690,7 @@ var packageSetOps = &kindOps[packageSetModel]{
 	timeouts:      func(m *packageSetModel) timeouts.Value { return m.Timeouts },
 	key:           func(m *packageSetModel) (string, string) { return "", m.Name.ValueString() },
 	expand:        expandPackageSet,
+	flatten:       flattenPackageSet,
 	setStatus:     setPackageSetStatus,
 	notLive:       quarantinedInState,
 	ready:         waitingForPausedSet,
@@ -730,52 +727,6 @@ func quarantinedInState(m *packageSetModel) (bool, string) {
 	return false, ""
 }
 
-// ModifyPlan is planRetry: while the state's status is not complete (nor paused/disabled) —
-// erroring, blocked, or a rollout rolled back with the version quarantined — the plan is an
-// in-place update that re-applies the configuration and waits again. No API call is made.
-func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	packageSetOps.planRetry(ctx, req, resp)
-}
-
-func (r *packageSetResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	packageSetOps.create(ctx, r.data, req, resp)
-}
-
-func (r *packageSetResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	packageSetOps.update(ctx, r.data, req, resp)
-}
-
-func (r *packageSetResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	readInto(ctx, r.data, wait.PackageSet, req, resp, flattenPackageSet)
-}
-
-// Delete deletes the PackageSet and waits until it is gone: its finalizer runs the uninstall
-// stages of packages with uninstall enabled, releases cordons and removes the node annotations.
-func (r *packageSetResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	packageSetOps.delete(ctx, r.data, req, resp)
-}
-
-// ImportState accepts the PackageSet's name (it is cluster-scoped) or an identity {name}.
-func (r *packageSetResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importObject(ctx, "PackageSet", false, req, resp)
-}
-
-// IdentitySchema is {name} (Terraform >= 1.12; a PackageSet is cluster-scoped): import blocks
-// may give `identity = { name = ... }`, and `terraform query` returns it.
-func (r *packageSetResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = identitySchema("PackageSet", false)
-}
-
-// ListResourceConfigSchema is the config of a `list "gantry_package_set"` block (terraform query).
-func (r *packageSetResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
-	resp.Schema = listConfigSchema("PackageSet", false)
-}
-
-// List returns the PackageSets a list block selects, mapped as an import reads them (listObjects).
-func (r *packageSetResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	listObjects(ctx, r.data, wait.PackageSet, false, flattenPackageSet, req, stream)
-}
-
 // expandPackageSet maps the model to the PackageSet to server-side apply (fields the model
 // leaves null are omitted).
 func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
@@ -798,83 +749,17 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 			Operator: corev1.TolerationOperator(t.Operator.ValueString()), Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString()),
 			TolerationSeconds: t.TolerationSeconds.ValueInt64Pointer()})
 	}
-	if ro := m.Rollout; ro != nil {
-		s.Rollout = &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
-		if !ro.SoakDuration.IsNull() {
-			d, err := time.ParseDuration(ro.SoakDuration.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			s.Rollout.SoakDuration = &metav1.Duration{Duration: d}
-		}
-		if !ro.SoakCheckInterval.IsNull() {
-			d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			s.Rollout.SoakCheckInterval = &metav1.Duration{Duration: d}
-		}
-		for _, w := range ro.Waves {
-			wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
-			if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
-				d, err := time.ParseDuration(w.SoakDuration.ValueString())
-				if err != nil {
-					return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
-				}
-				wave.SoakDuration = &metav1.Duration{Duration: d}
-			}
-			s.Rollout.Waves = append(s.Rollout.Waves, wave)
-		}
-		hcs, err := expandHealthChecks(ro.HealthChecks)
+	if m.Rollout != nil {
+		ro, err := expandRollout(m.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		s.Rollout.HealthChecks = hcs
-		s.Rollout.NodeEdges, s.Rollout.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
-		if s.Rollout.Release, err = expandRelease(ro.Release); err != nil {
-			return nil, err
-		}
+		s.Rollout = ro
 	}
 	for _, p := range m.Packages {
-		ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
-			Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
-			PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
-		var err error
-		if ap.Resources, err = expandResources(p.Resources); err != nil {
-			return nil, fmt.Errorf("packages[%q].%w", ap.Name, err)
-		}
-		if !p.GracefulShutdown.IsNull() {
-			d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			ap.GracefulShutdown = &metav1.Duration{Duration: d}
-		}
-		if p.Interrupt != nil {
-			ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
-		}
-		if len(p.ConfigInterrupts) > 0 {
-			ap.ConfigInterrupts = map[string]v1alpha1.Interrupt{}
-			for k, it := range p.ConfigInterrupts {
-				ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
-			}
-		}
-		if !p.StageTimeout.IsNull() {
-			d, err := time.ParseDuration(p.StageTimeout.ValueString())
-			if err != nil {
-				return nil, err
-			}
-			ap.StageTimeout = &metav1.Duration{Duration: d}
-		}
-		if !p.UninstallEnabled.IsNull() {
-			ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
-		}
-		if h := p.Host; h != nil {
-			ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
-				RootMountPath: h.RootMountPath.ValueString()}
-		}
-		if sk := p.Skyhook; sk != nil {
-			ap.Skyhook = &v1alpha1.SkyhookExecution{AgentImage: sk.AgentImage.ValueString(), CopyDirRoot: sk.CopyDirRoot.ValueString(), LogRoot: sk.LogRoot.ValueString()}
+		ap, err := expandPackage(p)
+		if err != nil {
+			return nil, err
 		}
 		s.Packages = append(s.Packages, ap)
 	}
@@ -891,6 +776,94 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		obj.SetLabels(cloneMap(m.Labels))
 	}
 	return obj, nil
+}
+
+// expandRollout maps rollout { ... } to the PackageSet's spec.rollout. Errors: an unparsable
+// duration (normally caught at plan time by the validators), naming the wave for a wave's
+// soak_duration; the health checks' and release's mapping errors.
+func expandRollout(ro *rolloutModel) (*v1alpha1.Rollout, error) {
+	out := &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
+	if !ro.SoakDuration.IsNull() {
+		d, err := time.ParseDuration(ro.SoakDuration.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		out.SoakDuration = &metav1.Duration{Duration: d}
+	}
+	if !ro.SoakCheckInterval.IsNull() {
+		d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		out.SoakCheckInterval = &metav1.Duration{Duration: d}
+	}
+	for _, w := range ro.Waves {
+		wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
+		if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
+			d, err := time.ParseDuration(w.SoakDuration.ValueString())
+			if err != nil {
+				return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
+			}
+			wave.SoakDuration = &metav1.Duration{Duration: d}
+		}
+		out.Waves = append(out.Waves, wave)
+	}
+	hcs, err := expandHealthChecks(ro.HealthChecks)
+	if err != nil {
+		return nil, err
+	}
+	out.HealthChecks = hcs
+	out.NodeEdges, out.FleetBudget = expandNodeEdges(ro.NodeEdges), expandFleetBudget(ro.FleetBudget)
+	if out.Release, err = expandRelease(ro.Release); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expandPackage maps one packages element to the PackageSet's spec.packages entry. Errors:
+// an unparsable quantity (naming the package) or duration (normally caught at plan time).
+func expandPackage(p packageModel) (v1alpha1.Package, error) {
+	ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
+		Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
+		PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
+	var err error
+	if ap.Resources, err = expandResources(p.Resources); err != nil {
+		return ap, fmt.Errorf("packages[%q].%w", ap.Name, err)
+	}
+	if !p.GracefulShutdown.IsNull() {
+		d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
+		if err != nil {
+			return ap, err
+		}
+		ap.GracefulShutdown = &metav1.Duration{Duration: d}
+	}
+	if p.Interrupt != nil {
+		ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
+	}
+	if len(p.ConfigInterrupts) > 0 {
+		ap.ConfigInterrupts = map[string]v1alpha1.Interrupt{}
+		for k, it := range p.ConfigInterrupts {
+			ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
+		}
+	}
+	if !p.StageTimeout.IsNull() {
+		d, err := time.ParseDuration(p.StageTimeout.ValueString())
+		if err != nil {
+			return ap, err
+		}
+		ap.StageTimeout = &metav1.Duration{Duration: d}
+	}
+	if !p.UninstallEnabled.IsNull() {
+		ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
+	}
+	if h := p.Host; h != nil {
+		ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
+			RootMountPath: h.RootMountPath.ValueString()}
+	}
+	if sk := p.Skyhook; sk != nil {
+		ap.Skyhook = &v1alpha1.SkyhookExecution{AgentImage: sk.AgentImage.ValueString(), CopyDirRoot: sk.CopyDirRoot.ValueString(), LogRoot: sk.LogRoot.ValueString()}
+	}
+	return ap, nil
 }
 
 // flattenPackageSet maps a live PackageSet to the model; optional attributes the API reports

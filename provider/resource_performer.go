@@ -55,15 +55,17 @@ const (
 )
 
 // NewPerformerResource returns the gantry_performer resource.
-func NewPerformerResource() resource.Resource { return &performerResource{} }
+func NewPerformerResource() resource.Resource {
+	return &performerResource{kindResource[performerModelV0]{ops: performerOps}}
+}
 
 // NewPerformerListResource returns the gantry_performer list resource (terraform query, Terraform >= 1.14).
-func NewPerformerListResource() list.ListResource { return &performerResource{} }
+func NewPerformerListResource() list.ListResource {
+	return &performerResource{kindResource[performerModelV0]{ops: performerOps}}
+}
 
 // performerResource manages one gantry.dev/v1alpha1 Performer.
-type performerResource struct {
-	data *providerData
-}
+type performerResource struct{ kindResource[performerModelV0] }
 
 // performerModelV0 is gantry_performer's Terraform model. Scalars are framework types (null
 // and unknown are distinct from ""/0/false); collections and nested objects are Go maps,
@@ -366,15 +368,6 @@ func (r *performerResource) ValidateConfig(ctx context.Context, req resource.Val
 	}
 }
 
-func (r *performerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	d, err := providerDataFrom(req.ProviderData)
-	if err != nil {
-		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
-		return
-	}
-	r.data = d
-}
-
 // ModifyPlan fills id, service_name and grpc_endpoint at plan time when they are unknown
 // (create, or a change that could alter them) and their inputs are known: they follow from
 // name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
@@ -385,7 +378,7 @@ func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	performerOps.planRetry(ctx, req, resp)
+	r.ops.planRetry(ctx, req, resp)
 	var name, namespace types.String
 	var port types.Int64
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
@@ -422,45 +415,9 @@ var performerOps = &kindOps[performerModelV0]{
 	timeouts:      func(m *performerModelV0) timeouts.Value { return m.Timeouts },
 	key:           func(m *performerModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandPerformer,
+	flatten:       flattenPerformer,
 	setStatus:     setAppliedPerformerStatus,
 	check:         checkPerformerNaming,
-}
-
-func (r *performerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	performerOps.create(ctx, r.data, req, resp)
-}
-
-func (r *performerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	readInto(ctx, r.data, wait.Performer, req, resp, flattenPerformer)
-}
-
-func (r *performerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	performerOps.update(ctx, r.data, req, resp)
-}
-
-func (r *performerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	performerOps.delete(ctx, r.data, req, resp)
-}
-
-// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}; Read fills in the rest from the cluster.
-func (r *performerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importObject(ctx, "Performer", true, req, resp)
-}
-
-// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
-// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
-func (r *performerResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = identitySchema("Performer", true)
-}
-
-// ListResourceConfigSchema is the config of a `list "gantry_performer"` block (terraform query).
-func (r *performerResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
-	resp.Schema = listConfigSchema("Performer", true)
-}
-
-// List returns the Performers a list block selects, mapped as an import reads them (listObjects).
-func (r *performerResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	listObjects(ctx, r.data, wait.Performer, true, flattenPerformer, req, stream)
 }
 
 // checkPerformerNaming: grpc_endpoint and service_name were planned from the naming contract;

@@ -49,13 +49,17 @@ const (
 )
 
 // NewWorkspaceResource returns the gantry_workspace resource.
-func NewWorkspaceResource() resource.Resource { return &workspaceResource{} }
+func NewWorkspaceResource() resource.Resource {
+	return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}}
+}
 
 // NewWorkspaceListResource returns the gantry_workspace list resource (terraform query, Terraform >= 1.14).
-func NewWorkspaceListResource() list.ListResource { return &workspaceResource{} }
+func NewWorkspaceListResource() list.ListResource {
+	return &workspaceResource{kindResource[workspaceModelV0]{ops: workspaceOps}}
+}
 
 // workspaceResource manages one gantry.dev/v1alpha1 Workspace (KAITO).
-type workspaceResource struct{ data *providerData }
+type workspaceResource struct{ kindResource[workspaceModelV0] }
 
 type workspaceModelV0 struct {
 	ID                types.String         `tfsdk:"id"`
@@ -344,16 +348,9 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
-func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	d, err := providerDataFrom(req.ProviderData)
-	if err != nil {
-		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
-		return
-	}
-	r.data = d
-}
-
-// workspaceOps is gantry_workspace's descriptor for the generic Create/Update/Delete path.
+// workspaceOps is gantry_workspace's descriptor for the generic Create/Update/Delete path. Its
+// plans retry (planRetry) while the state's state is not Ready (inference) or Succeeded
+// (tuning).
 var workspaceOps = &kindOps[workspaceModelV0]{
 	spec:          wait.Workspace,
 	logField:      "workspace",
@@ -365,51 +362,8 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	timeouts:      func(m *workspaceModelV0) timeouts.Value { return m.Timeouts },
 	key:           func(m *workspaceModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandWorkspace,
+	flatten:       flattenWorkspace,
 	setStatus:     setWorkspaceStatus,
-}
-
-// ModifyPlan is planRetry: while the state's state is not Ready (inference) or Succeeded
-// (tuning), the plan is an in-place update that re-applies the configuration and waits again.
-// No API call is made.
-func (r *workspaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	workspaceOps.planRetry(ctx, req, resp)
-}
-
-func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	workspaceOps.create(ctx, r.data, req, resp)
-}
-
-func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	workspaceOps.update(ctx, r.data, req, resp)
-}
-
-func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	readInto(ctx, r.data, wait.Workspace, req, resp, flattenWorkspace)
-}
-
-func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	workspaceOps.delete(ctx, r.data, req, resp)
-}
-
-// ImportState accepts "<namespace>/<name>" or an identity {namespace, name}; Read fills in the rest.
-func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importObject(ctx, "Workspace", true, req, resp)
-}
-
-// IdentitySchema is {namespace, name} (Terraform >= 1.12): import blocks may give
-// `identity = { namespace = ..., name = ... }`, and `terraform query` returns it.
-func (r *workspaceResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = identitySchema("Workspace", true)
-}
-
-// ListResourceConfigSchema is the config of a `list "gantry_workspace"` block (terraform query).
-func (r *workspaceResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
-	resp.Schema = listConfigSchema("Workspace", true)
-}
-
-// List returns the Workspaces a list block selects, mapped as an import reads them (listObjects).
-func (r *workspaceResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	listObjects(ctx, r.data, wait.Workspace, true, flattenWorkspace, req, stream)
 }
 
 // expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).

@@ -105,74 +105,171 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
 
-	var obj *unstructured.Unstructured
-	if t.Known != nil {
-		// Registered before looking: every change from here on wakes the waiter, and the
-		// informer's copy (if it has one yet) covers the changes before. A copy missing from
-		// the informer is not suspicious: the caller has just written the object.
-		obj = t.Known.DeepCopy()
-		if u := si.cached(t.key()); u != nil && string(u.GetUID()) == string(obj.GetUID()) && !resourceversion.Older(u.GetResourceVersion(), obj.GetResourceVersion()) {
-			obj = u
-		}
-	} else {
-		obj, err = r.get(ctx, spec, t, st)
-		switch {
-		case err == nil:
-		case isObjectNotFound(err, t):
-			return nil, &DeletedError{Kind: spec.Kind, Target: t}
-		case ctx.Err() != nil:
-			return nil, r.timeout(ctx, st, nil)
-		default:
-			return nil, err
-		}
+	obj, err := r.first(ctx, si, spec, t, st)
+	switch {
+	case err == nil:
+	case isObjectNotFound(err, t):
+		return nil, &DeletedError{Kind: spec.Kind, Target: t}
+	case ctx.Err() != nil:
+		return nil, r.timeout(ctx, st, nil)
+	default:
+		return nil, err
 	}
 	if t.UID == "" {
 		t.UID = string(obj.GetUID())
 		st.target = t
 	}
 	last := Verdict{State: -1}
+	obj, gone, err := r.follow(ctx, si, w, spec, t, st, obj, 0, func(obj *unstructured.Unstructured) (bool, error) {
+		if t.Generation != 0 && obj.GetGeneration() < t.Generation {
+			return false, nil
+		}
+		v := Evaluate(spec, obj)
+		st.observe(obj, v)
+		r.logVerdict(ctx, spec, t, v, &last)
+		switch v.State {
+		case Succeeded, ReturnedAtOnce:
+			return true, nil
+		case Failed:
+			return true, r.failed(ctx, st, obj, v)
+		}
+		return false, nil
+	})
+	switch {
+	case gone:
+		return nil, &DeletedError{Kind: spec.Kind, Target: t}
+	case errors.Is(err, errWaitEnded):
+		return obj, r.timeout(ctx, st, obj)
+	}
+	return obj, err
+}
+
+// WaitFor waits until check reports done on the object t of spec's kind, through the shared
+// informer as WaitReady does: check runs on the first copy (t.Known, or a GET retrying
+// transient errors), then on every newer copy the informer delivers (a GET every DegradedPoll
+// while its watch fails) and, when recheck > 0, every recheck on the newest copy, for a check
+// that also reads other objects (e.g. nodes' annotations). report, if set, receives each
+// progress message check returns that differs from the one before. It returns the last copy
+// and nil when check reports done; check's error as it is; *DeletedError when the object
+// disappears; ctx.Err() when ctx ends first; the API error of a non-transient GET failure.
+// spec needs only Kind, GVR and Namespaced (its success condition is not used).
+func (r *Registry) WaitFor(ctx context.Context, spec Spec, t Target, recheck time.Duration, report func(string), check Check) (*unstructured.Unstructured, error) {
+	st := &waitState{spec: spec, target: t, start: time.Now()}
+	si, err := r.informerFor(spec, t.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	w := si.register(t.key())
+	defer si.unregister(t.key(), w)
+	obj, err := r.first(ctx, si, spec, t, st)
+	switch {
+	case err == nil:
+	case isObjectNotFound(err, t):
+		return nil, &DeletedError{Kind: spec.Kind, Target: t}
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		return nil, err
+	}
+	if t.UID == "" {
+		t.UID = string(obj.GetUID())
+		st.target = t
+	}
+	var lastMsg string
+	obj, gone, err := r.follow(ctx, si, w, spec, t, st, obj, recheck, func(obj *unstructured.Unstructured) (bool, error) {
+		st.seen, st.lastRV = true, obj.GetResourceVersion()
+		done, msg, err := check(ctx, obj)
+		if msg != "" && msg != lastMsg {
+			lastMsg = msg
+			if report != nil {
+				report(msg)
+			}
+		}
+		return done || err != nil, err
+	})
+	switch {
+	case gone:
+		return nil, &DeletedError{Kind: spec.Kind, Target: t}
+	case errors.Is(err, errWaitEnded):
+		return obj, ctx.Err()
+	}
+	return obj, err
+}
+
+// Check is WaitFor's test of a copy of the object waited on: done ends the wait, msg ("" for
+// none) is a progress message, a non-nil err ends the wait with that error.
+type Check func(ctx context.Context, obj *unstructured.Unstructured) (done bool, msg string, err error)
+
+// errWaitEnded is follow's error when ctx ends first.
+var errWaitEnded = errors.New("wait: context ended")
+
+// first returns a wait's first copy of t: t.Known, or the informer's copy of it when that is
+// no older (registered before looking: every change from here on wakes the waiter, and the
+// informer's copy covers the changes before; a copy missing from the informer is not
+// suspicious, since the caller has just written the object); without t.Known, a GET retrying
+// transient errors (get).
+func (r *Registry) first(ctx context.Context, si *sharedInformer, spec Spec, t Target, st *waitState) (*unstructured.Unstructured, error) {
+	if t.Known == nil {
+		return r.get(ctx, spec, t, st)
+	}
+	obj := t.Known.DeepCopy()
+	if u := si.cached(t.key()); u != nil && string(u.GetUID()) == string(obj.GetUID()) && !resourceversion.Older(u.GetResourceVersion(), obj.GetResourceVersion()) {
+		obj = u
+	}
+	return obj, nil
+}
+
+// follow calls step with obj, then with every newer copy of t the informer delivers (w wakes
+// it), with a GET's copy every DegradedPoll while the informer's watch fails, and with the
+// newest copy every recheck when recheck > 0, until step reports done (its error is returned
+// with the copy), the object is gone (gone true), the informer cannot list (that error), or ctx
+// ends (errWaitEnded).
+func (r *Registry) follow(ctx context.Context, si *sharedInformer, w *waiter, spec Spec, t Target, st *waitState, obj *unstructured.Unstructured,
+	recheck time.Duration, step func(*unstructured.Unstructured) (bool, error)) (last *unstructured.Unstructured, gone bool, err error) {
 	poll := time.NewTicker(DegradedPoll)
 	defer poll.Stop()
+	var again <-chan time.Time
+	if recheck > 0 {
+		tick := time.NewTicker(recheck)
+		defer tick.Stop()
+		again = tick.C
+	}
 	for {
-		if t.Generation == 0 || obj.GetGeneration() >= t.Generation {
-			v := Evaluate(spec, obj)
-			st.observe(obj, v)
-			if v.State != last.State || v.Summary != last.Summary || v.Why != last.Why {
-				r.log(ctx, "wait: "+v.State.String(), map[string]interface{}{
-					"kind": spec.Kind, "object": t.key(), "summary": v.Summary, "why": v.Why,
-					"generation": v.Generation, "observed_generation": v.ObservedGeneration,
-				})
-				last = v
-			}
-			switch v.State {
-			case Succeeded, ReturnedAtOnce:
-				return obj, nil
-			case Failed:
-				return obj, r.failed(ctx, st, obj, v)
-			}
+		if done, err := step(obj); done {
+			return obj, false, err
 		}
+		var next *unstructured.Unstructured
 		select {
 		case <-ctx.Done():
-			return obj, r.timeout(ctx, st, obj)
+			return obj, false, errWaitEnded
 		case <-w.ch:
-			next, gone, err := r.current(ctx, si, spec, t, st)
+			next, gone, err = r.current(ctx, si, spec, t, st)
 			if err != nil {
-				return obj, err
-			}
-			if gone {
-				return nil, &DeletedError{Kind: spec.Kind, Target: t}
-			}
-			if next != nil {
-				obj = next
+				return obj, false, err
 			}
 		case <-poll.C:
-			if next, gone := r.pollDegraded(ctx, si, spec, t, st); gone {
-				return nil, &DeletedError{Kind: spec.Kind, Target: t}
-			} else if next != nil {
-				obj = next
-			}
+			next, gone = r.pollDegraded(ctx, si, spec, t, st)
+		case <-again:
+		}
+		if gone {
+			return nil, true, nil
+		}
+		if next != nil {
+			obj = next
 		}
 	}
+}
+
+// logVerdict logs v when it differs from *last in state, summary or why, and records it there.
+func (r *Registry) logVerdict(ctx context.Context, spec Spec, t Target, v Verdict, last *Verdict) {
+	if v.State == last.State && v.Summary == last.Summary && v.Why == last.Why {
+		return
+	}
+	r.log(ctx, "wait: "+v.State.String(), map[string]interface{}{
+		"kind": spec.Kind, "object": t.key(), "summary": v.Summary, "why": v.Why,
+		"generation": v.Generation, "observed_generation": v.ObservedGeneration,
+	})
+	*last = v
 }
 
 // DegradedPoll is how often a wait GETs its object while the shared informer's watch is
@@ -297,36 +394,9 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
 
-	var obj *unstructured.Unstructured
-	if t.Known != nil {
-		// Registered before looking: every change from here on wakes the waiter; what
-		// happened before (the object may be gone already) is in the informer's copy, or in
-		// its absence from a synced informer (confirmed with a GET by current).
-		obj = t.Known.DeepCopy()
-		if t.UID == "" {
-			t.UID = string(obj.GetUID())
-		}
-		st.observe(obj, Evaluate(spec, obj))
-		next, gone, err := r.current(ctx, si, spec, t, st)
-		switch {
-		case err != nil:
-			return err
-		case gone:
-			return nil
-		case next != nil:
-			obj = next
-		}
-	} else {
-		obj, err = r.get(ctx, spec, t, st)
-		switch {
-		case err == nil:
-		case isObjectNotFound(err, t):
-			return nil
-		case ctx.Err() != nil:
-			return r.timeout(ctx, st, nil)
-		default:
-			return err
-		}
+	obj, gone, err := r.firstForDelete(ctx, si, spec, t, st)
+	if err != nil || gone {
+		return err
 	}
 	if t.UID != "" && string(obj.GetUID()) != t.UID {
 		return nil
@@ -354,7 +424,7 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 			return r.timeout(ctx, st, obj)
 		case <-w.ch:
 			if seen && si.cached(t.key()) == nil {
-				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				r.logDeleted(ctx, spec, t)
 				return nil
 			}
 			seen = seen || inInformer()
@@ -363,7 +433,7 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 				return err
 			}
 			if gone {
-				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				r.logDeleted(ctx, spec, t)
 				return nil
 			}
 			if next != nil {
@@ -372,7 +442,7 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 		case <-poll.C:
 			next, gone := r.pollDegraded(ctx, si, spec, t, st)
 			if gone {
-				r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
+				r.logDeleted(ctx, spec, t)
 				return nil
 			}
 			if next != nil {
@@ -380,6 +450,42 @@ func (r *Registry) WaitDeleted(ctx context.Context, spec Spec, t Target) error {
 			}
 		}
 	}
+}
+
+// firstForDelete returns a deletion wait's first copy of t, or gone when the object no longer
+// exists. With t.Known (registered before looking: every change from here on wakes the waiter;
+// what happened before — the object may be gone already — is in the informer's copy, or in its
+// absence from a synced informer, confirmed with a GET by current) it starts from that copy;
+// otherwise from a GET (retrying transient errors), a 404 being gone. Errors: current's, a
+// *TimeoutError when ctx ends during the GET, or the GET's non-transient error.
+func (r *Registry) firstForDelete(ctx context.Context, si *sharedInformer, spec Spec, t Target, st *waitState) (obj *unstructured.Unstructured, gone bool, err error) {
+	if t.Known == nil {
+		obj, err = r.get(ctx, spec, t, st)
+		switch {
+		case err == nil:
+			return obj, false, nil
+		case isObjectNotFound(err, t):
+			return nil, true, nil
+		case ctx.Err() != nil:
+			return nil, false, r.timeout(ctx, st, nil)
+		}
+		return nil, false, err
+	}
+	obj = t.Known.DeepCopy()
+	if t.UID == "" {
+		t.UID = string(obj.GetUID())
+	}
+	st.observe(obj, Evaluate(spec, obj))
+	next, gone, err := r.current(ctx, si, spec, t, st)
+	if next != nil {
+		obj = next
+	}
+	return obj, gone, err
+}
+
+// logDeleted logs that the object t is gone.
+func (r *Registry) logDeleted(ctx context.Context, spec Spec, t Target) {
+	r.log(ctx, "wait: deleted", map[string]interface{}{"kind": spec.Kind, "object": t.key()})
 }
 
 // current returns the informer's copy of t if it is newer than what the wait saw last; gone

@@ -615,3 +615,47 @@ func TestWaitReadyPollsWhenTheProbeFails(t *testing.T) {
 		t.Fatalf("wait through a silent outage: %v", r.err)
 	}
 }
+
+// WaitFor follows the object's informer events: check runs on each change, progress
+// messages are reported once each, and the wait ends when check is done; a check error ends it
+// with that error; ctx ending ends it with ctx's error.
+func TestWaitFor(t *testing.T) {
+	env := newFakeEnv(t, setStatus(newPerformer("ns", "p", 1), "Creating", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var reported []string
+	check := func(_ context.Context, u *unstructured.Unstructured) (bool, string, error) {
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if phase == "Failed" {
+			return false, "", errors.New("failed")
+		}
+		return phase == "Running", "phase " + phase, nil
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := env.reg.WaitFor(ctx, Performer, Target{Namespace: "ns", Name: "p"}, 0, func(m string) { reported = append(reported, m) }, check)
+		done <- result{o, err, time.Now()}
+	}()
+	env.waitWatching(t)
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Scheduling", 1))
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Running", 1))
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := reported[len(reported)-1]; got != "phase Running" || reported[0] != "phase Creating" {
+		t.Errorf("reported %q, want phase Creating first and phase Running last", reported)
+	}
+
+	env.update(t, setStatus(newPerformer("ns", "p", 1), "Failed", 1))
+	if _, err := env.reg.WaitFor(ctx, Performer, Target{Namespace: "ns", Name: "p"}, 0, nil, check); err == nil || err.Error() != "failed" {
+		t.Errorf("err = %v, want check's error", err)
+	}
+
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	never := func(context.Context, *unstructured.Unstructured) (bool, string, error) { return false, "", nil }
+	if _, err := env.reg.WaitFor(short, Performer, Target{Namespace: "ns", Name: "p"}, 10*time.Millisecond, nil, never); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want context.DeadlineExceeded", err)
+	}
+}

@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
+
+// kindResource is the part every Gantry resource type shares: each of gantry_performer,
+// gantry_executor, gantry_package_set and gantry_workspace embeds one (M is its Terraform
+// model, ops its descriptor) and adds only what is its own (Metadata, Schema, validation and,
+// for gantry_performer, a ModifyPlan that also derives attributes). It supplies:
+//   - Configure: the provider's clients (nil until the provider is configured);
+//   - Create, Update, Delete: ops.create, ops.update, ops.delete (lifecycle.go);
+//   - Read: readInto with ops.flatten (common.go);
+//   - ModifyPlan: ops.planRetry (a failure stays in the plan until it is fixed);
+//   - ImportState, IdentitySchema: the object's namespace and name (identity.go);
+//   - ListResourceConfigSchema, List: the list resource of the same name (list.go).
+type kindResource[M any] struct {
+	data *providerData
+	ops  *kindOps[M]
+}
+
+func (r *kindResource[M]) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	d, err := providerDataFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("Unexpected Resource Configure Type", err.Error())
+		return
+	}
+	r.data = d
+}
+
+func (r *kindResource[M]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.ops.create(ctx, r.data, req, resp)
+}
+
+func (r *kindResource[M]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	readInto(ctx, r.data, r.ops.spec, req, resp, r.ops.flatten)
+}
+
+func (r *kindResource[M]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.ops.update(ctx, r.data, req, resp)
+}
+
+// Delete deletes the object and waits until it is gone (a PackageSet's finalizer first runs
+// the uninstall stages of packages with uninstall enabled, releases cordons and removes the
+// node annotations).
+func (r *kindResource[M]) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	r.ops.delete(ctx, r.data, req, resp)
+}
+
+// ModifyPlan is planRetry: while the state says the object is not done (see the kind's
+// kindOps: summaryAttr, notLive, settled), the plan is an in-place update that re-applies the
+// configuration and waits again. No API call is made.
+func (r *kindResource[M]) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.ops.planRetry(ctx, req, resp)
+}
+
+// ImportState accepts "<namespace>/<name>" (a cluster-scoped kind such as PackageSet: the
+// name) or an identity; Read fills in the rest from the cluster.
+func (r *kindResource[M]) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importObject(ctx, r.ops.spec.Kind, r.ops.spec.Namespaced, req, resp)
+}
+
+// IdentitySchema is {namespace, name} ({name} for a cluster-scoped kind; Terraform >= 1.12):
+// import blocks may give `identity = { ... }`, and `terraform query` returns it.
+func (r *kindResource[M]) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identitySchema(r.ops.spec.Kind, r.ops.spec.Namespaced)
+}
+
+// ListResourceConfigSchema is the config of the kind's `list` block (terraform query).
+func (r *kindResource[M]) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listConfigSchema(r.ops.spec.Kind, r.ops.spec.Namespaced)
+}
+
+// List returns the objects a list block selects, mapped as an import reads them (listObjects).
+func (r *kindResource[M]) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	listObjects(ctx, r.data, r.ops.spec, r.ops.spec.Namespaced, r.ops.flatten, req, stream)
+}
