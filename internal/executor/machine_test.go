@@ -514,7 +514,9 @@ var invariants = []invariant{
 
 var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
 
-func isTrue(d Decision, typ string) bool { return cond(d.Conditions, typ).Status == metav1.ConditionTrue }
+func isTrue(d Decision, typ string) bool {
+	return cond(d.Conditions, typ).Status == metav1.ConditionTrue
+}
 
 func invPhaseInEnum(_ Facts, d Decision) error {
 	if !slices.Contains(AllPhases, d.Phase) {
