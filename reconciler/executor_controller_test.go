@@ -191,58 +191,9 @@ func TestExecutorLifecycle(t *testing.T) {
 	}
 	got := e.waitExecutor(t, x.Name, "Running", execRunning)
 	st := got.Status
-	if st.ReadyReplicas != 2 || st.ReadyText != "2/2" || st.CurrentRevision == "" || st.LastGoodRevision != st.CurrentRevision || st.Image != execImageV1 {
-		t.Errorf("status: %s", describeExecutor(&st))
-	}
-	for _, typ := range []string{v1alpha1.ConditionReady, executor.ConditionConfigReady, executor.ConditionPerformersReady} {
-		if c := execCondition(got, typ); c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
-			t.Errorf("%s = %+v", typ, c)
-		}
-	}
-	wantEP := []v1alpha1.PerformerEndpoint{
-		{Name: p1.Name, Endpoint: p1.Status.GRPCEndpoint}, {Name: p2.Name, Endpoint: p2.Status.GRPCEndpoint},
-	}
-	if fmt.Sprint(st.PerformerEndpoints) != fmt.Sprint(wantEP) || !strings.HasSuffix(p1.Status.GRPCEndpoint, ".svc.cluster.local:9090") {
-		t.Errorf("endpoints %v, want %v", st.PerformerEndpoints, wantEP)
-	}
-	cm := e.configMap(t, st.ConfigMapName)
-	cfg := cm.Data[v1alpha1.ExecutorConfigKey]
-	for _, want := range []string{"aggregator_endpoint: aggregator.avs.svc:9010", "chain_id: 1\n", "chain_id: 8453", "chain_id: 42161",
-		"rpc_url: wss://arb.example.com/ws", "task_mailbox_address: 0x" + strings.Repeat("b2", 20),
-		"endpoint: " + p1.Status.GRPCEndpoint, "endpoint: " + p2.Status.GRPCEndpoint, "ecdsa_private_key_env: ECDSA_PRIVATE_KEY", "log_level: info"} {
-		if !strings.Contains(cfg, want) {
-			t.Errorf("executor-config.yaml lacks %q:\n%s", want, cfg)
-		}
-	}
-	if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != got.UID || cm.Immutable == nil || !*cm.Immutable {
-		t.Errorf("config map owner %+v immutable %v", ref, cm.Immutable)
-	}
-	// No key material anywhere the reconciler writes.
-	raw := fmt.Sprintf("%+v %+v %+v %s", cm.Data, got.Spec, got.Status, e.eventsOf("Executor", x.Name))
-	if strings.Contains(raw, keyMaterial) || strings.Contains(raw, keyMaterial[2:20]) {
-		t.Fatalf("key material leaked into the config map, executor or events")
-	}
-	var dep appsv1.Deployment
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.DeploymentName(x.Name)}, &dep); err != nil {
-		t.Fatal(err)
-	}
-	if ref := metav1.GetControllerOf(&dep); ref == nil || ref.UID != got.UID {
-		t.Errorf("deployment owner %+v", ref)
-	}
-	c := dep.Spec.Template.Spec.Containers[0]
-	envs := map[string]*corev1.EnvVarSource{}
-	for _, ev := range c.Env {
-		if ev.Value != "" {
-			t.Errorf("env %s has a plain value", ev.Name)
-		}
-		envs[ev.Name] = ev.ValueFrom
-	}
-	if s := envs["ECDSA_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Name != secret || s.SecretKeyRef.Key != "ecdsa" {
-		t.Errorf("ECDSA env %+v", s)
-	}
-	if s := envs["BLS_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Key != "bls" {
-		t.Errorf("BLS env %+v", s)
-	}
+	checkLifecycleRunning(t, got, p1, p2)
+	e.checkLifecycleConfig(t, got, p1, p2)
+	dep := e.checkLifecycleDeployment(t, got, secret)
 	rev1 := st.CurrentRevision
 	pods := e.waitPods(t, x.Name, 2, rev1)
 	if pods[0].Annotations[v1alpha1.AnnotationConfigHash] == "" {
@@ -256,14 +207,7 @@ func TestExecutorLifecycle(t *testing.T) {
 		t.Errorf("after scale: %s", describeExecutor(&got.Status))
 	}
 	e.waitPods(t, x.Name, 3, rev1)
-	// The scale subresource works (kubectl scale).
-	scale := &autoscalingv1.Scale{}
-	if err := e.c.SubResource("scale").Get(ctx, got, scale); err != nil {
-		t.Fatalf("scale subresource: %v", err)
-	}
-	if scale.Spec.Replicas != 3 || scale.Status.Replicas != 3 || scale.Status.Selector != v1alpha1.LabelExecutor+"="+x.Name {
-		t.Errorf("scale = %+v", scale)
-	}
+	e.checkScaleSubresource(t, got, 3)
 
 	// Config change: a fourth chain → new ConfigMap, new revision, every pod replaced.
 	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) {
@@ -298,11 +242,106 @@ func TestExecutorLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitGone(t, &v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: x.Name, Namespace: e.ns}})
+	e.checkExecutorObjectsGone(t, x.Name, dep)
+}
+
+// checkLifecycleRunning: TestExecutorLifecycle's executor runs 2/2 replicas of its first
+// revision (the last good one), its conditions are True at its generation, and it lists both
+// performers' endpoints.
+func checkLifecycleRunning(t *testing.T, got *v1alpha1.Executor, p1, p2 *v1alpha1.Performer) {
+	t.Helper()
+	st := got.Status
+	if st.ReadyReplicas != 2 || st.ReadyText != "2/2" || st.CurrentRevision == "" || st.LastGoodRevision != st.CurrentRevision || st.Image != execImageV1 {
+		t.Errorf("status: %s", describeExecutor(&st))
+	}
+	for _, typ := range []string{v1alpha1.ConditionReady, executor.ConditionConfigReady, executor.ConditionPerformersReady} {
+		if c := execCondition(got, typ); c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
+			t.Errorf("%s = %+v", typ, c)
+		}
+	}
+	wantEP := []v1alpha1.PerformerEndpoint{
+		{Name: p1.Name, Endpoint: p1.Status.GRPCEndpoint}, {Name: p2.Name, Endpoint: p2.Status.GRPCEndpoint},
+	}
+	if fmt.Sprint(st.PerformerEndpoints) != fmt.Sprint(wantEP) || !strings.HasSuffix(p1.Status.GRPCEndpoint, ".svc.cluster.local:9090") {
+		t.Errorf("endpoints %v, want %v", st.PerformerEndpoints, wantEP)
+	}
+}
+
+// checkLifecycleConfig: the executor's ConfigMap renders the chains, the aggregator and both
+// endpoints, is immutable and owned by the executor; no key material is in it, the executor or
+// its events.
+func (e *testEnv) checkLifecycleConfig(t *testing.T, got *v1alpha1.Executor, p1, p2 *v1alpha1.Performer) {
+	t.Helper()
+	cm := e.configMap(t, got.Status.ConfigMapName)
+	cfg := cm.Data[v1alpha1.ExecutorConfigKey]
+	for _, want := range []string{"aggregator_endpoint: aggregator.avs.svc:9010", "chain_id: 1\n", "chain_id: 8453", "chain_id: 42161",
+		"rpc_url: wss://arb.example.com/ws", "task_mailbox_address: 0x" + strings.Repeat("b2", 20),
+		"endpoint: " + p1.Status.GRPCEndpoint, "endpoint: " + p2.Status.GRPCEndpoint, "ecdsa_private_key_env: ECDSA_PRIVATE_KEY", "log_level: info"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("executor-config.yaml lacks %q:\n%s", want, cfg)
+		}
+	}
+	if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != got.UID || cm.Immutable == nil || !*cm.Immutable {
+		t.Errorf("config map owner %+v immutable %v", ref, cm.Immutable)
+	}
+	// No key material anywhere the reconciler writes.
+	raw := fmt.Sprintf("%+v %+v %+v %s", cm.Data, got.Spec, got.Status, e.eventsOf("Executor", got.Name))
+	if strings.Contains(raw, keyMaterial) || strings.Contains(raw, keyMaterial[2:20]) {
+		t.Fatalf("key material leaked into the config map, executor or events")
+	}
+}
+
+// checkLifecycleDeployment: the executor owns its Deployment, whose container takes the keys
+// from the Secret secret by reference only.
+func (e *testEnv) checkLifecycleDeployment(t *testing.T, got *v1alpha1.Executor, secret string) appsv1.Deployment {
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: executor.DeploymentName(got.Name)}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&dep); ref == nil || ref.UID != got.UID {
+		t.Errorf("deployment owner %+v", ref)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	envs := map[string]*corev1.EnvVarSource{}
+	for _, ev := range c.Env {
+		if ev.Value != "" {
+			t.Errorf("env %s has a plain value", ev.Name)
+		}
+		envs[ev.Name] = ev.ValueFrom
+	}
+	if s := envs["ECDSA_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Name != secret || s.SecretKeyRef.Key != "ecdsa" {
+		t.Errorf("ECDSA env %+v", s)
+	}
+	if s := envs["BLS_PRIVATE_KEY"]; s == nil || s.SecretKeyRef == nil || s.SecretKeyRef.Key != "bls" {
+		t.Errorf("BLS env %+v", s)
+	}
+	return dep
+}
+
+// checkScaleSubresource: the executor's scale subresource (kubectl scale) reads replicas
+// replicas and its pod selector.
+func (e *testEnv) checkScaleSubresource(t *testing.T, got *v1alpha1.Executor, replicas int32) {
+	t.Helper()
+	scale := &autoscalingv1.Scale{}
+	if err := e.c.SubResource("scale").Get(context.Background(), got, scale); err != nil {
+		t.Fatalf("scale subresource: %v", err)
+	}
+	if scale.Spec.Replicas != replicas || scale.Status.Replicas != replicas || scale.Status.Selector != v1alpha1.LabelExecutor+"="+got.Name {
+		t.Errorf("scale = %+v", scale)
+	}
+}
+
+// checkExecutorObjectsGone: the deleted executor name's Deployment dep and its ConfigMaps are
+// gone.
+func (e *testEnv) checkExecutorObjectsGone(t *testing.T, name string, dep appsv1.Deployment) {
+	t.Helper()
+	ctx := context.Background()
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(&dep), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("deployment still there: %v", err)
 	}
 	var cms corev1.ConfigMapList
-	if err := e.c.List(ctx, &cms, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelExecutor: x.Name}); err != nil || len(cms.Items) != 0 {
+	if err := e.c.List(ctx, &cms, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelExecutor: name}); err != nil || len(cms.Items) != 0 {
 		t.Errorf("config maps left: %d %v", len(cms.Items), err)
 	}
 }

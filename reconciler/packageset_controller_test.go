@@ -560,6 +560,15 @@ func TestPackageSetSoak(t *testing.T) {
 		t.Fatalf("soak jobs without a soak: %d", n)
 	}
 
+	e.soakRounds(t, pool, nodes)
+	e.soakRoundFails(t, pool, nodes, chaos)
+	e.soakNewPackageFails(t, pool, nodes, chaos)
+}
+
+// soakRounds is TestPackageSetSoak's step 1: a soak window of 3s with 1s rounds runs rounds
+// 0-3 on every node, which ends Converged.
+func (e *testEnv) soakRounds(t *testing.T, pool string, nodes []string) {
+	t.Helper()
 	// 1. Rounds 0-3 over a 3s window, every node Converged.
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
 		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1")}
@@ -576,7 +585,12 @@ func TestPackageSetSoak(t *testing.T) {
 			t.Errorf("%s soak jobs %v rollout %s", n, soaks[n], done.Status.NodeRollout[n])
 		}
 	}
+}
 
+// soakRoundFails is TestPackageSetSoak's step 2: a round failing mid-window fails the node,
+// which rolls back; the version is quarantined and the other node never moves.
+func (e *testEnv) soakRoundFails(t *testing.T, pool string, nodes []string, chaos map[string]string) {
+	t.Helper()
 	// 2. A round failing mid-window: Failed, rolled back, quarantined.
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
 		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.1.0")}
@@ -634,14 +648,20 @@ func TestPackageSetSoak(t *testing.T) {
 		!strings.Contains(c.Message, "soak check config-check failed in round") && !strings.Contains(c.Message, "rolled back to 1.0.1") {
 		t.Errorf("Stalled %+v", c)
 	}
+}
 
+// soakNewPackageFails is TestPackageSetSoak's step 3: a new package failing is dropped
+// (nothing to return to), its node Reverted, its version quarantined; a new version of it
+// then rolls out to both nodes.
+func (e *testEnv) soakNewPackageFails(t *testing.T, pool string, nodes []string, chaos map[string]string) {
+	t.Helper()
 	// 3. A new package failing: dropped (nothing to return to), Reverted, quarantined.
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
 		probe := v1alpha1.Package{Name: "gpu-probe", Version: "1.0.0", Image: "ghcr.io/gantry-dev/gpu-probe:1.0.0", PodLabels: chaos}
 		s.Spec.Packages = []v1alpha1.Package{pkgTool("1.0.1"), probe}
 		s.Spec.Rollout.SoakDuration, s.Spec.Rollout.SoakCheckInterval = nil, nil
 	})
-	got = e.waitSet(t, pool, "new package reverted and stalled", func(s *v1alpha1.PackageSet) bool {
+	got := e.waitSet(t, pool, "new package reverted and stalled", func(s *v1alpha1.PackageSet) bool {
 		reverted := false
 		for _, r := range s.Status.NodeRollout {
 			reverted = reverted || r == v1alpha1.RolloutReverted

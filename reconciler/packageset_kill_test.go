@@ -122,6 +122,72 @@ func (e *testEnv) recordJobs(t *testing.T, set string) *jobRecorder {
 // the process under test acts on the set.
 func TestPackageSetKillMidRollout(t *testing.T) {
 	e := setup(t)
+	proc := e.startKillable(t)
+
+	pool := fmt.Sprintf("ps-kill-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 4)
+	const budget = 1
+	sampler := e.sampleCordons(t, pool)
+	jobs := e.recordJobs(t, pool)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:           []v1alpha1.Package{pkgDriver("550.1.0"), pkgTool("3.0.0")},
+		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(budget))}, AdditionalTolerations: gpuToleration}}
+	proc.start(t)
+	e.createSet(t, set) // its cleanup (delete, finalizer) runs while the process still runs
+
+	for i, kp := range killPoints(len(nodes)) {
+		var last killObserved
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
+			o, err := e.observeKill(ctx, pool)
+			if err != nil {
+				return false, nil
+			}
+			last = o
+			return o.complete || kp.at(o), nil
+		})
+		if err != nil {
+			t.Fatalf("kill %d (%s): never observed: %v; last jobs %v cordoned %v", i+1, kp.name, err, last.jobs, last.cordoned)
+		}
+		if last.complete {
+			t.Fatalf("kill %d (%s): set complete first: not mid-rollout (jobs %v)", i+1, kp.name, last.jobs)
+		}
+		proc.kill(t)
+		t.Logf("kill %d: %s (jobs on %d nodes, cordoned %v)", i+1, kp.name, len(last.jobs), last.cordoned)
+		proc.start(t)
+	}
+
+	got := e.waitSet(t, pool, "complete after kills", statusIs(v1alpha1.StatusComplete))
+	if got.Status.CompleteNodes != fmt.Sprintf("%d/%d", len(nodes), len(nodes)) {
+		t.Errorf("complete nodes %s", got.Status.CompleteNodes)
+	}
+	stages := []string{"dcgm-tool/apply", "dcgm-tool/config", "gpu-driver/apply", "gpu-driver/config", "gpu-driver/interrupt", "gpu-driver/post-interrupt"}
+	e.checkOneJobPerStage(t, pool, nodes, stages, jobs)
+	sampler.mu.Lock()
+	maxCordoned := sampler.max
+	sampler.mu.Unlock()
+	if maxCordoned > budget {
+		t.Errorf("%d nodes cordoned at once, budget %d", maxCordoned, budget)
+	}
+	for _, n := range nodes {
+		if ps := got.Status.NodeState[n]["gpu-driver"]; ps.Stage != v1alpha1.StagePostInterrupt || ps.State != v1alpha1.StateComplete || ps.Version != "550.1.0" {
+			t.Errorf("%s driver %+v", n, ps)
+		}
+		if ps := got.Status.NodeState[n]["dcgm-tool"]; ps.Stage != v1alpha1.StageConfig || ps.State != v1alpha1.StateComplete || ps.Version != "3.0.0" {
+			t.Errorf("%s tool %+v", n, ps)
+		}
+		if got.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
+			t.Errorf("%s rollout %s", n, got.Status.NodeRollout[n])
+		}
+		e.checkNodeReleased(t, pool, n)
+	}
+}
+
+// startKillable builds the gantry-reconciler binary and stops the suite's manager (started
+// again at the end of the test) so that only the returned process, once started, reconciles
+// package sets. The process is killed at the end; its log's tail is logged when t failed.
+func (e *testEnv) startKillable(t *testing.T) *reconcilerProc {
+	t.Helper()
 	kubeconfig := os.Getenv(envKubeconfig)
 	if abs, err := filepath.Abs(kubeconfig); err == nil {
 		kubeconfig = abs
@@ -158,68 +224,67 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 			proc.log.Close()
 		}
 	})
+	return proc
+}
 
-	pool := fmt.Sprintf("ps-kill-%d", seq.Add(1))
-	nodes := e.gpuNodes(t, pool, 4)
-	const budget = 1
-	sampler := e.sampleCordons(t, pool)
-	jobs := e.recordJobs(t, pool)
-	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
-		NodeSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
-		Packages:           []v1alpha1.Package{pkgDriver("550.1.0"), pkgTool("3.0.0")},
-		InterruptionBudget: &v1alpha1.InterruptionBudget{Count: ptrTo(int32(budget))}, AdditionalTolerations: gpuToleration}}
-	proc.start(t)
-	e.createSet(t, set) // its cleanup (delete, finalizer) runs while the process still runs
+// killObserved is what a kill point looks at: the set's Jobs (by node) and the pool's nodes.
+type killObserved struct {
+	jobs     map[string]map[string]bool // node -> package/stage
+	cordoned []string
+	complete bool
+}
 
-	// observed is what a kill point looks at: the set's Jobs (by node) and the pool's nodes.
-	type observed struct {
-		jobs     map[string]map[string]bool // node -> package/stage
-		cordoned []string
-		complete bool
+// observeKill reads the set pool's Jobs, the pool's cordoned nodes and whether the set is
+// complete at its generation.
+func (e *testEnv) observeKill(ctx context.Context, pool string) (killObserved, error) {
+	o := killObserved{jobs: map[string]map[string]bool{}}
+	var jl corev1.PodList
+	if err := e.c.List(ctx, &jl, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: pool}); err != nil {
+		return o, err
 	}
-	observe := func(ctx context.Context) (observed, error) {
-		o := observed{jobs: map[string]map[string]bool{}}
-		var jl corev1.PodList
-		if err := e.c.List(ctx, &jl, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelPackageSet: pool}); err != nil {
-			return o, err
+	for _, j := range jl.Items {
+		n := j.Labels[v1alpha1.LabelNode]
+		if o.jobs[n] == nil {
+			o.jobs[n] = map[string]bool{}
 		}
-		for _, j := range jl.Items {
-			n := j.Labels[v1alpha1.LabelNode]
-			if o.jobs[n] == nil {
-				o.jobs[n] = map[string]bool{}
-			}
-			o.jobs[n][j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]] = true
-		}
-		var nl corev1.NodeList
-		if err := e.c.List(ctx, &nl, client.MatchingLabels{"gantry.dev/test-pool": pool}); err != nil {
-			return o, err
-		}
-		for _, n := range nl.Items {
-			if n.Spec.Unschedulable {
-				o.cordoned = append(o.cordoned, n.Name)
-			}
-		}
-		var s v1alpha1.PackageSet
-		if err := e.c.Get(ctx, types.NamespacedName{Name: pool}, &s); err != nil {
-			return o, err
-		}
-		o.complete = s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation
-		return o, nil
+		o.jobs[n][j.Labels[v1alpha1.LabelPackage]+"/"+j.Labels[v1alpha1.LabelStage]] = true
 	}
+	var nl corev1.NodeList
+	if err := e.c.List(ctx, &nl, client.MatchingLabels{"gantry.dev/test-pool": pool}); err != nil {
+		return o, err
+	}
+	for _, n := range nl.Items {
+		if n.Spec.Unschedulable {
+			o.cordoned = append(o.cordoned, n.Name)
+		}
+	}
+	var s v1alpha1.PackageSet
+	if err := e.c.Get(ctx, types.NamespacedName{Name: pool}, &s); err != nil {
+		return o, err
+	}
+	o.complete = s.Status.Status == v1alpha1.StatusComplete && s.Status.ObservedGeneration == s.Generation
+	return o, nil
+}
+
+// killPoint is a moment of the rollout at which the process is killed.
+type killPoint struct {
+	name string
+	at   func(o killObserved) bool
+}
+
+// killPoints are the moments, in order, of a rollout over nodes nodes.
+func killPoints(nodes int) []killPoint {
 	var firstCordoned string
-	killPoints := []struct {
-		name string
-		at   func(o observed) bool
-	}{
-		{"first stage Job created", func(o observed) bool { return len(o.jobs) > 0 }},
-		{"a node cordoned", func(o observed) bool {
+	return []killPoint{
+		{"first stage Job created", func(o killObserved) bool { return len(o.jobs) > 0 }},
+		{"a node cordoned", func(o killObserved) bool {
 			if len(o.cordoned) > 0 {
 				firstCordoned = o.cordoned[0]
 				return true
 			}
 			return false
 		}},
-		{"reboot interrupt Job created, post-interrupt not yet", func(o observed) bool {
+		{"reboot interrupt Job created, post-interrupt not yet", func(o killObserved) bool {
 			for _, st := range o.jobs {
 				if st["gpu-driver/interrupt"] && !st["gpu-driver/post-interrupt"] {
 					return true
@@ -227,7 +292,7 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 			}
 			return false
 		}},
-		{"another node cordoned", func(o observed) bool {
+		{"another node cordoned", func(o killObserved) bool {
 			for _, n := range o.cordoned {
 				if n != firstCordoned {
 					return true
@@ -235,34 +300,14 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 			}
 			return false
 		}},
-		{"last node's first Job created", func(o observed) bool { return len(o.jobs) == len(nodes) }},
+		{"last node's first Job created", func(o killObserved) bool { return len(o.jobs) == nodes }},
 	}
-	for i, kp := range killPoints {
-		var last observed
-		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 3*waitTimeout, true, func(ctx context.Context) (bool, error) {
-			o, err := observe(ctx)
-			if err != nil {
-				return false, nil
-			}
-			last = o
-			return o.complete || kp.at(o), nil
-		})
-		if err != nil {
-			t.Fatalf("kill %d (%s): never observed: %v; last jobs %v cordoned %v", i+1, kp.name, err, last.jobs, last.cordoned)
-		}
-		if last.complete {
-			t.Fatalf("kill %d (%s): set complete first: not mid-rollout (jobs %v)", i+1, kp.name, last.jobs)
-		}
-		proc.kill(t)
-		t.Logf("kill %d: %s (jobs on %d nodes, cordoned %v)", i+1, kp.name, len(last.jobs), last.cordoned)
-		proc.start(t)
-	}
+}
 
-	got := e.waitSet(t, pool, "complete after kills", statusIs(v1alpha1.StatusComplete))
-	if got.Status.CompleteNodes != fmt.Sprintf("%d/%d", len(nodes), len(nodes)) {
-		t.Errorf("complete nodes %s", got.Status.CompleteNodes)
-	}
-	stages := []string{"dcgm-tool/apply", "dcgm-tool/config", "gpu-driver/apply", "gpu-driver/config", "gpu-driver/interrupt", "gpu-driver/post-interrupt"}
+// checkOneJobPerStage: exactly one Job exists and was ever created (jobs' watch) for every
+// node/stage, and no other.
+func (e *testEnv) checkOneJobPerStage(t *testing.T, pool string, nodes, stages []string, jobs *jobRecorder) {
+	t.Helper()
 	want := map[string]bool{}
 	for _, n := range nodes {
 		for _, s := range stages {
@@ -286,11 +331,10 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 		t.Errorf("the Job watch ended early: creations may have been missed")
 	}
 	keys := map[string]bool{}
-	for k := range count {
-		keys[k] = true
-	}
-	for k := range ever {
-		keys[k] = true
+	for _, m := range []map[string]int{count, ever} {
+		for k := range m {
+			keys[k] = true
+		}
 	}
 	for k := range want {
 		keys[k] = true
@@ -308,36 +352,25 @@ func TestPackageSetKillMidRollout(t *testing.T) {
 			t.Errorf("%s: %d Jobs now, %d ever created, want exactly 1", k, count[k], ever[k])
 		}
 	}
-	sampler.mu.Lock()
-	maxCordoned := sampler.max
-	sampler.mu.Unlock()
-	if maxCordoned > budget {
-		t.Errorf("%d nodes cordoned at once, budget %d", maxCordoned, budget)
+}
+
+// checkNodeReleased: node n of the set pool is not cordoned, keeps no cordon annotation and
+// has the set's complete status and its state annotations.
+func (e *testEnv) checkNodeReleased(t *testing.T, pool, n string) {
+	t.Helper()
+	var node corev1.Node
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		if ps := got.Status.NodeState[n]["gpu-driver"]; ps.Stage != v1alpha1.StagePostInterrupt || ps.State != v1alpha1.StateComplete || ps.Version != "550.1.0" {
-			t.Errorf("%s driver %+v", n, ps)
+	if node.Spec.Unschedulable {
+		t.Errorf("%s still cordoned", n)
+	}
+	for k := range node.Annotations {
+		if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
+			t.Errorf("%s keeps cordon annotation %s", n, k)
 		}
-		if ps := got.Status.NodeState[n]["dcgm-tool"]; ps.Stage != v1alpha1.StageConfig || ps.State != v1alpha1.StateComplete || ps.Version != "3.0.0" {
-			t.Errorf("%s tool %+v", n, ps)
-		}
-		if got.Status.NodeRollout[n] != v1alpha1.RolloutConverged {
-			t.Errorf("%s rollout %s", n, got.Status.NodeRollout[n])
-		}
-		var node corev1.Node
-		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
-			t.Fatal(err)
-		}
-		if node.Spec.Unschedulable {
-			t.Errorf("%s still cordoned", n)
-		}
-		for k := range node.Annotations {
-			if strings.HasPrefix(k, v1alpha1.AnnotationCordonPrefix) {
-				t.Errorf("%s keeps cordon annotation %s", n, k)
-			}
-		}
-		if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+pool] != string(v1alpha1.StatusComplete) || node.Annotations[v1alpha1.AnnotationNodeStatePrefix+pool] == "" {
-			t.Errorf("%s annotations %v", n, node.Annotations)
-		}
+	}
+	if node.Annotations[v1alpha1.AnnotationNodeStatusPrefix+pool] != string(v1alpha1.StatusComplete) || node.Annotations[v1alpha1.AnnotationNodeStatePrefix+pool] == "" {
+		t.Errorf("%s annotations %v", n, node.Annotations)
 	}
 }

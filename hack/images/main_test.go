@@ -495,7 +495,39 @@ func TestPackageScripts(t *testing.T) {
 	fsys := files(t, build(t, "test-package").img)
 	pkg := extract(t, fsys, "skyhook-package", t.TempDir())
 
-	// busybox's applets alone on PATH, as in the image.
+	bb := busyboxApplets(t)
+	shells := map[string]pkgRun{"busybox": {shell: filepath.Join(bb, "sh"), path: bb}}
+	if sh, err := exec.LookPath("sh"); err == nil {
+		shells["host"] = pkgRun{shell: sh, path: os.Getenv("PATH")}
+	}
+	for shellName, p := range shells {
+		t.Run(shellName, func(t *testing.T) {
+			root := t.TempDir()
+			markers := filepath.Join(root, "host", "tmp", "gantry-test-xyz") // created by the scripts
+			cfgDir, ts := configVolume(t, filepath.Join(root, "config"))
+			termLog := filepath.Join(root, "termination-log")
+			if err := os.WriteFile(termLog, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			p.t, p.run = t, filepath.Join(pkg, "run")
+			p.env = []string{"GANTRY_PACKAGE=demo", "GANTRY_NODE=node-a", "GANTRY_MARKER_DIR=" + markers,
+				"GANTRY_CONFIG_DIR=" + cfgDir, "GANTRY_TERMINATION_LOG=" + termLog}
+			sc := pkgScenario{p: p, markers: markers, ts: ts, termLog: termLog,
+				v1env: []string{"GANTRY_VERSION=1.0.0"}, v2env: []string{"GANTRY_VERSION=2.0.0"}}
+			sc.noMarkerDir(t)
+			sc.installConfigureInterrupt(t)
+			sc.failingChecks(t)
+			sc.upgradeReconfigure(t)
+			sc.uninstall(t)
+			sc.badStages(t)
+		})
+	}
+}
+
+// busyboxApplets is a directory of busybox's applets alone (for PATH, as in the image).
+func busyboxApplets(t *testing.T) string {
+	t.Helper()
 	bb := t.TempDir()
 	applets, err := Applets(DefaultBusyboxPath())
 	if err != nil {
@@ -506,149 +538,180 @@ func TestPackageScripts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shells := map[string]pkgRun{"busybox": {shell: filepath.Join(bb, "sh"), path: bb}}
-	if sh, err := exec.LookPath("sh"); err == nil {
-		shells["host"] = pkgRun{shell: sh, path: os.Getenv("PATH")}
+	return bb
+}
+
+// configVolume lays out cfgDir as a ConfigMap volume with keys alpha ("1\n") and beta ("two
+// words"): the files in the timestamped directory ts, reached through ..data.
+func configVolume(t *testing.T, cfgDir string) (string, string) {
+	t.Helper()
+	ts := filepath.Join(cfgDir, "..2026_01_01_00_00_00.000000001")
+	if err := os.MkdirAll(ts, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	for shellName, p := range shells {
-		t.Run(shellName, func(t *testing.T) {
-			root := t.TempDir()
-			markers := filepath.Join(root, "host", "tmp", "gantry-test-xyz") // created by the scripts
-			cfgDir := filepath.Join(root, "config")                          // laid out as a ConfigMap volume
-			ts := filepath.Join(cfgDir, "..2026_01_01_00_00_00.000000001")
-			if err := os.MkdirAll(ts, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(ts, "beta"), []byte("two words"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(ts, "alpha"), []byte("1\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(filepath.Base(ts), filepath.Join(cfgDir, "..data")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink("..data/beta", filepath.Join(cfgDir, "beta")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink("..data/alpha", filepath.Join(cfgDir, "alpha")); err != nil {
-				t.Fatal(err)
-			}
-			termLog := filepath.Join(root, "termination-log")
-			if err := os.WriteFile(termLog, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+	if err := os.WriteFile(filepath.Join(ts, "beta"), []byte("two words"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ts, "alpha"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(cfgDir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/beta", filepath.Join(cfgDir, "beta")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/alpha", filepath.Join(cfgDir, "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	return cfgDir, ts
+}
 
-			p.t, p.run = t, filepath.Join(pkg, "run")
-			p.env = []string{"GANTRY_PACKAGE=demo", "GANTRY_NODE=node-a", "GANTRY_MARKER_DIR=" + markers,
-				"GANTRY_CONFIG_DIR=" + cfgDir, "GANTRY_TERMINATION_LOG=" + termLog}
-			v1env := []string{"GANTRY_VERSION=1.0.0"}
-			v2env := []string{"GANTRY_VERSION=2.0.0"}
-			marker := func(suffix string) string { return filepath.Join(markers, "demo."+suffix) }
+// pkgScenario is TestPackageScripts' sequence of stages on one shell; its steps run in order,
+// each on the markers the one before left.
+type pkgScenario struct {
+	p                    pkgRun
+	markers, ts, termLog string
+	v1env, v2env         []string
+}
 
-			// No marker directory: nothing but a line on stdout.
-			if out, _, code := p.do([]string{"GANTRY_MARKER_DIR=", "GANTRY_VERSION=1.0.0"}, "apply"); code != 0 || !strings.Contains(out, "nothing to do") {
-				t.Errorf("apply without GANTRY_MARKER_DIR: exit %d, %q", code, out)
-			}
-			if _, err := os.Stat(markers); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("apply without GANTRY_MARKER_DIR touched %s: %v", markers, err)
-			}
+// marker is the path of the package's marker file suffix.
+func (sc pkgScenario) marker(suffix string) string {
+	return filepath.Join(sc.markers, "demo."+suffix)
+}
 
-			// Install, configure, interrupt.
-			p.ok(v1env, "apply")
-			if got := readFile(t, marker("installed")); got != "version=1.0.0\nnode=node-a\n" {
-				t.Errorf("installed: %q", got)
-			}
-			p.ok(v1env, "apply-check")
-			p.ok(v1env, "config")
-			if got := readFile(t, marker("config")); got != "alpha=1\nbeta=two words\n" {
-				t.Errorf("config: %q", got)
-			}
-			p.ok(v1env, "config-check")
-			p.ok(v1env, "interrupt", "service", "containerd", "kubelet")
-			if got := readFile(t, marker("interrupts")); got != "interrupt service containerd kubelet\n" {
-				t.Errorf("interrupts: %q", got)
-			}
-			p.ok(v1env, "post-interrupt")
-			p.ok(v1env, "post-interrupt-check")
-			if got := readFile(t, marker("post-interrupt")); got != "post-interrupt version=1.0.0 node=node-a\n" {
-				t.Errorf("post-interrupt: %q", got)
-			}
+// noMarkerDir: without a marker directory apply only says so.
+func (sc pkgScenario) noMarkerDir(t *testing.T) {
+	t.Helper()
+	p := sc.p
+	// No marker directory: nothing but a line on stdout.
+	if out, _, code := p.do([]string{"GANTRY_MARKER_DIR=", "GANTRY_VERSION=1.0.0"}, "apply"); code != 0 || !strings.Contains(out, "nothing to do") {
+		t.Errorf("apply without GANTRY_MARKER_DIR: exit %d, %q", code, out)
+	}
+	if _, err := os.Stat(sc.markers); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("apply without GANTRY_MARKER_DIR touched %s: %v", sc.markers, err)
+	}
+}
 
-			// A check of another version fails (exit 1) and says why, last, also in the
-			// termination log.
-			_, errOut, code := p.do(v2env, "apply-check")
-			if want := "apply-check: " + marker("installed") + " says version=1.0.0, want version=2.0.0"; code != 1 || lastLine(errOut) != want {
-				t.Errorf("apply-check of 2.0.0: exit %d, last stderr line %q, want 1, %q", code, lastLine(errOut), want)
-			}
-			if got := readFile(t, termLog); got != lastLine(errOut)+"\n" {
-				t.Errorf("termination log %q, want the last stderr line", got)
-			}
+// installConfigureInterrupt: apply, config, interrupt, post-interrupt and their checks write
+// their markers.
+func (sc pkgScenario) installConfigureInterrupt(t *testing.T) {
+	t.Helper()
+	p, v1env, marker := sc.p, sc.v1env, sc.marker
+	// Install, configure, interrupt.
+	p.ok(v1env, "apply")
+	if got := readFile(t, marker("installed")); got != "version=1.0.0\nnode=node-a\n" {
+		t.Errorf("installed: %q", got)
+	}
+	p.ok(v1env, "apply-check")
+	p.ok(v1env, "config")
+	if got := readFile(t, marker("config")); got != "alpha=1\nbeta=two words\n" {
+		t.Errorf("config: %q", got)
+	}
+	p.ok(v1env, "config-check")
+	p.ok(v1env, "interrupt", "service", "containerd", "kubelet")
+	if got := readFile(t, marker("interrupts")); got != "interrupt service containerd kubelet\n" {
+		t.Errorf("interrupts: %q", got)
+	}
+	p.ok(v1env, "post-interrupt")
+	p.ok(v1env, "post-interrupt-check")
+	if got := readFile(t, marker("post-interrupt")); got != "post-interrupt version=1.0.0 node=node-a\n" {
+		t.Errorf("post-interrupt: %q", got)
+	}
+}
 
-			// GANTRY_FAIL_STAGE fails that stage (exit 2) with a known last line.
-			for _, s := range []string{"upgrade", "config-check"} {
-				_, errOut, code := p.do(append(v2env, "GANTRY_FAIL_STAGE="+s), s)
-				want := s + ": failing on purpose (GANTRY_FAIL_STAGE=" + s + ")"
-				if code != 2 || lastLine(errOut) != want {
-					t.Errorf("GANTRY_FAIL_STAGE=%s: exit %d, last stderr line %q, want 2, %q", s, code, lastLine(errOut), want)
-				}
-				if got := readFile(t, termLog); got != want+"\n" {
-					t.Errorf("GANTRY_FAIL_STAGE=%s: termination log %q", s, got)
-				}
-			}
-			if got := readFile(t, marker("installed")); !strings.HasPrefix(got, "version=1.0.0\n") {
-				t.Errorf("a failed upgrade changed installed: %q", got)
-			}
-			// Other stages are not affected by GANTRY_FAIL_STAGE.
-			p.ok([]string{"GANTRY_VERSION=1.0.0", "GANTRY_FAIL_STAGE=uninstall"}, "apply-check")
+// failingChecks: a check of another version and GANTRY_FAIL_STAGE fail with a known last line,
+// also in the termination log.
+func (sc pkgScenario) failingChecks(t *testing.T) {
+	t.Helper()
+	p, v2env, marker := sc.p, sc.v2env, sc.marker
+	// A check of another version fails (exit 1) and says why, last, also in the
+	// termination log.
+	_, errOut, code := p.do(v2env, "apply-check")
+	if want := "apply-check: " + marker("installed") + " says version=1.0.0, want version=2.0.0"; code != 1 || lastLine(errOut) != want {
+		t.Errorf("apply-check of 2.0.0: exit %d, last stderr line %q, want 1, %q", code, lastLine(errOut), want)
+	}
+	if got := readFile(t, sc.termLog); got != lastLine(errOut)+"\n" {
+		t.Errorf("termination log %q, want the last stderr line", got)
+	}
 
-			// Upgrade, reconfigure with changed config.
-			p.ok(v2env, "upgrade")
-			if got := readFile(t, marker("installed")); got != "version=2.0.0\nnode=node-a\nupgraded_from=1.0.0\n" {
-				t.Errorf("installed after upgrade: %q", got)
-			}
-			p.ok(v2env, "upgrade-check")
-			if err := os.WriteFile(filepath.Join(ts, "beta"), []byte("changed"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if _, errOut, code := p.do(v2env, "config-check"); code != 1 || !strings.Contains(lastLine(errOut), "does not match") {
-				t.Errorf("config-check after a config change: exit %d, %q", code, errOut)
-			}
-			p.ok(v2env, "config")
-			p.ok(v2env, "config-check")
+	// GANTRY_FAIL_STAGE fails that stage (exit 2) with a known last line.
+	for _, s := range []string{"upgrade", "config-check"} {
+		_, errOut, code := p.do(append(v2env, "GANTRY_FAIL_STAGE="+s), s)
+		want := s + ": failing on purpose (GANTRY_FAIL_STAGE=" + s + ")"
+		if code != 2 || lastLine(errOut) != want {
+			t.Errorf("GANTRY_FAIL_STAGE=%s: exit %d, last stderr line %q, want 2, %q", s, code, lastLine(errOut), want)
+		}
+		if got := readFile(t, sc.termLog); got != want+"\n" {
+			t.Errorf("GANTRY_FAIL_STAGE=%s: termination log %q", s, got)
+		}
+	}
+	if got := readFile(t, marker("installed")); !strings.HasPrefix(got, "version=1.0.0\n") {
+		t.Errorf("a failed upgrade changed installed: %q", got)
+	}
+	// Other stages are not affected by GANTRY_FAIL_STAGE.
+	p.ok([]string{"GANTRY_VERSION=1.0.0", "GANTRY_FAIL_STAGE=uninstall"}, "apply-check")
+}
 
-			// Uninstall.
-			p.ok(v2env, "uninstall")
-			for _, f := range []string{"installed", "config"} {
-				if _, err := os.Stat(marker(f)); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("%s after uninstall: %v", f, err)
-				}
-			}
-			p.ok(v2env, "uninstall-check")
+// upgradeReconfigure: upgrade, then a config change the config check sees until config runs.
+func (sc pkgScenario) upgradeReconfigure(t *testing.T) {
+	t.Helper()
+	p, v2env, marker := sc.p, sc.v2env, sc.marker
+	// Upgrade, reconfigure with changed config.
+	p.ok(v2env, "upgrade")
+	if got := readFile(t, marker("installed")); got != "version=2.0.0\nnode=node-a\nupgraded_from=1.0.0\n" {
+		t.Errorf("installed after upgrade: %q", got)
+	}
+	p.ok(v2env, "upgrade-check")
+	if err := os.WriteFile(filepath.Join(sc.ts, "beta"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := p.do(v2env, "config-check"); code != 1 || !strings.Contains(lastLine(errOut), "does not match") {
+		t.Errorf("config-check after a config change: exit %d, %q", code, errOut)
+	}
+	p.ok(v2env, "config")
+	p.ok(v2env, "config-check")
+}
 
-			wantLog := []string{"apply 1.0.0", "apply-check 1.0.0", "config 1.0.0", "config-check 1.0.0", "interrupt 1.0.0",
-				"post-interrupt 1.0.0", "post-interrupt-check 1.0.0", "apply-check 2.0.0", "upgrade 2.0.0", "config-check 2.0.0",
-				"apply-check 1.0.0", "upgrade 2.0.0", "upgrade-check 2.0.0", "config-check 2.0.0", "config 2.0.0", "config-check 2.0.0",
-				"uninstall 2.0.0", "uninstall-check 2.0.0"}
-			if got := strings.Split(strings.TrimSpace(readFile(t, marker("log"))), "\n"); !slices.Equal(got, wantLog) {
-				t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
-			}
-			// The check of a removed package fails now.
-			if _, _, code := p.do(v2env, "uninstall-check"); code != 0 {
-				t.Errorf("uninstall-check twice: exit %d", code)
-			}
-			if _, _, code := p.do(v2env, "apply-check"); code != 1 {
-				t.Errorf("apply-check after uninstall: exit %d, want 1", code)
-			}
+// uninstall removes the markers; the log lists every stage run; checks after it say so.
+func (sc pkgScenario) uninstall(t *testing.T) {
+	t.Helper()
+	p, v2env, marker := sc.p, sc.v2env, sc.marker
+	// Uninstall.
+	p.ok(v2env, "uninstall")
+	for _, f := range []string{"installed", "config"} {
+		if _, err := os.Stat(marker(f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after uninstall: %v", f, err)
+		}
+	}
+	p.ok(v2env, "uninstall-check")
 
-			// Unknown or missing stage: exit 64 and a clear line.
-			for _, args := range [][]string{{"bogus"}, {"apply;rm"}, {}} {
-				_, errOut, code := p.do(v1env, args...)
-				if code != 64 || !strings.HasPrefix(lastLine(errOut), "run: ") || (len(args) > 0 && !strings.Contains(errOut, `unknown stage "`+args[0]+`"`)) {
-					t.Errorf("run %q: exit %d, stderr %q; want 64 and a line naming the stage", args, code, errOut)
-				}
-			}
-		})
+	wantLog := []string{"apply 1.0.0", "apply-check 1.0.0", "config 1.0.0", "config-check 1.0.0", "interrupt 1.0.0",
+		"post-interrupt 1.0.0", "post-interrupt-check 1.0.0", "apply-check 2.0.0", "upgrade 2.0.0", "config-check 2.0.0",
+		"apply-check 1.0.0", "upgrade 2.0.0", "upgrade-check 2.0.0", "config-check 2.0.0", "config 2.0.0", "config-check 2.0.0",
+		"uninstall 2.0.0", "uninstall-check 2.0.0"}
+	if got := strings.Split(strings.TrimSpace(readFile(t, marker("log"))), "\n"); !slices.Equal(got, wantLog) {
+		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantLog, "\n"))
+	}
+	// The check of a removed package fails now.
+	if _, _, code := p.do(v2env, "uninstall-check"); code != 0 {
+		t.Errorf("uninstall-check twice: exit %d", code)
+	}
+	if _, _, code := p.do(v2env, "apply-check"); code != 1 {
+		t.Errorf("apply-check after uninstall: exit %d, want 1", code)
+	}
+}
+
+// badStages: an unknown or missing stage exits 64 with a line naming it.
+func (sc pkgScenario) badStages(t *testing.T) {
+	t.Helper()
+	p, v1env := sc.p, sc.v1env
+	// Unknown or missing stage: exit 64 and a clear line.
+	for _, args := range [][]string{{"bogus"}, {"apply;rm"}, {}} {
+		_, errOut, code := p.do(v1env, args...)
+		if code != 64 || !strings.HasPrefix(lastLine(errOut), "run: ") || (len(args) > 0 && !strings.Contains(errOut, `unknown stage "`+args[0]+`"`)) {
+			t.Errorf("run %q: exit %d, stderr %q; want 64 and a line naming the stage", args, code, errOut)
+		}
 	}
 }
 

@@ -526,13 +526,28 @@ func deadlineExceeded(f Facts, target string, rolledBackMode bool, d *Decision) 
 	return failed(ReasonProgressDeadlineExceeded, msg)
 }
 
-// live is a pass of a live (not deleted) Executor that has its finalizer.
-func live(f Facts, in inputs, d *Decision) (state, bool) {
-	dep := f.Deployment
-	if st, held := liveHold(f, in); held {
-		return st, false
+// live is a pass of a live (not deleted) Executor that has its finalizer. configOK is false
+// when liveHold holds the pass (an input blocked, a configuration not rendered yet).
+func live(f Facts, in inputs, d *Decision) (st state, configOK bool) {
+	if hold, held := liveHold(f, in); held {
+		return hold, false
 	}
+	ensureAccessAndConfig(f, d)
+	rolledBackMode := f.FailedRevision != "" && f.FailedRevision == f.DesiredRevision && f.LastGoodRevision != ""
+	if !rolledBackMode {
+		d.FailedRevision = ""
+	}
+	target := f.DesiredRevision
+	if rolledBackMode {
+		target = f.LastGoodRevision
+	}
+	return deploymentState(f, target, rolledBackMode, d), true
+}
 
+// ensureAccessAndConfig adds the actions for what the Deployment needs beside itself: the
+// performer access (ensured while managePerformers, deleted with the performers it made
+// after) and the ConfigMap.
+func ensureAccessAndConfig(f Facts, d *Decision) {
 	switch {
 	case f.ManagePerformers && !f.Access.UpToDate:
 		d.Actions = append(d.Actions, ActionEnsureAccess)
@@ -545,30 +560,26 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 	if !f.ConfigMap.Exists {
 		d.Actions = append(d.Actions, ActionEnsureConfigMap)
 	}
-	configOK := true
-	rolledBackMode := f.FailedRevision != "" && f.FailedRevision == f.DesiredRevision && f.LastGoodRevision != ""
-	if !rolledBackMode {
-		d.FailedRevision = ""
-	}
-	target := f.DesiredRevision
-	if rolledBackMode {
-		target = f.LastGoodRevision
-	}
+}
 
+// deploymentState is the state of the Deployment's rollout of target (the last good revision
+// in rolled-back mode, else the desired one), with the actions that move it on.
+func deploymentState(f Facts, target string, rolledBackMode bool, d *Decision) state {
+	dep := f.Deployment
 	if dep == nil {
 		// Hourglass: Creating → ConfigMapCreation → DeploymentCreation. A lost Deployment is
 		// re-created from the spec (its ReplicaSets went with it, so there is nothing to roll
 		// back to: a failed revision is retried).
 		d.FailedRevision = ""
 		d.Actions = append(d.Actions, ActionApplyDeployment)
-		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "creating the deployment"}, configOK
+		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "creating the deployment"}
 	}
 	if dep.Deleting {
 		d.RequeueAfter = WaitPoll
-		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "waiting for the old deployment to be deleted"}, configOK
+		return state{phase: v1alpha1.ExecutorCreating, reason: ReasonCreating, message: "waiting for the old deployment to be deleted"}
 	}
 	if dep.Revision != target {
-		return rollTo(f, target, rolledBackMode, d), configOK
+		return rollTo(f, target, rolledBackMode, d)
 	}
 	if dep.Replicas != f.DesiredReplicas {
 		if rolledBackMode {
@@ -579,30 +590,38 @@ func live(f Facts, in inputs, d *Decision) (state, bool) {
 	}
 	ph, reason := progressPhase(f, target, rolledBackMode)
 	if dep.ObservedGeneration < dep.Generation || dep.Replicas != f.DesiredReplicas {
-		return state{phase: ph, reason: reason, message: fmt.Sprintf("waiting for the deployment controller to observe revision %s with %d replicas", target, f.DesiredReplicas)}, configOK
+		return state{phase: ph, reason: reason, message: fmt.Sprintf("waiting for the deployment controller to observe revision %s with %d replicas", target, f.DesiredReplicas)}
 	}
 	if dep.Progressing.Status == corev1.ConditionFalse && dep.Progressing.Reason == ReasonProgressDeadlineExceeded {
-		return deadlineExceeded(f, target, rolledBackMode, d), configOK
+		return deadlineExceeded(f, target, rolledBackMode, d)
 	}
 	if dep.ReplicaFailure.Status == corev1.ConditionTrue {
-		return failed(ReasonReplicaFailure, fmt.Sprintf("%s: %s", dep.ReplicaFailure.Reason, dep.ReplicaFailure.Message)), configOK
+		return failed(ReasonReplicaFailure, fmt.Sprintf("%s: %s", dep.ReplicaFailure.Reason, dep.ReplicaFailure.Message))
 	}
-	want := f.DesiredReplicas
+	return observedState(f, target, rolledBackMode, state{phase: ph, reason: reason}, d)
+}
+
+// observedState is the state of an observed rollout of target that neither failed nor ran out
+// of time: progress (in the phase and reason of progress) until every replica is updated,
+// ready and available, then Running (rolled back, or target is the new last good revision).
+func observedState(f Facts, target string, rolledBackMode bool, progress state, d *Decision) state {
+	dep, want := f.Deployment, f.DesiredReplicas
 	complete := dep.UpdatedReplicas == want && dep.ReadyReplicas == want && dep.AvailableReplicas == want &&
 		dep.StatusReplicas == want && dep.UnavailableReplicas == 0
 	if !complete {
-		return state{phase: ph, reason: reason, message: fmt.Sprintf("revision %s: %d/%d replicas updated, %d ready, %d available, %d unavailable, %d total",
-			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas) + podsSay(f)}, configOK
+		progress.message = fmt.Sprintf("revision %s: %d/%d replicas updated, %d ready, %d available, %d unavailable, %d total",
+			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas) + podsSay(f)
+		return progress
 	}
 	if rolledBackMode {
 		return state{phase: v1alpha1.ExecutorRunning, reason: ReasonRolledBack, rolledBack: true,
 			message: fmt.Sprintf("update to revision %s failed and was rolled back: revision %s (image %s) is running with %d/%d replicas ready; change the spec to roll out again",
-				f.FailedRevision, target, dep.Image, dep.ReadyReplicas, want)}, configOK
+				f.FailedRevision, target, dep.Image, dep.ReadyReplicas, want)}
 	}
 	d.LastGoodRevision = target
 	d.Actions = append(d.Actions, ActionPruneConfigMaps)
 	return state{phase: v1alpha1.ExecutorRunning, reason: ReasonAvailable,
-		message: fmt.Sprintf("revision %s (image %s): %d/%d replicas ready", target, dep.Image, dep.ReadyReplicas, want)}, configOK
+		message: fmt.Sprintf("revision %s (image %s): %d/%d replicas ready", target, dep.Image, dep.ReadyReplicas, want)}
 }
 
 // podsSay is "; pods: <problem>; <problem>" when the Deployment's pods report image pull or

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -480,70 +481,169 @@ func describe(d Decision) string {
 	return b.String()
 }
 
-// checkInvariants holds for every decision (tables and fuzz).
+// checkInvariants holds for every decision (tables and fuzz): the invariants table, in order;
+// the first that fails stops the test and is named in the message.
 func checkInvariants(t *testing.T, f Facts, d Decision) {
 	t.Helper()
-	if !slices.Contains(AllPhases, d.Phase) {
-		t.Fatalf("phase %q outside the enum", d.Phase)
-	}
-	if d.Phase != Phases.Of(d.Conditions) {
-		t.Fatalf("phase %s != Phases.Of(conditions) %s", d.Phase, Phases.Of(d.Conditions))
-	}
-	wantTypes := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
-	if len(d.Conditions) != len(wantTypes) {
-		t.Fatalf("conditions %v", d.Conditions)
-	}
-	trues := 0
-	for i, c := range d.Conditions {
-		if c.Type != wantTypes[i] || c.ObservedGeneration != f.Generation || c.Reason == "" {
-			t.Fatalf("condition %d = %+v", i, c)
+	for _, inv := range invariants {
+		if err := inv.check(f, d); err != nil {
+			t.Fatalf("invariant %q: %v", inv.name, err)
 		}
-		if i < 3 && c.Status == metav1.ConditionTrue {
+	}
+}
+
+// invariant is one named property of a Decision for its Facts; check returns why it fails.
+type invariant struct {
+	name  string
+	check func(f Facts, d Decision) error
+}
+
+// invariants are checked in order: later ones rely on the conditions being the five expected.
+var invariants = []invariant{
+	{"phase in the enum", invPhaseInEnum},
+	{"phase of conditions", invPhaseOfConditions},
+	{"conditions in order", invConditionsInOrder},
+	{"one of Ready/Reconciling/Stalled", invOneActive},
+	{"Ready needs performers and config", invReadyInputs},
+	{"Ready needs a last good revision", invReadyLastGood},
+	{"legal transition", invTransition},
+	{"actions make sense", invActions},
+	{"finalizer removed last", invFinalizerLast},
+	{"failed is not good", invFailedNotGood},
+}
+
+var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}
+
+func isTrue(d Decision, typ string) bool {
+	return cond(d.Conditions, typ).Status == metav1.ConditionTrue
+}
+
+func invPhaseInEnum(_ Facts, d Decision) error {
+	if !slices.Contains(AllPhases, d.Phase) {
+		return fmt.Errorf("phase %q outside the enum", d.Phase)
+	}
+	return nil
+}
+
+func invPhaseOfConditions(_ Facts, d Decision) error {
+	if d.Phase != Phases.Of(d.Conditions) {
+		return fmt.Errorf("phase %s != Phases.Of(conditions) %s", d.Phase, Phases.Of(d.Conditions))
+	}
+	return nil
+}
+
+func invConditionsInOrder(f Facts, d Decision) error {
+	if len(d.Conditions) != len(conditionTypes) {
+		return fmt.Errorf("conditions %v", d.Conditions)
+	}
+	for i, c := range d.Conditions {
+		if c.Type != conditionTypes[i] || c.ObservedGeneration != f.Generation || c.Reason == "" {
+			return fmt.Errorf("condition %d = %+v", i, c)
+		}
+	}
+	return nil
+}
+
+// invOneActive: exactly one of Ready/Reconciling/Stalled is True, or Ready and Stalled after a
+// rollback.
+func invOneActive(_ Facts, d Decision) error {
+	trues := 0
+	for _, c := range d.Conditions[:3] {
+		if c.Status == metav1.ConditionTrue {
 			trues++
 		}
 	}
-	ready := cond(d.Conditions, v1alpha1.ConditionReady).Status == metav1.ConditionTrue
 	stalled := cond(d.Conditions, v1alpha1.ConditionStalled)
 	switch {
 	case trues == 1:
-	case trues == 2 && ready && stalled.Status == metav1.ConditionTrue && stalled.Reason == ReasonRolledBack:
+	case trues == 2 && isTrue(d, v1alpha1.ConditionReady) && stalled.Status == metav1.ConditionTrue && stalled.Reason == ReasonRolledBack:
 	default:
-		t.Fatalf("%d of Ready/Reconciling/Stalled are True: %s", trues, describe(d))
+		return fmt.Errorf("%d of Ready/Reconciling/Stalled are True: %s", trues, describe(d))
 	}
-	if ready && (cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || cond(d.Conditions, ConditionConfigReady).Status != metav1.ConditionTrue) {
-		t.Fatalf("Ready without performers and config: %s", describe(d))
+	return nil
+}
+
+func invReadyInputs(_ Facts, d Decision) error {
+	if isTrue(d, v1alpha1.ConditionReady) && (!isTrue(d, ConditionPerformersReady) || !isTrue(d, ConditionConfigReady)) {
+		return fmt.Errorf("ready without performers and config: %s", describe(d))
 	}
-	if ready && d.LastGoodRevision == "" {
-		t.Fatalf("Running without a last good revision")
+	return nil
+}
+
+func invReadyLastGood(_ Facts, d Decision) error {
+	if isTrue(d, v1alpha1.ConditionReady) && d.LastGoodRevision == "" {
+		return errors.New("running without a last good revision")
 	}
-	if err := Transitions.Check(Phases.Of(f.Conditions), d.Phase); err != nil {
-		t.Fatal(err)
-	}
+	return nil
+}
+
+func invTransition(f Facts, d Decision) error {
+	return Transitions.Check(Phases.Of(f.Conditions), d.Phase)
+}
+
+// invActions checks every action against each of actionRules.
+func invActions(f Facts, d Decision) error {
 	for _, a := range d.Actions {
+		for _, rule := range actionRules {
+			if err := rule(f, d, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// actionRules each say when an action a is not allowed.
+var actionRules = []func(f Facts, d Decision, a Action) error{
+	func(f Facts, _ Decision, a Action) error {
 		if f.Deleting && !slices.Contains([]Action{ActionDeleteDeployment, ActionDeleteConfigMaps, ActionDeleteManagedPerformers, ActionRemoveFinalizer}, a) {
-			t.Fatalf("action %s while deleting", a)
+			return fmt.Errorf("action %s while deleting", a)
 		}
+		return nil
+	},
+	func(f Facts, d Decision, a Action) error {
 		if (a == ActionApplyDeployment || a == ActionEnsureConfigMap || a == ActionRollback) &&
-			(cond(d.Conditions, ConditionPerformersReady).Status != metav1.ConditionTrue || len(f.MissingRefs) > 0 || f.DesiredRevision == "") {
-			t.Fatalf("action %s with inputs not ready: %s", a, describe(d))
+			(!isTrue(d, ConditionPerformersReady) || len(f.MissingRefs) > 0 || f.DesiredRevision == "") {
+			return fmt.Errorf("action %s with inputs not ready: %s", a, describe(d))
 		}
+		return nil
+	},
+	func(f Facts, _ Decision, a Action) error {
 		if a == ActionRemoveFinalizer && f.ManagedPerformers > 0 {
-			t.Fatalf("finalizer removed while %d performers the executor created remain (orphans)", f.ManagedPerformers)
+			return fmt.Errorf("finalizer removed while %d performers the executor created remain (orphans)", f.ManagedPerformers)
 		}
+		return nil
+	},
+	func(f Facts, _ Decision, a Action) error {
 		if a == ActionEnsureAccess && (!f.ManagePerformers || f.Access.Foreign) {
-			t.Fatalf("EnsureAccess without managePerformers or over a foreign object: %+v", f.Access)
+			return fmt.Errorf("EnsureAccess without managePerformers or over a foreign object: %+v", f.Access)
 		}
+		return nil
+	},
+	func(f Facts, _ Decision, a Action) error {
 		if a == ActionApplyDeployment && f.Deployment != nil && f.FailedRevision == f.DesiredRevision && f.FailedRevision != "" && f.LastGoodRevision != "" {
-			t.Fatalf("re-applied failed revision %s", f.FailedRevision)
+			return fmt.Errorf("re-applied failed revision %s", f.FailedRevision)
 		}
+		return nil
+	},
+	func(f Facts, d Decision, a Action) error {
 		if a == ActionRollback && (!f.LastGoodAvailable || d.LastGoodRevision == "") {
-			t.Fatalf("rollback without a target")
+			return errors.New("rollback without a target")
 		}
-	}
+		return nil
+	},
+}
+
+func invFinalizerLast(f Facts, d Decision) error {
 	if slices.Contains(d.Actions, ActionRemoveFinalizer) && (!f.Deleting || (f.Deployment != nil && !f.Deployment.Foreign) || (f.ConfigMap.Exists && !f.ConfigMap.Foreign)) {
-		t.Fatalf("finalizer removed with owned objects left")
+		return errors.New("finalizer removed with owned objects left")
 	}
+	return nil
+}
+
+func invFailedNotGood(_ Facts, d Decision) error {
 	if d.FailedRevision != "" && d.FailedRevision == d.LastGoodRevision {
-		t.Fatalf("revision %s both failed and good", d.FailedRevision)
+		return fmt.Errorf("revision %s both failed and good", d.FailedRevision)
 	}
+	return nil
 }

@@ -132,6 +132,14 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	s.stringsFromEnv(lookup)
+	err := s.numbersFromEnv(lookup)
+	return s, err
+}
+
+// stringsFromEnv fills the unset string settings and ConfigPaths from the environment (the
+// credential variables only when s has no credential of its own).
+func (s *Settings) stringsFromEnv(lookup func(string) (string, bool)) {
 	str := func(dst *string, env string) {
 		if *dst == "" {
 			if v, ok := lookup(env); ok {
@@ -161,11 +169,17 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 			}
 		}
 	}
+}
+
+// numbersFromEnv fills the unset Insecure from the environment and QPS, Burst and
+// ConnectTimeout from the environment or their defaults, in that order; it stops at the first
+// unparsable value (what it filled before stays).
+func (s *Settings) numbersFromEnv(lookup func(string) (string, bool)) error {
 	if s.Insecure == nil {
 		if v, ok := lookup(EnvInsecure); ok && v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return s, fmt.Errorf("%s=%q: not a boolean", EnvInsecure, v)
+				return fmt.Errorf("%s=%q: not a boolean", EnvInsecure, v)
 			}
 			s.Insecure = &b
 		}
@@ -175,7 +189,7 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 		if v, ok := lookup(EnvQPS); ok && v != "" {
 			f, err := strconv.ParseFloat(v, 32)
 			if err != nil || f < 1 {
-				return s, fmt.Errorf("%s=%q: want a number >= 1 (requests per second)", EnvQPS, v)
+				return fmt.Errorf("%s=%q: want a number >= 1 (requests per second)", EnvQPS, v)
 			}
 			s.QPS = float32(f)
 		}
@@ -185,7 +199,7 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 		if v, ok := lookup(EnvBurst); ok && v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
-				return s, fmt.Errorf("%s=%q: want an integer >= 1", EnvBurst, v)
+				return fmt.Errorf("%s=%q: want an integer >= 1", EnvBurst, v)
 			}
 			s.Burst = n
 		}
@@ -195,12 +209,12 @@ func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) 
 		if v, ok := lookup(EnvConnectTimeout); ok && v != "" {
 			d, err := ParseConnectTimeout(v)
 			if err != nil {
-				return s, fmt.Errorf("%s=%w", EnvConnectTimeout, err)
+				return fmt.Errorf("%s=%w", EnvConnectTimeout, err)
 			}
 			s.ConnectTimeout = d
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // ErrNoConfig is returned by RESTConfig when nothing says where the cluster is.

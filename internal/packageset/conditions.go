@@ -154,13 +154,7 @@ func FailureMessage(fs []Failure) string {
 // reason TaintNotTolerable when any node is blocked, else WaitingForTaint).
 func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string) []metav1.Condition {
 	g := f.Generation
-	cond := func(t string, s bool, reason, msg string) metav1.Condition {
-		st := metav1.ConditionFalse
-		if s {
-			st = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: g}
-	}
+	cond := func(t string, s bool, reason, msg string) metav1.Condition { return condition(g, t, s, reason, msg) }
 	var ready, reconciling, stalled metav1.Condition
 	switch {
 	case specErr != nil && !f.Deleting:
@@ -179,42 +173,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 		reconciling = cond(v1alpha1.ConditionReconciling, true, ReasonDeleting, "uninstalling and releasing nodes")
 		stalled = cond(v1alpha1.ConditionStalled, false, ReasonDeleting, "")
 	default:
-		s := d.Status
-		reason := map[Status]string{v1alpha1.StatusComplete: ReasonComplete, v1alpha1.StatusInProgress: ReasonInProgress,
-			v1alpha1.StatusWaiting: ReasonWaiting, v1alpha1.StatusErroring: ReasonErroring, v1alpha1.StatusBlocked: ReasonBlocked,
-			v1alpha1.StatusPaused: ReasonPaused, v1alpha1.StatusDisabled: ReasonDisabled, v1alpha1.StatusUnknown: ReasonInProgress}[s]
-		msg := fmt.Sprintf("%s nodes complete", d.CompleteNodes)
-		switch s {
-		case v1alpha1.StatusErroring:
-			msg = FailureMessage(d.Failures)
-		case v1alpha1.StatusBlocked:
-			msg = "stage pods do not tolerate the taints of " + listMessage(blocked)
-		}
-		if len(d.PausedBy) > 0 {
-			reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
-		}
-		if len(d.PausedBy) == 0 {
-			msg += rolloutHoldMessage(d)
-		}
-		if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {
-			msg += "; waiting for the removal of taints the stage pods do not tolerate: " + listMessage(waitFor)
-			if s != v1alpha1.StatusInProgress {
-				reason = ReasonWaitingForTaint
-			}
-		}
-		// erroring and blocked are Stalled (kstatus Failed, the provider fails the apply);
-		// erroring stages are still retried with backoff, and a fix heals the set.
-		failed := s == v1alpha1.StatusBlocked || s == v1alpha1.StatusErroring
-		ready = cond(v1alpha1.ConditionReady, s == v1alpha1.StatusComplete, reason, msg)
-		work := (s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown) && len(d.PausedBy) == 0
-		reconciling = cond(v1alpha1.ConditionReconciling, work, reason, "")
-		if work {
-			reconciling.Message = msg
-		}
-		stalled = cond(v1alpha1.ConditionStalled, failed, reason, "")
-		if failed {
-			stalled.Message = msg
-		}
+		ready, reconciling, stalled = statusConditions(g, d, blocked, waitFor)
 	}
 	if reason, msg := stallReason(f, d, specErr); reason != "" {
 		ready = cond(v1alpha1.ConditionReady, false, reason, msg)
@@ -222,7 +181,66 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 		// Stalled excludes Reconciling (kstatus reads the first of them that is True).
 		reconciling = cond(v1alpha1.ConditionReconciling, false, reason, "")
 	}
-	taint := cond(ConditionTaintNotTolerable, len(blocked)+len(waitFor) > 0, "TaintsTolerated", "")
+	return []metav1.Condition{ready, reconciling, stalled, taintCondition(g, blocked, waitFor), drainCondition(g, d.DrainBlockers), observedCondition(g, d.Nodes)}
+}
+
+// condition is the condition t of generation g, True when s.
+func condition(g int64, t string, s bool, reason, msg string) metav1.Condition {
+	st := metav1.ConditionFalse
+	if s {
+		st = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg, ObservedGeneration: g}
+}
+
+// statusConditions are Ready, Reconciling and Stalled of a live set with a valid spec, from its
+// status d.Status: the reason and message name the complete nodes, the failures (erroring),
+// the blocked nodes (blocked), the sets paused ahead of it, the rollout's holds and the taints
+// waited for (waitFor, while waiting, unknown or in progress).
+func statusConditions(g int64, d Decision, blocked, waitFor []string) (ready, reconciling, stalled metav1.Condition) {
+	s := d.Status
+	reason := map[Status]string{v1alpha1.StatusComplete: ReasonComplete, v1alpha1.StatusInProgress: ReasonInProgress,
+		v1alpha1.StatusWaiting: ReasonWaiting, v1alpha1.StatusErroring: ReasonErroring, v1alpha1.StatusBlocked: ReasonBlocked,
+		v1alpha1.StatusPaused: ReasonPaused, v1alpha1.StatusDisabled: ReasonDisabled, v1alpha1.StatusUnknown: ReasonInProgress}[s]
+	msg := fmt.Sprintf("%s nodes complete", d.CompleteNodes)
+	switch s {
+	case v1alpha1.StatusErroring:
+		msg = FailureMessage(d.Failures)
+	case v1alpha1.StatusBlocked:
+		msg = "stage pods do not tolerate the taints of " + listMessage(blocked)
+	}
+	if len(d.PausedBy) > 0 {
+		reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
+	}
+	if len(d.PausedBy) == 0 {
+		msg += rolloutHoldMessage(d)
+	}
+	if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {
+		msg += "; waiting for the removal of taints the stage pods do not tolerate: " + listMessage(waitFor)
+		if s != v1alpha1.StatusInProgress {
+			reason = ReasonWaitingForTaint
+		}
+	}
+	// erroring and blocked are Stalled (kstatus Failed, the provider fails the apply);
+	// erroring stages are still retried with backoff, and a fix heals the set.
+	failed := s == v1alpha1.StatusBlocked || s == v1alpha1.StatusErroring
+	ready = condition(g, v1alpha1.ConditionReady, s == v1alpha1.StatusComplete, reason, msg)
+	work := (s == v1alpha1.StatusInProgress || s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown) && len(d.PausedBy) == 0
+	reconciling = condition(g, v1alpha1.ConditionReconciling, work, reason, "")
+	if work {
+		reconciling.Message = msg
+	}
+	stalled = condition(g, v1alpha1.ConditionStalled, failed, reason, "")
+	if failed {
+		stalled.Message = msg
+	}
+	return ready, reconciling, stalled
+}
+
+// taintCondition is TaintNotTolerable: True naming the blocked nodes and those waiting for a
+// taint's removal, else False.
+func taintCondition(g int64, blocked, waitFor []string) metav1.Condition {
+	taint := condition(g, ConditionTaintNotTolerable, len(blocked)+len(waitFor) > 0, "TaintsTolerated", "")
 	switch {
 	case len(blocked) > 0 && len(waitFor) > 0:
 		taint.Reason, taint.Message = ReasonBlocked, listMessage(blocked)+"; waiting for removal: "+listMessage(waitFor)
@@ -231,7 +249,7 @@ func conditions(f SetFacts, d Decision, specErr error, blocked, waitFor []string
 	case len(waitFor) > 0:
 		taint.Reason, taint.Message = ReasonWaitingForTaint, "waiting for removal: "+listMessage(waitFor)
 	}
-	return []metav1.Condition{ready, reconciling, stalled, taint, drainCondition(g, d.DrainBlockers), observedCondition(g, d.Nodes)}
+	return taint
 }
 
 // observedCondition is HealthChecksObserved: True naming "<node>: <failed run>" for every

@@ -119,26 +119,10 @@ func TestRollbackQuarantine(t *testing.T) {
 //   - a downgrade whose uninstall of the installed version fails: the installed version is
 //     applied again (apply → config → interrupt → post-interrupt), the target is quarantined.
 func TestRollbackRows(t *testing.T) {
-	withConfig := func(w Want, mode string, interrupt bool) Want {
-		w.Config = ConfigHashes(map[string]string{"mode": mode})
-		w.Spec = []byte(`{"mode":"` + mode + `"}`)
-		if interrupt {
-			w.ConfigInterrupts = map[string]v1alpha1.Interrupt{"mode": {Type: v1alpha1.InterruptService, Services: []string{"svc"}}}
-		}
-		return w
-	}
+	withConfig := withModeConfig
 	withUninstall := func(w Want) Want { w.Uninstall = true; return w }
 	badConfig := func(j JobSpec) bool { return string(j.Spec) == `{"mode":"bad"}` }
-	cases := []struct {
-		name       string
-		from, to   Want
-		fresh      bool
-		fail       func(j JobSpec) bool
-		stages     string
-		rollout    v1alpha1.RolloutState
-		version    string // the package's recorded version after the rollback; "" no record
-		quarantine string
-	}{
+	cases := []rollbackRow{
 		{"no uninstall: apply previous", tool("1.0.0"), tool("1.1.0"), false, func(j JobSpec) bool { return j.Version == "1.1.0" && j.Stage == conf },
 			"upgrade,config,apply,config", v1alpha1.RolloutReverted, "1.0.0", "tool@1.1.0"},
 		{"interrupt fails: reverts with previous interrupt", driver("1.0.0"), driver("1.1.0"), false, func(j JobSpec) bool { return j.Version == "1.1.0" && j.Stage == intr },
@@ -176,84 +160,135 @@ func TestRollbackRows(t *testing.T) {
 				d = s.pass()
 				s.settle() // the clock stands still: no backoff elapses, no retry
 			}
-			if got := s.stages("node-0", c.to.Name); got != c.stages {
-				t.Errorf("stages %s, want %s", got, c.stages)
-			}
-			rec := s.nodes["node-0"].rec
-			if got := rec.Rollout; got != c.rollout {
-				t.Errorf("rollout %s, want %s", got, c.rollout)
-			}
-			r := rec.Packages[c.to.Name]
-			switch {
-			case c.version == "" && r != nil:
-				t.Errorf("record kept: %+v", r)
-			case c.version == "" && rec.Withdrawn[c.to.Name] != c.to.Version:
-				t.Errorf("withdrawn %v", rec.Withdrawn)
-			case c.version != "" && (r == nil || r.Version != c.version || !r.Done || r.State != v1alpha1.StateComplete || !r.Reverting):
-				t.Errorf("record %+v, want reverted to %s", r, c.version)
-			case c.version != "" && c.from.Config != nil && fmt.Sprint(r.Config) != fmt.Sprint(c.from.Config):
-				t.Errorf("config %v, want %v", r.Config, c.from.Config)
-			}
-			if fmt.Sprint(d.Quarantined) != "["+c.quarantine+"]" || fmt.Sprint(d.Stalled) != "["+c.quarantine+"]" || d.Status != v1alpha1.StatusErroring {
-				t.Errorf("quarantined %v stalled %v status %s, want %s", d.Quarantined, d.Stalled, d.Status, c.quarantine)
-			}
-			var stalled metav1.Condition
-			for _, cond := range d.Conditions {
-				if cond.Type == v1alpha1.ConditionStalled {
-					stalled = cond
-				}
-			}
-			if stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonVersionQuarantined || !strings.Contains(stalled.Message, c.quarantine) ||
-				!strings.Contains(stalled.Message, "node node-0 package "+c.to.Name) || !strings.Contains(stalled.Message, "rolled back") {
-				t.Errorf("Stalled %+v", stalled)
-			}
-			if strings.Contains(c.quarantine, "#config-") != strings.Contains(stalled.Message, "change the config") {
-				t.Errorf("Stalled does not say what to change: %q", stalled.Message)
-			}
-			if s.ran["node-1"] != nil {
-				t.Errorf("node-1 started: %v", s.ran["node-1"])
-			}
-			if s.nodes["node-0"].cordoned {
-				t.Error("cordon left behind")
-			}
+			c.checkRolledBack(t, s)
+			c.checkQuarantined(t, d)
 			// The quarantine is kept by the node record alone (a lost status write).
-			f := s.facts
-			f.Now, f.Quarantined = s.now, nil
-			for _, name := range s.nodeNames() {
-				f.Nodes = append(f.Nodes, NodeFacts{Name: name, Selected: true, Record: s.nodes[name].rec.Clone(), Jobs: s.nodes[name].jobs})
-			}
-			if d2, err := Plan(f); err != nil || fmt.Sprint(d2.Quarantined) != "["+c.quarantine+"]" || len(d2.Nodes[1].Jobs) > 0 {
-				t.Errorf("from the records alone: quarantined %v, node-1 jobs %v, %v", d2.Quarantined, d2.Nodes[1].Jobs, err)
-			}
-
+			c.checkQuarantineInRecords(t, s)
 			// A change of what failed ends the stall: the rollout proceeds on both nodes.
-			s.reset()
-			s.facts.Quarantined = d.Quarantined
-			next := c.to
-			if c.to.Config != nil && c.to.Version == c.from.Version {
-				next = withConfig(c.to, "fixed", c.to.ConfigInterrupts != nil)
-			} else {
-				next.Version, next.Image = "3.0.0", "img:3.0.0"
-			}
-			s.facts.Wants = []Want{next}
-			d = s.run(v1alpha1.StatusComplete)
-			for _, n := range s.nodeNames() {
-				r := s.nodes[n].rec.Packages[next.Name]
-				if r == nil || r.Version != next.Version || fmt.Sprint(r.Config) != fmt.Sprint(next.Config) || s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged ||
-					s.nodes[n].rec.Withdrawn != nil {
-					t.Errorf("%s after the fix: %+v %s %v", n, r, s.nodes[n].rec.Rollout, s.nodes[n].rec.Withdrawn)
-				}
-			}
-			if c.version == "" && s.stages("node-0", next.Name) != s.stages("node-1", next.Name) {
-				t.Errorf("withdrawn package not installed anew: node-0 %s, node-1 %s", s.stages("node-0", next.Name), s.stages("node-1", next.Name))
-			}
-			if len(d.Stalled) != 0 {
-				t.Errorf("still stalled %v", d.Stalled)
-			}
+			c.checkFixEndsStall(t, s, d.Quarantined)
 		})
 		t.Run(c.name+"/quarantine lifted", func(t *testing.T) {
 			testQuarantineLifted(t, c.from, c.to, c.fresh, c.fail, c.quarantine)
 		})
+	}
+}
+
+// rollbackRow is one row of TestRollbackRows: from is what node-0 ran (unless fresh), to the
+// spec that fails by fail.
+type rollbackRow struct {
+	name       string
+	from, to   Want
+	fresh      bool
+	fail       func(j JobSpec) bool
+	stages     string
+	rollout    v1alpha1.RolloutState
+	version    string // the package's recorded version after the rollback; "" no record
+	quarantine string
+}
+
+// withModeConfig is w with the config mode=mode (and its spec), the config key mode
+// interrupting service svc when interrupt.
+func withModeConfig(w Want, mode string, interrupt bool) Want {
+	w.Config = ConfigHashes(map[string]string{"mode": mode})
+	w.Spec = []byte(`{"mode":"` + mode + `"}`)
+	if interrupt {
+		w.ConfigInterrupts = map[string]v1alpha1.Interrupt{"mode": {Type: v1alpha1.InterruptService, Services: []string{"svc"}}}
+	}
+	return w
+}
+
+// checkRolledBack: node-0 ran the row's stages and its record is rolled back (or withdrawn),
+// node-1 never started, no cordon is left.
+func (c rollbackRow) checkRolledBack(t *testing.T, s *sim) {
+	t.Helper()
+	if got := s.stages("node-0", c.to.Name); got != c.stages {
+		t.Errorf("stages %s, want %s", got, c.stages)
+	}
+	rec := s.nodes["node-0"].rec
+	if got := rec.Rollout; got != c.rollout {
+		t.Errorf("rollout %s, want %s", got, c.rollout)
+	}
+	r := rec.Packages[c.to.Name]
+	switch {
+	case c.version == "" && r != nil:
+		t.Errorf("record kept: %+v", r)
+	case c.version == "" && rec.Withdrawn[c.to.Name] != c.to.Version:
+		t.Errorf("withdrawn %v", rec.Withdrawn)
+	case c.version != "" && (r == nil || r.Version != c.version || !r.Done || r.State != v1alpha1.StateComplete || !r.Reverting):
+		t.Errorf("record %+v, want reverted to %s", r, c.version)
+	case c.version != "" && c.from.Config != nil && fmt.Sprint(r.Config) != fmt.Sprint(c.from.Config):
+		t.Errorf("config %v, want %v", r.Config, c.from.Config)
+	}
+	if s.ran["node-1"] != nil {
+		t.Errorf("node-1 started: %v", s.ran["node-1"])
+	}
+	if s.nodes["node-0"].cordoned {
+		t.Error("cordon left behind")
+	}
+}
+
+// checkQuarantined: d quarantines and stalls on the row's key, and Stalled says what rolled
+// back and what to change.
+func (c rollbackRow) checkQuarantined(t *testing.T, d Decision) {
+	t.Helper()
+	if fmt.Sprint(d.Quarantined) != "["+c.quarantine+"]" || fmt.Sprint(d.Stalled) != "["+c.quarantine+"]" || d.Status != v1alpha1.StatusErroring {
+		t.Errorf("quarantined %v stalled %v status %s, want %s", d.Quarantined, d.Stalled, d.Status, c.quarantine)
+	}
+	var stalled metav1.Condition
+	for _, cond := range d.Conditions {
+		if cond.Type == v1alpha1.ConditionStalled {
+			stalled = cond
+		}
+	}
+	if stalled.Status != metav1.ConditionTrue || stalled.Reason != ReasonVersionQuarantined || !strings.Contains(stalled.Message, c.quarantine) ||
+		!strings.Contains(stalled.Message, "node node-0 package "+c.to.Name) || !strings.Contains(stalled.Message, "rolled back") {
+		t.Errorf("Stalled %+v", stalled)
+	}
+	if strings.Contains(c.quarantine, "#config-") != strings.Contains(stalled.Message, "change the config") {
+		t.Errorf("Stalled does not say what to change: %q", stalled.Message)
+	}
+}
+
+// checkQuarantineInRecords: planned from the node records alone (no quarantine in status), the
+// quarantine is the same and node-1 gets no Job.
+func (c rollbackRow) checkQuarantineInRecords(t *testing.T, s *sim) {
+	t.Helper()
+	f := s.facts
+	f.Now, f.Quarantined = s.now, nil
+	for _, name := range s.nodeNames() {
+		f.Nodes = append(f.Nodes, NodeFacts{Name: name, Selected: true, Record: s.nodes[name].rec.Clone(), Jobs: s.nodes[name].jobs})
+	}
+	if d2, err := Plan(f); err != nil || fmt.Sprint(d2.Quarantined) != "["+c.quarantine+"]" || len(d2.Nodes[1].Jobs) > 0 {
+		t.Errorf("from the records alone: quarantined %v, node-1 jobs %v, %v", d2.Quarantined, d2.Nodes[1].Jobs, err)
+	}
+}
+
+// checkFixEndsStall: with quarantined in status, a spec that changes what failed (the config,
+// or the version) converges on both nodes and ends the stall.
+func (c rollbackRow) checkFixEndsStall(t *testing.T, s *sim, quarantined []string) {
+	t.Helper()
+	s.reset()
+	s.facts.Quarantined = quarantined
+	next := c.to
+	if c.to.Config != nil && c.to.Version == c.from.Version {
+		next = withModeConfig(c.to, "fixed", c.to.ConfigInterrupts != nil)
+	} else {
+		next.Version, next.Image = "3.0.0", "img:3.0.0"
+	}
+	s.facts.Wants = []Want{next}
+	d := s.run(v1alpha1.StatusComplete)
+	for _, n := range s.nodeNames() {
+		r := s.nodes[n].rec.Packages[next.Name]
+		if r == nil || r.Version != next.Version || fmt.Sprint(r.Config) != fmt.Sprint(next.Config) || s.nodes[n].rec.Rollout != v1alpha1.RolloutConverged ||
+			s.nodes[n].rec.Withdrawn != nil {
+			t.Errorf("%s after the fix: %+v %s %v", n, r, s.nodes[n].rec.Rollout, s.nodes[n].rec.Withdrawn)
+		}
+	}
+	if c.version == "" && s.stages("node-0", next.Name) != s.stages("node-1", next.Name) {
+		t.Errorf("withdrawn package not installed anew: node-0 %s, node-1 %s", s.stages("node-0", next.Name), s.stages("node-1", next.Name))
+	}
+	if len(d.Stalled) != 0 {
+		t.Errorf("still stalled %v", d.Stalled)
 	}
 }
 

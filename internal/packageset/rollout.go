@@ -48,32 +48,18 @@ func SoakRoundStart(k int, soak, interval time.Duration) time.Duration {
 // requires it).
 func (p *nodePass) rollout() error {
 	var target v1alpha1.RolloutState
-	erroring, deferred, active, reverting := false, false, false, false
-	for _, r := range p.rec.Packages {
-		switch {
-		case r.Reverting && !r.Done:
-			reverting = true
-		case r.State == v1alpha1.StateErroring:
-			erroring = true
-		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
-			r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete):
-			deferred = true
-		case !r.Done:
-			active = true
-		}
-	}
-	work := p.needsWork()
+	flows := p.flowStates()
 	prev := p.rec.Rollout
 	switch {
-	case erroring || reverting:
+	case flows.erroring || flows.reverting:
 		target = v1alpha1.RolloutFailed
-	case p.reverted && !active && !deferred:
+	case p.reverted && !flows.active && !flows.deferred:
 		target = v1alpha1.RolloutReverted
-	case active:
+	case flows.active:
 		target = v1alpha1.RolloutActivating
-	case deferred:
+	case flows.deferred:
 		target = v1alpha1.RolloutDeferred
-	case work:
+	case p.needsWork():
 		target = v1alpha1.RolloutPending
 		if prev == v1alpha1.RolloutFailed {
 			target = v1alpha1.RolloutActivating // a retried flow whose next stage has not started
@@ -82,29 +68,60 @@ func (p *nodePass) rollout() error {
 			target = prev // between stages in the same pass (e.g. waiting on a dependency)
 		}
 	default:
-		switch prev {
-		case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged, v1alpha1.RolloutReverted:
-			// Nothing ran in this rollout: a Reverted node the spec now asks to stay where the
-			// rollback left it converges (Reverted → Pending → Converged) without soaking
-			// again, and without taking a budget slot it was not granted.
-			target = v1alpha1.RolloutConverged
-		case v1alpha1.RolloutSoaking:
-			target = p.soak()
-		default:
-			target = v1alpha1.RolloutConverged
-			if p.soakWindow() > 0 {
-				// Entering Soaking: the window and its round 0 start now.
-				p.rec.Since, p.rec.SoakRound = p.f.Now, 0
-				p.rec.Soaks++
-				p.rec.Observed = nil
-				target = p.soak()
-			}
-		}
+		target = p.settledRollout(prev)
 	}
 	if target == v1alpha1.RolloutConverged {
 		p.rec.SettledFlows = p.rec.Flows
 	}
 	return p.walk(prev, target)
+}
+
+// flowStates says which kinds of flow the node's package records hold.
+type flowStates struct {
+	erroring  bool // a flow's stage is erroring
+	deferred  bool // a flow waits for its interrupt (or its post-interrupt)
+	active    bool // another flow is not done
+	reverting bool // a rollback is not done
+}
+
+func (p *nodePass) flowStates() flowStates {
+	var fs flowStates
+	for _, r := range p.rec.Packages {
+		switch {
+		case r.Reverting && !r.Done:
+			fs.reverting = true
+		case r.State == v1alpha1.StateErroring:
+			fs.erroring = true
+		case r.Interrupt != nil && !r.Done && (r.Stage == v1alpha1.StageInterrupt || r.Stage == v1alpha1.StagePostInterrupt ||
+			r.Stage == v1alpha1.StageConfig && r.State == v1alpha1.StateComplete):
+			fs.deferred = true
+		case !r.Done:
+			fs.active = true
+		}
+	}
+	return fs
+}
+
+// settledRollout is the rollout state of a node with every flow done and nothing left to do,
+// coming from prev: Converged, or Soaking (entered now, or going on) while a soak window runs.
+func (p *nodePass) settledRollout(prev v1alpha1.RolloutState) v1alpha1.RolloutState {
+	switch prev {
+	case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged, v1alpha1.RolloutReverted:
+		// Nothing ran in this rollout: a Reverted node the spec now asks to stay where the
+		// rollback left it converges (Reverted → Pending → Converged) without soaking
+		// again, and without taking a budget slot it was not granted.
+		return v1alpha1.RolloutConverged
+	case v1alpha1.RolloutSoaking:
+		return p.soak()
+	}
+	if p.soakWindow() > 0 {
+		// Entering Soaking: the window and its round 0 start now.
+		p.rec.Since, p.rec.SoakRound = p.f.Now, 0
+		p.rec.Soaks++
+		p.rec.Observed = nil
+		return p.soak()
+	}
+	return v1alpha1.RolloutConverged
 }
 
 type soakResult int

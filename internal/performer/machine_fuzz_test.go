@@ -102,90 +102,140 @@ func (w *world) apply(d Decision) {
 	}
 }
 
-// step lets the world change according to op; b parameterises the change.
-func (w *world) step(op, b byte, last Decision) {
+// step lets the world change by the event op picks (op modulo the number of events); b
+// parameterises the change. It returns the event's name for failure messages.
+func (w *world) step(op, b byte, last Decision) string {
 	w.now = w.now.Add(time.Duration(b) * time.Second)
-	switch op % 18 {
-	case 0, 1, 2:
-		w.apply(last)
-	case 3: // scheduler binds
-		if w.pod != nil {
-			w.pod.NodeName = fmt.Sprintf("node-%d", b%3)
-			w.pod.Scheduled = PodCondition{Status: corev1.ConditionTrue}
-			w.pod.Containers = []Container{{Name: ContainerName, Waiting: &ContainerState{Reason: "ContainerCreating"}}}
+	e := worldEvents[int(op)%len(worldEvents)]
+	e.do(w, b, last)
+	return e.name
+}
+
+// worldEvent is one thing that can happen to the world in a fuzz step.
+type worldEvent struct {
+	name string
+	do   func(w *world, b byte, last Decision)
+}
+
+// worldEvents are indexed by the fuzz op byte (modulo their number): keep the order, the seed
+// corpus is written against it.
+var worldEvents = []worldEvent{
+	{"controller acts", evApply},
+	{"controller acts", evApply},
+	{"controller acts", evApply},
+	{"scheduler binds", evBind},
+	{"scheduler gives up for now", evUnschedulable},
+	{"kubelet: Ready", evReady},
+	{"kubelet: container waiting", evWaiting},
+	{"kubelet: container terminated", evTerminated},
+	{"pod terminal", evPodTerminal},
+	{"pod goes away", func(w *world, _ byte, _ Decision) { w.pod = nil }},
+	{"user changes the image", evImage},
+	{"user changes other spec", evSpec},
+	{"user deletes the Performer", func(w *world, _ byte, _ Decision) { w.deleting = true }},
+	{"someone deletes or edits the Service", evService},
+	{"someone removes the finalizer", evRemoveFinalizer},
+	{"foreign objects come or go", evForeign},
+	{"API server starts or stops rejecting", func(w *world, _ byte, _ Decision) { w.rejecting = !w.rejecting }},
+	{"a referenced Secret key goes or comes", func(w *world, _ byte, _ Decision) { w.missingRefs = !w.missingRefs }},
+}
+
+func evApply(w *world, _ byte, last Decision) { w.apply(last) }
+
+func evBind(w *world, b byte, _ Decision) {
+	if w.pod != nil {
+		w.pod.NodeName = fmt.Sprintf("node-%d", b%3)
+		w.pod.Scheduled = PodCondition{Status: corev1.ConditionTrue}
+		w.pod.Containers = []Container{{Name: ContainerName, Waiting: &ContainerState{Reason: "ContainerCreating"}}}
+	}
+}
+
+func evUnschedulable(w *world, b byte, _ Decision) {
+	if w.pod != nil && w.pod.NodeName == "" {
+		msg := []string{insufficient, noMatch}[b%2]
+		w.pod.Scheduled = PodCondition{Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}
+	}
+}
+
+func evReady(w *world, _ byte, _ Decision) {
+	if w.pod != nil && w.pod.NodeName != "" {
+		w.pod.Phase, w.pod.Ready = corev1.PodRunning, true
+		w.pod.Containers = []Container{{Name: ContainerName}}
+	}
+}
+
+// evWaiting: the container waits, maybe on an error.
+func evWaiting(w *world, b byte, _ Decision) {
+	if w.pod != nil && w.pod.NodeName != "" {
+		ws := fuzzWaiting[int(b)%len(fuzzWaiting)]
+		w.pod.Ready = false
+		w.pod.Containers = []Container{{Name: ContainerName, Waiting: &ws, LastTerminated: &ContainerState{Reason: "Error", ExitCode: 1}}}
+	}
+}
+
+func evTerminated(w *world, b byte, _ Decision) {
+	if w.pod != nil && w.pod.NodeName != "" {
+		w.pod.Ready = false
+		w.pod.Containers = []Container{{Name: ContainerName, Terminated: &ContainerState{Reason: "Error", ExitCode: int32(b % 3)}}}
+	}
+}
+
+// evPodTerminal: evicted, node lost.
+func evPodTerminal(w *world, _ byte, _ Decision) {
+	if w.pod != nil {
+		w.pod.Phase, w.pod.Ready, w.pod.Reason = corev1.PodFailed, false, "Evicted"
+	}
+}
+
+func evImage(w *world, b byte, _ Decision) {
+	w.image = fuzzImages[int(b)%len(fuzzImages)]
+	w.generation++
+}
+
+// evSpec: another spec change (env, gpuCount, ...), sometimes invalid, sometimes fixed.
+func evSpec(w *world, b byte, _ Decision) {
+	w.variant = int(b % 4)
+	w.specError = ""
+	if b%7 == 0 {
+		w.specError = "spec.scheduling.nodeSelector[\"x\"] is \"a\" but spec.hardwareRequirements.customLabels[\"x\"] requires \"b\""
+	}
+	w.generation++
+}
+
+func evService(w *world, b byte, _ Decision) {
+	if b%2 == 0 {
+		w.svc = Service{}
+	} else if w.svc.Exists && !w.svc.Foreign {
+		w.svc.UpToDate = false
+	}
+}
+
+// evRemoveFinalizer: only possible while not deleting here.
+func evRemoveFinalizer(w *world, _ byte, _ Decision) {
+	if !w.deleting {
+		w.hasFinalizer = false
+	}
+}
+
+// evForeign: foreign objects with our names appear or disappear.
+func evForeign(w *world, b byte, _ Decision) {
+	switch b % 4 {
+	case 0:
+		if w.pod == nil {
+			w.pod = &Pod{Foreign: true, Phase: corev1.PodRunning}
 		}
-	case 4: // scheduler gives up for now
-		if w.pod != nil && w.pod.NodeName == "" {
-			msg := []string{insufficient, noMatch}[b%2]
-			w.pod.Scheduled = PodCondition{Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}
+	case 1:
+		if w.pod != nil && w.pod.Foreign {
+			w.pod = nil
 		}
-	case 5: // kubelet: Ready
-		if w.pod != nil && w.pod.NodeName != "" {
-			w.pod.Phase, w.pod.Ready = corev1.PodRunning, true
-			w.pod.Containers = []Container{{Name: ContainerName}}
+	case 2:
+		if !w.svc.Exists {
+			w.svc = Service{Exists: true, Foreign: true}
 		}
-	case 6: // kubelet: container waiting (maybe an error)
-		if w.pod != nil && w.pod.NodeName != "" {
-			ws := fuzzWaiting[int(b)%len(fuzzWaiting)]
-			w.pod.Ready = false
-			w.pod.Containers = []Container{{Name: ContainerName, Waiting: &ws, LastTerminated: &ContainerState{Reason: "Error", ExitCode: 1}}}
-		}
-	case 7: // kubelet: container terminated
-		if w.pod != nil && w.pod.NodeName != "" {
-			w.pod.Ready = false
-			w.pod.Containers = []Container{{Name: ContainerName, Terminated: &ContainerState{Reason: "Error", ExitCode: int32(b % 3)}}}
-		}
-	case 8: // pod terminal (evicted, node lost)
-		if w.pod != nil {
-			w.pod.Phase, w.pod.Ready, w.pod.Reason = corev1.PodFailed, false, "Evicted"
-		}
-	case 9: // pod goes away (deletion finished, or deleted by someone)
-		w.pod = nil
-	case 10: // user: image change
-		w.image = fuzzImages[int(b)%len(fuzzImages)]
-		w.generation++
-	case 11: // user: other spec change (env, gpuCount, ...), sometimes invalid, sometimes fixed
-		w.variant = int(b % 4)
-		w.specError = ""
-		if b%7 == 0 {
-			w.specError = "spec.scheduling.nodeSelector[\"x\"] is \"a\" but spec.hardwareRequirements.customLabels[\"x\"] requires \"b\""
-		}
-		w.generation++
-	case 12: // user: delete the Performer (sticky)
-		w.deleting = true
-	case 13: // someone deletes or edits the Service
-		if b%2 == 0 {
+	case 3:
+		if w.svc.Foreign {
 			w.svc = Service{}
-		} else if w.svc.Exists && !w.svc.Foreign {
-			w.svc.UpToDate = false
 		}
-	case 14: // someone removes the finalizer (only possible while not deleting here)
-		if !w.deleting {
-			w.hasFinalizer = false
-		}
-	case 15: // foreign objects with our names appear or disappear
-		switch b % 4 {
-		case 0:
-			if w.pod == nil {
-				w.pod = &Pod{Foreign: true, Phase: corev1.PodRunning}
-			}
-		case 1:
-			if w.pod != nil && w.pod.Foreign {
-				w.pod = nil
-			}
-		case 2:
-			if !w.svc.Exists {
-				w.svc = Service{Exists: true, Foreign: true}
-			}
-		case 3:
-			if w.svc.Foreign {
-				w.svc = Service{}
-			}
-		}
-	case 16: // the API server starts or stops rejecting our writes
-		w.rejecting = !w.rejecting
-	case 17: // a referenced Secret key goes missing or appears
-		w.missingRefs = !w.missingRefs
 	}
 }
 
@@ -207,14 +257,14 @@ func FuzzMachine(f *testing.F) {
 		var last Decision
 		prevPhase := Phase("")
 		for i := 0; i+1 < len(data) && !w.gone; i += 2 {
-			w.step(data[i], data[i+1], last)
+			event := w.step(data[i], data[i+1], last)
 			if w.gone {
 				break
 			}
 			facts := w.facts()
 			d, err := Decide(facts)
 			if err != nil {
-				t.Fatalf("step %d: %v (facts %+v)", i/2, err, facts)
+				t.Fatalf("step %d (%s): %v (facts %+v)", i/2, event, err, facts)
 			}
 			checkInvariants(t, facts, d)
 			if prevPhase == "Terminating" && d.Phase != "Terminating" {

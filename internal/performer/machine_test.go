@@ -2,6 +2,7 @@ package performer
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -544,7 +545,25 @@ func TestPhaseOf(t *testing.T) {
 	}
 }
 
-// checkInvariants are the machine's invariants, checked on every table row and every fuzz step:
+// checkInvariants checks the machine's invariants (the invariants table, in order) on every
+// table row and every fuzz step; the first that fails stops the test and is named in the message.
+func checkInvariants(t *testing.T, f Facts, d Decision) {
+	t.Helper()
+	for _, inv := range invariants {
+		if err := inv.check(f, d); err != nil {
+			t.Fatalf("invariant %q: %v", inv.name, err)
+		}
+	}
+}
+
+// invariant is one named property of a Decision for its Facts; check returns why it fails.
+type invariant struct {
+	name  string
+	check func(f Facts, d Decision) error
+}
+
+// invariants are the machine's invariants, in the order they are checked (later ones may rely
+// on earlier ones, e.g. on there being exactly five conditions):
 //
 //  1. Conditions are exactly Ready, Reconciling, Stalled, Scheduled, ServiceReady, in order,
 //     each with ObservedGeneration = Generation and a valid reason (metav1.Condition's pattern).
@@ -563,121 +582,212 @@ func TestPhaseOf(t *testing.T) {
 //     previously running image. UpgradeFinished only with Running.
 //  6. Failed always backs off within [BackoffMin, BackoffMax]; nothing else is a backoff.
 //  7. A phase change always carries an Event; Warning iff Failed.
-func checkInvariants(t *testing.T, f Facts, d Decision) {
-	t.Helper()
-	types := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionScheduled, ConditionServiceReady}
-	if len(d.Conditions) != len(types) {
-		t.Fatalf("conditions = %+v", d.Conditions)
+var invariants = []invariant{
+	{"conditions in order", invConditionsInOrder},
+	{"one of Ready/Reconciling/Stalled", invOneActive},
+	{"Ready iff Running, Stalled iff Failed", invReadyStalled},
+	{"phase of conditions", invPhaseOfConditions},
+	{"Terminating iff deleting", invTerminatingIffDeleting},
+	{"Pending never decided", invNoPending},
+	{"finalizer first", invFinalizerFirst},
+	{"actions make sense", invActions},
+	{"Running means ready", invRunning},
+	{"Upgrading needs a running image", invUpgrading},
+	{"UpgradeFinished only Running", invUpgradeFinished},
+	{"Failed iff backoff", invBackoff},
+	{"phase change has an event", invEvent},
+}
+
+var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionScheduled, ConditionServiceReady}
+
+func invConditionsInOrder(f Facts, d Decision) error {
+	if len(d.Conditions) != len(conditionTypes) {
+		return fmt.Errorf("conditions = %+v", d.Conditions)
 	}
-	trues := 0
 	for i, c := range d.Conditions {
-		if c.Type != types[i] || c.ObservedGeneration != f.Generation || !validReason(c.Reason) {
-			t.Fatalf("condition %d = %+v", i, c)
+		if c.Type != conditionTypes[i] || c.ObservedGeneration != f.Generation || !validReason(c.Reason) {
+			return fmt.Errorf("condition %d = %+v", i, c)
 		}
-		if i < 3 && c.Status == metav1.ConditionTrue {
+	}
+	return nil
+}
+
+func invOneActive(_ Facts, d Decision) error {
+	trues := 0
+	for _, c := range d.Conditions[:3] {
+		if c.Status == metav1.ConditionTrue {
 			trues++
 			if c.Message == "" {
-				t.Fatalf("active condition %s has no message", c.Type)
+				return fmt.Errorf("active condition %s has no message", c.Type)
 			}
 		}
 	}
 	if trues != 1 {
-		t.Fatalf("%d of Ready/Reconciling/Stalled are True: %+v", trues, d.Conditions)
+		return fmt.Errorf("%d of Ready/Reconciling/Stalled are True: %+v", trues, d.Conditions)
 	}
+	return nil
+}
+
+func invReadyStalled(_ Facts, d Decision) error {
 	isTrue := func(i int) bool { return d.Conditions[i].Status == metav1.ConditionTrue }
 	if isTrue(0) != (d.Phase == v1alpha1.PerformerRunning) || isTrue(2) != (d.Phase == v1alpha1.PerformerFailed) {
-		t.Fatalf("phase %s with Ready=%v Stalled=%v", d.Phase, isTrue(0), isTrue(2))
+		return fmt.Errorf("phase %s with Ready=%v Stalled=%v", d.Phase, isTrue(0), isTrue(2))
 	}
-	if d.Phase != Phases.Of(d.Conditions) || d.Phase == "" {
-		t.Fatalf("phase %s, PhaseOf %s", d.Phase, Phases.Of(d.Conditions))
-	}
-	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
-		t.Fatalf("deleting=%v phase=%s", f.Deleting, d.Phase)
-	}
-	if d.Phase == v1alpha1.PerformerPending {
-		t.Fatalf("Pending decided (finalizer=%v, actions %v)", f.HasFinalizer, d.Actions)
-	}
-	if !f.Deleting && !f.HasFinalizer && (len(d.Actions) == 0 || d.Actions[0] != ActionAddFinalizer) {
-		t.Fatalf("finalizer missing but actions %v do not start with AddFinalizer", d.Actions)
-	}
+	return nil
+}
 
-	ownPod := f.Pod != nil && !f.Pod.Foreign
-	ownSvc := f.Service.Exists && !f.Service.Foreign
+func invPhaseOfConditions(_ Facts, d Decision) error {
+	if d.Phase != Phases.Of(d.Conditions) || d.Phase == "" {
+		return fmt.Errorf("phase %s, PhaseOf %s", d.Phase, Phases.Of(d.Conditions))
+	}
+	return nil
+}
+
+func invTerminatingIffDeleting(f Facts, d Decision) error {
+	if f.Deleting != (d.Phase == v1alpha1.PerformerTerminating) {
+		return fmt.Errorf("deleting=%v phase=%s", f.Deleting, d.Phase)
+	}
+	return nil
+}
+
+func invNoPending(f Facts, d Decision) error {
+	if d.Phase == v1alpha1.PerformerPending {
+		return fmt.Errorf("pending decided (finalizer=%v, actions %v)", f.HasFinalizer, d.Actions)
+	}
+	return nil
+}
+
+func invFinalizerFirst(f Facts, d Decision) error {
+	if !f.Deleting && !f.HasFinalizer && (len(d.Actions) == 0 || d.Actions[0] != ActionAddFinalizer) {
+		return fmt.Errorf("finalizer missing but actions %v do not start with AddFinalizer", d.Actions)
+	}
+	return nil
+}
+
+// invActions: no duplicate actions, each action allowed by its actionRules entry, and CreatePod
+// and DeletePod never together.
+func invActions(f Facts, d Decision) error {
 	seen := map[Action]bool{}
 	for i, a := range d.Actions {
 		if seen[a] {
-			t.Fatalf("duplicate action %s in %v", a, d.Actions)
+			return fmt.Errorf("duplicate action %s in %v", a, d.Actions)
 		}
 		seen[a] = true
-		switch a {
-		case ActionCreatePod:
-			if f.Pod != nil || f.Deleting || f.RollingUpdate {
-				t.Fatalf("CreatePod with pod %+v deleting=%v rolling=%v", f.Pod, f.Deleting, f.RollingUpdate)
-			}
-		case ActionDeletePod:
-			// With RollingUpdate only the Recreate strategy's bare Pod is ever deleted (the
-			// Deployment's Pods are its ReplicaSet's business).
-			if f.RollingUpdate && !f.BarePod || !f.RollingUpdate && (!ownPod || f.Pod.Deleting) {
-				t.Fatalf("DeletePod on %+v (rolling=%v, bare=%v)", f.Pod, f.RollingUpdate, f.BarePod)
-			}
-		case ActionApplyDeployment:
-			if f.Deleting || !f.RollingUpdate || (f.Deployment != nil && f.Deployment.Foreign) {
-				t.Fatalf("ApplyDeployment deleting=%v rolling=%v deployment=%+v", f.Deleting, f.RollingUpdate, f.Deployment)
-			}
-		case ActionDeleteDeployment:
-			if f.Deployment == nil || f.Deployment.Foreign || (f.RollingUpdate && !f.Deleting) {
-				t.Fatalf("DeleteDeployment deployment=%+v rolling=%v deleting=%v", f.Deployment, f.RollingUpdate, f.Deleting)
-			}
-		case ActionDeleteService:
-			if !f.Deleting || !ownSvc {
-				t.Fatalf("DeleteService deleting=%v svc=%+v", f.Deleting, f.Service)
-			}
-		case ActionRemoveFinalizer:
-			if !f.Deleting || !f.HasFinalizer || (ownPod && !f.RollingUpdate) || f.BarePod || ownSvc || (f.Deployment != nil && !f.Deployment.Foreign) || i != len(d.Actions)-1 {
-				t.Fatalf("RemoveFinalizer in %v with facts %+v", d.Actions, f)
-			}
-		case ActionAddFinalizer:
-			if f.Deleting || f.HasFinalizer {
-				t.Fatalf("AddFinalizer deleting=%v has=%v", f.Deleting, f.HasFinalizer)
-			}
-		case ActionEnsureService:
-			if f.Deleting || f.Service.Foreign {
-				t.Fatalf("EnsureService with %+v deleting=%v", f.Service, f.Deleting)
-			}
-		default:
-			t.Fatalf("unknown action %q", a)
+		rule, ok := actionRules[a]
+		if !ok {
+			return fmt.Errorf("unknown action %q", a)
+		}
+		if err := rule(f, d, i); err != nil {
+			return fmt.Errorf("%s: %w", a, err)
 		}
 	}
 	if seen[ActionCreatePod] && seen[ActionDeletePod] {
-		t.Fatalf("create and delete pod together: %v", d.Actions)
+		return fmt.Errorf("create and delete pod together: %v", d.Actions)
 	}
+	return nil
+}
 
+func ownPod(f Facts) bool     { return f.Pod != nil && !f.Pod.Foreign }
+func ownService(f Facts) bool { return f.Service.Exists && !f.Service.Foreign }
+
+// actionRules say when each action is allowed: d.Actions[i] is the action.
+var actionRules = map[Action]func(f Facts, d Decision, i int) error{
+	ActionCreatePod: func(f Facts, _ Decision, _ int) error {
+		if f.Pod != nil || f.Deleting || f.RollingUpdate {
+			return fmt.Errorf("CreatePod with pod %+v deleting=%v rolling=%v", f.Pod, f.Deleting, f.RollingUpdate)
+		}
+		return nil
+	},
+	ActionDeletePod: func(f Facts, _ Decision, _ int) error {
+		// With RollingUpdate only the Recreate strategy's bare Pod is ever deleted (the
+		// Deployment's Pods are its ReplicaSet's business).
+		if f.RollingUpdate && !f.BarePod || !f.RollingUpdate && (!ownPod(f) || f.Pod.Deleting) {
+			return fmt.Errorf("DeletePod on %+v (rolling=%v, bare=%v)", f.Pod, f.RollingUpdate, f.BarePod)
+		}
+		return nil
+	},
+	ActionApplyDeployment: func(f Facts, _ Decision, _ int) error {
+		if f.Deleting || !f.RollingUpdate || (f.Deployment != nil && f.Deployment.Foreign) {
+			return fmt.Errorf("ApplyDeployment deleting=%v rolling=%v deployment=%+v", f.Deleting, f.RollingUpdate, f.Deployment)
+		}
+		return nil
+	},
+	ActionDeleteDeployment: func(f Facts, _ Decision, _ int) error {
+		if f.Deployment == nil || f.Deployment.Foreign || (f.RollingUpdate && !f.Deleting) {
+			return fmt.Errorf("DeleteDeployment deployment=%+v rolling=%v deleting=%v", f.Deployment, f.RollingUpdate, f.Deleting)
+		}
+		return nil
+	},
+	ActionDeleteService: func(f Facts, _ Decision, _ int) error {
+		if !f.Deleting || !ownService(f) {
+			return fmt.Errorf("DeleteService deleting=%v svc=%+v", f.Deleting, f.Service)
+		}
+		return nil
+	},
+	ActionRemoveFinalizer: func(f Facts, d Decision, i int) error {
+		if !f.Deleting || !f.HasFinalizer || (ownPod(f) && !f.RollingUpdate) || f.BarePod || ownService(f) || (f.Deployment != nil && !f.Deployment.Foreign) || i != len(d.Actions)-1 {
+			return fmt.Errorf("RemoveFinalizer in %v with facts %+v", d.Actions, f)
+		}
+		return nil
+	},
+	ActionAddFinalizer: func(f Facts, _ Decision, _ int) error {
+		if f.Deleting || f.HasFinalizer {
+			return fmt.Errorf("AddFinalizer deleting=%v has=%v", f.Deleting, f.HasFinalizer)
+		}
+		return nil
+	},
+	ActionEnsureService: func(f Facts, _ Decision, _ int) error {
+		if f.Deleting || f.Service.Foreign {
+			return fmt.Errorf("EnsureService with %+v deleting=%v", f.Service, f.Deleting)
+		}
+		return nil
+	},
+}
+
+func invRunning(f Facts, d Decision) error {
 	if d.Phase == v1alpha1.PerformerRunning {
-		if !ownPod || !f.Pod.Ready || f.Pod.SpecHash != f.DesiredHash || !f.Service.UpToDate || d.Image != f.DesiredImage {
-			t.Fatalf("Running with facts %+v pod %+v → image %q", f, f.Pod, d.Image)
+		if !ownPod(f) || !f.Pod.Ready || f.Pod.SpecHash != f.DesiredHash || !f.Service.UpToDate || d.Image != f.DesiredImage {
+			return fmt.Errorf("running with facts %+v pod %+v → image %q", f, f.Pod, d.Image)
 		}
 	} else if d.Image != f.RunningImage {
-		t.Fatalf("image changed to %q in phase %s", d.Image, d.Phase)
+		return fmt.Errorf("image changed to %q in phase %s", d.Image, d.Phase)
 	}
+	return nil
+}
+
+func invUpgrading(f Facts, d Decision) error {
 	if d.Phase == v1alpha1.PerformerUpgrading && f.RunningImage == "" {
-		t.Fatalf("Upgrading without a running image")
+		return errors.New("upgrading without a running image")
 	}
+	return nil
+}
+
+func invUpgradeFinished(_ Facts, d Decision) error {
 	if d.UpgradeFinished && d.Phase != v1alpha1.PerformerRunning {
-		t.Fatalf("UpgradeFinished in %s", d.Phase)
+		return fmt.Errorf("UpgradeFinished in %s", d.Phase)
 	}
+	return nil
+}
+
+func invBackoff(_ Facts, d Decision) error {
 	if (d.Phase == v1alpha1.PerformerFailed) != d.Backoff {
-		t.Fatalf("backoff=%v in %s", d.Backoff, d.Phase)
+		return fmt.Errorf("backoff=%v in %s", d.Backoff, d.Phase)
 	}
 	if d.Backoff && (d.RequeueAfter < BackoffMin || d.RequeueAfter > BackoffMax) {
-		t.Fatalf("backoff %v out of bounds", d.RequeueAfter)
+		return fmt.Errorf("backoff %v out of bounds", d.RequeueAfter)
 	}
+	return nil
+}
+
+func invEvent(f Facts, d Decision) error {
 	prev := Phases.Of(f.Conditions)
 	if prev != d.Phase && d.Event == nil {
-		t.Fatalf("phase %s → %s without event", prev, d.Phase)
+		return fmt.Errorf("phase %s → %s without event", prev, d.Phase)
 	}
 	if d.Event != nil && (d.Event.Type == corev1.EventTypeWarning) != (d.Phase == v1alpha1.PerformerFailed) {
-		t.Fatalf("event %+v in phase %s", *d.Event, d.Phase)
+		return fmt.Errorf("event %+v in phase %s", *d.Event, d.Phase)
 	}
+	return nil
 }
 
 // validReason follows metav1.Condition's reason pattern ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$.

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -460,62 +461,156 @@ func TestCapacityOf(t *testing.T) {
 	}
 }
 
-// checkInvariants are the properties every decision has (also checked by the fuzz test).
+// checkInvariants checks the properties every decision has (also checked by the fuzz test):
+// the invariants table, in order, each failing one named in its message. A fatal invariant
+// stops the test (later ones rely on it); the others all report.
 func checkInvariants(t *testing.T, f Facts, d Decision) {
 	t.Helper()
-	prev := StateOf(f.Mode, f.Conditions)
-	if err := CheckTransition(f.Mode, prev, d.State); err != nil {
-		t.Errorf("transition: %v", err)
+	for _, inv := range invariants {
+		err := inv.check(f, d)
+		switch {
+		case err == nil:
+		case inv.fatal:
+			t.Fatalf("invariant %q: %v", inv.name, err)
+		default:
+			t.Errorf("invariant %q: %v", inv.name, err)
+		}
 	}
+}
+
+// invariant is one named property of a Decision for its Facts; check returns why it fails.
+type invariant struct {
+	name  string
+	fatal bool
+	check func(f Facts, d Decision) error
+}
+
+var invariants = []invariant{
+	{name: "legal transition", check: invTransition},
+	{name: "state of the mode", check: invStateOfMode},
+	{name: "six conditions", fatal: true, check: invConditionCount},
+	{name: "conditions in order", check: invConditionsInOrder},
+	{name: "one of Ready/Reconciling/Stalled", check: invOneActive},
+	{name: "Ready iff Ready or Succeeded", check: invReady},
+	{name: "never back to Pending", check: invNotBackToPending},
+	{name: "terminal is sticky", check: invTerminalSticky},
+	{name: "terminal does not act", check: invTerminalNoActions},
+	{name: "deleting does not create", check: invDeletingNoCreate},
+	{name: "RemoveFinalizer last", check: invRemoveFinalizerLast},
+	{name: "Pending trap is never silent", check: invPendingTrap},
+}
+
+func invTransition(f Facts, d Decision) error {
+	if err := CheckTransition(f.Mode, StateOf(f.Mode, f.Conditions), d.State); err != nil {
+		return fmt.Errorf("transition: %w", err)
+	}
+	return nil
+}
+
+func invStateOfMode(f Facts, d Decision) error {
 	if !slices.Contains(States[f.Mode], d.State) {
-		t.Errorf("state %q is not a %s state", d.State, f.Mode)
+		return fmt.Errorf("state %q is not a %s state", d.State, f.Mode)
 	}
-	want := []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionResourceReady, progressType(f.Mode), ConditionWorkspaceSucceeded}
-	if len(d.Conditions) != len(want) {
-		t.Fatalf("conditions %v", d.Conditions)
+	return nil
+}
+
+func conditionTypes(m Mode) []string {
+	return []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionResourceReady, progressType(m), ConditionWorkspaceSucceeded}
+}
+
+func invConditionCount(f Facts, d Decision) error {
+	if len(d.Conditions) != len(conditionTypes(f.Mode)) {
+		return fmt.Errorf("conditions %v", d.Conditions)
 	}
-	trues := 0
+	return nil
+}
+
+// invConditionsInOrder reports every condition of the wrong type, without a reason, of another
+// generation or with a status other than True/False.
+func invConditionsInOrder(f Facts, d Decision) error {
+	want := conditionTypes(f.Mode)
+	var errs []error
 	for i, c := range d.Conditions {
 		if c.Type != want[i] || c.Reason == "" || c.ObservedGeneration != f.Generation || (c.Status != metav1.ConditionTrue && c.Status != metav1.ConditionFalse) {
-			t.Errorf("condition %d = %+v", i, c)
+			errs = append(errs, fmt.Errorf("condition %d = %+v", i, c))
 		}
-		if i < 3 && c.Status == metav1.ConditionTrue {
+	}
+	return errors.Join(errs...)
+}
+
+func invOneActive(_ Facts, d Decision) error {
+	trues := 0
+	for _, c := range d.Conditions[:3] {
+		if c.Status == metav1.ConditionTrue {
 			trues++
 		}
 	}
 	if trues != 1 {
-		t.Errorf("%d of Ready/Reconciling/Stalled are True\n%s", trues, dump(d))
+		return fmt.Errorf("%d of Ready/Reconciling/Stalled are True\n%s", trues, dump(d))
 	}
+	return nil
+}
+
+func invReady(f Facts, d Decision) error {
 	ready := condOf(d, v1alpha1.ConditionReady).Status == metav1.ConditionTrue
 	if want := !f.Deleting && (d.State == sReady || d.State == sSucceeded); ready != want {
-		t.Errorf("Ready=%v in state %s (deleting %v)", ready, d.State, f.Deleting)
+		return fmt.Errorf("ready=%v in state %s (deleting %v)", ready, d.State, f.Deleting)
 	}
-	if prev != "" && prev != sPending && d.State == sPending {
-		t.Errorf("left %s back to Pending", prev)
+	return nil
+}
+
+func invNotBackToPending(f Facts, d Decision) error {
+	if prev := StateOf(f.Mode, f.Conditions); prev != "" && prev != sPending && d.State == sPending {
+		return fmt.Errorf("left %s back to Pending", prev)
 	}
-	if Terminal(prev) && d.State != prev {
-		t.Errorf("left terminal %s for %s", prev, d.State)
+	return nil
+}
+
+func invTerminalSticky(f Facts, d Decision) error {
+	if prev := StateOf(f.Mode, f.Conditions); Terminal(prev) && d.State != prev {
+		return fmt.Errorf("left terminal %s for %s", prev, d.State)
 	}
+	return nil
+}
+
+func invTerminalNoActions(f Facts, d Decision) error {
+	prev := StateOf(f.Mode, f.Conditions)
 	if Terminal(prev) && slices.ContainsFunc(d.Actions, func(a Action) bool { return a == ActionCreateJob || a == ActionEnsureWorkload }) {
-		t.Errorf("terminal %s acts: %v", prev, d.Actions)
+		return fmt.Errorf("terminal %s acts: %v", prev, d.Actions)
 	}
+	return nil
+}
+
+func invDeletingNoCreate(f Facts, d Decision) error {
 	if f.Deleting && slices.ContainsFunc(d.Actions, func(a Action) bool {
 		return a == ActionCreateJob || a == ActionEnsureWorkload || a == ActionEnsureService || a == ActionAddFinalizer
 	}) {
-		t.Errorf("deleting but creates: %v", d.Actions)
+		return fmt.Errorf("deleting but creates: %v", d.Actions)
 	}
+	return nil
+}
+
+func invRemoveFinalizerLast(f Facts, d Decision) error {
 	if slices.Contains(d.Actions, ActionRemoveFinalizer) && (!f.Deleting || d.Actions[len(d.Actions)-1] != ActionRemoveFinalizer) {
-		t.Errorf("RemoveFinalizer misplaced: %v", d.Actions)
+		return fmt.Errorf("RemoveFinalizer misplaced: %v", d.Actions)
 	}
-	// The Pending trap is never silent: a Pending workspace whose capacity check fails is Stalled.
-	if d.State == sPending && !f.Deleting && f.HasFinalizer && f.SpecError == "" && (f.Capacity.MatchingNodes == 0 || f.Capacity.PlaceableReplicas < f.Replicas) {
-		if s := condOf(d, v1alpha1.ConditionStalled); s.Status != metav1.ConditionTrue {
-			t.Errorf("Pending trap is silent\n%s", dump(d))
-		}
-		if r := condOf(d, ConditionResourceReady); r.Status != metav1.ConditionFalse || r.Message == "" {
-			t.Errorf("ResourceReady %+v", r)
-		}
+	return nil
+}
+
+// invPendingTrap: a Pending workspace whose capacity check fails is Stalled, and ResourceReady
+// says why.
+func invPendingTrap(f Facts, d Decision) error {
+	if d.State != sPending || f.Deleting || !f.HasFinalizer || f.SpecError != "" || (f.Capacity.MatchingNodes != 0 && f.Capacity.PlaceableReplicas >= f.Replicas) {
+		return nil
 	}
+	var errs []error
+	if s := condOf(d, v1alpha1.ConditionStalled); s.Status != metav1.ConditionTrue {
+		errs = append(errs, fmt.Errorf("pending trap is silent\n%s", dump(d)))
+	}
+	if r := condOf(d, ConditionResourceReady); r.Status != metav1.ConditionFalse || r.Message == "" {
+		errs = append(errs, fmt.Errorf("ResourceReady %+v", r))
+	}
+	return errors.Join(errs...)
 }
 
 func dump(d Decision) string {
