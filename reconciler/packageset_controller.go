@@ -557,7 +557,7 @@ func (r *PackageSetReconciler) report(ctx context.Context, set *v1alpha1.Package
 	requeue := p.d.RequeueAfter
 	old := set.Status // replaced, not changed, by the write: the events compare with it
 	throttle := func(cur, want *v1alpha1.PackageSetStatus) time.Duration {
-		return r.statusWait(set.Name, cur, want, len(p.d.Nodes))
+		return r.statusWait(set.Name, cur, want, min(len(p.d.Nodes), packageset.MaxListedNodes))
 	}
 	w, err := writeStatusThrottled(ctx, r.Client, set, &set.Status, status, throttle)
 	switch {
@@ -658,10 +658,11 @@ func (r *PackageSetReconciler) statusWritten(set *v1alpha1.PackageSet, old, stat
 
 // statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
 // when only per-node progress changed (nodeStatus, nodeState, nodeRollout, the counts and
-// condition messages): at most once per nodes × statusWritePerNode, at most
-// maxStatusWriteInterval apart. The status maps every node, so each write costs the API
-// server (decode, schema validation, managed fields, etcd, every watcher) in proportion to
-// the nodes; this keeps those bytes per second bounded as sets grow, while small sets (2 ms
+// condition messages): at most once per listed nodes × statusWritePerNode, at most
+// maxStatusWriteInterval apart. The status lists up to packageset.MaxListedNodes nodes, so
+// each write costs the API server (decode, schema validation, managed fields, etcd, every
+// watcher) in proportion to them (at most 1 s apart for 500); this keeps those bytes per
+// second bounded as sets grow, while small sets (2 ms
 // per node: 20 ms at 10 nodes) see no difference. A change of the aggregate status, the
 // observed generation, a condition's status or reason, or the quarantined versions is
 // written at once.

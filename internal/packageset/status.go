@@ -117,7 +117,7 @@ var listOrder = map[Status]int{
 	v1alpha1.StatusDisabled: 6, v1alpha1.StatusComplete: 7,
 }
 
-// Listing is what a set's status says node by node: the listed nodes' plans (at most max) and
+// Listing is what a set's status says node by node: the listed nodes' plans (at most the limit) and
 // the counts over every listable node.
 type Listing struct {
 	// Nodes are the listed nodes' plans: erroring, blocked, in_progress, paused, unknown,
@@ -132,9 +132,9 @@ type Listing struct {
 }
 
 // List picks the nodes a set's status lists from a pass's plans: the nodes holding a record
-// or queued (NodePlan.Queued), at most max of them (max <= 0: no bound), counted by status
+// or queued (NodePlan.Queued), at most limit of them (limit <= 0: no bound), counted by status
 // and rollout state.
-func List(plans []NodePlan, max int) Listing {
+func List(plans []NodePlan, limit int) Listing {
 	l := Listing{Status: map[Status]int32{}, Rollout: map[v1alpha1.RolloutState]int32{}}
 	for _, np := range plans {
 		if np.Record == nil && !np.Queued {
@@ -144,7 +144,7 @@ func List(plans []NodePlan, max int) Listing {
 		l.Status[np.Status]++
 		l.Rollout[RolloutOf(np)]++
 	}
-	if max <= 0 || len(l.Nodes) <= max {
+	if limit <= 0 || len(l.Nodes) <= limit {
 		return l
 	}
 	sort.SliceStable(l.Nodes, func(i, j int) bool {
@@ -154,8 +154,8 @@ func List(plans []NodePlan, max int) Listing {
 		}
 		return a.Name < b.Name
 	})
-	l.Omitted = len(l.Nodes) - max
-	l.Nodes = l.Nodes[:max:max]
+	l.Omitted = len(l.Nodes) - limit
+	l.Nodes = l.Nodes[:limit:limit]
 	return l
 }
 
