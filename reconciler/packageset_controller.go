@@ -1149,18 +1149,10 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 	}
 	n := node.DeepCopy()
 	n.Annotations, n.Spec.Unschedulable = ann, unschedulable
-	if !np.Cordon && !np.Uncordon && unschedulable == node.Spec.Unschedulable {
-		// Only this set's record changes: a merge patch of its two keys, each set or removed
-		// explicitly (right even when the cache has not seen our last write), without a
-		// resourceVersion. No one else writes those keys, and the patch cannot conflict with
-		// the kubelet's (or kwok's) heartbeats, which at 10,000 nodes made every other Update
-		// a 409 and a re-read.
-		if err := r.Client.Patch(ctx, n, recordPatch(ann, stateKey, statusKey)); err != nil {
-			return err
-		}
-		*node = *n
-		return nil
-	}
+	// An Update with the cached resourceVersion, not a merge patch: a pass that planned from a
+	// cache behind this set's own last write must not overwrite the newer record with an older
+	// one (a node sent back to Activating counts against a fleet budget twice). The price is a
+	// conflict per kubelet/kwok heartbeat in between, resolved below by a re-read.
 	if err := r.Client.Update(ctx, n); err != nil {
 		if !apierrors.IsConflict(err) {
 			return err
@@ -1206,21 +1198,6 @@ func (r *PackageSetReconciler) writeNode(ctx context.Context, set *v1alpha1.Pack
 	}
 	*node = *n
 	return nil
-}
-
-// recordPatch is a JSON merge patch that sets each of keys to its value in ann, or removes
-// it when ann lacks it.
-func recordPatch(ann map[string]string, keys ...string) client.Patch {
-	vals := map[string]any{}
-	for _, k := range keys {
-		if v, ok := ann[k]; ok {
-			vals[k] = v
-		} else {
-			vals[k] = nil
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": vals}}) // maps of strings and nils always marshal
-	return client.RawPatch(types.MergePatchType, b)
 }
 
 // gantryAnnotations are a node's gantry.dev/ annotations (every set's record, status and
