@@ -290,7 +290,9 @@ func JobPackage(set *v1alpha1.PackageSet, js JobSpec) (*v1alpha1.Package, error)
 // resources, pod labels and annotations and the grace period; cfgName, if not "", is the
 // package's config ConfigMap, mounted read-only at ConfigMountPath in every container with
 // GANTRY_CONFIG_DIR naming the path. GANTRY_PACKAGE, GANTRY_VERSION, GANTRY_STAGE and
-// GANTRY_NODE are always set.
+// GANTRY_NODE are always set. No service-account token is mounted (automountServiceAccountToken
+// false): a stage or check runs on the host or against a URL, never against the API server, so
+// a node's packages get no credential of the cluster's.
 func DesiredPod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, pkg *v1alpha1.Package, cfgName string) *corev1.Pod {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
@@ -334,8 +336,9 @@ func DesiredPod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js 
 	container := func(name string, args ...string) corev1.Container {
 		return corev1.Container{Name: name, Image: js.Image, Args: args, Env: env, Resources: res, VolumeMounts: mounts}
 	}
+	noToken := false
 	spec := corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
-		TerminationGracePeriodSeconds: grace, Volumes: volumes}
+		TerminationGracePeriodSeconds: grace, Volumes: volumes, AutomountServiceAccountToken: &noToken}
 	switch {
 	case js.SoakCheck:
 		spec.Containers = []corev1.Container{container("check", CheckOf(js.Stage))}
@@ -538,7 +541,8 @@ const ProbeStartAllowance = 30 * time.Second
 // and NODE_IP (the node's address, from the pod's status.hostIP) in its environment, which
 // Kubernetes expands in $(NODE_IP) of command, args and the url; labelled as a stage Pod
 // (stage health-<name>, no package), pinned to the node, never restarted, bounded by
-// js.Timeout plus ProbeStartAllowance (activeDeadlineSeconds, in whole seconds).
+// js.Timeout plus ProbeStartAllowance (activeDeadlineSeconds, in whole seconds), with no
+// service-account token mounted.
 func DesiredProbePod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, hc v1alpha1.HealthCheck) *corev1.Pod {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: "", v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
@@ -571,11 +575,13 @@ func DesiredProbePod(set *v1alpha1.PackageSet, node, namespace, managedBy string
 	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	deadline := int64((js.Timeout + ProbeStartAllowance).Seconds())
+	noToken := false
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: js.Name, Namespace: namespace, Labels: podLabels,
 			Annotations: map[string]string{"gantry.dev/soak-round": strconv.Itoa(js.SoakRound)}},
 		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Tolerations: StageTolerations(set),
-			HostPID: hostPID, Containers: []corev1.Container{c}, ActiveDeadlineSeconds: &deadline},
+			HostPID: hostPID, Containers: []corev1.Container{c}, ActiveDeadlineSeconds: &deadline,
+			AutomountServiceAccountToken: &noToken},
 	}
 }
 

@@ -186,6 +186,9 @@ func TestDesiredPod(t *testing.T) {
 		ps.RestartPolicy != corev1.RestartPolicyNever || *ps.TerminationGracePeriodSeconds != 90 || len(j.OwnerReferences) != 0 {
 		t.Errorf("pod %+v", j.Spec)
 	}
+	if a := ps.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("automountServiceAccountToken %v, want false: a stage gets no credential of the cluster's", a)
+	}
 	if j.Labels[v1alpha1.LabelStage] != "apply" || j.Labels[v1alpha1.LabelNode] != "gpu-0" || j.Labels[v1alpha1.LabelManagedBy] != "gantry-reconciler" {
 		t.Errorf("labels %v", j.Labels)
 	}
@@ -330,6 +333,9 @@ func TestDesiredProbePod(t *testing.T) {
 	hc := v1alpha1.HealthCheck{Name: "http", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://$(NODE_IP):9400/healthz"}}
 	j := DesiredProbePod(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc)
 	c := j.Spec.Containers[0]
+	if a := j.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Errorf("automountServiceAccountToken %v, want false", a)
+	}
 	if got := *j.Spec.ActiveDeadlineSeconds; got != 35 {
 		t.Errorf("activeDeadlineSeconds %d, want 35 (5s check + 30s to start)", got)
 	}
