@@ -43,6 +43,12 @@ case ${1:-status} in
     # (missing, not executable: status 126/127) or crashes at start-up (five exits within 10 s
     # before it ever ran 10 s; later, an API server outage may make it exit and restart often,
     # which is expected), as a CrashLoopBackOff would tell, instead of restarting it forever.
+    # A binary older than the sources (edited since the last `make build`) is rebuilt first,
+    # so `start` never runs yesterday's reconciler; go build is a no-op when nothing changed.
+    if [ -x "$BIN/gantry-reconciler" ] && [ -n "$(find "$ROOT/reconciler" "$ROOT/internal" "$ROOT/go.mod" \( -name '*.go' ! -name '*_test.go' -o -name go.mod \) -newer "$BIN/gantry-reconciler" -print -quit 2>/dev/null)" ]; then
+      echo "reconciler: sources changed since $BIN/gantry-reconciler was built; rebuilding it (make build)" >&2
+      make --no-print-directory -C "$ROOT" build >&2
+    fi
     [ -x "$BIN/gantry-reconciler" ] || { echo "$BIN/gantry-reconciler is missing or not executable: run 'make build'" >&2; exit 1; }
     setsid nohup bash -c '
       exits=() up=0
