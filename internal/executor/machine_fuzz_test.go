@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
 
 // world simulates an Executor, its performers, ConfigMap and Deployment, driven by fuzz bytes:
@@ -198,7 +199,7 @@ func FuzzDecide(f *testing.F) {
 			if err != nil {
 				t.Fatalf("pass %d: %v (facts %+v)", i, err, facts)
 			}
-			checkInvariants(t, facts, d)
+			invariant.Check(t, invariants, facts, d)
 			for _, c := range d.Conditions {
 				c.LastTransitionTime = metav1.NewTime(w.now)
 				meta.SetStatusCondition(&w.conds, c)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
@@ -374,7 +375,7 @@ func TestDecideTable(t *testing.T) {
 					t.Errorf("PerformersReady = %+v, want False/%s", c, r.perf)
 				}
 			}
-			checkInvariants(t, f, d)
+			invariant.Check(t, invariants, f, d)
 		})
 	}
 	// Every edge Hourglass draws (mapped onto our phases) is exercised by some row.
@@ -481,35 +482,18 @@ func describe(d Decision) string {
 	return b.String()
 }
 
-// checkInvariants holds for every decision (tables and fuzz): the invariants table, in order;
-// the first that fails stops the test and is named in the message.
-func checkInvariants(t *testing.T, f Facts, d Decision) {
-	t.Helper()
-	for _, inv := range invariants {
-		if err := inv.check(f, d); err != nil {
-			t.Fatalf("invariant %q: %v", inv.name, err)
-		}
-	}
-}
-
-// invariant is one named property of a Decision for its Facts; check returns why it fails.
-type invariant struct {
-	name  string
-	check func(f Facts, d Decision) error
-}
-
 // invariants are checked in order: later ones rely on the conditions being the five expected.
-var invariants = []invariant{
-	{"phase in the enum", invPhaseInEnum},
-	{"phase of conditions", invPhaseOfConditions},
-	{"conditions in order", invConditionsInOrder},
-	{"one of Ready/Reconciling/Stalled", invOneActive},
-	{"Ready needs performers and config", invReadyInputs},
-	{"Ready needs a last good revision", invReadyLastGood},
-	{"legal transition", invTransition},
-	{"actions make sense", invActions},
-	{"finalizer removed last", invFinalizerLast},
-	{"failed is not good", invFailedNotGood},
+var invariants = []invariant.Of[Facts, Decision]{
+	{Name: "phase in the enum", Fatal: true, Check: invPhaseInEnum},
+	{Name: "phase of conditions", Fatal: true, Check: invPhaseOfConditions},
+	{Name: "conditions in order", Fatal: true, Check: invConditionsInOrder},
+	{Name: "one of Ready/Reconciling/Stalled", Fatal: true, Check: invOneActive},
+	{Name: "Ready needs performers and config", Fatal: true, Check: invReadyInputs},
+	{Name: "Ready needs a last good revision", Fatal: true, Check: invReadyLastGood},
+	{Name: "legal transition", Fatal: true, Check: invTransition},
+	{Name: "actions make sense", Fatal: true, Check: invActions},
+	{Name: "finalizer removed last", Fatal: true, Check: invFinalizerLast},
+	{Name: "failed is not good", Fatal: true, Check: invFailedNotGood},
 }
 
 var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionConfigReady, ConditionPerformersReady}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
 
 // world is a tiny simulation of a Performer, its Pod and Service, driven by fuzz bytes: each
@@ -266,7 +267,7 @@ func FuzzMachine(f *testing.F) {
 			if err != nil {
 				t.Fatalf("step %d (%s): %v (facts %+v)", i/2, event, err, facts)
 			}
-			checkInvariants(t, facts, d)
+			invariant.Check(t, invariants, facts, d)
 			if prevPhase == "Terminating" && d.Phase != "Terminating" {
 				t.Fatalf("left Terminating for %s", d.Phase)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
@@ -449,7 +450,7 @@ func TestDecide(t *testing.T) {
 			case d.Event != nil && (d.Event.Reason != active.Reason || d.Event.Message != active.Message):
 				t.Errorf("event %+v does not carry the active condition %s/%q", *d.Event, active.Reason, active.Message)
 			}
-			checkInvariants(t, tt.f, d)
+			invariant.Check(t, invariants, tt.f, d)
 		})
 	}
 }
@@ -545,23 +546,6 @@ func TestPhaseOf(t *testing.T) {
 	}
 }
 
-// checkInvariants checks the machine's invariants (the invariants table, in order) on every
-// table row and every fuzz step; the first that fails stops the test and is named in the message.
-func checkInvariants(t *testing.T, f Facts, d Decision) {
-	t.Helper()
-	for _, inv := range invariants {
-		if err := inv.check(f, d); err != nil {
-			t.Fatalf("invariant %q: %v", inv.name, err)
-		}
-	}
-}
-
-// invariant is one named property of a Decision for its Facts; check returns why it fails.
-type invariant struct {
-	name  string
-	check func(f Facts, d Decision) error
-}
-
 // invariants are the machine's invariants, in the order they are checked (later ones may rely
 // on earlier ones, e.g. on there being exactly five conditions):
 //
@@ -582,20 +566,20 @@ type invariant struct {
 //     previously running image. UpgradeFinished only with Running.
 //  6. Failed always backs off within [BackoffMin, BackoffMax]; nothing else is a backoff.
 //  7. A phase change always carries an Event; Warning iff Failed.
-var invariants = []invariant{
-	{"conditions in order", invConditionsInOrder},
-	{"one of Ready/Reconciling/Stalled", invOneActive},
-	{"Ready iff Running, Stalled iff Failed", invReadyStalled},
-	{"phase of conditions", invPhaseOfConditions},
-	{"Terminating iff deleting", invTerminatingIffDeleting},
-	{"Pending never decided", invNoPending},
-	{"finalizer first", invFinalizerFirst},
-	{"actions make sense", invActions},
-	{"Running means ready", invRunning},
-	{"Upgrading needs a running image", invUpgrading},
-	{"UpgradeFinished only Running", invUpgradeFinished},
-	{"Failed iff backoff", invBackoff},
-	{"phase change has an event", invEvent},
+var invariants = []invariant.Of[Facts, Decision]{
+	{Name: "conditions in order", Fatal: true, Check: invConditionsInOrder},
+	{Name: "one of Ready/Reconciling/Stalled", Fatal: true, Check: invOneActive},
+	{Name: "Ready iff Running, Stalled iff Failed", Fatal: true, Check: invReadyStalled},
+	{Name: "phase of conditions", Fatal: true, Check: invPhaseOfConditions},
+	{Name: "Terminating iff deleting", Fatal: true, Check: invTerminatingIffDeleting},
+	{Name: "Pending never decided", Fatal: true, Check: invNoPending},
+	{Name: "finalizer first", Fatal: true, Check: invFinalizerFirst},
+	{Name: "actions make sense", Fatal: true, Check: invActions},
+	{Name: "Running means ready", Fatal: true, Check: invRunning},
+	{Name: "Upgrading needs a running image", Fatal: true, Check: invUpgrading},
+	{Name: "UpgradeFinished only Running", Fatal: true, Check: invUpgradeFinished},
+	{Name: "Failed iff backoff", Fatal: true, Check: invBackoff},
+	{Name: "phase change has an event", Fatal: true, Check: invEvent},
 }
 
 var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionScheduled, ConditionServiceReady}

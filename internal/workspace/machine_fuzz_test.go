@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
 
 // FuzzDecide feeds arbitrary sequences of observations to the machine, carrying each pass's
@@ -36,7 +38,7 @@ func FuzzDecide(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Decide: %v", err)
 			}
-			checkInvariants(t, fa, d)
+			invariant.Check(t, invariants, fa, d)
 			if t.Failed() {
 				t.FailNow()
 			}

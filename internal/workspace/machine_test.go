@@ -13,6 +13,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
 
@@ -323,7 +324,7 @@ func TestTransitions(t *testing.T) {
 			if d.State != r.to {
 				t.Errorf("state %s, want %s\n%s", d.State, r.to, dump(d))
 			}
-			checkInvariants(t, r.facts, d)
+			invariant.Check(t, invariants, r.facts, d)
 			if got := condOf(d, v1alpha1.ConditionStalled).Status == metav1.ConditionTrue; got != r.stalled {
 				t.Errorf("Stalled=%v, want %v\n%s", got, r.stalled, dump(d))
 			}
@@ -461,43 +462,19 @@ func TestCapacityOf(t *testing.T) {
 	}
 }
 
-// checkInvariants checks the properties every decision has (also checked by the fuzz test):
-// the invariants table, in order, each failing one named in its message. A fatal invariant
-// stops the test (later ones rely on it); the others all report.
-func checkInvariants(t *testing.T, f Facts, d Decision) {
-	t.Helper()
-	for _, inv := range invariants {
-		err := inv.check(f, d)
-		switch {
-		case err == nil:
-		case inv.fatal:
-			t.Fatalf("invariant %q: %v", inv.name, err)
-		default:
-			t.Errorf("invariant %q: %v", inv.name, err)
-		}
-	}
-}
-
-// invariant is one named property of a Decision for its Facts; check returns why it fails.
-type invariant struct {
-	name  string
-	fatal bool
-	check func(f Facts, d Decision) error
-}
-
-var invariants = []invariant{
-	{name: "legal transition", check: invTransition},
-	{name: "state of the mode", check: invStateOfMode},
-	{name: "six conditions", fatal: true, check: invConditionCount},
-	{name: "conditions in order", check: invConditionsInOrder},
-	{name: "one of Ready/Reconciling/Stalled", check: invOneActive},
-	{name: "Ready iff Ready or Succeeded", check: invReady},
-	{name: "never back to Pending", check: invNotBackToPending},
-	{name: "terminal is sticky", check: invTerminalSticky},
-	{name: "terminal does not act", check: invTerminalNoActions},
-	{name: "deleting does not create", check: invDeletingNoCreate},
-	{name: "RemoveFinalizer last", check: invRemoveFinalizerLast},
-	{name: "Pending trap is never silent", check: invPendingTrap},
+var invariants = []invariant.Of[Facts, Decision]{
+	{Name: "legal transition", Check: invTransition},
+	{Name: "state of the mode", Check: invStateOfMode},
+	{Name: "six conditions", Fatal: true, Check: invConditionCount},
+	{Name: "conditions in order", Check: invConditionsInOrder},
+	{Name: "one of Ready/Reconciling/Stalled", Check: invOneActive},
+	{Name: "Ready iff Ready or Succeeded", Check: invReady},
+	{Name: "never back to Pending", Check: invNotBackToPending},
+	{Name: "terminal is sticky", Check: invTerminalSticky},
+	{Name: "terminal does not act", Check: invTerminalNoActions},
+	{Name: "deleting does not create", Check: invDeletingNoCreate},
+	{Name: "RemoveFinalizer last", Check: invRemoveFinalizerLast},
+	{Name: "Pending trap is never silent", Check: invPendingTrap},
 }
 
 func invTransition(f Facts, d Decision) error {
