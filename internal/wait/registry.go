@@ -98,27 +98,11 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 		return nil, err
 	}
 	st := &waitState{spec: spec, target: t, start: time.Now(), want: fmt.Sprintf("%s %s", spec.summaryField(), joinOr(spec.Success))}
-	si, err := r.informerFor(spec, t.Namespace)
+	si, w, obj, err := r.begin(ctx, spec, &t, st, func() error { return r.timeout(ctx, st, nil) })
 	if err != nil {
 		return nil, err
 	}
-	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
-
-	obj, err := r.first(ctx, si, spec, t, st)
-	switch {
-	case err == nil:
-	case isObjectNotFound(err, t):
-		return nil, &DeletedError{Kind: spec.Kind, Target: t}
-	case ctx.Err() != nil:
-		return nil, r.timeout(ctx, st, nil)
-	default:
-		return nil, err
-	}
-	if t.UID == "" {
-		t.UID = string(obj.GetUID())
-		st.target = t
-	}
 	last := Verdict{State: -1}
 	obj, gone, err := r.follow(ctx, si, w, spec, t, st, obj, 0, func(obj *unstructured.Unstructured) (bool, error) {
 		if t.Generation != 0 && obj.GetGeneration() < t.Generation {
@@ -155,26 +139,11 @@ func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstruc
 // spec needs only Kind, GVR and Namespaced (its success condition is not used).
 func (r *Registry) WaitFor(ctx context.Context, spec Spec, t Target, recheck time.Duration, report func(string), check Check) (*unstructured.Unstructured, error) {
 	st := &waitState{spec: spec, target: t, start: time.Now()}
-	si, err := r.informerFor(spec, t.Namespace)
+	si, w, obj, err := r.begin(ctx, spec, &t, st, ctx.Err)
 	if err != nil {
 		return nil, err
 	}
-	w := si.register(t.key())
 	defer si.unregister(t.key(), w)
-	obj, err := r.first(ctx, si, spec, t, st)
-	switch {
-	case err == nil:
-	case isObjectNotFound(err, t):
-		return nil, &DeletedError{Kind: spec.Kind, Target: t}
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	default:
-		return nil, err
-	}
-	if t.UID == "" {
-		t.UID = string(obj.GetUID())
-		st.target = t
-	}
 	var lastMsg string
 	obj, gone, err := r.follow(ctx, si, w, spec, t, st, obj, recheck, func(obj *unstructured.Unstructured) (bool, error) {
 		st.seen, st.lastRV = true, obj.GetResourceVersion()
@@ -194,6 +163,36 @@ func (r *Registry) WaitFor(ctx context.Context, spec Spec, t Target, recheck tim
 		return obj, ctx.Err()
 	}
 	return obj, err
+}
+
+// begin starts WaitReady's and WaitFor's wait on *t: it registers with spec's shared informer
+// (the caller unregisters w when done) and reads the object's first copy (first), and fills
+// t.UID (and st.target) from it when *t named none. Errors (nothing left registered):
+// *DeletedError when the object is not there, ended() when ctx ended first (WaitReady's
+// TimeoutError, WaitFor's ctx.Err()), otherwise the informer's or the read's error.
+func (r *Registry) begin(ctx context.Context, spec Spec, t *Target, st *waitState, ended func() error) (*sharedInformer, *waiter, *unstructured.Unstructured, error) {
+	si, err := r.informerFor(spec, t.Namespace)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	w := si.register(t.key())
+	obj, err := r.first(ctx, si, spec, *t, st)
+	switch {
+	case err == nil:
+	case isObjectNotFound(err, *t):
+		err = &DeletedError{Kind: spec.Kind, Target: *t}
+	case ctx.Err() != nil:
+		err = ended()
+	}
+	if err != nil {
+		si.unregister(t.key(), w)
+		return nil, nil, nil, err
+	}
+	if t.UID == "" {
+		t.UID = string(obj.GetUID())
+		st.target = *t
+	}
+	return si, w, obj, nil
 }
 
 // Check is WaitFor's test of a copy of the object waited on: done ends the wait, msg ("" for
