@@ -61,7 +61,14 @@
 # A cluster created from another version of hack/cluster/kwokctl.yaml is recreated by `up`
 # (and `status` calls it stale).
 #
-# Environment: GANTRY_CLUSTER_TIMEOUT (seconds to wait for readiness, default 120).
+# Environment: GANTRY_CLUSTER_TIMEOUT (seconds to wait for readiness, default 120);
+# GANTRY_KWOK_HEARTBEAT_FACTOR (kwokctl's --heartbeat-factor, default 5, kwokctl's own): it
+# scales the node lease duration (40 s × factor; kwok renews each node's Lease within it) and
+# kube-controller-manager's node-monitor period and grace period (5 s and 40 s × factor). At
+# the default, 10,000 kwok nodes need about 200 Lease renewals a second, more than kwok keeps
+# up with on a 2-core machine: thousands of nodes miss the grace period and get the
+# node.kubernetes.io/unreachable taint. The 10,000-node bench uses 30 (hack/bench.sh). A
+# cluster created with another factor is recreated by `up`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,6 +78,7 @@ state="$root/.cache/cluster"
 kubeconfig="$state/kubeconfig"
 name="gantry-$(printf '%s' "$root" | sha256sum | cut -c1-8)"
 timeout=${GANTRY_CLUSTER_TIMEOUT:-120}
+heartbeat_factor=${GANTRY_KWOK_HEARTBEAT_FACTOR:-5}
 tools_cache=${GANTRY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry/tools}
 
 # kwokctl reads KWOK_* variables as defaults for its flags; only ours may apply.
@@ -158,6 +166,7 @@ create() {
     --kube-controller-manager-binary "$bin/kube-controller-manager" \
     --kube-scheduler-binary "$bin/kube-scheduler" \
     --kwok-controller-binary "$bin/kwok" \
+    --heartbeat-factor "$heartbeat_factor" \
     --kubeconfig "" --quiet-pull >"$state/kwokctl.log" 2>&1 8>&- 9>&- ||
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed"; }
   install_kubeconfig
@@ -172,9 +181,13 @@ install_kubeconfig() {
 
 objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
 
-# config_hash: kwokctl.yaml (components' flags, kwok Stages) as the cluster was created with;
+# config_hash: kwokctl.yaml (components' flags, kwok Stages) and the heartbeat factor (when
+# not the default) as the cluster was created with;
 # a cluster created from another version of it is recreated by `up`.
-config_hash() { { cat "$manifests/kwokctl.yaml"; echo "kube-apiserver: kubelet client certificate (realnode v1)"; } | sha256sum | cut -c1-16; }
+config_hash() {
+  { cat "$manifests/kwokctl.yaml"; echo "kube-apiserver: kubelet client certificate (realnode v1)"
+    [ "$heartbeat_factor" = 5 ] || echo "heartbeat factor $heartbeat_factor"; } | sha256sum | cut -c1-16
+}
 config_current() { [ "$(cat "$state/config" 2>/dev/null)" = "$(config_hash)" ]; }
 
 # objects_ready: the manifests applied last are current, all their nodes are Ready.
