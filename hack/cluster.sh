@@ -69,6 +69,11 @@
 # up with on a 2-core machine: thousands of nodes miss the grace period and get the
 # node.kubernetes.io/unreachable taint. The 10,000-node bench uses 30 (hack/bench.sh). A
 # cluster created with another factor is recreated by `up`.
+# GANTRY_KWOK_POD_PARALLELISM (kwok's podPlayStageParallelism, default 4, kwok's own): how many
+# Pod stage changes (Running, Succeeded, deleted) kwok makes at once. Each is one API call; at
+# 4, with the API server busy serving 10,000 nodes (~100 ms a call), kwok turned about 13 stage
+# Pods a second while the machine had CPU left. The 10,000-node bench uses 16 (hack/bench.sh).
+# A cluster created with another value is recreated by `up`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,6 +84,7 @@ kubeconfig="$state/kubeconfig"
 name="gantry-$(printf '%s' "$root" | sha256sum | cut -c1-8)"
 timeout=${GANTRY_CLUSTER_TIMEOUT:-120}
 heartbeat_factor=${GANTRY_KWOK_HEARTBEAT_FACTOR:-5}
+pod_parallelism=${GANTRY_KWOK_POD_PARALLELISM:-4}
 tools_cache=${GANTRY_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry/tools}
 
 # kwokctl reads KWOK_* variables as defaults for its flags; only ours may apply.
@@ -159,6 +165,8 @@ create() {
       print "  - key: kubelet-client-key"; print "    value: " key
       print "  - key: kubelet-preferred-address-types"; print "    value: InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"
       api=0 }' "$manifests/kwokctl.yaml" >"$state/kwokctl.yaml"
+  [ "$pod_parallelism" = 4 ] || printf -- '---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  podPlayStageParallelism: %s\n' \
+    "$pod_parallelism" >>"$state/kwokctl.yaml"
   kwokctl --name "$name" --config "$state/kwokctl.yaml" create cluster \
     --runtime binary \
     --etcd-binary "$bin/etcd" \
@@ -181,12 +189,13 @@ install_kubeconfig() {
 
 objects_hash() { cat "${object_files[@]}" | sha256sum | cut -c1-16; }
 
-# config_hash: kwokctl.yaml (components' flags, kwok Stages) and the heartbeat factor (when
-# not the default) as the cluster was created with;
+# config_hash: kwokctl.yaml (components' flags, kwok Stages), the heartbeat factor and kwok's
+# Pod parallelism (each when not the default) as the cluster was created with;
 # a cluster created from another version of it is recreated by `up`.
 config_hash() {
   { cat "$manifests/kwokctl.yaml"; echo "kube-apiserver: kubelet client certificate (realnode v1)"
-    [ "$heartbeat_factor" = 5 ] || echo "heartbeat factor $heartbeat_factor"; } | sha256sum | cut -c1-16
+    [ "$heartbeat_factor" = 5 ] || echo "heartbeat factor $heartbeat_factor"
+    [ "$pod_parallelism" = 4 ] || echo "pod parallelism $pod_parallelism"; } | sha256sum | cut -c1-16
 }
 config_current() { [ "$(cat "$state/config" 2>/dev/null)" = "$(config_hash)" ]; }
 

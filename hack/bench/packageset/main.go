@@ -202,7 +202,8 @@ type result struct {
 	checkRuns, jobs      int
 	halt                 haltResult
 	statusBytes          int    // the set's status, JSON, when the bench stopped waiting
-	partial              string // -stop-after: status.completeNodes when the bench stopped waiting
+	partial              string // -stop-after or -timeout: status.completeNodes when the bench stopped waiting
+	stoppedBy            string // with partial: the flag that stopped it, with its value ("-timeout 2h30m0s")
 }
 
 func (r result) slowest() time.Duration       { return pct(r.stages, 1) }
@@ -476,8 +477,8 @@ func (e *env) run(v variant, n int) (res result, err error) {
 		wctx, stop := stopAfterCtx(ctx)
 		got, err = e.waitComplete(wctx, pool, n)
 		stop()
-		if err != nil && ctx.Err() == nil && *stopAfter > 0 {
-			res.partial, err = got.Status.CompleteNodes, nil // -stop-after: report what ran
+		if by := stoppedBy(ctx); err != nil && by != "" {
+			res.partial, res.stoppedBy, err = got.Status.CompleteNodes, by, nil // report what ran
 		}
 	}
 	if err != nil {

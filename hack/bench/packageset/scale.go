@@ -28,6 +28,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -148,6 +149,20 @@ func statusBytes(s v1alpha1.PackageSet) int {
 }
 
 // stopAfterCtx bounds the wait for complete by -stop-after (when set).
+// stoppedBy names the flag that ended a run's wait for complete, once ctx (the run's context,
+// under -timeout) or stopAfterCtx's child of it has ended: "-stop-after <d>" when ctx is still
+// live, "-timeout <d>" when ctx hit its deadline, "" when it ended for another cause (the
+// reconciler exited) or has not ended.
+func stoppedBy(ctx context.Context) string {
+	switch {
+	case ctx.Err() == nil && *stopAfter > 0:
+		return fmt.Sprintf("-stop-after %s", *stopAfter)
+	case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return fmt.Sprintf("-timeout %s", *timeout)
+	}
+	return ""
+}
+
 func stopAfterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if *stopAfter <= 0 {
 		return ctx, func() {}
@@ -556,7 +571,7 @@ func orDash(s string) string {
 // checks, the halt).
 func printExtra(v variant, r result) {
 	if r.partial != "" {
-		fmt.Printf("  PARTIAL: stopped waiting after %s (-stop-after) with %s nodes complete; requests per node-stage over the complete nodes only\n", *stopAfter, r.partial)
+		fmt.Printf("  PARTIAL: stopped waiting after %.0f s (%s) with %s nodes complete; requests per node-stage over the complete nodes only\n", r.elapsed.Seconds(), r.stoppedBy, r.partial)
 	}
 	fmt.Printf("  package set pass time:        mean %.1f ms, p50 %.1f ms, p99 %.1f ms (%.0f passes)\n",
 		r.passMean()*1000, r.passP50*1000, r.passP99*1000, r.passes)
@@ -640,7 +655,7 @@ func printTable(v variant, full, base result, hasBase bool) {
 		}
 		tableRow(p+"nodes started after the halt", float64(h.startedAfter), "", 0, 0)
 	} else if full.partial != "" {
-		tableRow(p+fmt.Sprintf("nodes complete after %s (partial run)", *stopAfter), float64(completeCount(full.partial)), "", float64(full.nodes), 0)
+		tableRow(p+fmt.Sprintf("nodes complete after %.0f s (partial run, %s)", full.elapsed.Seconds(), full.stoppedBy), float64(completeCount(full.partial)), "", float64(full.nodes), 0)
 	} else {
 		tableRowX(p+"time to complete", full.elapsed.Seconds(), "s", limit, 0, factor, fmt.Sprintf("%d waves × one node's time", v.waves(full.nodes)))
 		if full.limit > 0 {
