@@ -616,20 +616,18 @@ func (e *testEnv) soakRoundFails(t *testing.T, pool string, nodes []string, chao
 	if err != nil {
 		t.Fatalf("no node passed two soak rounds of 1.1.0: %v", e.soakJobs(t, pool))
 	}
-	soakStart := time.Now()
 	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) { s.Spec.Packages[0].PodLabels = chaos })
 	got := e.waitSet(t, pool, "soak round failed, reverted", func(s *v1alpha1.PackageSet) bool {
 		return s.Status.NodeRollout[first] == v1alpha1.RolloutReverted && s.Status.Status == v1alpha1.StatusErroring
 	})
-	if time.Since(soakStart) > 45*time.Second {
-		t.Errorf("the rollback took %s: the failing round was not mid-window", time.Since(soakStart))
-	}
 	var failed []soakJob
 	for _, j := range e.soakJobs(t, pool)[first] {
 		if j.Version == "1.1.0" && j.Result == "Failed" {
 			failed = append(failed, j)
 		}
 	}
+	// Mid-window by round number, not by the clock: the 1 min window has rounds 0-30 (2 s
+	// apart), so a failed round below 30 came before the window's end.
 	if len(failed) != 1 || failed[0].Round < 2 || failed[0].Round >= 30 {
 		t.Errorf("%s failed soak rounds %v, want one mid-window (2 <= round < 30)", first, failed)
 	}

@@ -22,8 +22,9 @@ import (
 )
 
 // informerSyncWait bounds how long Get waits for a new shared informer's first LIST before it
-// reads the object with a GET instead.
-const informerSyncWait = 5 * time.Second
+// reads the object with a GET instead. A var so that a test can make it long enough that only
+// the forbidden-LIST path can return in time.
+var informerSyncWait = 5 * time.Second
 
 // eventsTimeout bounds the Warning-event lookup that decorates failure and timeout errors;
 // it runs even when the wait's own context has ended.
