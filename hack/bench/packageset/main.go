@@ -285,7 +285,7 @@ func main() {
 			fmt.Printf("    target(node)  1.5 × single-node time to complete %.2f s × %d = %.1f s: %s (%.2f×)\n",
 				rw.base.elapsed.Seconds(), v.waves(full.nodes), tNode, verdict(full.elapsed.Seconds() <= tNode), full.elapsed.Seconds()/tNode*1.5)
 		}
-		fmt.Printf("  RSS target < 200 MiB: %s\n", verdict(full.hwmMiB < 200))
+		fmt.Printf("  RSS target < %.0f MiB: %s\n", rssTargetMiB(full.nodes), verdict(full.hwmMiB < rssTargetMiB(full.nodes)))
 		if *limit && !v.fail && v.soak == 0 && full.partial == "" {
 			if lim, err := e.limitRun(v, *nodes); err != nil {
 				fmt.Printf("  limit (the same Pods by client-go): %v\n", err)
@@ -319,7 +319,7 @@ func main() {
 			rw.v.name, f.nodes, rw.v.budget, rw.v.waves(f.nodes), f.elapsed.Seconds(), bt, bs, xn, xs,
 			f.slowest().Seconds(), f.perc(0.5).Seconds(), f.perc(0.99).Seconds(), f.hwmMiB, f.cpuRun, f.requests/f.nodeStages, f.loadBefore, f.load)
 	}
-	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB")
+	fmt.Println("targets: time ≤ 1.5 × (1-node value) × waves, i.e. x ≤ 1.5 (x-node: 1-node time to complete; x-stage: its slowest stage); RSS < 200 MiB up to 1,000 nodes, 1 GiB beyond")
 	printHealthCost(runs)
 	if failed {
 		os.Exit(1)

@@ -149,6 +149,15 @@ func statusBytes(s v1alpha1.PackageSet) int {
 }
 
 // stopAfterCtx bounds the wait for complete by -stop-after (when set).
+// rssTargetMiB is the reconciler's peak RSS target over n nodes, in MiB: < 200 up to 1,000
+// nodes, ≤ 1 GiB beyond (the 10,000-node target).
+func rssTargetMiB(n int) float64 {
+	if n > 1000 {
+		return 1024
+	}
+	return 200
+}
+
 // stoppedBy names the flag that ended a run's wait for complete, once ctx (the run's context,
 // under -timeout) or stopAfterCtx's child of it has ended: "-stop-after <d>" when ctx is still
 // live, "-timeout <d>" when ctx hit its deadline, "" when it ended for another cause (the
@@ -663,11 +672,7 @@ func printTable(v variant, full, base result, hasBase bool) {
 				fmt.Sprintf("client-go, %d Pods in the same batches", full.nodes*v.stagesPerNode()))
 		}
 	}
-	rssLimit, rssTarget := 0.0, 200.0
-	if full.nodes > 1000 {
-		rssLimit, rssTarget = 1024, 0
-	}
-	tableRow(p+"reconciler peak RSS", full.hwmMiB, "MiB", rssLimit, rssTarget)
+	tableRow(p+"reconciler peak RSS", full.hwmMiB, "MiB", 0, rssTargetMiB(full.nodes))
 	tableRow(p+"reconciler CPU during the run", full.cpuRun, "s", 0, 0)
 	tableRow(p+"API requests per node-stage", full.requests/full.nodeStages, "", 0, 0)
 	tableRow(p+"pass time mean", full.passMean()*1000, "ms", 0, 0)
