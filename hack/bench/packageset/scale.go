@@ -148,7 +148,6 @@ func statusBytes(s v1alpha1.PackageSet) int {
 	return len(b)
 }
 
-// stopAfterCtx bounds the wait for complete by -stop-after (when set).
 // rssTargetMiB is the reconciler's peak RSS target over n nodes, in MiB: < 200 up to 1,000
 // nodes, ≤ 1 GiB beyond (the 10,000-node target).
 func rssTargetMiB(n int) float64 {
@@ -172,6 +171,7 @@ func stoppedBy(ctx context.Context) string {
 	return ""
 }
 
+// stopAfterCtx bounds the wait for complete by -stop-after (when set).
 func stopAfterCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if *stopAfter <= 0 {
 		return ctx, func() {}
