@@ -83,7 +83,19 @@ func main() {
 		l := runLimit(ctx, cfg, fmt.Sprintf("limit%d", r), *count, float32(*limitQPS))
 		fmt.Printf("round %d: limit    create → all Running %.2f s, delete → all gone %.2f s\n", r, l.create, l.delete)
 		limit = append(limit, l)
+		// Round 1 also traces each performer (trace.go) and the API server's time by request.
+		var tr *tracer
+		var api0 apiTimes
+		tctx, stop := context.WithCancel(ctx)
+		if r == 1 {
+			tr, api0 = startTrace(tctx, cfg, "bench-"), scrapeAPITimes(ctx, cs)
+		}
 		gantry = append(gantry, runStack(fmt.Sprintf("round %d: gantry", r), filepath.Join(*workdir, "gantry"), performerConfig("bench", *count)))
+		stop()
+		if tr != nil {
+			tr.report()
+			reportAPITimes(api0, scrapeAPITimes(ctx, cs), 8)
+		}
 		floor = append(floor, runStack(fmt.Sprintf("round %d: floor", r), filepath.Join(*workdir, "floor"), floorConfig(*count)))
 	}
 	printTable(gantry, floor, limit)

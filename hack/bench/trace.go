@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// The per-object trace (issue 24, item 1): while Terraform applies and destroys the N
+// performers, three watches (Performers, their Pods, their Services) stamp, per performer, the
+// first time each step was seen. The report is the median duration of each step, so the
+// latency of one object at -parallelism 10 is broken down into what the provider, the
+// reconciler, the API server and kwok each take. Times are when the bench's watch saw the
+// event (the same watch lag for every step).
+
+// Steps of one performer, in the order they happen.
+const (
+	stCreated     = "performer created"
+	stSvcCreated  = "service created"
+	stPodCreated  = "pod created"
+	stPodReady    = "pod Ready"
+	stRunning     = "performer Running"
+	stDeleting    = "performer deletionTimestamp"
+	stSvcGone     = "service gone"
+	stPodDeleting = "pod deletionTimestamp"
+	stPodGone     = "pod gone"
+	stGone        = "performer gone"
+)
+
+// tracer holds, per performer name, the first time each step was seen.
+type tracer struct {
+	mu     sync.Mutex
+	prefix string
+	at     map[string]map[string]time.Time
+}
+
+// startTrace watches the bench namespace's Performers, Pods and Services whose performer name
+// starts with prefix until ctx ends.
+func startTrace(ctx context.Context, cfg *rest.Config, prefix string) *tracer {
+	t := &tracer{prefix: prefix, at: map[string]map[string]time.Time{}}
+	dyn := dynamic.NewForConfigOrDie(cfg).Resource(performerGVR).Namespace(namespace)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ready := make(chan struct{}, 3)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) { return dyn.Watch(ctx, o) }, t.performer)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) { return cs.CoreV1().Pods(namespace).Watch(ctx, o) }, t.pod)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) {
+		return cs.CoreV1().Services(namespace).Watch(ctx, o)
+	}, t.service)
+	for range 3 {
+		<-ready
+	}
+	return t
+}
+
+// follow runs one watch (resumed when it ends) and hands each event to on.
+func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, w func(metav1.ListOptions) (watch.Interface, error), on func(watch.Event)) {
+	first := true
+	for ctx.Err() == nil {
+		wi, err := w(metav1.ListOptions{})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if first {
+			ready <- struct{}{}
+			first = false
+		}
+		for ev := range wi.ResultChan() {
+			on(ev)
+		}
+	}
+}
+
+func (t *tracer) mark(name, step string) {
+	if !strings.HasPrefix(name, t.prefix) {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.at[name]
+	if m == nil {
+		m = map[string]time.Time{}
+		t.at[name] = m
+	}
+	if _, ok := m[step]; !ok {
+		m[step] = now
+	}
+}
+
+func (t *tracer) performer(ev watch.Event) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	n := u.GetName()
+	switch {
+	case ev.Type == watch.Deleted:
+		t.mark(n, stGone)
+	case u.GetDeletionTimestamp() != nil:
+		t.mark(n, stDeleting)
+	default:
+		t.mark(n, stCreated)
+		if running(u) {
+			t.mark(n, stRunning)
+		}
+	}
+}
+
+func (t *tracer) pod(ev watch.Event) {
+	p, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n := p.Labels["gantry.dev/performer"]
+	switch {
+	case ev.Type == watch.Deleted:
+		t.mark(n, stPodGone)
+	case p.DeletionTimestamp != nil:
+		t.mark(n, stPodDeleting)
+	default:
+		t.mark(n, stPodCreated)
+		if podReady(p) {
+			t.mark(n, stPodReady)
+		}
+	}
+}
+
+func (t *tracer) service(ev watch.Event) {
+	s, ok := ev.Object.(*corev1.Service)
+	if !ok {
+		return
+	}
+	n := s.Labels["gantry.dev/performer"]
+	if ev.Type == watch.Deleted {
+		t.mark(n, stSvcGone)
+	} else {
+		t.mark(n, stSvcCreated)
+	}
+}
+
+// traceSpans are the steps reported: each the time from one step to the next.
+var traceSpans = [][2]string{
+	{stCreated, stSvcCreated}, {stCreated, stPodCreated}, {stPodCreated, stPodReady}, {stPodReady, stRunning},
+	{stCreated, stRunning},
+	{stDeleting, stSvcGone}, {stDeleting, stPodDeleting}, {stPodDeleting, stPodGone}, {stPodGone, stGone},
+	{stDeleting, stGone},
+}
+
+// report prints, for each span, the median and p90 over the performers that saw both steps,
+// and, per phase, the median gap between one object's end and the next object's start (the
+// slot refill: Terraform and the provider between two objects of one -parallelism slot).
+func (t *tracer) report() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Printf("\nper-object trace (%d performers; seconds, median / p90 / max):\n", len(t.at))
+	for _, s := range traceSpans {
+		var ds []float64
+		for _, m := range t.at {
+			a, okA := m[s[0]]
+			b, okB := m[s[1]]
+			if okA && okB {
+				ds = append(ds, b.Sub(a).Seconds())
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		sort.Float64s(ds)
+		fmt.Printf("  %-30s → %-28s %6.3f / %6.3f / %6.3f  (%d)\n", s[0], s[1], ds[len(ds)/2], ds[len(ds)*9/10], ds[len(ds)-1], len(ds))
+	}
+	for _, ph := range [][2]string{{stCreated, stRunning}, {stDeleting, stGone}} {
+		var starts, ends []time.Time
+		for _, m := range t.at {
+			if a, ok := m[ph[0]]; ok {
+				starts = append(starts, a)
+			}
+			if b, ok := m[ph[1]]; ok {
+				ends = append(ends, b)
+			}
+		}
+		if len(starts) == 0 || len(ends) == 0 {
+			continue
+		}
+		sortTimes(starts)
+		sortTimes(ends)
+		fmt.Printf("  %s … %s: first start → last end %.2f s; first start %s, last end %s\n", ph[0], ph[1],
+			ends[len(ends)-1].Sub(starts[0]).Seconds(), starts[0].Format("15:04:05.000"), ends[len(ends)-1].Format("15:04:05.000"))
+		// Slot refill: the k-th end frees a slot whose next start is the (k+parallel)-th start.
+		var gaps []float64
+		for k := 0; k+*parallel < len(starts) && k < len(ends); k++ {
+			gaps = append(gaps, starts[k+*parallel].Sub(ends[k]).Seconds())
+		}
+		if len(gaps) > 0 {
+			sort.Float64s(gaps)
+			fmt.Printf("    slot refill (an end → the start it lets in): median %.3f s, p90 %.3f s\n", gaps[len(gaps)/2], gaps[len(gaps)*9/10])
+		}
+	}
+}
+
+func sortTimes(ts []time.Time) { sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) }) }
+
+// apiTimes is the API server's own request time so far (apiserver_request_duration_seconds
+// sum and count from its /metrics), by "VERB resource[/subresource]"; WATCH and CONNECT
+// excluded (long-running).
+type apiTimes map[string][2]float64
+
+var (
+	apiMetricLine  = regexp.MustCompile(`^apiserver_request_duration_seconds_(sum|count)\{(.*)\} (\S+)$`)
+	apiMetricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
+)
+
+// scrapeAPITimes reads the API server's /metrics; nil when it cannot.
+func scrapeAPITimes(ctx context.Context, cs *kubernetes.Clientset) apiTimes {
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil
+	}
+	out := apiTimes{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		m := apiMetricLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range apiMetricLabel.FindAllStringSubmatch(m[2], -1) {
+			labels[kv[1]] = kv[2]
+		}
+		if v := labels["verb"]; v == "WATCH" || v == "CONNECT" || v == "" {
+			continue
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if s := labels["subresource"]; s != "" {
+			key += "/" + s
+		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		e := out[key]
+		if m[1] == "sum" {
+			e[0] += v
+		} else {
+			e[1] += v
+		}
+		out[key] = e
+	}
+	return out
+}
+
+// reportAPITimes prints the n request kinds with the most API server time between before and
+// after: count, mean and total (the API server's handling time, which includes its waits on
+// etcd and on its own loopback calls).
+func reportAPITimes(before, after apiTimes, n int) {
+	if before == nil || after == nil {
+		return
+	}
+	type row struct {
+		key          string
+		total, count float64
+	}
+	var rows []row
+	for k, a := range after {
+		b := before[k]
+		if c := a[1] - b[1]; c > 0 {
+			rows = append(rows, row{k, a[0] - b[0], c})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].total > rows[j].total })
+	fmt.Printf("  API server time by request (the same apply and destroy; top %d):\n", n)
+	for i, r := range rows {
+		if i == n {
+			break
+		}
+		fmt.Printf("    %-32s %5.0f requests, mean %6.1f ms, total %6.2f s\n", r.key, r.count, 1000*r.total/r.count, r.total)
+	}
+}
