@@ -569,7 +569,7 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 		return written{"Pod", objectWrite{uid: pod.UID, deleted: true}}, deleteExact(ctx, r.Client, pod)
 
 	case performer.ActionDeleteService:
-		return written{"Service", objectWrite{uid: svc.UID, deleted: true}}, deleteUntilGoneFromCache(ctx, r.Client, svc)
+		return written{"Service", objectWrite{uid: svc.UID, deleted: true}}, deleteExact(ctx, r.Client, svc)
 
 	case performer.ActionApplyDeployment:
 		want := o.desiredDep
@@ -608,43 +608,6 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 		return nil // gone, or already replaced: the next pass sees the current state
 	}
 	return err
-}
-
-// cacheGonePoll is how often deleteUntilGoneFromCache looks at the informer cache.
-const cacheGonePoll = 10 * time.Millisecond
-
-// deleteUntilGoneFromCache is deleteExact for an object whose DELETE answers long after the
-// object is gone: it returns the delete's outcome, or nil as soon as the informer cache (c
-// reads it) no longer holds obj (absent, or another UID), whichever comes first; the request
-// then finishes in the background. A Service is such an object: the API server removes it
-// from storage first, then releases its ClusterIP and deletes its Endpoints before it answers.
-// Under load (100 Terraform deletes at once on a 2-core machine) that answer came 0.30 s
-// (median) after the delete, while the Service's watch event came after 0.07 s; the
-// Terminating pass held its worker until the answer, so the pass that removes the finalizer
-// once the Pod is gone waited behind it. The cache only says gone after the API server
-// deleted the object, so nothing is assumed that did not happen.
-func deleteUntilGoneFromCache(ctx context.Context, c client.Client, obj client.Object) error {
-	done := make(chan error, 1)
-	go func() { done <- deleteExact(ctx, c, obj) }()
-	tick := time.NewTicker(cacheGonePoll)
-	defer tick.Stop()
-	key, uid := client.ObjectKeyFromObject(obj), obj.GetUID()
-	cached, ok := obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return <-done
-	}
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			if err := c.Get(ctx, key, cached); apierrors.IsNotFound(err) || (err == nil && cached.GetUID() != uid) {
-				return nil
-			}
-		}
-	}
 }
 
 // performerActError wraps err from action a in an *actError naming the object written.
