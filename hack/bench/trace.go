@@ -48,28 +48,51 @@ type tracer struct {
 }
 
 // startTrace watches the bench namespace's Performers, Pods and Services whose performer name
-// starts with prefix until ctx ends.
+// starts with prefix until ctx ends. Each watch starts from a LIST's resourceVersion, so
+// objects that exist already are not taken for new ones.
 func startTrace(ctx context.Context, cfg *rest.Config, prefix string) *tracer {
 	t := &tracer{prefix: prefix, at: map[string]map[string]time.Time{}}
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(performerGVR).Namespace(namespace)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	pods := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(namespace)
+	svcs := kubernetes.NewForConfigOrDie(cfg).CoreV1().Services(namespace)
 	ready := make(chan struct{}, 3)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) { return dyn.Watch(ctx, o) }, t.performer)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) { return cs.CoreV1().Pods(namespace).Watch(ctx, o) }, t.pod)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (watch.Interface, error) {
-		return cs.CoreV1().Services(namespace).Watch(ctx, o)
-	}, t.service)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
+		l, err := dyn.List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		return l.GetResourceVersion(), nil
+	}, func(o metav1.ListOptions) (watch.Interface, error) { return dyn.Watch(ctx, o) }, t.performer)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
+		l, err := pods.List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) }, t.pod)
+	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
+		l, err := svcs.List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(o metav1.ListOptions) (watch.Interface, error) { return svcs.Watch(ctx, o) }, t.service)
 	for range 3 {
 		<-ready
 	}
 	return t
 }
 
-// follow runs one watch (resumed when it ends) and hands each event to on.
-func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, w func(metav1.ListOptions) (watch.Interface, error), on func(watch.Event)) {
+// follow lists (for a resourceVersion), then watches from there and hands each event to on;
+// a watch that ends is resumed the same way.
+func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, list func(metav1.ListOptions) (string, error), w func(metav1.ListOptions) (watch.Interface, error), on func(watch.Event)) {
 	first := true
 	for ctx.Err() == nil {
-		wi, err := w(metav1.ListOptions{})
+		rv, err := list(metav1.ListOptions{})
+		var wi watch.Interface
+		if err == nil {
+			wi, err = w(metav1.ListOptions{ResourceVersion: rv})
+		}
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
