@@ -3,7 +3,8 @@
 # hack/bench (Go) which times, in BENCH_ROUNDS rounds (default 3), 100 gantry_performer (plan,
 # apply, no-op plan, destroy) beside the limit (the same 100 Performers created, watched until
 # Running, deleted and watched until gone by a client-go program at QPS 200: no Terraform) and
-# Terraform's floor (100 terraform_data), one table of ranges and per-round ratios; measures
+# Terraform's floor (100 terraform_data), one table of ranges and per-round ratios, round 1 with a
+# per-object trace and the API server's time by request (hack/bench/trace.go); measures
 # kwok's pod ready delay and the end-to-end wait latency (reconciler writes Running/Ready →
 # the provider's Create returns); then
 # hack/bench/packageset: a 2-package PackageSet over PS_BENCH_NODES kwok nodes (default 200),
