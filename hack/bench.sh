@@ -2,7 +2,8 @@
 # hack/bench.sh — what `make bench` runs: build, local cluster, reconciler, then
 # hack/bench (Go) which times, in BENCH_ROUNDS rounds (default 3), 100 gantry_performer (plan,
 # apply, no-op plan, destroy) beside the limit (the same 100 Performers created, watched until
-# Running, deleted and watched until gone by a client-go program at QPS 200: no Terraform) and
+# Running, deleted and watched until gone by a client-go program at QPS 200: no Terraform; and
+# the same at Terraform's -parallelism, 10 workers each waiting for its object) and
 # Terraform's floor (100 terraform_data), one table of ranges and per-round ratios, round 1 with a
 # per-object trace and the API server's time by request (hack/bench/trace.go); measures
 # kwok's pod ready delay and the end-to-end wait latency (reconciler writes Running/Ready →

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // The limit: what the same Performers cost with no Terraform at all. A plain client-go program
@@ -125,5 +127,97 @@ func eachAtOnce(names []string, f func(string)) {
 			f(n)
 		}()
 	}
+	wg.Wait()
+}
+
+// runLimitSlots is the limit at Terraform's concurrency: slots workers (Terraform's
+// -parallelism) each take the next of the n Performers, create it and wait until the shared
+// informer shows it Running, then take the next; then the same for the deletes, each waiting
+// until it is gone. Against runLimit (all n at once) it isolates what each object's own latency
+// costs at that concurrency, so Gantry / this limit is what Terraform and the provider add per
+// object.
+func runLimitSlots(ctx context.Context, base *rest.Config, prefix string, n, slots int, qps float32) limitRun {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = qps, int(2*qps)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ri := dyn.Resource(performerGVR).Namespace(namespace)
+	type signals struct {
+		running, gone         chan struct{}
+		onceRunning, onceGone sync.Once
+	}
+	names := make([]string, n)
+	sig := map[string]*signals{}
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		sig[names[i]] = &signals{running: make(chan struct{}), gone: make(chan struct{})}
+	}
+	on := func(obj interface{}, deleted bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || sig[u.GetName()] == nil {
+			return
+		}
+		s := sig[u.GetName()]
+		switch {
+		case deleted:
+			s.onceGone.Do(func() { close(s.gone) })
+		case running(u):
+			s.onceRunning.Do(func() { close(s.running) })
+		}
+	}
+	inf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil).ForResource(performerGVR).Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { on(o, false) },
+		UpdateFunc: func(_, o interface{}) { on(o, false) },
+		DeleteFunc: func(o interface{}) { on(o, true) },
+	})
+	check(err)
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	go inf.Run(ictx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		check(fmt.Errorf("limit: the performer informer did not sync"))
+	}
+
+	var out limitRun
+	t0 := time.Now()
+	inSlots(names, slots, func(name string) {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
+			"metadata": map[string]interface{}{"name": name, "namespace": namespace},
+			"spec":     map[string]interface{}{"image": "ghcr.io/layr-labs/hello-performer:v1.0.0"}}}
+		_, err := ri.Create(ctx, u, metav1.CreateOptions{})
+		check(err)
+		<-sig[name].running
+	})
+	out.create = time.Since(t0).Seconds()
+	t0 = time.Now()
+	inSlots(names, slots, func(name string) {
+		check(ri.Delete(ctx, name, metav1.DeleteOptions{}))
+		<-sig[name].gone
+	})
+	out.delete = time.Since(t0).Seconds()
+	return out
+}
+
+// inSlots runs f on every name from slots workers, each taking the next name when its f
+// returns (Terraform's -parallelism walk).
+func inSlots(names []string, slots int, f func(string)) {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				f(n)
+			}
+		}()
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
 	wg.Wait()
 }

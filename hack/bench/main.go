@@ -78,11 +78,14 @@ func main() {
 	// Each round measures the limit, Gantry and Terraform's floor back to back, so a ratio
 	// compares numbers taken under the same load of the (shared) machine.
 	var gantry, floor []map[string]float64
-	var limit []limitRun
+	var limit, slotLimit []limitRun
 	for r := 1; r <= *rounds; r++ {
 		l := runLimit(ctx, cfg, fmt.Sprintf("limit%d", r), *count, float32(*limitQPS))
 		fmt.Printf("round %d: limit    create → all Running %.2f s, delete → all gone %.2f s\n", r, l.create, l.delete)
 		limit = append(limit, l)
+		l = runLimitSlots(ctx, cfg, fmt.Sprintf("slots%d", r), *count, *parallel, float32(*limitQPS))
+		fmt.Printf("round %d: limit ×%d create → all Running %.2f s, delete → all gone %.2f s\n", r, *parallel, l.create, l.delete)
+		slotLimit = append(slotLimit, l)
 		// Round 1 also traces each performer (trace.go) and the API server's time by request.
 		var tr *tracer
 		var api0 apiTimes
@@ -98,7 +101,7 @@ func main() {
 		}
 		floor = append(floor, runStack(fmt.Sprintf("round %d: floor", r), filepath.Join(*workdir, "floor"), floorConfig(*count)))
 	}
-	printTable(gantry, floor, limit)
+	printTable(gantry, floor, limit, slotLimit)
 
 	applyFloor := median(column(floor, "apply")) + math.Ceil(float64(*count)/float64(*parallel))*delay
 	fmt.Printf("\nkwok ready delay (Pod created → Ready, median): %.3f s\n", delay)
@@ -121,16 +124,27 @@ func main() {
 // printTable prints Gantry beside its limit, step by step: each cell the range (min–max) over
 // the rounds, the ratio column the range of the per-round ratios. Apply and destroy are
 // compared with the client-go limit (runLimit), plan and no-op plan with the same plans of
-// N terraform_data (no API calls at all: Terraform's own cost).
-func printTable(gantry, floor []map[string]float64, limit []limitRun) {
-	limits := map[string][]float64{"apply": nil, "destroy": nil}
+// N terraform_data (no API calls at all: Terraform's own cost). Apply and destroy are also
+// compared, without a target, with the client-go limit at Terraform's -parallelism
+// (runLimitSlots): what Terraform and the provider add to each object's own latency.
+func printTable(gantry, floor []map[string]float64, limit, slotLimit []limitRun) {
+	limits := map[string][]float64{}
 	for _, l := range limit {
 		limits["apply"] = append(limits["apply"], l.create)
 		limits["destroy"] = append(limits["destroy"], l.delete)
 	}
+	for _, l := range slotLimit {
+		limits["apply ×slots"] = append(limits["apply ×slots"], l.create)
+		limits["destroy ×slots"] = append(limits["destroy ×slots"], l.delete)
+	}
 	fmt.Printf("\n%-12s %-18s %-16s %-26s %-14s %s\n", "step", "limit is", "gantry (s)", "limit (s)", "ratio", "target")
-	for _, s := range []string{"apply", "destroy", "no-op plan", "plan"} {
-		what, lim, target := "client-go", limits[s], "≤ 1.10"
+	for _, s := range []string{"apply", "destroy", "apply ×slots", "destroy ×slots", "no-op plan", "plan"} {
+		what, lim, target, label := "client-go", limits[s], "≤ 1.10", s
+		if strings.HasSuffix(s, " ×slots") {
+			what, target = fmt.Sprintf("client-go ×%d", *parallel), ""
+			s = strings.TrimSuffix(s, " ×slots")
+			label = s + " (limit at the same -parallelism)"
+		}
 		if lim == nil {
 			what, lim, target = "terraform_data", column(floor, s), ""
 		}
@@ -140,7 +154,7 @@ func printTable(gantry, floor []map[string]float64, limit []limitRun) {
 			ratios[i] = g[i] / lim[i]
 		}
 		fmt.Printf("%-12s %-18s %-16s %-26s %-14s %s\n", s, what, span(g, "%.2f"), span(lim, "%.2f"), span(ratios, "%.2f"), target)
-		row := table.Row{Figure: fmt.Sprintf("%d gantry_performer, -parallelism %d: %s (median of %d rounds)", *count, *parallel, s, len(g)),
+		row := table.Row{Figure: fmt.Sprintf("%d gantry_performer, -parallelism %d: %s (median of %d rounds)", *count, *parallel, label, len(g)),
 			Value: median(g), Unit: "s", Limit: median(lim), LimitIs: fmt.Sprintf("%d %s", *count, what), Ratio: median(ratios)}
 		if target != "" {
 			row.Target, row.Met = "≤ 1.1× limit", table.Met(median(ratios) <= 1.1)
