@@ -44,10 +44,7 @@ func runLimit(ctx context.Context, base *rest.Config, prefix string, n int, qps 
 
 	t0 := time.Now()
 	eachAtOnce(names, func(name string) {
-		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
-			"metadata": map[string]interface{}{"name": name, "namespace": namespace},
-			"spec":     map[string]interface{}{"image": "ghcr.io/layr-labs/hello-performer:v1.0.0"}}}
-		_, err := ri.Create(ctx, u, metav1.CreateOptions{})
+		_, err := ri.Create(ctx, limitPerformer(name), metav1.CreateOptions{})
 		check(err)
 	})
 	untilAll(ctx, ri, names, running)
@@ -58,6 +55,13 @@ func runLimit(ctx context.Context, base *rest.Config, prefix string, n int, qps 
 	untilAll(ctx, ri, names, nil)
 	out.delete = time.Since(t0).Seconds()
 	return out
+}
+
+// limitPerformer is the Performer the limits create: the bench's image, nothing else set.
+func limitPerformer(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
+		"metadata": map[string]interface{}{"name": name, "namespace": namespace},
+		"spec":     map[string]interface{}{"image": "ghcr.io/layr-labs/hello-performer:v1.0.0"}}}
 }
 
 // untilAll returns once every name satisfies done (with done nil: once every name is gone),
@@ -184,10 +188,7 @@ func runLimitSlots(ctx context.Context, base *rest.Config, prefix string, n, slo
 	var out limitRun
 	t0 := time.Now()
 	inSlots(names, slots, func(name string) {
-		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
-			"metadata": map[string]interface{}{"name": name, "namespace": namespace},
-			"spec":     map[string]interface{}{"image": "ghcr.io/layr-labs/hello-performer:v1.0.0"}}}
-		_, err := ri.Create(ctx, u, metav1.CreateOptions{})
+		_, err := ri.Create(ctx, limitPerformer(name), metav1.CreateOptions{})
 		check(err)
 		<-sig[name].running
 	})

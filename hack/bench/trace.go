@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -47,51 +49,61 @@ type tracer struct {
 	at     map[string]map[string]time.Time
 }
 
+// traced is one kind the trace watches: its objects name their performer (performerOf) and
+// each watch event stamps the kind's steps (created, then ready when isReady says so;
+// deleting once it carries a deletionTimestamp; gone when deleted). "" steps are not stamped.
+type traced struct {
+	gvr                            schema.GroupVersionResource
+	performerOf                    func(*unstructured.Unstructured) string
+	created, ready, deleting, gone string
+	isReady                        func(*unstructured.Unstructured) bool
+}
+
+// tracedKinds are the Performers, their Pods and their Services.
+var tracedKinds = []traced{
+	{gvr: performerGVR, performerOf: (*unstructured.Unstructured).GetName,
+		created: stCreated, ready: stRunning, deleting: stDeleting, gone: stGone, isReady: running},
+	{gvr: corev1.SchemeGroupVersion.WithResource("pods"), performerOf: performerLabel,
+		created: stPodCreated, ready: stPodReady, deleting: stPodDeleting, gone: stPodGone, isReady: podReadyU},
+	{gvr: corev1.SchemeGroupVersion.WithResource("services"), performerOf: performerLabel,
+		created: stSvcCreated, gone: stSvcGone},
+}
+
+func performerLabel(u *unstructured.Unstructured) string {
+	return u.GetLabels()["gantry.dev/performer"]
+}
+
+// podReadyU is podReady of an unstructured Pod.
+func podReadyU(u *unstructured.Unstructured) bool {
+	var p corev1.Pod
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p) == nil && podReady(&p)
+}
+
 // startTrace watches the bench namespace's Performers, Pods and Services whose performer name
 // starts with prefix until ctx ends. Each watch starts from a LIST's resourceVersion, so
 // objects that exist already are not taken for new ones.
 func startTrace(ctx context.Context, cfg *rest.Config, prefix string) *tracer {
 	t := &tracer{prefix: prefix, at: map[string]map[string]time.Time{}}
-	dyn := dynamic.NewForConfigOrDie(cfg).Resource(performerGVR).Namespace(namespace)
-	pods := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(namespace)
-	svcs := kubernetes.NewForConfigOrDie(cfg).CoreV1().Services(namespace)
-	ready := make(chan struct{}, 3)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
-		l, err := dyn.List(ctx, o)
-		if err != nil {
-			return "", err
-		}
-		return l.GetResourceVersion(), nil
-	}, func(o metav1.ListOptions) (watch.Interface, error) { return dyn.Watch(ctx, o) }, t.performer)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
-		l, err := pods.List(ctx, o)
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, func(o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) }, t.pod)
-	go t.follow(ctx, ready, func(o metav1.ListOptions) (string, error) {
-		l, err := svcs.List(ctx, o)
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, func(o metav1.ListOptions) (watch.Interface, error) { return svcs.Watch(ctx, o) }, t.service)
-	for range 3 {
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ready := make(chan struct{}, len(tracedKinds))
+	for _, k := range tracedKinds {
+		go t.follow(ctx, ready, dyn.Resource(k.gvr).Namespace(namespace), k)
+	}
+	for range tracedKinds {
 		<-ready
 	}
 	return t
 }
 
-// follow lists (for a resourceVersion), then watches from there and hands each event to on;
-// a watch that ends is resumed the same way.
-func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, list func(metav1.ListOptions) (string, error), w func(metav1.ListOptions) (watch.Interface, error), on func(watch.Event)) {
+// follow lists ri (for a resourceVersion), then watches from there and stamps k's steps from
+// each event; a watch that ends is resumed the same way.
+func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, ri dynamic.ResourceInterface, k traced) {
 	first := true
 	for ctx.Err() == nil {
-		rv, err := list(metav1.ListOptions{})
+		l, err := ri.List(ctx, metav1.ListOptions{})
 		var wi watch.Interface
 		if err == nil {
-			wi, err = w(metav1.ListOptions{ResourceVersion: rv})
+			wi, err = ri.Watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
 		}
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
@@ -102,13 +114,32 @@ func (t *tracer) follow(ctx context.Context, ready chan<- struct{}, list func(me
 			first = false
 		}
 		for ev := range wi.ResultChan() {
-			on(ev)
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				t.stamp(k, ev.Type, u)
+			}
 		}
 	}
 }
 
+// stamp marks the step of kind k that event type et on u shows.
+func (t *tracer) stamp(k traced, et watch.EventType, u *unstructured.Unstructured) {
+	n := k.performerOf(u)
+	switch {
+	case et == watch.Deleted:
+		t.mark(n, k.gone)
+	case u.GetDeletionTimestamp() != nil:
+		t.mark(n, k.deleting)
+	default:
+		t.mark(n, k.created)
+		if k.isReady != nil && k.isReady(u) {
+			t.mark(n, k.ready)
+		}
+	}
+}
+
+// mark records the first time step was seen for performer name (prefix only; "" steps not).
 func (t *tracer) mark(name, step string) {
-	if !strings.HasPrefix(name, t.prefix) {
+	if step == "" || !strings.HasPrefix(name, t.prefix) {
 		return
 	}
 	now := time.Now()
@@ -121,57 +152,6 @@ func (t *tracer) mark(name, step string) {
 	}
 	if _, ok := m[step]; !ok {
 		m[step] = now
-	}
-}
-
-func (t *tracer) performer(ev watch.Event) {
-	u, ok := ev.Object.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	n := u.GetName()
-	switch {
-	case ev.Type == watch.Deleted:
-		t.mark(n, stGone)
-	case u.GetDeletionTimestamp() != nil:
-		t.mark(n, stDeleting)
-	default:
-		t.mark(n, stCreated)
-		if running(u) {
-			t.mark(n, stRunning)
-		}
-	}
-}
-
-func (t *tracer) pod(ev watch.Event) {
-	p, ok := ev.Object.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	n := p.Labels["gantry.dev/performer"]
-	switch {
-	case ev.Type == watch.Deleted:
-		t.mark(n, stPodGone)
-	case p.DeletionTimestamp != nil:
-		t.mark(n, stPodDeleting)
-	default:
-		t.mark(n, stPodCreated)
-		if podReady(p) {
-			t.mark(n, stPodReady)
-		}
-	}
-}
-
-func (t *tracer) service(ev watch.Event) {
-	s, ok := ev.Object.(*corev1.Service)
-	if !ok {
-		return
-	}
-	n := s.Labels["gantry.dev/performer"]
-	if ev.Type == watch.Deleted {
-		t.mark(n, stSvcGone)
-	} else {
-		t.mark(n, stSvcCreated)
 	}
 }
 
