@@ -291,8 +291,10 @@ kill_cgroup_procs() {
   local d f pid
   for d in /sys/fs/cgroup/*/"$cgroup_root" /sys/fs/cgroup/"$cgroup_root"; do
     [ -d "$d" ] || continue
+    # A pod's cgroup can vanish between find and read (its kubelet removes it): read with cat,
+    # whose failure does not stop the teardown as a failed redirection would under set -e.
     while read -r f; do
-      while read -r pid; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done <"$f"
+      while read -r pid; do [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true; done < <(cat "$f" 2>/dev/null || true)
     done < <(find "$d" -name cgroup.procs 2>/dev/null)
   done
   sleep 0.2
