@@ -5,6 +5,8 @@
 #   hack/cluster.sh down        delete the cluster and its state (no error if it is not there)
 #   hack/cluster.sh kubeconfig  print the kubeconfig path
 #   hack/cluster.sh status      say whether it is up (exit 0 if up, 1 if not)
+#   hack/cluster.sh leftovers   after down: each process, mount or file of this clone's cluster
+#                               and real node still there (exit 1 if any)
 #
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the pinned builds in
 # bin/ (bash tools/install.sh), run as local processes by kwokctl's `binary` runtime; kwok
@@ -324,10 +326,23 @@ status() {
   fi
 }
 
+# leftovers: what `down` should have removed and did not: a process whose command line names
+# the cluster's state (the control plane, kwok, the reconciler, Karpenter), the state directory,
+# and the real node's own leftovers (hack/realnode.sh leftovers). Exit 1 if anything is left.
+leftovers() {
+  local left=0 line
+  while read -r line; do [ -n "$line" ] && { echo "cluster: process left: $line"; left=1; }; done \
+    < <(pgrep -af -- "$state/" 2>/dev/null | cut -c1-200 || true)
+  bash "$root/hack/realnode.sh" leftovers || left=1
+  if [ -e "$state" ]; then echo "cluster: state left: $state"; left=1; fi
+  return "$left"
+}
+
 case ${1:-} in
   up) up ;;
   down) down ;;
   kubeconfig) echo "$kubeconfig" ;;
   status) status ;;
-  *) echo "usage: $0 up|down|kubeconfig|status" >&2; exit 2 ;;
+  leftovers) leftovers ;;
+  *) echo "usage: $0 up|down|kubeconfig|status|leftovers" >&2; exit 2 ;;
 esac

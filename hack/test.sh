@@ -11,7 +11,9 @@
 #      loopback network mirror);
 #   7. the reconciler as a separate process, then the provider acceptance tests with the real
 #      Terraform CLI (TF_ACC=1);
-#   8. stop what this script started (the reconciler always; the cluster if it was not up before).
+#   8. stop what this script started (the reconciler always; the cluster if it was not up before,
+#      with the README's `make down`, which must then leave no process, mount, bridge or state:
+#      hack/cluster.sh leftovers).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -140,4 +142,14 @@ acceptance tofu-runner-rbac "$BIN/tofu" KUBE_CONFIG_PATH="$runner_kubeconfig" \
   TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org || failed=1
 log "acceptance summary"
 printf '  %s\n' "${summary[@]}" >&2
+# The README's teardown, as a user runs it after `make demo` and the tests: `make down` must
+# succeed and leave nothing of the cluster or the real node behind (a teardown that stopped half
+# way once left containerd, the node's mount namespace and the gantry0 bridge).
+if [ "$started_cluster" = 1 ]; then
+  log "the README's teardown: make down (must leave no process, mount, bridge or state)"
+  started_cluster=0
+  make --no-print-directory down
+  bash hack/cluster.sh leftovers || { log "make down left the above behind"; exit 1; }
+  log "make down left nothing behind"
+fi
 test "$failed" = 0
