@@ -52,13 +52,16 @@ func fleetBudgetAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "A budget of nodes in flight shared by every package set naming the same `name`, as NixFleet's fleet-wide `disruptionBudgets` shared by " +
 			"several rollouts. A node counts once while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or Failed, read from the node's " +
 			"`gantry.dev/state_<set>` annotation, or cordoned by the set: `gantry.dev/cordon_<set>`); a set starts no new node while the count is at the limit " +
-			"(a node another of the sets has in flight already counts, so it may start). When the sets disagree on `max_in_flight`, the lowest wins. " +
+			"(a node another of the sets has in flight already counts, so it may start). When the sets disagree on `max_in_flight`, the lowest wins among the sets that exist: a set " +
+			"that starts nodes before a set with a lower value is created (two sets in one apply) uses the values it sees, so give every set of a budget the same " +
+			"`max_in_flight`. " +
 			"The set's own `interruption_budget` still applies. While it holds nodes, `status.fleetBudget` and the Ready condition's message name the budget, " +
 			"the nodes in flight and their sets. A deletion's uninstalls count but are not held.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the budget (a DNS-1123 label): the sets naming it share it.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
-			"max_in_flight": schema.Int64Attribute{Required: true, MarkdownDescription: "Most nodes in flight at once across the sets sharing the budget (at least 1).",
+			"max_in_flight": schema.Int64Attribute{Required: true, MarkdownDescription: "Most nodes in flight at once across the sets sharing the budget (at least 1); " +
+				"the lowest value among the existing sets of the budget is in force, so give them all the same value.",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 		}}
 }

@@ -26,6 +26,10 @@ type FleetFacts struct {
 	// gantry.dev/state_<set> and gantry.dev/cordon_<set> annotations: InFlightFor) to those
 	// sets.
 	Others map[string][]string
+	// Own are the nodes this set has in flight by the same read (its own annotations, sorted).
+	// They count beside what the pass's node facts say: those may come from a cache that has
+	// not yet seen this set's last admission, and counting the node twice is harmless.
+	Own []string
 }
 
 // InFlightFor says whether a node is in flight for a set from what the set wrote on it: its
@@ -52,6 +56,9 @@ func newFleetPass(f SetFacts, nodes []NodeFacts) *fleetPass {
 	fp := &fleetPass{facts: f.Fleet, set: f.Name, inflight: map[string][]string{}}
 	for n, sets := range f.Fleet.Others {
 		fp.inflight[n] = append([]string(nil), sets...)
+	}
+	for _, n := range f.Fleet.Own {
+		fp.take(n)
 	}
 	for _, n := range nodes {
 		if InFlightFor(n.Record, n.Cordoned) {
@@ -111,9 +118,9 @@ func FleetMessage(st *v1alpha1.FleetBudgetStatus) string {
 // FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
 // set names none): the sets naming the same budget (deleting ones included: their uninstalls
 // still disrupt nodes), the lowest of their maxInFlight (when they disagree the lowest wins),
-// and the nodes the others have in flight from their annotations on the nodes (InFlightFor:
-// gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable node). A record
-// that does not parse counts as in flight (the safe side).
+// and the nodes the others and this set have in flight from their annotations on the nodes
+// (InFlightFor: gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable
+// node). A record that does not parse counts as in flight (the safe side).
 func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node) *FleetFacts {
 	fb := fleetBudgetOf(set)
 	if fb == nil {
@@ -133,22 +140,32 @@ func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []
 	sort.Strings(ff.Sets)
 	for i := range nodes {
 		n := &nodes[i]
+		if annotatedInFlight(n, set.Name) {
+			ff.Own = append(ff.Own, n.Name)
+		}
 		for _, o := range others {
-			_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+o]
-			raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+o]
-			var rec *NodeRecord
-			if has {
-				rec = &NodeRecord{}
-				if json.Unmarshal([]byte(raw), rec) != nil {
-					rec.Rollout = v1alpha1.RolloutActivating
-				}
-			}
-			if InFlightFor(rec, cordon && n.Spec.Unschedulable) {
+			if annotatedInFlight(n, o) {
 				ff.Others[n.Name] = append(ff.Others[n.Name], o)
 			}
 		}
 	}
+	sort.Strings(ff.Own)
 	return ff
+}
+
+// annotatedInFlight says whether node n is in flight for set by the set's annotations on it
+// (InFlightFor); a record that does not parse counts as in flight (the safe side).
+func annotatedInFlight(n *corev1.Node, set string) bool {
+	_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+set]
+	raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+set]
+	var rec *NodeRecord
+	if has {
+		rec = &NodeRecord{}
+		if json.Unmarshal([]byte(raw), rec) != nil {
+			rec.Rollout = v1alpha1.RolloutActivating
+		}
+	}
+	return InFlightFor(rec, cordon && n.Spec.Unschedulable)
 }
 
 func fleetBudgetOf(s *v1alpha1.PackageSet) *v1alpha1.FleetBudget {

@@ -63,6 +63,23 @@ func TestFleetBudgetLimitsAcrossSets(t *testing.T) {
 	}
 }
 
+// The pass's node facts come from a cache that has not yet seen this set's last admission
+// (node-2), which the fleet budget's own read has: node-2 still counts, so under a budget of 1
+// neither node-0 nor node-1 starts, and node-2 (in flight) goes on.
+func TestFleetBudgetCountsOwnAdmissionTheCacheMissed(t *testing.T) {
+	s := newSim(t, 3, tool("1.0.0"))
+	s.facts.Budget = nil
+	s.facts.Fleet = &FleetFacts{Name: "gpu-fleet", Max: 1, Sets: []string{"gpu-drivers", "other"}, Others: map[string][]string{}, Own: []string{"node-2"}}
+	d := s.pass()
+	if len(s.nodes["node-0"].jobs) != 0 || len(s.nodes["node-1"].jobs) != 0 || len(s.nodes["node-2"].jobs) == 0 {
+		t.Fatalf("jobs: node-0 %d node-1 %d node-2 %d; want node-0 and node-1 held, node-2 (in flight by the budget's own read) started",
+			len(s.nodes["node-0"].jobs), len(s.nodes["node-1"].jobs), len(s.nodes["node-2"].jobs))
+	}
+	if d.Fleet == nil || d.Fleet.InFlight != 1 || d.Fleet.Waiting != 2 || !slices.Equal(d.Fleet.Nodes, []string{"node-2 (gpu-drivers)"}) {
+		t.Errorf("fleet status %+v, want node-2 in flight, 2 waiting", d.Fleet)
+	}
+}
+
 func TestInFlightFor(t *testing.T) {
 	for _, tc := range []struct {
 		rec      *NodeRecord
@@ -105,6 +122,8 @@ func TestFleetFactsOf(t *testing.T) {
 		node("n3", false, map[string]string{v1alpha1.AnnotationCordonPrefix + "b": "", v1alpha1.AnnotationNodeStatePrefix + "b": `{"rollout":"Converged"}`}),
 		node("n4", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "c": `{"rollout":"Activating"}`}),
 		node("n5", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "b": `not json`}),
+		node("n6", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "a": `{"rollout":"Activating"}`}),
+		node("n7", false, map[string]string{v1alpha1.AnnotationNodeStatePrefix + "a": `{"rollout":"Converged"}`}),
 	}
 	ff := FleetFactsOf(&me, sets, nodes)
 	if ff == nil || ff.Name != "fleet" || ff.Max != 2 || !slices.Equal(ff.Sets, []string{"a", "b"}) {
@@ -118,6 +137,9 @@ func TestFleetFactsOf(t *testing.T) {
 		if !slices.Equal(ff.Others[n], s) {
 			t.Errorf("others[%s] = %v, want %v", n, ff.Others[n], s)
 		}
+	}
+	if !slices.Equal(ff.Own, []string{"n6"}) {
+		t.Errorf("own %v, want [n6] (this set's record Activating on n6; Converged on n7 is not in flight)", ff.Own)
 	}
 	if FleetFactsOf(&sets[3], sets, nodes) != nil {
 		t.Error("a set without a fleet budget has fleet facts")

@@ -565,8 +565,10 @@ type Rollout struct {
 	// budget, as NixFleet's fleet-wide disruptionBudgets across rollouts: a node counts once
 	// while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or
 	// Failed, or cordoned by the set), and a set starts no new node while the count is at the
-	// limit. When the sets disagree on maxInFlight the lowest wins. The set's own
-	// interruptionBudget still applies.
+	// limit. When the sets disagree on maxInFlight the lowest among the existing sets wins (a
+	// set that starts nodes before a set with a lower value exists uses the values it sees:
+	// give every set of a budget the same maxInFlight). The set's own interruptionBudget still
+	// applies.
 	// +optional
 	FleetBudget *FleetBudget `json:"fleetBudget,omitempty"`
 	// Release makes the packages a signed release, as NixFleet's signed releases: no stage
@@ -648,7 +650,7 @@ type FleetBudget struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// MaxInFlight is the most nodes in flight at once across the sets sharing the budget
-	// (the lowest of their values wins).
+	// (the lowest of the existing sets' values wins: give them all the same value).
 	// +kubebuilder:validation:Minimum=1
 	MaxInFlight int32 `json:"maxInFlight"`
 }
