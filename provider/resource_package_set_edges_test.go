@@ -48,7 +48,7 @@ resource "gantry_package_set" "tools" {
   name          = "%[1]s-b"
   node_selector = { "gantry.dev/test-pool" = %[1]q }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
-  rollout  = { fleet_budget = { name = %[1]q, max_in_flight = 3 } }
+  rollout  = { fleet_budget = { name = %[1]q, max_in_flight = 1 } }
   packages = [{ name = "dcgm-tool", version = "1.0.0", image = "ghcr.io/gantry-dev/dcgm-tool" }]
   timeouts = { create = "5m", update = "5m" }
 }
@@ -141,8 +141,11 @@ func stageJobs(c *kube.Clients, set string) (created, completed map[string][]met
 
 // NixFleet's edges between hosts and fleet-wide disruption budget, and NodeWright's interrupt
 // after an uninstall, end to end: set A (a driver with a reboot) orders node 2 after node 0
-// (an edge naming a node it does not select is ignored) and shares a fleet budget with set B
-// (A says 1, B says 3: the lowest wins). Both complete with never more than one node in flight
+// (an edge naming a node it does not select is ignored) and shares a fleet budget of 1 with set
+// B, both created in the same apply (each says 1, as the docs ask: with different values the
+// lowest wins only among the sets that exist, and B could start nodes before A does; the
+// lowest-wins rule itself is covered by TestFleetFactsOf and the reconciler suite's
+// TestPackageSetFleetBudget). Both complete with never more than one node in flight
 // across them, node 2's first Job after node 0's last; import reads the new attributes back;
 // uninstall_apply on the driver runs uninstall then uninstall-interrupt (the reboot) on every
 // node, still one node at a time, and leaves none cordoned. A node edge cycle fails at plan.
