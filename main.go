@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
@@ -88,11 +87,9 @@ func main() {
 	}
 	servePprof(os.Getenv(envPprof))
 	defer profileTo(os.Getenv(envProfileDir))()
-	// The framework's server, wrapped so that a destroy is never blocked by the configuration
-	// (provider.DestroyTolerant).
-	server := func() tfprotov6.ProviderServer {
-		return provider.DestroyTolerant(providerserver.NewProtocol6(provider.New(version)())(), nil)
-	}
+	// The framework's server, its request contexts released as each request returns and never
+	// blocking a destroy on the configuration (provider.Server).
+	server := func() tfprotov6.ProviderServer { return provider.Server(version) }
 	var opts []tf6server.ServeOpt
 	if debug {
 		opts = append(opts, tf6server.WithManagedDebug())

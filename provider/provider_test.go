@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -41,7 +40,7 @@ import (
 // testAccProtoV6ProviderFactories serve the provider in-process to the Terraform CLI of every
 // test (acceptance and plan-only).
 var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"gantry": providerserver.NewProtocol6WithError(New("test")()),
+	"gantry": func() (tfprotov6.ProviderServer, error) { return Server("test"), nil },
 }
 
 // requireTerraform makes terraform-plugin-testing use the pinned CLI (bin/terraform, v1.8.5)
