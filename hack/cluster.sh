@@ -327,8 +327,9 @@ status() {
 }
 
 # leftovers: what `down` should have removed and did not: a process whose command line names
-# the cluster's state (the control plane, kwok, the reconciler, Karpenter), the state directory,
-# and the real node's own leftovers (hack/realnode.sh leftovers). Exit 1 if anything is left.
+# the cluster's state (the control plane, kwok, the reconciler, Karpenter, the real node's
+# containerd and kubelet), the state directory, and the real node's mounts, bridge and pod
+# cgroups (hack/realnode.sh leftovers). Exit 1 if anything is left.
 leftovers() {
   local left=0 line
   while read -r line; do [ -n "$line" ] && { echo "cluster: process left: $line"; left=1; }; done \

@@ -8,8 +8,8 @@
 #   hack/realnode.sh up       start it (or keep it, if it runs); called by hack/cluster.sh up
 #   hack/realnode.sh down     stop it and remove what it made (processes, pods, mounts, bridge)
 #   hack/realnode.sh status   "up: NODE" (exit 0) or why not (exit 1)
-#   hack/realnode.sh leftovers after down: each thing of this clone's node still there (a process,
-#                             a mount, the bridge, a pod cgroup, the state directory), exit 1 if any
+#   hack/realnode.sh leftovers after down: the node's mounts, bridge and pod cgroups still there
+#                             (processes and state: hack/cluster.sh leftovers), exit 1 if any
 #   hack/realnode.sh import   import the image tarballs of .cache/images (hack/images) into its containerd
 #   hack/realnode.sh exec CMD run CMD in the node's mount namespace (ctr, crictl-like debugging)
 #
@@ -339,13 +339,13 @@ down() {
   rm -rf "$state"
 }
 
-# leftovers: what `down` should have removed and did not, one line each; exit 1 if anything is
-# left. The bridge and the pod cgroups are machine-wide: they count only while no other clone's
+# leftovers: what `down` should have removed and did not, beyond the processes and state
+# directory hack/cluster.sh leftovers finds under the cluster's state (this node's included): a
+# mount of the node's state, the bridge, a pod cgroup; one line each, exit 1 if anything is left.
+# The bridge and the pod cgroups are machine-wide: they count only while no other clone's
 # kubelet runs (that one owns them).
 leftovers() {
   local left=0 line
-  while read -r line; do [ -n "$line" ] && { echo "realnode: process left: $line"; left=1; }; done \
-    < <(pgrep -af -- "$state/" 2>/dev/null | cut -c1-200 || true)
   while read -r line; do [ -n "$line" ] && { echo "realnode: mount left: $line"; left=1; }; done \
     < <(grep -F " $state/" /proc/self/mounts 2>/dev/null || true)
   if ! pgrep -f "cluster/realnode/kubelet.yaml" >/dev/null 2>&1; then
@@ -354,7 +354,6 @@ leftovers() {
       if [ -d "$d" ]; then echo "realnode: cgroup left: $d"; left=1; fi
     done
   fi
-  if [ -e "$state" ]; then echo "realnode: state left: $state"; left=1; fi
   return "$left"
 }
 
