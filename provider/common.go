@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -255,9 +256,102 @@ func jsonPointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// pruneEmpty removes nil values and empty maps from m, bottom-up (typed structs converted to
-// unstructured carry "resources: {}" and the like, which would make the provider the owner of
-// empty objects). Empty lists are kept.
+// toSpecMap converts a typed spec (a pointer to an API struct) to the unstructured map the
+// provider applies, with the empty objects no one wrote removed (pruneEmptyAs). Errors: the
+// converter's, for a value it cannot represent.
+func toSpecMap(spec interface{}) (map[string]interface{}, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
+	if err != nil {
+		return nil, err
+	}
+	pruneEmptyAs(m, reflect.ValueOf(spec))
+	return m, nil
+}
+
+// pruneEmptyAs removes nil values and empty maps from m, bottom-up, walking the typed value v
+// that m was converted from. A value struct (resources, scheduling) converts to "{}" whether
+// or not anyone set it, and applying that would make the provider the owner of empty objects,
+// so it goes when empty; an object behind a non-nil pointer is one the user wrote (for example
+// hourglass_compat = {}, the migration guide's own example) and stays, empty or not. Where v
+// does not describe m (maps of maps, raw JSON), it falls back to pruneEmpty. Empty lists are kept.
+func pruneEmptyAs(m map[string]interface{}, v reflect.Value) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			pruneEmpty(m)
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		pruneEmpty(m)
+		return
+	}
+	fields := jsonFields(v)
+	for k, e := range m {
+		f, typed := fields[k]
+		switch t := e.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]interface{}:
+			if !typed {
+				pruneEmpty(t)
+			} else {
+				pruneEmptyAs(t, f)
+			}
+			written := typed && f.Kind() == reflect.Pointer && !f.IsNil()
+			if len(t) == 0 && !written {
+				delete(m, k)
+			}
+		case []interface{}:
+			pruneEmptyList(t, f, typed)
+		}
+	}
+}
+
+// pruneEmptyList prunes each object of the list t, walking the slice f when typed.
+func pruneEmptyList(t []interface{}, f reflect.Value, typed bool) {
+	sameLen := typed && (f.Kind() == reflect.Slice || f.Kind() == reflect.Array) && f.Len() == len(t)
+	for i, e := range t {
+		em, ok := e.(map[string]interface{})
+		switch {
+		case !ok:
+		case sameLen:
+			pruneEmptyAs(em, f.Index(i))
+		default:
+			pruneEmpty(em)
+		}
+	}
+}
+
+// jsonFields maps the JSON names of struct v's fields (inline fields flattened) to their values.
+func jsonFields(v reflect.Value) map[string]reflect.Value {
+	out := map[string]reflect.Value{}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") || (name == "" && sf.Anonymous) {
+			if fv := v.Field(i); fv.Kind() == reflect.Struct {
+				maps.Copy(out, jsonFields(fv))
+			}
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		out[name] = v.Field(i)
+	}
+	return out
+}
+
+// pruneEmpty removes nil values and empty maps from m, bottom-up, where no typed value says
+// which of them were written (see pruneEmptyAs). Empty lists are kept.
 func pruneEmpty(m map[string]interface{}) {
 	for k, v := range m {
 		switch t := v.(type) {

@@ -551,11 +551,10 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
-	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
 	}
-	pruneEmpty(specMap)
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}

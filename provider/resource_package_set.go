@@ -763,11 +763,10 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 		}
 		s.Packages = append(s.Packages, ap)
 	}
-	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+	spec, err := toSpecMap(&s)
 	if err != nil {
 		return nil, err
 	}
-	pruneEmpty(spec)
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": spec}}
 	obj.SetAPIVersion(v1alpha1.GroupVersion.String())
 	obj.SetKind("PackageSet")

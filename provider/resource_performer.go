@@ -476,11 +476,10 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 			CustomLabels: cloneMap(hw.CustomLabels),
 		}
 	}
-	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
 	}
-	pruneEmpty(specMap)
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}

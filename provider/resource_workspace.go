@@ -395,11 +395,10 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), PVC: t.OutputPVC.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
 	}
 	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
-	specMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
 	}
-	pruneEmpty(specMap)
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}
