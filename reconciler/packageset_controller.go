@@ -902,7 +902,6 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 	f := packageset.SetFacts{Now: r.now(), Name: set.Name, Generation: set.Generation, Deleting: deleting,
 		Paused: set.IsPaused(), Disabled: set.Spec.Disabled, Budget: set.Spec.InterruptionBudget, Serial: set.Spec.Serial,
 		KeepInstalled: set.Spec.UninstallOnDelete != nil && !*set.Spec.UninstallOnDelete}
-	sel, waveOf, compartmentOf := specFacts(set, &f)
 	var nodeList corev1.NodeList
 	// The lists are read-only here (writeNode copies a node before changing it), so they
 	// share the cache's objects instead of deep-copying every node and stage pod per pass.
@@ -922,37 +921,23 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		return f, nil, err
 	}
 	jobsByNode := jobFactsByNode(jobs, pods, f.Now)
-	if cycle := packageset.AfterCycle(set, sets.Items); cycle != nil && f.SpecError == "" {
-		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
-	}
-	incomplete := packageset.IncompleteEverywhere(sets.Items, nodeList.Items)
+	reader := packageset.NewNodeReader(set, sets.Items, nodeList.Items, r.stageTolerations(set), &f)
 	if f.Fleet, err = r.fleetFacts(ctx, set, sets.Items, nodeList.Items); err != nil {
 		return f, nil, err
 	}
 
 	nodes := map[string]*corev1.Node{}
-	tolerations := r.stageTolerations(set)
 	for i := range nodeList.Items {
 		node := &nodeList.Items[i]
-		raw, hasRecord := node.Annotations[v1alpha1.AnnotationNodeStatePrefix+set.Name]
-		selected := sel.Matches(labels.Set(node.Labels))
-		if !selected && !hasRecord {
+		nf, ok, err := reader.Read(node)
+		if err != nil {
+			return f, nil, err
+		}
+		if !ok {
 			continue
 		}
 		nodes[node.Name] = node
-		nf := packageset.NodeFacts{Name: node.Name, Selected: selected, Jobs: jobsByNode[node.Name], BootID: node.Status.NodeInfo.BootID,
-			Compartment: compartmentOf(node.Labels), Wave: waveOf(node.Labels)}
-		if hasRecord {
-			rec := &packageset.NodeRecord{}
-			if err := json.Unmarshal([]byte(raw), rec); err != nil {
-				return f, nil, fmt.Errorf("node %s annotation %s%s is not a node record: %w", node.Name, v1alpha1.AnnotationNodeStatePrefix, set.Name, err)
-			}
-			nf.Record = rec
-		}
-		nf.Blocked, nf.WaitFor = packageset.TaintHold(node.Spec.Taints, node.Status.Conditions, tolerations, set.Spec.RuntimeRequired)
-		nf.Gate, nf.GateSet = packageset.GateOf(set, sets.Items, node.Labels, node.Annotations, incomplete)
-		_, nf.Cordoned = node.Annotations[v1alpha1.AnnotationCordonPrefix+set.Name]
-		nf.Cordoned = nf.Cordoned && node.Spec.Unschedulable
+		nf.Jobs = jobsByNode[node.Name]
 		// A cordoned node's pods are listed (uncached: the cache holds only our own pods) each
 		// pass while its drain matters (DrainMatters: not while its interrupt runs or after,
 		// when it stays cordoned but the drain facts are not read), so the drain's state is
@@ -968,63 +953,6 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		f.Nodes = append(f.Nodes, nf)
 	}
 	return f, nodes, nil
-}
-
-// specFacts fills the facts f of a pass that come from the set's spec and status alone
-// (packages, rollout, soak, health checks, release, quarantines, policy, waves, node edges)
-// and returns the node selector and the wave and compartment matchers; an invalid selector
-// or matcher is f.SpecError and selects no node.
-func specFacts(set *v1alpha1.PackageSet, f *packageset.SetFacts) (labels.Selector, func(map[string]string) int, func(map[string]string) string) {
-	f.Wants = packageset.WantsOf(set.Spec.Packages)
-	if ro := set.Spec.Rollout; ro != nil {
-		if ro.SoakDuration != nil {
-			f.Soak = ro.SoakDuration.Duration
-		}
-		if ro.SoakCheckInterval != nil {
-			f.SoakInterval = ro.SoakCheckInterval.Duration
-		}
-		f.OnHealthFailure = ro.OnHealthFailure
-		f.HealthChecks = packageset.HealthChecksOf(ro)
-	}
-	// The release is verified on every pass (a local key, no network): before any stage starts.
-	f.Release = packageset.CheckRelease(&set.Spec, f.Now)
-	f.Quarantined = set.Status.QuarantinedVersions
-	f.ClearQuarantine = packageset.ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
-	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
-	if err != nil {
-		// The API server accepted the set but its selector is invalid: the set is Stalled
-		// (InvalidSpec, the parser's message), selects no node, and a deletion still
-		// releases the nodes that carry its records.
-		f.SpecError = "spec.nodeSelector: " + err.Error()
-		sel = labels.Nothing()
-	}
-	f.Policy = packageset.PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
-	var waves []v1alpha1.Wave
-	if ro := set.Spec.Rollout; ro != nil {
-		waves = ro.Waves
-	}
-	if ro := set.Spec.Rollout; ro != nil {
-		f.NodeEdges = ro.NodeEdges
-	}
-	for _, w := range waves {
-		f.Waves = append(f.Waves, w.Name)
-		soak := time.Duration(-1) // the rollout's
-		if w.SoakDuration != nil {
-			soak = w.SoakDuration.Duration
-		}
-		f.WaveSoaks = append(f.WaveSoaks, soak)
-	}
-	waveOf, err := packageset.WaveMatcher(waves)
-	if err != nil {
-		f.SpecError = "spec." + err.Error()
-		sel, waveOf = labels.Nothing(), func(map[string]string) int { return 0 }
-	}
-	compartmentOf, err := packageset.CompartmentMatcher(set.Spec.DeploymentPolicy)
-	if err != nil {
-		f.SpecError = "spec." + err.Error()
-		sel, compartmentOf = labels.Nothing(), func(map[string]string) string { return packageset.DefaultCompartment }
-	}
-	return sel, waveOf, compartmentOf
 }
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
@@ -1046,33 +974,12 @@ func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.Pa
 		}
 	}
 	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		if nonInterrupt != nil && !nonInterrupt.Empty() && nonInterrupt.Matches(labels.Set(p.Labels)) {
+		switch packageset.DrainClassOf(&p, nonInterrupt, r.Self) {
+		case packageset.DrainHold:
 			hold = append(hold, p.Namespace+"/"+p.Name)
-			continue
-		}
-		if p.Namespace == "kube-system" || p.Labels[v1alpha1.LabelPackageSet] != "" {
-			continue
-		}
-		if r.Self.Name != "" && p.Namespace == r.Self.Namespace && p.Name == r.Self.Name {
-			continue // the reconciler itself (see Self)
-		}
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "DaemonSet" {
-			continue
-		}
-		tolerates := false
-		for _, t := range p.Spec.Tolerations {
-			if t.Key == corev1.TaintNodeUnschedulable && t.Operator == corev1.TolerationOpExists {
-				tolerates = true
-			}
-		}
-		switch {
-		case tolerates:
-		case p.DeletionTimestamp != nil:
+		case packageset.DrainTerminating:
 			terminating = append(terminating, p.Namespace+"/"+p.Name)
-		default:
+		case packageset.DrainEvict:
 			evict = append(evict, p)
 		}
 	}

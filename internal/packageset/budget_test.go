@@ -192,7 +192,7 @@ func TestGrant(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slots := 1
-			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, Record: tc.rec}, []Want{tool("1.0.0")}, &slots, map[string]bool{})
+			p := newNodePass(&SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, Record: tc.rec}, []Want{tool("1.0.0")}, &slots, map[string]bool{})
 			p.hold = tc.hold
 			inflight := tc.inflight
 			p.grant(tc.wasInFlight, &inflight, tc.budget, tc.halted)

@@ -97,7 +97,7 @@ func edgeWaits(f SetFacts, nodes []NodeFacts, wants []Want) map[string][]string 
 	}
 	notDone := map[string]bool{}
 	for name, n := range byName {
-		p := newNodePass(f, n, wants, nil, nil)
+		p := newNodePass(&f, n, wants, nil, nil)
 		notDone[name] = p.needsWork() || n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
 	}
 	out := map[string][]string{}

@@ -130,7 +130,7 @@ func TestInterruptCandidates(t *testing.T) {
 			true, "[a]", "[]", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Record: &NodeRecord{Packages: tc.pkgs}}, nil, new(int), nil)
+			p := newNodePass(&SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Record: &NodeRecord{Packages: tc.pkgs}}, nil, new(int), nil)
 			if got := p.interruptPending(); got != tc.pending {
 				t.Errorf("interruptPending = %v, want %v", got, tc.pending)
 			}
@@ -173,7 +173,7 @@ func TestReadyToInterrupt(t *testing.T) {
 			rec := &NodeRecord{Packages: map[string]*PackageRecord{
 				"driver": {Stage: conf, State: v1alpha1.StateComplete, Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptReboot}},
 				"tool":   {Stage: appl, State: tc.other}}}
-			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, Record: rec, Cordoned: tc.cordoned, NonInterrupt: tc.nonInterrupt, Drained: tc.drained},
+			p := newNodePass(&SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, Record: rec, Cordoned: tc.cordoned, NonInterrupt: tc.nonInterrupt, Drained: tc.drained},
 				nil, &slots, nil)
 			p.granted, p.hold = true, tc.hold
 			if got := p.readyToInterrupt(); got != tc.ready || p.plan.Cordon != tc.cordon || p.plan.Drain != tc.drain || slots != tc.slotsLeft {
@@ -206,7 +206,7 @@ func TestReadyToInterruptAbandoned(t *testing.T) {
 			if tc.wanted {
 				wants = append(wants, tool("1.0.0"))
 			}
-			p := newNodePass(SetFacts{Name: "s", Serial: true}, NodeFacts{Name: "node-0", Selected: true, Record: rec, Cordoned: true, Drained: true}, wants, &slots, nil)
+			p := newNodePass(&SetFacts{Name: "s", Serial: true}, NodeFacts{Name: "node-0", Selected: true, Record: rec, Cordoned: true, Drained: true}, wants, &slots, nil)
 			p.granted = true
 			if got := p.readyToInterrupt(); got != tc.ready {
 				t.Errorf("ready %v, want %v", got, tc.ready)
@@ -241,7 +241,7 @@ func TestStartInterrupt(t *testing.T) {
 			for name, it := range tc.its {
 				rec.Packages[name] = &PackageRecord{Version: "1.0.0", Stage: conf, State: v1alpha1.StateComplete, Interrupt: it, Restarts: 2, Message: "old", Flow: 1}
 			}
-			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, BootID: "boot-1"}, nil, new(int), nil)
+			p := newNodePass(&SetFacts{Name: "s"}, NodeFacts{Name: "node-0", Selected: true, BootID: "boot-1"}, nil, new(int), nil)
 			p.rec = rec
 			names := slices.Sorted(maps.Keys(tc.its))
 			err := p.startInterrupt(names)

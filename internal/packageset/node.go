@@ -26,7 +26,7 @@ func backoff(restarts int32) time.Duration {
 }
 
 // newNodePass is the pass over node n with a copy of its record (an empty one if it has none).
-func newNodePass(f SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quarantine map[string]bool) nodePass {
+func newNodePass(f *SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quarantine map[string]bool) nodePass {
 	p := nodePass{f: f, n: n, wants: wants, rec: n.Record.Clone(), cordonSlots: cordonSlots, quarantine: quarantine}
 	if p.rec == nil {
 		p.rec = &NodeRecord{}
@@ -39,7 +39,9 @@ func newNodePass(f SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quaran
 
 // nodePass runs one node's packages for one pass.
 type nodePass struct {
-	f       SetFacts
+	// f is the pass's facts, shared by the set's nodes (read only: a copy per node cost a
+	// third of a 1,000-node pass).
+	f       *SetFacts
 	n       NodeFacts
 	wants   []Want
 	rec     *NodeRecord

@@ -70,7 +70,7 @@ func Plan(f SetFacts) (Decision, error) {
 		if n.Selected && !f.Deleting {
 			nodeWants = wants
 		}
-		p := newNodePass(f, n, nodeWants, &cordonSlots, quarantine)
+		p := newNodePass(&f, n, nodeWants, &cordonSlots, quarantine)
 		if f.Deleting && f.KeepInstalled {
 			// uninstallOnDelete false: leave the packages, release the node.
 			d.Nodes = append(d.Nodes, NodePlan{Name: n.Name, Uncordon: n.Cordoned})

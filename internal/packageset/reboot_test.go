@@ -192,7 +192,7 @@ func TestRebooted(t *testing.T) {
 		{"config: not started", rec(func(r *PackageRecord) { r.Stage = conf }), "boot-2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newNodePass(SetFacts{Name: "s"}, NodeFacts{Name: "node-0", BootID: tc.nodeBoot}, nil, new(int), nil)
+			p := newNodePass(&SetFacts{Name: "s"}, NodeFacts{Name: "node-0", BootID: tc.nodeBoot}, nil, new(int), nil)
 			if got := p.rebooted(tc.r); got != tc.want {
 				t.Fatalf("rebooted = %v, want %v", got, tc.want)
 			}

@@ -391,7 +391,7 @@ func TestRevertOf(t *testing.T) {
 			if tc.want != "" {
 				wants = []Want{tool(tc.want)}
 			}
-			p := newNodePass(SetFacts{Name: "s", OnHealthFailure: tc.policy}, NodeFacts{Name: "node-0", Selected: true}, wants, new(int), map[string]bool{})
+			p := newNodePass(&SetFacts{Name: "s", OnHealthFailure: tc.policy}, NodeFacts{Name: "node-0", Selected: true}, wants, new(int), map[string]bool{})
 			p.granted, p.hold = !tc.noGrant, tc.hold
 			if got := p.revertOf("tool", tc.r); got != tc.kind {
 				t.Errorf("revertOf = %d, want %d", got, tc.kind)
@@ -463,7 +463,7 @@ func TestRevert(t *testing.T) {
 			&flow{stage: conf, version: "1.1.0", image: "img:1.1.0", spec: "s-1.1.0", prev: "1.0.0"}, "", "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newNodePass(SetFacts{Name: "s", Now: time.Unix(1_700_000_000, 0), OnHealthFailure: v1alpha1.HealthFailureRollback},
+			p := newNodePass(&SetFacts{Name: "s", Now: time.Unix(1_700_000_000, 0), OnHealthFailure: v1alpha1.HealthFailureRollback},
 				NodeFacts{Name: "node-0", Selected: true}, []Want{tc.want}, new(int), map[string]bool{})
 			p.granted = true
 			c := *tc.r // the rows share records
@@ -592,7 +592,7 @@ func TestNoteRollingBack(t *testing.T) {
 		{"deleting", running(nil), true, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := nodePass{f: SetFacts{Deleting: tc.deleting}, n: NodeFacts{Name: "node-0"}, rec: &NodeRecord{Packages: map[string]*PackageRecord{"tool": tc.r}}, failures: tc.existing}
+			p := nodePass{f: &SetFacts{Deleting: tc.deleting}, n: NodeFacts{Name: "node-0"}, rec: &NodeRecord{Packages: map[string]*PackageRecord{"tool": tc.r}}, failures: tc.existing}
 			p.noteRollingBack()
 			if len(p.failures) != tc.want {
 				t.Fatalf("failures %v, want %d", p.failures, tc.want)

@@ -313,7 +313,7 @@ func (p *nodePass) walk(prev, target v1alpha1.RolloutState) error {
 
 // soakWindow is the node's soak window: its wave's (SetFacts.WaveSoaks) when set, else the
 // rollout's (SetFacts.Soak).
-func (p *nodePass) soakWindow() time.Duration { return SoakOf(p.f, p.n.Wave) }
+func (p *nodePass) soakWindow() time.Duration { return SoakOf(*p.f, p.n.Wave) }
 
 // SoakOf is the soak window of a node in wave (an index of f.Waves; past them: no wave picks
 // the node): the wave's own soakDuration when set (NixFleet's per-wave soakMinutes), else

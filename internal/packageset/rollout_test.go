@@ -535,7 +535,7 @@ func TestWalk(t *testing.T) {
 		{"unknown target", Ac, "Bogus", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newNodePass(SetFacts{Now: now}, NodeFacts{Name: "node-0"}, nil, new(int), nil)
+			p := newNodePass(&SetFacts{Now: now}, NodeFacts{Name: "node-0"}, nil, new(int), nil)
 			p.rec.Rollout, p.rec.Since, p.rec.SoakRound = tc.prev, t0, 2
 			err := p.walk(tc.prev, tc.target)
 			if tc.err {

@@ -100,7 +100,7 @@ func TestSerialBusy(t *testing.T) {
 		{"other done though erroring (abandoned)", true, map[string]*PackageRecord{"a": {State: v1alpha1.StateErroring, Done: true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := nodePass{f: SetFacts{Serial: tc.serial}, rec: &NodeRecord{Packages: tc.recs}}
+			p := nodePass{f: &SetFacts{Serial: tc.serial}, rec: &NodeRecord{Packages: tc.recs}}
 			if got := p.serialBusy("b"); got != tc.want {
 				t.Errorf("serialBusy = %v, want %v", got, tc.want)
 			}

@@ -58,7 +58,7 @@ func currentWave(f SetFacts, nodes []NodeFacts, wants []Want) int {
 		if !n.Selected || n.Wave >= cur {
 			continue
 		}
-		p := newNodePass(f, n, wants, nil, nil)
+		p := newNodePass(&f, n, wants, nil, nil)
 		if p.needsWork() || n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned) {
 			cur = n.Wave
 		}
