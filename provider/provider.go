@@ -369,6 +369,8 @@ type providerData struct {
 
 	once sync.Once
 	reg  *wait.Registry
+	// fleet is what the rollout previews of one plan read from the cluster, listed once.
+	fleet fleetCache
 }
 
 func newProviderData(clients *kube.Lazy) *providerData {

@@ -98,6 +98,7 @@ type packageSetModel struct {
 	NodeStatus            types.Map              `tfsdk:"node_status"`
 	QuarantinedVersions   types.List             `tfsdk:"quarantined_versions"`
 	Compartments          types.List             `tfsdk:"compartments"`
+	RolloutPreview        types.Object           `tfsdk:"rollout_preview"`
 	Timeouts              timeouts.Value         `tfsdk:"timeouts"`
 }
 
@@ -504,8 +505,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status (`complete`, `in_progress`, `waiting`, ...): at most 500 nodes, those needing attention first, then complete ones; `complete_nodes` counts all (see the status guide)."},
 			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`): `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
-			"compartments": compartmentsAttribute(),
-			"timeouts":     timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"compartments":    compartmentsAttribute(),
+			"rollout_preview": rolloutPreviewAttribute(),
+			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
@@ -874,7 +876,10 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	}
 	s := ps.Spec
 	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts,
-		Labels: readMeta(ps.Labels, prior.Labels)}
+		Labels: readMeta(ps.Labels, prior.Labels), RolloutPreview: prior.RolloutPreview}
+	if m.RolloutPreview.IsNull() || m.RolloutPreview.IsUnknown() {
+		m.RolloutPreview = previewNull() // import, list: a preview is made at plan only
+	}
 	m.NodeSelector = optMap(s.NodeSelector.MatchLabels, prior.NodeSelector)
 	m.NodeSelectorExprs = flattenSelectorExprs(s.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
 	m.Sequencing = types.StringValue(string(s.Sequencing))

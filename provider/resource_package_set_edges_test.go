@@ -203,7 +203,7 @@ resource "gantry_package_set" "cycle" {
 					},
 				),
 			},
-			{ResourceName: "gantry_package_set.drivers", ImportState: true, ImportStateId: a, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: "gantry_package_set.drivers", ImportState: true, ImportStateId: a, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 			{
 				Config: edgesConfig(pool, "    uninstall_apply = true"),
 				Check: resource.ComposeTestCheckFunc(

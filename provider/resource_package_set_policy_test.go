@@ -89,7 +89,7 @@ func TestAccPackageSet_deploymentPolicy(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("waves").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("zone-a")),
 				},
 			},
-			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 			{
 				Config:      policyConfig(pool, "1.1.0", failing, 1),
 				ExpectError: stopped,
@@ -185,7 +185,7 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("health_checks").AtSliceIndex(1).AtMapKey("timeout"), knownvalue.StringExact("10s")),
 				},
 			},
-			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 			{
 				Config: healthConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
 				// The rollback keeps its cause (the health check) in every pass from the
@@ -283,7 +283,7 @@ resource "gantry_package_set" "test" {
 					return fmt.Errorf("no HealthChecksObserved condition: %v", conds)
 				},
 			},
-			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 		},
 	})
 }

@@ -103,7 +103,7 @@ func TestAccPackageSet_runtimeRequired(t *testing.T) {
 			},
 			// Refresh: nothing to change.
 			{Config: full, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
-			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 			// Back to a plain set: both attributes removed, read back as null.
 			{
 				Config: runtimeRequiredConfig(pool, ""),

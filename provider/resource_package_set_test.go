@@ -114,7 +114,7 @@ func TestAccPackageSet_lifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("quarantined_versions"), knownvalue.ListSizeExact(0)),
 				},
 			},
-			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+			{ResourceName: addr, ImportState: true, ImportStateId: pool, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts", "rollout_preview"}},
 			{
 				Config:      packageSetConfig(pool, pool, "1.1.0", `      pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
 				ExpectError: regexp.MustCompile(`(?s)PackageSet Failed.*Stalled=True \(StageErroring:.*node\s+` + pool + `-[0-2]\s+package\s+dcgm-tool\s+stage\s+upgrade`),

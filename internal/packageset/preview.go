@@ -39,6 +39,12 @@ type PreviewFacts struct {
 	Refusals map[string]string
 	// Now is the time of the plan (release freshness).
 	Now time.Time
+	// Shape: simulate the rollout the spec and the nodes make, without what changes while
+	// neither does (taints, earlier sets' progress, a fleet budget's other sets, the release's
+	// freshness, drain refusals, non-interruptible pods): the same spec over the same nodes gives
+	// the same preview minutes later, as Terraform's final plan at apply requires of a value
+	// known at plan. Preview.Blocked still lists what blocks now.
+	Shape bool
 }
 
 // PreviewNode is one node the rollout starts.
@@ -112,6 +118,9 @@ func PreviewRollout(pf PreviewFacts) (Preview, error) {
 		}
 	}
 	sim.out.Blocked = sim.blockedNow()
+	if pf.Shape {
+		sim.shape()
+	}
 	if err := sim.run(); err != nil {
 		return Preview{}, err
 	}
@@ -130,6 +139,19 @@ type previewSim struct {
 	drained map[string]bool
 	wave    int
 	out     Preview
+}
+
+// shape drops the facts that change while neither the spec nor the nodes do (PreviewFacts.Shape).
+func (s *previewSim) shape() {
+	s.pf.Refusals, s.pf.NonInterrupt = nil, nil
+	s.f.Release = nil
+	if s.f.Fleet != nil {
+		s.f.Fleet.Others = map[string][]string{}
+	}
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		n.Blocked, n.WaitFor, n.Gate, n.GateSet = "", "", GateOpen, ""
+	}
 }
 
 // run alternates Plan and the simulated outcome of its plans until the set is complete or

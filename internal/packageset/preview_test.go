@@ -167,3 +167,17 @@ func BenchmarkPreviewRollout1000(b *testing.B) {
 		b.ReportMetric(float64(p.Waves), "waves")
 	}
 }
+
+// The shape of a rollout ignores what blocks now: the PDB-held node's rollout completes in the
+// shape, and the blocked list still names it.
+func TestPreviewRollout_shape(t *testing.T) {
+	pf := PreviewFacts{Set: previewSet(1), Nodes: previewNodes(3, nil), Now: time.Unix(1_700_000_000, 0), Shape: true,
+		Refusals: map[string]string{"gpu-01": "pod default/web-0: PodDisruptionBudget default/web allows 0 disruptions"}}
+	p, err := PreviewRollout(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Complete || p.Waves != 3 || len(p.Blocked) != 1 || p.Blocked[0].Node != "gpu-01" {
+		t.Fatalf("shape preview = %+v, want complete in 3 waves with gpu-01 listed as blocked now", p)
+	}
+}

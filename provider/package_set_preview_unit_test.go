@@ -1,0 +1,74 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// The preview reads the fleet the way a plan does (one list of nodes, package sets and
+// PodDisruptionBudgets, and the pods of a budget that allows no disruption): a driver bump
+// with a reboot over three GPU nodes, one node behind a PDB that allows 0 disruptions. The
+// shape (the attribute) is 3 nodes in 3 waves, 3 rebooted; the warning names the node, the pod
+// and the PDB, and says where today's rollout would stop.
+func TestPackageSetPreview_pdbBlockedNode(t *testing.T) {
+	var objs []runtime.Object
+	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2", "cpu-0"} {
+		lbl := map[string]string{"nvidia.com/gpu.present": "true"}
+		if strings.HasPrefix(n, "cpu") {
+			lbl = nil
+		}
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: lbl}})
+	}
+	app := map[string]string{"app": "inference"}
+	one := intstr.FromInt32(1)
+	objs = append(objs,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "inference-0", Namespace: "ml", Labels: app}, Spec: corev1.PodSpec{NodeName: "gpu-1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "inference", Namespace: "ml"},
+			Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: app}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, DesiredHealthy: 1, CurrentHealthy: 1}})
+	clients := &kube.Clients{Core: kubefake.NewSimpleClientset(objs...),
+		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"})}
+	r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
+	m := psFieldsModel()
+	m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+	m.InterruptionBudget = &budgetModel{Count: types.Int64Value(1), Percent: types.Int64Null()}
+	m.Packages[0].Interrupt = &interruptModel{Type: types.StringValue("reboot")}
+	planned, err := expandPackageSet(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, name, summary, why := r.preview(context.Background(), planned)
+	if why != "" || name != "gpu" {
+		t.Fatalf("preview skipped: %s", why)
+	}
+	if p.Selected != 3 || len(p.Nodes) != 3 || p.Waves != 3 || p.Rebooted != 3 || !p.Complete {
+		t.Errorf("shape %+v, want 3 nodes in 3 waves, 3 rebooted, complete", p)
+	}
+	for _, want := range []string{
+		"3 of 3 selected nodes run stages, in 3 waves of at most 1 nodes; 3 cordoned, 3 drained, 3 rebooted.",
+		"Blocked now: gpu-1: drain refused: pod ml/inference-0: PodDisruptionBudget ml/inference allows 0 disruptions (needs 1 healthy pods and has 1).",
+		"With what blocks now, the rollout would stop after starting 2 of the 3 nodes",
+	} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("warning lacks %q:\n%s", want, summary)
+		}
+	}
+	if obj := previewObject(p); obj.Attributes()["rebooted"].String() != "3" || obj.Attributes()["waves"].String() != "3" {
+		t.Errorf("rollout_preview %s", obj)
+	}
+}
