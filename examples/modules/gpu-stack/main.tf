@@ -72,4 +72,13 @@ resource "gantry_package_set" "drivers" {
     },
   ]
   timeouts = { create = var.timeout, update = var.timeout, delete = var.timeout }
+
+  # The plan's rollout preview (see the guide "Reviewing fleet changes in the plan"): a change
+  # that would reboot more than max_rebooted_percent of the selected GPU nodes fails at plan.
+  lifecycle {
+    postcondition {
+      condition     = try(self.rollout_preview.rebooted * 100 <= var.max_rebooted_percent * self.rollout_preview.selected_nodes, true) # null: no preview
+      error_message = "The driver change reboots ${try(self.rollout_preview.rebooted, 0)} of ${try(self.rollout_preview.selected_nodes, 0)} GPU nodes; max_rebooted_percent allows ${var.max_rebooted_percent}%."
+    }
+  }
 }

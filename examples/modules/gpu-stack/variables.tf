@@ -118,6 +118,16 @@ variable "driver" {
   }
 }
 
+variable "max_rebooted_percent" {
+  description = "The most GPU nodes, in percent of those the driver set selects, that one apply may reboot: a plan whose rollout preview reboots more fails (the driver set's postcondition)."
+  type        = number
+  default     = 100
+  validation {
+    condition     = var.max_rebooted_percent >= 0 && var.max_rebooted_percent <= 100
+    error_message = "max_rebooted_percent must be between 0 and 100."
+  }
+}
+
 variable "timeout" {
   description = "Create and update timeout of every resource of the stack, a duration such as 10m."
   type        = string
