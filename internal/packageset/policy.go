@@ -335,27 +335,34 @@ func (c *compPass) openBatch(node string) bool {
 // that left the compartment leaves the batch. It returns the compartments' status, a line per
 // stopped compartment, and whether a batch finished (the next may start at once).
 func (pp *policyPass) finish(plans []NodePlan, selected map[string]bool) (out []v1alpha1.CompartmentStatus, stopped []string, finished bool) {
-	byName := map[string]NodePlan{}
-	for _, np := range plans {
-		byName[np.Name] = np
+	// One walk over the plans counts every compartment's nodes in progress and complete.
+	inProgress, completed := map[string]int32{}, map[string]int32{}
+	var byName map[string]*NodePlan // only when a batch is to evaluate
+	for i := range plans {
+		np := &plans[i]
+		comp := pp.of[np.Name]
+		if np.Record != nil && (InFlight(np.Record.Rollout) || np.Cordon) {
+			inProgress[comp]++
+		}
+		if selected[np.Name] && np.Status == v1alpha1.StatusComplete {
+			completed[comp]++
+		}
 	}
 	for _, name := range pp.order {
 		c := pp.comps[name]
-		if c.Strategy != nil && len(c.Batch.Nodes) > 0 && c.evaluate(byName, selected, pp.of) {
-			finished = true
-		}
-		cs := v1alpha1.CompartmentStatus{Name: name, Matched: int32(c.matched), Ceiling: int32(c.ceiling)}
-		for _, np := range plans {
-			if pp.of[np.Name] != name {
-				continue
+		if c.Strategy != nil && len(c.Batch.Nodes) > 0 {
+			if byName == nil {
+				byName = make(map[string]*NodePlan, len(plans))
+				for i := range plans {
+					byName[plans[i].Name] = &plans[i]
+				}
 			}
-			if np.Record != nil && (InFlight(np.Record.Rollout) || np.Cordon) {
-				cs.InProgress++
-			}
-			if selected[np.Name] && np.Status == v1alpha1.StatusComplete {
-				cs.Completed++
+			if c.evaluate(byName, selected, pp.of) {
+				finished = true
 			}
 		}
+		cs := v1alpha1.CompartmentStatus{Name: name, Matched: int32(c.matched), Ceiling: int32(c.ceiling),
+			InProgress: inProgress[name], Completed: completed[name]}
 		if c.matched > 0 {
 			cs.ProgressPercent = cs.Completed * 100 / int32(c.matched)
 		}
@@ -381,7 +388,7 @@ func (pp *policyPass) finish(plans []NodePlan, selected map[string]bool) (out []
 
 // evaluate counts the current batch's nodes; when none is still running it records the batch
 // and clears it (true).
-func (c *compPass) evaluate(plans map[string]NodePlan, selected map[string]bool, of map[string]string) bool {
+func (c *compPass) evaluate(plans map[string]*NodePlan, selected map[string]bool, of map[string]string) bool {
 	success, failure, running := 0, 0, 0
 	var kept []string
 	for _, n := range c.Batch.Nodes {

@@ -117,6 +117,8 @@ func PreviewRollout(pf PreviewFacts) (Preview, error) {
 			sim.nodes = append(sim.nodes, nf)
 		}
 	}
+	// In name order, as Plan sorts them (a sorted list costs its sort nothing).
+	sort.Slice(sim.nodes, func(i, j int) bool { return sim.nodes[i].Name < sim.nodes[j].Name })
 	sim.out.Blocked = sim.blockedNow()
 	if pf.Shape {
 		sim.shape()
