@@ -16,7 +16,9 @@
 # baseline, ending in rows of the common | figure | value | limit | target | ratio | table;
 # then hack/bench/scale:
 # SCALE_BENCH_PERFORMERS (default 1000) gantry_performer applied, planned and destroyed beside
-# a client-go limit (the same Performers created by a parallel client at the same QPS).
+# a client-go limit (the same Performers created by a parallel client at the same QPS); then
+# hack/bench/preview: the package set rollout preview over PREVIEW_BENCH_NODES synthetic nodes
+# (default 1000), the provider's computation at plan.
 # Prints numbers; it does not pass or fail on them. Each program also records its figures
 # (hack/bench/table) in $GANTRY_BENCH_ROWS; the run ends with them as one table, each figure
 # beside its limit measured in the same run and its target.
@@ -49,6 +51,8 @@ go run ./hack/bench/packageset -kubeconfig "$KUBECONFIG_PATH" -reconciler "$BIN/
 # Scale: its own reconciler process (peak RSS, CPU) and its own kwok nodes.
 go run ./hack/bench/scale -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" -tfrc "$CACHE/terraformrc" \
   -reconciler "$BIN/gantry-reconciler" -workdir "$CACHE/bench/scale" -n "${SCALE_BENCH_PERFORMERS:-1000}"
+# The package set rollout preview the provider computes at plan (no cluster: the computation).
+go run ./hack/bench/preview -nodes "${PREVIEW_BENCH_NODES:-1000}"
 echo
 echo "== make bench: every figure beside its limit and target =="
 go run ./hack/bench/table/cmd "$GANTRY_BENCH_ROWS"
