@@ -82,7 +82,9 @@ type workspaceModelV0 struct {
 	NodeClaims        types.List           `tfsdk:"node_claims"`
 	LeaderAddress     types.String         `tfsdk:"leader_address"`
 	Conditions        types.Map            `tfsdk:"conditions"`
-	Timeouts          timeouts.Value       `tfsdk:"timeouts"`
+	// Sizing is sizing (workspace_sizing.go): resolved at plan, stored as planned.
+	Sizing   types.Object   `tfsdk:"sizing"`
+	Timeouts timeouts.Value `tfsdk:"timeouts"`
 }
 
 type wsResourceModel struct {
@@ -342,6 +344,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"leader_address": schema.StringAttribute{Computed: true, MarkdownDescription: "Multi-node inference (`inference.model_gpus`): the group leader's stable address " +
 				"`workspace-<name>-0.workspace-<name>-group.<namespace>.svc.cluster.local`; null when the replicas are independent."},
 			"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
+			"sizing":     sizingAttribute(),
 			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
@@ -362,8 +365,22 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	timeouts:      func(m *workspaceModelV0) timeouts.Value { return m.Timeouts },
 	key:           func(m *workspaceModelV0) (string, string) { return m.Namespace.ValueString(), m.Name.ValueString() },
 	expand:        expandWorkspace,
-	flatten:       flattenWorkspace,
+	flatten:       flattenWorkspaceSized,
 	setStatus:     setWorkspaceStatus,
+	prepare:       prepareWorkspaceSizing,
+}
+
+// ModifyPlan is planRetry (as every kind's: while the state says the workspace is not Ready or
+// Succeeded, the plan re-applies it and waits again) followed by planWorkspaceSizing: the
+// plan shows sizing, resolved from the planned resource, inference and tuning by the
+// reconciler's own code (unknown while an input is; the state's on a plan that changes
+// nothing). No API call is made.
+func (r *workspaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.ops.planRetry(ctx, req, resp)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	planWorkspaceSizing(ctx, req, resp)
 }
 
 // expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).
@@ -408,7 +425,8 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	return newObject("Workspace", m.Name.ValueString(), m.Namespace.ValueString(), m.Labels, m.Annotations, specMap), nil
 }
 
-// flattenWorkspace maps a live Workspace to the model; prior only decides null versus empty.
+// flattenWorkspace maps a live Workspace to the model; prior only decides null versus empty,
+// and its sizing is kept as it is (flattenWorkspaceSized fills one it lacks).
 func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*workspaceModelV0, error) {
 	if prior == nil {
 		prior = &workspaceModelV0{}
@@ -417,7 +435,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
 		return nil, err
 	}
-	m := &workspaceModelV0{Timeouts: prior.Timeouts, Name: types.StringValue(w.Name), Namespace: types.StringValue(w.Namespace),
+	m := &workspaceModelV0{Timeouts: prior.Timeouts, Sizing: prior.Sizing, Name: types.StringValue(w.Name), Namespace: types.StringValue(w.Namespace),
 		Labels: readMeta(w.Labels, prior.Labels), Annotations: readMeta(w.Annotations, prior.Annotations)}
 	pr := prior.Resource
 	if pr == nil {

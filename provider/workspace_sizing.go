@@ -1,0 +1,276 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
+)
+
+// gantry_workspace's computed `sizing`: what the reconciler will run, worked out at plan from
+// the planned resource, inference and tuning by the reconciler's own functions
+// (workspace.Resolve, Replicas, MultiNode, ReplicasPerNode, WantsProvisioning), in KAITO's
+// terms (a replica is one copy of the model; a multi-node group is one replica spanning
+// perReplicaNodeCount nodes). It never looks at the cluster.
+//
+// Its life cycle: ModifyPlan computes it on create and on every plan that changes something
+// (unknown while an input is unknown), and keeps the state's value on a plan that changes
+// nothing; Create and Update store the planned value (applyAndWait's state starts as the
+// plan; prepareWorkspaceSizing only fills one left unknown); Read keeps the prior value, and
+// computes it from the object read where the prior has none (import, list, a state written
+// before the attribute existed).
+
+// sizingAttribute is the schema of `sizing`.
+func sizingAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Computed: true,
+		MarkdownDescription: "How the workspace is sized and placed, resolved at plan time by the reconciler's own code from `resource`, the model preset " +
+			"and `inference.model_gpus`, following KAITO's sizing: the preset's GPUs, then `resource.instance_type`'s GPUs per node, then KAITO's " +
+			"multi-node inference, where the `resource.count` pods of a model too large for one node form ONE replica spanning `nodes_per_replica` " +
+			"nodes (KAITO's `perReplicaNodeCount`). Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
+			"`tuning.preset` are (otherwise \"known after apply\"); null when they do not resolve. It does not look at the cluster, so it says " +
+			"what the apply asks for, not which nodes are free.",
+		Attributes: map[string]schema.Attribute{
+			"replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Replicas of the model serving side by side (KAITO's inference " +
+				"replicas): `resource.count`, or 1 when the pods form one multi-node group; 1 for tuning."},
+			"nodes_per_replica": schema.Int64Attribute{Computed: true, MarkdownDescription: "Nodes one replica spans (KAITO's `perReplicaNodeCount`): " +
+				"`resource.count` in a multi-node group (one pod per node, pod 0 leading), else 1."},
+			"gpus_per_node": schema.Int64Attribute{Computed: true, MarkdownDescription: "`nvidia.com/gpu` devices each pod requests, all on one node: " +
+				"`resource.gpu_count`, else the preset's, else `resource.instance_type`'s GPUs per node (capped at them in a multi-node group); 0 with " +
+				"`resource.partition` (a MIG slice instead) and for a workload without GPUs."},
+			"gpus_per_replica": schema.Int64Attribute{Computed: true, MarkdownDescription: "`nvidia.com/gpu` devices one replica holds in all: " +
+				"`gpus_per_node` × `nodes_per_replica`."},
+			"instance_type": schema.StringAttribute{Computed: true, MarkdownDescription: "The instance type the pods' nodes must be " +
+				"(`node.kubernetes.io/instance-type`): `resource.instance_type`; null without one."},
+			"gpu_product": schema.StringAttribute{Computed: true, MarkdownDescription: "The GPU the pods run on, as `nvidia.com/gpu.product` " +
+				"names it: `resource.gpu_product`, else `instance_type`'s GPU from the provider's catalog; null when neither says."},
+			"mig_profile": schema.StringAttribute{Computed: true, MarkdownDescription: "With `resource.partition`: the MIG profile each replica " +
+				"takes one slice of (`nvidia.com/mig-<profile>`, e.g. `1g.10gb`); null without a partition."},
+			"node_claims": schema.Int64Attribute{Computed: true, MarkdownDescription: "With `resource.provision_nodes` (the default) and " +
+				"`instance_type`: the Karpenter NodeClaims the reconciler creates at most, one node of the type per as many pods as fit on it " +
+				"(`ceil(pods / floor(the type's GPUs / gpus_per_node))`). As KAITO's gpu-provisioner, the apply creates only the nodes missing " +
+				"then: fewer when matching Ready nodes have free GPUs, none where Karpenter or the reconciler's node class is missing. " +
+				"0 when `provision_nodes` is false or without `instance_type`."},
+		},
+	}
+}
+
+// wsSizingAttrTypes are sizing's attribute types as the schema has them (withInputValidators
+// gives every Int64 attribute its wholeNumberType).
+var wsSizingAttrTypes = func() map[string]attr.Type {
+	t, _ := withInputValidatorsAttr("sizing", sizingAttribute()).GetType().(types.ObjectType)
+	return t.AttrTypes
+}()
+
+// wsSizing is sizing's value; "" strings are null.
+type wsSizing struct {
+	Replicas, NodesPerReplica, GPUsPerNode, GPUsPerReplica, NodeClaims int64
+	InstanceType, GPUProduct, MIGProfile                               string
+}
+
+// sizingPlaceholder fills the fields that can only make workspace.Resolve fail without
+// changing what it resolves (model, image, model access Secret, base model): with them
+// filled the sizing follows from resource, the presets and model_gpus alone, so a value
+// unknown at plan cannot change it at apply.
+const sizingPlaceholder = "sizing"
+
+// resolveWorkspaceSizing resolves w (not changed) as the reconciler does and returns its
+// sizing. Errors are workspace.Resolve's (an unknown preset or instance type, GPUs that do not
+// fit a node of the type, model_gpus the replicas cannot hold), naming spec fields.
+func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
+	w = w.DeepCopy()
+	if inf := w.Spec.Inference; inf != nil {
+		inf.Model, inf.Image = orString(inf.Model, sizingPlaceholder), orString(inf.Image, sizingPlaceholder)
+		inf.ModelAccessSecret = orString(inf.ModelAccessSecret, sizingPlaceholder)
+	}
+	if tu := w.Spec.Tuning; tu != nil {
+		tu.BaseModel, tu.Image = orString(tu.BaseModel, sizingPlaceholder), orString(tu.Image, sizingPlaceholder)
+	}
+	rw, err := workspace.Resolve(w)
+	if err != nil {
+		return wsSizing{}, err
+	}
+	r := rw.Spec.Resource
+	pods := int64(workspace.Replicas(rw))
+	s := wsSizing{Replicas: pods, NodesPerReplica: 1, GPUsPerNode: int64(r.GPUCount), InstanceType: r.InstanceType, GPUProduct: r.GPUProduct}
+	if workspace.MultiNode(rw) {
+		s.Replicas, s.NodesPerReplica = 1, pods
+	}
+	s.GPUsPerReplica = s.GPUsPerNode * s.NodesPerReplica
+	if it, ok := hardware.LookupInstanceType(r.InstanceType); ok && s.GPUProduct == "" {
+		s.GPUProduct = it.GPUProduct
+	}
+	if r.Partition != nil {
+		s.MIGProfile = r.Partition.Profile
+	}
+	if workspace.WantsProvisioning(rw) {
+		// The bound claimsToCreate puts on a workspace's claims: the nodes its pods need.
+		per := int64(max(workspace.ReplicasPerNode(rw), 1))
+		s.NodeClaims = (pods + per - 1) / per
+	}
+	return s, nil
+}
+
+func orString(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+// value is s as the sizing attribute's value.
+func (s wsSizing) value() types.Object {
+	str := func(v string) attr.Value {
+		if v == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(v)
+	}
+	return types.ObjectValueMust(wsSizingAttrTypes, map[string]attr.Value{
+		"replicas": types.Int64Value(s.Replicas), "nodes_per_replica": types.Int64Value(s.NodesPerReplica),
+		"gpus_per_node": types.Int64Value(s.GPUsPerNode), "gpus_per_replica": types.Int64Value(s.GPUsPerReplica),
+		"instance_type": str(s.InstanceType), "gpu_product": str(s.GPUProduct), "mig_profile": str(s.MIGProfile),
+		"node_claims": types.Int64Value(s.NodeClaims),
+	})
+}
+
+// workspaceSizingValue is the sizing attribute of w: null when w does not resolve (the
+// reconciler then reports the spec error and the apply fails naming it).
+func workspaceSizingValue(w *v1alpha1.Workspace) types.Object {
+	s, err := resolveWorkspaceSizing(w)
+	if err != nil {
+		return types.ObjectNull(wsSizingAttrTypes)
+	}
+	return s.value()
+}
+
+// sizingOfModel is the sizing of m's resource, inference and tuning, mapped to the API type
+// as the apply maps them (expandWorkspace); null when they do not map or resolve.
+func sizingOfModel(m *workspaceModelV0) types.Object {
+	part := workspaceModelV0{Name: m.Name, Namespace: m.Namespace, Resource: m.Resource, Inference: m.Inference, Tuning: m.Tuning,
+		RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
+	u, err := expandWorkspace(&part)
+	if err != nil {
+		return types.ObjectNull(wsSizingAttrTypes)
+	}
+	return sizingOfObject(u)
+}
+
+// sizingOfObject is the sizing of the Workspace u (as read from the cluster, or as expanded).
+func sizingOfObject(u *unstructured.Unstructured) types.Object {
+	var w v1alpha1.Workspace
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
+		return types.ObjectNull(wsSizingAttrTypes)
+	}
+	return workspaceSizingValue(&w)
+}
+
+// sizingInputsKnown reports whether everything sizing depends on is known in the plan: all of
+// resource; whether inference and tuning are set; their preset; inference.model_gpus.
+func sizingInputsKnown(raw tftypes.Value) bool {
+	root := configRoot(raw)
+	if !root.Attr("resource").v.IsFullyKnown() {
+		return false
+	}
+	for _, mode := range []string{"inference", "tuning"} {
+		m := root.Attr(mode)
+		switch {
+		case m.Unknown():
+			return false
+		case m.Null():
+			continue
+		case m.Attr("preset").Unknown(), mode == "inference" && m.Attr("model_gpus").Unknown():
+			return false
+		}
+	}
+	return true
+}
+
+// knownOrNull is v with what is unknown in it null: an unknown value, and a collection with
+// an unknown element (a model cannot hold a null element) as a whole; objects are walked.
+func knownOrNull(v tftypes.Value) tftypes.Value {
+	if !v.IsKnown() {
+		return tftypes.NewValue(v.Type(), nil)
+	}
+	if v.IsNull() || v.IsFullyKnown() {
+		return v
+	}
+	obj, ok := v.Type().(tftypes.Object)
+	if !ok {
+		return tftypes.NewValue(v.Type(), nil)
+	}
+	var attrs map[string]tftypes.Value
+	if err := v.As(&attrs); err != nil {
+		return tftypes.NewValue(v.Type(), nil)
+	}
+	out := make(map[string]tftypes.Value, len(attrs)) // As shares v's own map: never write to it
+	for k, a := range attrs {
+		out[k] = knownOrNull(a)
+	}
+	return tftypes.NewValue(obj, out)
+}
+
+// plannedSizing is the sizing of plan: unknown when an input is (sizingInputsKnown), else
+// resolved from the plan with its unknown parts, which sizing does not depend on, null.
+func plannedSizing(ctx context.Context, plan tfsdk.Plan) (types.Object, diag.Diagnostics) {
+	if !sizingInputsKnown(plan.Raw) {
+		return types.ObjectUnknown(wsSizingAttrTypes), nil
+	}
+	var m workspaceModelV0
+	diags := (&tfsdk.Plan{Schema: plan.Schema, Raw: knownOrNull(plan.Raw)}).Get(ctx, &m)
+	if diags.HasError() {
+		return types.ObjectUnknown(wsSizingAttrTypes), diags
+	}
+	return sizingOfModel(&m), diags
+}
+
+// planWorkspaceSizing is ModifyPlan's sizing step: a plan that changes nothing keeps the
+// state's sizing (so a no-op plan stays empty); any other plan, create included, gets the
+// sizing of what it plans. Destroy plans are left alone.
+func planWorkspaceSizing(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || (!req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw)) {
+		return
+	}
+	v, diags := plannedSizing(ctx, resp.Plan)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("sizing"), v)...)
+}
+
+// prepareWorkspaceSizing is gantry_workspace's kindOps.prepare: the planned sizing is what the
+// state stores; only one still unknown at apply (never the case once the configuration is
+// known, see planWorkspaceSizing) is resolved from the plan here.
+func prepareWorkspaceSizing(_ context.Context, _ *kube.Clients, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
+	if plan.Sizing.IsUnknown() {
+		plan.Sizing = sizingOfModel(plan)
+	}
+	return nil
+}
+
+// flattenWorkspaceSized is flattenWorkspace with sizing: the prior's when it has one (a
+// refresh keeps what the apply stored), else resolved from u (import, list, a state from
+// before sizing).
+func flattenWorkspaceSized(u *unstructured.Unstructured, prior *workspaceModelV0) (*workspaceModelV0, error) {
+	m, err := flattenWorkspace(u, prior)
+	if err != nil {
+		return nil, err
+	}
+	if m.Sizing.IsNull() || m.Sizing.IsUnknown() {
+		m.Sizing = sizingOfObject(u)
+	}
+	return m, nil
+}
