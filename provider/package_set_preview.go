@@ -62,7 +62,7 @@ func rolloutPreviewAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "What the apply will do to the fleet, computed at plan when the set's spec changes and the cluster answers: " +
 			"the reconciler's own rollout rules (selection, interruption budget, deployment policy compartments and batches, waves, node edges, " +
 			"fleet budget, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed. Kept as it is while the spec " +
-			"does not change; null when it could not be computed (the plan then warns why: the cluster did not answer, a value is unknown until apply). " +
+			"does not change; known after apply when a value of the set is unknown at plan; null when the cluster did not answer (the plan warns why). " +
 			"What blocks nodes now (a PodDisruptionBudget that allows 0 disruptions, a non-interruptible pod, a fleet budget the other sets fill, a taint, an earlier set) " +
 			"is in the plan's warning, not here: Terraform plans again at apply and requires every value known at plan to come out the same, so this attribute holds " +
 			"only what the spec and the nodes decide. A postcondition or check block can test it, e.g. `self.rollout_preview.rebooted <= 5`; see the guide \"Reviewing fleet changes in the plan\".",
@@ -137,8 +137,9 @@ func (r *packageSetResource) planPreview(ctx context.Context, req resource.Modif
 	at := path.Root("rollout_preview")
 	var plan packageSetModel
 	if d := req.Plan.Get(ctx, &plan); d.HasError() || !req.Config.Raw.IsFullyKnown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, previewNull())...)
-		resp.Diagnostics.AddAttributeWarning(at, "Rollout Preview Skipped", "The rollout preview needs the set's whole configuration at plan: a value is unknown until apply.")
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, types.ObjectUnknown(previewAttrTypes))...)
+		resp.Diagnostics.AddAttributeWarning(at, "Rollout Preview Skipped", "The rollout preview needs the set's whole configuration at plan, "+
+			"and a value is unknown until apply: rollout_preview is known after apply (Terraform plans again then, and the preview is made).")
 		return
 	}
 	planned, err := expandPackageSet(&plan)
