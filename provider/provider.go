@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -47,6 +48,7 @@ var (
 	_ provider.ProviderWithValidateConfig   = (*gantryProvider)(nil)
 	_ provider.ProviderWithListResources    = (*gantryProvider)(nil)
 	_ provider.ProviderWithActions          = (*gantryProvider)(nil)
+	_ provider.ProviderWithFunctions        = (*gantryProvider)(nil)
 )
 
 // New returns the provider factory for providerserver.Serve; version is the release version
@@ -321,6 +323,18 @@ func (p *gantryProvider) DataSources(context.Context) []func() datasource.DataSo
 		NewPackageSetDataSource,
 		NewWorkspaceDataSource,
 		NewNodesDataSource,
+	}
+}
+
+// Functions are the provider-defined functions of Terraform >= 1.8 and OpenTofu >= 1.7
+// (function_<name>.go): the preset and instance type catalogs and the package image rule,
+// which need no cluster.
+func (p *gantryProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{
+		NewPresetSizingFunction,
+		NewInstanceTypeFunction,
+		NewWorkspaceSizingFunction,
+		NewPackageImageFunction,
 	}
 }
 
