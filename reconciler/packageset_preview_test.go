@@ -36,7 +36,10 @@ func (e *testEnv) recordStarts(t *testing.T, pool, set string) *startRecorder {
 	go func() {
 		for ev := range w.ResultChan() {
 			n, ok := ev.Object.(*corev1.Node)
-			if _, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+set]; !ok || !has {
+			if !ok {
+				continue
+			}
+			if _, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+set]; !has {
 				continue
 			}
 			r.mu.Lock()
