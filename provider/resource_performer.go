@@ -100,6 +100,7 @@ type performerModelV0 struct {
 	NodeName             types.String         `tfsdk:"node_name"`
 	PodName              types.String         `tfsdk:"pod_name"`
 	ServiceName          types.String         `tfsdk:"service_name"`
+	CandidateNodes       types.Int64          `tfsdk:"candidate_nodes"`
 	Timeouts             timeouts.Value       `tfsdk:"timeouts"`
 }
 
@@ -331,7 +332,8 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Computed:            true,
 				MarkdownDescription: "Name of the performer's Service: `performer-<name>`. Known at plan time.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"candidate_nodes": candidateNodesAttribute(),
+			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
@@ -368,17 +370,28 @@ func (r *performerResource) ValidateConfig(ctx context.Context, req resource.Val
 	}
 }
 
-// ModifyPlan fills id, service_name and grpc_endpoint at plan time when they are unknown
-// (create, or a change that could alter them) and their inputs are known: they follow from
-// name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
-// resources see them in the plan. And, through planRetry, while the state says the performer
-// is not Running (Failed, or an apply interrupted mid-wait) the plan is an in-place update that
-// re-applies it and waits again. No API call is made.
+// ModifyPlan is planRetry (kindResource: while the state says the performer is not Running,
+// Failed or an apply interrupted mid-wait, the plan is an in-place update that re-applies it
+// and waits again), planNaming (id, service_name, grpc_endpoint) and planCandidates
+// (candidate_nodes and its warnings; the only step that calls the API, and only when the spec
+// changes). A destroy plan is left alone.
 func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
 	}
 	r.ops.planRetry(ctx, req, resp)
+	r.planNaming(ctx, req, resp)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.planCandidates(ctx, req, resp)
+}
+
+// planNaming fills id, service_name and grpc_endpoint at plan time when they are unknown
+// (create, or a change that could alter them) and their inputs are known: they follow from
+// name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
+// resources see them in the plan. No API call is made.
+func (r *performerResource) planNaming(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var name, namespace types.String
 	var port types.Int64
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
@@ -518,7 +531,10 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 		NodeSelector:       optMap(s.Scheduling.NodeSelector, prior.NodeSelector),
 		RuntimeClassName:   optStringPtr(s.Scheduling.RuntimeClassName, prior.RuntimeClassName),
 		PriorityClassName:  optStringPtr(s.Scheduling.PriorityClassName, prior.PriorityClassName),
-		Timeouts:           prior.Timeouts,
+		// candidate_nodes is counted at plan only: a refresh keeps the prior value, an import
+		// or a list result (no prior) has none.
+		CandidateNodes: candidateKnownOrNull(prior.CandidateNodes),
+		Timeouts:       prior.Timeouts,
 	}
 	if s.ImagePullPolicy == "" {
 		m.ImagePullPolicy = types.StringValue(string(corev1.PullIfNotPresent))
@@ -569,8 +585,10 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 // and service_name keep the values planned from the naming contract while the status lacks
 // them (a wait that failed or was interrupted before the reconciler reported them), so the
 // state matches the plan; checkPerformerNaming reports a status that disagrees.
+// candidate_nodes keeps the planned count (m is the plan), null when the plan could not count.
 func setAppliedPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	endpoint, service := m.GRPCEndpoint, m.ServiceName
+	m.CandidateNodes = candidateKnownOrNull(m.CandidateNodes)
 	setPerformerStatus(m, u)
 	if m.GRPCEndpoint.IsNull() && !endpoint.IsUnknown() {
 		m.GRPCEndpoint = endpoint

@@ -173,12 +173,13 @@ func TestUnknownValues_everyResource(t *testing.T) {
 	}
 }
 
-// withoutPreviewSkipped drops the one warning a package set's plan with unknown values must
-// give (its rollout preview is skipped until apply).
+// withoutPreviewSkipped drops the one warning a plan with unknown values must give for a
+// package set (its rollout preview is skipped until apply) or a performer (its candidate_nodes
+// is counted when the apply plans).
 func withoutPreviewSkipped(diags []*tfprotov6.Diagnostic) []*tfprotov6.Diagnostic {
 	var out []*tfprotov6.Diagnostic
 	for _, d := range diags {
-		if d.Severity != tfprotov6.DiagnosticSeverityWarning || d.Summary != "Rollout Preview Skipped" {
+		if d.Severity != tfprotov6.DiagnosticSeverityWarning || d.Summary != "Rollout Preview Skipped" && d.Summary != candidatesSkipped {
 			out = append(out, d)
 		}
 	}
