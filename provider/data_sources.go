@@ -28,7 +28,7 @@ import (
 // phase/state, node, revision, per-node package status) — all computed. There is one source
 // of truth: the data source's schema is derived from the resource's (dataSourceSchema) and
 // its value from the resource's mapping (the same flatten as import and refresh), so the two
-// never drift apart. timeouts and write-only attributes are left out.
+// never drift apart. timeouts, write-only and plan-only attributes are left out.
 
 // kindDataSource is the generic data source of one kind; M is the resource's model.
 type kindDataSource[M any] struct {
@@ -148,13 +148,18 @@ func (d *kindDataSource[M]) value(ctx context.Context, u *unstructured.Unstructu
 	return out, diags
 }
 
+// planOnlyAttributes are computed at plan from a change of the configuration (the package set's
+// rollout preview, the performer's candidate nodes): a data source reads no change, so they are
+// left out of it.
+var planOnlyAttributes = map[string]bool{"rollout_preview": true, "candidate_nodes": true}
+
 // dataSourceAttributes mirrors resource attributes as computed data source attributes, with
-// the same types (custom types included) and descriptions; timeouts and write-only attributes
-// are left out.
+// the same types (custom types included) and descriptions; timeouts, the plan-only and
+// write-only attributes are left out.
 func dataSourceAttributes(attrs map[string]rschema.Attribute) map[string]dsschema.Attribute {
 	out := make(map[string]dsschema.Attribute, len(attrs))
 	for name, a := range attrs {
-		if name == "timeouts" || a.IsWriteOnly() {
+		if name == "timeouts" || planOnlyAttributes[name] || a.IsWriteOnly() {
 			continue
 		}
 		if da := dataSourceAttribute(a); da != nil {

@@ -92,11 +92,11 @@ const sizingPlaceholder = "sizing"
 func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
 	w = w.DeepCopy()
 	if inf := w.Spec.Inference; inf != nil {
-		inf.Model, inf.Image = orString(inf.Model, sizingPlaceholder), orString(inf.Image, sizingPlaceholder)
-		inf.ModelAccessSecret = orString(inf.ModelAccessSecret, sizingPlaceholder)
+		inf.Model, inf.Image = orPlaceholder(inf.Model), orPlaceholder(inf.Image)
+		inf.ModelAccessSecret = orPlaceholder(inf.ModelAccessSecret)
 	}
 	if tu := w.Spec.Tuning; tu != nil {
-		tu.BaseModel, tu.Image = orString(tu.BaseModel, sizingPlaceholder), orString(tu.Image, sizingPlaceholder)
+		tu.BaseModel, tu.Image = orPlaceholder(tu.BaseModel), orPlaceholder(tu.Image)
 	}
 	rw, err := workspace.Resolve(w)
 	if err != nil {
@@ -123,11 +123,12 @@ func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
 	return s, nil
 }
 
-func orString(v, def string) string {
+// orPlaceholder is v, or sizingPlaceholder when v is empty (a value unknown at plan).
+func orPlaceholder(v string) string {
 	if v != "" {
 		return v
 	}
-	return def
+	return sizingPlaceholder
 }
 
 // value is s as the sizing attribute's value.

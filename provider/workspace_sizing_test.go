@@ -142,7 +142,7 @@ func modifyPlan(t *testing.T, mk func() tfsdk.Plan, state tfsdk.State) types.Obj
 	plan := mk()
 	resp := fwresource.ModifyPlanResponse{Plan: plan}
 	r, _ := NewWorkspaceResource().(*workspaceResource)
-	r.ModifyPlan(ctx, fwresource.ModifyPlanRequest{Plan: plan, State: state, Config: tfsdk.Config{Schema: plan.Schema, Raw: plan.Raw}}, &resp)
+	r.ModifyPlan(ctx, fwresource.ModifyPlanRequest{Plan: plan, State: state, Config: tfsdk.Config(plan)}, &resp)
 	if resp.Diagnostics.HasError() {
 		t.Fatal(resp.Diagnostics)
 	}
