@@ -194,8 +194,8 @@ func (r *packageSetResource) preview(ctx context.Context, planned *unstructured.
 		pf.Shape = false
 		var now packageset.Preview
 		if now, err = packageset.PreviewRollout(pf); err == nil && !now.Complete {
-			summary = fmt.Sprintf("\nWith what blocks now, the rollout would stop after starting %d of the %d nodes: %s.", len(now.Nodes), len(p.Nodes),
-				strings.TrimSuffix(now.Stuck, "."))
+			summary = fmt.Sprintf("\nWith what blocks now, the rollout would stop after starting %d of the %d nodes (%s): the blocked nodes hold its slots.",
+				len(now.Nodes), len(p.Nodes), strings.TrimSuffix(now.Stuck, "."))
 		}
 	}
 	if err != nil {
