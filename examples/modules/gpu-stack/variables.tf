@@ -103,6 +103,12 @@ variable "model" {
     condition     = var.model.gpu_count >= 1 && var.model.gpu_count <= 8
     error_message = "model.gpu_count must be from 1 to 8."
   }
+  # A KAITO preset's own GPU count, from the provider's catalog at plan (no cluster): a model
+  # that is not a preset passes.
+  validation {
+    condition     = try(provider::gantry::preset_sizing(var.model.name).gpu_count <= var.model.gpu_count, true)
+    error_message = "model.gpu_count is below the GPUs the preset ${var.model.name} needs (provider::gantry::preset_sizing)."
+  }
 }
 
 variable "driver" {
