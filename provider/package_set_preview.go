@@ -134,6 +134,9 @@ func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.Modify
 // change (a no-op plan reads nothing from the cluster), else the preview of the planned spec,
 // or null with one warning naming why it could not be computed. It never fails a plan.
 func (r *packageSetResource) planPreview(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw) {
+		return // a no-op plan: the state's preview stands, nothing is read or mapped
+	}
 	at := path.Root("rollout_preview")
 	var plan packageSetModel
 	if d := req.Plan.Get(ctx, &plan); d.HasError() || !req.Config.Raw.IsFullyKnown() {

@@ -75,6 +75,9 @@ func (r *performerResource) planCandidates(ctx context.Context, req resource.Mod
 			resp.Diagnostics.AddAttributeWarning(at, candidatesSkipped, why)
 		}
 	}
+	if !req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw) {
+		return // a no-op plan: the state's count stands, nothing is read or mapped
+	}
 	if !req.Config.Raw.IsFullyKnown() {
 		skip("The nodes that can take the performer are counted from its whole configuration, and a value of it is known only at apply: " +
 			"they are counted when the apply plans.")
