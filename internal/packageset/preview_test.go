@@ -125,6 +125,7 @@ func TestPreviewRollout_fleetBudgetHeld(t *testing.T) {
 // Compartments: each compartment has its own budget; the preview's waves follow them.
 func TestPreviewRollout_compartments(t *testing.T) {
 	set := previewSet(1)
+	set.Spec.InterruptionBudget = nil // the API server refuses it beside a deployment policy
 	set.Spec.DeploymentPolicy = &v1alpha1.DeploymentPolicy{Compartments: []v1alpha1.Compartment{
 		{Name: "canary", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"ring": "canary"}}, Budget: v1alpha1.InterruptionBudget{Count: ptr(int32(1))}},
 		{Name: "rest", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"ring": "rest"}}, Budget: v1alpha1.InterruptionBudget{Count: ptr(int32(2))}},
