@@ -326,7 +326,8 @@ status() {
   fi
 }
 
-# leftovers: what `down` should have removed and did not: a process whose command line names
+# leftovers: what `down` should have removed and did not (and a gpg-agent the release's signing
+# left for this clone's test key): a process whose command line names
 # the cluster's state (the control plane, kwok, the reconciler, Karpenter, the real node's
 # containerd and kubelet), the state directory, and the real node's mounts, bridge and pod
 # cgroups (hack/realnode.sh leftovers). Exit 1 if anything is left.
@@ -334,6 +335,9 @@ leftovers() {
   local left=0 line
   while read -r line; do [ -n "$line" ] && { echo "cluster: process left: $line"; left=1; }; done \
     < <(pgrep -af -- "$state/" 2>/dev/null | cut -c1-200 || true)
+  # The release's signing (hack/release.sh) runs a gpg-agent for this clone's test key.
+  while read -r line; do [ -n "$line" ] && { echo "cluster: release process left: $line"; left=1; }; done \
+    < <(pgrep -af -- "$root/.cache/release/" 2>/dev/null | cut -c1-200 || true)
   bash "$root/hack/realnode.sh" leftovers || left=1
   if [ -e "$state" ]; then echo "cluster: state left: $state"; left=1; fi
   return "$left"

@@ -26,6 +26,9 @@ name=terraform-provider-gantry
 bash tools/install.sh goreleaser debs >/dev/null
 
 export GNUPGHOME=${GNUPGHOME:-$CACHE/release/gnupg}
+# Signing starts a gpg-agent for this GNUPGHOME; stop it when the release is done, so nothing
+# of the release outlives it (make down's leftovers check does not look for it).
+trap 'gpgconf --kill gpg-agent >/dev/null 2>&1 || true' EXIT
 if [ -z "${GPG_FINGERPRINT:-}" ]; then
   mkdir -p "$GNUPGHOME" && chmod 700 "$GNUPGHOME"
   if ! gpg --batch --list-secret-keys release@gantry.invalid >/dev/null 2>&1; then
