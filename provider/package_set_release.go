@@ -37,7 +37,7 @@ func releaseAttribute() schema.Attribute {
 			"The signature is over the release payload, exactly these bytes: the line `gantry.dev/release/v1`, the line `signedAt <signed_at>`, then one line " +
 			"`package <name> <version> <image>` per package sorted by name, where image is the image the stages run (the version as its tag, a digest as written); " +
 			"every line ends in a newline (`\\n`). Env, config and the other package fields are not signed. Sign it with `cosign sign-blob --key cosign.key payload` " +
-			"(ECDSA P-256) or an ed25519 key (see the package sets guide). Checked at plan when the values are known; a signature that does not verify " +
+			"(ECDSA P-256) or an ed25519 key (see \"Signing a release\" in the guide \"Moving from Skyhook, NixFleet, KAITO or the Hourglass operator\"). Checked at plan when the values are known; a signature that does not verify " +
 			"(or packages changed without a new signature) holds every node and the set is Stalled with reason `ReleaseNotVerified`, which fails the apply.",
 		Attributes: map[string]schema.Attribute{
 			"public_key": schema.StringAttribute{Required: true, MarkdownDescription: "PEM public key (`-----BEGIN PUBLIC KEY-----`): ECDSA P-256 (cosign's `cosign.pub`) or ed25519.",

@@ -395,7 +395,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"Hourglass `Performer` objects in this namespace (Hourglass's operator runs them, with the default scheduling " +
 					"Hourglass gives them: none). Needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`); " +
 					"takes no `bls_key`, `bls_private_key_wo`, `remote_signer_url`, `performer_names` or `performer_selector`; " +
-					"`avs_performers` images must be `repository:tag`. See the guide \"Moving from Skyhook, KAITO or the Hourglass operator\".",
+					"`avs_performers` images must be `repository:tag`. See the guide \"Moving from Skyhook, NixFleet, KAITO or the Hourglass operator\" (section \"Running an unmodified Hourglass executor image\").",
 				Attributes: map[string]schema.Attribute{
 					"l1_chain": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "Name of the chain in `chains` rendered as Hourglass's `l1Chain` (`rpcUrl`, `chainId`); default the " +

@@ -53,7 +53,7 @@ description: |-
 * refuses a replica that needs more GPUs than one node of the type has (one replica runs on one
   node).
 
-Gantry does not create nodes: the cluster (or its autoscaler) must have nodes of the type. An
+With `+"`resource.provision_nodes`"+` (default true, as in KAITO) the reconciler creates Karpenter NodeClaims of the type for the nodes missing (see the Node provisioning guide); with it false, the cluster (or its autoscaler) must have nodes of the type. An
 unknown type fails `+"`terraform plan`"+`, naming the closest known ones; this page is generated
 from the catalog the reconciler ships (`+"`internal/hardware/instancetypes.yaml`"+`).
 
