@@ -246,19 +246,20 @@ func (d *providerData) fleetView(ctx context.Context) (*fleetView, error) {
 	return d.fleet.view, d.fleet.err
 }
 
-// listFleet lists nodes, package sets and PodDisruptionBudgets (and, for each budget that
-// allows no disruption, its pods).
+// listFleet reads the nodes (clusterReads, shared with the performers' counts) and lists the
+// package sets and PodDisruptionBudgets (and, for each budget that allows no disruption, its
+// pods).
 func (d *providerData) listFleet(ctx context.Context) (*fleetView, error) {
+	nodes, err := d.reads.listNodes(ctx, d) // shared with the performers' counts
+	if err != nil {
+		return nil, err
+	}
 	c, _, err := d.get()
 	if err != nil {
 		return nil, err
 	}
 	core := c.Core.CoreV1()
-	nodes, err := core.Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	v := &fleetView{nodes: nodes.Items}
+	v := &fleetView{nodes: nodes}
 	sets, err := c.Dynamic.Resource(wait.PackageSet.GVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing package sets: %w", err)

@@ -11,6 +11,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -145,7 +146,7 @@ type candidateCount struct {
 // countCandidates counts the nodes that fit planned (a Performer as expandPerformer makes it)
 // and words the warning: none fits (what it asks, the nearest nodes), or none of those that
 // fit has room now (their reasons). It reads the nodes, and the pods when some node fits and
-// the performer requests resources, from the provider's candidateView. Errors: the spec
+// the performer requests resources, from the provider's clusterReads. Errors: the spec
 // cannot be placed (the validators report it), no cluster, a list of nodes that failed (the
 // API server's words). A failed list of pods is not an error: the count stands and the
 // warning says room was not checked.
@@ -163,7 +164,10 @@ func (r *performerResource) countCandidates(ctx context.Context, planned *unstru
 		return candidateCount{}, err
 	}
 	requests := hardware.EffectiveRequests(res)
-	view := candidateViewOf(r.data)
+	if r.data == nil {
+		return candidateCount{}, errors.New("the provider is not configured")
+	}
+	view := &r.data.reads
 	start := time.Now()
 	nodes, err := view.listNodes(ctx, r.data)
 	if err != nil {
@@ -192,30 +196,20 @@ func (r *performerResource) countCandidates(ctx context.Context, planned *unstru
 	return candidateCount{fit: len(fit)}, nil
 }
 
-// candidateView is what the counts of one provider process read from the cluster: the nodes
-// and the non-terminated pods, each listed once (by the first plan that needs it, within
-// candidateReadTimeout) and shared by every performer's plan, as the package sets'
-// fleetView is, so a configuration of many performers lists them once; a failed list is
-// shared too.
-type candidateView struct {
+// clusterReads is what the plans of one provider process read from the cluster for the
+// performers' counts and the package sets' rollout previews (fleetView takes its nodes from
+// here): the nodes and the non-terminated pods, each listed once (by the first plan that needs
+// it, within candidateReadTimeout) and shared; a failed list is shared too.
+type clusterReads struct {
 	nodesOnce, podsOnce sync.Once
 	nodes               []corev1.Node
 	pods                []corev1.Pod
 	nodesErr, podsErr   error
 }
 
-// candidateViews holds the candidateView of each providerData (one per configured provider).
-var candidateViews sync.Map
-
-// candidateViewOf returns d's candidateView, made on first use.
-func candidateViewOf(d *providerData) *candidateView {
-	v, _ := candidateViews.LoadOrStore(d, &candidateView{})
-	return v.(*candidateView) //nolint:forcetypeassert // only candidateViews stores them
-}
-
 // listNodes returns the cluster's nodes. Errors: no cluster (d.get), or the list failed
 // ("listing nodes: " and the API server's words).
-func (v *candidateView) listNodes(ctx context.Context, d *providerData) ([]corev1.Node, error) {
+func (v *clusterReads) listNodes(ctx context.Context, d *providerData) ([]corev1.Node, error) {
 	v.nodesOnce.Do(func() {
 		c, _, err := d.get()
 		if err != nil {
@@ -237,7 +231,7 @@ func (v *candidateView) listNodes(ctx context.Context, d *providerData) ([]corev
 // listPods returns the pods of every namespace not Succeeded or Failed (the API server
 // filters by phase; hardware.RequestsInUse filters again). Errors as listNodes ("listing
 // pods: ...").
-func (v *candidateView) listPods(ctx context.Context, d *providerData) ([]corev1.Pod, error) {
+func (v *clusterReads) listPods(ctx context.Context, d *providerData) ([]corev1.Pod, error) {
 	v.podsOnce.Do(func() {
 		c, _, err := d.get()
 		if err != nil {

@@ -383,7 +383,9 @@ type providerData struct {
 
 	once sync.Once
 	reg  *wait.Registry
-	// fleet is what the rollout previews of one plan read from the cluster, listed once.
+	// reads are the nodes and pods the plans read, listed once; fleet is what the rollout
+	// previews read besides (package sets, PodDisruptionBudgets), listed once.
+	reads clusterReads
 	fleet fleetCache
 }
 
