@@ -103,22 +103,15 @@ func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
 		return wsSizing{}, err
 	}
 	r := rw.Spec.Resource
-	pods := int64(workspace.Replicas(rw))
-	s := wsSizing{Replicas: pods, NodesPerReplica: 1, GPUsPerNode: int64(r.GPUCount), InstanceType: r.InstanceType, GPUProduct: r.GPUProduct}
-	if workspace.MultiNode(rw) {
-		s.Replicas, s.NodesPerReplica = 1, pods
-	}
+	z := workspace.SizingOf(rw) // the reconciler's sizing, as provider::gantry::workspace_sizing reads it
+	s := wsSizing{Replicas: int64(z.ModelReplicas), NodesPerReplica: int64(z.NodesPerModelReplica), GPUsPerNode: int64(z.GPUsPerPod),
+		InstanceType: r.InstanceType, GPUProduct: r.GPUProduct, NodeClaims: int64(z.NodeClaims)}
 	s.GPUsPerReplica = s.GPUsPerNode * s.NodesPerReplica
 	if it, ok := hardware.LookupInstanceType(r.InstanceType); ok && s.GPUProduct == "" {
 		s.GPUProduct = it.GPUProduct
 	}
 	if r.Partition != nil {
 		s.MIGProfile = r.Partition.Profile
-	}
-	if workspace.WantsProvisioning(rw) {
-		// The bound claimsToCreate puts on a workspace's claims: the nodes its pods need.
-		per := int64(max(workspace.ReplicasPerNode(rw), 1))
-		s.NodeClaims = (pods + per - 1) / per
 	}
 	return s, nil
 }
