@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -211,6 +212,9 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		return nil, diags
 	}
 	markOwned(obj)
+	if k.spec.Handshake {
+		requestReconcile(obj, time.Now())
+	}
 	ri := resourceFor(c.Dynamic, k.spec.GVR, ns)
 	if op == opCreate {
 		if d := refuseForeign(ctx, ri, reg, k.spec, ns, name); d != nil {
@@ -291,6 +295,20 @@ func markOwned(obj *unstructured.Unstructured) {
 		a = map[string]string{}
 	}
 	a[managedByAnnotation] = managedByValue
+	obj.SetAnnotations(a)
+}
+
+// requestReconcile sets the gantry.dev/reconcileRequestedAt annotation to now (RFC 3339,
+// nanoseconds, UTC): the wait then also needs status.lastHandledReconcileAt to carry that
+// value (wait.Spec.Handshake), so a change of labels alone, which the reconciler rolls out to
+// the pods but which leaves metadata.generation as it is, is waited for like a spec change.
+// The key is a system key: it never shows in the resource's annotations attribute.
+func requestReconcile(obj *unstructured.Unstructured, now time.Time) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[v1alpha1.AnnotationReconcileRequestedAt] = now.UTC().Format(time.RFC3339Nano)
 	obj.SetAnnotations(a)
 }
 

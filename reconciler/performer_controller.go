@@ -463,6 +463,7 @@ func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer,
 func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision, f performer.Facts, pod *corev1.Pod, now func() time.Time) v1alpha1.PerformerStatus {
 	st := *p.Status.DeepCopy()
 	st.ObservedGeneration = p.Generation
+	st.LastHandledReconcileAt = p.Annotations[v1alpha1.AnnotationReconcileRequestedAt]
 	for _, c := range d.Conditions {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

@@ -265,6 +265,7 @@ func (r *WorkspaceReconciler) fullStatus(w *v1alpha1.Workspace, d workspace.Deci
 func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, d workspace.Decision, facts workspace.Facts) v1alpha1.WorkspaceStatus {
 	st := *w.Status.DeepCopy()
 	st.ObservedGeneration = w.Generation
+	st.LastHandledReconcileAt = w.Annotations[v1alpha1.AnnotationReconcileRequestedAt]
 	for _, c := range d.Conditions {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

@@ -799,3 +799,59 @@ func (e *testEnv) updateWorkspace(t *testing.T, name string, mod func(*v1alpha1.
 	t.Helper()
 	updateLatest(t, e, types.NamespacedName{Namespace: e.ns, Name: name}, "workspace", mod)
 }
+
+// A change of labels alone (metadata.generation stays) reaches the pods through a rollout; the
+// gantry.dev/reconcileRequestedAt handshake tells a waiting client when the status is about
+// the new labels: the first status that answers the token is computed before the rollout (not
+// Ready), and once it answers and says Ready, the Deployment's pods carry the new label.
+func TestWorkspaceLabelsChangeHandshake(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	w := e.newWorkspace("labels", nil, inferenceSpec(1, 1, a100))
+	if err := e.c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	ready := e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	if ready.Status.LastHandledReconcileAt != "" {
+		t.Fatalf("lastHandledReconcileAt %q without the annotation", ready.Status.LastHandledReconcileAt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout) // ends the watch
+	defer cancel()
+	watch, err := e.c.Watch(ctx, &v1alpha1.WorkspaceList{}, client.InNamespace(e.ns), client.MatchingFields{"metadata.name": w.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
+	const token = "2026-11-28T00:00:00.000000001Z"
+	generation := ready.Generation
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) {
+		w.Labels = map[string]string{"team.example.com/owner": "models"}
+		w.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequestedAt: token}
+	})
+	var first *v1alpha1.Workspace
+	for ev := range watch.ResultChan() {
+		if ws, ok := ev.Object.(*v1alpha1.Workspace); ok && ws.Status.LastHandledReconcileAt == token {
+			first = ws
+			break
+		}
+	}
+	if first == nil {
+		t.Fatalf("no status answered the token within %s (the watch ended)", waitTimeout)
+	}
+	if first.Generation != generation {
+		t.Fatalf("a change of labels bumped the generation %d → %d: the handshake would not be needed", generation, first.Generation)
+	}
+	if first.Status.State == v1alpha1.WorkspaceStateReady {
+		t.Fatalf("the first status answering the token is Ready, computed before the labels reached the pods: %s", describeWS(first))
+	}
+	e.waitWS(t, w.Name, "Ready answering the token", func(w *v1alpha1.Workspace) bool {
+		return stateIs(v1alpha1.WorkspaceStateReady)(w) && w.Status.LastHandledReconcileAt == token
+	})
+	var dep appsv1.Deployment
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "workspace-" + w.Name}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Spec.Template.Labels["team.example.com/owner"] != "models" || dep.Status.UpdatedReplicas != 1 {
+		t.Errorf("Ready answering the token, but the Deployment's template labels are %v, updatedReplicas %d", dep.Spec.Template.Labels, dep.Status.UpdatedReplicas)
+	}
+}

@@ -63,7 +63,9 @@ type Verdict struct {
 //
 // Order: deletionTimestamp set → Failed ("being deleted"); observedGeneration absent or
 // different from generation → InProgress (the status is about an older spec: neither its
-// success nor its failure counts); Stalled=True → Failed; summary in Failure → Failed; summary
+// success nor its failure counts); for a Handshake kind, a gantry.dev/reconcileRequestedAt
+// annotation that status.lastHandledReconcileAt does not answer → InProgress (the status is
+// about older labels); Stalled=True → Failed; summary in Failure → Failed; summary
 // in Success → Succeeded; summary in ReturnAtOnce, or Ready=False with a reason in
 // ReturnAtOnceReasons and Reconciling not True → ReturnedAtOnce; otherwise InProgress.
 func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
@@ -86,6 +88,14 @@ func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
 		v.State = InProgress
 		v.Why = fmt.Sprintf("waiting for the reconciler to observe generation %d (observedGeneration is %d)", v.Generation, v.ObservedGeneration)
 		return v
+	}
+	if token := obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequestedAt]; spec.Handshake && token != "" {
+		if handled, _, _ := unstructured.NestedString(obj.Object, "status", "lastHandledReconcileAt"); handled != token {
+			v.State = InProgress
+			v.Why = fmt.Sprintf("waiting for the reconciler to handle %s=%s (status.lastHandledReconcileAt is %q): the status may be about the labels before this apply",
+				v1alpha1.AnnotationReconcileRequestedAt, token, handled)
+			return v
+		}
 	}
 	if c := FindCondition(v.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		v.State = Failed

@@ -78,6 +78,18 @@ func TestEvaluate(t *testing.T) {
 		return u
 	}
 
+	// handshake: a Performer whose gantry.dev/reconcileRequestedAt is token and whose status
+	// answers handled ("" = no answer).
+	handshake := func(token, handled, phase string, conds ...metav1.Condition) *unstructured.Unstructured {
+		u := setStatus(newPerformer("ns", "h", 1), phase, 1, conds...)
+		u.SetAnnotations(map[string]string{"gantry.dev/reconcileRequestedAt": token})
+		if handled != "" {
+			u.Object["status"].(map[string]interface{})["lastHandledReconcileAt"] = handled
+		}
+		return u
+	}
+	running, stalled := cond("Ready", "True", "Running", ""), cond("Stalled", "True", "Unschedulable", unschedulable)
+
 	cases := []struct {
 		name        string
 		spec        Spec
@@ -99,6 +111,15 @@ func TestEvaluate(t *testing.T) {
 		{name: "stalled false", spec: Performer, obj: setStatus(newPerformer("ns", "a", 1), "Running", 1, cond("Ready", "True", "Running", ""), cond("Stalled", "False", "Running", "")), want: Succeeded, kstatus: status.CurrentStatus},
 		{name: "being deleted", spec: Performer, obj: deleting, want: Failed, wantWhy: "being deleted", kstatus: status.TerminatingStatus},
 		{name: "unknown summary", spec: Performer, obj: setStatus(newPerformer("ns", "a", 1), "Upgrading", 1), want: InProgress},
+		{name: "labels not handled yet: Running does not count", spec: Performer, obj: handshake("t2", "t1", "Running", running), want: InProgress, wantWhy: "reconcileRequestedAt=t2"},
+		{name: "labels not handled yet: Stalled does not count", spec: Performer, obj: handshake("t2", "", "Failed", stalled), want: InProgress, wantWhy: `lastHandledReconcileAt is ""`},
+		{name: "labels handled: Running", spec: Performer, obj: handshake("t2", "t2", "Running", running), want: Succeeded},
+		{name: "labels handled: Stalled fails", spec: Performer, obj: handshake("t2", "t2", "Failed", stalled), want: Failed, wantFailing: "Stalled"},
+		{name: "no handshake for a kind without it", spec: packageSetSpec, obj: func() *unstructured.Unstructured {
+			u := ps("complete", 3)
+			u.SetAnnotations(map[string]string{"gantry.dev/reconcileRequestedAt": "t"})
+			return u
+		}(), want: Succeeded},
 		{name: "packageset complete", spec: packageSetSpec, obj: ps("complete", 3), want: Succeeded},
 		{name: "packageset paused returns at once", spec: packageSetSpec, obj: ps("paused", 3), want: ReturnedAtOnce},
 		{name: "packageset erroring", spec: packageSetSpec, obj: ps("erroring", 3, cond("Ready", "False", "StageFailed", "apply failed on node-1")), want: Failed, wantFailing: "Ready"},

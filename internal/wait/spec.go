@@ -48,6 +48,14 @@ type Spec struct {
 	// the object waits on something the user holds on purpose (PackageSet: an earlier set
 	// is paused). The caller may warn with the Ready message.
 	ReturnAtOnceReasons []string
+	// Handshake: the kind's reconciler copies the object's labels to its pods and answers
+	// the gantry.dev/reconcileRequestedAt annotation with status.lastHandledReconcileAt (as
+	// Flux's requestedAt/lastHandledReconcileAt). While an object carries the annotation and
+	// the status does not answer its value, the status is about older labels and neither its
+	// success nor its failure counts, as with an older observedGeneration. The provider
+	// writes the annotation on every apply of such a kind (a labels-only change leaves
+	// metadata.generation as it is).
+	Handshake bool
 	// OwnedKinds are the kinds of objects the reconciler creates for this kind; Warning events
 	// of objects of these kinds whose owner chain leads to the waited-on object are reported
 	// in failure and timeout errors.
@@ -121,6 +129,7 @@ var Performer = Spec{
 	SummaryPath: []string{"status", "phase"},
 	Success:     []string{string(v1alpha1.PerformerRunning)},
 	Failure:     []string{string(v1alpha1.PerformerFailed)},
+	Handshake:   true,
 	OwnedKinds: []OwnedKind{
 		{Kind: "Pod", GVR: PodsGVR},
 		{Kind: "Service", GVR: ServicesGVR},
@@ -150,6 +159,7 @@ var Workspace = Spec{
 	SummaryPath: []string{"status", "state"},
 	Success:     []string{string(v1alpha1.WorkspaceStateReady), string(v1alpha1.WorkspaceStateSucceeded)},
 	Failure:     []string{string(v1alpha1.WorkspaceStateFailed)},
+	Handshake:   true,
 	OwnedKinds: []OwnedKind{
 		{Kind: "Pod", GVR: PodsGVR},
 		{Kind: "Service", GVR: ServicesGVR},

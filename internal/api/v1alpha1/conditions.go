@@ -30,6 +30,13 @@ const (
 	// gantry_performer_restart action, or kubectl annotate): the value (a timestamp) is part of
 	// the Pod's spec hash, so a new value is an upgrade of the Pod, and is copied to the Pod.
 	AnnotationRestartedAt = "gantry.dev/restartedAt"
+	// AnnotationReconcileRequestedAt on a Performer or Workspace asks the reconciler to say
+	// when it has handled the object as it is now: its value (any token; the provider writes
+	// the apply's time, RFC 3339 with nanoseconds) is copied to status.lastHandledReconcileAt
+	// by the pass that read it, as Flux's reconcile.fluxcd.io/requestedAt. A change of labels
+	// leaves metadata.generation as it is, yet the labels reach the pods (a rollout): after
+	// such an apply only this handshake tells that the status is about the new labels.
+	AnnotationReconcileRequestedAt = "gantry.dev/reconcileRequestedAt"
 	// Finalizer is put on every Gantry object so deletion waits for the owned objects to go.
 	Finalizer = "gantry.dev/finalizer"
 )

@@ -264,6 +264,12 @@ type PerformerStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastHandledReconcileAt is the gantry.dev/reconcileRequestedAt annotation's value the
+	// reconciler saw when it computed this status ("" without the annotation): with
+	// observedGeneration, it tells a waiting client that the status is about the object's
+	// current labels too (a change of labels does not bump metadata.generation).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// Phase is the one-word summary derived from Conditions.
 	// +optional
 	Phase PerformerPhase `json:"phase,omitempty"`

@@ -482,6 +482,12 @@ type WorkspaceStatus struct {
 	// ObservedGeneration is the metadata.generation this status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastHandledReconcileAt is the gantry.dev/reconcileRequestedAt annotation's value the
+	// reconciler saw when it computed this status ("" without the annotation): with
+	// observedGeneration, it tells a waiting client that the status is about the object's
+	// current labels too (a change of labels does not bump metadata.generation).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// State is KAITO's high-level workspace state, derived from the WorkspaceSucceeded condition.
 	// +optional
 	State WorkspaceState `json:"state,omitempty"`
