@@ -1,0 +1,5 @@
+# A performer.
+resource "gantry_performer" "p" {
+  name  = "p"
+  image = "example/performer:1.0.0"
+}
