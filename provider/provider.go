@@ -261,6 +261,13 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	var data *providerData
 	if !req.Config.Raw.IsFullyKnown() {
 		tflog.Debug(ctx, "provider configuration has unknown values; clients will not be usable until it is known")
+		if req.ClientCapabilities.DeferralAllowed {
+			// As the kubernetes and helm providers: a client that can defer (Terraform Stacks,
+			// `terraform plan -allow-deferral`) gets every plan, refresh, data source read and
+			// import of this provider deferred until the configuration is known (e.g. a host
+			// from a cluster created in the same run), instead of the error below.
+			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
+		}
 		data = newProviderData(kube.NewLazy(func() (*kube.Clients, error) {
 			return nil, fmt.Errorf("the provider configuration contains values that are not known yet " +
 				"(they depend on resources not created yet); apply those first, e.g. with -target")
