@@ -29,7 +29,7 @@ if [ -z "$tf" ]; then
     log "ignoring $p: $("$p" version 2>/dev/null | head -1) is older than the 1.8 the provider supports"
   done
 fi
-demo_tools=(debs kube etcd kwok goreleaser)
+demo_tools=(debs kube etcd kwok)
 [ -n "$tf" ] || demo_tools+=(terraform)
 # The reconciler runs as a Pod from its image and Helm chart on the real node, where the machine
 # can run one (root, cgroups); else as a process.
@@ -51,8 +51,17 @@ log "build the reconciler (bin/gantry-reconciler, rebuilt when its sources chang
 mkdir -p "$BIN"
 go build -trimpath -o "$BIN/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
 
-log "release the provider (this platform) and serve it from a loopback network mirror"
-release=$(RELEASE_HOST_ONLY=1 bash hack/release.sh)
+# The provider as a plain build, packed into a one-platform release (a zip and its SHA256SUMS:
+# no GoReleaser, no signature; `make release` and `make test` cover the signed release) and
+# served from a loopback network mirror as a private registry would serve it. The zip's bytes
+# depend only on the binary's: an unchanged provider is not packed again, and init finds the
+# lock file's hashes as they were.
+log "build the provider (bin/terraform-provider-gantry) and serve it from a loopback network mirror"
+go build -trimpath -ldflags "-s -w -X main.version=0.1.0" -o "$BIN/terraform-provider-gantry" .
+release="$CACHE/demo-release/0.1.0"
+mkdir -p "$CACHE/mirror"
+go build -o "$CACHE/mirror/mirror" ./hack/mirror
+log "the provider's package: $("$CACHE/mirror/mirror" -pack "$BIN/terraform-provider-gantry" -version 0.1.0 -dir "$release")"
 mirror_rc=$(bash hack/mirror.sh start "$release")
 trap 'bash hack/mirror.sh stop' EXIT
 log "local cluster"
@@ -75,14 +84,24 @@ export KUBE_CONFIG_PATH="$KUBECONFIG_PATH"
 export TF_IN_AUTOMATION=1
 stack="$ROOT/examples/stacks/gpu-stack"
 log "namespaces and operator key Secrets of the environments"
+# Demo keys only (not real key material): in a real setup an operator or a secret manager writes
+# this Secret. One kubectl apply for both environments.
 for ns in gantry-staging gantry-prod; do
-  kubectl --kubeconfig "$KUBECONFIG_PATH" create namespace "$ns" --dry-run=client -o yaml |
-    kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f - >/dev/null
-  # Demo keys only (not real key material): in a real setup an operator or a secret manager writes this Secret.
-  kubectl --kubeconfig "$KUBECONFIG_PATH" -n "$ns" create secret generic operator-keys \
-    --from-literal=ecdsa=0x"$(printf 'de%.0s' {1..32})" --from-literal=bls=0x"$(printf 'b1%.0s' {1..32})" \
-    --dry-run=client -o yaml | kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f - >/dev/null
-done
+  cat <<YAML
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: $ns}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: operator-keys, namespace: $ns}
+type: Opaque
+stringData:
+  ecdsa: "0x$(printf 'de%.0s' {1..32})"
+  bls: "0x$(printf 'b1%.0s' {1..32})"
+YAML
+done | kubectl --kubeconfig "$KUBECONFIG_PATH" apply -f - >/dev/null
 log "terraform init ($stack)"
 # The provider in the local mirror is rebuilt from source on every run with the same version,
 # so its checksum can change: drop the (gitignored) lock file rather than fail init on it.

@@ -41,15 +41,27 @@ case ${1:-status} in
       rm -f "$dir"/dev-*.tar
       go run ./hack/image -binary "$dir/gantry-reconciler" -platform "linux/$arch" -version "$tag" -tag "$repo:$tag" -out "$dir/$tag.tar" >/dev/null
     fi
+    server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+    host=${server#https://}; port=${host##*:}; host=${host%:*}
+    node_class=$(bash hack/karpenter.sh node-class)
+    # What the release is made of: the image, the chart's files and the values below. When the
+    # release already runs exactly that and its Deployment is available, there is nothing to do
+    # (a second `make demo` neither imports the image nor upgrades the release).
+    fingerprint=$({ echo "$tag $server $node_class"; find charts/gantry-reconciler -type f | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -c1-16)
+    if [ "$(cat "$CACHE/reconciler-pod.fingerprint" 2>/dev/null)" = "$fingerprint" ] &&
+       helm --kubeconfig "$KUBECONFIG_PATH" -n "$ns" status "$release" 2>/dev/null | grep -q '^STATUS: deployed' &&
+       kc -n "$ns" rollout status deployment/$release-gantry-reconciler --timeout=5s >/dev/null 2>&1; then
+      say "unchanged ($repo:$tag, chart as installed): $(kc -n "$ns" get pods -l app.kubernetes.io/instance=$release -o jsonpath='{range .items[*]}{.metadata.name} on {.spec.nodeName} ({.status.phase}){"\n"}{end}')"
+      exit 0
+    fi
+    rm -f "$CACHE/reconciler-pod.fingerprint"
     bash hack/realnode.sh import "$dir/$tag.tar"
     # Not two reconcilers: the host process (hack/reconciler.sh) goes.
     bash hack/reconciler.sh stop >/dev/null 2>&1 || true
-    server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-    host=${server#https://}; port=${host##*:}; host=${host%:*}
     say "helm upgrade --install $release charts/gantry-reconciler ($repo:$tag on the real node)"
     if ! helm --kubeconfig "$KUBECONFIG_PATH" upgrade --install "$release" charts/gantry-reconciler -n "$ns" --create-namespace \
         --set image.repository="$repo" --set image.tag="$tag" --set image.pullPolicy=Never \
-        --set nodeProvisioning.nodeClass="$(bash hack/karpenter.sh node-class)" \
+        --set nodeProvisioning.nodeClass="$node_class" \
         --set replicaCount=1 --set hostNetwork=true --set metrics.port=10380 --set healthPort=10381 \
         --set-json "extraEnv=[{\"name\":\"KUBERNETES_SERVICE_HOST\",\"value\":\"$host\"},{\"name\":\"KUBERNETES_SERVICE_PORT\",\"value\":\"$port\"}]" \
         --set-json 'nodeSelector={"gantry.dev/node-pool":"real"}' \
@@ -63,6 +75,7 @@ case ${1:-status} in
       kc -n "$ns" logs deployment/$release-gantry-reconciler 2>/dev/null | grep -q 'Starting workers' && break
       sleep 0.5
     done
+    echo "$fingerprint" >"$CACHE/reconciler-pod.fingerprint"
     say "running: $(kc -n "$ns" get pods -l app.kubernetes.io/instance=$release -o jsonpath='{range .items[*]}{.metadata.name} on {.spec.nodeName} ({.status.phase}){"\n"}{end}')"
     ;;
   stop)

@@ -5,6 +5,10 @@
 // install Gantry from it with `terraform init` / `tofu init`.
 //
 //	go run ./hack/mirror -dir .cache/release/0.1.0 -ca-out ca.pem -url-out url
+//	go run ./hack/mirror -pack bin/terraform-provider-gantry -version 0.1.0 -dir .cache/demo-release
+//
+// The second form packs a plain `go build` of the provider into a one-platform release (a zip
+// and its SHA256SUMS, no GoReleaser, no signature) for `make demo`, and exits.
 //
 // It serves, for any hostname/namespace/type path prefix:
 //
@@ -37,6 +41,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -176,7 +181,17 @@ func main() {
 	flag.StringVar(&urlOut, "url-out", "", "write the mirror's base URL here once it listens")
 	flag.StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	printH1 := flag.String("print-h1", "", "print the h1: package hash of this zip and exit")
+	packBin := flag.String("pack", "", "pack this provider binary into -dir as a one-platform release (-version, this machine's OS and arch) and exit")
+	version := flag.String("version", "0.1.0", "the version -pack gives the release")
 	flag.Parse()
+	if *packBin != "" {
+		wrote, err := pack(*packBin, *version, runtime.GOOS, runtime.GOARCH, dir)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(map[bool]string{true: "packed", false: "unchanged"}[wrote])
+		return
+	}
 	if *printH1 != "" {
 		h1, err := dirhash.HashZip(*printH1, dirhash.Hash1)
 		if err != nil {
