@@ -18,9 +18,29 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+# stage NAME: logs NAME and starts timing it (the previous stage ends); stage_report prints the
+# time per stage and the total (at exit, also after a failure, naming the stage that failed).
+stage_names=() stage_secs=() stage_cur="" stage_t0=$(date +%s) run_t0=$(date +%s)
+stage() {
+  local now; now=$(date +%s)
+  if [ -n "$stage_cur" ]; then stage_names+=("$stage_cur"); stage_secs+=("$(( now - stage_t0 ))"); fi
+  stage_cur=$1 stage_t0=$now
+  if [ -n "$1" ]; then log "$1"; fi
+}
+stage_report() {
+  local rc=$1 i
+  stage ""
+  log "time per stage"
+  for i in "${!stage_names[@]}"; do printf '  %5ss  %s\n' "${stage_secs[$i]}" "${stage_names[$i]}" >&2; done
+  local last="?"
+  if [ "${#stage_names[@]}" -gt 0 ]; then last=${stage_names[-1]}; fi
+  printf '  %5ss  total%s\n' "$(( $(date +%s) - run_t0 ))" "$([ "$rc" = 0 ] || echo " (failed in: $last)")" >&2
+}
+
 started_cluster=0
 cleanup() {
   local rc=$?
+  stage_report "$rc"
   bash hack/reconciler.sh stop >/dev/null 2>&1 || true
   bash hack/reconciler-pod.sh stop >/dev/null 2>&1 || true
   if [ "$started_cluster" = 1 ]; then log "stopping the cluster this run started"; bash hack/cluster.sh down >/dev/null 2>&1 || true; fi
@@ -28,23 +48,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "generated files"
+stage "generated files"
 make --no-print-directory check-generate
-log "lint"
+stage "lint"
 make --no-print-directory lint
-log "build"
+stage "build"
 make --no-print-directory build
 
 if bash hack/cluster.sh status >/dev/null 2>&1; then
-  log "reusing the running local cluster"
+  stage "reusing the running local cluster"
 else
-  log "starting the local cluster"
+  stage "starting the local cluster"
   started_cluster=1
   bash hack/cluster.sh up
 fi
 # The README's first command, as a new user runs it (it builds what it needs itself): apply, a
 # second run that must plan no changes, then destroy. Its reconciler is stopped afterwards.
-log "the README's demo: make demo"
+stage "the README's demo: make demo"
 t=$(date +%s)
 make --no-print-directory demo 2>&1 | tee "$CACHE/demo-1.log"
 log "the README's demo again: make demo (must plan no changes)"
@@ -63,7 +83,7 @@ bash hack/reconciler-pod.sh stop >/dev/null 2>&1 || true
 bash hack/reconciler.sh stop >/dev/null 2>&1 || true
 
 export GANTRY_TEST_KUBECONFIG="$KUBECONFIG_PATH"
-log "unit, machine and controller tests"
+stage "unit, machine and controller tests"
 go test $(go list ./... | grep -v /provider) -count=1 -timeout 20m
 
 # test_lines: the lines of `go test -v` a person reads on the console: runs, results, and each
@@ -90,7 +110,7 @@ test_lines() {
 acceptance() {
   local name=$1 cli=$2; shift 2
   local t rc tflogs=$CACHE/testacc-$name.tf
-  log "provider acceptance tests on $name ($("$cli" version | head -1))"
+  stage "provider acceptance tests on $name ($("$cli" version | head -1))"
   t=$(date +%s)
   rm -rf "$tflogs" && mkdir -p "$tflogs"
   set +e
@@ -110,7 +130,7 @@ acceptance() {
   return "$rc"
 }
 
-log "release: GoReleaser artifacts, installed by terraform and tofu from a loopback network mirror"
+stage "release: GoReleaser artifacts, installed by terraform and tofu from a loopback network mirror"
 bash hack/release-test.sh
 
 log "provider acceptance tests (real Terraform and OpenTofu CLIs, reconciler running)"
@@ -146,7 +166,7 @@ printf '  %s\n' "${summary[@]}" >&2
 # succeed and leave nothing of the cluster or the real node behind (a teardown that stopped half
 # way once left containerd, the node's mount namespace and the gantry0 bridge).
 if [ "$started_cluster" = 1 ]; then
-  log "the README's teardown: make down (must leave no process, mount, bridge or state)"
+  stage "the README's teardown: make down (must leave no process, mount, bridge or state)"
   started_cluster=0
   make --no-print-directory down
   bash hack/cluster.sh leftovers || { log "make down left the above behind"; exit 1; }
