@@ -110,17 +110,23 @@ func (imageRef) ValidateString(_ context.Context, req validator.StringRequest, r
 		return
 	}
 	s := req.ConfigValue.ValueString()
-	var why string
-	if len(s) > 512 {
-		why = fmt.Sprintf("it is %d characters long; at most 512", len(s))
-	} else if _, err := name.ParseReference(s); err != nil {
-		why = err.Error()
-	}
-	if why != "" {
+	if why := imageRefError(s); why != "" {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Image Reference",
 			fmt.Sprintf("%s: %q is not a container image reference ([registry/]repository[:tag][@sha256:digest], repository in lower case, "+
 				"no scheme or spaces), so the kubelet could not pull it: %s.", req.Path, s, why))
 	}
+}
+
+// imageRefError says why s is not a container image reference as the kubelet parses it (too
+// long, or go-containerregistry's parse error); "" when it is one.
+func imageRefError(s string) string {
+	if len(s) > 512 {
+		return fmt.Sprintf("it is %d characters long; at most 512", len(s))
+	}
+	if _, err := name.ParseReference(s); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // dnsName checks a Kubernetes object name that is a DNS-1123 subdomain.

@@ -618,7 +618,8 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 	name, known := p.Attr("name").String()
 	image, iok := p.Attr("image").String()
 	version, vok := p.Attr("version").String()
-	if tag := packageset.WrittenTag(image); iok && vok && tag != "" && tag != strings.ReplaceAll(version, "+", "_") {
+	// An image that is no reference at all gets imageRef's error alone, not also this warning.
+	if tag := packageset.WrittenTag(image); iok && vok && tag != "" && tag != strings.ReplaceAll(version, "+", "_") && imageRefError(image) == "" {
 		diags.AddAttributeWarning(p.Attr("image").Path(), "Image Tag Replaced by the Version",
 			fmt.Sprintf("%s = %q names the tag %q, but the package's version is %q. As Skyhook does, the version is the tag: the stages run %s. "+
 				"Leave the tag out of image (or write the version's) to keep this warning away.", p.Attr("image").Path(), image, tag, version,
