@@ -100,8 +100,8 @@ variable "model" {
     gpu_product = optional(string)
   })
   validation {
-    condition     = var.model.gpu_count >= 1 && var.model.gpu_count <= 8
-    error_message = "model.gpu_count must be from 1 to 8."
+    condition     = var.model.gpu_count >= 1 && var.model.gpu_count <= 8 && floor(var.model.gpu_count) == var.model.gpu_count
+    error_message = "model.gpu_count must be a whole number from 1 to 8."
   }
   # A KAITO preset's own GPU count, from the provider's catalog at plan (no cluster): a model
   # that is not a preset passes.
