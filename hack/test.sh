@@ -54,6 +54,8 @@ stage "lint"
 make --no-print-directory lint
 stage "build"
 make --no-print-directory build
+stage "module tests: terraform test of examples/modules/gpu-stack, mocked provider (hack/module-test.sh mock)"
+bash hack/module-test.sh mock
 
 if bash hack/cluster.sh status >/dev/null 2>&1; then
   stage "reusing the running local cluster"
@@ -160,6 +162,8 @@ acceptance terraform-1.14 "$BIN/terraform-1.14" KUBE_CONFIG_PATH="$KUBECONFIG_PA
 acceptance tofu-runner-rbac "$BIN/tofu" KUBE_CONFIG_PATH="$runner_kubeconfig" \
   GANTRY_TEST_ADMIN_KUBECONFIG="$KUBECONFIG_PATH" GANTRY_TEST_RUNNER_SA=terraform-runner/gantry-runner \
   TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org || failed=1
+stage "module tests: terraform test of examples/modules/gpu-stack, applied to this cluster (hack/module-test.sh apply)"
+bash hack/module-test.sh apply || failed=1
 log "acceptance summary"
 printf '  %s\n' "${summary[@]}" >&2
 # The README's teardown, as a user runs it after `make demo` and the tests: `make down` must
