@@ -91,7 +91,8 @@ func flattenRelease(r *v1alpha1.Release, prior *releaseModel) *releaseModel {
 // validateReleaseConfig verifies rollout.release's signature at plan once the key, the
 // signature, signed_at and every package's name, version and image are known: an error on
 // rollout.release.signature in the verifier's words (what the reconciler would report as
-// ReleaseNotVerified). Freshness is the reconciler's (it depends on when the nodes start).
+// ReleaseNotVerified), or on signed_at when it lies beyond packageset.ReleaseClockSkew in the
+// future. Freshness is the reconciler's (it depends on when the nodes start).
 func validateReleaseConfig(root configValue, diags *diag.Diagnostics) {
 	rel := root.Attr("rollout").Attr("release")
 	key, kok := rel.Attr("public_key").String()
@@ -120,5 +121,8 @@ func validateReleaseConfig(root configValue, diags *diag.Diagnostics) {
 	if err := packageset.VerifyRelease(&v1alpha1.Release{PublicKey: key, Signature: sig, SignedAt: at}, pkgs); err != nil {
 		diags.AddAttributeError(rel.Attr("signature").Path(), "Release Not Verified",
 			fmt.Sprintf("%s: %s. No node would start this release; sign the payload of these packages again (see rollout.release).", rel.Attr("signature").Path(), err))
+	} else if err := packageset.SignedInFuture(at, time.Now()); err != nil {
+		diags.AddAttributeError(rel.Attr("signed_at").Path(), "Release Signed in the Future",
+			fmt.Sprintf("%s: %s. No node would start this release.", rel.Attr("signed_at").Path(), err))
 	}
 }

@@ -73,7 +73,8 @@ resource "gantry_package_set" "test" {
 }
 
 // A signed release applies to complete; a signature over other packages fails at plan naming
-// rollout.release.signature in the verifier's words; a verified but stale release (beyond
+// rollout.release.signature in the verifier's words, and so does one signed in the future
+// naming rollout.release.signed_at; a verified but stale release (beyond
 // freshness_window) fails the apply with the reconciler's ReleaseStale and starts no node.
 func TestAccPackageSet_release(t *testing.T) {
 	skipUnlessAcc(t)
@@ -100,6 +101,11 @@ func TestAccPackageSet_release(t *testing.T) {
 				// Packages changed without a new signature.
 				Config:      releaseSetConfig(pool, pool, "1.1.0", s.releaseBlock(t, "1.0.0", now, "24h")),
 				ExpectError: regexp.MustCompile(`(?s)Release Not Verified.*rollout\.release\.signature.*invalid\s+signature`),
+			},
+			{
+				// Signed (validly) two hours from now: refused at plan, naming signed_at.
+				Config:      releaseSetConfig(pool, pool, "1.1.0", s.releaseBlock(t, "1.1.0", now.Add(2*time.Hour), "24h")),
+				ExpectError: regexp.MustCompile(`(?s)Release Signed in the Future.*rollout\.release\.signed_at.*in\s+the\s+future`),
 			},
 			{
 				Config:      releaseSetConfig(pool, pool, "1.1.0", s.releaseBlock(t, "1.1.0", now.Add(-2*time.Hour), "1h")),

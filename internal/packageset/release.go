@@ -125,6 +125,23 @@ func releaseNames(pkgs []v1alpha1.Package) string {
 	return strings.Join(names, ", ")
 }
 
+// ReleaseClockSkew is how far in the future a release's signedAt may lie (the signer's clock
+// ahead of the cluster's) before it is refused.
+const ReleaseClockSkew = 5 * time.Minute
+
+// SignedInFuture returns an error when signedAt (SignedAtLayout; an unparsable value is
+// VerifyRelease's to report: nil here) lies more than ReleaseClockSkew after now: a release
+// cannot have been signed after it is applied, and its freshness window would count from a
+// time not yet come (NixFleet's freshness check refuses it too).
+func SignedInFuture(signedAt string, now time.Time) error {
+	at, err := time.Parse(SignedAtLayout, signedAt)
+	if err != nil || !at.After(now.Add(ReleaseClockSkew)) {
+		return nil
+	}
+	return fmt.Errorf("signedAt %s is %s in the future (now %s; %s of clock skew allowed): check the signing machine's clock and sign again",
+		signedAt, at.Sub(now).Truncate(time.Second), now.UTC().Format(SignedAtLayout), ReleaseClockSkew)
+}
+
 // ReleaseAge is how old a release signed at signedAt is at now, and whether that is beyond
 // window (window 0: no limit). A release signed after now has age 0.
 func ReleaseAge(signedAt time.Time, window time.Duration, now time.Time) (age time.Duration, stale bool) {
@@ -136,7 +153,8 @@ func ReleaseAge(signedAt time.Time, window time.Duration, now time.Time) (age ti
 }
 
 // CheckRelease decides whether the spec's release may start nodes at now: nil without a
-// release, or when it verifies and is fresh; else the refusal (ReleaseNotVerified first:
+// release, or when it verifies and is fresh; else the refusal (ReleaseNotVerified first, also
+// for a signedAt beyond ReleaseClockSkew in the future:
 // a release that does not verify is not trusted to say when it was signed).
 func CheckRelease(spec *v1alpha1.PackageSetSpec, now time.Time) *ReleaseRefusal {
 	if spec.Rollout == nil || spec.Rollout.Release == nil {
@@ -144,6 +162,9 @@ func CheckRelease(spec *v1alpha1.PackageSetSpec, now time.Time) *ReleaseRefusal 
 	}
 	r := spec.Rollout.Release
 	if err := VerifyRelease(r, spec.Packages); err != nil {
+		return &ReleaseRefusal{Reason: ReasonReleaseNotVerified, Message: "release not verified: " + err.Error()}
+	}
+	if err := SignedInFuture(r.SignedAt, now); err != nil {
 		return &ReleaseRefusal{Reason: ReasonReleaseNotVerified, Message: "release not verified: " + err.Error()}
 	}
 	if r.FreshnessWindow == nil {

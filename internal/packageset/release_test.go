@@ -122,6 +122,9 @@ func TestCheckRelease(t *testing.T) {
 		{"signedAt changed since signing", spec(ec, releasePackages(), at, "2026-11-27T15:00:00Z", 0), ReasonReleaseNotVerified, "invalid signature"},
 		{"beyond the window", spec(ec, releasePackages(), at, at, 30*time.Minute), ReasonReleaseStale, "is 1h0m0s old, beyond its freshness window of 30m0s"},
 		{"not verified wins over stale", spec(ec, changed, at, at, time.Minute), ReasonReleaseNotVerified, "invalid signature"},
+		// signedAt 2026-11-26T16:04:00Z is 4 min after now: within the clock skew; 6 min: refused.
+		{"signed 4 min in the future: clock skew", spec(ec, releasePackages(), "2026-11-26T16:04:00Z", "2026-11-26T16:04:00Z", 0), "", ""},
+		{"signed 6 min in the future", spec(ec, releasePackages(), "2026-11-26T16:06:00Z", "2026-11-26T16:06:00Z", time.Hour), ReasonReleaseNotVerified, "signedAt 2026-11-26T16:06:00Z is 6m0s in the future (now 2026-11-26T16:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := CheckRelease(tc.spec, now)

@@ -605,7 +605,8 @@ type Release struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$`
 	SignedAt string `json:"signedAt"`
 	// FreshnessWindow is how long after signedAt the release may start nodes (NixFleet's
-	// freshnessWindow, e.g. "72h"); unset: no limit.
+	// freshnessWindow, e.g. "72h"); unset: no limit. Never negative.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="freshnessWindow must not be negative (unset it for no limit)"
 	// +optional
 	FreshnessWindow *metav1.Duration `json:"freshnessWindow,omitempty"`
 }
@@ -819,11 +820,13 @@ type Package struct {
 	// Resources of the stage containers.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// GracefulShutdown becomes the stage pods' terminationGracePeriodSeconds.
+	// GracefulShutdown becomes the stage pods' terminationGracePeriodSeconds. Never negative.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="gracefulShutdown must not be negative"
 	// +optional
 	GracefulShutdown *metav1.Duration `json:"gracefulShutdown,omitempty"`
 	// StageTimeout bounds one stage attempt (the stage Pod's activeDeadlineSeconds); past it the stage is
-	// erroring. Default 10m.
+	// erroring. Default 10m; at least 1s (activeDeadlineSeconds counts whole seconds).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="stageTimeout must be at least 1s (a stage Pod's activeDeadlineSeconds counts whole seconds)"
 	// +optional
 	StageTimeout *metav1.Duration `json:"stageTimeout,omitempty"`
 	// PodLabels are added to the stage pods (at most 64; keys label keys: optional DNS-subdomain
