@@ -204,6 +204,19 @@ func TestPackageSetCRDValidation(t *testing.T) {
 		crdCase[v1alpha1.PackageSetSpec]{"podAnnotations bad prefix", func(s *v1alpha1.PackageSetSpec) { s.Packages[0].PodAnnotations["example.com-/x"] = "x" },
 			"spec.packages[0].podAnnotations", "podAnnotations key prefixes (before '/') must be DNS subdomains"},
 	)
+	neg := &metav1.Duration{Duration: -5 * time.Minute}
+	cases = append(cases,
+		crdCase[v1alpha1.PackageSetSpec]{"stageTimeout negative", func(s *v1alpha1.PackageSetSpec) { s.Packages[0].StageTimeout = neg },
+			"spec.packages[0].stageTimeout", "stageTimeout must be at least 1s"},
+		crdCase[v1alpha1.PackageSetSpec]{"stageTimeout under a second", func(s *v1alpha1.PackageSetSpec) {
+			s.Packages[0].StageTimeout = &metav1.Duration{Duration: 500 * time.Millisecond}
+		}, "spec.packages[0].stageTimeout", "stageTimeout must be at least 1s"},
+		crdCase[v1alpha1.PackageSetSpec]{"gracefulShutdown negative", func(s *v1alpha1.PackageSetSpec) { s.Packages[0].GracefulShutdown = neg },
+			"spec.packages[0].gracefulShutdown", "gracefulShutdown must not be negative"},
+		crdCase[v1alpha1.PackageSetSpec]{"freshnessWindow negative", func(s *v1alpha1.PackageSetSpec) {
+			s.Rollout.Release = &v1alpha1.Release{PublicKey: "k", Signature: "s", SignedAt: "2026-11-26T15:00:00Z", FreshnessWindow: neg}
+		}, "spec.rollout.release.freshnessWindow", "freshnessWindow must not be negative"},
+	)
 	checkCRDCases(t, e, good, func(s v1alpha1.PackageSetSpec) client.Object {
 		return &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s}
 	}, cases)
