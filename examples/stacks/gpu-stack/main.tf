@@ -41,5 +41,5 @@ module "gpu_stack" {
   operator_keys = { secret_name = "operator-keys", ecdsa_key = "ecdsa", bls_key = "bls" }
 
   model  = { name = "falcon-7b-instruct", image = "ghcr.io/gantry-dev/hello-model:1.0.0", gpu_count = 1, gpu_product = each.value.gpu_product }
-  driver = { version = "550.54.15", image = "ghcr.io/gantry-dev/gpu-driver:550" }
+  driver = { version = "550.54.15", image = "ghcr.io/gantry-dev/gpu-driver" } # the version is the tag
 }
