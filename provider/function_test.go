@@ -175,6 +175,15 @@ func TestFunctionInstanceType(t *testing.T) {
 		{name: "gcp L4", args: []attr.Value{fstr("g2-standard-4")}, want: map[string]any{
 			"name": "g2-standard-4", "cloud": "gcp", "gpu_count": int64(1), "gpu_product": "NVIDIA-L4",
 			"gpu_memory": "24Gi", "gpu_memory_gib": 24.0, "total_gpu_memory_gib": 24.0}},
+		{name: "aws p5e H200", args: []attr.Value{fstr("p5e.48xlarge")}, want: map[string]any{
+			"name": "p5e.48xlarge", "cloud": "aws", "gpu_count": int64(8), "gpu_product": "NVIDIA-H200",
+			"gpu_memory": "143771Mi", "gpu_memory_gib": 140.4013671875, "total_gpu_memory_gib": 1123.2109375}},
+		{name: "azure ND H200 v5", args: []attr.Value{fstr("Standard_ND96isr_H200_v5")}, want: map[string]any{
+			"name": "Standard_ND96isr_H200_v5", "cloud": "azure", "gpu_count": int64(8), "gpu_product": "NVIDIA-H200",
+			"gpu_memory": "143771Mi", "gpu_memory_gib": 140.4013671875, "total_gpu_memory_gib": 1123.2109375}},
+		{name: "gcp a3-ultragpu", args: []attr.Value{fstr("a3-ultragpu-8g")}, want: map[string]any{
+			"name": "a3-ultragpu-8g", "cloud": "gcp", "gpu_count": int64(8), "gpu_product": "NVIDIA-H200",
+			"gpu_memory": "143771Mi", "gpu_memory_gib": 140.4013671875, "total_gpu_memory_gib": 1123.2109375}},
 		{name: "typo", args: []attr.Value{fstr("p4d.24xlarg")}, errArg: 0, errText: `unknown GPU instance type "p4d.24xlarg"; did you mean p4d.24xlarge`},
 		{name: "case-sensitive as the node label", args: []attr.Value{fstr("standard_nc6s_v3")}, errArg: 0, errText: `did you mean Standard_NC6s_v3`},
 	})
@@ -206,6 +215,10 @@ func TestFunctionWorkspaceSizing(t *testing.T) {
 			want: sizing("deepseek-r1-0528", "Standard_NC80adis_H100_v5", 6, "NVIDIA-H100-NVL", 2, 12, true, 1, 6)},
 		{name: "multi-node on two p5", args: args("deepseek-r1-0528", "p5.48xlarge", 2),
 			want: sizing("deepseek-r1-0528", "p5.48xlarge", 2, "NVIDIA-H100-80GB-HBM3", 8, 12, true, 1, 2)},
+		{name: "multi-node on two p5en (H200)", args: args("deepseek-r1-0528", "p5en.48xlarge", 2),
+			want: sizing("deepseek-r1-0528", "p5en.48xlarge", 2, "NVIDIA-H200", 8, 12, true, 1, 2)},
+		{name: "two GPUs each, four to an a3-ultragpu node", args: args("falcon-40b-instruct", "a3-ultragpu-8g", 6),
+			want: sizing("falcon-40b-instruct", "a3-ultragpu-8g", 6, "NVIDIA-H200", 2, 2, false, 4, 2)},
 		{name: "gated preset needs no Secret here", args: args("llama-3.3-70b-instruct", "g6.xlarge", 2),
 			want: sizing("llama-3.3-70b-instruct", "g6.xlarge", 2, "NVIDIA-L4", 1, 2, true, 1, 2)},
 		{name: "unknown preset", args: args("falcon-7b-instrct", "p5.48xlarge", 1), errArg: 0, errText: `did you mean falcon-7b-instruct`},

@@ -286,7 +286,9 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Optional: true,
 						MarkdownDescription: "Extended resource the `gpu_count` GPUs are requested as: `nvidia.com/gpu` (default) or a per-type resource " +
 							"such as `nvidia.com/a100`, as Hourglass requests `nvidia.com/<gpuType>` (device plugins that advertise GPUs by type, " +
-							"MIG's mixed strategy: `nvidia.com/mig-1g.10gb`). Requires `gpu_count` > 0.",
+							"MIG's mixed strategy: `nvidia.com/mig-1g.10gb`). Requires `gpu_count` > 0. With a MIG resource and a `gpu_type` whose MIG profiles " +
+							"are known (NVIDIA's MIG user guide; see the [Instance types](../guides/instance-types.md) guide), the profile must be one that GPU offers: " +
+							"`nvidia.com/mig-3g.40gb` with `gpu_type = \"NVIDIA-H200\"` fails the plan, naming the H200's profiles.",
 						Validators: []validator.String{
 							stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`),
 								"must be an extended resource name such as nvidia.com/a100"),
@@ -342,7 +344,9 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 // ValidateConfig runs the reconciler's own placement (hardware.Place) at plan once the
 // hardware requirements and scheduling are known: a node_selector or custom label that
 // contradicts what hardware_requirements implies (nvidia.com/gpu.product for gpu_type, the TEE
-// labels) fails the plan naming both, instead of stalling the Performer at apply.
+// labels) fails the plan naming both, and a MIG gpu_resource (nvidia.com/mig-<profile>) whose
+// profile gpu_type's GPU does not offer (NVIDIA's MIG user guide) fails it naming gpu_resource,
+// the product and its profiles, instead of failing the Performer at apply.
 func (r *performerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
 	for _, a := range []string{"hardware_requirements", "node_selector", "tolerations", "runtime_class_name", "priority_class_name", "affinity"} {
@@ -363,10 +367,16 @@ func (r *performerResource) ValidateConfig(ctx context.Context, req resource.Val
 		return
 	}
 	var conflict *hardware.ConflictError
-	if _, err := hardware.Place(p.Spec.HardwareRequirements, p.Spec.Scheduling); errors.As(err, &conflict) {
+	var mig *hardware.MIGProfileError
+	_, err = hardware.Place(p.Spec.HardwareRequirements, p.Spec.Scheduling)
+	switch {
+	case errors.As(err, &conflict):
 		at, msg := specErrorAttribute(err.Error())
 		resp.Diagnostics.AddAttributeError(at, "Placement Contradicts Hardware Requirements",
 			msg+": no node can satisfy both. Remove one of them or make them agree.")
+	case errors.As(err, &mig):
+		at, msg := specErrorAttribute(err.Error())
+		resp.Diagnostics.AddAttributeError(at, "MIG Profile Not Offered by the GPU", msg+".")
 	}
 }
 

@@ -535,9 +535,11 @@ func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigV
 // instance type from the catalog the provider carries), once resource, inference and tuning
 // are known, and reports what the attribute validators and modelGPUsValidator cannot see:
 // more GPUs per replica than a node of resource.instance_type has, a label_selector naming
-// another instance type, and inference.model_gpus against the GPUs an instance type or a
-// preset sets. Errors name the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per
-// replica, but a g6.xlarge node has 1 (NVIDIA-L4); ...".
+// another instance type, inference.model_gpus against the GPUs an instance type or a preset
+// sets, and a resource.partition.profile the GPU of resource.gpu_product, label_selector or
+// instance_type does not offer (workspace.CheckPartition, NVIDIA's MIG user guide). Errors name
+// the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node
+// has 1 (NVIDIA-L4); ...".
 type resolveValidator struct{}
 
 func (resolveValidator) Description(context.Context) string {
@@ -570,8 +572,11 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	}
 	at, msg := specErrorAttribute(err.Error())
 	gpuCountSet := !root.Attr("resource").Attr("gpu_count").Null()
+	summary := "Workspace Does Not Fit Its Nodes"
 	switch at.String() {
 	case "resource.gpu_count", "resource.label_selector":
+	case "resource.partition.profile":
+		summary = "MIG Profile Not Offered by the GPU" // workspace.CheckPartition
 	case "inference.model_gpus":
 		if gpuCountSet {
 			return // modelGPUsValidator's
@@ -579,7 +584,7 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	default:
 		return // an attribute validator's (presets, instance types, gated models)
 	}
-	resp.Diagnostics.AddAttributeError(at, "Workspace Does Not Fit Its Nodes", msg)
+	resp.Diagnostics.AddAttributeError(at, summary, msg)
 }
 
 // maxWorkspaceCount is the Workspace CRD's maximum of spec.resource.count.

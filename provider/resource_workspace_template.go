@@ -36,7 +36,9 @@ func partitionAttribute() schema.SingleNestedAttribute {
 		Attributes: map[string]schema.Attribute{
 			"mode": schema.StringAttribute{Required: true, MarkdownDescription: "`mig`.", Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.PartitionModeMIG))}},
 			"profile": schema.StringAttribute{Required: true, MarkdownDescription: "MIG profile, `<compute slices>g.<memory>gb` as NVIDIA names them, e.g. `1g.10gb`, `3g.40gb`: " +
-				"one of the profiles KAITO knows (those of A30, A100, H100, H200 and B200).",
+				"one of the profiles KAITO knows (those of A30, A100, H100, H200 and B200), and one the GPU offers: a profile that the GPU of `gpu_product`, " +
+				"`label_selector[\"nvidia.com/gpu.product\"]` or `instance_type` does not offer (NVIDIA's MIG user guide; the profiles per GPU are in the " +
+				"[Instance types](../guides/instance-types.md) guide) fails the plan, naming the GPU's profiles; a GPU the table does not know is not checked.",
 				Validators: []validator.String{stringvalidator.RegexMatches(migProfileRe, "must be a MIG profile such as 1g.10gb"), migProfileValidator{}}},
 		},
 		Validators: []validator.Object{partitionValidator{}},

@@ -53,6 +53,14 @@ func TestWorkspaceSizing_catalog(t *testing.T) {
 			Partition: &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.10gb"}},
 			Inference: &v1alpha1.WorkspaceInference{Preset: "phi-3-mini-4k-instruct"}},
 			wsSizing{Replicas: 3, NodesPerReplica: 1, GPUProduct: "NVIDIA-A100-SXM4-80GB", MIGProfile: "1g.10gb"}},
+		// deepseek-r1-0528 (12 GPUs) on 2 × p5e.48xlarge (8 NVIDIA-H200 each): one replica over 2 nodes.
+		"multi-node preset on H200": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 2, InstanceType: "p5e.48xlarge"},
+			Inference: &v1alpha1.WorkspaceInference{Preset: "deepseek-r1-0528"}},
+			wsSizing{Replicas: 1, NodesPerReplica: 2, GPUsPerNode: 8, GPUsPerReplica: 16, InstanceType: "p5e.48xlarge", GPUProduct: "NVIDIA-H200", NodeClaims: 2}},
+		"mig on an H200 instance type": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 3, InstanceType: "a3-ultragpu-8g", ProvisionNodes: boolPtr(false),
+			Partition: &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "1g.18gb"}},
+			Inference: &v1alpha1.WorkspaceInference{Preset: "phi-3-mini-4k-instruct"}},
+			wsSizing{Replicas: 3, NodesPerReplica: 1, InstanceType: "a3-ultragpu-8g", GPUProduct: "NVIDIA-H200", MIGProfile: "1g.18gb"}},
 		"tuning": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, InstanceType: "g6.xlarge"},
 			Tuning: &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod("lora"), Preset: "phi-3-mini-4k-instruct"}},
 			wsSizing{Replicas: 1, NodesPerReplica: 1, GPUsPerNode: 1, GPUsPerReplica: 1, InstanceType: "g6.xlarge", GPUProduct: "NVIDIA-L4", NodeClaims: 1}},
@@ -84,6 +92,8 @@ func TestWorkspaceSizing_unresolved(t *testing.T) {
 		"unknown preset": {Inference: &v1alpha1.WorkspaceInference{Preset: "falcon-7b-instrct"}},
 		"too many GPUs":  {Resource: v1alpha1.WorkspaceResource{GPUCount: 4, InstanceType: "g6.xlarge"}, Inference: &v1alpha1.WorkspaceInference{Model: "m", Image: "i"}},
 		"untunable":      {Tuning: &v1alpha1.WorkspaceTuning{Method: "lora", Preset: "falcon-40b"}},
+		"a MIG profile the GPU lacks": {Resource: v1alpha1.WorkspaceResource{GPUProduct: "NVIDIA-H200", Partition: &v1alpha1.WorkspacePartition{Mode: v1alpha1.PartitionModeMIG, Profile: "3g.40gb"}},
+			Inference: &v1alpha1.WorkspaceInference{Model: "m", Image: "i"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if v := workspaceSizingValue(wsSpec(spec)); !v.IsNull() {

@@ -37,7 +37,7 @@ func instanceTypes(w io.Writer) {
 page_title: "Instance types"
 subcategory: "Guides"
 description: |-
-  The cloud GPU instance types gantry_workspace accepts in resource.instance_type: GPUs per node and GPU product.
+  The cloud GPU instance types gantry_workspace accepts in resource.instance_type: GPUs per node and GPU product; the MIG profiles of each GPU.
 ---
 
 # Instance types
@@ -62,6 +62,37 @@ from the catalog the reconciler ships (`+"`internal/hardware/instancetypes.yaml`
 `)
 	for _, t := range hardware.InstanceTypes() {
 		fmt.Fprintf(w, "| `%s` | %s | %d | `%s` | %s |\n", t.Name, t.Cloud, t.GPUCount, t.GPUProduct, t.GPUMemory)
+	}
+	migProfiles(w)
+}
+
+// migProfiles writes the MIG profiles of each GPU product the MIG table knows
+// (internal/hardware/mig.go, from NVIDIA's MIG user guide).
+func migProfiles(w io.Writer) {
+	fmt.Fprint(w, `
+## MIG profiles per GPU
+
+A workspace's `+"`resource.partition.profile`"+` (and a performer's MIG `+"`gpu_resource`"+`,
+`+"`nvidia.com/mig-<profile>`"+`) must be a profile its GPU offers: the GPU of
+`+"`resource.gpu_product`"+`, of `+"`resource.label_selector[\"nvidia.com/gpu.product\"]`"+` or of
+`+"`resource.instance_type`"+` (a performer's `+"`gpu_type`"+`). Another profile fails
+`+"`terraform plan`"+`, naming the GPU's profiles, and a Workspace applied with kubectl is Stalled
+(`+"`InvalidSpec`"+`) with the same message. The profiles are those of NVIDIA's MIG user guide
+(["Supported MIG Profiles"](`+hardware.MIGUserGuide+`)). A `+"`+me`"+` profile (with media
+extensions) is advertised by the NVIDIA device plugin under its base profile's resource, so a
+workspace or performer names the base profile (`+"`1g.18gb`"+` for `+"`1g.18gb+me`"+`). A GPU
+not listed here is not checked.
+
+| GPU product (`+"`nvidia.com/gpu.product`"+`) | MIG profiles |
+| --- | --- |
+`)
+	for _, p := range hardware.MIGProducts() {
+		profiles, _ := hardware.MIGProfiles(p)
+		list := "none (no MIG)"
+		if len(profiles) > 0 {
+			list = "`" + strings.Join(profiles, "`, `") + "`"
+		}
+		fmt.Fprintf(w, "| `%s` | %s |\n", p, list)
 	}
 }
 

@@ -119,7 +119,8 @@ type selectorEntry struct{ value, source string }
 // node-feature-discovery label =true and its runtime class (unless scheduling.runtimeClassName
 // is set: the user's wins); customLabels and then scheduling.nodeSelector are merged into the
 // node selector. The same key with different values from two sources is a *ConflictError;
-// inconsistent requirements are an *InvalidError.
+// inconsistent requirements are an *InvalidError; a MIG gpuResource (nvidia.com/mig-<profile>)
+// whose profile the gpuType's GPU does not offer is a *MIGProfileError (CheckMIGProfile).
 func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, error) {
 	return PlaceAt(hw, s, PerformerPaths)
 }
@@ -127,15 +128,19 @@ func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, 
 // Paths are the spec paths error messages name for each input of PlaceAt, so a kind whose
 // spec spells the requirements differently (Workspace: spec.resource.gpuProduct, ...) gets
 // errors naming its own fields. CustomLabels and NodeSelector are prefixes completed with
-// [%q] of the key.
+// [%q] of the key. GPUResource, when set, turns on the MIG rule: a MIG resource
+// (nvidia.com/mig-<profile>) with a GPUType must be a profile that GPU offers
+// (CheckMIGProfile); a kind that checks its profile itself (Workspace, in Resolve) leaves it
+// empty.
 type Paths struct {
-	GPUCount, GPUType, TEEType, CustomLabels, NodeSelector string
+	GPUCount, GPUType, GPUResource, TEEType, CustomLabels, NodeSelector string
 }
 
 // PerformerPaths are a Performer's spec paths (the ones Place uses).
 var PerformerPaths = Paths{
 	GPUCount:     "spec.hardwareRequirements.gpuCount",
 	GPUType:      "spec.hardwareRequirements.gpuType",
+	GPUResource:  "spec.hardwareRequirements.gpuResource",
 	TEEType:      "spec.hardwareRequirements.teeType",
 	CustomLabels: "spec.hardwareRequirements.customLabels",
 	NodeSelector: "spec.scheduling.nodeSelector",
@@ -164,6 +169,9 @@ func PlaceAt(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling, paths Path
 		return Placement{}, &InvalidError{Field: paths.GPUType, Detail: "requires gpuCount > 0"}
 	case hw.GPUResource != "" && hw.GPUCount == 0:
 		return Placement{}, &InvalidError{Field: paths.GPUCount, Detail: "must be > 0 with gpuResource " + hw.GPUResource}
+	}
+	if err := checkMIGResource(hw, paths); err != nil {
+		return Placement{}, err
 	}
 	if hw.GPUCount > 0 {
 		q := *resource.NewQuantity(int64(hw.GPUCount), resource.DecimalSI)
@@ -224,6 +232,16 @@ func PlaceAt(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling, paths Path
 		p.PriorityClassName = *s.PriorityClassName
 	}
 	return p, nil
+}
+
+// checkMIGResource applies CheckMIGProfile to a MIG gpuResource (nvidia.com/mig-<profile>) and
+// gpuType, when paths.GPUResource names the field: nil otherwise, and for any other resource.
+func checkMIGResource(hw v1alpha1.HardwareRequirements, paths Paths) error {
+	profile, ok := MIGProfileOfResource(hw.GPUResource)
+	if !ok || paths.GPUResource == "" || hw.GPUType == "" {
+		return nil
+	}
+	return CheckMIGProfile(paths.GPUResource, profile, hw.GPUType, paths.GPUType)
 }
 
 // ContainerResources merges the Placement's GPU requests and limits into the user's container

@@ -99,7 +99,8 @@ func TuningPresets() []string {
 // spec.resource.instanceType adds its node label and GPU default (resolveInstanceType).
 // Errors, each naming the field: an unknown preset (UnknownPresetError), a tuning preset that
 // cannot be tuned, a gated preset without a model access Secret, a workspace that still lacks
-// a model or image, and the instance type's errors.
+// a model or image, the instance type's errors, and a MIG partition profile the workspace's GPU
+// does not offer (CheckPartition: a *hardware.MIGProfileError).
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	presetArgs, presetGPUs := false, int32(0)
@@ -149,6 +150,9 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 		}
 	}
 	if err := resolveInstanceType(out); err != nil {
+		return out, err
+	}
+	if err := CheckPartition(out); err != nil {
 		return out, err
 	}
 	return out, resolveGroup(out, presetGPUs, presetArgs)
