@@ -170,7 +170,8 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			},
 			"proxy_url": schema.StringAttribute{
 				Optional:            true,
-				MarkdownDescription: "URL of an HTTP(S) or SOCKS5 proxy for API requests. Environment variable: `KUBE_PROXY_URL`.",
+				MarkdownDescription: "URL of an HTTP(S) or SOCKS5 proxy for API requests, e.g. `http://proxy.internal:3128`. Environment variable: `KUBE_PROXY_URL`.",
+				Validators:          []validator.String{proxyURLValidator{}},
 			},
 			"qps": schema.Float64Attribute{
 				Optional: true,
@@ -277,7 +278,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 		if s.Exec != nil {
 			if _, err := exec.LookPath(s.Exec.Command); err != nil {
 				resp.Diagnostics.AddAttributeError(path.Root("exec").AtName("command"), "Credential Plugin Not Found",
-					fmt.Sprintf("The credential plugin %q of the exec block cannot be run on the machine Terraform runs on: %v. "+
+					fmt.Sprintf("exec.command = %q: the credential plugin cannot be run on the machine Terraform runs on: %v. "+
 						"Install it (e.g. the AWS CLI for `aws eks get-token`) or give its full path.", s.Exec.Command, err))
 				return
 			}
@@ -561,4 +562,22 @@ func (p *gantryProvider) kubeconfigPaths(ctx context.Context, req provider.Valid
 		return []string{s.ConfigPath}, true
 	}
 	return s.ConfigPaths, true
+}
+
+// proxyURLValidator checks proxy_url at validate time with kube.CheckProxyURL (a value from
+// KUBE_PROXY_URL is checked when the client is built, kube.Settings.WithEnv).
+type proxyURLValidator struct{}
+
+func (proxyURLValidator) Description(context.Context) string {
+	return "an http://, https:// or socks5:// URL with a host"
+}
+func (v proxyURLValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (proxyURLValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := kube.CheckProxyURL(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Proxy URL", fmt.Sprintf("%s: %v.", req.Path, err))
+	}
 }

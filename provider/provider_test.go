@@ -245,6 +245,7 @@ func TestProvider_ConfigValidation(t *testing.T) {
   client_key = <<-EOT
 ` + otherKeyPEM + `EOT`, `(?s)client_certificate and client_key are not a key pair`},
 		{"connect_timeout", `connect_timeout = "20"`, `(?s)connect_timeout: "20" is not a duration`},
+		{"proxy_url without a scheme", `proxy_url = "proxy.internal:3128"`, `(?s)Invalid Proxy URL.*proxy_url: "proxy.internal:3128" has scheme "proxy.internal"; a proxy URL starts with http://`},
 		{"exec plugin missing", `exec {
     api_version = "client.authentication.k8s.io/v1"
     command     = "gantry-no-such-credential-plugin"

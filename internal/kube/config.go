@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,14 +128,38 @@ type ExecSettings struct {
 // sets any of Token, ClientCertificate, ClientKey or Exec, none of KUBE_TOKEN,
 // KUBE_CLIENT_CERT_DATA and KUBE_CLIENT_KEY_DATA is read (so an exported KUBE_TOKEN never
 // replaces a configured exec plugin). It fails on an unparsable KUBE_INSECURE, GANTRY_QPS,
-// GANTRY_BURST or KUBE_CONNECT_TIMEOUT.
+// GANTRY_BURST or KUBE_CONNECT_TIMEOUT, and on a proxy URL (set or from KUBE_PROXY_URL) that
+// CheckProxyURL refuses.
 func (s Settings) WithEnv(lookup func(string) (string, bool)) (Settings, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	s.stringsFromEnv(lookup)
-	err := s.numbersFromEnv(lookup)
-	return s, err
+	if err := s.numbersFromEnv(lookup); err != nil {
+		return s, err
+	}
+	if s.ProxyURL != "" {
+		if err := CheckProxyURL(s.ProxyURL); err != nil {
+			return s, fmt.Errorf("proxy_url (or %s) %w", EnvProxyURL, err)
+		}
+	}
+	return s, nil
+}
+
+// CheckProxyURL returns an error saying why s is not a proxy URL client-go can use: a URL
+// with scheme http, https or socks5 and a host (e.g. http://proxy.internal:3128); nil when it is.
+func CheckProxyURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5":
+		return fmt.Errorf("%q has scheme %q; a proxy URL starts with http://, https:// or socks5:// (e.g. http://proxy.internal:3128)", s, u.Scheme)
+	case u.Host == "":
+		return fmt.Errorf("%q names no host; a proxy URL is e.g. http://proxy.internal:3128", s)
+	}
+	return nil
 }
 
 // stringsFromEnv fills the unset string settings and ConfigPaths from the environment (the

@@ -313,3 +313,27 @@ func TestLazyFromSettingsUnreachable(t *testing.T) {
 		t.Errorf("second Get: %v, want the first error", err2)
 	}
 }
+
+// A proxy URL client-go can use has scheme http, https or socks5 and a host; one from
+// KUBE_PROXY_URL is refused by WithEnv naming both the attribute and the variable.
+func TestCheckProxyURL(t *testing.T) {
+	for s, want := range map[string]string{
+		"http://proxy.internal:3128": "", "https://p:443": "", "socks5://127.0.0.1:1080": "",
+		"proxy.internal:3128": `has scheme "proxy.internal"`, "ftp://p:21": `has scheme "ftp"`, "http://": "names no host",
+		"http://bad host": "is not a URL", "not a url": `has scheme ""`,
+	} {
+		err := CheckProxyURL(s)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: %v, want %q", s, err, want)
+		}
+	}
+	_, err := Settings{}.WithEnv(func(k string) (string, bool) {
+		if k == EnvProxyURL {
+			return "proxy:3128", true
+		}
+		return "", false
+	})
+	if err == nil || !strings.Contains(err.Error(), "proxy_url (or KUBE_PROXY_URL)") {
+		t.Errorf("WithEnv with a bad KUBE_PROXY_URL: %v", err)
+	}
+}
