@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
@@ -539,7 +540,9 @@ func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigV
 // sets, and a resource.partition.profile the GPU of resource.gpu_product, label_selector or
 // instance_type does not offer (workspace.CheckPartition, NVIDIA's MIG user guide). Errors name
 // the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node
-// has 1 (NVIDIA-L4); ...".
+// has 1 (NVIDIA-L4); ...". Also: GPU products that contradict one another (resource.gpu_product,
+// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"), and
+// a tuning workspace with resource.count above 1.
 type resolveValidator struct{}
 
 func (resolveValidator) Description(context.Context) string {
@@ -549,7 +552,7 @@ func (v resolveValidator) MarkdownDescription(ctx context.Context) string { retu
 
 func (resolveValidator) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
-	for _, a := range []string{"resource", "inference", "tuning"} {
+	for _, a := range []string{"resource", "inference", "tuning", "node_selector"} {
 		if !root.Attr(a).v.IsFullyKnown() {
 			return
 		}
@@ -574,7 +577,13 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	gpuCountSet := !root.Attr("resource").Attr("gpu_count").Null()
 	summary := "Workspace Does Not Fit Its Nodes"
 	switch at.String() {
-	case "resource.gpu_count", "resource.label_selector":
+	case "resource.gpu_count":
+	case "resource.label_selector", "resource.gpu_product", "node_selector":
+		if strings.Contains(msg, "no node carries both GPUs") {
+			summary = "Contradictory GPU Products" // workspace's checkGPUProduct
+		}
+	case "resource.count":
+		summary = "Tuning Runs on One Node"
 	case "resource.partition.profile":
 		summary = "MIG Profile Not Offered by the GPU" // workspace.CheckPartition
 	case "inference.model_gpus":

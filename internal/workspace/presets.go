@@ -99,8 +99,9 @@ func TuningPresets() []string {
 // spec.resource.instanceType adds its node label and GPU default (resolveInstanceType).
 // Errors, each naming the field: an unknown preset (UnknownPresetError), a tuning preset that
 // cannot be tuned, a gated preset without a model access Secret, a workspace that still lacks
-// a model or image, the instance type's errors, and a MIG partition profile the workspace's GPU
-// does not offer (CheckPartition: a *hardware.MIGProfileError).
+// a model or image, a tuning workspace of more than one node, the instance type's errors, a
+// MIG partition profile the workspace's GPU does not offer (CheckPartition: a
+// *hardware.MIGProfileError), and GPU products that contradict one another (checkGPUProduct).
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	presetArgs, presetGPUs := false, int32(0)
@@ -149,10 +150,16 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 			return out, fmt.Errorf("spec.tuning: baseModel and image are required without a preset")
 		}
 	}
+	if out.Spec.Tuning != nil && out.Spec.Resource.Count > 1 {
+		return out, fmt.Errorf("spec.resource.count: %d, but a tuning workspace runs one pod on one node (KAITO refuses multi-node tuning too): set it to 1", out.Spec.Resource.Count)
+	}
 	if err := resolveInstanceType(out); err != nil {
 		return out, err
 	}
 	if err := CheckPartition(out); err != nil {
+		return out, err
+	}
+	if err := checkGPUProduct(out); err != nil {
 		return out, err
 	}
 	return out, resolveGroup(out, presetGPUs, presetArgs)
@@ -188,6 +195,37 @@ func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) er
 	}
 	if presetArgs {
 		inf.Args = append(inf.Args, fmt.Sprintf("--tensor-parallel-size=%d", r.GPUCount), fmt.Sprintf("--pipeline-parallel-size=%d", count))
+	}
+	return nil
+}
+
+// checkGPUProduct refuses GPU products that contradict one another, as no node could carry
+// both (the workspace would wait for nodes forever): spec.resource.gpuProduct, the instance
+// type's GPU, spec.resource.labelSelector["nvidia.com/gpu.product"] and
+// spec.scheduling.nodeSelector["nvidia.com/gpu.product"]. Errors name the later field and the
+// one it contradicts.
+func checkGPUProduct(out *v1alpha1.Workspace) error {
+	r := &out.Spec.Resource
+	type source struct{ field, product string }
+	var sources []source
+	if r.InstanceType != "" {
+		if it, ok := hardware.LookupInstanceType(r.InstanceType); ok && it.GPUProduct != "" {
+			sources = append(sources, source{fmt.Sprintf("spec.resource.instanceType %q", r.InstanceType), it.GPUProduct})
+		}
+	}
+	if r.GPUProduct != "" {
+		sources = append(sources, source{"spec.resource.gpuProduct", r.GPUProduct})
+	}
+	if v := r.LabelSelector[hardware.LabelGPUProduct]; v != "" {
+		sources = append(sources, source{fmt.Sprintf("spec.resource.labelSelector[%q]", hardware.LabelGPUProduct), v})
+	}
+	if v := out.Spec.Scheduling.NodeSelector[hardware.LabelGPUProduct]; v != "" {
+		sources = append(sources, source{fmt.Sprintf("spec.scheduling.nodeSelector[%q]", hardware.LabelGPUProduct), v})
+	}
+	for i := 1; i < len(sources); i++ {
+		if sources[i].product != sources[0].product {
+			return fmt.Errorf("%s = %q contradicts %s (%s): no node carries both GPUs", sources[i].field, sources[i].product, sources[0].field, sources[0].product)
+		}
 	}
 	return nil
 }

@@ -135,6 +135,35 @@ func TestResolveInstanceType(t *testing.T) {
 	}
 }
 
+// GPU products that contradict one another, and multi-node tuning, are spec errors naming
+// the field; agreeing products resolve.
+func TestResolveContradictions(t *testing.T) {
+	inf := &v1alpha1.WorkspaceInference{Model: "m", Image: "i"}
+	tuning := &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningQLoRA, Preset: "phi-3-mini-4k-instruct",
+		Input: v1alpha1.WorkspaceDataSource{Image: "d"}, Output: v1alpha1.WorkspaceDataDestination{Image: "o"}}
+	for name, c := range map[string]struct {
+		spec v1alpha1.WorkspaceSpec
+		want string // "" resolves
+	}{
+		"product agrees with the instance type": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{InstanceType: "p4d.24xlarge", GPUProduct: "NVIDIA-A100-SXM4-40GB"}, Inference: inf}, ""},
+		"product contradicts the instance type": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{InstanceType: "p4d.24xlarge", GPUProduct: "NVIDIA-L4"}, Inference: inf},
+			`spec.resource.gpuProduct = "NVIDIA-L4" contradicts spec.resource.instanceType "p4d.24xlarge" (NVIDIA-A100-SXM4-40GB): no node carries both GPUs`},
+		"label selector contradicts the product": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{GPUProduct: "NVIDIA-L4", LabelSelector: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}}, Inference: inf},
+			`spec.resource.labelSelector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts spec.resource.gpuProduct (NVIDIA-L4)`},
+		"node selector contradicts the instance type": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{InstanceType: "g6.xlarge"}, Inference: inf,
+			Scheduling: v1alpha1.Scheduling{NodeSelector: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}}},
+			`spec.scheduling.nodeSelector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts spec.resource.instanceType "g6.xlarge" (NVIDIA-L4)`},
+		"tuning on one node": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, GPUCount: 1}, Tuning: tuning}, ""},
+		"tuning on two nodes": {v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 2, GPUCount: 1}, Tuning: tuning},
+			"spec.resource.count: 2, but a tuning workspace runs one pod on one node"},
+	} {
+		_, err := Resolve(&v1alpha1.Workspace{Spec: c.spec})
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
 // Multi-node inference (KAITO): when the model needs more GPUs than one replica has and
 // count > 1, the replicas form one group (MultiNode); not enough GPUs in all, or one replica,
 // is a spec error naming the field.
