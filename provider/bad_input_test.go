@@ -58,6 +58,8 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`resource.gpu_product = "NVIDIA-L4" contradicts resource.instance_type "p4d.24xlarge" (NVIDIA-A100-SXM4-40GB): no node carries both GPUs`},
 		{"plan", "a node_selector GPU the instance type contradicts", workspace("resource = { count = 1, instance_type = \"g6.xlarge\" }\n  inference = { model = \"m\", image = \"i\" }\n  node_selector = { \"nvidia.com/gpu.product\" = \"NVIDIA-H200\" }"),
 			`node_selector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts resource.instance_type "g6.xlarge" (NVIDIA-L4)`},
+		{"plan", "two volumes at one mount path", workspace("resource = { count = 1, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\", volumes = [{ name = \"a\", mount_path = \"/data\", empty_dir = true }, { name = \"b\", mount_path = \"/data\", empty_dir = true }] }"),
+			`inference.volumes[1].mount_path: mount_path "/data" is already used by inference.volumes[0]; they must be unique.`},
 		{"plan", "tuning on two nodes", workspace("resource = { count = 2, gpu_count = 1 }\n  tuning = { method = \"qlora\", preset = \"phi-3-mini-4k-instruct\", input_image = \"d\", output_image = \"o\" }"),
 			`resource.count: 2, but a tuning workspace runs one pod on one node (KAITO refuses multi-node tuning too): set it to 1`},
 		{"plan", "a MIG profile the GPU does not offer", workspace("resource = { count = 1, gpu_product = \"NVIDIA-H200\", partition = { mode = \"mig\", profile = \"3g.40gb\" } }\n  inference = { model = \"m\", image = \"i\" }"),

@@ -80,9 +80,9 @@ func volumesAttribute() schema.ListNestedAttribute {
 		return stringvalidator.RegexMatches(objNameRe, "must be a "+kind+" name")
 	}
 	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Volumes mounted into the model server (the `volumes` and `volumeMounts` of KAITO's " +
-		"`inference.template`; at most 16, names unique): each exactly one of `config_map`, `secret`, `pvc` (of the workspace's namespace) and `empty_dir`. " +
+		"`inference.template`; at most 16, names and mount paths unique): each exactly one of `config_map`, `secret`, `pvc` (of the workspace's namespace) and `empty_dir`. " +
 		"The reconciler checks that the ConfigMaps, Secrets and claims exist (the apply fails naming a missing one) and waits for unbound claims.",
-		Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}},
+		Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}, uniqueNames{what: "Mount Path", key: "mount_path"}},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Volume name: a DNS label; not `config` (`inference.config`'s volume).",
 				Validators: []validator.String{stringvalidator.RegexMatches(volumeNameRe, "must be a DNS label"), stringvalidator.NoneOf("config")}},
