@@ -26,6 +26,7 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/executor"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
 // +kubebuilder:rbac:groups=gantry.dev,resources=executors,verbs=get;list;watch;update;patch
@@ -205,6 +206,7 @@ func (r *ExecutorReconciler) gather(ctx context.Context, e *v1alpha1.Executor) (
 		Conditions:       e.Status.Conditions,
 		LastGoodRevision: e.Status.LastGoodRevision,
 		FailedRevision:   e.Status.FailedRevision,
+		PodDisruptions:   e.Status.PodDisruptions,
 		RollbackEnabled:  executor.RollbackEnabled(e),
 		DesiredReplicas:  executor.Replicas(e),
 		BySelector:       e.Spec.Performers.Selector != nil,
@@ -289,7 +291,7 @@ func (r *ExecutorReconciler) gatherDeployment(ctx context.Context, e *v1alpha1.E
 	} else if found {
 		g.live = &dep
 		f.Deployment = executor.DeploymentFacts(&dep, e.UID)
-		if f.PodProblems, err = r.podProblems(ctx, e, &dep, f.Deployment.Foreign); err != nil {
+		if f.PodProblems, f.Disrupted, err = r.podProblems(ctx, e, &dep, f.Deployment.Foreign); err != nil {
 			return err
 		}
 	}
@@ -397,17 +399,22 @@ func (r *ExecutorReconciler) gatherPerformers(ctx context.Context, e *v1alpha1.E
 	return nil
 }
 
-// podProblems says why the Deployment's pods do not run (image pull, crash), read from the
-// Pod cache (they carry our label) while some are unavailable; nil otherwise.
-func (r *ExecutorReconciler) podProblems(ctx context.Context, e *v1alpha1.Executor, dep *appsv1.Deployment, foreign bool) ([]string, error) {
-	if foreign || (dep.Status.UnavailableReplicas == 0 && dep.Status.ReadyReplicas >= dep.Status.Replicas) {
-		return nil, nil
+// podProblems says why the Deployment's pods do not run (image pull, crash) while some are
+// unavailable (nil otherwise), and which of them ended from outside (executor.Disruptions),
+// read from the Pod cache (they carry our label).
+func (r *ExecutorReconciler) podProblems(ctx context.Context, e *v1alpha1.Executor, dep *appsv1.Deployment, foreign bool) ([]string, []failure.Disruption, error) {
+	if foreign {
+		return nil, nil, nil
 	}
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingLabels(executor.SelectorLabels(e))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return executor.PodProblems(pods.Items), nil
+	disrupted := executor.Disruptions(pods.Items)
+	if dep.Status.UnavailableReplicas == 0 && dep.Status.ReadyReplicas >= dep.Status.Replicas {
+		return nil, disrupted, nil
+	}
+	return executor.PodProblems(pods.Items), disrupted, nil
 }
 
 // get reads from the cache, then from the API server when the cache does not have it (the
@@ -462,6 +469,7 @@ func (r *ExecutorReconciler) status(e *v1alpha1.Executor, d executor.Decision, g
 	st.Phase = d.Phase
 	st.LastGoodRevision = d.LastGoodRevision
 	st.FailedRevision = d.FailedRevision
+	st.PodDisruptions = d.PodDisruptions
 	st.CurrentRevision = d.CurrentRevision
 	st.Selector = executor.Selector(e)
 	st.Replicas, st.ReadyReplicas, st.Image = 0, 0, ""

@@ -295,6 +295,8 @@ func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desired
 		Pod:          performer.PodFacts(pod, p.UID),
 		Service:      performer.ServiceFacts(svc, desiredSvc, p.UID),
 		Deployment:   performer.DeploymentFacts(dep, desiredDep, p.UID),
+		// The count of Pods ended from outside the bound applies to (the machine's memory).
+		PodDisruptions: p.Status.PodDisruptions,
 	}
 	statusPod := pod
 	if rolling {
@@ -489,6 +491,7 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 		t := metav1.NewTime(now())
 		st.LastUpgradeTime = &t
 	}
+	st.PodDisruptions = d.PodDisruptions
 	return st
 }
 

@@ -168,8 +168,9 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 	facts := workspace.Facts{
 		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(w),
 		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(w, v1alpha1.Finalizer),
-		Conditions: w.Status.Conditions,
-		Rejection:  r.rejected.get(types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, w.Generation),
+		Conditions:     w.Status.Conditions,
+		Rejection:      r.rejected.get(types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, w.Generation),
+		PodDisruptions: w.Status.PodDisruptions,
 	}
 	if !facts.Deleting {
 		// The ConfigMap, Secret and claims the pods mount, checked before use (checkRefs); the
@@ -289,6 +290,7 @@ func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.Worksp
 		}
 	}
 	st.WorkerNodes = workspace.UniqueSorted(nodesUsed)
+	st.PodDisruptions = d.PodDisruptions
 	return st
 }
 

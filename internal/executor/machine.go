@@ -39,6 +39,17 @@
 // except after a rollback, when Ready and Stalled (reason RolledBack) both are. The phase is
 // derived from the conditions by Phases.Of; the previous pass's conditions plus the status's
 // revisions (last good, failed) are the machine's memory.
+//
+// # Pods ended from outside
+//
+// A pod of the Deployment evicted, preempted or ended by its node's shutdown or loss
+// (failure.EndedFromOutside) is not a failure: its ReplicaSet replaces it. While the rollout is
+// incomplete because of it, a Running executor is Scaling with Reconciling=True reason
+// PodDisrupted, "pod executor-x-... ended from outside (reason: message); waiting for its
+// replacement" (during a rollout the rollout's reason stays and its message says it). Each
+// such pod is counted once in status.podDisruptions (failure.CountDisruptions); more than
+// failure.DisruptionBound(replicas) within failure.DisruptionWindow, while the replicas are not
+// all available, is Failed with reason PodDisruptedRepeatedly.
 package executor
 
 import (
@@ -92,6 +103,12 @@ const (
 	ReasonConfigPending            = "ConfigPending"        // ConfigReady=False: being written
 	ReasonWaitingForInputs         = "WaitingForInputs"     // ConfigReady=False: performers not ready
 	ReasonRejected                 = failure.ReasonRejected // Stalled: the API server rejected a write (its message)
+	// ReasonPodDisrupted: Reconciling (phase Scaling): a pod ended from outside (evicted,
+	// preempted, its node gone); its ReplicaSet's replacement is awaited.
+	ReasonPodDisrupted = failure.ReasonPodDisrupted
+	// ReasonPodDisruptedRepeatedly: Stalled: more pods ended from outside within
+	// failure.DisruptionWindow than failure.DisruptionBound(replicas) allows.
+	ReasonPodDisruptedRepeatedly = failure.ReasonPodDisruptedRepeatedly
 )
 
 // Timing.
@@ -167,6 +184,13 @@ type Facts struct {
 	// container start failures, the kubelet's words); they are added to the rollout's
 	// progress and failure messages.
 	PodProblems []string
+	// Disrupted are the Deployment's pods that ended from outside (Disruptions: evicted,
+	// preempted, their node shut down or gone; not plain deletions, which the ReplicaSet
+	// controller makes itself), including ones left behind Failed long ago.
+	Disrupted []failure.Disruption
+	// PodDisruptions is status.podDisruptions from the previous pass (nil when none): the
+	// count of pods ended from outside the bound applies to.
+	PodDisruptions *v1alpha1.PodDisruptions
 	// DesiredRevision is the revision (pod template hash) the spec asks for; "" when the
 	// inputs are not ready (no config can be rendered yet).
 	DesiredRevision string
@@ -257,6 +281,9 @@ type Decision struct {
 	// CurrentRevision is the revision the Deployment targets now ("" without a Deployment).
 	CurrentRevision string
 	Event           *Event
+	// PodDisruptions is the new status.podDisruptions: Facts.PodDisruptions with this pass's
+	// pods ended from outside counted (failure.CountDisruptions).
+	PodDisruptions *v1alpha1.PodDisruptions
 }
 
 // AllPhases lists the phases in lifecycle order.
@@ -311,6 +338,7 @@ var Phases = lifecycle.Phases[Phase]{
 		ReasonScaling:          v1alpha1.ExecutorScaling,
 		ReasonRollingBack:      v1alpha1.ExecutorRollingBack,
 		ReasonTerminating:      v1alpha1.ExecutorTerminating,
+		ReasonPodDisrupted:     v1alpha1.ExecutorScaling,
 	},
 }
 
@@ -336,7 +364,10 @@ type inputs struct {
 // write) is a *lifecycle.TransitionError and the Decision must not be acted upon.
 func Decide(f Facts) (Decision, error) {
 	prev := Phases.Of(f.Conditions)
-	d := Decision{LastGoodRevision: f.LastGoodRevision, FailedRevision: f.FailedRevision}
+	d := Decision{LastGoodRevision: f.LastGoodRevision, FailedRevision: f.FailedRevision, PodDisruptions: f.PodDisruptions}
+	if !f.Deleting {
+		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, f.Disrupted, f.Now)
+	}
 	if f.Deployment != nil && !f.Deployment.Foreign {
 		d.CurrentRevision = f.Deployment.Revision
 	}
@@ -611,7 +642,7 @@ func observedState(f Facts, target string, rolledBackMode bool, progress state, 
 	if !complete {
 		progress.message = fmt.Sprintf("revision %s: %d/%d replicas updated, %d ready, %d available, %d unavailable, %d total",
 			target, dep.UpdatedReplicas, want, dep.ReadyReplicas, dep.AvailableReplicas, dep.UnavailableReplicas, dep.StatusReplicas) + podsSay(f)
-		return progress
+		return disruptedProgress(f, d, progress)
 	}
 	if rolledBackMode {
 		return state{phase: v1alpha1.ExecutorRunning, reason: ReasonRolledBack, rolledBack: true,
@@ -622,6 +653,31 @@ func observedState(f Facts, target string, rolledBackMode bool, progress state, 
 	d.Actions = append(d.Actions, ActionPruneConfigMaps)
 	return state{phase: v1alpha1.ExecutorRunning, reason: ReasonAvailable,
 		message: fmt.Sprintf("revision %s (image %s): %d/%d replicas ready", target, dep.Image, dep.ReadyReplicas, want)}
+}
+
+// disruptedProgress is progress, an incomplete rollout, when none of the Deployment's pods
+// ended from outside within failure.DisruptionWindow. Otherwise: Failed with reason
+// PodDisruptedRepeatedly beyond the bound; else the newest such pod's replacement is awaited,
+// said first in the message, with reason PodDisrupted when the executor is only Scaling (a
+// rollout keeps its own reason).
+func disruptedProgress(f Facts, d *Decision, progress state) state {
+	if failure.DisruptedRepeatedly(d.PodDisruptions, f.DesiredReplicas, f.Now) {
+		return failed(ReasonPodDisruptedRepeatedly, failure.RepeatedMessage(d.PodDisruptions, f.DesiredReplicas))
+	}
+	var newest *failure.Disruption
+	for i := range f.Disrupted {
+		if x := &f.Disrupted[i]; f.Now.Sub(x.At) <= failure.DisruptionWindow && (newest == nil || x.At.After(newest.At)) {
+			newest = x
+		}
+	}
+	if newest == nil {
+		return progress
+	}
+	progress.message = failure.WaitingMessage(*newest, d.PodDisruptions, f.DesiredReplicas) + "; " + progress.message
+	if progress.phase == v1alpha1.ExecutorScaling {
+		progress.reason = ReasonPodDisrupted
+	}
+	return progress
 }
 
 // podsSay is "; pods: <problem>; <problem>" when the Deployment's pods report image pull or

@@ -473,6 +473,20 @@ func PodProblems(pods []corev1.Pod) []string {
 	return out
 }
 
+// Disruptions are the pods that ended from outside (failure.EndedFromOutside: evicted,
+// preempted, their node shut down or gone), in the order given. Plain deletions
+// (failure.DisruptionDeleted) are left out: the ReplicaSet controller deletes pods itself on
+// every rollout and scale-down.
+func Disruptions(pods []corev1.Pod) []failure.Disruption {
+	var out []failure.Disruption
+	for i := range pods {
+		if d, ok := failure.EndedFromOutside(&pods[i]); ok && d.Reason != failure.DisruptionDeleted {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // DeploymentFacts reads the Deployment facts (nil when dep is nil); owner is the Executor's UID.
 func DeploymentFacts(dep *appsv1.Deployment, owner types.UID) *Deployment {
 	if dep == nil {

@@ -1,9 +1,11 @@
 // Package failure holds the pure helpers the Gantry machines (internal/performer,
 // internal/executor, internal/workspace, internal/packageset) share: the kubelet reasons that
 // mean a container cannot pull its image or cannot start, the Stalled re-check backoff, the
-// manager label value, and the record of a write the API server rejected (Rejection) that a
-// machine turns into Stalled=True. It imports only k8s.io/api and k8s.io/apimachinery types:
-// neither controller-runtime, client-go nor the Terraform framework.
+// manager label value, the record of a write the API server rejected (Rejection) that a
+// machine turns into Stalled=True, and the classifier of Pods ended from outside with its
+// bound (disruption.go). It imports only k8s.io/api and k8s.io/apimachinery types and the API
+// types (internal/api/v1alpha1): neither controller-runtime, client-go nor the Terraform
+// framework.
 package failure
 
 import (

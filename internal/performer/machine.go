@@ -25,10 +25,22 @@
 //     is deleted and a new one created (PodRecreation); Upgrading lasts until the new Pod is
 //     Ready, including while no Pod exists.
 //   - Failed: the scheduler cannot place the Pod, the image cannot be pulled, the container
-//     cannot start or the Pod failed; the message is the scheduler's or kubelet's own. The
-//     scheduler and kubelet keep retrying; the reconciler re-checks with backoff, recreates a
-//     terminal Pod, and a spec change heals it (a new spec hash recreates the Pod).
+//     cannot start or the Pod failed on its own; the message is the scheduler's or kubelet's
+//     own. The scheduler and kubelet keep retrying; the reconciler re-checks with backoff,
+//     recreates a terminal Pod, and a spec change heals it (a new spec hash recreates the Pod).
 //   - Terminating: the Performer is being deleted: Service, then Pod, then the finalizer.
+//
+// # A Pod ended from outside
+//
+// A Pod evicted, preempted, deleted by someone, or ended by its node's shutdown or loss
+// (failure.EndedFromOutside) is not a failure: the Performer is Creating with
+// Reconciling=True reason PodDisrupted, "pod performer-x ended from outside (reason:
+// message); waiting for its replacement", while the reconciler re-creates its bare Pod
+// (Recreate: a terminal Pod is deleted, then created again) or the Deployment's ReplicaSet
+// replaces it (RollingUpdate); during an upgrade it stays Upgrading with that message. Each
+// such Pod is counted once in status.podDisruptions (failure.CountDisruptions); beyond the
+// bound (more than failure.DisruptionsPerReplica within failure.DisruptionWindow) a Performer
+// that is not Running is Failed with reason PodDisruptedRepeatedly.
 //
 // # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
@@ -82,7 +94,7 @@ const (
 	ReasonCreating            = "Creating"                      // Reconciling=True while Creating
 	ReasonScheduling          = "Scheduling"                    // Reconciling=True while Scheduling
 	ReasonTerminating         = "Terminating"                   // Reconciling=True while Terminating
-	ReasonPodFailed           = "PodFailed"                     // Failed: the Pod reached phase Failed/Succeeded (e.g. Evicted)
+	ReasonPodFailed           = "PodFailed"                     // Failed: the Pod ended on its own (a container failed, UnexpectedAdmissionError, ...)
 	ReasonInvalidSpec         = "InvalidSpec"                   // Failed: the desired Pod cannot be built (e.g. a node selector conflict)
 	ReasonOwnershipConflict   = "OwnershipConflict"             // Failed: performer-<name> exists and is not ours
 	ReasonPodAbsent           = "PodAbsent"                     // Scheduled=False: no Pod
@@ -91,6 +103,12 @@ const (
 	ReasonServiceOutOfDate    = "ServiceOutOfDate"              // ServiceReady=False: ports/selector differ
 	ReasonRejected            = failure.ReasonRejected          // Failed: the API server rejected a write (its message)
 	ReasonReferenceNotFound   = failure.ReasonReferenceNotFound // Failed: an envFrom Secret/ConfigMap or key is missing
+	// ReasonPodDisrupted: Reconciling=True (phase Creating): the Pod ended from outside
+	// (evicted, preempted, deleted, its node gone); its replacement is awaited.
+	ReasonPodDisrupted = failure.ReasonPodDisrupted
+	// ReasonPodDisruptedRepeatedly: Failed: more Pods ended from outside within
+	// failure.DisruptionWindow than failure.DisruptionBound(1) allows.
+	ReasonPodDisruptedRepeatedly = failure.ReasonPodDisruptedRepeatedly
 )
 
 // Backoff bounds for re-checking a Failed Performer: the delay is the time it has been failed
@@ -180,6 +198,9 @@ type Facts struct {
 	// (hardware.MissingLabels), read only while the Pod is unschedulable; they are added to
 	// the scheduler's message (e.g. which TEE type's label no node has).
 	MissingNodeLabels []string
+	// PodDisruptions is status.podDisruptions from the previous pass (nil when none): the
+	// count of Pods ended from outside that the bound applies to.
+	PodDisruptions *v1alpha1.PodDisruptions
 }
 
 // Service facts.
@@ -204,6 +225,8 @@ type Deployment struct {
 
 // Pod facts (see PodFacts for how they are read from a corev1.Pod).
 type Pod struct {
+	// Name and UID are the Pod's metadata.name and metadata.uid.
+	Name, UID string
 	// Foreign is true when the Pod is not controlled by this Performer.
 	Foreign bool
 	// Deleting is true once the Pod has a deletionTimestamp.
@@ -222,6 +245,9 @@ type Pod struct {
 	Ready bool
 	// Containers are the container states (init containers excluded).
 	Containers []Container
+	// Disrupted, when non-nil, says the Pod ended (or is ending) from outside: evicted,
+	// preempted, deleted, its node shut down or gone (failure.EndedFromOutside).
+	Disrupted *failure.Disruption
 }
 
 // PodCondition is one Pod condition's status, reason and message, verbatim.
@@ -282,6 +308,9 @@ type Decision struct {
 	UpgradeFinished bool
 	// Event, when non-nil, is emitted on the Performer (phase changed, or the failure reason changed).
 	Event *Event
+	// PodDisruptions is the new status.podDisruptions: Facts.PodDisruptions with this pass's
+	// Pod ended from outside counted (failure.CountDisruptions).
+	PodDisruptions *v1alpha1.PodDisruptions
 }
 
 var allPhases = []Phase{
@@ -334,8 +363,8 @@ var Transitions = lifecycle.Table[Phase]{Kind: "Performer phase", Edges: func() 
 
 // Phases derives the phase from conditions (Phases.Of): Ready=True → Running; Stalled=True →
 // Failed; Reconciling=True → the phase its reason names (Pending, Creating, Scheduling,
-// UpgradeInProgress → Upgrading, Terminating); otherwise "" (never reconciled, or conditions
-// written by someone else).
+// UpgradeInProgress → Upgrading, Terminating, PodDisrupted → Creating); otherwise "" (never
+// reconciled, or conditions written by someone else).
 var Phases = lifecycle.Phases[Phase]{
 	Ready:   v1alpha1.PerformerRunning,
 	Stalled: v1alpha1.PerformerFailed,
@@ -345,6 +374,7 @@ var Phases = lifecycle.Phases[Phase]{
 		ReasonScheduling:        v1alpha1.PerformerScheduling,
 		ReasonUpgradeInProgress: v1alpha1.PerformerUpgrading,
 		ReasonTerminating:       v1alpha1.PerformerTerminating,
+		ReasonPodDisrupted:      v1alpha1.PerformerCreating,
 	},
 }
 
@@ -361,7 +391,7 @@ type state struct {
 // not be acted upon.
 func Decide(f Facts) (Decision, error) {
 	prev := Phases.Of(f.Conditions)
-	d := Decision{Image: f.RunningImage}
+	d := Decision{Image: f.RunningImage, PodDisruptions: f.PodDisruptions}
 	var st state
 	if f.Deleting {
 		st = terminate(f, &d)
@@ -410,14 +440,52 @@ func converge(f Facts, prev Phase, d *Decision) state {
 		(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
 			(ownPod && pod.SpecHash != f.DesiredHash) ||
 			(f.RollingUpdate && f.Deployment != nil && !f.Deployment.Foreign && f.Deployment.SpecHash != f.DesiredHash))
+	if dis := disrupted(f); dis != nil {
+		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, []failure.Disruption{*dis}, f.Now)
+	}
+	var st state
 	if f.RollingUpdate {
-		return rollingState(f, d, upgrading)
+		st = rollingState(f, d, upgrading)
+	} else {
+		if dep := f.Deployment; dep != nil && !dep.Foreign && !dep.Deleting {
+			// Back to Recreate: the Deployment goes, the bare Pod takes over.
+			d.Actions = append(d.Actions, ActionDeleteDeployment)
+		}
+		st = podState(f, d, upgrading)
 	}
-	if dep := f.Deployment; dep != nil && !dep.Foreign && !dep.Deleting {
-		// Back to Recreate: the Deployment goes, the bare Pod takes over.
-		d.Actions = append(d.Actions, ActionDeleteDeployment)
+	inProgress := st.phase == v1alpha1.PerformerCreating || st.phase == v1alpha1.PerformerScheduling || st.phase == v1alpha1.PerformerUpgrading
+	if inProgress && failure.DisruptedRepeatedly(d.PodDisruptions, 1, f.Now) {
+		// Replacements keep ending: the bound (status.podDisruptions) is reached.
+		return failed(ReasonPodDisruptedRepeatedly, failure.RepeatedMessage(d.PodDisruptions, 1))
 	}
-	return podState(f, d, upgrading)
+	return st
+}
+
+// disrupted is the Performer's Pod's disruption when it ended from outside, nil otherwise. A
+// deletion is the reconciler's own (not a disruption) when the Pod is of an older spec (an
+// upgrade deletes it).
+func disrupted(f Facts) *failure.Disruption {
+	p := f.Pod
+	if p == nil || p.Foreign || p.Disrupted == nil || (p.Disrupted.Reason == failure.DisruptionDeleted && p.SpecHash != f.DesiredHash) {
+		return nil
+	}
+	return p.Disrupted
+}
+
+// inProgressState is the state of a pass under way: Upgrading whenever an upgrade is under
+// way (reason UpgradeInProgress, the message prefixed with both images), otherwise phase p
+// with reason and msg.
+func inProgressState(f Facts, upgrading bool, p Phase, reason, msg string) state {
+	if upgrading {
+		return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
+	}
+	return state{p, reason, msg}
+}
+
+// disruptedState is the state while the replacement of a Pod ended from outside is awaited:
+// Creating with reason PodDisrupted (Upgrading during an upgrade); how says who replaces it.
+func disruptedState(f Facts, d *Decision, dis *failure.Disruption, upgrading bool, how string) state {
+	return inProgressState(f, upgrading, v1alpha1.PerformerCreating, ReasonPodDisrupted, failure.WaitingMessage(*dis, d.PodDisruptions, 1)+"; "+how)
 }
 
 // rollingState is podState for spec.strategy RollingUpdate: the Deployment carries the spec
@@ -426,12 +494,7 @@ func converge(f Facts, prev Phase, d *Decision) state {
 // same scheduler and kubelet failures as a bare Pod.
 func rollingState(f Facts, d *Decision, upgrading bool) state {
 	pod, dep := f.Pod, f.Deployment
-	progress := func(p Phase, reason, msg string) state {
-		if upgrading {
-			return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
-		}
-		return state{p, reason, msg}
-	}
+	progress := func(p Phase, reason, msg string) state { return inProgressState(f, upgrading, p, reason, msg) }
 	switch {
 	case f.SpecError != "":
 		return failed(ReasonInvalidSpec, f.SpecError)
@@ -453,7 +516,11 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 	case pod == nil:
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the deployment's pod")
 	case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
-		// The ReplicaSet replaces it; say why it ended.
+		// The ReplicaSet replaces it: a Pod ended from outside is waited for, one that
+		// failed on its own is a failure; say why it ended.
+		if dis := disrupted(f); dis != nil {
+			return disruptedState(f, d, dis, upgrading, "the deployment replaces it")
+		}
 		return failed(ReasonPodFailed, strings.TrimSuffix(podFailedMessage(pod), "; re-creating it")+"; the deployment replaces it")
 	}
 	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
@@ -477,12 +544,7 @@ func podState(f Facts, d *Decision, upgrading bool) state {
 	pod := f.Pod
 	// progress is the in-progress state: Upgrading whenever an upgrade is under way,
 	// otherwise the given phase.
-	progress := func(p Phase, reason, msg string) state {
-		if upgrading {
-			return state{v1alpha1.PerformerUpgrading, ReasonUpgradeInProgress, fmt.Sprintf("upgrading from %s to %s: %s", f.RunningImage, f.DesiredImage, msg)}
-		}
-		return state{p, reason, msg}
-	}
+	progress := func(p Phase, reason, msg string) state { return inProgressState(f, upgrading, p, reason, msg) }
 	switch {
 	case f.SpecError != "":
 		return failed(ReasonInvalidSpec, f.SpecError)
@@ -497,6 +559,9 @@ func podState(f Facts, d *Decision, upgrading bool) state {
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "creating the pod")
 	case pod.Deleting:
 		d.RequeueAfter = WaitPoll
+		if dis := disrupted(f); dis != nil {
+			return disruptedState(f, d, dis, upgrading, "the reconciler creates a new pod once it is gone")
+		}
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "waiting for the old pod to be deleted")
 	case pod.SpecHash != f.DesiredHash:
 		// Hourglass: Upgrading → PodRecreation; also a spec fix heals a Failed Performer.
@@ -504,7 +569,11 @@ func podState(f Facts, d *Decision, upgrading bool) state {
 		return progress(v1alpha1.PerformerCreating, ReasonCreating, "spec changed: deleting the pod to re-create it")
 	case pod.Phase == corev1.PodFailed || pod.Phase == corev1.PodSucceeded:
 		// Hourglass: Failed → Creating (retry): a terminal Pod never restarts; re-create it.
+		// Ended from outside, it is no failure: the replacement is awaited.
 		d.Actions = append(d.Actions, ActionDeletePod)
+		if dis := disrupted(f); dis != nil {
+			return disruptedState(f, d, dis, upgrading, "the reconciler deletes it and creates a new one")
+		}
 		return failed(ReasonPodFailed, podFailedMessage(pod))
 	}
 	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {

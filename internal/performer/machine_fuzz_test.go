@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
@@ -38,6 +39,9 @@ type world struct {
 	rejection *failure.Rejection
 	// missingRefs: an envFrom Secret is missing.
 	missingRefs bool
+	// pods counts the Pods created (their UIDs); disruptions is status.podDisruptions.
+	pods        int
+	disruptions *v1alpha1.PodDisruptions
 }
 
 func (w *world) hash() string { return fmt.Sprintf("%s/%d", w.image, w.variant) }
@@ -61,6 +65,7 @@ func (w *world) facts() Facts {
 	if w.missingRefs {
 		f.MissingRefs = []string{"Secret ns/keys has no key token"}
 	}
+	f.PodDisruptions = w.disruptions
 	return f
 }
 
@@ -95,7 +100,8 @@ func (w *world) apply(d Decision) {
 		case ActionDeleteService:
 			w.svc = Service{}
 		case ActionCreatePod:
-			w.pod = &Pod{SpecHash: w.hash(), Phase: corev1.PodPending}
+			w.pods++
+			w.pod = &Pod{Name: "performer-x", UID: fmt.Sprintf("uid-%d", w.pods), SpecHash: w.hash(), Phase: corev1.PodPending}
 			w.podImage = w.image
 		case ActionDeletePod:
 			w.pod.Deleting = true
@@ -181,10 +187,21 @@ func evTerminated(w *world, b byte, _ Decision) {
 	}
 }
 
-// evPodTerminal: evicted, node lost.
-func evPodTerminal(w *world, _ byte, _ Decision) {
-	if w.pod != nil {
-		w.pod.Phase, w.pod.Ready, w.pod.Reason = corev1.PodFailed, false, "Evicted"
+// evPodTerminal: evicted, preempted, node lost (ended from outside), or refused at admission
+// (its own failure).
+func evPodTerminal(w *world, b byte, _ Decision) {
+	if w.pod == nil {
+		return
+	}
+	w.pod.Phase, w.pod.Ready = corev1.PodFailed, false
+	switch b % 3 {
+	case 0:
+		w.pod.Reason = "UnexpectedAdmissionError"
+	default:
+		w.pod.Reason = "Evicted"
+		if !w.pod.Foreign {
+			w.pod.Disrupted = &failure.Disruption{Pod: w.pod.Name, UID: w.pod.UID, Reason: "TerminationByKubelet", Message: "The node was low on resource: memory.", At: w.now}
+		}
 	}
 }
 
@@ -253,6 +270,8 @@ func FuzzMachine(f *testing.F) {
 	f.Add([]byte{15, 0, 0, 0, 0, 0, 15, 1, 0, 0, 3, 0, 8, 0, 0, 0, 9, 0, 0, 0, 14, 0, 13, 0, 0, 0})
 	f.Add([]byte{16, 0, 0, 0, 0, 0, 0, 3, 0, 9, 16, 0, 0, 0, 0, 0, 3, 0, 5, 0, 0, 0})   // rejected → retried → running
 	f.Add([]byte{17, 0, 0, 0, 0, 0, 17, 9, 0, 0, 3, 0, 5, 0, 17, 0, 10, 1, 0, 0, 0, 0}) // missing ref → fixed; missing on upgrade
+	// running → evicted five times in a row → PodDisruptedRepeatedly → running again
+	f.Add([]byte{0, 0, 0, 0, 3, 0, 5, 0, 8, 1, 0, 0, 0, 0, 3, 0, 5, 0, 8, 1, 0, 0, 0, 0, 3, 0, 5, 0, 8, 1, 0, 0, 0, 0, 3, 0, 5, 0, 8, 1, 0, 0, 0, 0, 3, 0, 5, 0, 8, 1, 0, 0, 0, 0, 3, 0, 5, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w := &world{now: t0, generation: 1, image: imgA}
 		var last Decision
@@ -277,6 +296,7 @@ func FuzzMachine(f *testing.F) {
 				meta.SetStatusCondition(&w.conds, c)
 			}
 			w.runningImage = d.Image
+			w.disruptions = d.PodDisruptions
 			prevPhase = d.Phase
 			last = d
 		}

@@ -121,8 +121,10 @@ func TestDecide(t *testing.T) {
 	crash.Containers[0].LastTerminated = &ContainerState{Reason: "Error", ExitCode: 1}
 	exited := podBound(hashA)
 	exited.Containers[0].Terminated = &ContainerState{Reason: "Error", ExitCode: 2, Message: "panic: no config"}
-	evicted := podReady(hashA)
-	evicted.Phase, evicted.Ready, evicted.Reason, evicted.Message = corev1.PodFailed, false, "Evicted", "The node was low on resource: memory."
+	// A Pod that failed on its own: the kubelet refused it at admission (a Pod ended from
+	// outside, e.g. evicted, is waited for instead: disruption_test.go).
+	rejectedPod := podReady(hashA)
+	rejectedPod.Phase, rejectedPod.Ready, rejectedPod.Reason, rejectedPod.Message = corev1.PodFailed, false, "UnexpectedAdmissionError", "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"
 
 	tests := []struct {
 		name string
@@ -223,8 +225,8 @@ func TestDecide(t *testing.T) {
 			base(wasFailed, podReady(hashA), svcOK),
 			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, image: imgA, event: "Normal"}},
 		{"Failed → Failed: terminal pod (PodFailed) is deleted to be re-created",
-			base(wasFailed, evicted, svcOK),
-			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, msg: "pod Failed: Evicted: The node was low on resource: memory.", actions: acts(ActionDeletePod), requeue: 10 * time.Second, event: "Warning"}},
+			base(wasFailed, rejectedPod, svcOK),
+			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, msg: "pod Failed: UnexpectedAdmissionError: Allocate failed due to no healthy devices present", actions: acts(ActionDeletePod), requeue: 10 * time.Second, event: "Warning"}},
 		// Running steady state and losses.
 		{"Running → Running: nothing to do",
 			with(base(wasRunning, podReady(hashA), svcOK), func(f *Facts) { f.RunningImage = imgA }),
@@ -244,8 +246,8 @@ func TestDecide(t *testing.T) {
 		{"Running → Failed: the container crashes",
 			with(base(wasRunning, crash, svcOK), func(f *Facts) { f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonContainerStartFailed, image: imgA, requeue: BackoffMin, event: "Warning"}},
-		{"Running → Failed: pod evicted, delete it to re-create",
-			with(base(wasRunning, evicted, svcOK), func(f *Facts) { f.RunningImage = imgA }),
+		{"Running → Failed: pod refused at admission (UnexpectedAdmissionError), delete it to re-create",
+			with(base(wasRunning, rejectedPod, svcOK), func(f *Facts) { f.RunningImage = imgA }),
 			want{phase: v1alpha1.PerformerFailed, reason: ReasonPodFailed, image: imgA, actions: acts(ActionDeletePod), requeue: BackoffMin, event: "Warning"}},
 		// Hourglass: Running → Upgrading → PodRecreation → Running.
 		{"Running → Upgrading: image changed, delete the old pod",
@@ -566,6 +568,8 @@ func TestPhaseOf(t *testing.T) {
 //     previously running image. UpgradeFinished only with Running.
 //  6. Failed always backs off within [BackoffMin, BackoffMax]; nothing else is a backoff.
 //  7. A phase change always carries an Event; Warning iff Failed.
+//  8. A Pod ended from outside is never a PodFailed failure; PodDisruptedRepeatedly only
+//     beyond the bound (failure.DisruptedRepeatedly of the new status.podDisruptions).
 var invariants = []invariant.Of[Facts, Decision]{
 	{Name: "conditions in order", Fatal: true, Check: invConditionsInOrder},
 	{Name: "one of Ready/Reconciling/Stalled", Fatal: true, Check: invOneActive},
@@ -580,6 +584,18 @@ var invariants = []invariant.Of[Facts, Decision]{
 	{Name: "UpgradeFinished only Running", Fatal: true, Check: invUpgradeFinished},
 	{Name: "Failed iff backoff", Fatal: true, Check: invBackoff},
 	{Name: "phase change has an event", Fatal: true, Check: invEvent},
+	{Name: "ended from outside is no failure", Fatal: true, Check: invDisruption},
+}
+
+func invDisruption(f Facts, d Decision) error {
+	reason := activeCondition(d.Conditions).Reason
+	if reason == ReasonPodFailed && disrupted(f) != nil {
+		return fmt.Errorf("PodFailed for a pod ended from outside: %+v", *f.Pod.Disrupted)
+	}
+	if reason == ReasonPodDisruptedRepeatedly && !failure.DisruptedRepeatedly(d.PodDisruptions, 1, f.Now) {
+		return fmt.Errorf("PodDisruptedRepeatedly within the bound: %+v", d.PodDisruptions)
+	}
+	return nil
 }
 
 var conditionTypes = []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled, ConditionScheduled, ConditionServiceReady}

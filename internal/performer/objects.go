@@ -287,12 +287,15 @@ func ServiceFacts(svc, want *corev1.Service, owner types.UID) Service {
 
 // PodFacts reads the Pod facts from a live Pod: pod nil means it does not exist (returns nil);
 // owner is the Performer's UID (a Pod not controlled by it is Foreign). Only the performer
-// container's state is read, plus any other regular containers.
+// container's state is read, plus any other regular containers; Disrupted says whether the
+// Pod ended from outside (failure.EndedFromOutside).
 func PodFacts(pod *corev1.Pod, owner types.UID) *Pod {
 	if pod == nil {
 		return nil
 	}
 	f := &Pod{
+		Name:     pod.Name,
+		UID:      string(pod.UID),
 		Foreign:  !controlledBy(pod, owner),
 		Deleting: pod.DeletionTimestamp != nil,
 		SpecHash: pod.Annotations[v1alpha1.AnnotationSpecHash],
@@ -321,6 +324,9 @@ func PodFacts(pod *corev1.Pod, owner types.UID) *Pod {
 			c.LastTerminated = &ContainerState{Reason: t.Reason, Message: t.Message, ExitCode: t.ExitCode}
 		}
 		f.Containers = append(f.Containers, c)
+	}
+	if dis, ok := failure.EndedFromOutside(pod); ok {
+		f.Disrupted = &dis
 	}
 	return f
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
 
@@ -213,6 +214,8 @@ func TestPodFacts(t *testing.T) {
 		Deleting: true, SpecHash: "h", Phase: corev1.PodRunning, NodeName: "n1",
 		Scheduled:  PodCondition{Status: corev1.ConditionTrue},
 		Containers: []Container{{Name: "performer", Waiting: &ContainerState{Reason: "CrashLoopBackOff", Message: "back-off"}, LastTerminated: &ContainerState{Reason: "Error", ExitCode: 1}}},
+		// Being deleted: ended from outside unless the machine deleted it itself.
+		Disrupted: &failure.Disruption{Reason: failure.DisruptionDeleted, Message: "the pod is being deleted", At: now.Time},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("PodFacts = %+v, want %+v", got, want)

@@ -35,6 +35,18 @@
 // claim not bound with its phase; Reconciling=True, never Stalled. The wait is bounded by the
 // caller (the provider's resource timeout reports these conditions).
 //
+// # Pods ended from outside
+//
+// A pod evicted, preempted or ended by its node's shutdown or loss (failure.EndedFromOutside;
+// Pod.Disrupted) is not a failure of the workspace: its Deployment, StatefulSet or Job replaces
+// it (the tuning Job ignores such pods: DesiredJob's podFailurePolicy), and such a pod left
+// behind Failed is neither a start failure nor a lost node. While replicas are not Ready
+// because of it, InferenceReady (or JobStarted) is False with reason PodDisrupted ("pod x ended
+// from outside (reason: message); waiting for its replacement") and Reconciling=True with that
+// reason. Each such pod is counted once in status.podDisruptions (failure.CountDisruptions);
+// more than failure.DisruptionBound(replicas) within failure.DisruptionWindow, while not every
+// replica is Ready, is Stalled=True with reason PodDisruptedRepeatedly.
+//
 // # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
 // Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
@@ -107,6 +119,12 @@ const (
 	ReasonJobStarted           = "JobStarted"           // True
 	ReasonJobPending           = "JobPending"           // False
 	ReasonJobLost              = "JobLost"              // Failed: the Job vanished while Running
+	// ReasonPodDisrupted: False (Reconciling): a pod ended from outside (evicted, preempted,
+	// its node gone); its replacement is awaited.
+	ReasonPodDisrupted = failure.ReasonPodDisrupted
+	// ReasonPodDisruptedRepeatedly: False (Stalled): more pods ended from outside within
+	// failure.DisruptionWindow than failure.DisruptionBound(replicas) allows.
+	ReasonPodDisruptedRepeatedly = failure.ReasonPodDisruptedRepeatedly
 
 	// Shared.
 	ReasonInvalidSpec       = "InvalidSpec"                   // Stalled: the pods cannot be built
@@ -193,6 +211,9 @@ type Facts struct {
 	// (failure.Rejection): Stalled=True with reason Rejected and the API server's message; the
 	// rejected action is withheld until Rejection.RetryAt, then tried again.
 	Rejection *failure.Rejection
+	// PodDisruptions is status.podDisruptions from the previous pass (nil when none): the
+	// count of pods ended from outside the bound applies to.
+	PodDisruptions *v1alpha1.PodDisruptions
 	// Namespace and Name are the workspace's (NodeClaim names: ClaimName).
 	Namespace, Name string
 	// Provisioning is node provisioning through Karpenter NodeClaims (nodeclaims.go).
@@ -243,6 +264,10 @@ type Pod struct {
 	WaitingReason, WaitingMessage string
 	// Terminated is the first non-zero container termination, "reason (exit code N): message".
 	Terminated string
+	// Disrupted, when non-nil, says the pod ended from outside (failure.EndedFromOutside:
+	// evicted, preempted, its node shut down or gone; not a plain deletion, which the
+	// workload's controller makes itself).
+	Disrupted *failure.Disruption
 }
 
 // Event is a Kubernetes Event to emit on the Workspace.
@@ -267,6 +292,9 @@ type Decision struct {
 	// CreateClaims and DeleteClaims are the NodeClaims ActionCreateNodeClaims and
 	// ActionDeleteNodeClaims create and delete; NodeClaims is status.nodeClaims (sorted).
 	CreateClaims, DeleteClaims, NodeClaims []string
+	// PodDisruptions is the new status.podDisruptions: Facts.PodDisruptions with this pass's
+	// pods ended from outside counted (failure.CountDisruptions).
+	PodDisruptions *v1alpha1.PodDisruptions
 }
 
 // States lists each mode's states.
@@ -351,6 +379,8 @@ type pass struct {
 	stalled *cond
 	// terminating makes Reconciling=True with reason Terminating.
 	terminating string
+	// podDisrupted makes Reconciling=True carry reason PodDisrupted (a replacement awaited).
+	podDisrupted bool
 }
 
 // Decide runs one pass. It is total over Facts; a *lifecycle.TransitionError (only possible
@@ -358,7 +388,17 @@ type pass struct {
 // do not fit) means the decision must not be acted upon.
 func Decide(f Facts) (Decision, error) {
 	prev := StateOf(f.Mode, f.Conditions)
-	var d Decision
+	d := Decision{PodDisruptions: f.PodDisruptions}
+	if !f.Deleting {
+		var seen []failure.Disruption
+		for _, pod := range f.Pods {
+			if pod.Disrupted != nil {
+				seen = append(seen, *pod.Disrupted)
+			}
+		}
+		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, seen, f.Now)
+		f.PodDisruptions = d.PodDisruptions // the bound applies to the count with this pass's pods
+	}
 	var p pass
 	switch {
 	case f.Deleting:
@@ -518,14 +558,24 @@ type podProblems struct {
 	bound, readyOnReadyNode int32
 	running                 bool
 	nodes                   []string
+	// disrupted is the newest pod that ended from outside (nil when none did).
+	disrupted *failure.Disruption
 }
 
+// readPods reads the pods (in name order); a pod being deleted or ended from outside
+// (Pod.Disrupted: its controller replaces it) is neither a replica nor a failure, only the
+// newest disruption is kept.
 func readPods(pods []Pod, unboundClaims []string) podProblems {
 	var r podProblems
 	sorted := append([]Pod(nil), pods...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, p := range sorted {
-		if p.Deleting {
+		if p.Disrupted != nil && (r.disrupted == nil || p.Disrupted.At.After(r.disrupted.At)) {
+			r.disrupted = p.Disrupted
+		}
+		if p.Deleting || p.Disrupted != nil {
+			// Going, or ended from outside: its controller replaces it; neither a start
+			// failure nor a replica.
 			continue
 		}
 		if p.Phase == corev1.PodRunning {
@@ -554,26 +604,32 @@ func readPods(pods []Pod, unboundClaims []string) podProblems {
 		if p.Ready && p.NodeName != "" && p.NodeReady {
 			r.readyOnReadyNode++
 		}
-		msg := fmt.Sprintf("pod %s: %s", p.Name, p.WaitingReason)
-		if p.WaitingMessage != "" {
-			msg += ": " + p.WaitingMessage
-		}
-		if failure.ImagePullReasons[p.WaitingReason] && r.imagePull == nil {
-			r.imagePull = &cond{false, ReasonImagePullFailed, msg}
-		}
-		if r.start == nil {
-			if failure.ContainerStartReasons[p.WaitingReason] {
-				if p.Terminated != "" {
-					msg += "; last terminated: " + p.Terminated
-				}
-				r.start = &cond{false, ReasonContainerStartFailed, msg}
-			} else if p.Terminated != "" && p.Phase != corev1.PodSucceeded {
-				r.start = &cond{false, ReasonContainerStartFailed, fmt.Sprintf("pod %s: container terminated: %s", p.Name, p.Terminated)}
-			}
-		}
+		r.readContainers(p)
 	}
 	r.nodes = UniqueSorted(r.nodes)
 	return r
+}
+
+// readContainers records p's image pull and container start failures (the kubelet's words),
+// the first of each kind.
+func (r *podProblems) readContainers(p Pod) {
+	msg := fmt.Sprintf("pod %s: %s", p.Name, p.WaitingReason)
+	if p.WaitingMessage != "" {
+		msg += ": " + p.WaitingMessage
+	}
+	if failure.ImagePullReasons[p.WaitingReason] && r.imagePull == nil {
+		r.imagePull = &cond{false, ReasonImagePullFailed, msg}
+	}
+	if r.start == nil {
+		if failure.ContainerStartReasons[p.WaitingReason] {
+			if p.Terminated != "" {
+				msg += "; last terminated: " + p.Terminated
+			}
+			r.start = &cond{false, ReasonContainerStartFailed, msg}
+		} else if p.Terminated != "" && p.Phase != corev1.PodSucceeded {
+			r.start = &cond{false, ReasonContainerStartFailed, fmt.Sprintf("pod %s: container terminated: %s", p.Name, p.Terminated)}
+		}
+	}
 }
 
 // inferenceResource sets ResourceReady of an inference pass: capacity first (stalled unless the
@@ -623,6 +679,7 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 	case pods.start != nil:
 		p.progress = *pods.start
 		p.stalled = pods.start
+	case pods.readyOnReadyNode < f.Replicas && disruptedProgress(f, pods, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas), p):
 	case pods.readyOnReadyNode < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !f.Workload.RolledOut:
 		msg := fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)
 		if f.Workload != nil && f.Workload.UpToDate && !f.Workload.RolledOut {
@@ -637,6 +694,27 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 	default:
 		p.progress = cond{true, ReasonInferenceReady, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)}
 	}
+}
+
+// disruptedProgress sets the progress condition (InferenceReady or JobStarted) of a pass whose
+// pods are not all Ready when pods ended from outside: Stalled with reason
+// PodDisruptedRepeatedly beyond the bound (Facts.PodDisruptions with this pass counted, as
+// Decide puts it in f), else reason PodDisrupted naming the newest such pod if it ended within
+// failure.DisruptionWindow, with tail (the replicas' progress) after it. It reports whether it
+// set anything.
+func disruptedProgress(f Facts, pods podProblems, tail string, p *pass) bool {
+	if failure.DisruptedRepeatedly(f.PodDisruptions, f.Replicas, f.Now) {
+		c := cond{false, ReasonPodDisruptedRepeatedly, failure.RepeatedMessage(f.PodDisruptions, f.Replicas)}
+		p.progress, p.stalled = c, &c
+		return true
+	}
+	dis := pods.disrupted
+	if dis == nil || f.Now.Sub(dis.At) > failure.DisruptionWindow {
+		return false
+	}
+	p.progress = cond{false, ReasonPodDisrupted, failure.WaitingMessage(*dis, f.PodDisruptions, f.Replicas) + "; " + tail}
+	p.podDisrupted = true
+	return true
 }
 
 // tuningResource sets ResourceReady of a tuning pass: capacity (stalled), an unschedulable pod
@@ -844,6 +922,7 @@ func tuning(f Facts, prev State, d *Decision) pass {
 		p.progress = cond{false, ReasonJobPending, "creating the tuning job"}
 	case job.Complete || job.Failed || pods.running || job.Succeeded > 0 || job.FailedPods > 0:
 		p.progress = cond{true, ReasonJobStarted, "the tuning job started"}
+	case job.Active > 0 && disruptedProgress(f, pods, "the job runs a new pod", &p):
 	default:
 		msg := "the tuning job's pod has not started"
 		if pods.imagePull != nil {
@@ -881,6 +960,8 @@ func conditions(f Facts, p pass) []metav1.Condition {
 			active.reason = ReasonAddingFinalizer
 		case p.resource.reason == ReasonWaitingForVolumeBinding:
 			active.reason = ReasonWaitingForVolumeBinding // what the wait is for, in Ready's reason
+		case p.podDisrupted:
+			active.reason = ReasonPodDisrupted // a replacement awaited
 		}
 	}
 	stalled := p.stalled != nil && !ready && p.terminating == ""

@@ -372,7 +372,10 @@ func GroupFacts(have, want *appsv1.StatefulSet, groupSvc *corev1.Service, owner 
 }
 
 // DesiredJob is the tuning Job workspace-<name>: one pod, restartPolicy Never,
-// backoffLimit spec.tuning.backoffLimit (default 0).
+// backoffLimit spec.tuning.backoffLimit (default 0), and a podFailurePolicy that ignores a pod
+// ended from outside (DisruptionTarget=True: evicted, preempted, its node gone): the Job
+// controller replaces it without counting it against the backoff limit, so only the tuning
+// container's own failures fail the run.
 func DesiredJob(w *v1alpha1.Workspace) (*batchv1.Job, error) {
 	tpl, err := PodTemplate(w)
 	if err != nil {
@@ -385,7 +388,11 @@ func DesiredJob(w *v1alpha1.Workspace) (*batchv1.Job, error) {
 	one := int32(1)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
-		Spec:       batchv1.JobSpec{Parallelism: &one, Completions: &one, BackoffLimit: &backoff, Template: tpl},
+		Spec: batchv1.JobSpec{Parallelism: &one, Completions: &one, BackoffLimit: &backoff, Template: tpl,
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}}},
 	}, nil
 }
 
@@ -488,9 +495,14 @@ func NodeFacts(n *corev1.Node) Node {
 	return out
 }
 
-// PodFacts reads a live pod; nodeReady tells whether its node exists and is Ready.
+// PodFacts reads a live pod; nodeReady tells whether its node exists and is Ready. Disrupted
+// is failure.EndedFromOutside's verdict, except a plain deletion (failure.DisruptionDeleted):
+// the Deployment's, StatefulSet's and Job's controllers delete pods themselves.
 func PodFacts(p *corev1.Pod, nodeReady bool) Pod {
 	out := Pod{Name: p.Name, Deleting: p.DeletionTimestamp != nil, Phase: p.Status.Phase, NodeName: p.Spec.NodeName, NodeReady: nodeReady}
+	if d, ok := failure.EndedFromOutside(p); ok && d.Reason != failure.DisruptionDeleted {
+		out.Disrupted = &d
+	}
 	for _, c := range p.Status.Conditions {
 		switch {
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:

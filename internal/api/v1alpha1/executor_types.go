@@ -458,6 +458,12 @@ type ExecutorStatus struct {
 	// gantry.dev/created-by-executor=<name>), by name, with their phase and endpoint.
 	// +optional
 	ManagedPerformers []ManagedPerformer `json:"managedPerformers,omitempty"`
+	// PodDisruptions counts the Pods that ended from outside (evicted, preempted, deleted,
+	// their node shut down or gone) and bounds how many are waited through: more than 3 per
+	// replica within 10 minutes is Stalled=True, reason PodDisruptedRepeatedly (PodDisruptions
+	// has the rule). Absent until the first such Pod.
+	// +optional
+	PodDisruptions *PodDisruptions `json:"podDisruptions,omitempty"`
 }
 
 // ExecutorList is a list of Executors.

@@ -297,6 +297,12 @@ type PerformerStatus struct {
 	// LastUpgradeTime is when the last image/version change finished.
 	// +optional
 	LastUpgradeTime *metav1.Time `json:"lastUpgradeTime,omitempty"`
+	// PodDisruptions counts the Pods that ended from outside (evicted, preempted, deleted,
+	// their node shut down or gone) and bounds how many are waited through: more than 3 per
+	// replica within 10 minutes is Stalled=True, reason PodDisruptedRepeatedly (PodDisruptions
+	// has the rule). Absent until the first such Pod.
+	// +optional
+	PodDisruptions *PodDisruptions `json:"podDisruptions,omitempty"`
 }
 
 // PerformerList is a list of Performers.

@@ -524,6 +524,12 @@ type WorkspaceStatus struct {
 	// WorkloadName is the owned Deployment (inference) or Job (tuning): workspace-<name>.
 	// +optional
 	WorkloadName string `json:"workloadName,omitempty"`
+	// PodDisruptions counts the Pods that ended from outside (evicted, preempted, deleted,
+	// their node shut down or gone) and bounds how many are waited through: more than 3 per
+	// replica within 10 minutes is Stalled=True, reason PodDisruptedRepeatedly (PodDisruptions
+	// has the rule). Absent until the first such Pod.
+	// +optional
+	PodDisruptions *PodDisruptions `json:"podDisruptions,omitempty"`
 }
 
 // WorkspaceList is a list of Workspaces.
