@@ -285,7 +285,7 @@ func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.Worksp
 	}
 	var nodesUsed []string
 	for _, p := range facts.Pods {
-		if p.NodeName != "" && !p.Deleting {
+		if p.NodeName != "" && !p.Deleting && p.Disrupted == nil { // not a pod ended from outside, left behind Failed
 			nodesUsed = append(nodesUsed, p.NodeName)
 		}
 	}
