@@ -134,12 +134,11 @@ const ReleaseClockSkew = 5 * time.Minute
 // cannot have been signed after it is applied, and its freshness window would count from a
 // time not yet come (NixFleet's freshness check refuses it too).
 func SignedInFuture(signedAt string, now time.Time) error {
-	at, err := time.Parse(SignedAtLayout, signedAt)
-	if err != nil || !at.After(now.Add(ReleaseClockSkew)) {
-		return nil
+	if at, err := time.Parse(SignedAtLayout, signedAt); err == nil && at.After(now.Add(ReleaseClockSkew)) {
+		return fmt.Errorf("signedAt %s is %s in the future (now %s; %s of clock skew allowed): check the signing machine's clock and sign again",
+			signedAt, at.Sub(now).Truncate(time.Second), now.UTC().Format(SignedAtLayout), ReleaseClockSkew)
 	}
-	return fmt.Errorf("signedAt %s is %s in the future (now %s; %s of clock skew allowed): check the signing machine's clock and sign again",
-		signedAt, at.Sub(now).Truncate(time.Second), now.UTC().Format(SignedAtLayout), ReleaseClockSkew)
+	return nil
 }
 
 // ReleaseAge is how old a release signed at signedAt is at now, and whether that is beyond
