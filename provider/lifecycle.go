@@ -71,9 +71,10 @@ type kindOps[M any] struct {
 	// prepare, optional, runs before a create or update writes the object, with the
 	// configuration (which alone holds write-only values) and the prior state (nil on
 	// create): it writes what the object references (Executor: the Secret holding write-only
-	// operator keys) and records on plan what expand needs. Errors stop the apply before the
-	// object is written.
-	prepare func(ctx context.Context, c *kube.Clients, config tfsdk.Config, plan, prior *M) diag.Diagnostics
+	// operator keys) and records on plan what expand needs or what the plan left unknown
+	// (Performer: candidate_nodes, counted from the process's cluster reads). Errors stop the
+	// apply before the object is written.
+	prepare func(ctx context.Context, data *providerData, config tfsdk.Config, plan, prior *M) diag.Diagnostics
 	// applied, optional, runs right after the object was written (live is the API server's
 	// answer), before the wait: e.g. it makes the object the owner of what prepare wrote.
 	applied func(ctx context.Context, c *kube.Clients, plan *M, live *unstructured.Unstructured) diag.Diagnostics
@@ -141,12 +142,7 @@ func (k *kindOps[M]) runPrepare(ctx context.Context, data *providerData, config 
 	if k.prepare == nil {
 		return true
 	}
-	c, _, err := data.get()
-	if err != nil {
-		diags.Append(clientDiagnostic(err))
-		return false
-	}
-	diags.Append(k.prepare(ctx, c, config, plan, prior)...)
+	diags.Append(k.prepare(ctx, data, config, plan, prior)...)
 	return !diags.HasError()
 }
 

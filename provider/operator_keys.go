@@ -72,10 +72,14 @@ func woKeys(ctx context.Context, config tfsdk.Config) (map[string]string, diag.D
 // terraform-provider-gantry). Without it, a Secret this provider wrote for the executor
 // earlier is left to applied, which deletes it once the Executor no longer references it.
 // Diagnostics name the Secret and the API server's message, never a key.
-func prepareOperatorKeys(ctx context.Context, c *kube.Clients, config tfsdk.Config, plan, _ *executorModelV0) diag.Diagnostics {
+func prepareOperatorKeys(ctx context.Context, data *providerData, config tfsdk.Config, plan, _ *executorModelV0) diag.Diagnostics {
 	k := plan.OperatorKeys
 	if k == nil || k.KeysWOVersion.IsNull() {
 		return nil
+	}
+	c, _, err := data.get()
+	if err != nil {
+		return diag.Diagnostics{clientDiagnostic(err)}
 	}
 	keys, diags := woKeys(ctx, config)
 	if diags.HasError() {

@@ -1,13 +1,15 @@
 package provider
 
-// gantry_performer's candidate_nodes: at plan, how many of the cluster's nodes can take the
-// performer as the reconciler places it (hardware.Place, Placement.ContainerResources), with a
-// plan warning when none can, or when none of those that can has room now.
+// gantry_performer's candidate_nodes: how many of the cluster's nodes can take the performer
+// as the reconciler places it (hardware.Place, Placement.ContainerResources). At plan the nodes
+// are counted for a plan warning when none can, or when none of those that can has room now;
+// the attribute is counted at apply (known after apply), because Terraform plans again at
+// apply and requires every value known at plan to come out the same, which a count of the
+// cluster's nodes cannot promise.
 //
 // The attribute holds only what the spec and the nodes decide (hardware.Candidates' fit:
-// labels, the nodes' own taints, allocatable): Terraform plans again at apply and requires
-// every value known at plan to come out the same, so what changes by the minute (GPUs other
-// pods request, cordons, NotReady nodes) is in the warning only.
+// labels, the nodes' own taints, allocatable); what changes by the minute (GPUs other pods
+// request, cordons, NotReady nodes) is in the warning only.
 
 import (
 	"context"
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -46,28 +49,27 @@ const (
 func candidateNodesAttribute() schema.Int64Attribute {
 	return schema.Int64Attribute{
 		Computed: true,
-		MarkdownDescription: "Number of the cluster's nodes that can take the performer as the reconciler places it, counted at plan when " +
-			"the performer's spec changes (create, or a change of any argument the `Performer`'s spec holds): the nodes whose labels match " +
+		MarkdownDescription: "Number of the cluster's nodes that can take the performer as the reconciler places it, counted when the " +
+			"performer's spec changes (create, or a change of any argument the `Performer`'s spec holds): the nodes whose labels match " +
 			"the node selector `hardware_requirements` and `node_selector` make and the required node affinity of `affinity`, whose own " +
 			"`NoSchedule`/`NoExecute` taints the performer tolerates (`tolerations`, and the `nvidia.com/gpu` taint for GPUs), and whose " +
 			"allocatable covers its requests (`gpu_count` devices, `resources`). A node that is cordoned, not Ready, or carries another taint " +
-			"Kubernetes, Karpenter or a package set's runtime-required bring-up takes off by itself still counts. `0` means no node can take " +
-			"it as the cluster is, and the plan warns naming what the performer asks and the nearest nodes.\n\n" +
-			"What is free now (devices other pods request, cordons) is not in the count but in a plan warning, shown when none of the " +
-			"counted nodes has room: Terraform plans again at apply and requires every value known at plan to come out the same, so the " +
-			"count holds only what changes when nodes join, leave or are relabelled. While the spec does not change the count keeps its " +
-			"value and the plan makes no API call. It is `null` after an import and in list results, and unknown at plan, with a warning " +
-			"saying why, while the configuration holds values known only at apply or the nodes cannot be listed (it is then counted when " +
-			"the apply plans). Counting lists nodes and pods (`list` on both, as the least-privilege runner's inventory role grants).",
+			"Kubernetes, Karpenter or a package set's runtime-required bring-up takes off by itself still counts.\n\n" +
+			"The plan counts the nodes too and warns when none can take the performer (naming what it asks and the nearest nodes) or " +
+			"when none of those that can has room now (devices other pods request, cordons); the attribute itself is *known after apply*, " +
+			"counted when the apply runs: Terraform plans again at apply and fails the apply when a value known at plan comes out " +
+			"different, as a count of nodes does when nodes join or leave in between (an autoscaled pool, a workspace's NodeClaims in " +
+			"the same apply). While the spec does not change the count keeps its value and the plan makes no API call. It is `null` " +
+			"after an import, in list results, and when the apply could not list the nodes. Counting lists nodes and pods (`list` on " +
+			"both, as the least-privilege runner's inventory role grants).",
 	}
 }
 
 // planCandidates sets candidate_nodes in resp.Plan: the state's value when the Performer's
-// spec does not change (no API call), else the count of the nodes that fit the planned spec,
-// with a warning when none fits or none of those has room now; unknown with one
+// spec does not change (no API call), else unknown (counted at apply, prepareCandidates), with
+// a warning when no node fits the planned spec or none of those has room now; one
 // "Candidate Nodes Skipped" warning saying why when the configuration is not wholly known or
-// the nodes cannot be listed (the apply's plan counts again: unknown is the only value it may
-// replace). Never an error.
+// the nodes cannot be listed. Never an error.
 func (r *performerResource) planCandidates(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	at := path.Root("candidate_nodes")
 	skip := func(why string) {
@@ -98,16 +100,41 @@ func (r *performerResource) planCandidates(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, keep)...)
 		return
 	}
-	c, err := r.countCandidates(ctx, planned)
+	c, err := countCandidates(ctx, r.data, planned)
 	if err != nil {
-		skip(fmt.Sprintf("The nodes that can take performer %s were not counted: %s. The plan is otherwise complete; they are counted when the apply plans.",
+		skip(fmt.Sprintf("The nodes that can take performer %s were not counted: %s. The plan is otherwise complete; they are counted when the apply runs.",
 			objectID(planned.GetNamespace(), planned.GetName()), err))
 		return
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, types.Int64Value(int64(c.fit)))...)
+	// Known after apply, never at plan: Terraform plans again at apply, in another provider
+	// process that lists the nodes again, and fails the apply ("Provider produced
+	// inconsistent final plan") when a value known at plan comes out different, as it does
+	// when nodes join or leave in between (an autoscaled pool, a workspace's NodeClaims in
+	// the same apply). The plan's warnings carry what the count says now.
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, types.Int64Unknown())...)
 	if c.warning != "" {
 		resp.Diagnostics.AddAttributeWarning(at, c.summary, c.warning)
 	}
+}
+
+// prepareCandidates is gantry_performer's kindOps.prepare: candidate_nodes planned unknown
+// (a spec change) is counted now, from the apply process's cluster reads (the nodes listed once
+// for every performer of the apply); null when they cannot be counted (the apply goes on).
+func prepareCandidates(ctx context.Context, data *providerData, _ tfsdk.Config, plan, _ *performerModelV0) diag.Diagnostics {
+	if !plan.CandidateNodes.IsUnknown() {
+		return nil
+	}
+	plan.CandidateNodes = types.Int64Null()
+	planned, err := expandPerformer(plan)
+	if err != nil {
+		return nil // the apply reports the mapping error
+	}
+	if c, err := countCandidates(ctx, data, planned); err == nil {
+		plan.CandidateNodes = types.Int64Value(int64(c.fit))
+	} else {
+		tflog.Debug(ctx, "performer candidate nodes not counted at apply", map[string]interface{}{"error": err.Error()})
+	}
+	return nil
 }
 
 // unchangedCandidates returns the state's candidate_nodes (null when it has none) and true
@@ -150,7 +177,7 @@ type candidateCount struct {
 // cannot be placed (the validators report it), no cluster, a list of nodes that failed (the
 // API server's words). A failed list of pods is not an error: the count stands and the
 // warning says room was not checked.
-func (r *performerResource) countCandidates(ctx context.Context, planned *unstructured.Unstructured) (candidateCount, error) {
+func countCandidates(ctx context.Context, data *providerData, planned *unstructured.Unstructured) (candidateCount, error) {
 	var p v1alpha1.Performer
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(planned.Object, &p); err != nil {
 		return candidateCount{}, err
@@ -164,12 +191,12 @@ func (r *performerResource) countCandidates(ctx context.Context, planned *unstru
 		return candidateCount{}, err
 	}
 	requests := hardware.EffectiveRequests(res)
-	if r.data == nil {
+	if data == nil {
 		return candidateCount{}, errors.New("the provider is not configured")
 	}
-	view := &r.data.reads
+	view := &data.reads
 	start := time.Now()
-	nodes, err := view.listNodes(ctx, r.data)
+	nodes, err := view.listNodes(ctx, data)
 	if err != nil {
 		return candidateCount{}, err
 	}
@@ -180,7 +207,7 @@ func (r *performerResource) countCandidates(ctx context.Context, planned *unstru
 	}
 	var inUse map[string]corev1.ResourceList
 	if len(requests) > 0 {
-		pods, err := view.listPods(ctx, r.data)
+		pods, err := view.listPods(ctx, data)
 		if err != nil {
 			return candidateCount{fit: len(fit), summary: "Performer Room Not Checked", warning: fmt.Sprintf(
 				"%d node(s) can take performer %s; whether one has %s free now was not checked: %s.", len(fit), id, hardware.RequestsString(requests), err)}, nil

@@ -126,6 +126,17 @@ func planPerformer(t *testing.T, r *performerResource, m performerModelV0, state
 	return got, resp.Diagnostics
 }
 
+// applyCount is the count an apply of m (candidate_nodes planned unknown) stores: what
+// prepareCandidates sets from r's cluster reads.
+func applyCount(t *testing.T, r *performerResource, m performerModelV0) types.Int64 {
+	t.Helper()
+	m.CandidateNodes = types.Int64Unknown()
+	if d := prepareCandidates(context.Background(), r.data, tfsdk.Config{}, &m, nil); d.HasError() {
+		t.Fatal(d)
+	}
+	return m.CandidateNodes
+}
+
 // oneWarning checks diags hold exactly one warning, on candidate_nodes, with summary and
 // every part of want in its detail.
 func oneWarning(t *testing.T, diags diag.Diagnostics, summary string, want ...string) {
@@ -143,8 +154,10 @@ func oneWarning(t *testing.T, diags diag.Diagnostics, summary string, want ...st
 	}
 }
 
-// A create counts the nodes that fit: every GPU node for one GPU, the H100 node for an H100,
-// none for a product the cluster lacks (a warning naming what is asked and the nearest nodes).
+// A create plans candidate_nodes unknown (known after apply: Terraform's plan at apply must
+// reproduce any value known at plan, and nodes come and go) and warns when no node fits; the
+// apply counts the nodes that fit: every GPU node for one GPU, the H100 node for an H100, none
+// for a product the cluster lacks (the plan's warning names what is asked and the nearest nodes).
 func TestPerformerCandidates_create(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -165,9 +178,13 @@ func TestPerformerCandidates_create(t *testing.T) {
 			"gpu-0 (nvidia.com/gpu: 8 allocatable, 16 asked)", "cpu-0 ("}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, diags := planPerformer(t, candidateResource(candidateCluster()), tc.m, nil, nil)
-			if !got.Equal(types.Int64Value(tc.want)) {
-				t.Errorf("candidate_nodes = %s, want %d", got, tc.want)
+			r := candidateResource(candidateCluster())
+			got, diags := planPerformer(t, r, tc.m, nil, nil)
+			if !got.IsUnknown() {
+				t.Errorf("planned candidate_nodes = %s, want unknown (known after apply)", got)
+			}
+			if n := applyCount(t, r, tc.m); !n.Equal(types.Int64Value(tc.want)) {
+				t.Errorf("applied candidate_nodes = %s, want %d", n, tc.want)
 			}
 			if tc.summary == "" {
 				if len(diags) != 0 {
@@ -187,9 +204,10 @@ func TestPerformerCandidates_busy(t *testing.T) {
 	full := []*corev1.Pod{gpuPod("ml", "train-0", "gpu-0", 8, nil), gpuPod("ml", "train-1", "gpu-1", 8, nil)}
 	mine := gpuPod("default", "performer-p", "gpu-2", 8, map[string]string{v1alpha1.LabelPerformer: "p"})
 
-	got, diags := planPerformer(t, candidateResource(candidateCluster(append(full, gpuPod("ml", "train-2", "gpu-2", 7, nil))...)), gpuPerformer(2, ""), nil, nil)
-	if !got.Equal(types.Int64Value(3)) {
-		t.Errorf("candidate_nodes = %s, want 3 (room is not counted)", got)
+	busy := candidateResource(candidateCluster(append(full, gpuPod("ml", "train-2", "gpu-2", 7, nil))...))
+	got, diags := planPerformer(t, busy, gpuPerformer(2, ""), nil, nil)
+	if n := applyCount(t, busy, gpuPerformer(2, "")); !got.IsUnknown() || !n.Equal(types.Int64Value(3)) {
+		t.Errorf("candidate_nodes planned %s, applied %s; want unknown, then 3 (room is not counted)", got, n)
 	}
 	oneWarning(t, diags, "No Node Has Room for Performer Now",
 		"none of the 3 node(s) that fit can take performer default/p now (it requests nvidia.com/gpu: 2): "+
@@ -231,8 +249,12 @@ func TestPerformerCandidates_update(t *testing.T) {
 
 	changed := gpuPerformer(1, "NVIDIA-A100-SXM4-80GB")
 	changed.CandidateNodes = types.Int64Unknown()
-	if got, _ := planPerformer(t, candidateResource(core), changed, &state, nil); !got.Equal(types.Int64Value(2)) {
-		t.Errorf("changed spec: candidate_nodes = %s, want 2", got)
+	r := candidateResource(core)
+	if got, _ := planPerformer(t, r, changed, &state, nil); !got.IsUnknown() {
+		t.Errorf("changed spec: planned candidate_nodes = %s, want unknown", got)
+	}
+	if n := applyCount(t, r, changed); !n.Equal(types.Int64Value(2)) {
+		t.Errorf("changed spec: applied candidate_nodes = %s, want 2", n)
 	}
 }
 
@@ -275,9 +297,10 @@ func TestPerformerCandidates_podsForbidden(t *testing.T) {
 	core.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	})
-	got, diags := planPerformer(t, candidateResource(core), gpuPerformer(1, ""), nil, nil)
-	if !got.Equal(types.Int64Value(3)) {
-		t.Errorf("candidate_nodes = %s, want 3", got)
+	r := candidateResource(core)
+	_, diags := planPerformer(t, r, gpuPerformer(1, ""), nil, nil)
+	if n := applyCount(t, r, gpuPerformer(1, "")); !n.Equal(types.Int64Value(3)) {
+		t.Errorf("applied candidate_nodes = %s, want 3", n)
 	}
 	oneWarning(t, diags, "Performer Room Not Checked", "3 node(s) can take performer default/p; whether one has nvidia.com/gpu: 1 free now was not checked: listing pods:")
 }
@@ -320,8 +343,9 @@ func TestPerformerCandidates_listedOnce(t *testing.T) {
 	core := candidateCluster()
 	r := candidateResource(core)
 	for _, m := range []performerModelV0{gpuPerformer(1, ""), gpuPerformer(2, "NVIDIA-H100-80GB-HBM3"), gpuPerformer(4, "")} {
-		if got, _ := planPerformer(t, r, m, nil, nil); got.IsUnknown() || got.IsNull() {
-			t.Fatalf("candidate_nodes = %s", got)
+		planPerformer(t, r, m, nil, nil)
+		if n := applyCount(t, r, m); n.IsUnknown() || n.IsNull() {
+			t.Fatalf("candidate_nodes = %s", n)
 		}
 	}
 	var lists []string
@@ -329,6 +353,6 @@ func TestPerformerCandidates_listedOnce(t *testing.T) {
 		lists = append(lists, a.GetVerb()+" "+a.GetResource().Resource)
 	}
 	if strings.Join(lists, ", ") != "list nodes, list pods" {
-		t.Errorf("API calls of three plans: %v, want one list of nodes and one of pods", lists)
+		t.Errorf("API calls of three plans and applies: %v, want one list of nodes and one of pods", lists)
 	}
 }

@@ -441,6 +441,7 @@ var performerOps = &kindOps[performerModelV0]{
 	flatten:       flattenPerformer,
 	setStatus:     setAppliedPerformerStatus,
 	check:         checkPerformerNaming,
+	prepare:       prepareCandidates,
 }
 
 // checkPerformerNaming: grpc_endpoint and service_name were planned from the naming contract;
@@ -595,7 +596,7 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 // and service_name keep the values planned from the naming contract while the status lacks
 // them (a wait that failed or was interrupted before the reconciler reported them), so the
 // state matches the plan; checkPerformerNaming reports a status that disagrees.
-// candidate_nodes keeps the planned count (m is the plan), null when the plan could not count.
+// candidate_nodes keeps the count prepareCandidates made (m is the plan), null when none was made.
 func setAppliedPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	endpoint, service := m.GRPCEndpoint, m.ServiceName
 	m.CandidateNodes = candidateKnownOrNull(m.CandidateNodes)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
-	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
@@ -248,7 +247,7 @@ func planWorkspaceSizing(ctx context.Context, req resource.ModifyPlanRequest, re
 // prepareWorkspaceSizing is gantry_workspace's kindOps.prepare: the planned sizing is what the
 // state stores; only one still unknown at apply (never the case once the configuration is
 // known, see planWorkspaceSizing) is resolved from the plan here.
-func prepareWorkspaceSizing(_ context.Context, _ *kube.Clients, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
+func prepareWorkspaceSizing(_ context.Context, _ *providerData, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
 	if plan.Sizing.IsUnknown() {
 		plan.Sizing = sizingOfModel(plan)
 	}
