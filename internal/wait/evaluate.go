@@ -65,7 +65,8 @@ type Verdict struct {
 // different from generation → InProgress (the status is about an older spec: neither its
 // success nor its failure counts); for a Handshake kind, a gantry.dev/reconcileRequestedAt
 // annotation that status.lastHandledReconcileAt does not answer → InProgress (the status is
-// about older labels); Stalled=True → Failed; summary in Failure → Failed; summary
+// about older labels; a status without that field, from a reconciler older than the handshake,
+// is not held to it); Stalled=True → Failed; summary in Failure → Failed; summary
 // in Success → Succeeded; summary in ReturnAtOnce, or Ready=False with a reason in
 // ReturnAtOnceReasons and Reconciling not True → ReturnedAtOnce; otherwise InProgress.
 func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
@@ -90,7 +91,9 @@ func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
 		return v
 	}
 	if token := obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequestedAt]; spec.Handshake && token != "" {
-		if handled, _, _ := unstructured.NestedString(obj.Object, "status", "lastHandledReconcileAt"); handled != token {
+		// A status without the field is from a reconciler older than the handshake: it would
+		// never answer, so the wait goes by observedGeneration alone (as before the handshake).
+		if handled, found, _ := unstructured.NestedString(obj.Object, "status", "lastHandledReconcileAt"); found && handled != token {
 			v.State = InProgress
 			v.Why = fmt.Sprintf("waiting for the reconciler to handle %s=%s (status.lastHandledReconcileAt is %q): the status may be about the labels before this apply",
 				v1alpha1.AnnotationReconcileRequestedAt, token, handled)

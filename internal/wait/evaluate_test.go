@@ -79,11 +79,11 @@ func TestEvaluate(t *testing.T) {
 	}
 
 	// handshake: a Performer whose gantry.dev/reconcileRequestedAt is token and whose status
-	// answers handled ("" = no answer).
+	// answers handled ("": the field empty; "-": no field).
 	handshake := func(token, handled, phase string, conds ...metav1.Condition) *unstructured.Unstructured {
 		u := setStatus(newPerformer("ns", "h", 1), phase, 1, conds...)
 		u.SetAnnotations(map[string]string{"gantry.dev/reconcileRequestedAt": token})
-		if handled != "" {
+		if handled != "-" { // "-": a reconciler older than the handshake writes no field
 			u.Object["status"].(map[string]interface{})["lastHandledReconcileAt"] = handled
 		}
 		return u
@@ -113,6 +113,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "unknown summary", spec: Performer, obj: setStatus(newPerformer("ns", "a", 1), "Upgrading", 1), want: InProgress},
 		{name: "labels not handled yet: Running does not count", spec: Performer, obj: handshake("t2", "t1", "Running", running), want: InProgress, wantWhy: "reconcileRequestedAt=t2"},
 		{name: "labels not handled yet: Stalled does not count", spec: Performer, obj: handshake("t2", "", "Failed", stalled), want: InProgress, wantWhy: `lastHandledReconcileAt is ""`},
+		{name: "a reconciler older than the handshake: observedGeneration alone", spec: Performer, obj: handshake("t2", "-", "Running", running), want: Succeeded},
 		{name: "labels handled: Running", spec: Performer, obj: handshake("t2", "t2", "Running", running), want: Succeeded},
 		{name: "labels handled: Stalled fails", spec: Performer, obj: handshake("t2", "t2", "Failed", stalled), want: Failed, wantFailing: "Stalled"},
 		{name: "no handshake for a kind without it", spec: packageSetSpec, obj: func() *unstructured.Unstructured {

@@ -52,7 +52,9 @@ type Spec struct {
 	// the gantry.dev/reconcileRequestedAt annotation with status.lastHandledReconcileAt (as
 	// Flux's requestedAt/lastHandledReconcileAt). While an object carries the annotation and
 	// the status does not answer its value, the status is about older labels and neither its
-	// success nor its failure counts, as with an older observedGeneration. The provider
+	// success nor its failure counts, as with an older observedGeneration (a status without
+	// the field at all comes from a reconciler older than the handshake and is not held to
+	// it: version skew never makes a wait loop until its timeout). The provider
 	// writes the annotation on every apply of such a kind (a labels-only change leaves
 	// metadata.generation as it is).
 	Handshake bool

@@ -267,9 +267,11 @@ type PerformerStatus struct {
 	// LastHandledReconcileAt is the gantry.dev/reconcileRequestedAt annotation's value the
 	// reconciler saw when it computed this status ("" without the annotation): with
 	// observedGeneration, it tells a waiting client that the status is about the object's
-	// current labels too (a change of labels does not bump metadata.generation).
+	// current labels too (a change of labels does not bump metadata.generation). Always
+	// written, "" included: a status without the field is from a reconciler that predates the
+	// handshake, whose waits then go by observedGeneration alone.
 	// +optional
-	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt"`
 	// Phase is the one-word summary derived from Conditions.
 	// +optional
 	Phase PerformerPhase `json:"phase,omitempty"`

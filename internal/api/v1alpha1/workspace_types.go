@@ -485,9 +485,11 @@ type WorkspaceStatus struct {
 	// LastHandledReconcileAt is the gantry.dev/reconcileRequestedAt annotation's value the
 	// reconciler saw when it computed this status ("" without the annotation): with
 	// observedGeneration, it tells a waiting client that the status is about the object's
-	// current labels too (a change of labels does not bump metadata.generation).
+	// current labels too (a change of labels does not bump metadata.generation). Always
+	// written, "" included: a status without the field is from a reconciler that predates the
+	// handshake, whose waits then go by observedGeneration alone.
 	// +optional
-	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt"`
 	// State is KAITO's high-level workspace state, derived from the WorkspaceSucceeded condition.
 	// +optional
 	State WorkspaceState `json:"state,omitempty"`
