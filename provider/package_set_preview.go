@@ -26,7 +26,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -315,8 +314,10 @@ func blockingPDBPods(ctx context.Context, core podLister, pdb *policyv1.PodDisru
 // factsFor are the preview facts of set over the fleet: the live set's status and annotations
 // (compartments' batch state, quarantines) under the planned spec, the other sets, the nodes,
 // and per node the drain refusals (the pods the drain would evict that a PodDisruptionBudget
-// protects) and the non-interruptible pods (one list of pods by the set's
-// podNonInterruptLabels; a failed list leaves them out).
+// protects, and, when spec.drain forbids evicting emptyDir or unmanaged pods, the pods it would
+// keep: one list of every pod) and the non-interruptible pods (one list of pods by the set's
+// podNonInterruptLabels); pods skipped by spec.drain.skipPodLabels are neither. A failed list
+// leaves its pods out.
 func (v *fleetView) factsFor(ctx context.Context, d *providerData, set *v1alpha1.PackageSet) packageset.PreviewFacts {
 	pf := packageset.PreviewFacts{Set: set, Nodes: v.nodes, Now: time.Now(), Refusals: map[string]string{}, NonInterrupt: map[string][]string{}}
 	for i := range v.sets {
@@ -328,29 +329,43 @@ func (v *fleetView) factsFor(ctx context.Context, d *providerData, set *v1alpha1
 	}
 	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint) // a valid constant
 	pf.Tolerations = append(packageset.StageTolerations(set), packageset.RuntimeToleration(taint))
-	var nonInterrupt labels.Selector
-	if set.Spec.PodNonInterruptLabels != nil {
-		nonInterrupt, _ = metav1.LabelSelectorAsSelector(set.Spec.PodNonInterruptLabels)
+	rules, err := packageset.DrainPodsOf(&set.Spec, k8stypes.NamespacedName{})
+	if err != nil {
+		return pf // the preview reports the set Stalled (InvalidSpec), as the reconciler would
 	}
-	for _, pp := range v.pdbPods {
-		p := pp.pod
-		if p.Spec.NodeName == "" || packageset.DrainClassOf(&p, nonInterrupt, k8stypes.NamespacedName{}) != packageset.DrainEvict {
-			continue
-		}
-		line := fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, pp.reason)
+	refuse := func(p *corev1.Pod, why string) {
+		line := fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, why)
 		if old := pf.Refusals[p.Spec.NodeName]; old != "" {
 			line = old + "; " + line
 		}
 		pf.Refusals[p.Spec.NodeName] = line
 	}
-	if nonInterrupt != nil && !nonInterrupt.Empty() {
-		if c, _, err := d.get(); err == nil {
-			if pods, err := c.Core.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: nonInterrupt.String()}); err == nil {
-				for i := range pods.Items {
-					p := &pods.Items[i]
-					if p.Spec.NodeName != "" && packageset.DrainClassOf(p, nonInterrupt, k8stypes.NamespacedName{}) == packageset.DrainHold {
-						pf.NonInterrupt[p.Spec.NodeName] = append(pf.NonInterrupt[p.Spec.NodeName], p.Namespace+"/"+p.Name)
-					}
+	for _, pp := range v.pdbPods {
+		p := pp.pod
+		if c, _ := rules.Class(&p); p.Spec.NodeName != "" && c == packageset.DrainEvict {
+			refuse(&p, pp.reason)
+		}
+	}
+	c, _, err := d.get()
+	if err != nil {
+		return pf
+	}
+	if !rules.DeleteEmptyDirData || !rules.Force {
+		if pods, err := c.Core.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err == nil {
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if class, why := rules.Class(p); p.Spec.NodeName != "" && class == packageset.DrainKeep {
+					refuse(p, why)
+				}
+			}
+		}
+	}
+	if rules.NonInterrupt != nil && !rules.NonInterrupt.Empty() {
+		if pods, err := c.Core.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: rules.NonInterrupt.String()}); err == nil {
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if class, _ := rules.Class(p); p.Spec.NodeName != "" && class == packageset.DrainHold {
+					pf.NonInterrupt[p.Spec.NodeName] = append(pf.NonInterrupt[p.Spec.NodeName], p.Namespace+"/"+p.Name)
 				}
 			}
 		}

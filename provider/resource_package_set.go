@@ -87,6 +87,7 @@ type packageSetModel struct {
 	UninstallOnDelete     types.Bool             `tfsdk:"uninstall_on_delete"`
 	InterruptionBudget    *budgetModel           `tfsdk:"interruption_budget"`
 	PodNonInterruptLabels map[string]string      `tfsdk:"pod_non_interrupt_labels"`
+	Drain                 *drainModel            `tfsdk:"drain"`
 	AdditionalTolerations []tolerationModel      `tfsdk:"additional_tolerations"`
 	Rollout               *rolloutModel          `tfsdk:"rollout"`
 	DeploymentPolicy      *deploymentPolicyModel `tfsdk:"deployment_policy"`
@@ -330,7 +331,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Pods on each node) " +
 			"applied to the nodes a selector picks, with Skyhook's stage flow (`uninstall → apply → config`, `upgrade → config`, " +
-			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain, reboot/service restart) bounded by an " +
+			"`… → config → interrupt → post-interrupt`), interrupts (cordon, drain as `drain` sets it, reboot/service restart) bounded by an " +
 			"interruption budget, per-node priority ordering, pause/disable, and a soak window. The provider writes a cluster-scoped " +
 			"`gantry.dev/v1alpha1` `PackageSet` with server-side apply and waits until its `status` is `complete` (`paused` and " +
 			"`disabled` return at once, and so does a set that only waits for a paused earlier set: with a warning naming that set); " +
@@ -379,7 +380,9 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"For budgets per group of nodes and batches, see `deployment_policy`.",
 				Attributes: budgetAttributes("the selected nodes")},
 			"pod_non_interrupt_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Pod labels (all must match) of pods that must finish before a node is interrupted: the drain waits for them instead of evicting them. Unset or empty: none."},
+				MarkdownDescription: "Pod labels (all must match) of pods that must finish before a node is interrupted: the drain waits for them instead of evicting them. Unset or empty: none. " +
+					"To leave pods running through the drain and the interrupt instead, see `drain.skip_pod_labels`."},
+			"drain": drainAttribute(),
 			"additional_tolerations": schema.ListNestedAttribute{Optional: true,
 				MarkdownDescription: "Tolerations added to every stage pod. A node whose taints are not tolerated is `blocked` (the apply fails), or `waiting` when a controller in the cluster removes the taint (see the resource description).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -524,6 +527,7 @@ func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.Vali
 	validateNodeEdges(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateReleaseConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	validateSetSelection(configRoot(req.Config.Raw), &resp.Diagnostics)
+	validateDrainConfig(configRoot(req.Config.Raw), &resp.Diagnostics)
 	pkgs, known := configRoot(req.Config.Raw).Attr("packages").List()
 	if !known {
 		return
@@ -747,6 +751,11 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	if len(m.PodNonInterruptLabels) > 0 {
 		s.PodNonInterruptLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.PodNonInterruptLabels)}
 	}
+	drain, err := expandDrain(m.Drain)
+	if err != nil {
+		return nil, err
+	}
+	s.Drain = drain
 	for _, t := range m.AdditionalTolerations {
 		s.AdditionalTolerations = append(s.AdditionalTolerations, corev1.Toleration{Key: t.Key.ValueString(),
 			Operator: corev1.TolerationOperator(t.Operator.ValueString()), Value: t.Value.ValueString(), Effect: corev1.TaintEffect(t.Effect.ValueString()),
@@ -905,6 +914,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	} else {
 		m.PodNonInterruptLabels = optMap(nil, prior.PodNonInterruptLabels)
 	}
+	m.Drain = flattenDrain(s.Drain, prior.Drain)
 	for i, t := range s.AdditionalTolerations {
 		var pt tolerationModel
 		if i < len(prior.AdditionalTolerations) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -543,7 +544,17 @@ func (r *PackageSetReconciler) pass(ctx context.Context, set *v1alpha1.PackageSe
 	}
 	p.d.AddDrainRefusals(refusals)
 	p.rt = rt
+	r.drainTimeoutEvents(set, p.d.DrainTimeouts)
 	return p, ctrl.Result{}, nil
+}
+
+// drainTimeoutEvents emits one Warning event DrainTimeout per node whose drain reached
+// spec.drain.timeout in this pass (its records are written: only that pass reports it),
+// naming the pods left, why, and what onTimeout did.
+func (r *PackageSetReconciler) drainTimeoutEvents(set *v1alpha1.PackageSet, timeouts map[string]string) {
+	for _, node := range slices.Sorted(maps.Keys(timeouts)) {
+		r.Recorder.Event(set, corev1.EventTypeWarning, "DrainTimeout", "node "+node+": "+timeouts[node])
+	}
 }
 
 // report is a pass's writeStatus and emit: the metrics, the status written once (through the
@@ -943,63 +954,101 @@ func (r *PackageSetReconciler) facts(ctx context.Context, set *v1alpha1.PackageS
 		// when it stays cordoned but the drain facts are not read), so the drain's state is
 		// never remembered in the process and a restart loses nothing.
 		if nf.Cordoned && packageset.DrainMatters(nf.Record) {
-			evict, hold, terminating, err := r.podsToDrain(ctx, set, node)
-			if err != nil {
+			if err := r.drainFacts(ctx, set, node, &nf, f.Drain, f.Now); err != nil {
 				return f, nil, err
 			}
-			nf.Drained = len(evict) == 0 && len(terminating) == 0
-			nf.NonInterrupt, nf.Terminating = hold, terminating
 		}
 		f.Nodes = append(f.Nodes, nf)
 	}
 	return f, nodes, nil
 }
 
-// podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them: evict,
-// the pods to evict (Skyhook ShouldEvict: running or pending, not in kube-system, not
-// DaemonSet-owned, not tolerating unschedulable, not our stage pods, not the reconciler's own
-// pod); hold, the running or
-// pending pods matching podNonInterruptLabels, which must finish first ("namespace/name", even
-// while terminating: they still run); terminating, the pods to evict already being deleted
-// ("namespace/name": evicted, grace period running).
-func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (evict []corev1.Pod, hold, terminating []string, err error) {
+// drainPods is a cordoned node's pods as its drain sorts them (podsToDrain): evict, the pods to
+// evict; hold, those matching podNonInterruptLabels, which must finish first; terminating, the
+// pods to evict already being deleted; keep, the pods spec.drain forbids evicting ("ns/p:
+// why"). Names are "namespace/name".
+type drainPods struct {
+	evict                   []corev1.Pod
+	hold, terminating, keep []string
+}
+
+// podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them by the
+// set's drain rules (packageset.DrainPods.Class: Skyhook's ShouldEvict, podNonInterruptLabels
+// and spec.drain's skipPodLabels, deleteEmptyDirData and force; never the reconciler's own pod).
+func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (drainPods, error) {
+	var out drainPods
+	rules, err := packageset.DrainPodsOf(&set.Spec, r.Self)
+	if err != nil {
+		return out, err
+	}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return nil, nil, nil, err
-	}
-	var nonInterrupt labels.Selector
-	if set.Spec.PodNonInterruptLabels != nil {
-		if nonInterrupt, err = metav1.LabelSelectorAsSelector(set.Spec.PodNonInterruptLabels); err != nil {
-			return nil, nil, nil, err
-		}
+		return out, err
 	}
 	for _, p := range pods.Items {
-		switch packageset.DrainClassOf(&p, nonInterrupt, r.Self) {
+		name := p.Namespace + "/" + p.Name
+		switch class, why := rules.Class(&p); class {
 		case packageset.DrainHold:
-			hold = append(hold, p.Namespace+"/"+p.Name)
+			out.hold = append(out.hold, name)
 		case packageset.DrainTerminating:
-			terminating = append(terminating, p.Namespace+"/"+p.Name)
+			out.terminating = append(out.terminating, name)
+		case packageset.DrainKeep:
+			out.keep = append(out.keep, name+": "+why)
 		case packageset.DrainEvict:
-			evict = append(evict, p)
+			out.evict = append(out.evict, p)
 		}
 	}
-	return evict, hold, terminating, nil
+	return out, nil
+}
+
+// drainFacts fills a cordoned node's drain facts (its drain matters): its pods sorted
+// (podsToDrain) and, in the pass where its drain reaches spec.drain.timeout
+// (packageset.DrainTimedOut), why the Eviction API refuses each pod left to evict: a dry-run
+// eviction (nothing is evicted), so the timeout names the PodDisruptionBudget.
+func (r *PackageSetReconciler) drainFacts(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, nf *packageset.NodeFacts, spec packageset.DrainSpec, now time.Time) error {
+	pods, err := r.podsToDrain(ctx, set, node)
+	if err != nil {
+		return err
+	}
+	nf.Drained = len(pods.evict) == 0 && len(pods.terminating) == 0 && len(pods.keep) == 0
+	nf.NonInterrupt, nf.Terminating, nf.Unevictable = pods.hold, pods.terminating, pods.keep
+	for _, p := range pods.evict {
+		nf.Evicting = append(nf.Evicting, p.Namespace+"/"+p.Name)
+	}
+	if len(pods.evict) == 0 || !packageset.DrainTimedOut(nf.Record, spec, now) {
+		return nil
+	}
+	nf.EvictRefusals = map[string]string{}
+	for i := range pods.evict {
+		p := &pods.evict[i]
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := r.Client.SubResource("eviction").Create(ctx, p, ev, client.DryRunAll); err != nil && !apierrors.IsNotFound(err) {
+			nf.EvictRefusals[p.Namespace+"/"+p.Name] = evictionError(err)
+		}
+	}
+	return nil
 }
 
 // drain evicts the node's pods to evict (podsToDrain) through the Eviction API (the
-// PodDisruptionBudgets decide; a pod already gone is fine). It returns what refused them,
+// PodDisruptionBudgets decide; a pod already gone is fine), each with spec.drain.gracePeriod
+// when set (else the pod's own terminationGracePeriodSeconds). It returns what refused them,
 // "pod <ns>/<name>: <message> (<causes>)" per pod joined by "; " (a 429 names the
 // PodDisruptionBudget in its cause), or "" when every eviction was accepted; err only when the
 // node's pods cannot be listed. A refusal is retried by the next pass that drains.
 func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (string, error) {
-	evict, _, _, err := r.podsToDrain(ctx, set, node)
+	pods, err := r.podsToDrain(ctx, set, node)
 	if err != nil {
 		return "", err
 	}
+	grace := packageset.DrainSpecOf(set.Spec.Drain).GracePeriod
 	var refused []string
-	for i := range evict {
-		p := &evict[i]
+	for i := range pods.evict {
+		p := &pods.evict[i]
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if grace != nil {
+			g := *grace
+			ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &g}
+		}
 		if err := r.Client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
 			refused = append(refused, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, evictionError(err)))
 		}

@@ -72,17 +72,26 @@ func setStatus(f SetFacts, specErr error, statuses []Status, stalled []string) S
 }
 
 // drainWait says what a cordoned node's drain waits for in the facts ("" if nothing): running
-// non-interrupt pods first (the drain has not started), else evicted pods still terminating.
+// non-interrupt pods first (the drain has not started), else the pods spec.drain keeps ("pod
+// ns/p: uses emptyDir data (drain.deleteEmptyDirData is false)") and evicted pods still
+// terminating.
 func drainWait(n NodeFacts) string {
 	switch {
 	case !n.Cordoned:
 		return ""
 	case len(n.NonInterrupt) > 0:
 		return "waiting for non-interrupt pods: " + strings.Join(n.NonInterrupt, ", ")
-	case len(n.Terminating) > 0 && !n.Drained:
-		return "waiting for evicted pods to terminate: " + strings.Join(n.Terminating, ", ")
+	case n.Drained:
+		return ""
 	}
-	return ""
+	var parts []string
+	for _, u := range n.Unevictable {
+		parts = append(parts, "pod "+u)
+	}
+	if len(n.Terminating) > 0 {
+		parts = append(parts, "waiting for evicted pods to terminate: "+strings.Join(n.Terminating, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // AddDrainRefusals folds what refused this pass's evictions (node → message, e.g. "pod ns/a:

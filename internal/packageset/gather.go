@@ -13,14 +13,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 // SpecFacts fills the facts f of a pass that come from the set's spec and status alone
-// (packages, rollout, soak, health checks, release, quarantines, policy, waves, node edges)
-// and returns the node selector and the wave and compartment matchers; an invalid selector
-// or matcher is f.SpecError and selects no node.
+// (packages, rollout, soak, health checks, release, quarantines, drain, policy, waves, node
+// edges) and returns the node selector and the wave and compartment matchers; an invalid
+// selector or matcher is f.SpecError and selects no node (an invalid pod selector of the
+// drain is f.SpecError alone).
 func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map[string]string) int, func(map[string]string) string) {
 	f.Wants = WantsOf(set.Spec.Packages)
 	if ro := set.Spec.Rollout; ro != nil {
@@ -36,6 +38,7 @@ func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map
 	// The release is verified on every pass (a local key, no network): before any stage starts.
 	f.Release = CheckRelease(&set.Spec, f.Now)
 	f.Quarantined = set.Status.QuarantinedVersions
+	f.Drain = DrainSpecOf(set.Spec.Drain)
 	f.ClearQuarantine = ParseClearQuarantine(set.Annotations[v1alpha1.AnnotationClearQuarantine])
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
@@ -44,6 +47,12 @@ func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map
 		// releases the nodes that carry its records.
 		f.SpecError = "spec.nodeSelector: " + err.Error()
 		sel = labels.Nothing()
+	}
+	if _, err := DrainPodsOf(&set.Spec, types.NamespacedName{}); err != nil {
+		// A selector the CRD accepted that does not parse (a label value with a space): the
+		// set is Stalled (InvalidSpec) and starts nothing, instead of failing every pass that
+		// drains.
+		f.SpecError = err.Error()
 	}
 	f.Policy = PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
 	var waves []v1alpha1.Wave

@@ -167,7 +167,9 @@ func (p *nodePass) runningInterrupt(running []string) error {
 
 // readyToInterrupt says whether the node may be interrupted now: no other stage of the set runs
 // or errors on it, a start is allowed, and it is cordoned (else it plans a cordon within the
-// cordon slots) and drained (else it plans the drain once the non-interrupt pods are gone).
+// cordon slots) and drained (else, once the non-interrupt pods are gone, drainStep plans the
+// drain or decides its timeout). When it says yes, the caller starts the interrupt (or the
+// removal's uninstall) in this pass.
 func (p *nodePass) readyToInterrupt() bool {
 	for name, r := range p.rec.Packages {
 		if r.Done && p.want(name) == nil {
@@ -196,11 +198,7 @@ func (p *nodePass) readyToInterrupt() bool {
 	if len(p.n.NonInterrupt) > 0 {
 		return false // the non-interrupt pods finish before the drain starts
 	}
-	if !p.n.Drained {
-		p.plan.Drain = true
-		return false
-	}
-	return true
+	return p.drained()
 }
 
 // startInterrupt merges the ready packages' interrupts into one (reboot > restart-all-services >

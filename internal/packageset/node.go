@@ -58,6 +58,11 @@ type nodePass struct {
 	// reverted: a package of the node was rolled back and the spec still asks for the
 	// quarantined version (the node is Reverted and reports erroring).
 	reverted bool
+	// drainDecision is drainStep's answer in this pass (nil: not asked yet), so that every
+	// caller of readyToInterrupt in one pass gets the first answer; drainTimeout is what the
+	// pass did at the drain's timeout (Decision.DrainTimeouts), "" if it did not pass.
+	drainDecision *bool
+	drainTimeout  string
 }
 
 func (p *nodePass) want(name string) *Want {
@@ -119,6 +124,9 @@ func (p *nodePass) run() (NodePlan, error) {
 	}
 	if err := p.interrupts(); err != nil {
 		return p.plan, err
+	}
+	if !p.n.Cordoned || !p.interruptPending() {
+		p.rec.Drain = nil // a drain belongs to one cordon and interrupt: the next starts its own clock
 	}
 	if err := p.rollout(); err != nil {
 		return p.plan, err
@@ -564,7 +572,7 @@ func (p *nodePass) status() Status {
 		}
 		return p.hold
 	}
-	erroring, progress := false, false
+	erroring, progress := p.drainFailed(), false
 	for _, r := range p.rec.Packages {
 		switch r.State {
 		case v1alpha1.StateErroring:

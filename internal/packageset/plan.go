@@ -209,14 +209,25 @@ func sortedKeys(set map[string]bool) []string {
 	return out
 }
 
-// addNode adds node n's plan to the decision with what its pass found: the drain's blocker,
-// the failures and the earliest requeue.
+// addNode adds node n's plan to the decision with what its pass found: the drain's blocker (a
+// failed drain's timeout, else what the facts say it waits for), what happened at its
+// timeout, the failures and the earliest requeue.
 func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
-	if msg := drainWait(n); msg != "" && !plan.Uncordon {
+	msg := drainWait(n)
+	if p.drainFailed() {
+		msg = p.rec.Drain.Message
+	}
+	if msg != "" && !plan.Uncordon {
 		if d.DrainBlockers == nil {
 			d.DrainBlockers = map[string]string{}
 		}
 		d.DrainBlockers[n.Name] = msg
+	}
+	if p.drainTimeout != "" {
+		if d.DrainTimeouts == nil {
+			d.DrainTimeouts = map[string]string{}
+		}
+		d.DrainTimeouts[n.Name] = p.drainTimeout
 	}
 	d.Nodes = append(d.Nodes, plan)
 	d.Failures = append(d.Failures, p.failures...)

@@ -243,9 +243,12 @@ func newPolicyPass(pol *Policy, nodes []NodeFacts, wants []Want) *policyPass {
 	return pp
 }
 
-// retrying: a package of the record failed before in its flow (a failed node of an earlier
-// batch, retried under halt: already counted as failed).
+// retrying: a package of the record failed before in its flow, or its drain timed out (a
+// failed node of an earlier batch, retried under halt: already counted as failed).
 func retrying(r *NodeRecord) bool {
+	if r.Drain != nil && r.Drain.Failures > 0 {
+		return true // its drain timed out before (onTimeout Fail)
+	}
 	for _, p := range r.Packages {
 		if p.Restarts > 0 {
 			return true

@@ -4,9 +4,9 @@ package packageset
 // at plan). It reads the nodes as a pass does (NewNodeReader) and runs Plan, the reconciler's
 // own pass, over simulated nodes on which every stage succeeds, until the set is complete or
 // nothing moves; what would block a node now (a taint, an earlier set, a drain the
-// PodDisruptionBudgets refuse, a non-interruptible pod, a fleet budget held by other sets, a
-// release not verified) is read from the cluster's facts and held in the simulation as the
-// reconciler would hold it.
+// PodDisruptionBudgets refuse or spec.drain keeps from finishing, a non-interruptible pod, a
+// fleet budget held by other sets, a release not verified) is read from the cluster's facts
+// and held in the simulation as the reconciler would hold it (spec.drain.timeout included).
 
 import (
 	"fmt"
@@ -34,8 +34,10 @@ type PreviewFacts struct {
 	// NonInterrupt: node → the running pods matching the set's podNonInterruptLabels
 	// ("namespace/name"); the node is neither drained nor interrupted while they run.
 	NonInterrupt map[string][]string
-	// Refusals: node → why the Eviction API would refuse its drain now ("pod ns/p:
-	// PodDisruptionBudget ns/b allows 0 disruptions"); the node stays cordoned, undrained.
+	// Refusals: node → why its drain would not finish now, "; "-joined per pod: the Eviction
+	// API refuses ("pod ns/p: PodDisruptionBudget ns/b allows 0 disruptions") or spec.drain
+	// keeps the pod ("pod ns/q: declares no controller (drain.force is false)"); the node stays
+	// cordoned, undrained, until spec.drain.timeout (if set) decides.
 	Refusals map[string]string
 	// Now is the time of the plan (release freshness).
 	Now time.Time
@@ -106,7 +108,7 @@ func PreviewRollout(pf PreviewFacts) (Preview, error) {
 	if f.Fleet != nil {
 		f.Fleet.Own = nil // the simulation's own records count (newFleetPass)
 	}
-	sim := &previewSim{pf: pf, f: f, started: map[string]*PreviewNode{}, drained: map[string]bool{}}
+	sim := &previewSim{pf: pf, f: f, started: map[string]*PreviewNode{}, drained: map[string]bool{}, drainFailed: map[string]bool{}}
 	for i := range pf.Nodes {
 		nf, ok, err := reader.Read(&pf.Nodes[i])
 		if err != nil {
@@ -139,8 +141,11 @@ type previewSim struct {
 	// drained are the nodes a pass has drained (NodePlan.Drain): the next pass finds them
 	// drained unless a refusal or a non-interruptible pod holds them.
 	drained map[string]bool
-	wave    int
-	out     Preview
+	// drainFailed are the nodes whose drain failed at its timeout (onTimeout Fail): the
+	// refusal that failed it stays, so their retries fail too and no longer count as moves.
+	drainFailed map[string]bool
+	wave        int
+	out         Preview
 }
 
 // shape drops the facts that change while neither the spec nor the nodes do (PreviewFacts.Shape).
@@ -160,6 +165,9 @@ func (s *previewSim) shape() {
 // nothing changes for previewIdle passes.
 func (s *previewSim) run() error {
 	idle := 0
+	// failedMsg is the last erroring pass's message once a drain failed at its timeout: the
+	// failed drain's retries (in progress) come between, and it is what stops the rollout.
+	failedMsg := ""
 	for s.out.Passes < MaxPreviewPasses {
 		s.out.Passes++
 		s.f.Nodes = s.drainFacts()
@@ -172,10 +180,23 @@ func (s *previewSim) run() error {
 			s.out.Complete = true
 			return nil
 		}
+		if d.Status == v1alpha1.StatusErroring && len(s.drainFailed) > 0 {
+			failedMsg = stuckMessage(d)
+		}
+		if at, ok := s.drainTimeoutAhead(); !moved && ok {
+			// A refused drain with spec.drain.timeout: the next pass is the one at its
+			// timeout (onTimeout decides there), not one counted idle.
+			s.f.Policy = PolicyOf(s.pf.Set.Spec.DeploymentPolicy, d.Compartments)
+			s.f.Now = at
+			continue
+		}
 		if moved {
 			idle = 0
 		} else if idle++; idle >= previewIdle {
 			s.out.Stuck = stuckMessage(d)
+			if failedMsg != "" && d.Status != v1alpha1.StatusErroring {
+				s.out.Stuck = failedMsg
+			}
 			return nil
 		}
 		s.f.Policy = PolicyOf(s.pf.Set.Spec.DeploymentPolicy, d.Compartments)
@@ -191,17 +212,40 @@ func (s *previewSim) run() error {
 
 // drainFacts are the nodes as the next pass reads them: a cordoned node whose drain matters
 // has pods to evict until a pass drained it (the workloads a real node runs), then is drained
-// unless a refusal or a non-interruptible pod holds it.
+// unless a refusal or a non-interruptible pod holds it (a refusal is what its drain timeout
+// names as left).
 func (s *previewSim) drainFacts() []NodeFacts {
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		n.Drained, n.NonInterrupt = false, nil
+		n.Drained, n.NonInterrupt, n.Unevictable = false, nil, nil
 		if n.Cordoned && DrainMatters(n.Record) {
 			n.NonInterrupt = s.pf.NonInterrupt[n.Name]
 			n.Drained = s.drained[n.Name] && s.pf.Refusals[n.Name] == "" && len(n.NonInterrupt) == 0
+			if r := s.pf.Refusals[n.Name]; r != "" {
+				n.Unevictable = strings.Split(strings.TrimPrefix(r, "pod "), "; pod ")
+			}
 		}
 	}
 	return s.nodes
+}
+
+// drainTimeoutAhead is the earliest time, after now, at which a simulated node's drain reaches
+// spec.drain.timeout (ok false: no drain under way with a timeout, other than a failed one's
+// retry).
+func (s *previewSim) drainTimeoutAhead() (at time.Time, ok bool) {
+	t := s.f.Drain.Timeout
+	if t <= 0 {
+		return at, false
+	}
+	for _, n := range s.nodes {
+		if d := n.Record; d != nil && d.Drain != nil && d.Drain.Message == "" && !s.drainFailed[n.Name] {
+			due := d.Drain.Since.Add(t)
+			if due.After(s.f.Now) && (!ok || due.Before(at)) {
+				at, ok = due, true
+			}
+		}
+	}
+	return at, ok
 }
 
 // apply applies a pass's node plans to the simulated nodes (records, cordons; every stage Pod
@@ -219,7 +263,10 @@ func (s *previewSim) apply(d Decision) bool {
 			continue
 		}
 		n := &s.nodes[i]
-		if recordChanged(n.Record, np.Record) || np.Cordon || np.Uncordon || len(np.Jobs) > 0 {
+		if np.Record != nil && np.Record.Drain != nil && np.Record.Drain.Message != "" {
+			s.drainFailed[np.Name] = true
+		}
+		if !s.drainFailed[np.Name] && (recordChanged(n.Record, np.Record) || np.Cordon || np.Uncordon || len(np.Jobs) > 0) {
 			moved = true
 		}
 		n.Record = np.Record // the decision's own copy
@@ -371,13 +418,25 @@ func (s *previewSim) nodeBlock(n NodeFacts, interrupts bool, fleetFull string) s
 	case s.f.Release != nil:
 		return "release: " + s.f.Release.Message
 	case interrupts && s.pf.Refusals[n.Name] != "":
-		return "drain refused: " + s.pf.Refusals[n.Name]
+		return "drain refused: " + s.pf.Refusals[n.Name] + drainTimeoutNote(s.f.Drain)
 	case interrupts && len(s.pf.NonInterrupt[n.Name]) > 0:
 		return "non-interruptible pods running: " + strings.Join(s.pf.NonInterrupt[n.Name], ", ")
 	case fleetFull != "" && len(s.f.Fleet.Others[n.Name]) == 0:
 		return fleetFull
 	}
 	return ""
+}
+
+// drainTimeoutNote says what ends a refused drain: "" without spec.drain.timeout (it waits),
+// else the timeout and what onTimeout does then.
+func drainTimeoutNote(d DrainSpec) string {
+	switch {
+	case d.Timeout <= 0:
+		return ""
+	case d.OnTimeout == v1alpha1.DrainTimeoutContinue:
+		return fmt.Sprintf(" (for up to drain.timeout %s, then the interrupt runs with them: onTimeout Continue)", d.Timeout)
+	}
+	return fmt.Sprintf(" (for up to drain.timeout %s, then the node fails: onTimeout Fail)", d.Timeout)
 }
 
 // wantsInterrupt says whether any wanted package interrupts (its own interrupt or one per

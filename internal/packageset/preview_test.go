@@ -182,3 +182,42 @@ func TestPreviewRollout_shape(t *testing.T) {
 		t.Fatalf("shape preview = %+v, want complete in 3 waves with gpu-01 listed as blocked now", p)
 	}
 }
+
+// The preview honours spec.drain.timeout: a drain a PodDisruptionBudget refuses ends at the
+// timeout. onTimeout Continue: the rollout goes on past the blocked node and completes (the
+// blocked line says for how long it holds); Fail: it stops there, the node failed at its
+// timeout, naming the pod and the budget.
+func TestPreviewRollout_drainTimeout(t *testing.T) {
+	refusals := map[string]string{"gpu-01": "pod default/web-0: PodDisruptionBudget default/web allows 0 disruptions"}
+	for _, tc := range []struct {
+		onTimeout v1alpha1.DrainTimeoutAction
+		complete  bool
+		blocked   string
+	}{
+		{v1alpha1.DrainTimeoutContinue, true, "(for up to drain.timeout 1h0m0s, then the interrupt runs with them: onTimeout Continue)"},
+		{v1alpha1.DrainTimeoutFail, false, "(for up to drain.timeout 1h0m0s, then the node fails: onTimeout Fail)"},
+	} {
+		t.Run(string(tc.onTimeout), func(t *testing.T) {
+			set := previewSet(1)
+			set.Spec.Drain = &v1alpha1.Drain{Timeout: &metav1.Duration{Duration: time.Hour}, OnTimeout: tc.onTimeout}
+			p, err := PreviewRollout(PreviewFacts{Set: set, Nodes: previewNodes(3, nil), Now: time.Unix(1_700_000_000, 0), Refusals: refusals})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Complete != tc.complete || len(p.Blocked) != 1 || !strings.HasSuffix(p.Blocked[0].Reason, tc.blocked) {
+				t.Fatalf("complete %v, blocked %+v, stuck %q", p.Complete, p.Blocked, p.Stuck)
+			}
+			if tc.complete && (len(p.Nodes) != 3 || p.Rebooted != 3) {
+				t.Errorf("Continue: %d nodes started, %d rebooted", len(p.Nodes), p.Rebooted)
+			}
+			if !tc.complete && !strings.Contains(p.Stuck, "node gpu-01 package driver stage interrupt: drain timed out after 1h0m0s; pods left: default/web-0 (PodDisruptionBudget default/web allows 0 disruptions)") {
+				t.Errorf("Fail: stuck %q", p.Stuck)
+			}
+		})
+	}
+	// Without a timeout the preview is as before: the node holds the rollout.
+	p, err := PreviewRollout(PreviewFacts{Set: previewSet(1), Nodes: previewNodes(3, nil), Now: time.Unix(1_700_000_000, 0), Refusals: refusals})
+	if err != nil || p.Complete || strings.Contains(p.Blocked[0].Reason, "drain.timeout") {
+		t.Fatalf("no timeout: %v %+v", err, p)
+	}
+}

@@ -78,14 +78,14 @@ func (p *nodePass) rollout() error {
 
 // flowStates says which kinds of flow the node's package records hold.
 type flowStates struct {
-	erroring  bool // a flow's stage is erroring
+	erroring  bool // a flow's stage is erroring, or the node's drain failed (onTimeout Fail)
 	deferred  bool // a flow waits for its interrupt (or its post-interrupt)
 	active    bool // another flow is not done
 	reverting bool // a rollback is not done
 }
 
 func (p *nodePass) flowStates() flowStates {
-	var fs flowStates
+	fs := flowStates{erroring: p.drainFailed()} // a drain failed at its timeout fails the node
 	for _, r := range p.rec.Packages {
 		switch {
 		case r.Reverting && !r.Done:

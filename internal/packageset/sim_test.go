@@ -35,10 +35,14 @@ type simNode struct {
 	pending  map[string]JobSpec // created, outcome not yet decided
 	cordoned bool
 	// nonInterrupt, terminating and undrained (pods left to evict) are the drain's facts
-	// while cordoned; drains counts the passes that planned a drain.
+	// while cordoned; drains counts the passes that planned a drain. evicting (pods left to
+	// evict, by name), unevictable ("ns/p: why") and refusals (pod → the Eviction API's
+	// refusal, read only at the drain's timeout, as the controller does) hold the drain too.
 	nonInterrupt, terminating []string
 	undrained                 bool
 	drains                    int
+	evicting, unevictable     []string
+	refusals                  map[string]string
 	blocked                   string
 	waitFor                   string
 	gate                      Gate
@@ -70,8 +74,11 @@ func (s *sim) pass() Decision {
 			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {
-			nf.Drained = !n.undrained && len(n.terminating) == 0
-			nf.NonInterrupt, nf.Terminating = n.nonInterrupt, n.terminating
+			nf.Drained = !n.undrained && len(n.terminating) == 0 && len(n.evicting) == 0 && len(n.unevictable) == 0
+			nf.NonInterrupt, nf.Terminating, nf.Evicting, nf.Unevictable = n.nonInterrupt, n.terminating, n.evicting, n.unevictable
+			if DrainTimedOut(n.rec, f.Drain, f.Now) {
+				nf.EvictRefusals = n.refusals
+			}
 		}
 		f.Nodes = append(f.Nodes, nf)
 	}

@@ -243,6 +243,23 @@ type NodeRecord struct {
 	// window: check name → "health check <name> failed in round k/n: <reason>: <message>"
 	// (the HealthChecksObserved condition lists them); emptied when a new window starts.
 	Observed map[string]string `json:"observed,omitempty"`
+	// Drain is the drain under way on the cordoned node before its interrupt (nil: none, or
+	// done): when it began (spec.drain.timeout counts from it) and, after a timeout with
+	// onTimeout Fail, the failure the node reports until the drain is tried again.
+	Drain *DrainRecord `json:"drain,omitempty"`
+}
+
+// DrainRecord is a node's drain under way (NodeRecord.Drain). Its states: draining (Message
+// empty, since Since) and failed (Message set, since Since; the next try starts after
+// backoff(Failures)); see nodePass.drainStep.
+type DrainRecord struct {
+	// Since is when the drain began (its first eviction pass) or, once failed, when it failed.
+	Since time.Time `json:"since"`
+	// Failures counts the drain's timeouts under onTimeout Fail (the backoff before a retry).
+	Failures int32 `json:"failures,omitempty"`
+	// Message is the last timeout while the node is erroring for it ("drain timed out after
+	// 5m0s; pods left: ..."); empty while draining.
+	Message string `json:"message,omitempty"`
 }
 
 // Clone deep-copies r (nil stays nil).
@@ -253,6 +270,10 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	out := *r
 	out.Withdrawn = maps.Clone(r.Withdrawn)
 	out.Observed = maps.Clone(r.Observed)
+	if r.Drain != nil {
+		d := *r.Drain
+		out.Drain = &d
+	}
 	out.Packages = map[string]*PackageRecord{}
 	for k, p := range r.Packages {
 		c := *p
@@ -321,7 +342,8 @@ type NodeFacts struct {
 	// Cordoned: this set holds the node's cordon (gantry.dev/cordon_<set>) and the node is
 	// unschedulable.
 	Cordoned bool
-	// Drained: no pod left to evict and none evicted still terminating (valid when Cordoned).
+	// Drained: no pod left to evict, none evicted still terminating and none the drain keeps
+	// (Unevictable) (valid when Cordoned).
 	Drained bool
 	// NonInterrupt names ("namespace/name") the node's running pods matching the set's
 	// podNonInterruptLabels (valid when Cordoned): while any runs, the node is neither drained
@@ -331,6 +353,18 @@ type NodeFacts struct {
 	// (evicted, their grace period running; valid when Cordoned): the node is not drained
 	// until they are gone.
 	Terminating []string
+	// Evicting names ("namespace/name") the pods the drain still has to evict (valid when
+	// Cordoned): each pass that drains evicts them again, until the Eviction API accepts.
+	Evicting []string
+	// Unevictable names the pods spec.drain forbids the drain to evict, with why
+	// ("namespace/name: uses emptyDir data (drain.deleteEmptyDirData is false)"; valid when
+	// Cordoned): they hold the drain until they go or the drain times out.
+	Unevictable []string
+	// EvictRefusals: pod ("namespace/name") of Evicting → why the Eviction API refuses it now
+	// (a dry-run eviction's answer, e.g. the PodDisruptionBudget). Read by the controller only
+	// in the pass where the drain reaches spec.drain.timeout (DrainTimedOut), to name why the
+	// pods left did not leave.
+	EvictRefusals map[string]string
 	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
 	// when the node reboots.
 	BootID string
@@ -390,6 +424,8 @@ type SetFacts struct {
 	// Release is why spec.rollout.release may not start nodes (CheckRelease; nil: no release,
 	// or it verifies and is fresh): not verified holds every node, stale starts no new node.
 	Release *ReleaseRefusal
+	// Drain is spec.drain (DrainSpecOf): the drain's timeout and what happens at it.
+	Drain DrainSpec
 	// Nodes, any order (the plan sorts them by name).
 	Nodes []NodeFacts
 }
@@ -477,6 +513,10 @@ type Decision struct {
 	// "waiting for evicted pods to terminate: ns/b" from the facts, refused evictions added by
 	// AddDrainRefusals); the DrainBlocked condition lists them.
 	DrainBlockers map[string]string
+	// DrainTimeouts: node → what happened in this pass at its drain's timeout (the pods left
+	// and why, and what onTimeout did): the controller emits one Warning event DrainTimeout
+	// each. Only the pass in which the timeout passes reports it.
+	DrainTimeouts map[string]string
 	// PausedBy: the set is waiting only because of paused earlier sets, "<node> (by <set>)"
 	// per waiting node; nil otherwise.
 	PausedBy []string

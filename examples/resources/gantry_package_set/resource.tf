@@ -183,3 +183,32 @@ resource "gantry_package_set" "base" {
     },
   ]
 }
+
+# A driver upgrade that drains as a maintenance window allows, with NodeWright's drain settings
+# (kubectl drain's flags): each evicted pod gets 60s to stop; pods with emptyDir data are not
+# evicted (they hold the drain until they go); the node agent, which survives the reboot, is
+# never drained. A drain still held after 20 minutes (a PodDisruptionBudget that allows no
+# disruption, a pod still terminating, an emptyDir pod) fails the node: the set is erroring
+# and the apply fails naming the pods left and why, while the node stays cordoned and its
+# drain is tried again after a backoff. on_timeout = "Continue" would reboot with them instead.
+resource "gantry_package_set" "driver_drain" {
+  name                   = "gpu-driver-drain"
+  node_selector          = { "nvidia.com/gpu.present" = "true" }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  interruption_budget    = { count = 1 }
+
+  drain = {
+    grace_period          = "60s"
+    timeout               = "20m"
+    delete_empty_dir_data = false
+    skip_pod_labels       = { "app.kubernetes.io/name" = "node-agent" }
+    on_timeout            = "Fail"
+  }
+
+  packages = [{
+    name      = "gpu-driver"
+    version   = "550.54.15"
+    image     = "ghcr.io/acme/gpu-driver"
+    interrupt = { type = "reboot" }
+  }]
+}

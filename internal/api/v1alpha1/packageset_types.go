@@ -286,6 +286,15 @@ type PackageSetSpec struct {
 	// +optional
 	PodNonInterruptLabels *metav1.LabelSelector `json:"podNonInterruptLabels,omitempty"`
 
+	// Drain is how a node is drained before an interrupt (and before the uninstall of a package
+	// with an interrupt), as NodeWright's drain configuration mirrors kubectl drain's flags:
+	// gracePeriod, timeout, deleteEmptyDirData, force, the pods never drained (skipPodLabels)
+	// and what happens at the timeout (onTimeout). Unset, and every field unset: the drain as
+	// it always was (each pod's own grace period, no timeout, emptyDir and unmanaged pods
+	// evicted), so existing sets do not change. See Drain.
+	// +optional
+	Drain *Drain `json:"drain,omitempty"`
+
 	// AdditionalTolerations are added to every stage pod (so tainted nodes can be served), at
 	// most 64. As the Pod API requires: operator Exists or Equal (empty: Equal); a toleration
 	// without a key needs Exists; Exists takes no value; a value is at most 63 characters;
@@ -333,6 +342,78 @@ type PackageSetSpec struct {
 	// may be scheduled there.
 	// +optional
 	AutoTaintNewNodes bool `json:"autoTaintNewNodes,omitempty"`
+}
+
+// DrainTimeoutAction is spec.drain.onTimeout: what a drain that runs past spec.drain.timeout
+// does.
+// +kubebuilder:validation:Enum=Fail;Continue
+type DrainTimeoutAction string
+
+const (
+	// DrainTimeoutFail: the node is erroring, naming the pods left and why; it stays cordoned
+	// and its drain is tried again after the backoff of a failed stage (5s doubling to 5m).
+	DrainTimeoutFail DrainTimeoutAction = "Fail"
+	// DrainTimeoutContinue: the interrupt runs with the pods left on the node (a Warning event
+	// DrainTimeout names them).
+	DrainTimeoutContinue DrainTimeoutAction = "Continue"
+)
+
+// Drain is spec.drain: how the pods of a cordoned node are evicted before its interrupt, as
+// NodeWright's drain configuration (its answer to "make node-drain behaviour configurable,
+// mirror kubectl drain", nodewright #259). Pods are evicted through the Eviction API, so
+// PodDisruptionBudgets apply; the drain is done when no pod to evict is left and none is still
+// terminating. Left alone whatever the settings: pods not running or pending, kube-system,
+// DaemonSet pods (kubectl's --ignore-daemonsets, always on), pods tolerating the
+// unschedulable taint, Gantry's own stage pods and the reconciler's pod. The defaults keep
+// today's drain, and, as NodeWright, invert kubectl drain's for deleteEmptyDirData and force
+// (kubectl ships both false): package sets run at bring-up and in maintenance windows.
+// +kubebuilder:validation:XValidation:rule="!has(self.onTimeout) || (has(self.timeout) && duration(self.timeout) > duration('0s'))",message="drain.onTimeout needs drain.timeout greater than 0s: without a timeout the drain never times out"
+type Drain struct {
+	// GracePeriod is the grace period given to each evicted pod (the eviction's
+	// DeleteOptions.gracePeriodSeconds, kubectl drain --grace-period), whole seconds (rounded
+	// up). Unset: each pod's own terminationGracePeriodSeconds (kubectl's -1). 0s deletes the
+	// pods at once, without waiting for their containers to stop. Never negative.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="drain.gracePeriod must not be negative (unset it for each pod's own terminationGracePeriodSeconds)"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+	// Timeout bounds the drain (kubectl drain --timeout), from its first eviction until no pod
+	// to evict is left and none is terminating. Unset or 0s: no timeout, the drain waits as long
+	// as it takes (a PodDisruptionBudget that never allows the eviction holds the node cordoned;
+	// DrainBlocked names it). Never negative.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="drain.timeout must not be negative (unset it, or 0s, for no timeout)"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DeleteEmptyDirData: evict pods with emptyDir volumes, whose data is lost (kubectl drain
+	// --delete-emptydir-data). false: such pods are not evicted and hold the drain (DrainBlocked
+	// names them) until they go or the timeout. Unset: true.
+	// +optional
+	DeleteEmptyDirData *bool `json:"deleteEmptyDirData,omitempty"`
+	// Force: evict pods that declare no controller (bare pods, which nothing recreates; kubectl
+	// drain --force). false: such pods are not evicted and hold the drain (DrainBlocked names
+	// them) until they go or the timeout. Unset: true.
+	// +optional
+	Force *bool `json:"force,omitempty"`
+	// SkipPodLabels selects pods the drain never evicts and never waits for: they keep running
+	// through the drain and the interrupt (e.g. a node agent that survives a service restart).
+	// Unlike podNonInterruptLabels, whose pods must finish before the node is drained or
+	// interrupted (the node waits for them), skipped pods do not hold the node. A pod matching
+	// both is waited for. Not kubectl drain's --pod-selector, which selects the pods to drain.
+	// The same operator, key and value rules as nodeSelector.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !k.contains('/') || k.matches('^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/'))",message="matchLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="matchLabels values must be label values of at most 63 characters"
+	// +optional
+	SkipPodLabels *metav1.LabelSelector `json:"skipPodLabels,omitempty"`
+	// OnTimeout is what happens when the drain runs past timeout (needs timeout): Fail (the
+	// default) makes the node erroring, naming the pods left and why (a refusing
+	// PodDisruptionBudget, still terminating, an emptyDir or unmanaged pod the settings keep),
+	// so the set is erroring and an apply fails; the node stays cordoned and the drain is tried
+	// again after the backoff of a failed stage (5s doubling to 5m). Continue runs the
+	// interrupt with those pods on the node and says so in a Warning event DrainTimeout.
+	// +optional
+	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
 }
 
 // DeploymentPolicy is a set's rollout by compartments and batches (Skyhook's
