@@ -11,10 +11,12 @@ import (
 
 // Server is the provider's protocol 6 server as main.go serves it and the acceptance tests run
 // it: terraform-plugin-framework's server for New(version), its per-request contexts released
-// when each request returns (ReleasingContexts), never blocking a destroy on the configuration
+// when each request returns (ReleasingContexts), the plans of unchanged resources answered
+// without the framework (PlanFastPath), never blocking a destroy on the configuration
 // (DestroyTolerant).
 func Server(version string) tfprotov6.ProviderServer {
-	return DestroyTolerant(ReleasingContexts(providerserver.NewProtocol6(New(version)())()), nil)
+	p := New(version)()
+	return DestroyTolerant(PlanFastPath(ReleasingContexts(providerserver.NewProtocol6(p)()), p), nil)
 }
 
 // terraform-plugin-framework (v1.19) keeps the cancel function of every request's context until
