@@ -44,9 +44,16 @@ func (e *testEnv) endPodFromOutside(t *testing.T, key types.NamespacedName, reas
 			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: dtReason, Message: message, LastTransitionTime: now})
 		}
+		// Killed by the kubelet (exit 137); with neither a pod reason nor DisruptionTarget (the
+		// incident: the node went away), what the kubelet writes for a container it can no
+		// longer find: ContainerStatusUnknown.
+		terminated := corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: now, StartedAt: now}
+		if reason == "" && dtReason == "" {
+			terminated.Reason, terminated.Message = "ContainerStatusUnknown", "The container could not be located when the pod was terminated"
+		}
 		for i := range pod.Status.ContainerStatuses {
 			cs := &pod.Status.ContainerStatuses[i]
-			cs.Ready, cs.State = false, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: now, StartedAt: now}}
+			cs.Ready, cs.State = false, corev1.ContainerState{Terminated: terminated.DeepCopy()}
 		}
 		err := e.c.Status().Update(ctx, &pod)
 		if err != nil && !apierrors.IsConflict(err) {
