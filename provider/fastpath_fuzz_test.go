@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/big"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -100,8 +101,26 @@ func (pp *planPair) check(t *testing.T, typeName string, req *tfprotov6.PlanReso
 		prior, _ := req.PriorState.Unmarshal(pp.types[typeName])
 		config, _ := req.Config.Unmarshal(pp.types[typeName])
 		t.Fatalf("the fast path answered and differs from the framework: %s\nprior: %s\nconfig: %s\nprivate: %q\nframework: %s",
-			d, prior, config, req.PriorPrivate, diagsString(plain.Diagnostics))
+			d, compact(prior), compact(config), req.PriorPrivate, diagsString(plain.Diagnostics))
 	}
+}
+
+// compact lists the known, non-null leaves and the unknown nodes of v, one path=value each.
+func compact(v tftypes.Value) string {
+	var out []string
+	_ = tftypes.Walk(v, func(p *tftypes.AttributePath, n tftypes.Value) (bool, error) {
+		switch {
+		case !n.IsKnown():
+			out = append(out, p.String()+"=<unknown>")
+			return false, nil
+		case n.IsNull():
+			return false, nil
+		case n.Type().Is(tftypes.String) || n.Type().Is(tftypes.Number) || n.Type().Is(tftypes.Bool):
+			out = append(out, p.String()+"="+n.String())
+		}
+		return true, nil
+	})
+	return strings.Join(out, " ")
 }
 
 // mutate applies ops to req's values (see FuzzPlanFastPath); false when a value cannot be

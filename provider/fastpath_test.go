@@ -397,7 +397,7 @@ func commonRows(typ string, state, config map[string]any, set [2]map[string]any,
 		{name: summary + " " + failed, prior: with(state, summary, failed), config: config, want: fbRetry, differs: true},
 		{name: summary + " null", prior: with(state, summary, nil), config: config, want: fbRetry, differs: true},
 		{name: "prior not wholly known", prior: with(state, "labels", unknown), config: config, want: fbDecode, unsure: true},
-		{name: "config null", prior: state, config: nil, want: fbDecode, unsure: true},
+		{name: "config null (conservative: the framework reads it as all null)", prior: state, config: nil, want: fbDecode},
 		{name: "state JSON-encoded", prior: state, config: config, want: fbEncoding, edit: func(r *tfprotov6.PlanResourceChangeRequest) {
 			b, err := json.Marshal(state)
 			if err != nil {
