@@ -199,17 +199,26 @@ func DeploymentFacts(dep, want *appsv1.Deployment, owner types.UID) *Deployment 
 }
 
 // NewestPod picks, among a Deployment's Pods (listed by gantry.dev/performer=<name>), the
-// newest one that is not being deleted and carries spec hash hash: the Pod the Performer's
-// phase is read from during and after a rolling update. Pods controlled directly by the
-// Performer (the Recreate strategy's) are skipped. nil when there is none.
+// one that is not being deleted and carries spec hash hash that the Performer's phase is read
+// from during and after a rolling update: a Pod that has not ended (phase Failed or
+// Succeeded) before one that has (the ReplicaSet's replacement of a Pod that ended, even one
+// created in the same second: creationTimestamp counts whole seconds), then the newest, then
+// the greatest name (a stable choice). Pods controlled directly by the Performer (the Recreate
+// strategy's) are skipped. nil when there is none.
 func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 	var best *corev1.Pod
+	ended := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded }
 	for i := range pods {
 		p := &pods[i]
 		if controlledBy(p, owner) || p.DeletionTimestamp != nil || p.Annotations[v1alpha1.AnnotationSpecHash] != hash {
 			continue
 		}
-		if best == nil || best.CreationTimestamp.Before(&p.CreationTimestamp) {
+		switch {
+		case best == nil, ended(best) && !ended(p):
+			best = p
+		case ended(best) != ended(p):
+		case best.CreationTimestamp.Before(&p.CreationTimestamp),
+			best.CreationTimestamp.Equal(&p.CreationTimestamp) && p.Name > best.Name:
 			best = p
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -222,5 +223,30 @@ func TestPodFacts(t *testing.T) {
 	}
 	if !PodFacts(pod, "other").Foreign {
 		t.Error("foreign pod not detected")
+	}
+}
+
+// NewestPod reads the ReplicaSet's replacement of a Pod that ended, even when both were created
+// in the same second (creationTimestamp counts whole seconds); among live Pods the newest wins.
+func TestNewestPodPrefersALivePod(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 28, 23, 26, 17, 0, time.UTC))
+	pod := func(name string, phase corev1.PodPhase, created metav1.Time) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created, Annotations: map[string]string{v1alpha1.AnnotationSpecHash: "h"}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	later := metav1.NewTime(at.Add(time.Second))
+	for name, c := range map[string]struct {
+		pods []corev1.Pod
+		want string
+	}{
+		"ended first, replacement in the same second": {[]corev1.Pod{pod("b-ended", corev1.PodFailed, at), pod("a-new", corev1.PodPending, at)}, "a-new"},
+		"replacement listed first":                    {[]corev1.Pod{pod("a-new", corev1.PodRunning, at), pod("b-ended", corev1.PodFailed, at)}, "a-new"},
+		"an ended pod newer than the live one":        {[]corev1.Pod{pod("old", corev1.PodRunning, at), pod("ended", corev1.PodFailed, later)}, "old"},
+		"two live pods: the newest":                   {[]corev1.Pod{pod("new", corev1.PodPending, later), pod("old", corev1.PodRunning, at)}, "new"},
+		"only an ended pod":                           {[]corev1.Pod{pod("ended", corev1.PodFailed, at)}, "ended"},
+	} {
+		if got := NewestPod(c.pods, "performer-uid", "h"); got == nil || got.Name != c.want {
+			t.Errorf("%s: got %v, want %s", name, got, c.want)
+		}
 	}
 }
