@@ -61,7 +61,8 @@ func rolloutPreviewAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "What the apply will do to the fleet, computed at plan when the set's spec changes and the cluster answers: " +
 			"the reconciler's own rollout rules (selection, interruption budget, deployment policy compartments and batches, waves, node edges, " +
 			"fleet budget, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed. Kept as it is while the spec " +
-			"does not change; known after apply when a value of the set is unknown at plan; null when the cluster did not answer (the plan warns why). " +
+			"does not change; known after apply (the plan warns why) when a value of the set is unknown at plan, when the set's rollout of an earlier change is " +
+			"still under way (its nodes' progress changes until the apply), or when the cluster did not answer; null after an apply that could not make one. " +
 			"What blocks nodes now (a PodDisruptionBudget that allows 0 disruptions, a non-interruptible pod, a fleet budget the other sets fill, a taint, an earlier set) " +
 			"is in the plan's warning, not here: Terraform plans again at apply and requires every value known at plan to come out the same, so this attribute holds " +
 			"only what the spec and the nodes decide. A postcondition or check block can test it, e.g. `self.rollout_preview.rebooted <= 5`; see the guide \"Reviewing fleet changes in the plan\".",
@@ -131,7 +132,8 @@ func (r *packageSetResource) ModifyPlan(ctx context.Context, req resource.Modify
 
 // planPreview sets rollout_preview in the plan: the state's value when the spec does not
 // change (a no-op plan reads nothing from the cluster), else the preview of the planned spec,
-// or null with one warning naming why it could not be computed. It never fails a plan.
+// or unknown with one warning naming why it could not be computed (a value unknown at plan,
+// the set's earlier rollout under way, the cluster). It never fails a plan.
 func (r *packageSetResource) planPreview(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if !req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw) {
 		return // a no-op plan: the state's preview stands, nothing is read or mapped
@@ -164,8 +166,10 @@ func (r *packageSetResource) planPreview(ctx context.Context, req resource.Modif
 	}
 	p, name, summary, why := r.preview(ctx, planned)
 	if why != "" {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, previewNull())...)
-		resp.Diagnostics.AddAttributeWarning(at, "Rollout Preview Skipped", fmt.Sprintf("The rollout preview of package set %s could not be computed: %s. The plan is otherwise complete.", name, why))
+		// Unknown, not null: the apply plans again, and a value known now (null included)
+		// must come out the same then, which a cluster that answers by then would break.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, types.ObjectUnknown(previewAttrTypes))...)
+		resp.Diagnostics.AddAttributeWarning(at, "Rollout Preview Skipped", fmt.Sprintf("The rollout preview of package set %s could not be computed: %s. The plan is otherwise complete; rollout_preview is known after apply.", name, why))
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, previewObject(p))...)
@@ -186,6 +190,9 @@ func (r *packageSetResource) preview(ctx context.Context, planned *unstructured.
 	fleet, err := r.data.fleetView(ctx)
 	if err != nil {
 		return p, name, "", err.Error()
+	}
+	if why := fleet.underWay(name); why != "" {
+		return p, name, "", why
 	}
 	start := time.Now()
 	pf := fleet.factsFor(ctx, r.data, &set)
@@ -221,6 +228,27 @@ type fleetView struct {
 type pdbPod struct {
 	pod    corev1.Pod
 	reason string
+}
+
+// underWay says why the set named name has a rollout under way ("" when it has none, or does
+// not exist yet): its live status is not complete, paused or disabled, or is about an older
+// generation. Its nodes' progress then changes until the apply plans again, and a preview
+// known at plan would have to come out the same then (Terraform's "inconsistent final plan"
+// otherwise), so there is none.
+func (v *fleetView) underWay(name string) string {
+	for i := range v.sets {
+		s := &v.sets[i]
+		if s.Name != name {
+			continue
+		}
+		switch {
+		case s.Status.ObservedGeneration != s.Generation:
+			return fmt.Sprintf("its rollout of an earlier change is under way (the reconciler has not reported on generation %d yet), and the nodes' progress changes until the apply", s.Generation)
+		case s.Status.Status != v1alpha1.StatusComplete && s.Status.Status != v1alpha1.StatusPaused && s.Status.Status != v1alpha1.StatusDisabled:
+			return fmt.Sprintf("its rollout of an earlier change is under way (status %q, complete nodes %q), and the nodes' progress changes until the apply", s.Status.Status, s.Status.CompleteNodes)
+		}
+	}
+	return ""
 }
 
 // fleetCache holds the provider's fleetView (providerData.fleetView).

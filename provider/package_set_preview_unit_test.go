@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -70,5 +71,33 @@ func TestPackageSetPreview_pdbBlockedNode(t *testing.T) {
 	}
 	if obj := previewObject(p); obj.Attributes()["rebooted"].String() != "3" || obj.Attributes()["waves"].String() != "3" {
 		t.Errorf("rollout_preview %s", obj)
+	}
+}
+
+// A set whose rollout of an earlier change is under way gets no preview at plan (known after
+// apply, with the reason): its nodes' progress changes until the apply plans again, and a
+// value known at plan must come out the same then ("inconsistent final plan" otherwise). A set
+// at rest (complete) gets one.
+func TestPackageSetPreview_rolloutUnderWay(t *testing.T) {
+	for status, wantWhy := range map[string]string{"in_progress": `under way (status "in_progress", complete nodes "1/3")`, "erroring": "under way", "complete": ""} {
+		live := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "gantry.dev/v1alpha1", "kind": "PackageSet",
+			"metadata": map[string]interface{}{"name": "gpu", "generation": int64(2)},
+			"status":   map[string]interface{}{"observedGeneration": int64(2), "status": status, "completeNodes": "1/3"},
+		}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-0", Labels: map[string]string{"nvidia.com/gpu.present": "true"}}}
+		clients := &kube.Clients{Core: kubefake.NewSimpleClientset(node),
+			Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"}, live)}
+		r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
+		m := psFieldsModel()
+		m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+		planned, err := expandPackageSet(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, why := r.preview(context.Background(), planned)
+		if wantWhy == "" && why != "" || wantWhy != "" && !strings.Contains(why, wantWhy) {
+			t.Errorf("%s: why %q, want %q", status, why, wantWhy)
+		}
 	}
 }

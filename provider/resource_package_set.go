@@ -1076,4 +1076,7 @@ func setPackageSetStatus(m *packageSetModel, u *unstructured.Unstructured) {
 		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st2) // a status the API server accepted
 	}
 	m.Compartments = compartmentsValue(st2.Compartments)
+	if m.RolloutPreview.IsUnknown() {
+		m.RolloutPreview = previewNull() // planned unknown (no preview could be made): none
+	}
 }
