@@ -80,7 +80,7 @@ func TestAccPackageSet_release(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	pool := "acc-rel-" + k8srand.String(5)
-	accNodes(t, c, pool, 3) // checkPackageSetGone reads 3 nodes
+	accNodes(t, c, pool, 3)
 	addr := "gantry_package_set.test"
 	s := newTestReleaseSigner(t)
 	now := time.Now()

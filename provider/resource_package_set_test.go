@@ -166,17 +166,23 @@ resource "gantry_package_set" "bad" {
 	})
 }
 
+// checkPackageSetGone: the PackageSet named pool is gone, and every node of the pool
+// (gantry.dev/test-pool=pool, at least one) keeps none of its annotations and is not cordoned.
 func checkPackageSetGone(c *kube.Clients, pool string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		_, err := c.Dynamic.Resource(wait.PackageSet.GVR).Get(context.Background(), pool, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PackageSet %s still exists (err %v)", pool, err)
 		}
-		for i := 0; i < 3; i++ {
-			n, err := c.Core.CoreV1().Nodes().Get(context.Background(), fmt.Sprintf("%s-%d", pool, i), metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+		nodes, err := c.Core.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "gantry.dev/test-pool=" + pool})
+		if err != nil {
+			return err
+		}
+		if len(nodes.Items) == 0 {
+			return fmt.Errorf("no node of pool %s to check", pool)
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
 			for k := range n.Annotations {
 				if strings.HasSuffix(k, "_"+pool) {
 					return fmt.Errorf("node %s keeps annotation %s after destroy", n.Name, k)
