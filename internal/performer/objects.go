@@ -207,7 +207,9 @@ func DeploymentFacts(dep, want *appsv1.Deployment, owner types.UID) *Deployment 
 // strategy's) are skipped. nil when there is none.
 func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 	var best *corev1.Pod
-	ended := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded }
+	ended := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+	}
 	for i := range pods {
 		p := &pods[i]
 		if controlledBy(p, owner) || p.DeletionTimestamp != nil || p.Annotations[v1alpha1.AnnotationSpecHash] != hash {
