@@ -67,6 +67,7 @@ func main() {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	run := strconv.FormatInt(time.Now().Unix()%100000, 10)
 	nodes := addNodes(ctx, cs, run, *count/podsPerNode+1)
+	atExit = append(atExit, func() { removeNodes(cs, nodes) })
 	defer removeNodes(cs, nodes)
 
 	rec := exec.Command(*recBin, "--kubeconfig", *kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
@@ -75,7 +76,9 @@ func main() {
 	check(err)
 	rec.Stdout, rec.Stderr = logf, logf
 	check(rec.Start())
-	defer func() { _ = rec.Process.Kill(); _ = rec.Wait() }()
+	stopRec := func() { _ = rec.Process.Kill(); _ = rec.Wait() }
+	atExit = append(atExit, stopRec)
+	defer stopRec()
 	time.Sleep(3 * time.Second) // CRDs applied, caches synced
 
 	fmt.Printf("Scale bench: %d performers, QPS %d / burst %d, parallelism %d, %d extra kwok nodes (%d pods each); reconciler log %s\n\n",
@@ -341,9 +344,17 @@ func procStats(pid int) (hwmKiB, cpuSec float64) {
 	return hwmKiB, cpuSec
 }
 
+// atExit is what check runs, newest first, before it exits: the deferred clean-ups (the
+// bench's reconciler process, its kwok nodes) that os.Exit would skip.
+var atExit []func()
+
+// check exits with err (status 1) after running atExit; nil does nothing.
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale bench:", err)
+		for i := len(atExit) - 1; i >= 0; i-- {
+			atExit[i]()
+		}
 		os.Exit(1)
 	}
 }
