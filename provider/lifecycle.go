@@ -286,12 +286,7 @@ const (
 
 // markOwned adds the ownership marker to obj (an object about to be server-side applied).
 func markOwned(obj *unstructured.Unstructured) {
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[managedByAnnotation] = managedByValue
-	obj.SetAnnotations(a)
+	setAnnotation(obj, managedByAnnotation, managedByValue)
 }
 
 // requestReconcile sets the gantry.dev/reconcileRequestedAt annotation to now (RFC 3339,
@@ -300,11 +295,16 @@ func markOwned(obj *unstructured.Unstructured) {
 // the pods but which leaves metadata.generation as it is, is waited for like a spec change.
 // The key is a system key: it never shows in the resource's annotations attribute.
 func requestReconcile(obj *unstructured.Unstructured, now time.Time) {
+	setAnnotation(obj, v1alpha1.AnnotationReconcileRequestedAt, now.UTC().Format(time.RFC3339Nano))
+}
+
+// setAnnotation sets annotation key to value on obj, keeping the others.
+func setAnnotation(obj *unstructured.Unstructured, key, value string) {
 	a := obj.GetAnnotations()
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[v1alpha1.AnnotationReconcileRequestedAt] = now.UTC().Format(time.RFC3339Nano)
+	a[key] = value
 	obj.SetAnnotations(a)
 }
 

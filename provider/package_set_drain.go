@@ -75,19 +75,12 @@ func expandDrain(m *drainModel) (*v1alpha1.Drain, error) {
 	}
 	out := &v1alpha1.Drain{DeleteEmptyDirData: m.DeleteEmptyDirData.ValueBoolPointer(), Force: m.Force.ValueBoolPointer(),
 		OnTimeout: v1alpha1.DrainTimeoutAction(m.OnTimeout.ValueString())}
-	for _, d := range []struct {
-		name string
-		v    types.String
-		to   **metav1.Duration
-	}{{"grace_period", m.GracePeriod, &out.GracePeriod}, {"timeout", m.Timeout, &out.Timeout}} {
-		if d.v.IsNull() || d.v.IsUnknown() {
-			continue
-		}
-		v, err := time.ParseDuration(d.v.ValueString())
-		if err != nil {
-			return nil, fmt.Errorf("drain.%s: %w", d.name, err)
-		}
-		*d.to = &metav1.Duration{Duration: v}
+	var err error
+	if out.GracePeriod, err = metaDuration(m.GracePeriod, "drain.grace_period"); err != nil {
+		return nil, err
+	}
+	if out.Timeout, err = metaDuration(m.Timeout, "drain.timeout"); err != nil {
+		return nil, err
 	}
 	if len(m.SkipPodLabels) > 0 {
 		out.SkipPodLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.SkipPodLabels)}

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
@@ -62,12 +61,9 @@ func expandRelease(r *releaseModel) (*v1alpha1.Release, error) {
 		return nil, nil
 	}
 	out := &v1alpha1.Release{PublicKey: r.PublicKey.ValueString(), Signature: r.Signature.ValueString(), SignedAt: r.SignedAt.ValueString()}
-	if !r.FreshnessWindow.IsNull() && !r.FreshnessWindow.IsUnknown() {
-		d, err := time.ParseDuration(r.FreshnessWindow.ValueString())
-		if err != nil {
-			return nil, fmt.Errorf("rollout.release.freshness_window: %w", err)
-		}
-		out.FreshnessWindow = &metav1.Duration{Duration: d}
+	var err error
+	if out.FreshnessWindow, err = metaDuration(r.FreshnessWindow, "rollout.release.freshness_window"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

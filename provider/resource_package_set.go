@@ -794,28 +794,17 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 // soak_duration; the health checks' and release's mapping errors.
 func expandRollout(ro *rolloutModel) (*v1alpha1.Rollout, error) {
 	out := &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailurePolicy(ro.OnHealthFailure.ValueString())}
-	if !ro.SoakDuration.IsNull() {
-		d, err := time.ParseDuration(ro.SoakDuration.ValueString())
-		if err != nil {
-			return nil, err
-		}
-		out.SoakDuration = &metav1.Duration{Duration: d}
+	var err error
+	if out.SoakDuration, err = metaDuration(ro.SoakDuration, "rollout.soak_duration"); err != nil {
+		return nil, err
 	}
-	if !ro.SoakCheckInterval.IsNull() {
-		d, err := time.ParseDuration(ro.SoakCheckInterval.ValueString())
-		if err != nil {
-			return nil, err
-		}
-		out.SoakCheckInterval = &metav1.Duration{Duration: d}
+	if out.SoakCheckInterval, err = metaDuration(ro.SoakCheckInterval, "rollout.soak_check_interval"); err != nil {
+		return nil, err
 	}
 	for _, w := range ro.Waves {
 		wave := v1alpha1.Wave{Name: w.Name.ValueString(), Selector: expandSelector(w.NodeSelector, w.NodeSelectorExprs)}
-		if !w.SoakDuration.IsNull() && !w.SoakDuration.IsUnknown() {
-			d, err := time.ParseDuration(w.SoakDuration.ValueString())
-			if err != nil {
-				return nil, fmt.Errorf("rollout.waves[%q].soak_duration: %w", w.Name.ValueString(), err)
-			}
-			wave.SoakDuration = &metav1.Duration{Duration: d}
+		if wave.SoakDuration, err = metaDuration(w.SoakDuration, fmt.Sprintf("rollout.waves[%q].soak_duration", wave.Name)); err != nil {
+			return nil, err
 		}
 		out.Waves = append(out.Waves, wave)
 	}
@@ -841,12 +830,8 @@ func expandPackage(p packageModel) (v1alpha1.Package, error) {
 	if ap.Resources, err = expandResources(p.Resources); err != nil {
 		return ap, fmt.Errorf("packages[%q].%w", ap.Name, err)
 	}
-	if !p.GracefulShutdown.IsNull() {
-		d, err := time.ParseDuration(p.GracefulShutdown.ValueString())
-		if err != nil {
-			return ap, err
-		}
-		ap.GracefulShutdown = &metav1.Duration{Duration: d}
+	if ap.GracefulShutdown, err = metaDuration(p.GracefulShutdown, fmt.Sprintf("packages[%q].graceful_shutdown", ap.Name)); err != nil {
+		return ap, err
 	}
 	if p.Interrupt != nil {
 		ap.Interrupt = &v1alpha1.Interrupt{Type: v1alpha1.InterruptType(p.Interrupt.Type.ValueString()), Services: p.Interrupt.Services}
@@ -857,12 +842,8 @@ func expandPackage(p packageModel) (v1alpha1.Package, error) {
 			ap.ConfigInterrupts[k] = v1alpha1.Interrupt{Type: v1alpha1.InterruptType(it.Type.ValueString()), Services: it.Services}
 		}
 	}
-	if !p.StageTimeout.IsNull() {
-		d, err := time.ParseDuration(p.StageTimeout.ValueString())
-		if err != nil {
-			return ap, err
-		}
-		ap.StageTimeout = &metav1.Duration{Duration: d}
+	if ap.StageTimeout, err = metaDuration(p.StageTimeout, fmt.Sprintf("packages[%q].stage_timeout", ap.Name)); err != nil {
+		return ap, err
 	}
 	if !p.UninstallEnabled.IsNull() {
 		ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
@@ -1042,6 +1023,20 @@ func priorServices(i *interruptModel) []string {
 		return nil
 	}
 	return i.Services
+}
+
+// metaDuration maps an optional duration attribute (named attr in the error) to a spec
+// duration: nil when null or unknown. Errors: not a Go duration (normally caught at plan by
+// the attribute's validator).
+func metaDuration(v types.String, attr string) (*metav1.Duration, error) {
+	if v.IsNull() || v.IsUnknown() {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(v.ValueString())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", attr, err)
+	}
+	return &metav1.Duration{Duration: d}, nil
 }
 
 // durationString keeps the user's spelling ("60s" vs "1m0s") when it means the same duration.
