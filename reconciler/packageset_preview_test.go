@@ -145,6 +145,25 @@ func TestPackageSetPreviewMatchesReconciler(t *testing.T) {
 			{Name: "rest", Selector: ring("rest"), Budget: v1alpha1.InterruptionBudget{Count: ptrTo(int32(2))}}}},
 		Rollout: &v1alpha1.Rollout{NodeEdges: []v1alpha1.NodeEdge{{Before: nodes[5], After: nodes[2]}}},
 	}}
+	// A node just created carries node.kubernetes.io/not-ready until kwok reports it Ready and
+	// the node lifecycle controller takes the taint off: a preview made before that sees a node
+	// the stage pods cannot run on yet (which the reconciler, a moment later, starts).
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range nodes {
+			var n corev1.Node
+			if err := e.c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				return false, nil
+			}
+			for _, tn := range n.Spec.Taints {
+				if tn.Key == corev1.TaintNodeNotReady {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("nodes of %s still tainted %s", pool, corev1.TaintNodeNotReady)
+	}
 	preview := e.previewOf(t, set)
 	t.Logf("preview: %s", preview.Summary(10))
 	if len(preview.Blocked) != 1 || preview.Blocked[0].Node != nodes[3] || preview.Complete {
