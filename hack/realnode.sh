@@ -114,6 +114,13 @@ state = "$state/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+    # The TEE handler the kata-qemu-snp RuntimeClass names: an alias of runc (no SEV-SNP here),
+    # so a Pod with that RuntimeClass goes through the kubelet's and containerd's real handler
+    # resolution (an unknown handler fails the sandbox: "no runtime for ... is configured").
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata-qemu-snp]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata-qemu-snp.options]
+        SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni/net.d"
@@ -190,6 +197,11 @@ make_namespace() {
   in_ns mount --bind "$state/sysctl/panic" /proc/sys/kernel/panic
   in_ns mount --bind "$state/sysctl/panic_on_oops" /proc/sys/kernel/panic_on_oops
   in_ns mount --bind "$state/sysctl/ip_forward" /proc/sys/net/ipv4/ip_forward
+  # The kubelet's device manager serves /var/lib/kubelet/device-plugins/kubelet.sock whatever its
+  # --root-dir; in the namespace that directory is $state/device-plugins (the device plugin's
+  # DaemonSet mounts it by the standard path). The host keeps only the empty mount point.
+  mkdir -p /var/lib/kubelet/device-plugins "$state/device-plugins"
+  in_ns mount --bind "$state/device-plugins" /var/lib/kubelet/device-plugins
 }
 
 start_containerd() {
@@ -248,6 +260,61 @@ import_images() {
   done
 }
 
+# The fake GPUs (hack/images/deviceplugin) advertised on the node, and what GPU feature
+# discovery and node-feature-discovery would label it with: an H200 node
+# (../shared/reference/gpu-facts.md) with two whole GPUs (nvidia.com/gpu), one more renamed by
+# type (nvidia.com/h200) and one in MIG mode with seven 1g.18gb slices (the "mixed" strategy),
+# and AMD SEV-SNP (the kata-qemu-snp RuntimeClass's handler is runc's alias above).
+gpu_resources=(nvidia.com/gpu=2 nvidia.com/h200=1 nvidia.com/mig-1g.18gb=7)
+gpu_labels=(nvidia.com/gpu.present=true nvidia.com/gpu.product=NVIDIA-H200 nvidia.com/gpu.memory=143771
+  nvidia.com/gpu.count=4 nvidia.com/gpu.family=hopper nvidia.com/gpu.compute.major=9 nvidia.com/gpu.compute.minor=0
+  nvidia.com/mig.capable=true nvidia.com/mig.strategy=mixed nvidia.com/mig-1g.18gb.count=7
+  feature.node.kubernetes.io/cpu-security.sev.snp.enabled=true)
+device_plugin_ds=gantry-fake-gpu-device-plugin
+
+# fake_gpus: label the node and run the test device plugin as a DaemonSet on it (as nvidia's
+# plugin runs: the kubelet's device-plugins directory as a hostPath), then wait until the node's
+# allocatable shows the GPUs. Tests restart the plugin by deleting its Pod.
+fake_gpus() {
+  local args=() r i
+  for r in "${gpu_resources[@]}"; do args+=("-resource" "$r"); done
+  kubectl_ label node "$node" --overwrite "${gpu_labels[@]}" >/dev/null
+  kubectl_ apply --server-side --force-conflicts --field-manager=gantry-cluster -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: $device_plugin_ds
+  namespace: kube-system
+  labels: {app.kubernetes.io/name: $device_plugin_ds}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: $device_plugin_ds}}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: $device_plugin_ds}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: $node}
+      tolerations: [{operator: Exists}]
+      priorityClassName: system-node-critical
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: device-plugin
+        image: ghcr.io/gantry-dev/test-device-plugin:1.0.0
+        imagePullPolicy: Never
+        args: [$(printf '"%s", ' "${args[@]}" | sed 's/, $//')]
+        env: [{name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+        resources: {requests: {cpu: 5m, memory: 16Mi}, limits: {memory: 64Mi}}
+        volumeMounts: [{name: device-plugins, mountPath: /var/lib/kubelet/device-plugins}]
+      volumes: [{name: device-plugins, hostPath: {path: /var/lib/kubelet/device-plugins, type: Directory}}]
+EOF
+  for i in $(seq 120); do
+    [ "$(kubectl_ get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' 2>/dev/null)" = 2 ] && return 0
+    sleep 0.5
+  done
+  kubectl_ -n kube-system describe pods -l app.kubernetes.io/name=$device_plugin_ds >&2 || true
+  say "the test device plugin did not bring nvidia.com/gpu to $node's allocatable in 60s"
+  return 1
+}
+
 up() {
   mkdir -p "$state"
   rm -f "$state/unavailable"
@@ -258,6 +325,7 @@ up() {
     return 0
   fi
   if running && node_ready; then
+    fake_gpus
     say "$node is up"; return 0
   fi
   down_quiet
@@ -276,7 +344,8 @@ up() {
   local i
   for i in $(seq 120); do
     if node_ready; then
-      say "$node Ready at $ip in $((SECONDS - t))s (containerd $(containerd --version | awk '{print $3}'), kubelet $("$BIN/kubelet" --version | awk '{print $2}'))"
+      fake_gpus
+      say "$node Ready at $ip in $((SECONDS - t))s (containerd $(containerd --version | awk '{print $3}'), kubelet $("$BIN/kubelet" --version | awk '{print $2}')), fake GPUs: ${gpu_resources[*]}"
       return 0
     fi
     pid_alive kubelet || break
@@ -350,6 +419,7 @@ leftovers() {
     < <(grep -F " $state/" /proc/self/mounts 2>/dev/null || true)
   if ! pgrep -f "cluster/realnode/kubelet.yaml" >/dev/null 2>&1; then
     if ip link show "$bridge" >/dev/null 2>&1; then echo "realnode: bridge left: $bridge"; left=1; fi
+    if [ -n "$(ls -A /var/lib/kubelet/device-plugins 2>/dev/null)" ]; then echo "realnode: files left in the host's /var/lib/kubelet/device-plugins"; left=1; fi
     for d in /sys/fs/cgroup/*/"$cgroup_root" /sys/fs/cgroup/"$cgroup_root"; do
       if [ -d "$d" ]; then echo "realnode: cgroup left: $d"; left=1; fi
     done

@@ -41,6 +41,10 @@
 //	    OpenAI-compatible API (/v1/models, /v1/chat/completions echoing the last user message,
 //	    /health) on $PORT or --port (8000), serving --served-model-name, --model or
 //	    $MODEL_NAME, on busybox. Entrypoint ["/model-server"].
+//	ghcr.io/gantry-dev/test-device-plugin:1.0.0 (test-device-plugin_1.0.0.tar)
+//	    A kubelet device plugin advertising fake NVIDIA GPUs (./deviceplugin: its doc says
+//	    what it advertises and what Allocate gives a container), on busybox. Entrypoint
+//	    ["/device-plugin"]; hack/realnode.sh runs it as a DaemonSet on the real node.
 //
 // The Go programs are built by this command with `go build` (CGO_ENABLED=0 GOOS=linux,
 // -trimpath -buildvcs=false -ldflags "-s -w"), so it runs inside this module. Without
@@ -113,6 +117,7 @@ var Specs = []Spec{
 		Title: "gantry test package (Skyhook package layout)", build: (*Builder).testPackage},
 	{Name: "test-performer", Refs: []string{"ghcr.io/gantry-dev/test-performer:1.0.0"}, Busybox: true, Title: "gantry test performer", build: (*Builder).performer},
 	{Name: "test-model-server", Refs: []string{"ghcr.io/gantry-dev/test-model-server:1.0.0"}, Busybox: true, Title: "gantry test model server (OpenAI-compatible)", build: (*Builder).modelServer},
+	{Name: "test-device-plugin", Refs: []string{"ghcr.io/gantry-dev/test-device-plugin:1.0.0"}, Busybox: true, Title: "gantry test device plugin (fake NVIDIA GPUs)", build: (*Builder).devicePlugin},
 }
 
 // Lookup finds specs by short name or reference ("pause,busybox"); an unknown name is an
@@ -384,6 +389,16 @@ func (b *Builder) modelServer(s Spec) (v1.Image, error) {
 	return b.serverImage(s, "modelserver", "model-server", "8000")
 }
 
+func (b *Builder) devicePlugin(s Spec) (v1.Image, error) {
+	bin, err := b.GoBinary("deviceplugin")
+	if err != nil {
+		return nil, err
+	}
+	return b.onBusybox(s, []ociimage.Entry{ociimage.File("device-plugin", 0o755, bin)}, func(c *v1.Config) {
+		c.Entrypoint, c.Cmd = []string{"/device-plugin"}, nil
+	})
+}
+
 // PackageEntries is the test-package's layer content: /skyhook-package/ from ./package, run
 // and the step scripts (skyhook_dir/*.sh but lib.sh, which they source) executable.
 func PackageEntries() ([]ociimage.Entry, error) {
@@ -473,7 +488,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("images", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	out := fl.String("out", ".cache/images", "directory the tarballs are written to")
-	only := fl.String("only", "", "comma-separated images to build (short names: pause, busybox, test-package, test-performer, test-model-server; or references); default all")
+	only := fl.String("only", "", "comma-separated images to build (short names: pause, busybox, test-package, test-performer, test-model-server, test-device-plugin; or references); default all")
 	busybox := fl.String("busybox", DefaultBusyboxPath(), "static busybox binary for the busybox-based images (tools/install.sh busybox fetches the pinned one)")
 	force := fl.Bool("force", false, "rewrite tarballs that already hold the image")
 	if err := fl.Parse(args); err != nil {

@@ -209,7 +209,8 @@ func extract(t *testing.T, fsys map[string]entry, prefix, dir string) string {
 
 func TestSpecs(t *testing.T) {
 	want := map[string]string{"pause": "pause_3.10.tar", "busybox": "busybox_1.36.tar", "test-package": "test-package_1.0.0.tar",
-		"test-performer": "test-performer_1.0.0.tar", "test-model-server": "test-model-server_1.0.0.tar"}
+		"test-performer": "test-performer_1.0.0.tar", "test-model-server": "test-model-server_1.0.0.tar",
+		"test-device-plugin": "test-device-plugin_1.0.0.tar"}
 	for _, s := range Specs {
 		for _, r := range s.Refs {
 			if _, err := name.NewTag(r, name.StrictValidation); err != nil {

@@ -14,6 +14,7 @@
 //	                           (with "stream": true, the same as server-sent chat.completion.chunk events)
 //	GET  /health               200 (vLLM's)
 //	GET  /                     "gantry test model server <hostname> model <model>\n"
+//	GET  /devices              the GPUs allocated to the container (hack/internal/gpuinfo)
 //
 // A request naming another model gets vLLM's 404 NotFoundError. Env
 // MODEL_SERVER_FAIL_AFTER_START=1 makes it exit 1 at once with a line on stderr. It shuts down
@@ -35,6 +36,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gantry-dev/terraform-provider-gantry/hack/internal/gpuinfo"
 )
 
 // Defaults: Gantry's default inference port (v1alpha1.DefaultInferencePort) and model name.
@@ -176,6 +179,7 @@ func Handler(model, host string) http.Handler {
 		fmt.Fprintf(w, "gantry test model server %s model %s\n", host, model)
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	gpuinfo.Handle(mux)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{
 			{"id": model, "object": "model", "owned_by": "gantry", "created": created, "root": model}}})

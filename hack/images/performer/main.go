@@ -9,6 +9,7 @@
 //
 //	GET /         "gantry test performer <hostname> version <version>\n"
 //	GET /healthz  "ok\n"
+//	GET /devices  the GPUs allocated to the container (hack/internal/gpuinfo)
 //
 // and, when -health-port (env PERFORMER_HEALTH_PORT) is set, /healthz and / on that port too.
 // It shuts down on SIGTERM or SIGINT and exits 0. Knobs (env):
@@ -31,6 +32,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/gantry-dev/terraform-provider-gantry/hack/internal/gpuinfo"
 )
 
 // DefaultGRPCPort is Gantry's default spec.grpcPort (v1alpha1.DefaultGRPCPort).
@@ -69,6 +72,7 @@ func main() {
 		fmt.Fprintf(w, "gantry test performer %s version %s\n", host, *version)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	gpuinfo.Handle(mux)
 
 	ports := []int{*grpcPort}
 	if *healthPort != 0 && *healthPort != *grpcPort {
