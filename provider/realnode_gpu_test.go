@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -287,5 +289,148 @@ resource "gantry_workspace" "real" {
 				),
 			}},
 		})
+	})
+}
+
+// nodeSample is the real node seen at one moment: cordoned, and its allocatable nvidia.com/gpu.
+type nodeSample struct {
+	unschedulable bool
+	gpus          int64
+}
+
+// sampleNode polls the real node every 200 ms until stop is closed and returns the samples
+// (through the returned function, which waits for the poller to end).
+func sampleNode(c *kube.Clients, stop <-chan struct{}) func() []nodeSample {
+	var out []nodeSample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if n, err := c.Core.CoreV1().Nodes().Get(context.Background(), realNodeName, metav1.GetOptions{}); err == nil {
+				q := n.Status.Allocatable[corev1.ResourceName("nvidia.com/gpu")]
+				out = append(out, nodeSample{n.Spec.Unschedulable, q.Value()})
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []nodeSample { <-done; return out }
+}
+
+// waitGPUs waits until the real node's allocatable nvidia.com/gpu is want (1 minute).
+func waitGPUs(t *testing.T, c *kube.Clients, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := c.Core.CoreV1().Nodes().Get(context.Background(), realNodeName, metav1.GetOptions{})
+		if err == nil {
+			if q := n.Status.Allocatable[corev1.ResourceName("nvidia.com/gpu")]; q.Value() == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the real node's allocatable nvidia.com/gpu did not become %d: %v", want, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// The device plugin restarts under a running GPU performer (its Pod deleted, the DaemonSet
+// makes a new one): the node's GPUs leave its allocatable and come back, the performer's Pod
+// keeps running (same Pod, no restart) and the next plan is empty. Then a driver-style package
+// whose service interrupt restarts the plugin (SIGTERM to it from the interrupt Pod): the node
+// is cordoned, its GPUs drop, and the set does not release the cordon before both GPUs are
+// allocatable again; it completes with the node schedulable and its GPUs back.
+func TestAccRealNode_DevicePluginRestart(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	realGPUNode(t, c)
+	ctx := context.Background()
+	ns := testNamespace(t, c, "acc-realdp")
+	name := "gpu-" + rand.String(5)
+	perf := realPerformerConfig(ns, name, testPerformerImage, fmt.Sprintf("  hardware_requirements = { gpu_count = 1, gpu_type = %q }\n", realGPUProduct))
+	var podUID string
+	dir := hostScratch(t)
+	set := "acc-realdp-" + rand.String(5)
+	var samples func() []nodeSample
+	stop := make(chan struct{})
+	stopSampling := sync.OnceFunc(func() { close(stop) })
+	t.Cleanup(stopSampling)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: perf,
+				Check: func(*terraform.State) error {
+					pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+					if err != nil || len(pods.Items) != 1 {
+						return fmt.Errorf("performer pods: %v %v", pods, err)
+					}
+					podUID = string(pods.Items[0].UID)
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					err := c.Core.CoreV1().Pods("kube-system").DeleteCollection(ctx, metav1.DeleteOptions{},
+						metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=gantry-fake-gpu-device-plugin"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					waitGPUs(t, c, 0)
+					t.Log("the device plugin's Pod was deleted: nvidia.com/gpu 0 allocatable")
+					waitGPUs(t, c, realGPUs)
+					t.Log("the new device plugin Pod registered: nvidia.com/gpu 2 allocatable")
+				},
+				Config:             perf,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: false,
+				Check: func(*terraform.State) error {
+					pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+					if err != nil || len(pods.Items) != 1 || string(pods.Items[0].UID) != podUID || pods.Items[0].Status.Phase != corev1.PodRunning {
+						return fmt.Errorf("the performer's Pod did not survive the device plugin's restart: %v %v", pods, err)
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() { samples = sampleNode(c, stop) },
+				// The performer goes (the drain would evict it, and its replacement would wait for
+				// the cordon), the package set comes.
+				Config: realPackageSetConfigWith(set, dir, "1.0.0", "a", `, GANTRY_INTERRUPT_KILL = "^/device-plugin "`,
+					`    interrupt = { type = "service", services = ["nvidia-device-plugin"] }`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+				},
+				Check: func(*terraform.State) error {
+					stopSampling()
+					got := samples()
+					cordoned, dropped := false, false
+					for i, s := range got {
+						cordoned = cordoned || s.unschedulable
+						dropped = dropped || (s.unschedulable && s.gpus < realGPUs)
+						if cordoned && !s.unschedulable && s.gpus < realGPUs {
+							return fmt.Errorf("sample %d of %d: the node was uncordoned with %d of %d GPUs allocatable", i, len(got), s.gpus, realGPUs)
+						}
+					}
+					last := got[len(got)-1]
+					t.Logf("%d samples: cordoned %v, GPUs dropped while cordoned %v, at the end unschedulable %v with %d GPUs", len(got), cordoned, dropped, last.unschedulable, last.gpus)
+					if !cordoned || !dropped {
+						return fmt.Errorf("the interrupt did not cordon the node (%v) or take its GPUs away (%v)", cordoned, dropped)
+					}
+					if last.unschedulable || last.gpus != realGPUs {
+						return fmt.Errorf("after the set completed: unschedulable %v, %d GPUs", last.unschedulable, last.gpus)
+					}
+					if !strings.Contains(hostFile(dir, "tool.interrupts"), "interrupt service nvidia-device-plugin") {
+						return fmt.Errorf("no interrupt recorded: %q", hostFile(dir, "tool.interrupts"))
+					}
+					return nil
+				},
+			},
+		},
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,17 +125,17 @@ func drainCondition(generation int64, blockers map[string]string) metav1.Conditi
 	if len(blockers) == 0 {
 		return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionFalse, Reason: "NoDrainBlocked", ObservedGeneration: generation}
 	}
-	nodes := make([]string, 0, len(blockers))
-	for n := range blockers {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
-	items := make([]string, len(nodes))
-	for i, n := range nodes {
-		items[i] = n + ": " + blockers[n]
-	}
 	return metav1.Condition{Type: ConditionDrainBlocked, Status: metav1.ConditionTrue, Reason: ReasonDrainBlocked,
-		Message: listMessage(items), ObservedGeneration: generation}
+		Message: listMessage(nodeLines(blockers)), ObservedGeneration: generation}
+}
+
+// nodeLines is "<node>: <line>" for each node of lines, by node name.
+func nodeLines(lines map[string]string) []string {
+	items := make([]string, 0, len(lines))
+	for _, n := range slices.Sorted(maps.Keys(lines)) {
+		items = append(items, n+": "+lines[n])
+	}
+	return items
 }
 
 // FailureMessage names each failure (at most MaxFailuresListed, then how many more).
@@ -223,6 +222,9 @@ func statusConditions(g int64, d Decision, blocked, waitFor []string) (ready, re
 	}
 	if len(d.PausedBy) == 0 {
 		msg += rolloutHoldMessage(d)
+	}
+	if len(d.DeviceWaits) > 0 && s == v1alpha1.StatusInProgress {
+		msg += "; nodes kept cordoned until the devices they had return after the interrupt: " + listMessage(nodeLines(d.DeviceWaits))
 	}
 	if len(waitFor) > 0 && len(d.PausedBy) == 0 && (s == v1alpha1.StatusWaiting || s == v1alpha1.StatusUnknown || s == v1alpha1.StatusInProgress) {
 		msg += "; waiting for the removal of taints the stage pods do not tolerate: " + listMessage(waitFor)

@@ -117,7 +117,7 @@ func (r *NodeReader) Read(node *corev1.Node) (nf NodeFacts, ok bool, err error) 
 	if !selected && !hasRecord {
 		return nf, false, nil
 	}
-	nf = NodeFacts{Name: node.Name, Selected: selected, BootID: node.Status.NodeInfo.BootID,
+	nf = NodeFacts{Name: node.Name, Selected: selected, BootID: node.Status.NodeInfo.BootID, Allocatable: ExtendedAllocatable(node),
 		Compartment: r.compartmentOf(node.Labels), Wave: r.waveOf(node.Labels)}
 	if hasRecord {
 		rec := &NodeRecord{}

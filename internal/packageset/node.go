@@ -132,7 +132,7 @@ func (p *nodePass) run() (NodePlan, error) {
 		return p.plan, err
 	}
 	p.noteRollingBack()
-	p.plan.Status = p.status()
+	p.recordDevices()
 	switch {
 	case len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected:
 		p.plan.Record = nil
@@ -144,8 +144,9 @@ func (p *nodePass) run() (NodePlan, error) {
 		p.plan.Record = p.rec
 	}
 	if p.n.Cordoned && (p.plan.Record == nil || !p.interruptPending()) {
-		p.plan.Uncordon = true
+		p.releaseCordon()
 	}
+	p.plan.Status = p.status()
 	return p.plan, nil
 }
 
@@ -590,7 +591,7 @@ func (p *nodePass) status() Status {
 	switch {
 	case erroring:
 		return v1alpha1.StatusErroring
-	case progress || len(p.plan.Jobs) > 0 || p.plan.Cordon || p.plan.Drain:
+	case progress || len(p.plan.Jobs) > 0 || p.plan.Cordon || p.plan.Drain || p.plan.DevicesWait != "":
 		return v1alpha1.StatusInProgress
 	case p.reverted:
 		return v1alpha1.StatusErroring

@@ -229,6 +229,12 @@ func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
 		}
 		d.DrainTimeouts[n.Name] = p.drainTimeout
 	}
+	if plan.DevicesWait != "" {
+		if d.DeviceWaits == nil {
+			d.DeviceWaits = map[string]string{}
+		}
+		d.DeviceWaits[n.Name] = plan.DevicesWait
+	}
 	d.Nodes = append(d.Nodes, plan)
 	d.Failures = append(d.Failures, p.failures...)
 	if p.requeue > 0 && (d.RequeueAfter == 0 || p.requeue < d.RequeueAfter) {

@@ -50,6 +50,8 @@ type simNode struct {
 	selected                  bool
 	compartment               string
 	wave                      int
+	// alloc is the node's device plugin resources (NodeFacts.Allocatable).
+	alloc map[string]int64
 }
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
@@ -71,7 +73,7 @@ func (s *sim) pass() Decision {
 	f.Nodes = nil
 	for name, n := range s.nodes {
 		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, WaitFor: n.waitFor, Gate: n.gate, GateSet: n.gateSet,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave}
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave, Allocatable: n.alloc}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0 && len(n.evicting) == 0 && len(n.unevictable) == 0

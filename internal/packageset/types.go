@@ -247,6 +247,10 @@ type NodeRecord struct {
 	// done): when it began (spec.drain.timeout counts from it) and, after a timeout with
 	// onTimeout Fail, the failure the node reports until the drain is tried again.
 	Drain *DrainRecord `json:"drain,omitempty"`
+	// DevicesBefore are the node's device plugin resources (ExtendedAllocatable) when this set
+	// took its cordon: the cordon is released only once they are all allocatable again
+	// (nodePass.releaseCordon); nil when the node had none or holds no cordon of this set.
+	DevicesBefore map[string]int64 `json:"devicesBefore,omitempty"`
 }
 
 // DrainRecord is a node's drain under way (NodeRecord.Drain). Its states: draining (Message
@@ -368,6 +372,9 @@ type NodeFacts struct {
 	// BootID is the node's status.nodeInfo.bootID ("" if the node reports none): it changes
 	// when the node reboots.
 	BootID string
+	// Allocatable is the node's device plugin resources now (ExtendedAllocatable): resource →
+	// allocatable count.
+	Allocatable map[string]int64
 	// Compartment is the deployment policy compartment the node's labels put it in
 	// (CompartmentMatcher; "" or DefaultCompartment: none picks it).
 	Compartment string
@@ -473,6 +480,9 @@ type NodePlan struct {
 	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
 	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).
 	Cordon, Drain, Uncordon bool
+	// DevicesWait, when set, is why the cordon is kept though the node's work is done: the
+	// device resources it had at the cordon are not all allocatable again (releaseCordon).
+	DevicesWait string
 }
 
 // Failure names one failing stage on one node.
@@ -517,6 +527,9 @@ type Decision struct {
 	// and why, and what onTimeout did): the controller emits one Warning event DrainTimeout
 	// each. Only the pass in which the timeout passes reports it.
 	DrainTimeouts map[string]string
+	// DeviceWaits: node → the device resources it waits for before its cordon is released
+	// ("nvidia.com/gpu 0 of 2 allocatable"; NodePlan.DevicesWait), for the conditions' message.
+	DeviceWaits map[string]string
 	// PausedBy: the set is waiting only because of paused earlier sets, "<node> (by <set>)"
 	// per waiting node; nil otherwise.
 	PausedBy []string

@@ -18,7 +18,11 @@
 #   post-interrupt        appends "post-interrupt version=<v> node=<n>" to <pkg>.post-interrupt
 #   post-interrupt-check  <pkg>.post-interrupt is not empty
 #   interrupt             appends "interrupt <type> <services...>" (its arguments) to
-#                         <pkg>.interrupts; never reboots or restarts anything
+#                         <pkg>.interrupts; never reboots or restarts anything, except:
+#                         with GANTRY_INTERRUPT_KILL=<pattern>, sends SIGTERM to the node's
+#                         processes whose command line matches it (pkill -f; the interrupt
+#                         Pod shares the host's PID namespace), as a driver package's restart
+#                         of nvidia's device plugin does
 #
 # Without GANTRY_MARKER_DIR a step only prints and exits 0. GANTRY_FAIL_STAGE=<stage>[,<stage>]
 # makes those stages print "<stage>: failing on purpose (GANTRY_FAIL_STAGE=...)" on stderr and
@@ -148,7 +152,11 @@ step() {
 		;;
 	interrupt)
 		echo "interrupt${*:+ $*}" >>"$p.interrupts" || die "cannot write $p.interrupts"
-		echo "$STAGE: recorded \"interrupt${*:+ $*}\" in $p.interrupts (nothing is rebooted or restarted)"
+		echo "$STAGE: recorded \"interrupt${*:+ $*}\" in $p.interrupts (nothing is rebooted)"
+		if [ -n "${GANTRY_INTERRUPT_KILL:-}" ]; then
+			pkill -TERM -f "$GANTRY_INTERRUPT_KILL" || die "no process matches GANTRY_INTERRUPT_KILL=$GANTRY_INTERRUPT_KILL"
+			echo "$STAGE: sent SIGTERM to the processes matching $GANTRY_INTERRUPT_KILL"
+		fi
 		;;
 	*) die "unknown stage" ;;
 	esac
