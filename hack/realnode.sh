@@ -278,6 +278,7 @@ device_plugin_ds=gantry-fake-gpu-device-plugin
 fake_gpus() {
   local args=() r i
   for r in "${gpu_resources[@]}"; do args+=("-resource" "$r"); done
+  args+=("-restart-delay" "15s") # a restart keeps the GPUs away long enough for the node's status to show it
   kubectl_ label node "$node" --overwrite "${gpu_labels[@]}" >/dev/null
   kubectl_ apply --server-side --force-conflicts --field-manager=gantry-cluster -f - >/dev/null <<EOF
 apiVersion: apps/v1

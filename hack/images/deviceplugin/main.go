@@ -23,6 +23,11 @@
 // SIGTERM or SIGINT removes the sockets and exits 0: the kubelet then sees the plugin gone and
 // the node's allocatable drops to 0 for its resources until a new instance registers. When the
 // kubelet restarts (it empties the directory), the plugins serve and register again.
+//
+// -restart-delay D makes a restart (a start that finds <dir>/gantry-fake-gpu.started written
+// under the same kubelet) wait D before registering, as nvidia's plugin takes a while to
+// initialise NVML after a driver restart: long enough for the node's status to show the GPUs
+// gone (the kubelet reports node status every 10 s).
 package main
 
 import (
@@ -59,6 +64,7 @@ func main() {
 	dir := flag.String("dir", pluginapi.DevicePluginPath, "the kubelet's device plugin directory (its kubelet.sock)")
 	node := flag.String("node", os.Getenv("NODE_NAME"), "the node's name (device IDs derive from it; default $NODE_NAME)")
 	flag.Var(&resources, "resource", "NAME=COUNT: advertise COUNT devices of extended resource NAME (repeatable)")
+	restartDelay := flag.Duration("restart-delay", 0, "wait this long before registering when restarted under the same kubelet")
 	flag.Parse()
 	plugins, err := parsePlugins(*dir, *node, resources)
 	if err != nil {
@@ -66,6 +72,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if err := delayRestart(ctx, *dir, *restartDelay); err != nil {
+		log.Fatalf("deviceplugin: %v", err)
+	}
 	if err := run(ctx, *dir, plugins); err != nil {
 		log.Fatalf("deviceplugin: %v", err)
 	}
@@ -106,6 +115,25 @@ func parsePlugins(dir, node string, specs []string) ([]*plugin, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// delayRestart waits delay when dir/gantry-fake-gpu.started says this plugin already started
+// under the kubelet now serving dir/kubelet.sock, then records this start there; an error only
+// when the marker cannot be written.
+func delayRestart(ctx context.Context, dir string, delay time.Duration) error {
+	stamp, err := waitForSocket(ctx, filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		return nil //nolint:nilerr // ctx ended: run stops at once
+	}
+	marker := filepath.Join(dir, "gantry-fake-gpu.started")
+	if b, err := os.ReadFile(marker); err == nil && string(b) == stamp && delay > 0 {
+		log.Printf("deviceplugin: restarted under the same kubelet: registering in %s", delay)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+	}
+	return os.WriteFile(marker, []byte(stamp), 0o644)
 }
 
 // uuidOf is a stable UUID-shaped string (8-4-4-4-12 hex digits) for device i of resource on node.
