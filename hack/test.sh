@@ -10,7 +10,9 @@
 #   6. the release (hack/release-test.sh: GoReleaser, signature, terraform/tofu init from a
 #      loopback network mirror);
 #   7. the reconciler as a separate process, then the provider acceptance tests with the real
-#      Terraform CLI (TF_ACC=1);
+#      Terraform CLI (TF_ACC=1), the module's apply test and the state-upgrade check
+#      (hack/state-upgrade.sh check: each committed state fixture upgraded by this provider plans
+#      no change, on Terraform 1.14 and OpenTofu);
 #   8. stop what this script started (the reconciler always; the cluster if it was not up before,
 #      with the README's `make down`, which must then leave no process, mount, bridge or state:
 #      hack/cluster.sh leftovers).
@@ -164,6 +166,8 @@ acceptance tofu-runner-rbac "$BIN/tofu" KUBE_CONFIG_PATH="$runner_kubeconfig" \
   TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org || failed=1
 stage "module tests: terraform test of examples/modules/gpu-stack, applied to this cluster (hack/module-test.sh apply)"
 bash hack/module-test.sh apply || failed=1
+stage "state upgrade: every provider/testdata/state-upgrade fixture's state, upgraded by this provider, plans no change (hack/state-upgrade.sh check)"
+STATE_UPGRADE_PROVIDER="$BIN/terraform-provider-gantry" bash hack/state-upgrade.sh check || failed=1
 log "acceptance summary"
 printf '  %s\n' "${summary[@]}" >&2
 # The README's teardown, as a user runs it after `make demo` and the tests: `make down` must
