@@ -401,7 +401,7 @@ func TestAccRealNode_DevicePluginRestart(t *testing.T) {
 				PreConfig: func() { samples = sampleNode(c, stop) },
 				// The performer goes (the drain would evict it, and its replacement would wait for
 				// the cordon), the package set comes.
-				Config: realPackageSetConfigWith(set, dir, "1.0.0", "a", `, GANTRY_INTERRUPT_KILL = "/device-plugin -resource"`,
+				Config: realPackageSetConfigWith(set, dir, "1.0.0", "a", `, GANTRY_INTERRUPT_KILL = "device-plugin"`,
 					`    interrupt = { type = "service", services = ["nvidia-device-plugin"] }`),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),

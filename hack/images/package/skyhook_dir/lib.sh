@@ -19,11 +19,10 @@
 #   post-interrupt-check  <pkg>.post-interrupt is not empty
 #   interrupt             appends "interrupt <type> <services...>" (its arguments) to
 #                         <pkg>.interrupts; never reboots or restarts anything, except:
-#                         with GANTRY_INTERRUPT_KILL=<prefix>, sends SIGTERM to the node's
-#                         processes whose command line (arguments joined by spaces) starts
-#                         with it (the interrupt Pod shares the host's PID namespace; busybox
-#                         has no pkill), as a driver package's restart of nvidia's device
-#                         plugin does; fails when none does
+#                         with GANTRY_INTERRUPT_KILL=<process name>, sends SIGTERM to the
+#                         node's processes of that name (killall; the interrupt Pod shares
+#                         the host's PID namespace), as a driver package's restart of
+#                         nvidia's device plugin does; fails when none has it
 #
 # Without GANTRY_MARKER_DIR a step only prints and exits 0. GANTRY_FAIL_STAGE=<stage>[,<stage>]
 # makes those stages print "<stage>: failing on purpose (GANTRY_FAIL_STAGE=...)" on stderr and
@@ -155,19 +154,8 @@ step() {
 		echo "interrupt${*:+ $*}" >>"$p.interrupts" || die "cannot write $p.interrupts"
 		echo "$STAGE: recorded \"interrupt${*:+ $*}\" in $p.interrupts (nothing is rebooted)"
 		if [ -n "${GANTRY_INTERRUPT_KILL:-}" ]; then
-			killed=
-			for f in /proc/[0-9]*/cmdline; do
-				cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
-				case "$cmd" in
-				"$GANTRY_INTERRUPT_KILL"*)
-					pid=${f#/proc/}
-					pid=${pid%/cmdline}
-					kill -TERM "$pid" 2>/dev/null && killed="$killed $pid"
-					;;
-				esac
-			done
-			[ -n "$killed" ] || die "no process's command line starts with GANTRY_INTERRUPT_KILL=$GANTRY_INTERRUPT_KILL"
-			echo "$STAGE: sent SIGTERM to$killed (command line starting with $GANTRY_INTERRUPT_KILL)"
+			killall -TERM "$GANTRY_INTERRUPT_KILL" || die "no process named GANTRY_INTERRUPT_KILL=$GANTRY_INTERRUPT_KILL"
+			echo "$STAGE: sent SIGTERM to the processes named $GANTRY_INTERRUPT_KILL"
 		fi
 		;;
 	*) die "unknown stage" ;;
