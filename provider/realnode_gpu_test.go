@@ -400,9 +400,25 @@ func TestAccRealNode_DevicePluginRestart(t *testing.T) {
 			{
 				PreConfig: func() { samples = sampleNode(c, stop) },
 				// The performer goes (the drain would evict it, and its replacement would wait for
-				// the cordon), the package set comes.
-				Config: realPackageSetConfigWith(set, dir, "1.0.0", "a", `, GANTRY_INTERRUPT_KILL = "device-plugin"`,
-					`    interrupt = { type = "service", services = ["nvidia-device-plugin"] }`),
+				// the cordon), the package set comes: a driver-style package, privileged in the
+				// host's PID namespace, whose interrupt sends SIGTERM to the device plugin.
+				Config: fmt.Sprintf(`
+resource "gantry_package_set" "real" {
+  name                   = %q
+  node_selector          = { "gantry.dev/node-pool" = "real" }
+  additional_tolerations = [%s]
+  packages = [{
+    name          = "tool"
+    version       = "1.0.0"
+    image         = "%s:1.0.0"
+    env           = { GANTRY_MARKER_DIR = "/host%s", GANTRY_INTERRUPT_KILL = "device-plugin" }
+    host          = { root_mount_path = "/host", host_pid = true, privileged = true }
+    interrupt     = { type = "service", services = ["nvidia-device-plugin"] }
+    stage_timeout = "2m"
+  }]
+  timeouts = { create = "4m", update = "4m", delete = "4m" }
+}
+`, set, realNodeToleration, testPackageImage, dir),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("gantry_package_set.real", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
 				},
