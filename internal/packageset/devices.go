@@ -15,6 +15,14 @@ import (
 // watch).
 const DevicePoll = 5 * time.Second
 
+// DeviceSettle is how long a node that had device resources stays cordoned after its work is
+// done before its allocatable is trusted: the kubelet reports a device plugin's loss in the
+// node's status only at its next status update (nodeStatusUpdateFrequency, 10 s by default), so
+// a node read at once would still show the GPUs an interrupt just took away (the real node's
+// first run uncordoned with 0 of 2 GPUs allocatable that way). The interrupt ended before the
+// post-interrupt stage ran, so 10 s after the work is done covers one status update.
+const DeviceSettle = 10 * time.Second
+
 // ExtendedAllocatable is node's status.allocatable of device plugin resources (names with a
 // vendor domain, such as nvidia.com/gpu, nvidia.com/mig-1g.18gb, amd.com/gpu; not cpu, memory,
 // pods, ephemeral-storage or hugepages-*), as whole numbers; nil when it has none.
@@ -38,7 +46,7 @@ func ExtendedAllocatable(node *corev1.Node) map[string]int64 {
 // released. A cordon already held keeps what it recorded; each new cordon records afresh.
 func (p *nodePass) recordDevices() {
 	if p.plan.Cordon && !p.n.Cordoned {
-		p.rec.DevicesBefore = maps.Clone(p.n.Allocatable)
+		p.rec.DevicesBefore, p.rec.DevicesCheckAt = maps.Clone(p.n.Allocatable), nil
 	}
 }
 
@@ -59,12 +67,24 @@ func (p *nodePass) devicesMissing() string {
 
 // releaseCordon decides the cordon's release once nothing on the node needs it (no record left,
 // or no interrupt pending): released at once when the node's record goes (a removed node or a
-// deleted set never waits), else only when its recorded devices are back, and the record
-// forgets them; while they are not, the node stays cordoned and in progress, says what it
-// waits for (NodePlan.DevicesWait) and is looked at again within DevicePoll.
+// deleted set never waits) or when it had no device resources at the cordon; else it is held
+// DeviceSettle (NodeRecord.DevicesCheckAt), then until its recorded devices are back, and the
+// record forgets them. While held, the node stays cordoned and in progress, says what it waits
+// for (NodePlan.DevicesWait) and is looked at again within DevicePoll.
 func (p *nodePass) releaseCordon() {
-	if p.plan.Record == nil {
+	if p.plan.Record == nil || len(p.rec.DevicesBefore) == 0 {
+		p.rec.DevicesBefore, p.rec.DevicesCheckAt = nil, nil
 		p.plan.Uncordon = true
+		return
+	}
+	now := p.f.Now
+	if p.rec.DevicesCheckAt == nil {
+		at := now.Add(DeviceSettle)
+		p.rec.DevicesCheckAt = &at
+	}
+	if now.Before(*p.rec.DevicesCheckAt) {
+		p.plan.DevicesWait = fmt.Sprintf("waiting %s for the kubelet to report the node's devices", p.rec.DevicesCheckAt.Sub(now).Round(time.Second))
+		p.requeueIn(min(DevicePoll, p.rec.DevicesCheckAt.Sub(now)))
 		return
 	}
 	if wait := p.devicesMissing(); wait != "" {
@@ -72,6 +92,6 @@ func (p *nodePass) releaseCordon() {
 		p.requeueIn(DevicePoll)
 		return
 	}
-	p.rec.DevicesBefore = nil
+	p.rec.DevicesBefore, p.rec.DevicesCheckAt = nil, nil
 	p.plan.Uncordon = true
 }

@@ -3,6 +3,7 @@ package packageset
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,6 +70,38 @@ func TestDevicesReturnBeforeUncordon(t *testing.T) {
 	d = s.run(v1alpha1.StatusComplete)
 	if n.cordoned || n.rec.DevicesBefore != nil || len(d.DeviceWaits) != 0 {
 		t.Errorf("GPUs back: cordoned %v, devicesBefore %v, waits %v", n.cordoned, n.rec.DevicesBefore, d.DeviceWaits)
+	}
+}
+
+// Right after the node's work is done its status may still show the GPUs an interrupt took (the
+// kubelet reports the loss at its next status update): the cordon is held DeviceSettle before
+// the allocatable is trusted, then released when it is whole.
+func TestDevicesSettleBeforeTrustingStatus(t *testing.T) {
+	w := Want{Name: "driver", Version: "1", Image: "ghcr.io/x/driver:1", StageTimeout: DefaultStageTimeout,
+		Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"nvidia-device-plugin"}}}
+	s := newSim(t, 1, w)
+	n := s.nodes["node-0"]
+	n.alloc = map[string]int64{"nvidia.com/gpu": 2} // the status never shows the drop: it lags
+	var held []string
+	var d Decision
+	for i := 0; i < 200 && (i < 5 || n.cordoned); i++ {
+		d = s.pass()
+		s.settle()
+		if r := n.rec.Packages["driver"]; r != nil && r.Done && n.cordoned {
+			held = append(held, d.DeviceWaits["node-0"])
+		}
+		s.now = s.now.Add(time.Second)
+	}
+	if n.cordoned || d.Status != v1alpha1.StatusComplete {
+		t.Fatalf("cordoned %v, status %s", n.cordoned, d.Status)
+	}
+	// Held until DeviceSettle passed (one pass per second; the first hold is counted from the
+	// pass that finished the work, before the package record reads done).
+	if len(held) < int(DeviceSettle/time.Second)-1 || !strings.HasSuffix(held[0], "s for the kubelet to report the node's devices") || held[len(held)-1] != "waiting 1s for the kubelet to report the node's devices" {
+		t.Errorf("held %d passes: %q", len(held), held)
+	}
+	if n.rec.DevicesBefore != nil || n.rec.DevicesCheckAt != nil {
+		t.Errorf("record keeps %v %v", n.rec.DevicesBefore, n.rec.DevicesCheckAt)
 	}
 }
 

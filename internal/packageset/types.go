@@ -251,6 +251,9 @@ type NodeRecord struct {
 	// took its cordon: the cordon is released only once they are all allocatable again
 	// (nodePass.releaseCordon); nil when the node had none or holds no cordon of this set.
 	DevicesBefore map[string]int64 `json:"devicesBefore,omitempty"`
+	// DevicesCheckAt is when the node's allocatable is first compared with DevicesBefore: the
+	// node's work done plus DeviceSettle (nil until its work is done).
+	DevicesCheckAt *time.Time `json:"devicesCheckAt,omitempty"`
 }
 
 // DrainRecord is a node's drain under way (NodeRecord.Drain). Its states: draining (Message
@@ -274,6 +277,11 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	out := *r
 	out.Withdrawn = maps.Clone(r.Withdrawn)
 	out.Observed = maps.Clone(r.Observed)
+	out.DevicesBefore = maps.Clone(r.DevicesBefore)
+	if r.DevicesCheckAt != nil {
+		at := *r.DevicesCheckAt
+		out.DevicesCheckAt = &at
+	}
 	if r.Drain != nil {
 		d := *r.Drain
 		out.Drain = &d
