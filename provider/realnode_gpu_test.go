@@ -433,13 +433,16 @@ resource "gantry_package_set" "real" {
 							return fmt.Errorf("sample %d of %d: the node was uncordoned with %d of %d GPUs allocatable", i, len(got), s.gpus, realGPUs)
 						}
 					}
-					last := got[len(got)-1]
-					t.Logf("%d samples: cordoned %v, GPUs dropped while cordoned %v, at the end unschedulable %v with %d GPUs", len(got), cordoned, dropped, last.unschedulable, last.gpus)
+					t.Logf("%d samples: cordoned %v, GPUs dropped while cordoned %v", len(got), cordoned, dropped)
 					if !cordoned || !dropped {
 						return fmt.Errorf("the interrupt did not cordon the node (%v) or take its GPUs away (%v)", cordoned, dropped)
 					}
-					if last.unschedulable || last.gpus != realGPUs {
-						return fmt.Errorf("after the set completed: unschedulable %v, %d GPUs", last.unschedulable, last.gpus)
+					n, err := c.Core.CoreV1().Nodes().Get(ctx, realNodeName, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if q := n.Status.Allocatable[corev1.ResourceName("nvidia.com/gpu")]; n.Spec.Unschedulable || q.Value() != realGPUs {
+						return fmt.Errorf("after the set completed: unschedulable %v, %s GPUs", n.Spec.Unschedulable, q.String())
 					}
 					if !strings.Contains(hostFile(dir, "tool.interrupts"), "interrupt service nvidia-device-plugin") {
 						return fmt.Errorf("no interrupt recorded: %q", hostFile(dir, "tool.interrupts"))
