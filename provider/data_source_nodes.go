@@ -81,7 +81,7 @@ func (d *nodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			"allocatable, requested by running pods, free), TEE types (node-feature-discovery labels), usable RuntimeClasses, " +
 			"taints and readiness, optionally filtered. With `min_nodes`, reading fails when fewer nodes match, with a message " +
 			"saying what the cluster has, so a module can stop at plan time instead of waiting for a pod that can never be " +
-			"scheduled. Reads nodes, pods and RuntimeClasses cluster-wide (`list` on each).",
+			"scheduled. Reads nodes, pods and RuntimeClasses cluster-wide (`list` on each). " + destroyReadNote("`min_nodes` is not met, the cluster cannot be reached"),
 		Attributes: map[string]schema.Attribute{
 			"gpu_product": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Only nodes whose `nvidia.com/gpu.product` label is this, e.g. `NVIDIA-H100-80GB-HBM3` (a label value: GPU feature discovery writes spaces as `-`).",

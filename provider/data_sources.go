@@ -68,8 +68,9 @@ func (d *kindDataSource[M]) Schema(ctx context.Context, _ datasource.SchemaReque
 	resp.Schema = dsschema.Schema{
 		MarkdownDescription: fmt.Sprintf("Reads an existing %s by name%s: the same attributes as the `gantry_%s` resource "+
 			"(its configuration as the cluster holds it and its status), all computed. Use it to compose on objects another "+
-			"configuration or team manages. Reading an object that does not exist is an error.",
-			d.spec.Kind, map[bool]string{true: " and namespace", false: ""}[d.namespaced], d.typeSuffix),
+			"configuration or team manages. Reading an object that does not exist is an error, naming the object. ",
+			d.spec.Kind, map[bool]string{true: " and namespace", false: ""}[d.namespaced], d.typeSuffix) +
+			destroyReadNote("the object does not exist, the cluster cannot be reached"),
 		Attributes: dataSourceAttributes(rs.Attributes),
 	}
 	name := resp.Schema.Attributes["name"].(dsschema.StringAttribute) //nolint:forcetypeassert // every kind's name is a string

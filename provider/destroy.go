@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,22 +10,56 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
 // A destroy must never be blocked by the configuration: whatever it says now, the user can
 // remove what an earlier apply left. Terraform does not make that so by itself: before a
 // destroy it plans the configuration once more to refresh the state (its "pre-destroy
-// refresh"), calling the provider's ValidateResourceConfig and PlanResourceChange with every
-// value known, and an error there stops the destroy. So a value that was unknown at plan and
-// turned out invalid at apply (the apply failed on it) blocked the destroy of everything the
-// apply had created until the configuration was fixed. Terraform softens its own
-// preconditions to warnings in that refresh; the provider cannot see that it is one.
+// refresh", a normal plan whose only difference is that Terraform's own preconditions are
+// warnings), configuring the provider, reading every data source and calling
+// ValidateResourceConfig and PlanResourceChange with every value known, and an error there
+// stops the destroy. So a value that was unknown at plan and turned out invalid at apply (the
+// apply failed on it) blocked the destroy of everything the apply had created until the
+// configuration was fixed; a data source naming an object that is gone (or a gantry_nodes
+// whose min_nodes the cluster no longer meets) blocked it until the object came back; and a
+// provider `host` known only at apply that was invalid or unreachable blocked it although
+// nothing of Gantry's was in the state. No request of that refresh says it is one
+// (ReadDataSource carries the type, the configuration, provider_meta and the client's
+// capabilities; only the destroy plan's own PlanResourceChange, after the refresh, has a
+// null proposed state), so the provider reads it from the command line of the CLI that
+// started it (CLIDestroying).
 //
-// DestroyTolerant does the same for Gantry's errors: while the CLI that started this provider
+// DestroyTolerant makes Gantry's errors not block: while the CLI that started this provider
 // process runs a destroy (`terraform destroy`, `plan -destroy`, `apply -destroy`; OpenTofu's
-// the same), the errors of resource and data-source validation and of planning a create or
-// update come back as warnings that say so. Planning the deletion itself, reading and every
-// API call keep their errors, and so do every other command's validation and plans.
+// the same),
+//   - the errors of resource and data-source validation and of planning a create or update
+//     come back as warnings that say so;
+//   - a data source that cannot be read (its object does not exist, min_nodes is not met, the
+//     cluster cannot be reached, the provider configuration is invalid) answers its
+//     arguments with every other attribute empty (destroyFallback) and no diagnostic: the
+//     refresh's plan is thrown away, the values are never used, and the error would only
+//     stand beside the one the same cause gives a resource that needs the cluster (it is
+//     logged at WARN);
+//   - the errors of the provider configuration (its validation, and a credential plugin that
+//     is not installed, gantryProvider.Configure) are not reported when Terraform configures
+//     the provider: they become the error of every request that needs the cluster (the
+//     refresh or deletion of a Gantry resource in state), so a destroy with no Gantry object
+//     in state finishes, and one with objects fails on them naming the attribute, without
+//     ever using a configuration that did not validate.
+// Planning the deletion itself, refreshing and deleting keep their errors, and so do every
+// other command's validation, plans and reads: a plan naming a missing object fails, naming
+// the data source and the object.
+
+// destroyReadNote ends every data source's description (DestroyTolerant.ReadDataSource);
+// fails is how its reads fail.
+func destroyReadNote(fails string) string {
+	return "While Terraform destroys (`terraform destroy`, `plan -destroy`, `apply -destroy`, and OpenTofu's), a read that " +
+		"fails (" + fails + ") does not block it: the read answers its arguments with every other attribute empty (`\"\"`, " +
+		"`0`, `false`, empty lists and maps) and no diagnostic (see the provider's page, *A destroy is never blocked by the " +
+		"configuration*). Every other command fails on the error."
+}
 
 // destroyingNote opens the detail of an error softened to a warning during a destroy.
 const destroyingNote = "Terraform is destroying, so this error in the configuration does not block the destroy; " +
@@ -43,7 +78,7 @@ func DestroyTolerant(s tfprotov6.ProviderServer, destroying func() bool) tfproto
 	if !ok {
 		return s
 	}
-	return destroyTolerant{fullServer: full, destroying: destroying}
+	return destroyTolerant{fullServer: full, destroying: destroying, config: &invalidConfig{}}
 }
 
 // fullServer is what the framework's protocol 6 server implements: the provider, its list
@@ -57,6 +92,203 @@ type fullServer interface {
 type destroyTolerant struct {
 	fullServer
 	destroying func() bool
+	// config holds the errors of the last ValidateProviderConfig while destroying: Terraform
+	// validates the provider configuration on the same provider process right before it
+	// configures it (ConfigureProvider hands them to gantryProvider.Configure).
+	config *invalidConfig
+}
+
+// invalidConfig is the provider configuration's errors as "summary: detail" texts.
+type invalidConfig struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (c *invalidConfig) set(errs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = errs
+}
+
+func (c *invalidConfig) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.errs...)
+}
+
+// ValidateProviderConfig keeps, while destroying, the configuration's errors out of the
+// response and for the clients (see above); warnings stay.
+func (s destroyTolerant) ValidateProviderConfig(ctx context.Context, req *tfprotov6.ValidateProviderConfigRequest) (*tfprotov6.ValidateProviderConfigResponse, error) {
+	resp, err := s.fullServer.ValidateProviderConfig(ctx, req)
+	if resp == nil || !s.destroying() {
+		return resp, err
+	}
+	var errs []string
+	resp.Diagnostics, errs = splitErrors(resp.Diagnostics)
+	s.config.set(errs)
+	if len(errs) > 0 {
+		tflog.Warn(ctx, "provider configuration invalid while destroying: reported only by requests that need the cluster", map[string]interface{}{"errors": errs})
+	}
+	return resp, err
+}
+
+// ConfigureProvider hands gantryProvider.Configure, while destroying, the configuration's
+// errors ValidateProviderConfig kept, through the request's context (configErrorWhileDestroying).
+func (s destroyTolerant) ConfigureProvider(ctx context.Context, req *tfprotov6.ConfigureProviderRequest) (*tfprotov6.ConfigureProviderResponse, error) {
+	if s.destroying() {
+		ctx = context.WithValue(ctx, destroyConfigKey{}, &invalidConfig{errs: s.config.get()})
+	}
+	return s.fullServer.ConfigureProvider(ctx, req)
+}
+
+// ReadDataSource answers, while destroying, a read that failed with the data source's
+// arguments as configured and every other attribute empty (destroyFallback), without the
+// errors. A configuration that is not wholly known (Terraform does not read those) keeps the
+// error.
+func (s destroyTolerant) ReadDataSource(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.ReadDataSourceResponse, error) {
+	resp, err := s.fullServer.ReadDataSource(ctx, req)
+	if err != nil || resp == nil || resp.Deferred != nil || !hasErrors(resp.Diagnostics) || !s.destroying() {
+		return resp, err
+	}
+	state, ok := s.destroyFallback(ctx, req)
+	if !ok {
+		return resp, err
+	}
+	var errs []string
+	resp.Diagnostics, errs = splitErrors(resp.Diagnostics)
+	tflog.Warn(ctx, "data source not read while destroying: its computed attributes are empty", map[string]interface{}{"data_source": req.TypeName, "errors": errs})
+	resp.State = state
+	return resp, nil
+}
+
+// destroyFallback is the value a data source that could not be read answers while destroying:
+// its configuration, with every computed attribute the configuration leaves null set to its
+// type's empty value ("", 0, false, an empty list, set or map, an object of empty attributes).
+// Empty rather than null: Terraform evaluates the whole configuration with it in the refresh
+// before the destroy, and a null fails string templates ("${...}"), length(), upper() and
+// attribute access (x.status.phase) there, stopping the destroy as the read's error did; an
+// index into a list (x.names[0]) still fails. false when the configuration cannot be decoded
+// or is not wholly known.
+func (s destroyTolerant) destroyFallback(ctx context.Context, req *tfprotov6.ReadDataSourceRequest) (*tfprotov6.DynamicValue, bool) {
+	if req.Config == nil {
+		return nil, false
+	}
+	schemas, err := s.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil || schemas == nil || schemas.DataSourceSchemas[req.TypeName] == nil || schemas.DataSourceSchemas[req.TypeName].Block == nil {
+		return nil, false
+	}
+	block := schemas.DataSourceSchemas[req.TypeName].Block
+	ty := block.ValueType()
+	cfg, err := req.Config.Unmarshal(ty)
+	if err != nil || cfg.IsNull() || !cfg.IsFullyKnown() {
+		return nil, false
+	}
+	var attrs map[string]tftypes.Value
+	if err := cfg.As(&attrs); err != nil {
+		return nil, false
+	}
+	for _, a := range block.Attributes {
+		if v, ok := attrs[a.Name]; a.Computed && (!ok || v.IsNull()) {
+			attrs[a.Name] = emptyValue(a.ValueType())
+		}
+	}
+	out, err := tfprotov6.NewDynamicValue(ty, tftypes.NewValue(ty, attrs))
+	if err != nil {
+		return nil, false
+	}
+	return &out, true
+}
+
+// emptyValue is t's empty value: "", 0, false, an empty list, set, map or tuple, an object
+// whose attributes are empty; null for a dynamic type.
+func emptyValue(t tftypes.Type) tftypes.Value {
+	switch {
+	case t.Is(tftypes.String):
+		return tftypes.NewValue(t, "")
+	case t.Is(tftypes.Number):
+		return tftypes.NewValue(t, 0)
+	case t.Is(tftypes.Bool):
+		return tftypes.NewValue(t, false)
+	case t.Is(tftypes.List{}), t.Is(tftypes.Set{}), t.Is(tftypes.Tuple{}):
+		return tftypes.NewValue(t, []tftypes.Value{})
+	case t.Is(tftypes.Map{}):
+		return tftypes.NewValue(t, map[string]tftypes.Value{})
+	case t.Is(tftypes.Object{}):
+		ot := t.(tftypes.Object) //nolint:forcetypeassert // t.Is(tftypes.Object{}) above
+		attrs := make(map[string]tftypes.Value, len(ot.AttributeTypes))
+		for name, at := range ot.AttributeTypes {
+			attrs[name] = emptyValue(at)
+		}
+		return tftypes.NewValue(t, attrs)
+	}
+	return tftypes.NewValue(t, nil)
+}
+
+// hasErrors reports whether ds holds an error.
+func hasErrors(ds []*tfprotov6.Diagnostic) bool {
+	for _, d := range ds {
+		if d != nil && d.Severity == tfprotov6.DiagnosticSeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// splitErrors returns ds without its errors, and the errors as "summary: detail" texts.
+func splitErrors(ds []*tfprotov6.Diagnostic) (kept []*tfprotov6.Diagnostic, errs []string) {
+	for _, d := range ds {
+		if d != nil && d.Severity == tfprotov6.DiagnosticSeverityError {
+			errs = append(errs, diagnosticText(d.Summary, d.Detail))
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, errs
+}
+
+// diagnosticText is a diagnostic's summary and detail on one line.
+func diagnosticText(summary, detail string) string {
+	detail = strings.Join(strings.Fields(detail), " ")
+	if detail == "" {
+		return summary
+	}
+	return summary + ": " + detail
+}
+
+// destroyConfigKey is the context key of the *invalidConfig ConfigureProvider hands
+// gantryProvider.Configure while destroying.
+type destroyConfigKey struct{}
+
+// deferConfigError records, while destroying (ctx is the ConfigureProvider request's), an
+// error gantryProvider.Configure found in the provider configuration, for the requests that
+// need the cluster (configErrorWhileDestroying), and returns true; in every other command it
+// records nothing and returns false: Configure reports the error itself.
+func deferConfigError(ctx context.Context, summary, detail string) bool {
+	c, ok := ctx.Value(destroyConfigKey{}).(*invalidConfig)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, diagnosticText(summary, detail))
+	return true
+}
+
+// configErrorWhileDestroying is the error the provider's clients give, while destroying,
+// instead of using a configuration that has errors (ValidateProviderConfig's and those
+// deferConfigError recorded); nil when it has none or Terraform is not destroying.
+func configErrorWhileDestroying(ctx context.Context) error {
+	c, ok := ctx.Value(destroyConfigKey{}).(*invalidConfig)
+	if !ok {
+		return nil
+	}
+	errs := c.get()
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the provider configuration is invalid (%s). While Terraform destroys, that stops only what needs the "+
+		"cluster, as this does: fix the configuration, or, if the cluster is gone, remove the resource from the state (terraform state rm)",
+		strings.Join(errs, "; "))
 }
 
 func (s destroyTolerant) ValidateResourceConfig(ctx context.Context, req *tfprotov6.ValidateResourceConfigRequest) (*tfprotov6.ValidateResourceConfigResponse, error) {

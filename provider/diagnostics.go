@@ -178,6 +178,13 @@ func actionReadDiagnostic(kind, id string, err error) diag.Diagnostic {
 	return apiDiagnostic(kind, "Reading", err)
 }
 
+// errConfigNotKnown is the clients' error while the provider configuration has values that are
+// not known yet (gantryProvider.Configure). It names no remedy itself: a plan that skips the
+// candidate count or the rollout preview quotes it in a warning that says the apply makes
+// them, which a remedy of its own would contradict; clientDiagnostic, for what cannot wait,
+// says to apply those resources first.
+var errConfigNotKnown = errors.New("the provider configuration contains values that are not known yet (they depend on resources not created yet)")
+
 // clientDiagnostic reports that the provider could not build its Kubernetes client, or could
 // not reach the API server (*kube.UnreachableError).
 func clientDiagnostic(err error) diag.Diagnostic {
@@ -190,8 +197,11 @@ func clientDiagnostic(err error) diag.Diagnostic {
 		return diag.NewErrorDiagnostic("Kubernetes API Server Unreachable",
 			fmt.Sprintf("The provider could not connect to the Kubernetes API server.\n\nOriginal Error: %s", err))
 	}
-	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error",
-		fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err))
+	detail := fmt.Sprintf("The provider could not build a Kubernetes client from its configuration and environment.\n\nOriginal Error: %s", err)
+	if errors.Is(err, errConfigNotKnown) {
+		detail += "; apply those first, e.g. with -target"
+	}
+	return diag.NewErrorDiagnostic("Kubernetes Client Configuration Error", detail)
 }
 
 // readMappingDiagnostic reports an object read from the cluster that cannot be mapped to the

@@ -250,7 +250,10 @@ func (p *gantryProvider) ConfigValidators(context.Context) []provider.ConfigVali
 
 // Configure records the connection settings. It never contacts the cluster and never fails
 // on values that are unknown at plan time (e.g. a host from a cluster created in the same
-// apply): Terraform configures the provider again with known values before applying.
+// apply): Terraform configures the provider again with known values before applying. While
+// Terraform destroys, the configuration's errors (a credential plugin that is not installed,
+// and those DestroyTolerant kept from its validation) fail the requests that need the cluster
+// instead of the destroy.
 func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	var cfg gantryProviderModel
 	if req.Config.Raw.IsFullyKnown() {
@@ -269,22 +272,26 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 			// from a cluster created in the same run), instead of the error below.
 			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
 		}
-		data = newProviderData(kube.NewLazy(func() (*kube.Clients, error) {
-			return nil, fmt.Errorf("the provider configuration contains values that are not known yet " +
-				"(they depend on resources not created yet); apply those first, e.g. with -target")
-		}))
+		data = newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return nil, errConfigNotKnown }))
 	} else {
 		s := settingsFromModel(cfg)
 		if s.Exec != nil {
 			if _, err := exec.LookPath(s.Exec.Command); err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("exec").AtName("command"), "Credential Plugin Not Found",
-					fmt.Sprintf("exec.command = %q: the credential plugin cannot be run on the machine Terraform runs on: %v. "+
-						"Install it (e.g. the AWS CLI for `aws eks get-token`) or give its full path.", s.Exec.Command, err))
-				return
+				detail := fmt.Sprintf("exec.command = %q: the credential plugin cannot be run on the machine Terraform runs on: %v. "+
+					"Install it (e.g. the AWS CLI for `aws eks get-token`) or give its full path.", s.Exec.Command, err)
+				if !deferConfigError(ctx, "Credential Plugin Not Found", detail) { // while destroying: DestroyTolerant
+					resp.Diagnostics.AddAttributeError(path.Root("exec").AtName("command"), "Credential Plugin Not Found", detail)
+					return
+				}
 			}
 		}
 		s.UserAgent = fmt.Sprintf("terraform-provider-gantry/%s (+https://registry.terraform.io/providers/gantry-dev/gantry) Terraform/%s", p.version, req.TerraformVersion)
 		data = newProviderData(kube.LazyFromSettings(s))
+	}
+	if err := configErrorWhileDestroying(ctx); err != nil {
+		// While destroying, a configuration with errors fails what needs the cluster, not the
+		// destroy of what does not (DestroyTolerant).
+		data = newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return nil, err }))
 	}
 	data.version = p.version
 	resp.ResourceData = data
