@@ -94,6 +94,7 @@ type packageSetModel struct {
 	Packages              []packageModel         `tfsdk:"packages"`
 	RuntimeRequired       types.Bool             `tfsdk:"runtime_required"`
 	AutoTaintNewNodes     types.Bool             `tfsdk:"auto_taint_new_nodes"`
+	CordonAfter           types.Bool             `tfsdk:"runtime_required_cordon_after"`
 	Status                types.String           `tfsdk:"status"`
 	CompleteNodes         types.String           `tfsdk:"complete_nodes"`
 	NodeStatus            types.Map              `tfsdk:"node_status"`
@@ -185,18 +186,19 @@ func (uninstallApplyValidator) ValidateBool(ctx context.Context, req validator.B
 	}
 }
 
-// autoTaintValidator requires runtime_required = true beside auto_taint_new_nodes = true (the
-// CRD's rule "spec.autoTaintNewNodes needs spec.runtimeRequired = true").
-type autoTaintValidator struct{}
+// needsRuntimeRequired requires runtime_required = true beside its attribute set to true (the
+// CRD's rules "spec.autoTaintNewNodes / spec.runtimeRequiredCordonAfter needs
+// spec.runtimeRequired = true"); why ends the error's detail.
+type needsRuntimeRequired struct{ attr, why string }
 
-func (autoTaintValidator) Description(context.Context) string {
-	return "auto_taint_new_nodes needs runtime_required = true"
+func (v needsRuntimeRequired) Description(context.Context) string {
+	return v.attr + " needs runtime_required = true"
 }
-func (v autoTaintValidator) MarkdownDescription(ctx context.Context) string {
+func (v needsRuntimeRequired) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
 }
 
-func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
+func (v needsRuntimeRequired) ValidateBool(ctx context.Context, req validator.BoolRequest, resp *validator.BoolResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || !req.ConfigValue.ValueBool() {
 		return
 	}
@@ -205,8 +207,7 @@ func (autoTaintValidator) ValidateBool(ctx context.Context, req validator.BoolRe
 		return
 	}
 	if !required.ValueBool() {
-		resp.Diagnostics.AddAttributeError(req.Path, "auto_taint_new_nodes Needs runtime_required",
-			"auto_taint_new_nodes = true adds the runtime-required taint, which only runtime-required sets remove: set runtime_required = true too.")
+		resp.Diagnostics.AddAttributeError(req.Path, v.attr+" Needs runtime_required", v.attr+" = true "+v.why+": set runtime_required = true too.")
 	}
 }
 
@@ -502,7 +503,13 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"auto_taint_new_nodes": schema.BoolAttribute{Optional: true, MarkdownDescription: "Add the runtime-required taint to new nodes this set selects (nodes no set has touched: " +
 				"no `gantry.dev/` annotation), as Skyhook's `autoTaintNewNodes`; a node once handled is never tainted again. Needs `runtime_required = true`. " +
 				"Tainting at provisioning is safer: until the reconciler sees a new node, pods may be scheduled there.",
-				Validators: []validator.Bool{autoTaintValidator{}}},
+				Validators: []validator.Bool{needsRuntimeRequired{attr: "auto_taint_new_nodes", why: "adds the runtime-required taint, which only runtime-required sets remove"}}},
+			"runtime_required_cordon_after": schema.BoolAttribute{Optional: true, MarkdownDescription: "Leave each node cordoned once it is brought up: when the runtime-required taint " +
+				"leaves a node, the reconciler cordons it in the same update and annotates it `" + v1alpha1.AnnotationRuntimeRequiredCordon + "=<set>`, as NodeWright's " +
+				"`runtimeRequiredCordonAfter` (NVIDIA/nodewright #284), so the node takes no general workload until an operator releases it " +
+				"(`kubectl uncordon NODE` and `kubectl annotate node NODE " + v1alpha1.AnnotationRuntimeRequiredCordon + "-`), e.g. after a burn-in. Later interrupts keep " +
+				"the node cordoned. A `RuntimeRequiredCordon` event names each node. Needs `runtime_required = true`.",
+				Validators: []validator.Bool{needsRuntimeRequired{attr: "runtime_required_cordon_after", why: "cordons nodes when the runtime-required taint leaves them"}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
 			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status (`complete`, `in_progress`, `waiting`, ...): at most 500 nodes, those needing attention first, then complete ones; `complete_nodes` counts all (see the status guide)."},
@@ -747,7 +754,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	s.After = append([]string(nil), m.After...)
 	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
 	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
-	s.RuntimeRequired, s.AutoTaintNewNodes = m.RuntimeRequired.ValueBool(), m.AutoTaintNewNodes.ValueBool()
+	s.RuntimeRequired, s.AutoTaintNewNodes, s.RuntimeRequiredCordonAfter = m.RuntimeRequired.ValueBool(), m.AutoTaintNewNodes.ValueBool(), m.CordonAfter.ValueBool()
 	if len(m.PodNonInterruptLabels) > 0 {
 		s.PodNonInterruptLabels = &metav1.LabelSelector{MatchLabels: cloneMap(m.PodNonInterruptLabels)}
 	}
@@ -890,6 +897,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.DeploymentPolicy = flattenDeploymentPolicy(s.DeploymentPolicy, prior.DeploymentPolicy)
 	m.RuntimeRequired = optBool(s.RuntimeRequired, prior.RuntimeRequired)
 	m.AutoTaintNewNodes = optBool(s.AutoTaintNewNodes, prior.AutoTaintNewNodes)
+	m.CordonAfter = optBool(s.RuntimeRequiredCordonAfter, prior.CordonAfter)
 	if s.PodNonInterruptLabels != nil {
 		m.PodNonInterruptLabels = optMap(s.PodNonInterruptLabels.MatchLabels, prior.PodNonInterruptLabels)
 	} else {

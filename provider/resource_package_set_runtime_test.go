@@ -115,3 +115,55 @@ func TestAccPackageSet_runtimeRequired(t *testing.T) {
 		},
 	})
 }
+
+// runtime_required_cordon_after (NodeWright's runtimeRequiredCordonAfter): a node joining with
+// the runtime-required taint loses it when the set completes and is cordoned in the same update,
+// annotated with the set's name; the next plan is empty; the attribute without runtime_required
+// fails at plan naming it.
+func TestAccPackageSet_runtimeRequiredCordonAfter(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-rrc-" + rand.String(5)
+	accNodes(t, c, pool, 1)
+	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
+	name := pool + "-0"
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+		_, err = c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("taint node %s: %v", name, err)
+	}
+	full := runtimeRequiredConfig(pool, "  runtime_required              = true\n  runtime_required_cordon_after = true")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{PlanOnly: true, Config: runtimeRequiredConfig(pool, "  runtime_required_cordon_after = true"),
+				ExpectError: regexp.MustCompile(`(?s)runtime_required_cordon_after\s+Needs\s+runtime_required.*set\s+runtime_required\s+=\s+true`)},
+			{
+				Config: full,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("gantry_package_set.test", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue("gantry_package_set.test", tfjsonpath.New("runtime_required_cordon_after"), knownvalue.Bool(true)),
+				},
+				Check: func(*terraform.State) error {
+					node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if packageset.HasTaint(node.Spec.Taints, taint) || !node.Spec.Unschedulable || node.Annotations[v1alpha1.AnnotationRuntimeRequiredCordon] != pool {
+						return fmt.Errorf("node %s after the set completed: taints %v, unschedulable %v, %s=%q; want untainted, cordoned, annotated %q",
+							name, node.Spec.Taints, node.Spec.Unschedulable, v1alpha1.AnnotationRuntimeRequiredCordon, node.Annotations[v1alpha1.AnnotationRuntimeRequiredCordon], pool)
+					}
+					return nil
+				},
+			},
+			{Config: full, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		},
+	})
+}

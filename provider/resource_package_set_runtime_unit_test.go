@@ -11,12 +11,12 @@ import (
 // spec.autoTaintNewNodes and read back; unset stays null (no drift from the API's false).
 func TestPackageSetRuntimeFields_roundTrip(t *testing.T) {
 	m := psFieldsModel()
-	m.RuntimeRequired, m.AutoTaintNewNodes = types.BoolValue(true), types.BoolValue(true)
+	m.RuntimeRequired, m.AutoTaintNewNodes, m.CordonAfter = types.BoolValue(true), types.BoolValue(true), types.BoolValue(true)
 	obj, err := expandPackageSet(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"runtimeRequired", "autoTaintNewNodes"} {
+	for _, f := range []string{"runtimeRequired", "autoTaintNewNodes", "runtimeRequiredCordonAfter"} {
 		if v, _, _ := unstructured.NestedBool(obj.Object, "spec", f); !v {
 			t.Errorf("spec.%s = %v", f, v)
 		}
@@ -25,7 +25,7 @@ func TestPackageSetRuntimeFields_roundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.RuntimeRequired.ValueBool() || !got.AutoTaintNewNodes.ValueBool() {
+	if !got.RuntimeRequired.ValueBool() || !got.AutoTaintNewNodes.ValueBool() || !got.CordonAfter.ValueBool() {
 		t.Errorf("read back runtime_required %s auto_taint_new_nodes %s", got.RuntimeRequired, got.AutoTaintNewNodes)
 	}
 
@@ -40,7 +40,7 @@ func TestPackageSetRuntimeFields_roundTrip(t *testing.T) {
 	if got, err = flattenPackageSet(obj, plain); err != nil {
 		t.Fatal(err)
 	}
-	if !got.RuntimeRequired.IsNull() || !got.AutoTaintNewNodes.IsNull() {
+	if !got.RuntimeRequired.IsNull() || !got.AutoTaintNewNodes.IsNull() || !got.CordonAfter.IsNull() {
 		t.Errorf("unset read back as %s %s, want null", got.RuntimeRequired, got.AutoTaintNewNodes)
 	}
 }

@@ -100,17 +100,19 @@ func (r *PackageSetReconciler) runtimeFacts(ctx context.Context, set *v1alpha1.P
 		if np.Record == nil {
 			self = ""
 		}
-		n.Required, n.Holding = packageset.RuntimeHolders(set, sets.Items, node.Labels, node.Annotations, self)
+		n.Required, n.Holding, n.CordonAfter = packageset.RuntimeHolders(set, sets.Items, node.Labels, node.Annotations, self)
 		f.Nodes = append(f.Nodes, n)
 	}
 	return f, nil
 }
 
 // applyRuntimeTaint adds (add) or removes the runtime-required taint on the node (and, when
-// adding, the gantry.dev/auto-taint marker): one update of a fresh read, retried on conflict.
+// adding, the gantry.dev/auto-taint marker; when removing with cordonFor, the set asking for
+// runtimeRequiredCordonAfter, the cordon and its gantry.dev/runtime-required-cordon annotation
+// in the same update): one update of a fresh read, retried on conflict.
 // changed is false when there was nothing to do (another set's pass did it). The node in
 // nodes is replaced by the updated one, so the pass's record write starts from it.
-func (r *PackageSetReconciler) applyRuntimeTaint(ctx context.Context, node *corev1.Node, add bool) (changed bool, err error) {
+func (r *PackageSetReconciler) applyRuntimeTaint(ctx context.Context, node *corev1.Node, add bool, cordonFor string) (changed bool, err error) {
 	taint := r.runtimeTaint()
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		changed = false
@@ -139,6 +141,14 @@ func (r *PackageSetReconciler) applyRuntimeTaint(ctx context.Context, node *core
 				}
 			}
 			n.Spec.Taints = kept
+			if cordonFor != "" {
+				n.Spec.Unschedulable = true
+				n.Annotations = maps.Clone(n.Annotations)
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[v1alpha1.AnnotationRuntimeRequiredCordon] = cordonFor
+			}
 		}
 		if err := r.Client.Update(ctx, n); err != nil {
 			return err
@@ -158,7 +168,7 @@ func (r *PackageSetReconciler) autoTaint(ctx context.Context, set *v1alpha1.Pack
 		if node == nil {
 			continue
 		}
-		changed, err := r.applyRuntimeTaint(ctx, node, true)
+		changed, err := r.applyRuntimeTaint(ctx, node, true, "")
 		if err != nil {
 			return fmt.Errorf("node %s: add the runtime-required taint: %w", name, err)
 		}
@@ -177,11 +187,16 @@ func (r *PackageSetReconciler) releaseNodes(ctx context.Context, set *v1alpha1.P
 		if node == nil {
 			continue
 		}
-		changed, err := r.applyRuntimeTaint(ctx, node, false)
+		cordonFor := rd.CordonAfter[name]
+		changed, err := r.applyRuntimeTaint(ctx, node, false, cordonFor)
 		if err != nil {
 			return fmt.Errorf("node %s: remove the runtime-required taint: %w", name, err)
 		}
-		if changed {
+		switch {
+		case changed && cordonFor != "":
+			r.Recorder.Eventf(set, corev1.EventTypeNormal, "RuntimeRequiredCordon", "removed the runtime-required taint %s from node %s and cordoned it (runtimeRequiredCordonAfter of %s): "+
+				"release it with kubectl uncordon %s and kubectl annotate node %s %s-", r.runtimeTaintString(), name, cordonFor, name, name, v1alpha1.AnnotationRuntimeRequiredCordon)
+		case changed:
 			r.Recorder.Eventf(set, corev1.EventTypeNormal, "RuntimeTaintRemoved", "removed the runtime-required taint %s from node %s: every runtime-required set selecting it is complete there", r.runtimeTaintString(), name)
 		}
 	}

@@ -14,7 +14,8 @@ import (
 // and either no set holds a cordon (an operator cordoned it by hand) or another set's cordon
 // already says so: the operator's cordon is carried by whichever sets hold the node.
 // Releasing deletes key; the node becomes schedulable only when no gantry.dev/cordon_*
-// annotation remains and neither the released one nor any other said CordonOperator.
+// annotation remains, neither the released one nor any other said CordonOperator, and the node
+// has no runtime-required cordon (AnnotationRuntimeRequiredCordon).
 func Cordon(ann map[string]string, unschedulable bool, key string, take, release bool) bool {
 	if take {
 		if _, held := ann[key]; !held {
@@ -41,11 +42,18 @@ func Cordon(ann map[string]string, unschedulable bool, key string, take, release
 					ann[k] = v1alpha1.CordonOperator
 				}
 			}
-		case others == 0 && !operator && was != v1alpha1.CordonOperator:
+		case others == 0 && !operator && was != v1alpha1.CordonOperator && !persistent(ann):
 			unschedulable = false
 		}
 	}
 	return unschedulable
+}
+
+// persistent reports the runtime-required cordon (AnnotationRuntimeRequiredCordon): it outlives
+// every set's own cordon.
+func persistent(ann map[string]string) bool {
+	_, ok := ann[v1alpha1.AnnotationRuntimeRequiredCordon]
+	return ok
 }
 
 // cordons counts the gantry.dev/cordon_* annotations of ann and reports whether one says

@@ -80,8 +80,9 @@ func Touched(annotations map[string]string) bool {
 // the one named like set is replaced by set, and its status on the node is self (the status
 // this pass writes; the node's gantry.dev/status_<set> annotation may still be the last
 // pass's); the other sets' statuses are their annotations. A set whose selector does not
-// parse selects no node.
-func RuntimeHolders(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string, self Status) (required int, holding []string) {
+// parse selects no node. cordonAfter names the first (by name) of those sets with
+// runtimeRequiredCordonAfter, "" if none.
+func RuntimeHolders(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLabels, nodeAnnotations map[string]string, self Status) (required int, holding []string, cordonAfter string) {
 	seen := false
 	one := func(s *v1alpha1.PackageSet, status Status) {
 		if !s.Spec.RuntimeRequired || s.Spec.Disabled || !s.DeletionTimestamp.IsZero() {
@@ -92,6 +93,9 @@ func RuntimeHolders(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLa
 			return
 		}
 		required++
+		if s.Spec.RuntimeRequiredCordonAfter && (cordonAfter == "" || s.Name < cordonAfter) {
+			cordonAfter = s.Name
+		}
 		if status != v1alpha1.StatusComplete {
 			holding = append(holding, s.Name)
 		}
@@ -108,7 +112,7 @@ func RuntimeHolders(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodeLa
 		one(set, self)
 	}
 	sort.Strings(holding)
-	return required, holding
+	return required, holding, cordonAfter
 }
 
 // RuntimeNode is what a pass observed of one node of the set for the runtime-required taint.
@@ -120,9 +124,11 @@ type RuntimeNode struct {
 	Tainted bool
 	// Touched: the node has a gantry.dev/ annotation (Touched): not new.
 	Touched bool
-	// Required and Holding are RuntimeHolders' (this pass's status of the set on the node).
-	Required int
-	Holding  []string
+	// Required, Holding and CordonAfter are RuntimeHolders' (this pass's status of the set on
+	// the node).
+	Required    int
+	Holding     []string
+	CordonAfter string
 }
 
 // RuntimeFacts are a pass's facts for the runtime-required taint.
@@ -139,6 +145,9 @@ type RuntimeDecision struct {
 	// Taint: new nodes to give the taint (and the auto-taint marker); Untaint: nodes to remove
 	// it from. Sorted.
 	Taint, Untaint []string
+	// CordonAfter: nodes of Untaint to cordon in the same update (runtimeRequiredCordonAfter)
+	// → the set that asks.
+	CordonAfter map[string]string
 	// Held: the selected nodes that keep the taint after the pass → the runtime-required sets
 	// not complete there (empty when no runtime-required set selects the node: nothing will
 	// remove it).
@@ -147,7 +156,8 @@ type RuntimeDecision struct {
 
 // PlanRuntime decides the runtime-required taint of the set's nodes, as Skyhook does: a
 // tainted node loses it once at least one runtime-required set selects it and all those are
-// complete on it (per node: one node is released while another still runs); a node no
+// complete on it (per node: one node is released while another still runs), and is cordoned
+// in the same update when one of those sets has runtimeRequiredCordonAfter; a node no
 // runtime-required set selects keeps it. A runtime-required set with autoTaint (not disabled,
 // not deleting) taints a selected node that is untouched (no gantry.dev/ annotation), not
 // tainted yet and not complete; a touched node is never tainted again.
@@ -162,6 +172,12 @@ func PlanRuntime(f RuntimeFacts) RuntimeDecision {
 		case n.Tainted && n.Required > 0 && len(n.Holding) == 0:
 			d.Untaint = append(d.Untaint, n.Name)
 			tainted = false
+			if n.CordonAfter != "" {
+				if d.CordonAfter == nil {
+					d.CordonAfter = map[string]string{}
+				}
+				d.CordonAfter[n.Name] = n.CordonAfter
+			}
 		case !n.Tainted && autoTaint && n.Selected && !n.Touched && len(n.Holding) > 0:
 			d.Taint = append(d.Taint, n.Name)
 			tainted = true

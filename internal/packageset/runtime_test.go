@@ -47,6 +47,37 @@ func rrSet(name string, selector map[string]string, mut ...func(*v1alpha1.Packag
 }
 
 // RuntimeHolders: which runtime-required sets select a node and are not complete there.
+// runtimeRequiredCordonAfter: RuntimeHolders names the first selecting runtime-required set
+// that asks (disabled ones and sets that do not select the node do not count), and PlanRuntime
+// cordons exactly the nodes it untaints whose holders ask.
+func TestRuntimeCordonAfter(t *testing.T) {
+	gpu := map[string]string{"pool": "gpu"}
+	mk := func(name string, cordonAfter, disabled bool, pool string) v1alpha1.PackageSet {
+		s := v1alpha1.PackageSet{}
+		s.Name = name
+		s.Spec.RuntimeRequired, s.Spec.RuntimeRequiredCordonAfter, s.Spec.Disabled = true, cordonAfter, disabled
+		s.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}}
+		return s
+	}
+	sets := []v1alpha1.PackageSet{mk("z-asks", true, false, "gpu"), mk("b-asks", true, false, "gpu"), mk("a-disabled", true, true, "gpu"),
+		mk("a-other-pool", true, false, "cpu"), mk("plain", false, false, "gpu")}
+	self := sets[4]
+	if _, _, got := RuntimeHolders(&self, sets, gpu, nil, v1alpha1.StatusComplete); got != "b-asks" {
+		t.Errorf("cordonAfter = %q, want b-asks", got)
+	}
+	if _, _, got := RuntimeHolders(&self, []v1alpha1.PackageSet{self}, gpu, nil, v1alpha1.StatusComplete); got != "" {
+		t.Errorf("no set asks: cordonAfter = %q", got)
+	}
+	d := PlanRuntime(RuntimeFacts{RuntimeRequired: true, Nodes: []RuntimeNode{
+		{Name: "done-asks", Selected: true, Tainted: true, Touched: true, Required: 2, CordonAfter: "b-asks"},
+		{Name: "done-plain", Selected: true, Tainted: true, Touched: true, Required: 1},
+		{Name: "busy-asks", Selected: true, Tainted: true, Touched: true, Required: 2, Holding: []string{"z-asks"}, CordonAfter: "b-asks"},
+	}})
+	if !reflect.DeepEqual(d.Untaint, []string{"done-asks", "done-plain"}) || !reflect.DeepEqual(d.CordonAfter, map[string]string{"done-asks": "b-asks"}) {
+		t.Errorf("untaint %v cordonAfter %v", d.Untaint, d.CordonAfter)
+	}
+}
+
 func TestRuntimeHolders(t *testing.T) {
 	gpu := map[string]string{"pool": "gpu"}
 	now := metav1.Now()
@@ -89,7 +120,7 @@ func TestRuntimeHolders(t *testing.T) {
 		{name: "set not listed yet", set: rrSet("new", gpu), ann: status("a", "complete", "b", "complete"), self: v1alpha1.StatusWaiting, required: 3, holding: []string{"new"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			required, holding := RuntimeHolders(&tc.set, sets, gpu, tc.ann, tc.self)
+			required, holding, _ := RuntimeHolders(&tc.set, sets, gpu, tc.ann, tc.self)
 			if required != tc.required || !reflect.DeepEqual(holding, tc.holding) {
 				t.Errorf("required %d holding %v; want %d %v", required, holding, tc.required, tc.holding)
 			}

@@ -203,3 +203,32 @@ func TestCordon(t *testing.T) {
 		}
 	}
 }
+
+// A node cordoned by runtimeRequiredCordonAfter (AnnotationRuntimeRequiredCordon) stays
+// unschedulable when a set takes and releases its own cordon for an interrupt, whatever the
+// order; without the annotation the same steps uncordon it.
+func TestCordonKeepsRuntimeRequiredCordon(t *testing.T) {
+	const a, b = v1alpha1.AnnotationCordonPrefix + "a", v1alpha1.AnnotationCordonPrefix + "b"
+	for _, keep := range []bool{true, false} {
+		ann := map[string]string{}
+		if keep {
+			ann[v1alpha1.AnnotationRuntimeRequiredCordon] = "bring-up"
+		}
+		u := keep // the runtime-required cordon made it unschedulable
+		u = Cordon(ann, u, a, true, false)
+		u = Cordon(ann, u, b, true, false)
+		u = Cordon(ann, u, a, false, true)
+		u = Cordon(ann, u, b, false, true)
+		if u != keep {
+			t.Errorf("runtime-required cordon %v: unschedulable after both releases = %v", keep, u)
+		}
+		if _, held := ann[a]; held {
+			t.Errorf("set a's cordon annotation left: %v", ann)
+		}
+	}
+	// Released without holding a cordon (a set finishing on a node it never cordoned).
+	ann := map[string]string{v1alpha1.AnnotationRuntimeRequiredCordon: "bring-up"}
+	if !Cordon(ann, true, a, false, true) {
+		t.Error("a release without a cordon uncordoned a runtime-required-cordoned node")
+	}
+}

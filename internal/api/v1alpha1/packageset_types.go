@@ -153,6 +153,11 @@ const (
 	// (spec.autoTaintNewNodes): the taint it added ("key=value:Effect"). Like Skyhook's
 	// autoTaint_<taintKey>, it keeps the node from counting as new again.
 	AnnotationAutoTaint = "gantry.dev/auto-taint"
+	// AnnotationRuntimeRequiredCordon marks a node cordoned when its runtime-required taint was
+	// removed (spec.runtimeRequiredCordonAfter); its value names the set that asked. While it is
+	// there, no set's cordon release makes the node schedulable (NodeWright's
+	// runtimeRequiredCordon annotation).
+	AnnotationRuntimeRequiredCordon = "gantry.dev/runtime-required-cordon"
 	// DefaultRuntimeRequiredTaint is the runtime-required taint ("key=value:Effect") nodes carry
 	// until every runtimeRequired set selecting them is complete there (Skyhook's default is
 	// skyhook.nvidia.com=runtime-required:NoSchedule); the reconciler's
@@ -199,6 +204,7 @@ type PackageSet struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.deploymentPolicy) || !has(self.interruptionBudget)",message="deploymentPolicy and interruptionBudget exclude each other: set budgets in the policy (default.budget, compartments[].budget)"
 // +kubebuilder:validation:XValidation:rule="self.packages.all(p, !has(p.dependsOn) || p.dependsOn.all(d, self.packages.all(q, q.name != d || !has(q.dependsOn) || !(p.name in q.dependsOn))))",message="dependsOn forms a cycle of two packages"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoTaintNewNodes) || !self.autoTaintNewNodes || (has(self.runtimeRequired) && self.runtimeRequired)",message="spec.autoTaintNewNodes needs spec.runtimeRequired = true (the taint it adds is the runtime-required one)"
+// +kubebuilder:validation:XValidation:rule="!has(self.runtimeRequiredCordonAfter) || !self.runtimeRequiredCordonAfter || (has(self.runtimeRequired) && self.runtimeRequired)",message="spec.runtimeRequiredCordonAfter needs spec.runtimeRequired = true (the cordon comes when the runtime-required taint goes)"
 type PackageSetSpec struct {
 	// NodeSelector picks the nodes the packages go on. An empty selector picks every node.
 	// matchExpressions operators are In and NotIn (with values) or Exists and DoesNotExist
@@ -342,6 +348,17 @@ type PackageSetSpec struct {
 	// may be scheduled there.
 	// +optional
 	AutoTaintNewNodes bool `json:"autoTaintNewNodes,omitempty"`
+
+	// RuntimeRequiredCordonAfter: when the runtime-required taint leaves a node (every
+	// runtime-required set selecting it is complete there), the reconciler cordons the node in
+	// the same update and marks it with the gantry.dev/runtime-required-cordon annotation
+	// (naming this set), as NodeWright's runtimeRequiredCordonAfter (NVIDIA/nodewright #284): the
+	// node is ready but takes no general workload until an operator releases it (kubectl
+	// uncordon and remove the annotation), for a burn-in or an acceptance check. The cordon
+	// outlives later interrupts: a set releasing its own cordon leaves a node with the
+	// annotation unschedulable. Needs runtimeRequired.
+	// +optional
+	RuntimeRequiredCordonAfter bool `json:"runtimeRequiredCordonAfter,omitempty"`
 }
 
 // DrainTimeoutAction is spec.drain.onTimeout: what a drain that runs past spec.drain.timeout
