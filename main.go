@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"log"
 	"net"
@@ -32,7 +33,9 @@ const envPprof = "GANTRY_PROVIDER_PPROF"
 
 // envProfileDir names the variable that makes every provider process write, when Terraform
 // stops it, its CPU profile of its whole life and its heap profile (allocations since start) to
-// <dir>/cpu-<pid>.pprof and <dir>/heap-<pid>.pprof (`go tool pprof -top`).
+// <dir>/cpu-<pid>.pprof and <dir>/heap-<pid>.pprof (`go tool pprof -top`), and the fast paths'
+// decisions (provider.FastPathDecisions: {"plan": {decision: count}, "read": {...}}) to
+// <dir>/fastpath-<pid>.json.
 const envProfileDir = "GANTRY_PROVIDER_PROFILE_DIR"
 
 // profileTo starts the CPU profile into dir and returns what writes both profiles; dir "" (or a
@@ -56,6 +59,9 @@ func profileTo(dir string) func() {
 		if heap, err := os.Create(filepath.Join(dir, "heap-"+pid+".pprof")); err == nil {
 			_ = pprof.Lookup("allocs").WriteTo(heap, 0)
 			_ = heap.Close()
+		}
+		if b, err := json.Marshal(provider.FastPathDecisions()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "fastpath-"+pid+".json"), b, 0o600)
 		}
 	}
 }

@@ -484,15 +484,23 @@ type privateState interface {
 // This skips the mapping (and the framework's reflection into and out of the model) for every
 // unchanged object of a refresh. Missing or unreadable marks report false.
 func readUnchanged(ctx context.Context, data *providerData, priv privateState, u *unstructured.Unstructured) bool {
-	if priv == nil || data == nil || u.GetResourceVersion() == "" {
-		return false
+	rv, ok := readMarkOf(ctx, data, priv)
+	return ok && u.GetResourceVersion() != "" && rv == u.GetResourceVersion()
+}
+
+// readMarkOf returns the resourceVersion priv's read mark (markRead) records and true when this
+// provider version wrote it; "" and false when priv or data is nil, or the mark is missing,
+// unreadable or another version's.
+func readMarkOf(ctx context.Context, data *providerData, priv privateState) (string, bool) {
+	if priv == nil || data == nil {
+		return "", false
 	}
 	b, diags := priv.GetKey(ctx, readPrivateKey)
 	var m readMark
-	if diags.HasError() || len(b) == 0 || json.Unmarshal(b, &m) != nil {
-		return false
+	if diags.HasError() || len(b) == 0 || json.Unmarshal(b, &m) != nil || m.By != data.version {
+		return "", false
 	}
-	return m.RV == u.GetResourceVersion() && m.By == data.version
+	return m.RV, true
 }
 
 // markRead records in priv that the state now holds the object at u's resourceVersion, as
@@ -519,8 +527,13 @@ func forgetRead(ctx context.Context, priv privateState) {
 // informer (wait.Registry.Get: one LIST per kind and namespace for a whole refresh, a GET to
 // confirm an object the informer lacks). It returns (nil, nil) when the object is gone — the
 // caller removes the resource from state so the next plan creates it — and an error
-// diagnostic naming the kind for any other client or API error.
+// diagnostic naming the kind for any other client or API error. A read the ReadResource fast
+// path already made for this request (same clients, kind, namespace and name; see
+// fetchedFor) is returned as it was, not made again.
 func readLive(ctx context.Context, data *providerData, spec wait.Spec, namespace, name string) (*unstructured.Unstructured, diag.Diagnostics) {
+	if f, ok := fetchedFor(ctx, data, spec, namespace, name); ok {
+		return f.u, f.diags
+	}
 	var diags diag.Diagnostics
 	_, reg, err := data.get()
 	if err != nil {

@@ -86,6 +86,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
 // What PlanFastPath decides for a plan: planAnswered, or the fallback reason (see above).
@@ -120,26 +122,44 @@ type retryCheck = func(context.Context, tfsdk.State, *diag.Diagnostics) (bool, s
 // planRetryCheck gives the fast path the kind's needsRetry, the rule of planRetry.
 func (r *kindResource[M]) planRetryCheck() retryCheck { return r.ops.needsRetry }
 
-// envNoPlanFastPath, set to anything but "", turns the fast path off: every plan goes to the
-// framework (to compare, or to step around a fault).
-const envNoPlanFastPath = "GANTRY_NO_PLAN_FAST_PATH"
+// envNoPlanFastPath, set to anything but "", turns the plan fast path off: every plan goes to
+// the framework (to compare, or to step around a fault). envNoReadFastPath does the same for
+// the ReadResource fast path (fastpath_read.go); with both set the framework's server is served
+// unwrapped.
+const (
+	envNoPlanFastPath = "GANTRY_NO_PLAN_FAST_PATH"
+	envNoReadFastPath = "GANTRY_NO_READ_FAST_PATH"
+)
 
 // PlanFastPath wraps the provider's protocol 6 server s (the framework's server for p) so that
-// PlanResourceChange answers unchanged resources itself; everything else reaches s. A server
-// that is not the framework's kind (fullServer), or GANTRY_NO_PLAN_FAST_PATH set, returns s as
-// is.
+// PlanResourceChange and ReadResource answer unchanged resources themselves (the read fast path
+// is in fastpath_read.go); everything else reaches s. A server that is not the framework's kind
+// (fullServer), or both GANTRY_NO_PLAN_FAST_PATH and GANTRY_NO_READ_FAST_PATH set, returns s as
+// is; one of them set turns that fast path off.
 func PlanFastPath(s tfprotov6.ProviderServer, p provider.Provider) tfprotov6.ProviderServer {
 	full, ok := s.(fullServer)
-	if !ok || os.Getenv(envNoPlanFastPath) != "" {
+	noPlan, noRead := os.Getenv(envNoPlanFastPath) != "", os.Getenv(envNoReadFastPath) != ""
+	if !ok || (noPlan && noRead) {
 		return s
 	}
-	f := &planFastPath{fullServer: full, types: map[string]*fastPlanType{}, skipped: map[string]string{}, counts: map[string]*atomic.Int64{}}
+	f := &planFastPath{fullServer: full, noPlan: noPlan, noRead: noRead, types: map[string]*fastPlanType{}, skipped: map[string]string{},
+		counts: map[string]*atomic.Int64{}, reads: map[string]wait.Spec{}, readSkipped: map[string]string{}, readCounts: map[string]*atomic.Int64{}}
 	for _, d := range planDecisions {
 		f.counts[d] = new(atomic.Int64)
 	}
+	for _, d := range readDecisions {
+		f.readCounts[d] = new(atomic.Int64)
+	}
+	lastFastPath.Store(f)
 	if _, meta := p.(provider.ProviderWithMetaSchema); meta {
 		f.skipped["*"] = "the provider has a provider_meta schema"
+		f.readSkipped["*"] = f.skipped["*"]
 		return f
+	}
+	if c, ok := p.(interface{ configuredData() *providerData }); ok {
+		f.configured = c.configuredData
+	} else {
+		f.readSkipped["*"], f.noRead = "the provider does not give its clients (configuredData)", true
 	}
 	ctx := context.Background()
 	var ps provider.SchemaResponse
@@ -156,24 +176,40 @@ func PlanFastPath(s tfprotov6.ProviderServer, p provider.Provider) tfprotov6.Pro
 		t, err := newFastPlanType(ctx, m.TypeName, r)
 		if err != nil {
 			f.skipped[m.TypeName] = err.Error()
+			f.readSkipped[m.TypeName] = err.Error()
 			continue
 		}
 		f.types[m.TypeName] = t
+		if spec, err := readKindOf(m.TypeName, r); err != nil {
+			f.readSkipped[m.TypeName] = err.Error()
+		} else {
+			f.reads[m.TypeName] = spec
+		}
 	}
 	return f
 }
 
 type planFastPath struct {
 	fullServer
+	// noPlan and noRead turn a fast path off (GANTRY_NO_PLAN_FAST_PATH, GANTRY_NO_READ_FAST_PATH).
+	noPlan, noRead bool
 	// types are the resource types the fast path may answer; skipped, why the others are not.
 	types   map[string]*fastPlanType
 	skipped map[string]string
+	// reads are the types (among types) whose refresh the read fast path may answer, with
+	// their kind; readSkipped, why the others are not ("*": none is).
+	reads       map[string]wait.Spec
+	readSkipped map[string]string
+	// configured returns what the provider's last Configure gave the resources (nil: none).
+	configured func() *providerData
 	// config is the type of the provider's configuration; deferred: a ConfigureProvider the
 	// provider defers on was seen (kept: the fast path stays off).
 	config   tftypes.Type
 	deferred atomic.Bool
-	// counts are the decisions made, by planDecisions entry.
-	counts map[string]*atomic.Int64
+	// counts are the plan decisions made, by planDecisions entry; readCounts the read
+	// decisions, by readDecisions entry.
+	counts     map[string]*atomic.Int64
+	readCounts map[string]*atomic.Int64
 }
 
 // decisions returns how many plans each decision took.
@@ -205,6 +241,9 @@ func (f *planFastPath) knownConfig(v *tfprotov6.DynamicValue) bool {
 }
 
 func (f *planFastPath) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	if f.noPlan {
+		return f.fullServer.PlanResourceChange(ctx, req)
+	}
 	why := f.decide(ctx, req)
 	f.counts[why].Add(1)
 	if why != planAnswered {

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
@@ -60,6 +61,9 @@ func New(version string) func() provider.Provider {
 
 type gantryProvider struct {
 	version string
+	// configured is what the last Configure handed the resources (nil before one, or after one
+	// that failed): the ReadResource fast path reads with the same clients (configuredData).
+	configured atomic.Pointer[providerData]
 }
 
 // gantryProviderModel is the provider configuration block.
@@ -255,6 +259,7 @@ func (p *gantryProvider) ConfigValidators(context.Context) []provider.ConfigVali
 // and those DestroyTolerant kept from its validation) fail the requests that need the cluster
 // instead of the destroy.
 func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	p.configured.Store(nil)
 	var cfg gantryProviderModel
 	if req.Config.Raw.IsFullyKnown() {
 		resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
@@ -298,6 +303,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	resp.DataSourceData = data
 	resp.ListResourceData = data
 	resp.ActionData = data
+	p.configured.Store(data)
 }
 
 func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {

@@ -1,0 +1,297 @@
+package provider
+
+// The ReadResource fast path (issue 37 item 1): the refresh of an object whose resourceVersion
+// is still the one the provider's last read or write recorded in private state (readInto's
+// "unchanged" case: readUnchanged) answered below terraform-plugin-framework, which otherwise
+// decodes the state, identity and private state, copies the state four times, runs the
+// resource's Read (which returns the prior state as it is), semantic equality over every
+// top-level attribute and the write-only pass, only to return the prior state
+// (../shared/reference/framework-costs.md §2.3, §4.2).
+//
+// The wrapper is PlanFastPath's (fastpath.go): ReadResource answers a refresh itself only when
+// the framework's answer is certain: the prior state (NewState), the prior private state
+// (Private), the prior identity (NewIdentity), no diagnostics, no deferral. It falls back to
+// the framework (the reason is counted, see planFastPath.readDecisionCounts) when any of these
+// holds, checked in this order:
+//
+//   - type: the resource type is not one it knows: the plan fast path does not know it (its
+//     schema holds something the value checks below do not cover, see newFastPlanType), its
+//     Read is not kindResource.Read (readInto; fastReadReviewed), or the provider has a
+//     provider_meta schema;
+//   - deferred: the provider was configured with a deferral (the framework then defers every
+//     read, answering with the prior state and a deferral);
+//   - unconfigured: the provider has not been configured, or its last Configure failed (the
+//     framework's Read then fails: no clients);
+//   - encoding: the current state is missing or not MessagePack (the framework reads JSON
+//     first);
+//   - private: the private state is empty, or not what the framework returns byte for byte
+//     (canonicalPrivate), or holds a framework key (a key starting with ".", as the import
+//     marker ".import_before_read" the framework deletes), or holds no read mark of this
+//     provider version with a resourceVersion (readMarkOf: none after a create or update,
+//     forgetRead; another version's after an upgrade of the provider);
+//   - identity: no current identity (Terraform before 1.12 sends none: readInto then sets
+//     one), or one that is not MessagePack, does not decode, is wholly null (readInto sets it)
+//     or is not wholly known;
+//   - decode: the state does not decode with the schema's type, is null or not wholly known,
+//     or names no object (readInto's stateKey: name, namespace; a package set's id when its
+//     name is empty);
+//   - value: a value the framework's attribute types reject when its semantic-equality pass
+//     reads the state (a number that is not a whole number within int64; a
+//     jsontypes.Normalized string that is not JSON);
+//   - write-only: a write-only attribute set in the state (the framework nulls it);
+//   - api-error: reading the object failed (readLive's diagnostic: no client, an API error);
+//   - gone: the object no longer exists (readInto removes the resource from state);
+//   - changed: the object's resourceVersion is not the one the mark records (readUnchanged:
+//     readInto maps the object again and records the new mark).
+//
+// The object is read (readLive: the shared informer, one LIST per kind and namespace; a GET
+// when the informer lacks it) only after every other check passed. When the last three fall
+// back, the read's result rides the request's context to readInto (fetchedFor), which uses it
+// instead of reading again: the framework answers from the same object and no second request
+// is made.
+//
+// Why that is enough: with none of the above, the framework's Read reaches readInto (the
+// resource's Configure takes the same providerData), which finds the object unchanged and
+// returns leaving the state as the framework filled it in (the prior state) and the identity
+// as sent (not wholly null, so not set again); nothing writes private state. The framework
+// then finds the identity unchanged and not null, semantic equality compares the state with
+// itself (no change; its reads raise no diagnostic once the value checks hold), the write-only
+// pass finds nothing set, and the private state is written back as it came (canonical, no
+// framework key to delete). The differential test (fastpath_read_test.go) and the fuzz target
+// hold the fast path to the framework's answer field by field.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// The read fast path's own fallback reasons (the others are the plan's, fastpath.go).
+const (
+	rfUnconfigured = "unconfigured"
+	rfAPIError     = "api-error"
+	rfGone         = "gone"
+)
+
+// readDecisions lists every decision of the read fast path, in the order it checks them.
+var readDecisions = []string{fbType, fbDeferred, rfUnconfigured, fbEncoding, fbPrivate, fbIdentity, fbDecode, fbValue, fbWriteOnly,
+	rfAPIError, rfGone, fbChanged, planAnswered}
+
+// fastReadReviewed are the resource types whose Read was read for the fast path: it is
+// kindResource.Read (readInto), not overridden. A type added here needs its rows in the
+// differential test.
+var fastReadReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_package_set": true, "gantry_workspace": true}
+
+// readKind gives the read fast path the kind readInto reads.
+func (r *kindResource[M]) readKind() wait.Spec { return r.ops.spec }
+
+// configuredData returns what the last Configure handed the resources, nil before one or after
+// one that failed.
+func (p *gantryProvider) configuredData() *providerData { return p.configured.Load() }
+
+// readKindOf returns the kind resource r (type name) reads, or an error saying why the read
+// fast path does not answer its refreshes.
+func readKindOf(name string, r resource.Resource) (wait.Spec, error) {
+	rk, ok := r.(interface{ readKind() wait.Spec })
+	if !ok || !fastReadReviewed[name] {
+		return wait.Spec{}, errors.New("its Read is not one the read fast path knows")
+	}
+	return rk.readKind(), nil
+}
+
+// readDecisionCounts returns how many refreshes each decision took.
+func (f *planFastPath) readDecisionCounts() map[string]int64 {
+	out := make(map[string]int64, len(f.readCounts))
+	for d, n := range f.readCounts {
+		out[d] = n.Load()
+	}
+	return out
+}
+
+// lastFastPath is the fast path PlanFastPath built last: the provider process serves one.
+var lastFastPath atomic.Pointer[planFastPath]
+
+// FastPathDecisions returns how many plans ("plan") and refreshes ("read") each decision of
+// the fast paths took in this process (decision → count; see fastpath.go and
+// fastpath_read.go), or nil when no fast path was built (both turned off).
+func FastPathDecisions() map[string]map[string]int64 {
+	f := lastFastPath.Load()
+	if f == nil {
+		return nil
+	}
+	return map[string]map[string]int64{"plan": f.decisions(), "read": f.readDecisionCounts()}
+}
+
+// ReadResource answers the refresh of an unchanged object itself (see above); every other
+// refresh reaches the framework, with the object when the fast path read it.
+func (f *planFastPath) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	if f.noRead {
+		return f.fullServer.ReadResource(ctx, req)
+	}
+	why, fetched := f.decideRead(ctx, req)
+	f.readCounts[why].Add(1)
+	if why != planAnswered {
+		if fetched != nil {
+			ctx = context.WithValue(ctx, fetchedKey{}, fetched)
+		}
+		return f.fullServer.ReadResource(ctx, req)
+	}
+	return &tfprotov6.ReadResourceResponse{NewState: req.CurrentState, NewIdentity: req.CurrentIdentity, Private: req.Private}, nil
+}
+
+// decideRead returns planAnswered when the fast path answers req, else why it falls back and,
+// when it read the object, that read (for readInto).
+func (f *planFastPath) decideRead(ctx context.Context, req *tfprotov6.ReadResourceRequest) (string, *fetchedObject) {
+	t := f.types[req.TypeName]
+	spec, known := f.reads[req.TypeName] // only types in f.types
+	var data *providerData
+	if f.configured != nil {
+		data = f.configured()
+	}
+	switch {
+	case !known:
+		return fbType, nil
+	case f.deferred.Load():
+		return fbDeferred, nil
+	case data == nil:
+		return rfUnconfigured, nil
+	case !msgpackOnly(req.CurrentState):
+		return fbEncoding, nil
+	}
+	priv, ok := markedPrivate(ctx, data, req.Private)
+	if !ok {
+		return fbPrivate, nil
+	}
+	if !t.readIdentity(req.CurrentIdentity) {
+		return fbIdentity, nil
+	}
+	state, err := req.CurrentState.Unmarshal(t.typ)
+	if err != nil || state.IsNull() || !state.IsFullyKnown() {
+		return fbDecode, nil
+	}
+	namespace, name := stateKeyOf(state, spec.Namespaced)
+	switch {
+	case name == "":
+		return fbDecode, nil
+	case !wholeNumbers(state) || !t.validJSON(state):
+		return fbValue, nil
+	case !t.writeOnlyNull(state):
+		return fbWriteOnly, nil
+	}
+	u, diags := readLive(ctx, data, spec, namespace, name)
+	fetched := &fetchedObject{data: data, spec: spec, namespace: namespace, name: name, u: u, diags: diags}
+	switch {
+	case len(diags) > 0:
+		return rfAPIError, fetched
+	case u == nil:
+		return rfGone, fetched
+	case !readUnchanged(ctx, data, priv, u):
+		return fbChanged, fetched
+	}
+	return planAnswered, nil
+}
+
+// markedPrivate returns private state b as the provider's keys and true when the framework
+// would return b byte for byte (canonicalPrivate, no framework key) and it holds a read mark of
+// this provider version with a resourceVersion (readMarkOf); nil and false otherwise.
+func markedPrivate(ctx context.Context, data *providerData, b []byte) (privateMap, bool) {
+	if len(b) == 0 || !canonicalPrivate(b) {
+		return nil, false
+	}
+	var m map[string][]byte
+	if json.Unmarshal(b, &m) != nil {
+		return nil, false
+	}
+	for k := range m {
+		if strings.HasPrefix(k, ".") {
+			return nil, false
+		}
+	}
+	if rv, ok := readMarkOf(ctx, data, privateMap(m)); !ok || rv == "" {
+		return nil, false
+	}
+	return m, true
+}
+
+// privateMap is decoded provider private state, read only (privateState for readMarkOf and
+// readUnchanged).
+type privateMap map[string][]byte
+
+func (p privateMap) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostics) {
+	return p[key], nil
+}
+
+// SetKey refuses: the fast path never writes private state.
+func (p privateMap) SetKey(context.Context, string, []byte) diag.Diagnostics {
+	var diags diag.Diagnostics
+	diags.AddError("Read-only private state", "the read fast path does not write private state")
+	return diags
+}
+
+// readIdentity reports whether id is a MessagePack identity that decodes, is wholly known and
+// is not wholly null (readInto sets a wholly null identity again).
+func (t *fastPlanType) readIdentity(id *tfprotov6.ResourceIdentityData) bool {
+	if id == nil || !msgpackOnly(id.IdentityData) {
+		return false
+	}
+	v, err := id.IdentityData.Unmarshal(t.identity)
+	return err == nil && v.IsFullyKnown() && !v.IsFullyNull()
+}
+
+// stateKeyOf is stateKey on a decoded state v: its namespace ("" when not namespaced) and
+// name attributes, null read as ""; a cluster-scoped kind's state with an empty name falls back
+// to its id. Both are "" when v is not an object.
+func stateKeyOf(v tftypes.Value, namespaced bool) (namespace, name string) {
+	var attrs map[string]tftypes.Value
+	if v.As(&attrs) != nil {
+		return "", ""
+	}
+	str := func(k string) string {
+		var s string
+		if a, ok := attrs[k]; ok && a.IsKnown() && !a.IsNull() && a.Type().Is(tftypes.String) {
+			_ = a.As(&s)
+		}
+		return s
+	}
+	if namespaced {
+		namespace = str("namespace")
+	}
+	name = str("name")
+	if name == "" && !namespaced {
+		name = str("id")
+	}
+	return namespace, name
+}
+
+// fetchedKey is the context key of the read the fast path made before falling back.
+type fetchedKey struct{}
+
+// fetchedObject is readLive's result for one object, read with data's clients.
+type fetchedObject struct {
+	data            *providerData
+	spec            wait.Spec
+	namespace, name string
+	u               *unstructured.Unstructured
+	diags           diag.Diagnostics
+}
+
+// fetchedFor returns the read the fast path made for this request (ctx) of the object
+// namespace/name of spec's kind with data's clients, and false when it made none, or made it of
+// another object or with other clients.
+func fetchedFor(ctx context.Context, data *providerData, spec wait.Spec, namespace, name string) (*fetchedObject, bool) {
+	f, ok := ctx.Value(fetchedKey{}).(*fetchedObject)
+	if !ok || f.data != data || f.spec.GVR != spec.GVR || f.namespace != namespace || f.name != name {
+		return nil, false
+	}
+	return f, true
+}
