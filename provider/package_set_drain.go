@@ -20,12 +20,14 @@ import (
 
 // drainModel is drain (v1alpha1.Drain).
 type drainModel struct {
-	GracePeriod        types.String      `tfsdk:"grace_period"`
-	Timeout            types.String      `tfsdk:"timeout"`
-	DeleteEmptyDirData types.Bool        `tfsdk:"delete_empty_dir_data"`
-	Force              types.Bool        `tfsdk:"force"`
-	SkipPodLabels      map[string]string `tfsdk:"skip_pod_labels"`
-	OnTimeout          types.String      `tfsdk:"on_timeout"`
+	GracePeriod           types.String      `tfsdk:"grace_period"`
+	Timeout               types.String      `tfsdk:"timeout"`
+	DeleteEmptyDirData    types.Bool        `tfsdk:"delete_empty_dir_data"`
+	Force                 types.Bool        `tfsdk:"force"`
+	SkipPodLabels         map[string]string `tfsdk:"skip_pod_labels"`
+	OnTimeout             types.String      `tfsdk:"on_timeout"`
+	NonInterruptTimeout   types.String      `tfsdk:"non_interrupt_timeout"`
+	OnNonInterruptTimeout types.String      `tfsdk:"on_non_interrupt_timeout"`
 }
 
 // drainAttribute is the schema of drain.
@@ -64,6 +66,16 @@ func drainAttribute() schema.SingleNestedAttribute {
 					"(the PodDisruptionBudget that refuses, still terminating, an emptyDir or unmanaged pod kept by these settings), so the apply fails; the node stays cordoned and its drain " +
 					"is tried again after the backoff of a failed stage (5s doubling to 5m). `Continue` runs the interrupt with those pods on the node and says so in a Warning event `DrainTimeout`.",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.DrainTimeoutFail), string(v1alpha1.DrainTimeoutContinue))}},
+			"non_interrupt_timeout": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Longest wait for the pods of `pod_non_interrupt_labels`, e.g. `4h` (long-running work that must not be interrupted, NVIDIA/nodewright #543), " +
+					"counted from the first pass that finds the node cordoned with them running; `on_non_interrupt_timeout` says what happens then. " +
+					"Unset or `0s`: the node waits as long as they run (as Skyhook does).",
+				Validators: []validator.String{durationValidator{}}},
+			"on_non_interrupt_timeout": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "What happens at `non_interrupt_timeout` (needs it): `Fail` (default) makes the node erroring, naming the pods, so the apply fails; " +
+					"the node stays cordoned and goes on waiting for them (the interrupt starts once they finish). `Drain` evicts them like any other pod " +
+					"(the Eviction API and PodDisruptionBudgets, this drain's settings and `timeout`), then the interrupt runs.",
+				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.NonInterruptTimeoutFail), string(v1alpha1.NonInterruptTimeoutDrain))}},
 		}}
 }
 
@@ -74,12 +86,15 @@ func expandDrain(m *drainModel) (*v1alpha1.Drain, error) {
 		return nil, nil
 	}
 	out := &v1alpha1.Drain{DeleteEmptyDirData: m.DeleteEmptyDirData.ValueBoolPointer(), Force: m.Force.ValueBoolPointer(),
-		OnTimeout: v1alpha1.DrainTimeoutAction(m.OnTimeout.ValueString())}
+		OnTimeout: v1alpha1.DrainTimeoutAction(m.OnTimeout.ValueString()), OnNonInterruptTimeout: v1alpha1.NonInterruptTimeoutAction(m.OnNonInterruptTimeout.ValueString())}
 	var err error
 	if out.GracePeriod, err = metaDuration(m.GracePeriod, "drain.grace_period"); err != nil {
 		return nil, err
 	}
 	if out.Timeout, err = metaDuration(m.Timeout, "drain.timeout"); err != nil {
+		return nil, err
+	}
+	if out.NonInterruptTimeout, err = metaDuration(m.NonInterruptTimeout, "drain.non_interrupt_timeout"); err != nil {
 		return nil, err
 	}
 	if len(m.SkipPodLabels) > 0 {
@@ -100,12 +115,16 @@ func flattenDrain(d *v1alpha1.Drain, prior *drainModel) *drainModel {
 		pd = *prior
 	}
 	m := &drainModel{GracePeriod: types.StringNull(), Timeout: types.StringNull(), DeleteEmptyDirData: types.BoolPointerValue(d.DeleteEmptyDirData),
-		Force: types.BoolPointerValue(d.Force), OnTimeout: optString(string(d.OnTimeout), pd.OnTimeout)}
+		Force: types.BoolPointerValue(d.Force), OnTimeout: optString(string(d.OnTimeout), pd.OnTimeout),
+		NonInterruptTimeout: types.StringNull(), OnNonInterruptTimeout: optString(string(d.OnNonInterruptTimeout), pd.OnNonInterruptTimeout)}
 	if d.GracePeriod != nil {
 		m.GracePeriod = durationString(d.GracePeriod.Duration, pd.GracePeriod)
 	}
 	if d.Timeout != nil {
 		m.Timeout = durationString(d.Timeout.Duration, pd.Timeout)
+	}
+	if d.NonInterruptTimeout != nil {
+		m.NonInterruptTimeout = durationString(d.NonInterruptTimeout.Duration, pd.NonInterruptTimeout)
 	}
 	if d.SkipPodLabels != nil {
 		m.SkipPodLabels = optMap(d.SkipPodLabels.MatchLabels, pd.SkipPodLabels)
@@ -116,7 +135,9 @@ func flattenDrain(d *v1alpha1.Drain, prior *drainModel) *drainModel {
 }
 
 // validateDrainConfig checks drain with the values known: on_timeout needs a timeout above 0s
-// (the CRD's rule: without one the drain never times out); a warning for grace_period 0s (the
+// (the CRD's rule: without one the drain never times out), on_non_interrupt_timeout a
+// non_interrupt_timeout above 0s; a warning for non_interrupt_timeout without
+// pod_non_interrupt_labels (nothing is waited for); a warning for grace_period 0s (the
 // API server deletes the pods at once) and for a grace_period at least as long as the timeout
 // (evicted pods would still be terminating when it passes).
 func validateDrainConfig(root configValue, diags *diag.Diagnostics) {
@@ -129,6 +150,16 @@ func validateDrainConfig(root configValue, diags *diag.Diagnostics) {
 		diags.AddAttributeError(d.Attr("on_timeout").Path(), "on_timeout Needs timeout",
 			fmt.Sprintf("%s = %q takes effect when the drain runs past drain.timeout, and without a timeout (unset or 0s) the drain never times out. "+
 				"Set drain.timeout (e.g. \"15m\"), or leave on_timeout out.", d.Attr("on_timeout").Path(), on))
+	}
+	niTimeout, niok := durationOf(d.Attr("non_interrupt_timeout"))
+	if on, ok := d.Attr("on_non_interrupt_timeout").String(); ok && (d.Attr("non_interrupt_timeout").Null() || niok && niTimeout == 0) {
+		diags.AddAttributeError(d.Attr("on_non_interrupt_timeout").Path(), "on_non_interrupt_timeout Needs non_interrupt_timeout",
+			fmt.Sprintf("%s = %q takes effect when the node has waited drain.non_interrupt_timeout for its non-interrupt pods, and without it (unset or 0s) the node waits "+
+				"as long as they run. Set drain.non_interrupt_timeout (e.g. \"4h\"), or leave on_non_interrupt_timeout out.", d.Attr("on_non_interrupt_timeout").Path(), on))
+	}
+	if pl := root.Attr("pod_non_interrupt_labels"); niok && niTimeout > 0 && pl.Null() {
+		diags.AddAttributeWarning(d.Attr("non_interrupt_timeout").Path(), "Non-Interrupt Timeout Without Non-Interrupt Pods",
+			fmt.Sprintf("%s bounds the wait for the pods of pod_non_interrupt_labels, which is not set: no pod is waited for, so the timeout never applies.", d.Attr("non_interrupt_timeout").Path()))
 	}
 	grace, gok := durationOf(d.Attr("grace_period"))
 	switch {

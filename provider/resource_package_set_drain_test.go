@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,47 @@ func TestAccPackageSet_drain(t *testing.T) {
 			{
 				Config:            drainConfig(pool, ""),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("drain"), knownvalue.Null())},
+			},
+		},
+	})
+}
+
+// drain.non_interrupt_timeout (NVIDIA/nodewright #543) through the CLI: a training pod matching
+// pod_non_interrupt_labels runs on the node. on_non_interrupt_timeout without the timeout fails
+// the plan; with a 5s timeout and Fail the apply fails naming the pod (the node waits on for it);
+// with Drain the pod is evicted after the timeout and the interrupt runs: the apply completes.
+func TestAccPackageSet_nonInterruptTimeout(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-nit-" + rand.String(5)
+	accNodes(t, c, pool, 1)
+	ns := testNamespace(t, c, "acc-nit")
+	train := drainWorkload(t, c, ns, "train", pool+"-0", map[string]string{"ml": "train"})
+	cfg := func(drain string) string {
+		return strings.Replace(drainConfig(pool, drain), "  packages = [{", "  pod_non_interrupt_labels = { ml = \"train\" }\n  packages = [{", 1)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{PlanOnly: true, Config: cfg(`    on_non_interrupt_timeout = "Drain"`),
+				ExpectError: regexp.MustCompile(`(?s)on_non_interrupt_timeout\s+Needs\s+non_interrupt_timeout`)},
+			{Config: cfg("    non_interrupt_timeout = \"5s\""),
+				ExpectError: regexp.MustCompile(`(?s)non-interrupt\s+pods\s+still\s+running\s+after\s+5s\s+\(drain.nonInterruptTimeout,\s+onNonInterruptTimeout\s+Fail\):\s+` + ns + `/train`)},
+			{
+				Config: cfg("    non_interrupt_timeout    = \"5s\"\n    on_non_interrupt_timeout = \"Drain\""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("gantry_package_set.test", tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue("gantry_package_set.test", tfjsonpath.New("drain").AtMapKey("on_non_interrupt_timeout"), knownvalue.StringExact("Drain")),
+				},
+				Check: func(*terraform.State) error {
+					p, err := c.Core.CoreV1().Pods(ns).Get(context.Background(), train.Name, metav1.GetOptions{})
+					if err == nil && p.DeletionTimestamp == nil {
+						return fmt.Errorf("the non-interrupt pod was not drained after the timeout under Drain")
+					}
+					return nil
+				},
 			},
 		},
 	})

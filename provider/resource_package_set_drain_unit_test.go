@@ -18,9 +18,11 @@ import (
 // user's spelling ("90s", not the API's "1m30s"), explicit defaults (true) stay explicit; an
 // import (no prior) reads the API's values; a change made outside Terraform shows as drift.
 func TestPackageSetDrain_roundTrip(t *testing.T) {
-	null := drainModel{GracePeriod: types.StringNull(), Timeout: types.StringNull(), DeleteEmptyDirData: types.BoolNull(), Force: types.BoolNull(), OnTimeout: types.StringNull()}
+	null := drainModel{GracePeriod: types.StringNull(), Timeout: types.StringNull(), DeleteEmptyDirData: types.BoolNull(), Force: types.BoolNull(), OnTimeout: types.StringNull(),
+		NonInterruptTimeout: types.StringNull(), OnNonInterruptTimeout: types.StringNull()}
 	full := drainModel{GracePeriod: types.StringValue("90s"), Timeout: types.StringValue("15m"), DeleteEmptyDirData: types.BoolValue(false),
-		Force: types.BoolValue(false), SkipPodLabels: map[string]string{"gantry.dev/drain": "skip"}, OnTimeout: types.StringValue("Continue")}
+		Force: types.BoolValue(false), SkipPodLabels: map[string]string{"gantry.dev/drain": "skip"}, OnTimeout: types.StringValue("Continue"),
+		NonInterruptTimeout: types.StringValue("4h"), OnNonInterruptTimeout: types.StringValue("Drain")}
 	defaults := null
 	defaults.DeleteEmptyDirData, defaults.Force, defaults.OnTimeout = types.BoolValue(true), types.BoolValue(true), types.StringValue("Fail")
 	defaults.Timeout, defaults.SkipPodLabels = types.StringValue("1h"), map[string]string{}
@@ -35,16 +37,20 @@ func TestPackageSetDrain_roundTrip(t *testing.T) {
 		{name: "unset", want: nil},
 		{name: "empty", conf: &null, spec: map[string]interface{}{}, want: &null},
 		{name: "full", conf: &full, spec: map[string]interface{}{"gracePeriod": "1m30s", "timeout": "15m0s", "deleteEmptyDirData": false, "force": false,
-			"skipPodLabels": map[string]interface{}{"matchLabels": map[string]interface{}{"gantry.dev/drain": "skip"}}, "onTimeout": "Continue"}, want: &full},
+			"skipPodLabels": map[string]interface{}{"matchLabels": map[string]interface{}{"gantry.dev/drain": "skip"}}, "onTimeout": "Continue",
+			"nonInterruptTimeout": "4h0m0s", "onNonInterruptTimeout": "Drain"}, want: &full},
 		{name: "explicit defaults", conf: &defaults, spec: map[string]interface{}{"timeout": "1h0m0s", "deleteEmptyDirData": true, "force": true, "onTimeout": "Fail"},
 			want: &defaults},
 		{name: "import", conf: &full, prior: func(m *packageSetModel) { m.Drain = nil }, spec: map[string]interface{}{"gracePeriod": "1m30s", "timeout": "15m0s",
-			"deleteEmptyDirData": false, "force": false, "skipPodLabels": map[string]interface{}{"matchLabels": map[string]interface{}{"gantry.dev/drain": "skip"}}, "onTimeout": "Continue"},
+			"deleteEmptyDirData": false, "force": false, "skipPodLabels": map[string]interface{}{"matchLabels": map[string]interface{}{"gantry.dev/drain": "skip"}}, "onTimeout": "Continue",
+			"nonInterruptTimeout": "4h0m0s", "onNonInterruptTimeout": "Drain"},
 			want: &drainModel{GracePeriod: types.StringValue("1m30s"), Timeout: types.StringValue("15m0s"), DeleteEmptyDirData: types.BoolValue(false),
-				Force: types.BoolValue(false), SkipPodLabels: map[string]string{"gantry.dev/drain": "skip"}, OnTimeout: types.StringValue("Continue")}},
+				Force: types.BoolValue(false), SkipPodLabels: map[string]string{"gantry.dev/drain": "skip"}, OnTimeout: types.StringValue("Continue"),
+				NonInterruptTimeout: types.StringValue("4h0m0s"), OnNonInterruptTimeout: types.StringValue("Drain")}},
 		{name: "drift: force turned off outside Terraform", conf: &null, spec: map[string]interface{}{},
 			edit: func(spec map[string]interface{}) { _ = unstructured.SetNestedField(spec, false, "drain", "force") },
-			want: &drainModel{GracePeriod: types.StringNull(), Timeout: types.StringNull(), DeleteEmptyDirData: types.BoolNull(), Force: types.BoolValue(false), OnTimeout: types.StringNull()}},
+			want: &drainModel{GracePeriod: types.StringNull(), Timeout: types.StringNull(), DeleteEmptyDirData: types.BoolNull(), Force: types.BoolValue(false), OnTimeout: types.StringNull(),
+				NonInterruptTimeout: types.StringNull(), OnNonInterruptTimeout: types.StringNull()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := psFieldsModel()
@@ -116,6 +122,13 @@ func TestPackageSetDrain_validate(t *testing.T) {
 		{name: "grace period outlasts the timeout", drain: map[string]tftypes.Value{"grace_period": str("10m"), "timeout": str("5m")},
 			warning: "Grace Period Outlasts the Drain Timeout", detail: "(10m0s) is not shorter than drain.timeout (5m0s)"},
 		{name: "grace period and an unknown timeout", drain: map[string]tftypes.Value{"grace_period": str("10m"), "timeout": unknown}},
+		{name: "non-interrupt timeout, Drain", drain: map[string]tftypes.Value{"non_interrupt_timeout": str("4h"), "on_non_interrupt_timeout": str("Drain")},
+			warning: "Non-Interrupt Timeout Without Non-Interrupt Pods", detail: "pod_non_interrupt_labels, which is not set"},
+		{name: "on_non_interrupt_timeout without non_interrupt_timeout", drain: map[string]tftypes.Value{"on_non_interrupt_timeout": str("Drain")},
+			err: "on_non_interrupt_timeout Needs non_interrupt_timeout", detail: `drain.on_non_interrupt_timeout = "Drain" takes effect when the node has waited`},
+		{name: "on_non_interrupt_timeout not an action", drain: map[string]tftypes.Value{"on_non_interrupt_timeout": str("Continue"), "non_interrupt_timeout": str("1h")},
+			err: "Invalid Attribute Value Match", warning: "Non-Interrupt Timeout Without Non-Interrupt Pods"},
+		{name: "negative non_interrupt_timeout", drain: map[string]tftypes.Value{"non_interrupt_timeout": str("-1h")}, err: "Invalid Duration"},
 		{name: "skip_pod_labels key not a label key", drain: map[string]tftypes.Value{"skip_pod_labels": labels("not a key", "x")}, err: "Invalid Label Key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

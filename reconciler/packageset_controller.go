@@ -764,7 +764,7 @@ func (r *PackageSetReconciler) act(ctx context.Context, set *v1alpha1.PackageSet
 			}
 		}
 		if np.Drain {
-			refused, err := r.drain(ctx, set, node)
+			refused, err := r.drain(ctx, set, node, np.DrainNonInterrupt)
 			if err != nil {
 				return err
 			}
@@ -974,12 +974,17 @@ type drainPods struct {
 
 // podsToDrain reads the node's pods (one uncached List by spec.nodeName) and sorts them by the
 // set's drain rules (packageset.DrainPods.Class: Skyhook's ShouldEvict, podNonInterruptLabels
-// and spec.drain's skipPodLabels, deleteEmptyDirData and force; never the reconciler's own pod).
-func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (drainPods, error) {
+// and spec.drain's skipPodLabels, deleteEmptyDirData and force; never the reconciler's own pod);
+// with nonInterruptToo (packageset.NonInterruptExpired under Drain) podNonInterruptLabels no
+// longer holds a pod.
+func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, nonInterruptToo bool) (drainPods, error) {
 	var out drainPods
 	rules, err := packageset.DrainPodsOf(&set.Spec, r.Self)
 	if err != nil {
 		return out, err
+	}
+	if nonInterruptToo {
+		rules.NonInterrupt = nil // past drain.nonInterruptTimeout under Drain: sorted like any pod
 	}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
@@ -1006,7 +1011,7 @@ func (r *PackageSetReconciler) podsToDrain(ctx context.Context, set *v1alpha1.Pa
 // (packageset.DrainTimedOut), why the Eviction API refuses each pod left to evict: a dry-run
 // eviction (nothing is evicted), so the timeout names the PodDisruptionBudget.
 func (r *PackageSetReconciler) drainFacts(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, nf *packageset.NodeFacts, spec packageset.DrainSpec, now time.Time) error {
-	pods, err := r.podsToDrain(ctx, set, node)
+	pods, err := r.podsToDrain(ctx, set, node, packageset.NonInterruptExpired(nf.Record, spec, now))
 	if err != nil {
 		return err
 	}
@@ -1035,8 +1040,8 @@ func (r *PackageSetReconciler) drainFacts(ctx context.Context, set *v1alpha1.Pac
 // "pod <ns>/<name>: <message> (<causes>)" per pod joined by "; " (a 429 names the
 // PodDisruptionBudget in its cause), or "" when every eviction was accepted; err only when the
 // node's pods cannot be listed. A refusal is retried by the next pass that drains.
-func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node) (string, error) {
-	pods, err := r.podsToDrain(ctx, set, node)
+func (r *PackageSetReconciler) drain(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, nonInterruptToo bool) (string, error) {
+	pods, err := r.podsToDrain(ctx, set, node, nonInterruptToo)
 	if err != nil {
 		return "", err
 	}

@@ -103,12 +103,12 @@ func TestDrainEvictionOptions(t *testing.T) {
 
 	// The drain: refused, then accepted with the grace period.
 	evictions = nil
-	refused, err := r.drain(ctx, set, n)
+	refused, err := r.drain(ctx, set, n, false)
 	if err != nil || refused != "pod app/web: "+want {
 		t.Fatalf("drain: %q %v", refused, err)
 	}
 	refuse, evictions = false, nil
-	if refused, err = r.drain(ctx, set, n); err != nil || refused != "" {
+	if refused, err = r.drain(ctx, set, n, false); err != nil || refused != "" {
 		t.Fatalf("drain: %q %v", refused, err)
 	}
 	if fmt.Sprint(evictions) != "[app/web grace 7 dry-run []]" {
@@ -125,7 +125,7 @@ func TestDrainEvictionOptions(t *testing.T) {
 
 	// Today's drain (spec.drain unset): the emptyDir pod is evicted, with its own grace period.
 	evictions = nil
-	if _, err := r.drain(ctx, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}}, n); err != nil {
+	if _, err := r.drain(ctx, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}}, n, false); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(evictions) != "[app/agent grace pod's own dry-run [] app/scratch grace pod's own dry-run []]" {

@@ -145,12 +145,16 @@ type DrainSpec struct {
 	DeleteEmptyDirData, Force bool
 	// OnTimeout is Fail or Continue (Fail when unset).
 	OnTimeout v1alpha1.DrainTimeoutAction
+	// NonInterruptTimeout bounds the wait for podNonInterruptLabels pods (0: none);
+	// OnNonInterruptTimeout is Fail or Drain (Fail when unset).
+	NonInterruptTimeout   time.Duration
+	OnNonInterruptTimeout v1alpha1.NonInterruptTimeoutAction
 }
 
 // DrainSpecOf is d (spec.drain, nil: unset) with today's drain for every unset field: each
 // pod's own grace period, no timeout, emptyDir and unmanaged pods evicted, Fail at a timeout.
 func DrainSpecOf(d *v1alpha1.Drain) DrainSpec {
-	s := DrainSpec{DeleteEmptyDirData: true, Force: true, OnTimeout: v1alpha1.DrainTimeoutFail}
+	s := DrainSpec{DeleteEmptyDirData: true, Force: true, OnTimeout: v1alpha1.DrainTimeoutFail, OnNonInterruptTimeout: v1alpha1.NonInterruptTimeoutFail}
 	if d == nil {
 		return s
 	}
@@ -169,6 +173,12 @@ func DrainSpecOf(d *v1alpha1.Drain) DrainSpec {
 	}
 	if d.OnTimeout == v1alpha1.DrainTimeoutContinue {
 		s.OnTimeout = d.OnTimeout
+	}
+	if d.NonInterruptTimeout != nil && d.NonInterruptTimeout.Duration > 0 {
+		s.NonInterruptTimeout = d.NonInterruptTimeout.Duration
+	}
+	if d.OnNonInterruptTimeout == v1alpha1.NonInterruptTimeoutDrain {
+		s.OnNonInterruptTimeout = d.OnNonInterruptTimeout
 	}
 	return s
 }

@@ -111,6 +111,8 @@ func TestDrainSpecOf(t *testing.T) {
 			DrainSpec{Timeout: 10 * time.Minute, DeleteEmptyDirData: true, Force: true, OnTimeout: v1alpha1.DrainTimeoutContinue}},
 		{"strict", &v1alpha1.Drain{DeleteEmptyDirData: ptr(false), Force: ptr(false), Timeout: dur(time.Hour), OnTimeout: v1alpha1.DrainTimeoutFail},
 			DrainSpec{Timeout: time.Hour, OnTimeout: v1alpha1.DrainTimeoutFail}},
+		{"non-interrupt timeout, Drain", &v1alpha1.Drain{NonInterruptTimeout: dur(2 * time.Hour), OnNonInterruptTimeout: v1alpha1.NonInterruptTimeoutDrain},
+			DrainSpec{DeleteEmptyDirData: true, Force: true, OnTimeout: v1alpha1.DrainTimeoutFail, NonInterruptTimeout: 2 * time.Hour, OnNonInterruptTimeout: v1alpha1.NonInterruptTimeoutDrain}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := DrainSpecOf(tc.in)
@@ -118,6 +120,9 @@ func TestDrainSpecOf(t *testing.T) {
 				t.Errorf("GracePeriod %v, want %v", got.GracePeriod, tc.want.GracePeriod)
 			}
 			got.GracePeriod, tc.want.GracePeriod = nil, nil
+			if tc.want.OnNonInterruptTimeout == "" {
+				tc.want.OnNonInterruptTimeout = v1alpha1.NonInterruptTimeoutFail // the default
+			}
 			if got != tc.want {
 				t.Errorf("DrainSpecOf = %+v, want %+v", got, tc.want)
 			}

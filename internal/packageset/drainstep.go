@@ -74,6 +74,7 @@ func (p *nodePass) drainStep() bool {
 		return p.drainTimedOut(d)
 	}
 	p.plan.Drain = true
+	p.plan.DrainNonInterrupt = NonInterruptExpired(p.rec, spec, now)
 	if spec.Timeout > 0 {
 		p.requeueIn(spec.Timeout - now.Sub(d.Since)) // the pass that decides the timeout
 	}
@@ -147,4 +148,40 @@ func podsLeft(n NodeFacts) string {
 		left = append(left[:maxPodsLeft], fmt.Sprintf("and %d more", len(left)-maxPodsLeft))
 	}
 	return strings.Join(left, ", ")
+}
+
+// NonInterruptExpired says whether the node whose record is rec has waited for its
+// podNonInterruptLabels pods past spec.nonInterruptTimeout at now under onNonInterruptTimeout
+// Drain: the controller then sorts those pods like any other (to evict), so the drain takes them.
+func NonInterruptExpired(rec *NodeRecord, spec DrainSpec, now time.Time) bool {
+	return rec != nil && rec.NonInterruptSince != nil && spec.NonInterruptTimeout > 0 &&
+		spec.OnNonInterruptTimeout == v1alpha1.NonInterruptTimeoutDrain && now.Sub(*rec.NonInterruptSince) >= spec.NonInterruptTimeout
+}
+
+// nonInterruptHold says whether the cordoned node still waits for its podNonInterruptLabels
+// pods (NodeFacts.NonInterrupt) before its drain, as Skyhook waits, bounded by
+// spec.drain.nonInterruptTimeout from the first pass that found them (NodeRecord.NonInterruptSince):
+// before it, wait (and look again when it passes); past it under Fail, wait on as erroring,
+// naming the pods; under Drain the controller no longer reports them (NonInterruptExpired), so
+// there is nothing left to wait for. The clock is dropped with the cordon (nodePass.run).
+func (p *nodePass) nonInterruptHold() bool {
+	if len(p.n.NonInterrupt) == 0 {
+		return false // the clock stays until the cordon goes: NonInterruptExpired holds for this drain
+	}
+	spec, now := p.f.Drain, p.f.Now
+	if p.rec.NonInterruptSince == nil {
+		p.rec.NonInterruptSince = &now
+	}
+	if spec.NonInterruptTimeout <= 0 {
+		return true
+	}
+	if left := spec.NonInterruptTimeout - now.Sub(*p.rec.NonInterruptSince); left > 0 {
+		p.requeueIn(left)
+		return true
+	}
+	p.nonInterruptFailed = true
+	p.failures = append(p.failures, p.drainFailure(fmt.Sprintf("non-interrupt pods still running after %s (drain.nonInterruptTimeout, onNonInterruptTimeout Fail): %s; "+
+		"the node stays cordoned and waits for them", spec.NonInterruptTimeout, listMessage(p.n.NonInterrupt))))
+	p.requeueIn(BackoffMax)
+	return true
 }

@@ -294,3 +294,56 @@ func TestDrainTimeoutRemoval(t *testing.T) {
 		t.Errorf("cordoned %v, driver %+v", n.cordoned, n.rec.Packages["driver"])
 	}
 }
+
+// spec.drain.nonInterruptTimeout (NVIDIA/nodewright #543): a cordoned node waits for its
+// podNonInterruptLabels pods until the timeout; then Fail makes it erroring, naming the pods,
+// and it waits on (the interrupt starts once they finish), while Drain evicts them with the
+// drain and the interrupt runs.
+func TestNonInterruptTimeout(t *testing.T) {
+	w := Want{Name: "driver", Version: "1", Image: "ghcr.io/x/driver:1", StageTimeout: DefaultStageTimeout,
+		Interrupt: &v1alpha1.Interrupt{Type: v1alpha1.InterruptService, Services: []string{"kubelet"}}}
+	for _, action := range []v1alpha1.NonInterruptTimeoutAction{v1alpha1.NonInterruptTimeoutFail, v1alpha1.NonInterruptTimeoutDrain} {
+		t.Run(string(action), func(t *testing.T) {
+			s := newSim(t, 1, w)
+			s.facts.Drain = DrainSpec{DeleteEmptyDirData: true, Force: true, OnTimeout: v1alpha1.DrainTimeoutFail, NonInterruptTimeout: time.Hour, OnNonInterruptTimeout: action}
+			n := s.nodes["node-0"]
+			n.nonInterrupt = []string{"ml/train-0"}
+			var d Decision
+			var erroredAt time.Duration
+			start := s.now
+			for i := 0; i < 40 && !strings.Contains(s.stages("node-0", "driver"), string(intr)); i++ {
+				d = s.pass()
+				s.settle()
+				if d.Status == v1alpha1.StatusErroring && erroredAt == 0 {
+					erroredAt = s.now.Sub(start)
+				}
+				if n.cordoned && s.now.Sub(start) < time.Hour && (d.Status == v1alpha1.StatusErroring || strings.Contains(s.stages("node-0", "driver"), string(intr))) {
+					t.Fatalf("before the timeout: status %s, stages %s", d.Status, s.stages("node-0", "driver"))
+				}
+				if action == v1alpha1.NonInterruptTimeoutFail && s.now.Sub(start) >= 2*time.Hour {
+					break
+				}
+				s.now = s.now.Add(10 * time.Minute)
+			}
+			switch action {
+			case v1alpha1.NonInterruptTimeoutFail:
+				if d.Status != v1alpha1.StatusErroring || len(d.Failures) != 1 || !strings.Contains(d.Failures[0].Message, "non-interrupt pods still running after 1h0m0s (drain.nonInterruptTimeout, onNonInterruptTimeout Fail): ml/train-0") {
+					t.Fatalf("past the timeout: status %s, failures %v", d.Status, d.Failures)
+				}
+				if strings.Contains(s.stages("node-0", "driver"), string(intr)) || n.drains != 0 {
+					t.Fatalf("the node was drained (%d) or interrupted (%s) with the non-interrupt pod running", n.drains, s.stages("node-0", "driver"))
+				}
+				n.nonInterrupt = nil // the training finishes
+				s.run(v1alpha1.StatusComplete)
+			case v1alpha1.NonInterruptTimeoutDrain:
+				if !strings.Contains(s.stages("node-0", "driver"), string(intr)) || n.drains == 0 || erroredAt != 0 {
+					t.Fatalf("past the timeout under Drain: stages %s, drains %d, erroring at %s", s.stages("node-0", "driver"), n.drains, erroredAt)
+				}
+				s.run(v1alpha1.StatusComplete)
+			}
+			if n.cordoned || n.rec.NonInterruptSince != nil {
+				t.Errorf("after: cordoned %v, nonInterruptSince %v", n.cordoned, n.rec.NonInterruptSince)
+			}
+		})
+	}
+}

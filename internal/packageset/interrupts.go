@@ -195,7 +195,7 @@ func (p *nodePass) readyToInterrupt() bool {
 		}
 		return false
 	}
-	if len(p.n.NonInterrupt) > 0 {
+	if p.nonInterruptHold() {
 		return false // the non-interrupt pods finish before the drain starts
 	}
 	return p.drained()

@@ -63,6 +63,9 @@ type nodePass struct {
 	// pass did at the drain's timeout (Decision.DrainTimeouts), "" if it did not pass.
 	drainDecision *bool
 	drainTimeout  string
+	// nonInterruptFailed: the node's non-interrupt pods ran past drain.nonInterruptTimeout
+	// under onNonInterruptTimeout Fail (nonInterruptHold): the node is erroring.
+	nonInterruptFailed bool
 }
 
 func (p *nodePass) want(name string) *Want {
@@ -127,6 +130,7 @@ func (p *nodePass) run() (NodePlan, error) {
 	}
 	if !p.n.Cordoned || !p.interruptPending() {
 		p.rec.Drain = nil // a drain belongs to one cordon and interrupt: the next starts its own clock
+		p.rec.NonInterruptSince = nil
 	}
 	if err := p.rollout(); err != nil {
 		return p.plan, err
@@ -573,7 +577,7 @@ func (p *nodePass) status() Status {
 		}
 		return p.hold
 	}
-	erroring, progress := p.drainFailed(), false
+	erroring, progress := p.drainFailed() || p.nonInterruptFailed, false
 	for _, r := range p.rec.Packages {
 		switch r.State {
 		case v1alpha1.StateErroring:

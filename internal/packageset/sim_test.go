@@ -78,6 +78,10 @@ func (s *sim) pass() Decision {
 		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0 && len(n.evicting) == 0 && len(n.unevictable) == 0
 			nf.NonInterrupt, nf.Terminating, nf.Evicting, nf.Unevictable = n.nonInterrupt, n.terminating, n.evicting, n.unevictable
+			if NonInterruptExpired(n.rec, f.Drain, f.Now) { // as the controller: they are pods to evict now
+				nf.NonInterrupt, nf.Evicting = nil, append(append([]string(nil), n.evicting...), n.nonInterrupt...)
+				nf.Drained = nf.Drained && len(n.nonInterrupt) == 0
+			}
 			if DrainTimedOut(n.rec, f.Drain, f.Now) {
 				nf.EvictRefusals = n.refusals
 			}
@@ -115,6 +119,9 @@ func (s *sim) pass() Decision {
 		}
 		if np.Drain {
 			n.drains++
+			if np.DrainNonInterrupt {
+				n.nonInterrupt = nil // evicted: they go by the next pass
+			}
 		}
 		if np.Cordon {
 			n.cordoned = true

@@ -254,6 +254,10 @@ type NodeRecord struct {
 	// DevicesCheckAt is when the node's allocatable is first compared with DevicesBefore: the
 	// node's work done plus DeviceSettle (nil until its work is done).
 	DevicesCheckAt *time.Time `json:"devicesCheckAt,omitempty"`
+	// NonInterruptSince is when the cordoned node was first found waiting for its
+	// podNonInterruptLabels pods (spec.drain.nonInterruptTimeout counts from it); nil when it
+	// waits for none.
+	NonInterruptSince *time.Time `json:"nonInterruptSince,omitempty"`
 }
 
 // DrainRecord is a node's drain under way (NodeRecord.Drain). Its states: draining (Message
@@ -281,6 +285,10 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	if r.DevicesCheckAt != nil {
 		at := *r.DevicesCheckAt
 		out.DevicesCheckAt = &at
+	}
+	if r.NonInterruptSince != nil {
+		at := *r.NonInterruptSince
+		out.NonInterruptSince = &at
 	}
 	if r.Drain != nil {
 		d := *r.Drain
@@ -488,6 +496,9 @@ type NodePlan struct {
 	// Cordon: cordon the node and record gantry.dev/cordon_<set>; Drain: evict its pods;
 	// Uncordon: drop this set's cordon (the node is uncordoned when no set holds it).
 	Cordon, Drain, Uncordon bool
+	// DrainNonInterrupt: the drain evicts the node's podNonInterruptLabels pods too (they ran
+	// past drain.nonInterruptTimeout under onNonInterruptTimeout Drain).
+	DrainNonInterrupt bool
 	// DevicesWait, when set, is why the cordon is kept though the node's work is done: the
 	// device resources it had at the cordon are not all allocatable again (releaseCordon).
 	DevicesWait string

@@ -375,6 +375,20 @@ const (
 	DrainTimeoutContinue DrainTimeoutAction = "Continue"
 )
 
+// NonInterruptTimeoutAction is spec.drain.onNonInterruptTimeout: what a cordoned node does once
+// its podNonInterruptLabels pods have run past spec.drain.nonInterruptTimeout.
+// +kubebuilder:validation:Enum=Fail;Drain
+type NonInterruptTimeoutAction string
+
+const (
+	// NonInterruptTimeoutFail: the node is erroring, naming the pods, and goes on waiting for
+	// them (the set is erroring, an apply fails).
+	NonInterruptTimeoutFail NonInterruptTimeoutAction = "Fail"
+	// NonInterruptTimeoutDrain: the pods are drained like any other (the Eviction API, the drain's
+	// settings and timeout), then the interrupt runs.
+	NonInterruptTimeoutDrain NonInterruptTimeoutAction = "Drain"
+)
+
 // Drain is spec.drain: how the pods of a cordoned node are evicted before its interrupt, as
 // NodeWright's drain configuration (its answer to "make node-drain behaviour configurable,
 // mirror kubectl drain", nodewright #259). Pods are evicted through the Eviction API, so
@@ -385,6 +399,7 @@ const (
 // today's drain, and, as NodeWright, invert kubectl drain's for deleteEmptyDirData and force
 // (kubectl ships both false): package sets run at bring-up and in maintenance windows.
 // +kubebuilder:validation:XValidation:rule="!has(self.onTimeout) || (has(self.timeout) && duration(self.timeout) > duration('0s'))",message="drain.onTimeout needs drain.timeout greater than 0s: without a timeout the drain never times out"
+// +kubebuilder:validation:XValidation:rule="!has(self.onNonInterruptTimeout) || (has(self.nonInterruptTimeout) && duration(self.nonInterruptTimeout) > duration('0s'))",message="drain.onNonInterruptTimeout needs drain.nonInterruptTimeout greater than 0s: without it the node waits for the non-interrupt pods as long as they run"
 type Drain struct {
 	// GracePeriod is the grace period given to each evicted pod (the eviction's
 	// DeleteOptions.gracePeriodSeconds, kubectl drain --grace-period), whole seconds (rounded
@@ -431,6 +446,19 @@ type Drain struct {
 	// interrupt with those pods on the node and says so in a Warning event DrainTimeout.
 	// +optional
 	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
+	// NonInterruptTimeout bounds how long a cordoned node waits for its podNonInterruptLabels
+	// pods (long-running work that must not be interrupted, NVIDIA/nodewright #543), from the
+	// first pass that found the node cordoned with them running; onNonInterruptTimeout says what
+	// happens then. Unset or 0s: the node waits as long as they run. Never negative.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="drain.nonInterruptTimeout must not be negative (unset it, or 0s, to wait as long as the pods run)"
+	// +optional
+	NonInterruptTimeout *metav1.Duration `json:"nonInterruptTimeout,omitempty"`
+	// OnNonInterruptTimeout is what happens at nonInterruptTimeout (needs it): Fail (the default)
+	// makes the node erroring, naming the pods, and it goes on waiting for them; Drain evicts
+	// them like any other pod (the Eviction API, this drain's settings and timeout), then the
+	// interrupt runs.
+	// +optional
+	OnNonInterruptTimeout NonInterruptTimeoutAction `json:"onNonInterruptTimeout,omitempty"`
 }
 
 // DeploymentPolicy is a set's rollout by compartments and batches (Skyhook's
