@@ -321,3 +321,44 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.WorkspaceSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })[:2]...)
 	checkCRDCases(t, e, good, func(s v1alpha1.WorkspaceSpec) client.Object { return e.newWorkspace("crd-valid", nil, s) }, cases)
 }
+
+// The CRDs refuse names that cannot become the objects they name: a Performer's Pod and Service
+// are performer-<name> (a DNS-1035 label: at most 53 characters left, no dot), an Executor's
+// Deployment and ConfigMaps executor-<name>[-<hash>] (at most 40), as the provider checks at plan.
+func TestCRDNameRules(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	perf := v1alpha1.PerformerSpec{Image: imageV1}
+	exec := v1alpha1.ExecutorSpec{Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator:9010",
+		Performers:   v1alpha1.PerformerSelection{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/avs": "demo"}}},
+		OperatorKeys: v1alpha1.OperatorKeys{SecretName: "k", ECDSAKey: "e"}}
+	for _, tc := range []struct {
+		name, msg string
+		obj       client.Object
+	}{
+		{"performer ok", "", &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 53), Namespace: e.ns}, Spec: perf}},
+		{"performer with a dot", "metadata.name must be a DNS-1035 label of at most 53 characters (it names the Pod and Service performer-<name>)",
+			&v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: "avs.one", Namespace: e.ns}, Spec: perf}},
+		{"performer too long for its Service", "metadata.name must be a DNS-1035 label of at most 53 characters",
+			&v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 54), Namespace: e.ns}, Spec: perf}},
+		{"performer starting with a digit", "metadata.name must be a DNS-1035 label",
+			&v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: "1avs", Namespace: e.ns}, Spec: perf}},
+		{"executor ok", "", &v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("e", 40), Namespace: e.ns}, Spec: exec}},
+		{"executor too long for its ConfigMaps", "metadata.name must be a DNS-1035 label of at most 40 characters",
+			&v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("e", 41), Namespace: e.ns}, Spec: exec}},
+		{"executor with a dot", "metadata.name must be a DNS-1035 label",
+			&v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Name: "exec.one", Namespace: e.ns}, Spec: exec}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := e.c.Create(context.Background(), tc.obj, client.DryRunAll)
+			switch {
+			case tc.msg == "" && err != nil:
+				t.Fatalf("a good name was refused: %v", err)
+			case tc.msg != "" && (err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.msg)):
+				t.Fatalf("err = %v, want Invalid: %s", err, tc.msg)
+			case tc.msg != "":
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}

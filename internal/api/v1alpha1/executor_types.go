@@ -87,6 +87,7 @@ const (
 // +kubebuilder:printcolumn:name="Managed",type=string,JSONPath=`.status.managedPerformers[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.currentRevision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 40 characters (it names the Deployment executor-<name> and its ConfigMaps executor-<name>-<config hash>)"
 type Executor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
