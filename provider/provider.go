@@ -303,6 +303,7 @@ func (p *gantryProvider) Configure(ctx context.Context, req provider.ConfigureRe
 	resp.DataSourceData = data
 	resp.ListResourceData = data
 	resp.ActionData = data
+	resp.EphemeralResourceData = data
 	p.configured.Store(data)
 }
 
