@@ -83,6 +83,11 @@ type workspaceModelV0 struct {
 	NodeClaims        types.List           `tfsdk:"node_claims"`
 	LeaderAddress     types.String         `tfsdk:"leader_address"`
 	Conditions        types.Map            `tfsdk:"conditions"`
+	// Autoscaling is autoscaling (workspace_autoscaling.go); CurrentReplicas and
+	// DesiredReplicas are read from status, never planned from the state.
+	Autoscaling     *wsAutoscalingModel `tfsdk:"autoscaling"`
+	CurrentReplicas types.Int64         `tfsdk:"current_replicas"`
+	DesiredReplicas types.Int64         `tfsdk:"desired_replicas"`
 	// Sizing is sizing (workspace_sizing.go): resolved at plan, stored as planned.
 	Sizing   types.Object   `tfsdk:"sizing"`
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
@@ -215,7 +220,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				}, "Replaces a tuning workspace.", "Replaces a tuning workspace.")},
 				Attributes: map[string]schema.Attribute{
 					"count": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-						MarkdownDescription: "Replicas (1-64, default 1); must be 1 for tuning.", Validators: []validator.Int64{int64validator.Between(1, 64)}},
+						MarkdownDescription: "Replicas (1-64, default 1); must be 1 for tuning. Conflicts with `autoscaling`, whose autoscaler owns the replicas.", Validators: []validator.Int64{int64validator.Between(1, 64)}},
 					"gpu_count": schema.Int64Attribute{Optional: true, MarkdownDescription: "`nvidia.com/gpu` devices per replica (0-64), all on one node.",
 						Validators: []validator.Int64{int64validator.Between(0, 64)}},
 					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0, or a model preset (which sets it).",
@@ -344,9 +349,16 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "The Karpenter NodeClaims (cluster-scoped) the reconciler created for this workspace's nodes (`resource.provision_nodes`), sorted."},
 			"leader_address": schema.StringAttribute{Computed: true, MarkdownDescription: "Multi-node inference (`inference.model_gpus`): the group leader's stable address " +
 				"`workspace-<name>-0.workspace-<name>-group.<namespace>.svc.cluster.local`; null when the replicas are independent."},
-			"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
-			"sizing":     sizingAttribute(),
-			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"conditions":  schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Conditions summary: type → `True`/`False` (`ResourceReady`, `InferenceReady` or `JobStarted`, `WorkspaceSucceeded`, `Ready`, `Reconciling`, `Stalled`)."},
+			"autoscaling": autoscalingAttribute(),
+			"current_replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Inference: the pods the workspace's workload has now (`status.currentReplicas`), " +
+				"as read at the last refresh; null for tuning. Read only: an autoscaler changing it is never a diff (a plan that changes nothing else keeps the refreshed value; " +
+				"one that changes something shows it as known after apply)."},
+			"desired_replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Inference: the replicas asked for (`status.desiredReplicas`): with `autoscaling`, " +
+				"the HorizontalPodAutoscaler's desired replicas (with an external autoscaler, the Deployment's replicas it set), else `resource.count`; null for tuning. " +
+				"Read only, as `current_replicas`."},
+			"sizing":   sizingAttribute(),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
@@ -359,7 +371,7 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	spec:          wait.Workspace,
 	logField:      "workspace",
 	summaryAttr:   "state",
-	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "node_claims", "leader_address", "conditions"},
+	statusAttrs:   []string{"state", "mode", "endpoint", "worker_nodes", "node_claims", "leader_address", "conditions", "current_replicas", "desired_replicas"},
 	createTimeout: workspaceCreateTimeout,
 	updateTimeout: workspaceUpdateTimeout,
 	deleteTimeout: workspaceDeleteTimeout,
@@ -413,6 +425,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), PVC: t.OutputPVC.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
 	}
 	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
+	spec.Autoscaling = expandAutoscaling(m.Autoscaling)
 	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
@@ -490,6 +503,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 	m.Tolerations = flattenTolerations(sc.Tolerations, prior.Tolerations)
 	m.RuntimeClassName = optStringPtr(sc.RuntimeClassName, prior.RuntimeClassName)
 	m.PriorityClassName = optStringPtr(sc.PriorityClassName, prior.PriorityClassName)
+	m.Autoscaling = flattenAutoscaling(w.Spec.Autoscaling, prior.Autoscaling)
 	var err error
 	if m.Affinity, err = flattenAffinity(u, prior.Affinity); err != nil {
 		return nil, err
@@ -517,6 +531,7 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 	m.LeaderAddress = statusString(u, "leaderAddress")
 	m.WorkerNodes = statusStringList(u, "workerNodes")
 	m.NodeClaims = statusStringList(u, "nodeClaims")
+	m.CurrentReplicas, m.DesiredReplicas = statusInt64(u, "currentReplicas"), statusInt64(u, "desiredReplicas")
 	cv := map[string]attr.Value{}
 	for _, c := range wait.Conditions(u) {
 		cv[c.Type] = types.StringValue(string(c.Status))
@@ -527,9 +542,10 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // ConfigValidators checks multi-node inference at plan: inference.model_gpus above one
 // replica's resource.gpu_count needs resource.count > 1 and count × gpu_count GPUs in all
 // (the reconciler's Resolve says the same at apply; an instance type or a preset filling
-// gpu_count is left to it).
+// gpu_count is left to it); what the reconciler's Resolve would refuse (resolveValidator); and
+// the autoscaling block against resource.count and the rest (autoscalingValidator).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}}
 }
 
 // resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the
@@ -611,8 +627,8 @@ func (v modelGPUsValidator) MarkdownDescription(ctx context.Context) string {
 func (modelGPUsValidator) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var inf, res types.Object
 	if req.Config.GetAttribute(ctx, path.Root("inference"), &inf).HasError() || req.Config.GetAttribute(ctx, path.Root("resource"), &res).HasError() ||
-		inf.IsNull() || inf.IsUnknown() || res.IsNull() || res.IsUnknown() {
-		return
+		inf.IsNull() || inf.IsUnknown() || res.IsNull() || res.IsUnknown() || !configRoot(req.Config.Raw).Attr("autoscaling").Null() {
+		return // with autoscaling: autoscalingValidator's
 	}
 	mg, _ := inf.Attributes()["model_gpus"].(types.Int64)
 	count, _ := res.Attributes()["count"].(types.Int64)

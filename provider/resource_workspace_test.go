@@ -355,6 +355,7 @@ func wsRoundTrip(t *testing.T, m workspaceModelV0) *unstructured.Unstructured {
 func wsWithoutComputed(m workspaceModelV0) workspaceModelV0 {
 	m.ID, m.State, m.Mode, m.Endpoint = types.String{}, types.String{}, types.String{}, types.String{}
 	m.WorkerNodes, m.NodeClaims, m.Conditions, m.Timeouts = types.List{}, types.List{}, types.Map{}, timeouts.Value{}
+	m.CurrentReplicas, m.DesiredReplicas = types.Int64{}, types.Int64{}
 	return m
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -106,7 +107,8 @@ func NewScheme() *runtime.Scheme {
 // NewManager builds the controller-runtime manager with every Gantry controller registered.
 // It does not install CRDs (InstallCRDs) and does not start (call Start on the result).
 //
-// The informer caches of Pods, Services, Deployments, ConfigMaps and Jobs only hold objects labelled
+// The informer caches of Pods, Services, Deployments, ConfigMaps, Jobs and
+// HorizontalPodAutoscalers only hold objects labelled
 // app.kubernetes.io/managed-by=gantry-reconciler (the ones the reconciler creates), so the
 // reconciler's memory does not grow with the cluster's Pods; controllers read anything else
 // (e.g. a foreign Pod squatting on a performer's name) with the uncached API reader.
@@ -133,6 +135,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			&rbacv1.Role{}:           {Label: managed},
 			&rbacv1.RoleBinding{}:    {Label: managed},
 			&batchv1.Job{}:           {Label: managed, Transform: transformStageJob},
+			// Workspaces' HorizontalPodAutoscalers (spec.autoscaling).
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managed},
 		},
 	}
 	if len(o.Namespaces) > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,12 +36,14 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
 
 // WorkspaceReconciler runs KAITO's Workspace machine (internal/workspace): it owns the
-// Deployment and Service workspace-<name> (inference) or the Job workspace-<name> (tuning),
-// and reads the Nodes for the Pending-trap check.
+// Deployment and Service workspace-<name> (inference; with spec.autoscaling the
+// HorizontalPodAutoscaler workspace-<name> too) or the Job workspace-<name> (tuning), and reads
+// the Nodes for the Pending-trap check.
 type WorkspaceReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -60,8 +63,9 @@ func NewWorkspaceReconciler(mgr ctrl.Manager) *WorkspaceReconciler {
 	return &WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorderFor(FieldManager)}
 }
 
-// SetupWithManager registers the controller. Watches: Workspaces; the Deployments, Services
-// and Jobs they control; their Pods (by the gantry.dev/workspace label: Deployment pods are
+// SetupWithManager registers the controller. Watches: Workspaces; the Deployments, Services,
+// Jobs and HorizontalPodAutoscalers they control (an autoscaler's scale changes the
+// Deployment, whose pass reports the replicas); their Pods (by the gantry.dev/workspace label: Deployment pods are
 // owned by a ReplicaSet, not the Workspace); and Nodes: any node event re-queues every
 // Workspace that is not Ready/Succeeded, so an added node heals a stalled one without user
 // action.
@@ -72,6 +76,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&batchv1.Job{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if n := o.GetLabels()[workspace.LabelWorkspace]; n != "" {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
@@ -166,7 +171,7 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 	mode := workspace.ModeOf(w)
 	key := types.NamespacedName{Namespace: w.Namespace, Name: workspace.ObjectName(w.Name)}
 	facts := workspace.Facts{
-		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(w),
+		Now: time.Now(), Generation: w.Generation, Mode: mode, Replicas: workspace.Replicas(w), Autoscaling: autoscalingOf(w),
 		Deleting: !w.DeletionTimestamp.IsZero(), HasFinalizer: controllerutil.ContainsFinalizer(w, v1alpha1.Finalizer),
 		Conditions:     w.Status.Conditions,
 		Rejection:      r.rejected.get(types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, w.Generation),
@@ -212,6 +217,7 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 	if mode == v1alpha1.WorkspaceModeInference || facts.Deleting {
 		facts.Workload, facts.OtherWorkload = o.workloadFacts(w.UID)
 		facts.Service = workspace.ServiceFacts(o.svc, o.wantSvc, w.UID)
+		facts.Autoscaler, facts.AutoscalerDesired = workspace.AutoscalerFacts(o.hpa, o.wantHPA, w.UID)
 	}
 	if mode == v1alpha1.WorkspaceModeTuning || facts.Deleting {
 		facts.Job = workspace.JobFacts(o.job, w.UID)
@@ -244,9 +250,19 @@ func desiredObjects(rw *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, specErr
 		o.wantSts, err = workspace.DesiredStatefulSet(rw)
 		o.wantGroupSvc = workspace.DesiredGroupService(rw)
 	default:
-		o.wantDeploy, err = workspace.DesiredDeployment(rw)
+		if o.wantDeploy, err = workspace.DesiredDeployment(rw); err == nil {
+			o.wantHPA, err = workspace.DesiredAutoscaler(rw)
+		}
 	}
 	return o, err
+}
+
+// autoscalingOf is spec.autoscaling of an inference workspace (nil otherwise).
+func autoscalingOf(w *v1alpha1.Workspace) *v1alpha1.WorkspaceAutoscaling {
+	if workspace.Autoscaled(w) {
+		return w.Spec.Autoscaling
+	}
+	return nil
 }
 
 // fullStatus is status plus the multi-node group's size and leader address and the
@@ -278,6 +294,7 @@ func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.Worksp
 	meta.RemoveStatusCondition(&st.Conditions, other)
 	st.State, st.Mode = d.State, mode
 	st.ReadyReplicas = d.ReadyReplicas
+	st.CurrentReplicas, st.DesiredReplicas = d.CurrentReplicas, d.DesiredReplicas
 	st.WorkloadName = workspace.ObjectName(w.Name)
 	st.Endpoint = ""
 	if facts.Service.Exists && !facts.Service.Foreign {
@@ -332,7 +349,13 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 			if obj.CreationTimestamp.IsZero() {
 				obj.Spec.Selector = wantDeploy.Spec.Selector
 			}
-			obj.Spec.Replicas = wantDeploy.Spec.Replicas
+			// Under spec.autoscaling the live count stays as it is (the autoscaler's: never
+			// taken back; the update's resourceVersion makes sure it is the current one).
+			if o.resolved != nil {
+				obj.Spec.Replicas = workspace.ReplicasToWrite(o.resolved, !obj.CreationTimestamp.IsZero(), obj.Spec.Replicas)
+			} else {
+				obj.Spec.Replicas = wantDeploy.Spec.Replicas
+			}
 			obj.Spec.Template = wantDeploy.Spec.Template
 			return controllerutil.SetControllerReference(w, obj, r.Scheme)
 		})
@@ -369,6 +392,10 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		return o.deleteGroup(ctx, r.Client, w.UID)
 	case workspace.ActionDeleteService:
 		return deleteExact(ctx, r.Client, svc)
+	case workspace.ActionEnsureAutoscaler:
+		return r.ensureAutoscaler(ctx, w, o.wantHPA)
+	case workspace.ActionDeleteAutoscaler:
+		return deleteExact(ctx, r.Client, o.hpa)
 	case workspace.ActionDeleteJob:
 		return deleteExact(ctx, r.Client, job)
 	case workspace.ActionCreateNodeClaims:
@@ -384,6 +411,23 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		}
 	}
 	return nil
+}
+
+// ensureAutoscaler creates or updates the HorizontalPodAutoscaler workspace-<name> (want, from
+// workspace.DesiredAutoscaler): its spec is the desired one whole.
+func (r *WorkspaceReconciler) ensureAutoscaler(ctx context.Context, w *v1alpha1.Workspace, want *autoscalingv2.HorizontalPodAutoscaler) error {
+	if want == nil {
+		return nil
+	}
+	obj := &autoscalingv2.HorizontalPodAutoscaler{}
+	obj.Name, obj.Namespace = want.Name, want.Namespace
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		obj.Labels = mergeMap(obj.Labels, want.Labels)
+		obj.Annotations = mergeMap(obj.Annotations, want.Annotations)
+		obj.Spec = *want.Spec.DeepCopy()
+		return controllerutil.SetControllerReference(w, obj, r.Scheme)
+	})
+	return err
 }
 
 // createClaims creates o.createClaims (workspace.DesiredNodeClaim of the resolved workspace)
@@ -446,11 +490,13 @@ type wsObjects struct {
 	wantGroupSvc *corev1.Service
 	wantSvc      *corev1.Service
 	wantJob      *batchv1.Job
+	wantHPA      *autoscalingv2.HorizontalPodAutoscaler
 	deploy       *appsv1.Deployment
 	sts          *appsv1.StatefulSet
 	groupSvc     *corev1.Service
 	svc          *corev1.Service
 	job          *batchv1.Job
+	hpa          *autoscalingv2.HorizontalPodAutoscaler
 	// resolved is the workspace with its preset applied (nil when its spec is invalid);
 	// createClaims and deleteClaims are the decision's NodeClaims to create and delete.
 	resolved                   *v1alpha1.Workspace
@@ -473,6 +519,9 @@ func (r *WorkspaceReconciler) observe(ctx context.Context, key types.NamespacedN
 		return err
 	}
 	if o.svc, err = getOpt(ctx, r.Client, r.APIReader, key, &corev1.Service{}); err != nil {
+		return err
+	}
+	if o.hpa, err = getOpt(ctx, r.Client, r.APIReader, key, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
 		return err
 	}
 	o.job, err = getOpt(ctx, r.Client, r.APIReader, key, &batchv1.Job{})
@@ -583,6 +632,8 @@ func workspaceActionKind(a workspace.Action, group bool) string {
 		return "Job"
 	case workspace.ActionCreateNodeClaims, workspace.ActionDeleteNodeClaims:
 		return "NodeClaim"
+	case workspace.ActionEnsureAutoscaler, workspace.ActionDeleteAutoscaler:
+		return "HorizontalPodAutoscaler"
 	}
 	return "Workspace"
 }

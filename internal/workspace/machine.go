@@ -119,6 +119,9 @@ const (
 	ReasonJobStarted           = "JobStarted"           // True
 	ReasonJobPending           = "JobPending"           // False
 	ReasonJobLost              = "JobLost"              // Failed: the Job vanished while Running
+	// ReasonAutoscalerNotReady: False: the HorizontalPodAutoscaler (spec.autoscaling) is
+	// missing or differs.
+	ReasonAutoscalerNotReady = "AutoscalerNotReady"
 	// ReasonPodDisrupted: False (Reconciling): a pod ended from outside (evicted, preempted,
 	// its node gone); its replacement is awaited.
 	ReasonPodDisrupted = failure.ReasonPodDisrupted
@@ -166,6 +169,11 @@ const (
 	// ActionDeleteNodeClaims deletes Decision.DeleteClaims (the workspace is being deleted).
 	ActionCreateNodeClaims Action = "CreateNodeClaims"
 	ActionDeleteNodeClaims Action = "DeleteNodeClaims"
+	// ActionEnsureAutoscaler creates or updates the HorizontalPodAutoscaler workspace-<name>
+	// (DesiredAutoscaler); ActionDeleteAutoscaler deletes it (spec.autoscaling gone, external,
+	// or the workspace being deleted).
+	ActionEnsureAutoscaler Action = "EnsureAutoscaler"
+	ActionDeleteAutoscaler Action = "DeleteAutoscaler"
 )
 
 // Facts are what the controller observed in one pass.
@@ -176,8 +184,17 @@ type Facts struct {
 	Generation int64
 	// Mode follows from the spec (which of inference, tuning is set).
 	Mode Mode
-	// Replicas is spec.resource.count (1 for tuning).
+	// Replicas is spec.resource.count (1 for tuning); under spec.autoscaling its minReplicas
+	// (Replicas): the replicas that must be Ready.
 	Replicas int32
+	// Autoscaling is spec.autoscaling (nil: none): an autoscaler owns the Deployment's
+	// replicas, the workspace is Ready while at least minReplicas are, and the reconciler owns
+	// the HorizontalPodAutoscaler Autoscaler unless External.
+	Autoscaling *v1alpha1.WorkspaceAutoscaling
+	// Autoscaler is the HorizontalPodAutoscaler workspace-<name> (AutoscalerFacts);
+	// AutoscalerDesired its status.desiredReplicas (0: not computed yet).
+	Autoscaler        Object
+	AutoscalerDesired int32
 	// Deleting: deletionTimestamp is set. HasFinalizer: v1alpha1.Finalizer is present.
 	Deleting, HasFinalizer bool
 	// Conditions are status.conditions from the previous pass: the machine's memory.
@@ -232,6 +249,9 @@ type Workload struct {
 	UpToDate bool
 	// RolledOut: status.observedGeneration == generation and updatedReplicas >= replicas.
 	RolledOut bool
+	// Replicas and CurrentReplicas are its spec.replicas (what the autoscaler, or the
+	// reconciler from spec.resource.count, last set) and status.replicas (its pods now).
+	Replicas, CurrentReplicas int32
 }
 
 // Job facts.
@@ -287,6 +307,10 @@ type Decision struct {
 	RequeueAfter time.Duration
 	// ReadyReplicas is the number of Ready pods on Ready nodes (inference).
 	ReadyReplicas int32
+	// CurrentReplicas and DesiredReplicas (inference) are status.currentReplicas and
+	// status.desiredReplicas: the workload's pods now, and the replicas asked for
+	// (replicaCounts).
+	CurrentReplicas, DesiredReplicas int32
 	// Event is emitted on a state change or when a stall's reason or message changes.
 	Event *Event
 	// CreateClaims and DeleteClaims are the NodeClaims ActionCreateNodeClaims and
@@ -420,6 +444,7 @@ func Decide(f Facts) (Decision, error) {
 		rejected(f, &p, &d)
 	}
 	d.NodeClaims = claimNames(f.Provisioning.Claims, d.CreateClaims)
+	d.CurrentReplicas, d.DesiredReplicas = replicaCounts(f)
 	d.Conditions = conditions(f, p)
 	d.State = StateOf(f.Mode, d.Conditions)
 	if err := CheckTransition(f.Mode, prev, d.State); err != nil {
@@ -483,6 +508,10 @@ func terminate(f Facts, prev State, d *Decision) pass {
 	if f.Service.Exists && !f.Service.Foreign {
 		d.Actions = append(d.Actions, ActionDeleteService)
 		left = append(left, "service")
+	}
+	if f.Autoscaler.Exists && !f.Autoscaler.Foreign {
+		d.Actions = append(d.Actions, ActionDeleteAutoscaler)
+		left = append(left, "horizontal pod autoscaler")
 	}
 	if f.Job != nil && !f.Job.Foreign {
 		d.Actions = append(d.Actions, ActionDeleteJob)
@@ -644,6 +673,13 @@ func inferenceResource(f Facts, pods podProblems, p *pass, d *Decision) {
 		if stall {
 			p.stalled = res
 		}
+	case servesMinimum(f, pods):
+		// The autoscaler's replicas beyond minReplicas may wait for room (a cluster
+		// autoscaler's node) without holding the workspace back.
+		p.resource = cond{true, ReasonResourcesAvailable, fmt.Sprintf("%d replicas bound to Ready nodes %s", pods.bound, strings.Join(pods.nodes, ", "))}
+		if w := pods.unschedulable; w != nil {
+			p.resource.message += "; replicas beyond minReplicas wait: " + w.message
+		}
 	case pods.unschedulable != nil:
 		p.resource = *pods.unschedulable
 		if !waitingForClaims(f) {
@@ -673,16 +709,16 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 	case refsMissing:
 		c := refsCond(f)
 		p.progress, p.stalled = c, &c
-	case pods.imagePull != nil:
+	case pods.imagePull != nil && !servesMinimum(f, pods):
 		p.progress = *pods.imagePull
 		p.stalled = pods.imagePull
-	case pods.start != nil:
+	case pods.start != nil && !servesMinimum(f, pods):
 		p.progress = *pods.start
 		p.stalled = pods.start
-	case pods.readyOnReadyNode < f.Replicas && disruptedProgress(f, pods, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas), p):
-	case pods.readyOnReadyNode < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !f.Workload.RolledOut:
-		msg := fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)
-		if f.Workload != nil && f.Workload.UpToDate && !f.Workload.RolledOut {
+	case pods.readyOnReadyNode < f.Replicas && disruptedProgress(f, pods, replicasReady(f, pods.readyOnReadyNode), p):
+	case pods.readyOnReadyNode < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !rolledOut(f):
+		msg := replicasReady(f, pods.readyOnReadyNode)
+		if f.Workload != nil && f.Workload.UpToDate && !rolledOut(f) {
 			msg += "; rollout in progress"
 		}
 		if !p.resource.ok {
@@ -691,8 +727,10 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 		p.progress = cond{false, ReasonReplicasNotReady, msg}
 	case !f.Service.UpToDate:
 		p.progress = cond{false, ReasonServiceNotReady, "replicas Ready; creating or updating the service"}
+	case wantsAutoscaler(f) && !f.Autoscaler.UpToDate:
+		p.progress = cond{false, ReasonAutoscalerNotReady, "replicas Ready; creating or updating the HorizontalPodAutoscaler"}
 	default:
-		p.progress = cond{true, ReasonInferenceReady, fmt.Sprintf("%d/%d replicas Ready", pods.readyOnReadyNode, f.Replicas)}
+		p.progress = cond{true, ReasonInferenceReady, replicasReady(f, pods.readyOnReadyNode)}
 	}
 }
 
@@ -803,25 +841,9 @@ func tuningOutcome(prev State, job *Job, pods podProblems, p *pass, d *Decision)
 func inference(f Facts, prev State, d *Decision) pass {
 	established := prev == v1alpha1.WorkspaceStateReady || prev == v1alpha1.WorkspaceStateNotReady
 	p := pass{}
-	var conflict *cond
-	switch {
-	case f.Workload != nil && f.Workload.Foreign:
-		conflict = &cond{false, ReasonOwnershipConflict, "a Deployment named like the workspace exists and is not controlled by it"}
-	case f.Service.Foreign:
-		conflict = &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
-	}
+	conflict := inferenceConflict(f)
 	refsMissing := len(f.MissingRefs) > 0 && (f.Workload == nil || !f.Workload.UpToDate)
-	if f.SpecError == "" && conflict == nil {
-		if (f.Workload == nil || !f.Workload.UpToDate) && !refsMissing {
-			d.Actions = append(d.Actions, ActionEnsureWorkload)
-		}
-		if !f.Service.UpToDate {
-			d.Actions = append(d.Actions, ActionEnsureService)
-		}
-		if f.OtherWorkload {
-			d.Actions = append(d.Actions, ActionDeleteOtherWorkload)
-		}
-	}
+	inferenceActions(f, conflict, refsMissing, d)
 	pods := readPods(f.Pods, f.UnboundClaims)
 	d.ReadyReplicas = pods.readyOnReadyNode
 
@@ -844,6 +866,45 @@ func inference(f Facts, prev State, d *Decision) pass {
 		d.RequeueAfter = WaitPoll
 	}
 	return p
+}
+
+// inferenceConflict is the OwnershipConflict of an inference pass: a Deployment, Service or
+// (wanted) HorizontalPodAutoscaler named like the workspace that it does not control; nil when
+// none.
+func inferenceConflict(f Facts) *cond {
+	switch {
+	case f.Workload != nil && f.Workload.Foreign:
+		return &cond{false, ReasonOwnershipConflict, "a Deployment named like the workspace exists and is not controlled by it"}
+	case f.Service.Foreign:
+		return &cond{false, ReasonOwnershipConflict, "a Service named like the workspace exists and is not controlled by it"}
+	case wantsAutoscaler(f) && f.Autoscaler.Foreign:
+		return &cond{false, ReasonOwnershipConflict, "a HorizontalPodAutoscaler named like the workspace exists and is not controlled by it"}
+	}
+	return nil
+}
+
+// inferenceActions are an inference pass's writes: the workload (unless a reference is
+// missing), the Service, the other shape's workload gone, the HorizontalPodAutoscaler when
+// spec.autoscaling wants one (none while the spec is invalid or an object is someone else's),
+// and ours deleted when it does not.
+func inferenceActions(f Facts, conflict *cond, refsMissing bool, d *Decision) {
+	if f.SpecError == "" && conflict == nil {
+		if (f.Workload == nil || !f.Workload.UpToDate) && !refsMissing {
+			d.Actions = append(d.Actions, ActionEnsureWorkload)
+		}
+		if !f.Service.UpToDate {
+			d.Actions = append(d.Actions, ActionEnsureService)
+		}
+		if f.OtherWorkload {
+			d.Actions = append(d.Actions, ActionDeleteOtherWorkload)
+		}
+		if wantsAutoscaler(f) && !f.Autoscaler.UpToDate {
+			d.Actions = append(d.Actions, ActionEnsureAutoscaler)
+		}
+	}
+	if !wantsAutoscaler(f) && f.Autoscaler.Exists && !f.Autoscaler.Foreign {
+		d.Actions = append(d.Actions, ActionDeleteAutoscaler) // autoscaling removed, or made external
+	}
 }
 
 // refsCond is the progress condition while a mounted ConfigMap or Secret is missing.

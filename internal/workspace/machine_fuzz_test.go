@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
 
@@ -20,6 +21,7 @@ func FuzzDecide(f *testing.F) {
 	f.Add(true, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(false, []byte{255, 17, 34, 200, 1, 1, 1, 9, 64, 128, 3})
 	f.Add(true, []byte{7, 7, 7, 7, 200, 200, 13, 99, 1, 2})
+	f.Add(false, []byte{9, 14, 0xd2, 9, 14, 0x52, 25, 14, 0xd2, 9, 6, 0x12}) // autoscaled, with and without the HPA
 	f.Fuzz(func(t *testing.T, tuningMode bool, data []byte) {
 		mode := inf
 		if tuningMode {
@@ -71,6 +73,13 @@ func factsFrom(mode Mode, a, b, c byte) Facts {
 			f.Workload = &Workload{Foreign: b&64 != 0 && b&128 != 0, UpToDate: b&4 != 0, RolledOut: b&8 != 0}
 		}
 		f.Service = Object{Exists: b&16 != 0, UpToDate: b&16 != 0 && b&32 != 0, Foreign: b&16 != 0 && a&64 != 0 && a&32 != 0}
+		if a&8 != 0 { // spec.autoscaling: minReplicas is f.Replicas; the reconciler's HPA unless external
+			f.Autoscaling = &v1alpha1.WorkspaceAutoscaling{MinReplicas: f.Replicas, MaxReplicas: 4, External: a&16 != 0}
+			if f.Workload != nil {
+				f.Workload.Replicas = int32(c & 3)
+			}
+		}
+		f.Autoscaler = Object{Exists: c&64 != 0, UpToDate: c&64 != 0 && c&128 != 0, Foreign: c&64 != 0 && b&1 != 0 && a&32 != 0}
 	} else if b&2 != 0 {
 		f.Job = &Job{Foreign: a&64 != 0 && a&32 != 0, Complete: b&4 != 0 && b&8 == 0, Failed: b&8 != 0 && b&4 == 0, Active: int32(b>>4) & 1, Succeeded: int32(b>>5) & 1, FailedPods: int32(b>>6) & 1}
 	}

@@ -475,6 +475,22 @@ var invariants = []invariant.Of[Facts, Decision]{
 	{Name: "deleting does not create", Check: invDeletingNoCreate},
 	{Name: "RemoveFinalizer last", Check: invRemoveFinalizerLast},
 	{Name: "Pending trap is never silent", Check: invPendingTrap},
+	{Name: "an HPA only where autoscaling wants one", Check: invAutoscalerWanted},
+}
+
+// invAutoscalerWanted: the HorizontalPodAutoscaler is created or updated only for an inference
+// workspace with spec.autoscaling and no external autoscaler, not being deleted, and never when
+// someone else's holds the name; ours is deleted whenever it is not wanted.
+func invAutoscalerWanted(f Facts, d Decision) error {
+	wanted := f.Mode == inf && f.Autoscaling != nil && !f.Autoscaling.External && !f.Deleting
+	if slices.Contains(d.Actions, ActionEnsureAutoscaler) && (!wanted || f.Autoscaler.Foreign) {
+		return fmt.Errorf("HPA ensured though not wanted: %v (autoscaling %+v, deleting %v, foreign %v)", d.Actions, f.Autoscaling, f.Deleting, f.Autoscaler.Foreign)
+	}
+	if f.Autoscaler.Exists && !f.Autoscaler.Foreign && !wanted && f.HasFinalizer && (f.Deleting || f.Mode == inf) && !slices.Contains(d.Actions, ActionDeleteAutoscaler) &&
+		(f.Deleting || StateOf(f.Mode, f.Conditions) != "") {
+		return fmt.Errorf("our HPA not wanted and kept: %v", d.Actions)
+	}
+	return nil
 }
 
 func invTransition(f Facts, d Decision) error {
@@ -560,7 +576,7 @@ func invTerminalNoActions(f Facts, d Decision) error {
 
 func invDeletingNoCreate(f Facts, d Decision) error {
 	if f.Deleting && slices.ContainsFunc(d.Actions, func(a Action) bool {
-		return a == ActionCreateJob || a == ActionEnsureWorkload || a == ActionEnsureService || a == ActionAddFinalizer
+		return a == ActionCreateJob || a == ActionEnsureWorkload || a == ActionEnsureService || a == ActionEnsureAutoscaler || a == ActionAddFinalizer
 	}) {
 		return fmt.Errorf("deleting but creates: %v", d.Actions)
 	}

@@ -52,9 +52,15 @@ func ModeOf(w *v1alpha1.Workspace) Mode {
 	return v1alpha1.WorkspaceModeInference
 }
 
-// Replicas is spec.resource.count (default 1); always 1 for tuning.
+// Replicas is spec.resource.count (default 1); always 1 for tuning; under spec.autoscaling
+// (Autoscaled) spec.autoscaling.minReplicas, the replicas that must be Ready and fit.
 func Replicas(w *v1alpha1.Workspace) int32 {
-	if w.Spec.Tuning != nil || w.Spec.Resource.Count < 1 {
+	switch {
+	case w.Spec.Tuning != nil:
+		return 1
+	case Autoscaled(w):
+		return max(w.Spec.Autoscaling.MinReplicas, 1)
+	case w.Spec.Resource.Count < 1:
 		return 1
 	}
 	return w.Spec.Resource.Count
@@ -235,23 +241,29 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 }
 
 // DesiredDeployment is the inference Deployment workspace-<name> with resource.count
-// replicas, annotated with the hash of its replicas and template (AnnotationSpecHash). No
-// owner reference (the controller adds it).
+// replicas, annotated with the hash of its replicas and template (AnnotationSpecHash). Under
+// spec.autoscaling (Autoscaled) its replicas are left out (nil) and out of the hash: the
+// autoscaler owns them (ReplicasToWrite). No owner reference (the controller adds it).
 func DesiredDeployment(w *v1alpha1.Workspace) (*appsv1.Deployment, error) {
 	tpl, err := PodTemplate(w)
 	if err != nil {
 		return nil, err
 	}
-	replicas := Replicas(w)
+	var replicas *int32
+	hashed := int32(0)
+	if !Autoscaled(w) {
+		n := Replicas(w)
+		replicas, hashed = &n, n
+	}
 	hash := hashOf(struct {
 		Replicas int32
 		Template corev1.PodTemplateSpec
-	}{replicas, tpl})
+	}{hashed, tpl})
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w),
 			Annotations: map[string]string{v1alpha1.AnnotationSpecHash: hash}},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
+			Replicas: replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: w.Name}},
 			Template: tpl,
 		},
@@ -367,6 +379,7 @@ func GroupFacts(have, want *appsv1.StatefulSet, groupSvc *corev1.Service, owner 
 	if have.Spec.Replicas != nil {
 		replicas = *have.Spec.Replicas
 	}
+	f.Replicas, f.CurrentReplicas = replicas, have.Status.Replicas
 	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= replicas
 	return f
 }
@@ -417,20 +430,17 @@ func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	}
 	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
 		sameScaleAndImages(have, want)}
-	replicas := int32(1)
-	if have.Spec.Replicas != nil {
-		replicas = *have.Spec.Replicas
-	}
-	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= replicas
+	f.Replicas, f.CurrentReplicas = WorkloadReplicas(have)
+	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= f.Replicas
 	return f
 }
 
 // sameScaleAndImages: have runs want's replica count and container images. The spec hash
 // annotation says what the reconciler last wrote; this catches what was changed out of band
 // since (`kubectl scale` to 3 replicas, `kubectl set image`), which the next pass puts back.
+// A want without replicas (spec.autoscaling: the autoscaler's) matches any count.
 func sameScaleAndImages(have, want *appsv1.Deployment) bool {
-	if (have.Spec.Replicas == nil) != (want.Spec.Replicas == nil) ||
-		have.Spec.Replicas != nil && *have.Spec.Replicas != *want.Spec.Replicas {
+	if want.Spec.Replicas != nil && (have.Spec.Replicas == nil || *have.Spec.Replicas != *want.Spec.Replicas) {
 		return false
 	}
 	return sameImages(have.Spec.Template.Spec.Containers, want.Spec.Template.Spec.Containers)

@@ -101,7 +101,8 @@ func TuningPresets() []string {
 // cannot be tuned, a gated preset without a model access Secret, a workspace that still lacks
 // a model or image, a tuning workspace of more than one node, the instance type's errors, a
 // MIG partition profile the workspace's GPU does not offer (CheckPartition: a
-// *hardware.MIGProfileError), and GPU products that contradict one another (checkGPUProduct).
+// *hardware.MIGProfileError), GPU products that contradict one another (checkGPUProduct), and
+// what spec.autoscaling cannot scale (checkAutoscaling).
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	presetArgs, presetGPUs := false, int32(0)
@@ -162,6 +163,9 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	if err := checkGPUProduct(out); err != nil {
 		return out, err
 	}
+	if err := checkAutoscaling(out); err != nil {
+		return out, err
+	}
 	return out, resolveGroup(out, presetGPUs, presetArgs)
 }
 
@@ -177,6 +181,9 @@ func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) er
 		return nil
 	}
 	count := Replicas(out)
+	if Autoscaled(out) {
+		count = 1 // autoscaled replicas are copies of the model, never a group (checkAutoscaling)
+	}
 	explicit := inf.ModelGPUs > 0
 	if !explicit && count > 1 && presetGPUs > r.GPUCount {
 		inf.ModelGPUs = presetGPUs
@@ -258,7 +265,7 @@ func resolveInstanceType(out *v1alpha1.Workspace) error {
 	if r.GPUCount == 0 {
 		r.GPUCount = it.GPUCount
 	}
-	if r.GPUCount > it.GPUCount && out.Spec.Inference != nil && Replicas(out) > 1 {
+	if r.GPUCount > it.GPUCount && out.Spec.Inference != nil && Replicas(out) > 1 && !Autoscaled(out) {
 		// More GPUs than a node of the type has, over several replicas: one model served
 		// across nodes (resolveGroup), each replica taking a whole node's GPUs.
 		if out.Spec.Inference.ModelGPUs == 0 {

@@ -78,3 +78,53 @@ resource "gantry_workspace" "falcon_40b" {
 output "falcon_leader" {
   value = gantry_workspace.falcon_40b.leader_address
 }
+
+# Autoscaling that Terraform never fights (KAITO's asks: kaito-project/kaito #1380, #1659): a
+# HorizontalPodAutoscaler the reconciler owns scales the replicas between 1 and 4 on vLLM's queue
+# length (a per-pod custom metric, served by a Prometheus adapter). The reconciler sets the
+# Deployment's replicas only when it creates it; the count the HPA sets is never taken back and
+# never shows as a diff: it is read into current_replicas and desired_replicas. resource.count
+# cannot be set beside autoscaling.
+resource "gantry_workspace" "chat_autoscaled" {
+  name = "chat-autoscaled"
+  resource = {
+    gpu_count   = 1
+    gpu_product = "NVIDIA-A100-SXM4-80GB"
+  }
+  inference = {
+    preset = "phi-3-mini-4k-instruct"
+  }
+  autoscaling = {
+    min_replicas = 1
+    max_replicas = 4
+    metric = {
+      pods = { name = "vllm:num_requests_waiting", average_value = "5" }
+    }
+  }
+}
+
+# The same with KEDA (the autoscaler of kaito-project/kaito #1380): external = true makes no
+# HorizontalPodAutoscaler and leaves the replicas to a ScaledObject whose scaleTargetRef is the
+# Deployment workspace-<name> (see the Autoscaling workspaces guide for one).
+resource "gantry_workspace" "chat_keda" {
+  name = "chat-keda"
+  resource = {
+    gpu_count   = 1
+    gpu_product = "NVIDIA-A100-SXM4-80GB"
+  }
+  inference = {
+    preset = "phi-3-mini-4k-instruct"
+  }
+  autoscaling = {
+    min_replicas = 1
+    max_replicas = 8
+    external     = true
+  }
+}
+
+output "chat_replicas" {
+  value = {
+    current = gantry_workspace.chat_autoscaled.current_replicas
+    desired = gantry_workspace.chat_autoscaled.desired_replicas
+  }
+}

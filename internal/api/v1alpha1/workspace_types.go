@@ -67,6 +67,9 @@ const DefaultInferencePort int32 = 8000
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.mode`
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.resource.gpuCount`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.desiredReplicas`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.currentReplicas`
+// +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`,priority=1
 // +kubebuilder:printcolumn:name="ResourceReady",type=string,JSONPath=`.status.conditions[?(@.type=="ResourceReady")].status`
 // +kubebuilder:printcolumn:name="InferenceReady",type=string,JSONPath=`.status.conditions[?(@.type=="InferenceReady")].status`
 // +kubebuilder:printcolumn:name="JobStarted",type=string,JSONPath=`.status.conditions[?(@.type=="JobStarted")].status`
@@ -91,6 +94,7 @@ type Workspace struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.inference) || !has(self.inference.modelGPUs) || self.inference.modelGPUs == 0",message="spec.inference.modelGPUs cannot be set with spec.resource.partition: a model is served from one MIG slice (as in KAITO)"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || has(self.inference)",message="spec.resource.partition is not supported for tuning (as in KAITO)"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.instanceType) || (has(self.resource.provisionNodes) && !self.resource.provisionNodes)",message="spec.resource.partition needs existing nodes (as in KAITO): set spec.resource.provisionNodes to false or drop spec.resource.instanceType"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || has(self.inference)",message="spec.autoscaling scales inference replicas: a tuning workspace runs one Job pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset)) || has(self.resource.partition)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type, a preset or a partition, which set it)"
 type WorkspaceSpec struct {
 	// Resource is what each replica needs and how many replicas there are.
@@ -108,6 +112,83 @@ type WorkspaceSpec struct {
 	// tolerations, affinity, runtime class, priority class); merged with what Resource implies.
 	// +optional
 	Scheduling Scheduling `json:"scheduling,omitempty"`
+
+	// Autoscaling hands the inference replicas to an autoscaler (KAITO's autoscaling asks:
+	// kaito-project/kaito #1380, the KEDA autoscaler, and #1659, the InferenceSet): a
+	// HorizontalPodAutoscaler (autoscaling/v2) workspace-<name> the reconciler owns scales the
+	// Deployment between minReplicas and maxReplicas on metric, or, with external, an
+	// autoscaler of the user's (a KEDA ScaledObject targeting the Deployment workspace-<name>)
+	// does. Either way the reconciler sets the Deployment's spec.replicas only when it creates it
+	// (to minReplicas) and never writes it again, so it never takes the autoscaler's count back;
+	// spec.resource.count is ignored. The workspace is Ready while at least minReplicas replicas
+	// are. Inference only, not with a multi-node group (spec.inference.modelGPUs above one
+	// replica's GPUs).
+	// +optional
+	Autoscaling *WorkspaceAutoscaling `json:"autoscaling,omitempty"`
+}
+
+// WorkspaceAutoscaling is spec.autoscaling: the replica bounds and what scales between them.
+// +kubebuilder:validation:XValidation:rule="self.maxReplicas >= self.minReplicas",message="spec.autoscaling.maxReplicas must be at least minReplicas"
+// +kubebuilder:validation:XValidation:rule="(has(self.external) && self.external) != has(self.metric)",message="spec.autoscaling needs a metric (a HorizontalPodAutoscaler scales on it), or external = true (an external autoscaler such as a KEDA ScaledObject scales the Deployment) without one"
+type WorkspaceAutoscaling struct {
+	// MinReplicas is the fewest replicas (1-64): the Deployment is created with them, and the
+	// workspace is Ready while at least this many are.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MinReplicas int32 `json:"minReplicas"`
+	// MaxReplicas is the most replicas (1-64, at least minReplicas; 64 is spec.resource.count's
+	// cap).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	MaxReplicas int32 `json:"maxReplicas"`
+	// External: an autoscaler of the user's owns the replicas (a KEDA ScaledObject whose
+	// scaleTargetRef is the Deployment workspace-<name>, with the same bounds): no
+	// HorizontalPodAutoscaler is made, and the replicas are left to it.
+	// +optional
+	External bool `json:"external,omitempty"`
+	// Metric is what the HorizontalPodAutoscaler scales on (not with external).
+	// +optional
+	Metric *WorkspaceMetric `json:"metric,omitempty"`
+}
+
+// WorkspaceMetric is one HorizontalPodAutoscaler metric (autoscaling/v2 MetricSpec), each with
+// an average-value target: exactly one of cpuAverageValue (type Resource), pods (type Pods)
+// and external (type External).
+// +kubebuilder:validation:XValidation:rule="[has(self.cpuAverageValue), has(self.pods), has(self.external)].filter(x, x).size() == 1",message="spec.autoscaling.metric needs exactly one of cpuAverageValue, pods and external"
+type WorkspaceMetric struct {
+	// CPUAverageValue is the CPU each pod should use on average, a quantity such as "2" or
+	// "1500m" (a Resource metric, target type AverageValue; the workspace's pods request no
+	// CPU, so a utilization target would have nothing to be a percentage of).
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	CPUAverageValue string `json:"cpuAverageValue,omitempty"`
+	// Pods is a per-pod metric of the custom metrics API (e.g. vLLM's
+	// vllm:num_requests_waiting through a Prometheus adapter, the metric KAITO's KEDA scaler
+	// uses), averaged over the pods (a Pods metric).
+	// +optional
+	Pods *WorkspaceMetricSource `json:"pods,omitempty"`
+	// External is a metric of the external metrics API (a queue's length, a gateway's request
+	// rate), divided by the pods (an External metric, target type AverageValue).
+	// +optional
+	External *WorkspaceMetricSource `json:"external,omitempty"`
+}
+
+// WorkspaceMetricSource names a custom or external metric and its average-value target.
+type WorkspaceMetricSource struct {
+	// Name of the metric, as the metrics API serves it (no '/' or '%').
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_:.][A-Za-z0-9_:.-]*$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// AverageValue is the target value per pod, a quantity above 0 such as "5" or "500m".
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
+	// +kubebuilder:validation:MaxLength=32
+	AverageValue string `json:"averageValue"`
+	// Selector holds the metric's labels (key → value; the metric identifier's matchLabels), at
+	// most 16.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Selector map[string]string `json:"selector,omitempty"`
 }
 
 // WorkspaceResource is the per-replica accelerator and node requirement (KAITO's ResourceSpec:
@@ -520,6 +601,14 @@ type WorkspaceStatus struct {
 	// ReadyReplicas is the number of inference replicas Ready on a Ready node.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// CurrentReplicas (inference) is the pods the workload has now (its status.replicas).
+	// +optional
+	CurrentReplicas int32 `json:"currentReplicas,omitempty"`
+	// DesiredReplicas (inference) is the replicas asked for: under spec.autoscaling the
+	// HorizontalPodAutoscaler's status.desiredReplicas (with an external autoscaler, the
+	// Deployment's spec.replicas it sets), else spec.resource.count.
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
 	// Endpoint (inference) is workspace-<name>.<namespace>.svc.cluster.local:<port>.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
