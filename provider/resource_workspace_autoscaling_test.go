@@ -100,16 +100,25 @@ func TestAccWorkspace_autoscaling(t *testing.T) {
 	dep := "workspace-chat"
 	cfg := workspaceConfig(ns, "chat", wsAutoscaled(vllmQueueMetric))
 	keda := workspaceConfig(ns, "chat", wsAutoscaled("    external = true"))
+	// hpaGone checks the HorizontalPodAutoscaler is there (false) or gone (true): the
+	// reconciler deletes it in the pass that reports Ready, so it may still be going for a
+	// moment when the apply returns.
 	hpaGone := func(want bool) resource.TestCheckFunc {
 		return func(*terraform.State) error {
-			_, err := c.Core.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), dep, metav1.GetOptions{})
-			switch {
-			case want && !apierrors.IsNotFound(err):
-				return fmt.Errorf("HorizontalPodAutoscaler %s/%s still exists (%v)", ns, dep, err)
-			case !want && err != nil:
-				return fmt.Errorf("HorizontalPodAutoscaler %s/%s: %v", ns, dep, err)
-			}
-			return nil
+			var last error
+			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, err := c.Core.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, dep, metav1.GetOptions{})
+				switch {
+				case want && !apierrors.IsNotFound(err):
+					last = fmt.Errorf("HorizontalPodAutoscaler %s/%s still exists (%v)", ns, dep, err)
+				case !want && err != nil:
+					last = fmt.Errorf("HorizontalPodAutoscaler %s/%s: %v", ns, dep, err)
+				default:
+					last = nil
+				}
+				return last == nil, nil
+			})
+			return last
 		}
 	}
 	resource.ParallelTest(t, resource.TestCase{
