@@ -150,6 +150,7 @@ type packageModel struct {
 	PodAnnotations   map[string]string         `tfsdk:"pod_annotations"`
 	UninstallEnabled types.Bool                `tfsdk:"uninstall_enabled"`
 	UninstallApply   types.Bool                `tfsdk:"uninstall_apply"`
+	ReapplyOnReboot  types.Bool                `tfsdk:"reapply_on_reboot"`
 	Host             *hostAccessModel          `tfsdk:"host"`
 	Skyhook          *skyhookModel             `tfsdk:"skyhook"`
 }
@@ -493,6 +494,14 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 							"its uninstall stage runs and its node record is dropped. Back to `false` before a node's uninstall started cancels it there; after, the package is applied again. " +
 							"Every package of a set may be uninstalled this way.",
 						Validators: []validator.Bool{uninstallApplyValidator{}}},
+					"reapply_on_reboot": schema.BoolAttribute{Optional: true,
+						MarkdownDescription: "Run the package again on a node that boots into a fresh OS, as NodeWright's `reapplyOnReboot` (NVIDIA/nodewright #180; read-only or " +
+							"stateless systems such as GKE's Container-Optimized OS lose at every boot what the package did). When a node's boot ID (`status.nodeInfo.bootID`) " +
+							"changes outside a reboot interrupt of this set, the package, if complete there, runs its `apply` and `config` stages (and their checks) again, same " +
+							"version and config, without its `interrupt` (no cordon, drain or second reboot); the node's status is `in_progress` meanwhile and the set's " +
+							"`RebootedOutsideGantry` event names the boot IDs and packages. With `runtime_required`, the node gets the runtime-required taint again until the set " +
+							"is complete there. A reboot interrupt of another package set counts as a reboot outside this set's. A node that reports no boot ID never re-applies. " +
+							"The re-apply is a node's work like any other: it waits for the interruption budget, the deployment policy, waves and a pause."},
 				}}},
 			"runtime_required": schema.BoolAttribute{Optional: true, MarkdownDescription: "The packages must be complete on a node before workloads run there, as Skyhook's " +
 				"`runtimeRequired`. Nodes join with the runtime-required taint `" + v1alpha1.DefaultRuntimeRequiredTaint + "` (e.g. kubelet `--register-with-taints`; the reconciler's " +
@@ -855,6 +864,7 @@ func expandPackage(p packageModel) (v1alpha1.Package, error) {
 	if !p.UninstallEnabled.IsNull() {
 		ap.Uninstall = &v1alpha1.Uninstall{Enabled: p.UninstallEnabled.ValueBool(), Apply: p.UninstallApply.ValueBool()}
 	}
+	ap.ReapplyOnReboot = p.ReapplyOnReboot.ValueBool()
 	if h := p.Host; h != nil {
 		ap.Host = &v1alpha1.HostAccess{Privileged: h.Privileged.ValueBool(), HostPID: h.HostPID.ValueBool(), HostNetwork: h.HostNetwork.ValueBool(),
 			RootMountPath: h.RootMountPath.ValueString()}
@@ -952,7 +962,8 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 		Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
 		PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
 		EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
-		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull(), UninstallApply: types.BoolNull()}
+		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull(), UninstallApply: types.BoolNull(),
+		ReapplyOnReboot: optBool(p.ReapplyOnReboot, pp.ReapplyOnReboot)}
 	if p.GracefulShutdown != nil {
 		mp.GracefulShutdown = durationString(p.GracefulShutdown.Duration, pp.GracefulShutdown)
 	}

@@ -545,7 +545,17 @@ func (r *PackageSetReconciler) pass(ctx context.Context, set *v1alpha1.PackageSe
 	p.d.AddDrainRefusals(refusals)
 	p.rt = rt
 	r.drainTimeoutEvents(set, p.d.DrainTimeouts)
+	r.regateEvents(set, p.d.Regated)
 	return p, ctrl.Result{}, nil
+}
+
+// regateEvents emits one Normal event RebootedOutsideGantry per node this pass found rebooted
+// outside the set's reboot interrupts (its record, with the re-gate, is written: only that pass
+// reports it), naming the boot IDs and the packages with reapplyOnReboot that run again.
+func (r *PackageSetReconciler) regateEvents(set *v1alpha1.PackageSet, regated map[string]string) {
+	for _, node := range slices.Sorted(maps.Keys(regated)) {
+		r.Recorder.Event(set, corev1.EventTypeNormal, "RebootedOutsideGantry", regated[node]+" (reapplyOnReboot)")
+	}
 }
 
 // drainTimeoutEvents emits one Warning event DrainTimeout per node whose drain reached

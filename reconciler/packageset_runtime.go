@@ -67,13 +67,15 @@ func (r *PackageSetReconciler) actRuntime(ctx context.Context, set *v1alpha1.Pac
 }
 
 // runtimeFacts gathers the facts of PlanRuntime: per node the set sees, its taint, whether
-// any set touched it, and the runtime-required sets that select it and are not complete on
-// it (this set's status on it from d, the pass's decision). Only nodes that carry the taint,
-// or could get it (autoTaintNewNodes), need the sets read.
+// any set touched it, whether it re-gates after a reboot outside Gantry (its record in d), and
+// the runtime-required sets that select it and are not complete on it (this set's status on
+// it from d, the pass's decision). Only nodes that carry the taint, or could get it
+// (autoTaintNewNodes, or a re-gate of a runtime-required set), need the sets read.
 func (r *PackageSetReconciler) runtimeFacts(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, d packageset.Decision, deleting bool) (packageset.RuntimeFacts, error) {
 	f := packageset.RuntimeFacts{RuntimeRequired: set.Spec.RuntimeRequired, AutoTaint: set.Spec.AutoTaintNewNodes, Disabled: set.Spec.Disabled, Deleting: deleting}
 	taint := r.runtimeTaint()
 	autoTaint := f.RuntimeRequired && f.AutoTaint && !f.Disabled && !deleting
+	reTaint := f.RuntimeRequired && !f.Disabled && !deleting
 	var sets *v1alpha1.PackageSetList
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
 	if err != nil {
@@ -85,8 +87,8 @@ func (r *PackageSetReconciler) runtimeFacts(ctx context.Context, set *v1alpha1.P
 			continue
 		}
 		n := packageset.RuntimeNode{Name: node.Name, Selected: sel.Matches(labels.Set(node.Labels)), Tainted: packageset.HasTaint(node.Spec.Taints, taint),
-			Touched: packageset.Touched(node.Annotations)}
-		if candidate := autoTaint && n.Selected && !n.Touched; !n.Tainted && !candidate {
+			Touched: packageset.Touched(node.Annotations), Regating: np.Record != nil && np.Record.Regate != nil}
+		if candidate := n.Selected && (autoTaint && !n.Touched || reTaint && n.Regating); !n.Tainted && !candidate {
 			f.Nodes = append(f.Nodes, n)
 			continue
 		}
@@ -161,7 +163,8 @@ func (r *PackageSetReconciler) applyRuntimeTaint(ctx context.Context, node *core
 }
 
 // autoTaint adds the taint to the nodes rd.Taint names (before their records are written),
-// with a Normal RuntimeTaintAdded event per node.
+// with a Normal RuntimeTaintAdded event per node saying why: a new node (autoTaintNewNodes), or
+// a node re-gated after a reboot outside Gantry (rd.Regated: reapplyOnReboot).
 func (r *PackageSetReconciler) autoTaint(ctx context.Context, set *v1alpha1.PackageSet, nodes map[string]*corev1.Node, rd packageset.RuntimeDecision) error {
 	for _, name := range rd.Taint {
 		node := nodes[name]
@@ -172,7 +175,11 @@ func (r *PackageSetReconciler) autoTaint(ctx context.Context, set *v1alpha1.Pack
 		if err != nil {
 			return fmt.Errorf("node %s: add the runtime-required taint: %w", name, err)
 		}
-		if changed {
+		switch {
+		case changed && rd.Regated[name]:
+			r.Recorder.Eventf(set, corev1.EventTypeNormal, "RuntimeTaintAdded", "added the runtime-required taint %s to node %s again: re-gated after a reboot outside Gantry "+
+				"(reapplyOnReboot); it goes once every runtime-required set selecting the node is complete there", r.runtimeTaintString(), name)
+		case changed:
 			r.Recorder.Eventf(set, corev1.EventTypeNormal, "RuntimeTaintAdded", "added the runtime-required taint %s to new node %s (autoTaintNewNodes)", r.runtimeTaintString(), name)
 		}
 	}

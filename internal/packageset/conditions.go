@@ -203,8 +203,9 @@ func condition(g int64, t string, s bool, reason, msg string) metav1.Condition {
 
 // statusConditions are Ready, Reconciling and Stalled of a live set with a valid spec, from its
 // status d.Status: the reason and message name the complete nodes, the failures (erroring),
-// the blocked nodes (blocked), the sets paused ahead of it, the rollout's holds and the taints
-// waited for (waitFor, while waiting, unknown or in progress).
+// the blocked nodes (blocked), the sets paused ahead of it, the rollout's holds, the nodes
+// re-gating after a reboot outside Gantry and the taints waited for (waitFor, while waiting,
+// unknown or in progress).
 func statusConditions(g int64, d Decision, blocked, waitFor []string) (ready, reconciling, stalled metav1.Condition) {
 	s := d.Status
 	reason := map[Status]string{v1alpha1.StatusComplete: ReasonComplete, v1alpha1.StatusInProgress: ReasonInProgress,
@@ -221,7 +222,7 @@ func statusConditions(g int64, d Decision, blocked, waitFor []string) (ready, re
 		reason, msg = ReasonWaitingForPausedSet, "waiting for a paused package set on "+listMessage(d.PausedBy)
 	}
 	if len(d.PausedBy) == 0 {
-		msg += rolloutHoldMessage(d)
+		msg += rolloutHoldMessage(d) + regateMessage(d.Nodes)
 	}
 	if len(d.DeviceWaits) > 0 && s == v1alpha1.StatusInProgress {
 		msg += "; nodes kept cordoned until the devices they had return after the interrupt: " + listMessage(nodeLines(d.DeviceWaits))

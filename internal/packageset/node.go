@@ -34,6 +34,7 @@ func newNodePass(f *SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quara
 	if p.rec.Packages == nil {
 		p.rec.Packages = map[string]*PackageRecord{}
 	}
+	p.noteBoot()
 	return p
 }
 
@@ -66,6 +67,9 @@ type nodePass struct {
 	// nonInterruptFailed: the node's non-interrupt pods ran past drain.nonInterruptTimeout
 	// under onNonInterruptTimeout Fail (nonInterruptHold): the node is erroring.
 	nonInterruptFailed bool
+	// regated: this pass found the node rebooted outside the set's reboot interrupts and
+	// started its re-gate (regate; Decision.Regated).
+	regated bool
 }
 
 func (p *nodePass) want(name string) *Want {
@@ -78,12 +82,13 @@ func (p *nodePass) want(name string) *Want {
 }
 
 // settled: the package's record matches what is wanted and its flow is done and complete (a
-// flow abandoned while erroring, when the package stopped being wanted, is not).
+// flow abandoned while erroring, when the package stopped being wanted, is not; nor one marked
+// to run again after a reboot outside Gantry, Reapply).
 func settled(r *PackageRecord, w *Want) bool {
 	if w == nil {
 		return r == nil
 	}
-	return r != nil && r.Done && r.State == v1alpha1.StateComplete && !r.Removing && r.Version == w.Version && maps.Equal(r.Config, w.Config)
+	return r != nil && r.Done && r.State == v1alpha1.StateComplete && !r.Removing && !r.Reapply && r.Version == w.Version && maps.Equal(r.Config, w.Config)
 }
 
 func (p *nodePass) needsWork() bool {
@@ -137,6 +142,7 @@ func (p *nodePass) run() (NodePlan, error) {
 	}
 	p.noteRollingBack()
 	p.recordDevices()
+	p.noteBootAfter()
 	switch {
 	case len(p.rec.Packages) == 0 && !p.n.Cordoned && !p.n.Selected:
 		p.plan.Record = nil
@@ -202,14 +208,22 @@ func (p *nodePass) step(name string) error {
 }
 
 // stepIdle is step for a package with no record or a finished flow (r nil or Done): nothing
-// when settled on the wanted version, stalled when that version is quarantined, else the start
-// of its flow (again: step once more on the new record).
+// when settled on the wanted version, its re-apply when marked to run again after a reboot
+// outside Gantry, stalled when that version is quarantined, else the start of its flow (again:
+// step once more on the new record).
 func (p *nodePass) stepIdle(name string, r *PackageRecord, w *Want) (again bool, err error) {
 	if settled(r, w) {
 		if !bytes.Equal(r.Spec, w.Spec) {
 			r.Spec = w.Spec // the version's latest spec (soak checks, a later uninstall)
 		}
 		return false, nil
+	}
+	if reapplyDue(r, w) {
+		if !p.canStart() || !p.depsComplete(w) || p.serialBusy(name) {
+			return false, nil
+		}
+		p.startReapply(name, w)
+		return true, nil
 	}
 	if q := p.quarantinedKeyOf(w); q != "" {
 		switch {
@@ -456,6 +470,9 @@ func (p *nodePass) startFlow(name string, r *PackageRecord, w *Want) error {
 			// What a failed config change rolls back to: this version with its config.
 			nr.Prev = &Applied{Version: r.Version, Image: r.Image, Config: maps.Clone(r.Config), Interrupt: r.Interrupt, Uninstall: r.Uninstall, Spec: r.Spec}
 		}
+	}
+	if first == v1alpha1.StageConfig && r.Reapply {
+		first = v1alpha1.StageApply // the node rebooted into a fresh OS since: apply, then the new config
 	}
 	if nr.Version == "" {
 		nr.Version, nr.Image, nr.Config, nr.Interrupt, nr.Uninstall, nr.Spec = w.Version, w.Image, w.Config, w.Interrupt, w.Uninstall, w.Spec

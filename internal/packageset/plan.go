@@ -211,7 +211,7 @@ func sortedKeys(set map[string]bool) []string {
 
 // addNode adds node n's plan to the decision with what its pass found: the drain's blocker (a
 // failed drain's timeout, else what the facts say it waits for), what happened at its
-// timeout, the failures and the earliest requeue.
+// timeout, the re-gate it started, the failures and the earliest requeue.
 func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
 	msg := drainWait(n)
 	if p.drainFailed() {
@@ -228,6 +228,12 @@ func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
 			d.DrainTimeouts = map[string]string{}
 		}
 		d.DrainTimeouts[n.Name] = p.drainTimeout
+	}
+	if p.regated && plan.Record != nil && plan.Record.Regate != nil {
+		if d.Regated == nil {
+			d.Regated = map[string]string{}
+		}
+		d.Regated[n.Name] = "node " + n.Name + " " + plan.Record.Regate.Message()
 	}
 	if plan.DevicesWait != "" {
 		if d.DeviceWaits == nil {

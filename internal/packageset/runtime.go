@@ -124,6 +124,9 @@ type RuntimeNode struct {
 	Tainted bool
 	// Touched: the node has a gantry.dev/ annotation (Touched): not new.
 	Touched bool
+	// Regating: the set's record on the node has a re-gate under way after this pass (a
+	// reboot outside Gantry; NodeRecord.Regate): the node is tainted again though touched.
+	Regating bool
 	// Required, Holding and CordonAfter are RuntimeHolders' (this pass's status of the set on
 	// the node).
 	Required    int
@@ -142,9 +145,12 @@ type RuntimeFacts struct {
 
 // RuntimeDecision is what to do with the runtime-required taint.
 type RuntimeDecision struct {
-	// Taint: new nodes to give the taint (and the auto-taint marker); Untaint: nodes to remove
-	// it from. Sorted.
+	// Taint: nodes to give the taint (and the auto-taint marker): new ones, and re-gating ones
+	// (Regated); Untaint: nodes to remove it from. Sorted.
 	Taint, Untaint []string
+	// Regated: the nodes of Taint tainted again because they re-gate after a reboot outside
+	// Gantry (RuntimeNode.Regating), not because they are new.
+	Regated map[string]bool
 	// CordonAfter: nodes of Untaint to cordon in the same update (runtimeRequiredCordonAfter)
 	// → the set that asks.
 	CordonAfter map[string]string
@@ -160,12 +166,14 @@ type RuntimeDecision struct {
 // in the same update when one of those sets has runtimeRequiredCordonAfter; a node no
 // runtime-required set selects keeps it. A runtime-required set with autoTaint (not disabled,
 // not deleting) taints a selected node that is untouched (no gantry.dev/ annotation), not
-// tainted yet and not complete; a touched node is never tainted again.
+// tainted yet and not complete; a touched node is tainted again only while it re-gates after a
+// reboot outside Gantry (RuntimeNode.Regating) for a runtime-required set (not disabled, not
+// deleting; autoTaintNewNodes or not: NodeWright #180 asks it of reapplyOnReboot), and loses it
+// by the first rule once every runtime-required set selecting it is complete there again.
 func PlanRuntime(f RuntimeFacts) RuntimeDecision {
 	nodes := append([]RuntimeNode(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var d RuntimeDecision
-	autoTaint := f.RuntimeRequired && f.AutoTaint && !f.Disabled && !f.Deleting
 	for _, n := range nodes {
 		tainted := n.Tainted
 		switch {
@@ -178,9 +186,8 @@ func PlanRuntime(f RuntimeFacts) RuntimeDecision {
 				}
 				d.CordonAfter[n.Name] = n.CordonAfter
 			}
-		case !n.Tainted && autoTaint && n.Selected && !n.Touched && len(n.Holding) > 0:
-			d.Taint = append(d.Taint, n.Name)
-			tainted = true
+		case !n.Tainted:
+			tainted = d.taint(f, n)
 		}
 		if tainted && n.Selected {
 			if d.Held == nil {
@@ -190,6 +197,26 @@ func PlanRuntime(f RuntimeFacts) RuntimeDecision {
 		}
 	}
 	return d
+}
+
+// taint adds the untainted node n to Taint when PlanRuntime's rules give it the taint: new
+// (autoTaint), or re-gating (Regated); it says whether they do.
+func (d *RuntimeDecision) taint(f RuntimeFacts, n RuntimeNode) bool {
+	if !f.RuntimeRequired || f.Disabled || f.Deleting || !n.Selected || len(n.Holding) == 0 {
+		return false
+	}
+	switch {
+	case f.AutoTaint && !n.Touched:
+	case n.Regating:
+		if d.Regated == nil {
+			d.Regated = map[string]bool{}
+		}
+		d.Regated[n.Name] = true
+	default:
+		return false
+	}
+	d.Taint = append(d.Taint, n.Name)
+	return true
 }
 
 // MaxHeldListed is how many held nodes the RuntimeRequiredTaint condition names.

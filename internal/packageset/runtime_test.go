@@ -135,6 +135,7 @@ func TestPlanRuntime(t *testing.T) {
 		f       RuntimeFacts
 		taint   []string
 		untaint []string
+		regated []string
 		held    map[string][]string
 	}{
 		{name: "per node: a complete loses the taint, b still running keeps it",
@@ -175,11 +176,44 @@ func TestPlanRuntime(t *testing.T) {
 			f: RuntimeFacts{RuntimeRequired: true, AutoTaint: true, Disabled: true, Nodes: []RuntimeNode{{Name: "new", Selected: true, Holding: []string{"x"}, Required: 1}}}},
 		{name: "auto-taint: a new node already complete is not tainted",
 			f: RuntimeFacts{RuntimeRequired: true, AutoTaint: true, Nodes: []RuntimeNode{{Name: "new", Selected: true, Required: 1}}}},
+		{name: "re-gate: a touched node re-gating is tainted again, with or without auto-taint",
+			f: RuntimeFacts{RuntimeRequired: true, Nodes: []RuntimeNode{
+				{Name: "regate", Selected: true, Touched: true, Regating: true, Required: 1, Holding: []string{"s"}},
+				{Name: "old", Selected: true, Touched: true, Required: 1, Holding: []string{"s"}},
+			}},
+			taint: []string{"regate"}, regated: []string{"regate"}, held: map[string][]string{"regate": {"s"}}},
+		{name: "re-gate: already tainted is not tainted twice",
+			f: RuntimeFacts{RuntimeRequired: true, AutoTaint: true, Nodes: []RuntimeNode{
+				{Name: "regate", Selected: true, Tainted: true, Touched: true, Regating: true, Required: 1, Holding: []string{"s"}},
+			}},
+			held: map[string][]string{"regate": {"s"}}},
+		{name: "re-gate: a re-gated node complete everywhere loses the taint",
+			f: RuntimeFacts{RuntimeRequired: true, Nodes: []RuntimeNode{
+				{Name: "regate", Selected: true, Tainted: true, Touched: true, Required: 2},
+			}},
+			untaint: []string{"regate"}},
+		{name: "re-gate: not for a set that is not runtime-required",
+			f: RuntimeFacts{Nodes: []RuntimeNode{{Name: "regate", Selected: true, Touched: true, Regating: true, Required: 1, Holding: []string{"other"}}}}},
+		{name: "re-gate: not while disabled",
+			f: RuntimeFacts{RuntimeRequired: true, Disabled: true, Nodes: []RuntimeNode{{Name: "regate", Selected: true, Touched: true, Regating: true, Required: 1, Holding: []string{"s"}}}}},
+		{name: "re-gate: not while deleting",
+			f: RuntimeFacts{RuntimeRequired: true, Deleting: true, Nodes: []RuntimeNode{{Name: "regate", Selected: true, Touched: true, Regating: true, Required: 1, Holding: []string{"s"}}}}},
+		{name: "re-gate: not a node no longer selected",
+			f: RuntimeFacts{RuntimeRequired: true, Nodes: []RuntimeNode{{Name: "regate", Touched: true, Regating: true, Required: 1, Holding: []string{"s"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := PlanRuntime(tc.f)
 			if !reflect.DeepEqual(d.Taint, tc.taint) || !reflect.DeepEqual(d.Untaint, tc.untaint) || !reflect.DeepEqual(d.Held, tc.held) {
 				t.Errorf("taint %v untaint %v held %v; want %v %v %v", d.Taint, d.Untaint, d.Held, tc.taint, tc.untaint, tc.held)
+			}
+			var regated []string
+			for _, n := range d.Taint {
+				if d.Regated[n] {
+					regated = append(regated, n)
+				}
+			}
+			if len(d.Regated) != len(regated) || !reflect.DeepEqual(regated, tc.regated) {
+				t.Errorf("regated %v, want %v", d.Regated, tc.regated)
 			}
 		})
 	}

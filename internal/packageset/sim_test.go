@@ -52,6 +52,10 @@ type simNode struct {
 	wave                      int
 	// alloc is the node's device plugin resources (NodeFacts.Allocatable).
 	alloc map[string]int64
+	// boot is the node's boot ID (NodeFacts.BootID, "" for none); boots > 0 (a test sets it)
+	// counts its boots: a reboot interrupt Job that succeeds reboots the node (boot-<boots+1>).
+	boot  string
+	boots int
 }
 
 func newSim(t testing.TB, nodes int, wants ...Want) *sim {
@@ -73,7 +77,7 @@ func (s *sim) pass() Decision {
 	f.Nodes = nil
 	for name, n := range s.nodes {
 		nf := NodeFacts{Name: name, Selected: n.selected, Record: n.rec.Clone(), Blocked: n.blocked, WaitFor: n.waitFor, Gate: n.gate, GateSet: n.gateSet,
-			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave, Allocatable: n.alloc}
+			Jobs: copyJobs(n.jobs), Cordoned: n.cordoned, Compartment: n.compartment, Wave: n.wave, Allocatable: n.alloc, BootID: n.boot}
 		// As the controller: a cordoned node's pods are only looked at while DrainMatters.
 		if n.cordoned && DrainMatters(n.rec) {
 			nf.Drained = !n.undrained && len(n.terminating) == 0 && len(n.evicting) == 0 && len(n.unevictable) == 0
@@ -184,6 +188,9 @@ func (s *sim) settle() {
 				n.jobs[name] = JobFact{Failed: true, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}
 			} else {
 				n.jobs[name] = JobFact{Succeeded: true}
+				if n.boots > 0 && IsInterruptStage(j.Stage) && j.Interrupt != nil && j.Interrupt.Type == v1alpha1.InterruptReboot {
+					n.reboot()
+				}
 			}
 			delete(n.pending, name)
 		}
@@ -217,6 +224,12 @@ func (s *sim) run(want Status) Decision {
 	}
 	s.t.Fatalf("status %s after 400 passes, want %s; failures %v; nodes %v", d.Status, want, d.Failures, recs)
 	return d
+}
+
+// reboot gives the node its next boot ID (boot-<boots>).
+func (n *simNode) reboot() {
+	n.boots++
+	n.boot = fmt.Sprintf("boot-%d", n.boots)
 }
 
 func (s *sim) pendingJobs() []string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type Want struct {
 	DependsOn        []string
 	Uninstall        bool
 	StageTimeout     time.Duration
+	// ReapplyOnReboot: the package runs again on a node that rebooted outside this set's
+	// reboot interrupts (spec.packages[].reapplyOnReboot; regate.go).
+	ReapplyOnReboot bool
 	// Spec is the package's API spec as JSON (env, config values, pod labels, ...), kept in the
 	// node records so a rollback or a removed package's uninstall runs with the spec of the
 	// version it runs, not the current one (Skyhook #186). Opaque to the machine.
@@ -34,7 +38,8 @@ type Want struct {
 // WantOf maps an API package to a Want.
 func WantOf(p v1alpha1.Package) Want {
 	w := Want{Name: p.Name, Version: p.Version, Image: ImageOf(p), Config: ConfigHashes(p.Config), Interrupt: p.Interrupt,
-		ConfigInterrupts: p.ConfigInterrupts, Uninstall: p.Uninstall != nil && p.Uninstall.Enabled, StageTimeout: DefaultStageTimeout}
+		ConfigInterrupts: p.ConfigInterrupts, Uninstall: p.Uninstall != nil && p.Uninstall.Enabled, StageTimeout: DefaultStageTimeout,
+		ReapplyOnReboot: p.ReapplyOnReboot}
 	for d := range p.DependsOn {
 		w.DependsOn = append(w.DependsOn, d)
 	}
@@ -192,8 +197,15 @@ type PackageRecord struct {
 	Spec json.RawMessage `json:"spec,omitempty"`
 	// BootID is the node's boot ID (status.nodeInfo.bootID) when this package's reboot
 	// interrupt started; empty for other stages and interrupt types. A different boot ID
-	// later means the reboot happened (see nodePass.rebooted).
+	// later means the reboot happened (see nodePass.rebooted). It stays set after an interrupt
+	// its Pod completed before the node reported the new boot ID, until the node does
+	// (creditReboots): until then a boot ID change is this reboot's.
 	BootID string `json:"bootID,omitempty"`
+	// Reapply: the node rebooted outside this set's reboot interrupts after this flow was done
+	// (NodeRecord.Regate) and the package has reapplyOnReboot: its next flow runs this version
+	// and config again, apply and config without the interrupt (startReapply). The flow's
+	// record is replaced then.
+	Reapply bool `json:"reapply,omitempty"`
 }
 
 func (a *Applied) clone() *Applied {
@@ -258,6 +270,31 @@ type NodeRecord struct {
 	// podNonInterruptLabels pods (spec.drain.nonInterruptTimeout counts from it); nil when it
 	// waits for none.
 	NonInterruptSince *time.Time `json:"nonInterruptSince,omitempty"`
+	// BootID is the node's boot ID (status.nodeInfo.bootID) as last seen by a pass while no
+	// reboot interrupt of this set was under way on it (regate.go): a pass that finds another
+	// one, with none of this set's reboots to account for it, sees a reboot outside Gantry.
+	// Empty until the first such pass, and for a node that reports none.
+	BootID string `json:"bootID,omitempty"`
+	// Regate is the re-gate under way after the node rebooted outside this set's reboot
+	// interrupts (NodeWright's reapplyOnReboot): nil when none. It goes once the packages it
+	// names have run their flows again.
+	Regate *Regate `json:"regate,omitempty"`
+}
+
+// Regate is a node's re-gate after a reboot outside Gantry (NodeRecord.Regate).
+type Regate struct {
+	// From and To are the boot IDs before and after the reboot.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Since is when the pass saw the reboot.
+	Since time.Time `json:"since"`
+	// Packages are the packages with reapplyOnReboot that run again, sorted.
+	Packages []string `json:"packages"`
+}
+
+// Message is "rebooted outside Gantry (boot ID <from> → <to>): re-applying <packages>".
+func (g *Regate) Message() string {
+	return fmt.Sprintf("rebooted outside Gantry (boot ID %s → %s): re-applying %s", g.From, g.To, strings.Join(g.Packages, ", "))
 }
 
 // DrainRecord is a node's drain under way (NodeRecord.Drain). Its states: draining (Message
@@ -293,6 +330,11 @@ func (r *NodeRecord) Clone() *NodeRecord {
 	if r.Drain != nil {
 		d := *r.Drain
 		out.Drain = &d
+	}
+	if r.Regate != nil {
+		g := *r.Regate
+		g.Packages = slices.Clone(r.Regate.Packages)
+		out.Regate = &g
 	}
 	out.Packages = map[string]*PackageRecord{}
 	for k, p := range r.Packages {
@@ -546,6 +588,10 @@ type Decision struct {
 	// and why, and what onTimeout did): the controller emits one Warning event DrainTimeout
 	// each. Only the pass in which the timeout passes reports it.
 	DrainTimeouts map[string]string
+	// Regated: node → what this pass found on it: "node <node> rebooted outside Gantry (boot
+	// ID a → b): re-applying <packages>" (regate.go). Only the pass that sees the reboot
+	// reports it; the controller emits one Normal event RebootedOutsideGantry each.
+	Regated map[string]string
 	// DeviceWaits: node → the device resources it waits for before its cordon is released
 	// ("nvidia.com/gpu 0 of 2 allocatable"; NodePlan.DevicesWait), for the conditions' message.
 	DeviceWaits map[string]string

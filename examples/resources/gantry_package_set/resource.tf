@@ -212,3 +212,37 @@ resource "gantry_package_set" "driver_drain" {
     interrupt = { type = "reboot" }
   }]
 }
+
+# Nodes that boot into a fresh OS (read-only or stateless systems such as GKE's
+# Container-Optimized OS), as NodeWright's reapplyOnReboot: what the driver and the tuning did
+# is gone after every boot, so when a node's boot ID changes outside this set's own reboot
+# interrupts (a host maintenance, a kernel panic, someone's reboot) both run their apply and
+# config stages again, without the driver's reboot, and the runtime-required taint keeps
+# workloads off the node until they are done. The tuning depends on the driver, so it runs
+# after the driver's own reboot, and again after the driver's re-apply. The metrics agent
+# survives a reboot and is left alone.
+resource "gantry_package_set" "cos_gpu" {
+  name                   = "cos-gpu"
+  node_selector          = { "cloud.google.com/gke-os-distribution" = "cos" }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  runtime_required       = true
+
+  packages = [
+    {
+      name              = "gpu-driver"
+      version           = "550.54.15"
+      image             = "ghcr.io/acme/cos-gpu-driver"
+      interrupt         = { type = "reboot" }
+      reapply_on_reboot = true
+    },
+    {
+      name              = "tuning"
+      version           = "1.0.0"
+      image             = "ghcr.io/acme/cos-tuning"
+      config            = { profile = "throughput" }
+      depends_on        = { "gpu-driver" = "550.54.15" }
+      reapply_on_reboot = true
+    },
+    { name = "metrics-agent", version = "2.3.0", image = "ghcr.io/acme/metrics-agent" },
+  ]
+}

@@ -150,7 +150,8 @@ const (
 	// <name> gantry.dev/clear-quarantine=<key>` does the same.
 	AnnotationClearQuarantine = "gantry.dev/clear-quarantine"
 	// AnnotationAutoTaint is on a node the reconciler gave the runtime-required taint
-	// (spec.autoTaintNewNodes): the taint it added ("key=value:Effect"). Like Skyhook's
+	// (spec.autoTaintNewNodes, or again when the node re-gates after a reboot outside Gantry:
+	// packages[].reapplyOnReboot): the taint it added ("key=value:Effect"). Like Skyhook's
 	// autoTaint_<taintKey>, it keeps the node from counting as new again.
 	AnnotationAutoTaint = "gantry.dev/auto-taint"
 	// AnnotationRuntimeRequiredCordon marks a node cordoned when its runtime-required taint was
@@ -974,6 +975,16 @@ type Package struct {
 	// on a downgrade, and when the set is deleted.
 	// +optional
 	Uninstall *Uninstall `json:"uninstall,omitempty"`
+	// ReapplyOnReboot runs the package again on a node that boots into a fresh OS (NodeWright's
+	// reapplyOnReboot, NVIDIA/nodewright #180: read-only or stateless systems such as GKE's
+	// Container-Optimized OS lose what the package did at every boot). When a node's boot ID
+	// (status.nodeInfo.bootID) changes outside a reboot interrupt of this set (a reboot by
+	// another package set counts as outside), a package with this flag whose flow was complete
+	// there runs its apply and config stages (and their checks) again, same version and config,
+	// without its interrupt; on a runtimeRequired set the node gets the runtime-required taint
+	// again until the set is complete there. A node that reports no boot ID never re-applies.
+	// +optional
+	ReapplyOnReboot bool `json:"reapplyOnReboot,omitempty"`
 }
 
 // Interrupt is what the node needs after a package's config stage. Merged across packages on a
