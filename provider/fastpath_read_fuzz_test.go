@@ -107,7 +107,15 @@ func (rp *readPair) check(t *testing.T, typeName string, req *tfprotov6.ReadReso
 	t.Helper()
 	fast, decision, fastGets := rp.readFast(t, req)
 	plain, plainGets := rp.readPlain(t, req)
-	if d := rp.sameRead(typeName, fast, plain); d != "" {
+	d := rp.sameRead(typeName, fast, plain)
+	// The framework reports one of the defects of a state with several, in no fixed order (its
+	// attribute walks go over maps): a fallback, which is the framework's own answer, must equal
+	// one of its answers to the same request.
+	for try := 0; d != "" && decision != "answered" && hasErrors(fast.Diagnostics) && hasErrors(plain.Diagnostics) && try < 20; try++ {
+		again, _ := rp.readPlain(t, req)
+		d = rp.sameRead(typeName, fast, again)
+	}
+	if d != "" {
 		state, _ := req.CurrentState.Unmarshal(rp.types[typeName])
 		var id tftypes.Value
 		if req.CurrentIdentity != nil && req.CurrentIdentity.IdentityData != nil {
