@@ -75,9 +75,7 @@ func main() {
 	if err := delayRestart(ctx, *dir, *restartDelay); err != nil {
 		log.Fatalf("deviceplugin: %v", err)
 	}
-	if err := run(ctx, *dir, plugins); err != nil {
-		log.Fatalf("deviceplugin: %v", err)
-	}
+	run(ctx, *dir, plugins)
 	log.Printf("deviceplugin: stopped")
 }
 
@@ -121,9 +119,9 @@ func parsePlugins(dir, node string, specs []string) ([]*plugin, error) {
 // under the kubelet now serving dir/kubelet.sock, then records this start there; an error only
 // when the marker cannot be written.
 func delayRestart(ctx context.Context, dir string, delay time.Duration) error {
-	stamp, err := waitForSocket(ctx, filepath.Join(dir, "kubelet.sock"))
-	if err != nil {
-		return nil //nolint:nilerr // ctx ended: run stops at once
+	stamp, ok := waitForSocket(ctx, filepath.Join(dir, "kubelet.sock"))
+	if !ok {
+		return nil // ctx ended: run stops at once
 	}
 	marker := filepath.Join(dir, "gantry-fake-gpu.started")
 	if b, err := os.ReadFile(marker); err == nil && string(b) == stamp && delay > 0 {
@@ -144,12 +142,12 @@ func uuidOf(node, resource string, i int) string {
 
 // run serves and registers every plugin until ctx ends, serving and registering again whenever
 // the kubelet restarts (its socket changes) or a plugin's socket disappears.
-func run(ctx context.Context, dir string, plugins []*plugin) error {
+func run(ctx context.Context, dir string, plugins []*plugin) {
 	kubelet := filepath.Join(dir, "kubelet.sock")
 	for {
-		stamp, err := waitForSocket(ctx, kubelet)
-		if err != nil {
-			return nil //nolint:nilerr // ctx ended: a clean stop
+		stamp, ok := waitForSocket(ctx, kubelet)
+		if !ok {
+			return // ctx ended: a clean stop
 		}
 		var servers []*grpc.Server
 		for _, p := range plugins {
@@ -171,22 +169,22 @@ func run(ctx context.Context, dir string, plugins []*plugin) error {
 			_ = os.Remove(p.socket)
 		}
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		time.Sleep(time.Second)
 	}
 }
 
 // waitForSocket waits until path exists and returns its identity (inode and modification time);
-// an error only when ctx ends.
-func waitForSocket(ctx context.Context, path string) (string, error) {
+// ok is false when ctx ends first.
+func waitForSocket(ctx context.Context, path string) (stamp string, ok bool) {
 	for {
 		if st, err := os.Stat(path); err == nil {
-			return socketStamp(st), nil
+			return socketStamp(st), true
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", false
 		case <-time.After(time.Second):
 		}
 	}
