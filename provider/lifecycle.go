@@ -219,7 +219,7 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		}
 	}
 	tflog.Debug(ctx, "applying "+kind+" (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
-	live, err := applyObject(ctx, ri, obj)
+	live, err := applyKeepingEmpty(ctx, ri, obj)
 	if err != nil {
 		diags.Append(apiDiagnostic(kind, "Applying", err))
 		return nil, diags

@@ -75,8 +75,8 @@ func expandNodeEdges(in []nodeEdgeModel) []v1alpha1.NodeEdge {
 	return out
 }
 
-func flattenNodeEdges(in []v1alpha1.NodeEdge) []nodeEdgeModel {
-	var out []nodeEdgeModel
+func flattenNodeEdges(in []v1alpha1.NodeEdge, prior []nodeEdgeModel) []nodeEdgeModel {
+	out := emptyIfPrior[nodeEdgeModel](prior)
 	for _, e := range in {
 		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After)})
 	}

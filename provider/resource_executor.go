@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -555,6 +556,7 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	keepRequired(specMap, reflect.ValueOf(&spec))
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -795,6 +796,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	keepRequired(spec, reflect.ValueOf(&s))
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"spec": spec}}
 	obj.SetAPIVersion(v1alpha1.GroupVersion.String())
 	obj.SetKind("PackageSet")
@@ -914,15 +916,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		m.PodNonInterruptLabels = optMap(nil, prior.PodNonInterruptLabels)
 	}
 	m.Drain = flattenDrain(s.Drain, prior.Drain)
-	for i, t := range s.AdditionalTolerations {
-		var pt tolerationModel
-		if i < len(prior.AdditionalTolerations) {
-			pt = prior.AdditionalTolerations[i]
-		}
-		m.AdditionalTolerations = append(m.AdditionalTolerations, tolerationModel{Key: optString(t.Key, pt.Key),
-			Operator: optString(string(t.Operator), pt.Operator), Value: optString(t.Value, pt.Value), Effect: optString(string(t.Effect), pt.Effect),
-			TolerationSeconds: types.Int64PointerValue(t.TolerationSeconds)})
-	}
+	m.AdditionalTolerations = flattenTolerations(s.AdditionalTolerations, prior.AdditionalTolerations)
 	if ro := s.Rollout; ro != nil {
 		var pr rolloutModel
 		if prior.Rollout != nil {
@@ -940,7 +934,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
-		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges), flattenFleetBudget(ro.FleetBudget)
+		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges, pr.NodeEdges), flattenFleetBudget(ro.FleetBudget)
 		m.Rollout.Release = flattenRelease(ro.Release, pr.Release)
 	}
 	for i, p := range s.Packages {
@@ -970,7 +964,7 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 	if p.Interrupt != nil {
 		mp.Interrupt = &interruptModel{Type: types.StringValue(string(p.Interrupt.Type)), Services: optList(p.Interrupt.Services, priorServices(pp.Interrupt))}
 	}
-	if len(p.ConfigInterrupts) > 0 {
+	if len(p.ConfigInterrupts) > 0 || (pp.ConfigInterrupts != nil && len(pp.ConfigInterrupts) == 0) {
 		mp.ConfigInterrupts = map[string]interruptModel{}
 		for k, it := range p.ConfigInterrupts {
 			var pi *interruptModel
@@ -986,6 +980,8 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 	if p.Uninstall != nil {
 		mp.UninstallEnabled = types.BoolValue(p.Uninstall.Enabled)
 		mp.UninstallApply = optBool(p.Uninstall.Apply, pp.UninstallApply)
+	} else {
+		mp.UninstallApply = optBool(false, pp.UninstallApply) // uninstall_apply = false alone sends nothing
 	}
 	if h := p.Host; h != nil {
 		ph := &hostAccessModel{}

@@ -504,6 +504,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	keepRequired(specMap, reflect.ValueOf(&spec))
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -430,6 +431,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	keepRequired(specMap, reflect.ValueOf(&spec))
 	if err := expandAffinity(specMap, m.Affinity); err != nil {
 		return nil, err
 	}
@@ -542,10 +544,12 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // ConfigValidators checks multi-node inference at plan: inference.model_gpus above one
 // replica's resource.gpu_count needs resource.count > 1 and count × gpu_count GPUs in all
 // (the reconciler's Resolve says the same at apply; an instance type or a preset filling
-// gpu_count is left to it); what the reconciler's Resolve would refuse (resolveValidator); and
-// the autoscaling block against resource.count and the rest (autoscalingValidator).
+// gpu_count is left to it); what the reconciler's Resolve would refuse (resolveValidator);
+// the autoscaling block against resource.count and the rest (autoscalingValidator); and a
+// gpu_count = 0 or args = [] that a preset or instance type would silently replace
+// (readAsUnsetValidator).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}}
 }
 
 // resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the

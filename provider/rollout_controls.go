@@ -254,9 +254,9 @@ func expandSelector(labels map[string]string, exprs []selectorExprModel) metav1.
 }
 
 // flattenSelectorExprs is a selector's matchExpressions as node_selector_expressions (an empty
-// values list stays as the prior configuration wrote it).
+// values list, and an empty list of expressions, stay as the prior configuration wrote them).
 func flattenSelectorExprs(exprs []metav1.LabelSelectorRequirement, prior []selectorExprModel) []selectorExprModel {
-	var out []selectorExprModel
+	out := emptyIfPrior[selectorExprModel](prior)
 	for i, e := range exprs {
 		var pe selectorExprModel
 		if i < len(prior) {
@@ -299,6 +299,7 @@ func flattenDeploymentPolicy(p *v1alpha1.DeploymentPolicy, prior *deploymentPoli
 	if d := p.Default; d != nil {
 		m.Default = &policyDefaultModel{Budget: flattenBudget(d.Budget), Strategy: flattenStrategy(d.Strategy)}
 	}
+	m.Compartments = emptyIfPrior[compartmentModel](prior.Compartments)
 	for i, c := range p.Compartments {
 		var pc compartmentModel
 		if i < len(prior.Compartments) {
@@ -344,7 +345,7 @@ func validateRolloutConfig(root configValue, diags *diag.Diagnostics) {
 // flattenWaves is rollout.waves as the configuration writes them (prior: the configuration's,
 // for empty selector parts it wrote).
 func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
-	var out []waveModel
+	out := emptyIfPrior[waveModel](prior)
 	for i, w := range waves {
 		var pw waveModel
 		if i < len(prior) {
@@ -396,6 +397,12 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 	}
 	a := req.ConfigValue.Attributes()
 	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() || a["systemd_failed_units"].IsUnknown() {
+		return
+	}
+	if l, ok := a["command"].(types.List); ok && !l.IsNull() && len(l.Elements()) == 0 {
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("command"), "Invalid Health Check",
+			fmt.Sprintf("%s: command = [] runs nothing, and the PackageSet API has no empty command (the API server would refuse the check "+
+				"as having no kind): list the command of an exec check, or remove command for an http_get or systemd_failed_units check.", req.Path.AtName("command")))
 		return
 	}
 	cmd, get, units := !a["command"].IsNull(), !a["http_get"].IsNull(), !a["systemd_failed_units"].IsNull()
@@ -475,7 +482,7 @@ func expandHealthChecks(hcs []healthCheckModel) ([]v1alpha1.HealthCheck, error) 
 }
 
 func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) []healthCheckModel {
-	var out []healthCheckModel
+	out := emptyIfPrior[healthCheckModel](prior)
 	for i, h := range hcs {
 		var ph healthCheckModel
 		if i < len(prior) {
