@@ -264,13 +264,9 @@ import_images() {
 # discovery and node-feature-discovery would label it with: an H200 node
 # (../shared/reference/gpu-facts.md) with two whole GPUs (nvidia.com/gpu), one more renamed by
 # type (nvidia.com/h200) and one in MIG mode with seven 1g.18gb slices (the "mixed" strategy),
-# and AMD SEV-SNP (the kata-qemu-snp RuntimeClass's handler is runc's alias above). Not
-# nvidia.com/gpu.present: the demo's and the tests' fleet-wide selectors (gpu.present=true, as
-# the gpu-stack module's default) mean the kwok GPU pool, and a package set selecting this
-# tainted node would wait for its taint (the first CI run's demo stalled on it); Gantry's own
-# GPU selectors use nvidia.com/gpu.product.
+# and AMD SEV-SNP (the kata-qemu-snp RuntimeClass's handler is runc's alias above).
 gpu_resources=(nvidia.com/gpu=2 nvidia.com/h200=1 nvidia.com/mig-1g.18gb=7)
-gpu_labels=(nvidia.com/gpu.product=NVIDIA-H200 nvidia.com/gpu.memory=143771
+gpu_labels=(nvidia.com/gpu.present=true nvidia.com/gpu.product=NVIDIA-H200 nvidia.com/gpu.memory=143771
   nvidia.com/gpu.count=4 nvidia.com/gpu.family=hopper nvidia.com/gpu.compute.major=9 nvidia.com/gpu.compute.minor=0
   nvidia.com/mig.capable=true nvidia.com/mig.strategy=mixed nvidia.com/mig-1g.18gb.count=7
   feature.node.kubernetes.io/cpu-security.sev.snp.enabled=true)
