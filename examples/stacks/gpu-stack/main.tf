@@ -40,6 +40,9 @@ module "gpu_stack" {
   ]
   operator_keys = { secret_name = "operator-keys", ecdsa_key = "ecdsa", bls_key = "bls" }
 
-  model  = { name = "falcon-7b-instruct", image = "ghcr.io/gantry-dev/hello-model:1.0.0", gpu_count = 1, gpu_product = each.value.gpu_product }
-  driver = { version = "550.54.15", image = "ghcr.io/gantry-dev/gpu-driver" } # the version is the tag
+  model = { name = "falcon-7b-instruct", image = "ghcr.io/gantry-dev/hello-model:1.0.0", gpu_count = 1, gpu_product = each.value.gpu_product }
+  # The version is the tag. The local cluster's GPU pool only: its real node (tainted
+  # gantry.dev/real-node) and the nodes Karpenter adds for workspaces carry
+  # nvidia.com/gpu.present too, the module's default selector.
+  driver = { version = "550.54.15", image = "ghcr.io/gantry-dev/gpu-driver", node_selector = { "gantry.dev/node-pool" = "gpu" } }
 }
