@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
@@ -126,18 +125,7 @@ func TestAccPackageSet_reapplyOnReboot(t *testing.T) {
 	accNodes(t, c, pool, 1)
 	node := pool + "-0"
 	setAccBootID(t, c, node, "boot-1")
-	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.Core.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = append(n.Spec.Taints, taint)
-		_, err = c.Core.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatalf("taint node %s: %v", node, err)
-	}
+	addRuntimeTaint(t, c, node)
 	addr := "gantry_package_set.test"
 	full := reapplyConfig(pool, "    reapply_on_reboot = true")
 	resource.ParallelTest(t, resource.TestCase{

@@ -34,6 +34,24 @@ resource "gantry_package_set" "test" {
 `, pool, pool, extra)
 }
 
+// addRuntimeTaint gives node name the runtime-required taint, as a node joining with it
+// (kwok updates the node too, its status: retried on a conflict).
+func addRuntimeTaint(t *testing.T, c *kube.Clients, name string) {
+	t.Helper()
+	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+		_, err = c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("taint node %s: %v", name, err)
+	}
+}
+
 // runtimeTaintOf reports, per node of the pool, whether it carries the runtime-required taint.
 func runtimeTaintOf(t *testing.T, c *kube.Clients, pool string, n int) map[string]bool {
 	t.Helper()
@@ -59,21 +77,8 @@ func TestAccPackageSet_runtimeRequired(t *testing.T) {
 	c := testClients(t)
 	pool := "acc-rr-" + rand.String(5)
 	accNodes(t, c, pool, 2)
-	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
 	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("%s-%d", pool, i)
-		// kwok updates the node too (its status): retry on a conflict.
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			node.Spec.Taints = append(node.Spec.Taints, taint)
-			_, err = c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
-			t.Fatalf("taint node %s: %v", name, err)
-		}
+		addRuntimeTaint(t, c, fmt.Sprintf("%s-%d", pool, i))
 	}
 	addr := "gantry_package_set.test"
 	full := runtimeRequiredConfig(pool, "  runtime_required     = true\n  auto_taint_new_nodes = true")
@@ -127,17 +132,7 @@ func TestAccPackageSet_runtimeRequiredCordonAfter(t *testing.T) {
 	accNodes(t, c, pool, 1)
 	taint, _ := packageset.ParseTaint(v1alpha1.DefaultRuntimeRequiredTaint)
 	name := pool + "-0"
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := c.Core.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		node.Spec.Taints = append(node.Spec.Taints, taint)
-		_, err = c.Core.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatalf("taint node %s: %v", name, err)
-	}
+	addRuntimeTaint(t, c, name)
 	full := runtimeRequiredConfig(pool, "  runtime_required              = true\n  runtime_required_cordon_after = true")
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
