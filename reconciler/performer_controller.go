@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
@@ -277,6 +278,8 @@ type observed struct {
 	svc   *corev1.Service
 	dep   *appsv1.Deployment
 	rsPod *corev1.Pod
+	// ended: the Deployment's other Pods ended from outside (performer.EndedPods).
+	ended []failure.Disruption
 }
 
 // performerFacts reads a pass's facts for performer.Decide and returns the Pod the status
@@ -307,6 +310,7 @@ func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desired
 			facts.Pod = performer.PodFacts(rsPod, p.UID)
 			facts.Pod.Foreign = false // the ReplicaSet's, not foreign
 		}
+		facts.EndedPods = o.ended
 	}
 	if specErr != nil {
 		facts.SpecError = specErr.Error()
@@ -342,18 +346,19 @@ func (r *PerformerReconciler) observeAll(ctx context.Context, p *v1alpha1.Perfor
 	if err != nil {
 		return observed{}, err
 	}
-	dep, rsPod, err := r.observeDeployment(ctx, p, direct, rolling, desiredPod)
+	dep, rsPod, ended, err := r.observeDeployment(ctx, p, direct, rolling, desiredPod)
 	if err != nil {
 		return observed{}, err
 	}
-	return observed{pod: pod, svc: svc, dep: dep, rsPod: rsPod}, nil
+	return observed{pod: pod, svc: svc, dep: dep, rsPod: rsPod, ended: ended}, nil
 }
 
 // observeDeployment returns the Deployment performer-<name> (nil when absent) and, with
-// rolling, the newest of its Pods with the desired spec hash (performer.NewestPod), from the
-// cache or, with direct, the API server. Without rolling only a Deployment left from a
-// RollingUpdate strategy is looked for (to delete it).
-func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (*appsv1.Deployment, *corev1.Pod, error) {
+// rolling, the newest of its Pods with the desired spec hash (performer.NewestPod) and the
+// others that ended from outside (performer.EndedPods), from the cache or, with direct, the
+// API server. Without rolling only a Deployment left from a RollingUpdate strategy is looked
+// for (to delete it).
+func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (*appsv1.Deployment, *corev1.Pod, []failure.Disruption, error) {
 	reader := client.Reader(r.Client)
 	if direct {
 		reader = r.APIReader
@@ -362,16 +367,17 @@ func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}, dep); apierrors.IsNotFound(err) {
 		dep = nil
 	} else if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !rolling || desiredPod == nil {
-		return dep, nil, nil
+		return dep, nil, nil, nil
 	}
 	var pods corev1.PodList
 	if err := reader.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{v1alpha1.LabelPerformer: p.Name}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return dep, performer.NewestPod(pods.Items, p.UID, desiredPod.Annotations[v1alpha1.AnnotationSpecHash]), nil
+	newest := performer.NewestPod(pods.Items, p.UID, desiredPod.Annotations[v1alpha1.AnnotationSpecHash])
+	return dep, newest, performer.EndedPods(pods.Items, p.UID, newest), nil
 }
 
 // observe returns the Pod and Service performer-<name> (nil when absent), from the cache or,

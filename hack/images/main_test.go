@@ -887,6 +887,24 @@ func TestPerformer(t *testing.T) {
 	if code := s.exited(t); code != 1 || lastLine(s.out.String()) != "performer: failing on purpose (PERFORMER_FAIL_AFTER_START=1)" {
 		t.Errorf("PERFORMER_FAIL_AFTER_START=1: exit %d, output %q", code, s.out)
 	}
+
+	// PERFORMER_LISTEN_DELAY: not listening during the wait; SIGTERM then exits 0 at once.
+	grpc = freePort(t)
+	s = start(t, bin, []string{"PERFORMER_LISTEN_DELAY=60", "GRPC_PORT=" + strconv.Itoa(grpc)}, "-listen", "127.0.0.1")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.out.String(), "waiting 60s before listening"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("PERFORMER_LISTEN_DELAY=60: no wait logged:\n%s", s.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(grpc), time.Second); err == nil {
+		c.Close()
+		t.Error("PERFORMER_LISTEN_DELAY=60: listening during the wait")
+	}
+	s.stop(t)
+	if lastLine(s.out.String()) != "performer: shutting down before listening" {
+		t.Errorf("PERFORMER_LISTEN_DELAY=60 then SIGTERM: output %q", s.out)
+	}
 }
 
 func TestModelServer(t *testing.T) {

@@ -154,6 +154,19 @@ func TestDecidePodEndedFromOutside(t *testing.T) {
 			with(base(wasRunning, noReason), func(f *Facts) { f.RollingUpdate, f.Deployment = true, &Deployment{SpecHash: hashA} }),
 			want{phase: v1alpha1.PerformerCreating, reason: ReasonPodDisrupted, count: 1, event: corev1.EventTypeNormal,
 				msg: "pod performer-x-7d9f-abcde ended from outside (NoContainerFailure: the pod ended with no reason given and none of its containers failed); waiting for its replacement (1 of at most 3 pods ended from outside within 10m0s); the deployment replaces it"}},
+		{"RollingUpdate: the evicted pod is Terminating beside its replacement (newest, not Ready yet): counted, said, not Failed",
+			with(base(wasRunning, podBound(hashA, "ContainerCreating", "")), func(f *Facts) {
+				f.RollingUpdate, f.Deployment = true, &Deployment{SpecHash: hashA}
+				f.EndedPods = []failure.Disruption{*apiEvicted.Disrupted}
+			}),
+			want{phase: v1alpha1.PerformerCreating, reason: ReasonPodDisrupted, count: 1, event: corev1.EventTypeNormal,
+				msg: "pod performer-x ended from outside (EvictionByEvictionAPI: Eviction API: evicting); waiting for its replacement (1 of at most 3 pods ended from outside within 10m0s); the deployment replaces it"}},
+		{"RollingUpdate: the replacement Ready while the evicted pod still terminates: Running, counted",
+			with(base(wasRunning, podReady(hashA)), func(f *Facts) {
+				f.RollingUpdate, f.Deployment = true, &Deployment{SpecHash: hashA}
+				f.EndedPods = []failure.Disruption{*apiEvicted.Disrupted}
+			}),
+			want{phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, count: 1}},
 		{"Upgrading stays Upgrading when the new pod is evicted",
 			with(base(wasUpgrading, kubeletEvicted), func(f *Facts) { f.DesiredImage = imgB }),
 			want{phase: v1alpha1.PerformerUpgrading, reason: ReasonUpgradeInProgress, count: 1, actions: acts(ActionDeletePod),

@@ -201,6 +201,10 @@ type Facts struct {
 	// PodDisruptions is status.podDisruptions from the previous pass (nil when none): the
 	// count of Pods ended from outside that the bound applies to.
 	PodDisruptions *v1alpha1.PodDisruptions
+	// EndedPods (RollingUpdate) are the Deployment's other Pods that ended or are ending from
+	// outside (EndedPods in objects.go): an evicted Pod is Terminating while the ReplicaSet's
+	// replacement is already the newest, so Pod alone would never show it.
+	EndedPods []failure.Disruption
 }
 
 // Service facts.
@@ -440,8 +444,12 @@ func converge(f Facts, prev Phase, d *Decision) state {
 		(f.RunningImage != f.DesiredImage || prev == v1alpha1.PerformerUpgrading ||
 			(ownPod && pod.SpecHash != f.DesiredHash) ||
 			(f.RollingUpdate && f.Deployment != nil && !f.Deployment.Foreign && f.Deployment.SpecHash != f.DesiredHash))
+	seen := f.EndedPods
 	if dis := disrupted(f); dis != nil {
-		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, []failure.Disruption{*dis}, f.Now)
+		seen = append([]failure.Disruption{*dis}, seen...)
+	}
+	if len(seen) > 0 {
+		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, seen, f.Now)
 	}
 	var st state
 	if f.RollingUpdate {
@@ -534,7 +542,26 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 		d.UpgradeFinished = upgrading
 		return state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
 	}
+	if dis := latestEnded(f.EndedPods); dis != nil {
+		// The Pod this one replaces ended from outside and is still there: say so.
+		how := "the deployment replaces it"
+		if pod.Name != "" {
+			how += " (pod " + pod.Name + ", not Ready yet)"
+		}
+		return disruptedState(f, d, dis, upgrading, how)
+	}
 	return progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
+}
+
+// latestEnded is the Pod of ended that ended last, nil when ended is empty.
+func latestEnded(ended []failure.Disruption) *failure.Disruption {
+	var out *failure.Disruption
+	for i := range ended {
+		if out == nil || ended[i].At.After(out.At) {
+			out = &ended[i]
+		}
+	}
+	return out
 }
 
 // podState is the outcome for the Performer's pod (with the actions it needs): failed for a

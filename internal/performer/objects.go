@@ -227,6 +227,24 @@ func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 	return best
 }
 
+// EndedPods are the disruptions (failure.EndedFromOutside) of the Pods in pods that a
+// Deployment of the Performer owner runs (the bare Pod performer-<name> and newest, the Pod
+// the status describes, excluded) and that ended or are ending from outside: evicted,
+// preempted, deleted, their node shut down or gone. Nil when there are none.
+func EndedPods(pods []corev1.Pod, owner types.UID, newest *corev1.Pod) []failure.Disruption {
+	var out []failure.Disruption
+	for i := range pods {
+		p := &pods[i]
+		if controlledBy(p, owner) || newest != nil && p.UID == newest.UID {
+			continue
+		}
+		if dis, ok := failure.EndedFromOutside(p); ok {
+			out = append(out, dis)
+		}
+	}
+	return out
+}
+
 // SpecHash is the hex SHA-256 (first 16 digits) of the JSON of a Pod spec as DesiredPod builds
 // it plus spec.version and the Performer's gantry.dev/restartedAt annotation (a restart
 // request, as `kubectl rollout restart` stamps a pod template): the value of the

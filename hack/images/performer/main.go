@@ -17,6 +17,8 @@
 //	PERFORMER_VERSION=v          the version it reports (default 1.0.0, or -version)
 //	PERFORMER_FAIL_AFTER_START=1 exit 1 at once, with a line on stderr (and /dev/termination-log)
 //	PERFORMER_ALLOC_MB=N         allocate and touch N MiB at start, held until exit (OOMKilled tests)
+//	PERFORMER_LISTEN_DELAY=S     wait S seconds before listening (a Pod that runs but is not Ready
+//	                             yet; SIGTERM during the wait exits 0 at once)
 package main
 
 import (
@@ -66,6 +68,18 @@ func main() {
 		log.Printf("allocated and touched %d MiB", mb)
 	}
 
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if d := envInt("PERFORMER_LISTEN_DELAY", 0); d > 0 {
+		log.Printf("waiting %ds before listening (PERFORMER_LISTEN_DELAY)", d)
+		select {
+		case <-time.After(time.Duration(d) * time.Second):
+		case <-ctx.Done():
+			log.Print("shutting down before listening")
+			return
+		}
+	}
+
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
@@ -91,8 +105,6 @@ func main() {
 		go func() { errc <- srv.Serve(ln) }()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	select {
 	case err := <-errc:
 		fail(err.Error())
