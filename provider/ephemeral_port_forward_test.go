@@ -100,7 +100,7 @@ resource "echo" %q {}
 func TestAccPortForward_Performer(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
-	realNode(t, c)
+	realNodeReady(t, c)
 	skipWithoutEphemeral(t)
 	ns := portForwardNamespace(t, c, "acc-pf")
 	name := "pf-" + rand.String(5)
@@ -149,7 +149,7 @@ func TestAccPortForward_Performer(t *testing.T) {
 func TestAccPortForward_Workspace(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
-	realNode(t, c)
+	realNodeReady(t, c)
 	skipWithoutEphemeral(t)
 	ns := portForwardNamespace(t, c, "acc-pfw")
 	name := "pfw-" + rand.String(5)
