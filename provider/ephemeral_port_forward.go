@@ -159,7 +159,7 @@ func (r *portForwardEphemeralResource) Schema(_ context.Context, _ ephemeral.Sch
 			"pod_name": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				MarkdownDescription: "The pod forwarded to. Set it to forward to that pod (it must be one of the target's pods " +
+				MarkdownDescription: "The pod forwarded to.\n\nSet it to forward to that pod (it must be one of the target's pods " +
 					"and Ready), e.g. `gantry_performer.<name>.pod_name`, which also makes the forward open only once the " +
 					"performer is applied; an empty string means any (and stays empty). Without it, a Ready pod of the target " +
 					"(the first by name), whose name this attribute then holds. A forward that loses its pod during the run " +

@@ -33,7 +33,7 @@ type drainModel struct {
 // drainAttribute is the schema of drain.
 func drainAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
-		MarkdownDescription: "How a node is drained before its interrupt (and before the uninstall of a package with an interrupt), as NodeWright's drain settings mirror `kubectl drain`: " +
+		MarkdownDescription: "How a node is drained before its interrupt (and before the uninstall of a package with an interrupt).\n\nThe settings mirror `kubectl drain`, as NodeWright's do: " +
 			"`grace_period`, `timeout`, `delete_empty_dir_data`, `force`, the pods never drained (`skip_pod_labels`) and what happens at the timeout (`on_timeout`). " +
 			"Pods are evicted through the Eviction API, so PodDisruptionBudgets apply. Left alone whatever the settings: pods not running or pending, `kube-system`, " +
 			"DaemonSet pods (`kubectl drain --ignore-daemonsets`, always on), pods tolerating the unschedulable taint, the stage pods and the reconciler's pod. " +
@@ -43,11 +43,11 @@ func drainAttribute() schema.SingleNestedAttribute {
 			"these settings as blocked, and with `timeout` shows what `on_timeout` does then.",
 		Attributes: map[string]schema.Attribute{
 			"grace_period": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Grace period given to each evicted pod, e.g. `30s` (`kubectl drain --grace-period`; the eviction's `gracePeriodSeconds`, whole seconds, rounded up). " +
+				MarkdownDescription: "Grace period given to each evicted pod, e.g. `30s` (`kubectl drain --grace-period`; the eviction's `gracePeriodSeconds`, whole seconds, rounded up).\n\n" +
 					"Unset: each pod's own `terminationGracePeriodSeconds`. `0s` deletes the pods at once, without waiting for their containers to stop (a plan warning says so).",
 				Validators: []validator.String{durationValidator{}}},
 			"timeout": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Bound of the drain, e.g. `15m` (`kubectl drain --timeout`), from its first eviction until no pod to evict is left and none is still terminating; " +
+				MarkdownDescription: "Bound of the drain, e.g. `15m` (`kubectl drain --timeout`).\n\nIt counts from the drain's first eviction until no pod to evict is left and none is still terminating; " +
 					"`on_timeout` says what happens then. Unset or `0s`: no timeout, the drain waits as long as it takes (a PodDisruptionBudget that never allows the eviction keeps the node cordoned).",
 				Validators: []validator.String{durationValidator{}}},
 			"delete_empty_dir_data": schema.BoolAttribute{Optional: true,
@@ -57,22 +57,22 @@ func drainAttribute() schema.SingleNestedAttribute {
 				MarkdownDescription: "Evict pods that declare no controller, which nothing recreates (`kubectl drain --force`). `false`: such pods are not evicted and hold the drain " +
 					"(`DrainBlocked` names them) until they go or the `timeout`. Unset: `true`."},
 			"skip_pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Pod labels (all must match) of pods the drain never evicts and never waits for: they keep running through the drain and the interrupt, e.g. a node agent that " +
+				MarkdownDescription: "Pod labels (all must match) of pods the drain never evicts and never waits for.\n\nThey keep running through the drain and the interrupt, e.g. a node agent that " +
 					"survives a service restart. Unlike `pod_non_interrupt_labels`, whose pods must finish before the node is drained or interrupted (the node waits for them), skipped pods " +
 					"do not hold the node; a pod matching both is waited for. Not `kubectl drain --pod-selector`, which picks the pods to drain.",
 				Validators: []validator.Map{labelsValidator{}}},
 			"on_timeout": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "What happens when the drain runs past `timeout` (needs `timeout`): `Fail` (default) makes the node erroring, naming the pods left and why " +
+				MarkdownDescription: "What happens when the drain runs past `timeout` (needs `timeout`): `Fail` (default) or `Continue`.\n\n`Fail` makes the node erroring, naming the pods left and why " +
 					"(the PodDisruptionBudget that refuses, still terminating, an emptyDir or unmanaged pod kept by these settings), so the apply fails; the node stays cordoned and its drain " +
 					"is tried again after the backoff of a failed stage (5s doubling to 5m). `Continue` runs the interrupt with those pods on the node and says so in a Warning event `DrainTimeout`.",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.DrainTimeoutFail), string(v1alpha1.DrainTimeoutContinue))}},
 			"non_interrupt_timeout": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Longest wait for the pods of `pod_non_interrupt_labels`, e.g. `4h` (long-running work that must not be interrupted, NVIDIA/nodewright #543), " +
+				MarkdownDescription: "Longest wait for the pods of `pod_non_interrupt_labels` (long-running work that must not be interrupted), e.g. `4h`.\n\nThe wait (NVIDIA/nodewright #543) is " +
 					"counted from the first pass that finds the node cordoned with them running; `on_non_interrupt_timeout` says what happens then. " +
 					"Unset or `0s`: the node waits as long as they run (as Skyhook does).",
 				Validators: []validator.String{durationValidator{}}},
 			"on_non_interrupt_timeout": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "What happens at `non_interrupt_timeout` (needs it): `Fail` (default) makes the node erroring, naming the pods, so the apply fails; " +
+				MarkdownDescription: "What happens at `non_interrupt_timeout` (needs it): `Fail` (default) or `Drain`.\n\n`Fail` makes the node erroring, naming the pods, so the apply fails; " +
 					"the node stays cordoned and goes on waiting for them (the interrupt starts once they finish). `Drain` evicts them like any other pod " +
 					"(the Eviction API and PodDisruptionBudgets, this drain's settings and `timeout`), then the interrupt runs.",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.NonInterruptTimeoutFail), string(v1alpha1.NonInterruptTimeoutDrain))}},

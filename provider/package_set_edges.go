@@ -32,7 +32,7 @@ type fleetBudgetModel struct {
 // nodeEdgesAttribute is rollout.node_edges.
 func nodeEdgesAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true,
-		MarkdownDescription: "Order nodes within this set, as NixFleet's `edges[] {after, before}` between hosts: the `after` node does not start this set's new version " +
+		MarkdownDescription: "Order nodes within this set, as NixFleet's `edges[] {after, before}` between hosts.\n\nThe `after` node does not start this set's new version " +
 			"until the `before` node is done for this set (complete, soak included); a node already under way finishes. Node names are Kubernetes Node names. " +
 			"An edge naming a node the set does not select is ignored (the other node does not wait). A cycle (`a` before `b` before `a`) is an invalid spec: " +
 			"the plan fails naming it (the set would report Stalled, `InvalidSpec`). While nodes wait, `status.nodeEdgeWaits` and the Ready condition's message say " +
@@ -50,7 +50,7 @@ func nodeEdgesAttribute() schema.ListNestedAttribute {
 func fleetBudgetAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
 		MarkdownDescription: "A budget of nodes in flight shared by every package set naming the same `name`, as NixFleet's fleet-wide `disruptionBudgets` shared by " +
-			"several rollouts. A node counts once while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or Failed, read from the node's " +
+			"several rollouts.\n\nA node counts once while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or Failed, read from the node's " +
 			"`gantry.dev/state_<set>` annotation, or cordoned by the set: `gantry.dev/cordon_<set>`); a set starts no new node while the count is at the limit " +
 			"(a node another of the sets has in flight already counts, so it may start). When the sets disagree on `max_in_flight`, the lowest wins among the sets that exist: a set " +
 			"that starts nodes before a set with a lower value is created (two sets in one apply) uses the values it sees, so give every set of a budget the same " +

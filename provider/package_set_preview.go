@@ -58,9 +58,9 @@ func rolloutPreviewAttribute() schema.SingleNestedAttribute {
 		return schema.Int64Attribute{Computed: true, MarkdownDescription: d}
 	}
 	return schema.SingleNestedAttribute{Computed: true,
-		MarkdownDescription: "What the apply will do to the fleet, computed at plan when the set's spec changes and the cluster answers: " +
+		MarkdownDescription: "What the apply will do to the fleet, computed at plan when the set's spec changes and the cluster answers.\n\nIt comes from " +
 			"the reconciler's own rollout rules (selection, interruption budget, deployment policy compartments and batches, waves, node edges, " +
-			"fleet budget, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed. Kept as it is while the spec " +
+			"fleet budget, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed.\n\nIt is kept as it is while the spec " +
 			"does not change; known after apply (the plan warns why) when a value of the set is unknown at plan, when the set's rollout of an earlier change is " +
 			"still under way (its nodes' progress changes until the apply), or when the cluster did not answer; null after an apply that could not make one. " +
 			"What blocks nodes now (a PodDisruptionBudget that allows 0 disruptions, a non-interruptible pod, a fleet budget the other sets fill, a taint, an earlier set) " +

@@ -31,7 +31,7 @@ type releaseModel struct {
 
 func releaseAttribute() schema.Attribute {
 	return schema.SingleNestedAttribute{Optional: true,
-		MarkdownDescription: "Make the packages a signed release, as NixFleet's signed releases: no stage starts on any node until `signature` verifies against `public_key` " +
+		MarkdownDescription: "Make the packages a signed release, as NixFleet's signed releases.\n\nNo stage starts on any node until `signature` verifies against `public_key` " +
 			"(locally, with sigstore's signature library, no network), and with `freshness_window` no new node starts once the release is older than the window. " +
 			"The signature is over the release payload, exactly these bytes: the line `gantry.dev/release/v1`, the line `signedAt <signed_at>`, then one line " +
 			"`package <name> <version> <image>` per package sorted by name, where image is the image the stages run (the version as its tag, a digest as written); " +
@@ -49,7 +49,7 @@ func releaseAttribute() schema.Attribute {
 			"signed_at": schema.StringAttribute{Required: true, MarkdownDescription: "When the release was signed, UTC to the second, e.g. `2026-11-26T15:00:00Z`. Part of the payload; `freshness_window` counts from it.",
 				Validators: []validator.String{stringvalidator.RegexMatches(signedAtRe, "must be a UTC time to the second such as 2026-11-26T15:00:00Z")}},
 			"freshness_window": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "How long after `signed_at` the release may start nodes (NixFleet's `freshnessWindow`), e.g. `72h`. Past it, no new node starts: nodes already " +
+				MarkdownDescription: "How long after `signed_at` the release may start nodes (NixFleet's `freshnessWindow`), e.g. `72h`.\n\nPast it, no new node starts: nodes already " +
 					"converged stay and nodes already activating finish (NixFleet's agents refuse to activate a stale release), and while a node still needs the release the set is " +
 					"Stalled with reason `ReleaseStale` naming the age and the window; sign again with a new `signed_at`. Unset: no limit.",
 				Validators: []validator.String{durationValidator{min: time.Second}}},

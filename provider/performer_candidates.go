@@ -49,7 +49,7 @@ const (
 func candidateNodesAttribute() schema.Int64Attribute {
 	return schema.Int64Attribute{
 		Computed: true,
-		MarkdownDescription: "Number of the cluster's nodes that can take the performer as the reconciler places it, counted when the " +
+		MarkdownDescription: "Number of the cluster's nodes that can take the performer as the reconciler places it.\n\nIt is counted when the " +
 			"performer's spec changes (create, or a change of any argument the `Performer`'s spec holds): the nodes whose labels match " +
 			"the node selector `hardware_requirements` and `node_selector` make and the required node affinity of `affinity`, whose own " +
 			"`NoSchedule`/`NoExecute` taints the performer tolerates (`tolerations`, and the `nvidia.com/gpu` taint for GPUs), and whose " +

@@ -193,7 +193,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 			"connect_timeout": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: fmt.Sprintf("How long to try reaching an API server that has not answered yet, as a duration "+
-					"(`\"20s\"`, `\"1m\"`; default `\"%s\"`). A refresh, apply or import against an endpoint that refuses "+
+					"(`\"20s\"`, `\"1m\"`; default `\"%s\"`).\n\nA refresh, apply or import against an endpoint that refuses "+
 					"connections, does not resolve or does not answer fails after this long, quoting the last dial, DNS or TLS "+
 					"error; a certificate that does not verify, or http:// to an HTTPS port (or the reverse), fails at once. It bounds only "+
 					"the first contact of a run: once the API server has answered, waits ride out API server restarts until "+
@@ -203,7 +203,7 @@ func (p *gantryProvider) Schema(_ context.Context, _ provider.SchemaRequest, res
 		},
 		Blocks: map[string]schema.Block{
 			"exec": schema.SingleNestedBlock{
-				MarkdownDescription: "A client-go credential plugin that prints an `ExecCredential` (e.g. `aws eks get-token`), " +
+				MarkdownDescription: "A client-go credential plugin that prints an `ExecCredential` (e.g. `aws eks get-token`) the provider authenticates with.\n\nIt is " +
 					"run again whenever the credential it returned expires (its `expirationTimestamp`) or is rejected, so long " +
 					"waits outlive short-lived tokens; the provider never caches a token itself. The command must exist where " +
 					"Terraform runs. Conflicts with `token` and `client_certificate` (an error at plan). When `exec` is set, " +

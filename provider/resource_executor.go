@@ -241,7 +241,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"performer_names": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Names of the `gantry_performer`s (same namespace) whose gRPC endpoints the executor uses, e.g. " +
-					"`[gantry_performer.gpu.name]`. At most one of `performer_names` and `performer_selector`; with neither, the executor runs " +
+					"`[gantry_performer.gpu.name]`.\n\nAt most one of `performer_names` and `performer_selector`; with neither, the executor runs " +
 					"with no performer endpoints in its config (as upstream Hourglass executors do) and performers can be added later.",
 				Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueValues{},
 					listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 53),
@@ -255,7 +255,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"operator_keys": schema.SingleNestedAttribute{
 				Required: true,
-				MarkdownDescription: "Where the operator's signing keys come from, exactly one of: a Secret in the executor's namespace and " +
+				MarkdownDescription: "Where the operator's signing keys come from: a Secret, a remote signer or write-only keys.\n\nExactly one of: a Secret in the executor's namespace and " +
 					"the keys in it (`secret_name` with `ecdsa_key` and/or `bls_key`); `remote_signer_url`; or the keys themselves as " +
 					"write-only attributes (`ecdsa_private_key_wo` and/or `bls_private_key_wo` with `private_keys_wo_version`, " +
 					"Terraform 1.11 and later), which the provider writes into a Secret it owns and never stores in plan or state. " +
@@ -272,7 +272,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
 					"bls_keystore_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding a BLS keystore (EIP-2335 JSON), as " +
-						"Hourglass's `signingKeys.bls.keystore`: mounted read-only at `" + v1alpha1.ExecutorKeystorePath + "` and named in the config " +
+						"Hourglass's `signingKeys.bls.keystore`. It is mounted read-only at `" + v1alpha1.ExecutorKeystorePath + "` and named in the config " +
 						"(`signer.bls_keystore_file`). Conflicts with `bls_key`.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name")),
@@ -293,7 +293,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 							"`ecdsa_private_key_wo` (key `bls-private-key`). Needs `private_keys_wo_version`.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
 					"private_keys_wo_version": schema.Int64Attribute{Optional: true,
-						MarkdownDescription: "Version of the write-only keys, at least 1. Terraform cannot see a change of a write-only value: " +
+						MarkdownDescription: "Version of the write-only keys, at least 1.\n\nTerraform cannot see a change of a write-only value: " +
 							"increase this number to rotate the keys. The Secret is rewritten and the executor pods roll onto the new keys " +
 							"(annotation `gantry.dev/operator-keys-version`). Needs `ecdsa_private_key_wo` and/or `bls_private_key_wo`.",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
@@ -376,7 +376,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"manage_performers": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Let the executor create and remove performers itself, as Hourglass's executor does for each AVS it serves. " +
+				MarkdownDescription: "Let the executor create and remove performers itself, as Hourglass's executor does for each AVS it serves.\n\n" +
 					"Its pods run as the ServiceAccount `executor-<name>`, bound by the Role `executor-<name>` to create, update and delete " +
 					"Performers in this namespace (and to read Pods and Services), nothing else; the config's `kubernetes` section names the " +
 					"namespace, the API group and the label `" + v1alpha1.LabelCreatedByExecutor + "=<name>` to put on them. `managed_performers` " +
@@ -384,7 +384,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"hourglass_compat": schema.SingleNestedAttribute{
 				Optional: true,
-				MarkdownDescription: "Hourglass compatibility mode: run an unmodified Hourglass executor (ponos) image. The config is rendered " +
+				MarkdownDescription: "Hourglass compatibility mode: run an unmodified Hourglass executor (ponos) image.\n\nThe config is rendered " +
 					"in Hourglass's own format (`config.yaml`: `grpcPort`, `managementServerGrpcPort`, `operator`, `l1Chain`, " +
 					"`avsPerformers` with `deploymentMode: kubernetes`, `kubernetes` with `crdGroup: hourglass.eigenlayer.io`, " +
 					"`storage: {type: memory}`) and the container runs `executor run --config /etc/gantry/config.yaml`, as Hourglass's " +
@@ -406,7 +406,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"managed_performers": schema.MapAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Performers the executor created itself (`manage_performers`): name → gRPC endpoint (empty until it has one)."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)

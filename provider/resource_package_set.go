@@ -352,21 +352,21 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 40),
 					stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Labels of the PackageSet object itself (as Skyhook objects carry theirs), e.g. to select sets with `kubectl get packagesets -l`. " +
+				MarkdownDescription: "Labels of the PackageSet object itself (as Skyhook objects carry theirs), e.g. to select sets with `kubectl get packagesets -l`.\n\n" +
 					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
 			"node_selector_expressions": selectorExprsAttribute("Label selector requirements the nodes must also meet (Kubernetes `matchExpressions`, as Skyhook's `nodeSelectors`): " +
 				"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none."),
 			"sequencing": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.SequencingNode)),
-				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`: `node` (default) lets a node go on once this set is " +
+				MarkdownDescription: "How later sets (higher `priority` number) wait for this one, as NodeWright's `sequencing`. `node` (default) lets a node go on once this set is " +
 					"complete on it; `all` holds every node of every later set until this set is complete on all its nodes (a global gate).",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.SequencingNode), string(v1alpha1.SequencingAll))}},
-			"serial": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the packages one at a time on each node, as Skyhook's `serial`: a package's flow " +
+			"serial": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the packages one at a time on each node, as Skyhook's `serial`.\n\nA package's flow " +
 				"(apply or upgrade through config and interrupt, or an uninstall) starts on a node only once no other package of the set has a flow unfinished there, even when " +
 				"the packages do not depend on each other. Unset or `false`: independent packages run side by side. Nodes still go in parallel within the budget."},
 			"after": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Names of package sets that must be complete on a node before this set starts there, whatever their `priority` (NixFleet's edges between deployments). " +
+				MarkdownDescription: "Names of package sets that must be complete on a node before this set starts there, whatever their `priority` (NixFleet's edges between deployments).\n\n" +
 					"A named set that does not select the node does not hold it. Sets whose `after` edges form a cycle (`a` after `b` after `c` after `a`) are an invalid spec: the apply fails naming the cycle; a set naming itself fails the plan.",
 				Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 40),
 					stringvalidator.RegexMatches(setNameRe, "must be a package set name: a DNS-1123 label"))}},
@@ -375,7 +375,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
 			"disabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Skip this set; later sets continue. The apply returns at once."},
 			"uninstall_on_delete": schema.BoolAttribute{Optional: true, MarkdownDescription: "On destroy, run the `uninstall` stage of the packages with " +
-				"`uninstall_enabled` on every node (unset: `true`). `false` destroys the set without running any stage: the node annotations and the set's cordons " +
+				"`uninstall_enabled` on every node (unset: `true`).\n\n`false` destroys the set without running any stage: the node annotations and the set's cordons " +
 				"are removed, the packages stay installed. A destroy whose uninstall fails stops at once naming node, package, stage and message; to finish it " +
 				"without uninstalling, set `uninstall_on_delete = false`, run `terraform apply`, then `terraform destroy` again (no finalizer to edit)."},
 			"interruption_budget": schema.SingleNestedAttribute{Optional: true,
@@ -397,19 +397,19 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				}}},
 			"rollout": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Soak window and health-failure policy (as NixFleet's rollout does).",
 				Attributes: map[string]schema.Attribute{
-					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak). " +
+					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak).\n\n" +
 						"While it soaks, each package's last check is re-run as a Pod in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
 						"The node is Converged once that last round passed; a failed round makes it Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
 					"soak_check_interval": schema.StringAttribute{Optional: true, MarkdownDescription: "Time between the starts of two soak check rounds, e.g. `10s`, at least `1s` " +
 						"(a round still running delays the next). Unset: `soak_duration`/3, at least 5s.", Validators: []validator.String{durationValidator{min: time.Second}}},
-					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "`halt` (default): no new node starts while one is Failed (its stage is retried with backoff); " +
+					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "What happens when a node's change fails: `halt` (default) starts no new node meanwhile; `rollback` returns the node to what it had and stops the rollout.\n\n`halt`: no new node starts while one is Failed (its stage is retried with backoff); " +
 						"`rollback`: a node whose change fails (a stage or a soak check round) returns to what it had and the rollout stops: a new version to the previous one " +
 						"(uninstall of the new one if `uninstall_enabled`, then apply of the previous), a new package is uninstalled (if `uninstall_enabled`) and forgotten, " +
 						"a config-only change goes back to the previous config (with its config interrupt), and a downgrade whose uninstall of the installed version fails re-applies the installed version. " +
 						"What failed is quarantined, `<package>@<version>` (for a downgrade, its target) or `<package>@<version>#config-<hash>` for a config: " +
 						"the apply fails naming the rollback, and the set stays erroring (Stalled) until the version (or config) changes.", Validators: []validator.String{stringvalidator.OneOf("halt", "rollback")}},
 					"waves": schema.ListNestedAttribute{Optional: true,
-						MarkdownDescription: "Roll out in order, as NixFleet's waves: a node belongs to the first wave whose selector matches it (nodes no wave picks come last), and no node of a wave " +
+						MarkdownDescription: "Roll out in order, as NixFleet's waves. A node belongs to the first wave whose selector matches it (nodes no wave picks come last), and no node of a wave " +
 							"starts until every node of the earlier waves is done (complete, soak included). `status.currentWave` names the wave under way.",
 						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{what: "Wave"}},
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -434,7 +434,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						Validators: []validator.String{stringvalidator.RegexMatches(packageNameRe, "must match ^[a-z][-a-z0-9]{0,41}[a-z]$ (lower-case letters, digits and '-', starting and ending with a letter, 2-43 characters)")}},
 					"version": schema.StringAttribute{Required: true, MarkdownDescription: "Semantic version, e.g. `1.2.3`, or `MAJOR.MINOR` as Skyhook users write it (`1.2`, compared as 1.2.0, kept as written). Up: upgrade; down: uninstall (if enabled) then apply.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(64), stringvalidator.RegexMatches(semverRe, "must be a semantic version such as 1.2.3 or 2.0.0-rc.1, or MAJOR.MINOR such as 1.2")}},
-					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument. The version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`, and a tag written here is replaced by the version (a plan warning names both when they differ); a digest (`@sha256:...`) is used as written; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
+					"image": schema.StringAttribute{Required: true, MarkdownDescription: "Package image; the stage is its first argument.\n\nThe version is the tag (as Skyhook): `ghcr.io/acme/tuned` at `1.2` runs `ghcr.io/acme/tuned:1.2`, and a tag written here is replaced by the version (a plan warning names both when they differ); a digest (`@sha256:...`) is used as written; OCI tags cannot contain `+`, so build metadata is tagged with `_` (as Helm does): `1.2.3+build.5` runs `ghcr.io/acme/tuned:1.2.3_build.5`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
 					"env":      schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Environment variables of the stage containers."},
 					"env_from": envFromAttribute("the namespace of the stage Pods"),
@@ -458,7 +458,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 									}, "Invalid Mount Path"}}},
 						}},
 					"skyhook": schema.SingleNestedAttribute{Optional: true,
-						MarkdownDescription: "Run an existing Skyhook package image unchanged, as Skyhook's operator runs it: an init container copies the image's `/skyhook-package` to the host, then " +
+						MarkdownDescription: "Run an existing Skyhook package image unchanged, as Skyhook's operator runs it.\n\nAn init container copies the image's `/skyhook-package` to the host, then " +
 							"`agent_image` runs each stage and its check (`<stage> /root <copy dir>`, `<stage>-check ...`) with Skyhook's environment (`SKYHOOK_LOG_DIR`, `SKYHOOK_ROOT_DIR`, " +
 							"`COPY_RESOLV`, `SKYHOOK_RESOURCE_ID`) and `config` at `/skyhook-package/configmaps`. Implies full host access (privileged, host PID and network, the host's `/` at `/root`).",
 						Validators: []validator.Object{objectvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("host"))},
@@ -477,7 +477,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "Configuration of the stage pods, key → value: mounted read-only at `/etc/gantry/config` in every stage container, one file per key (`GANTRY_CONFIG_DIR` names the path). Keys are file names: letters, digits, `-`, `_` and `.`, not `.` and not starting with `..`. A change re-runs `config`.",
 						Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(configKeyRe, "must be a file name (ConfigMap key): letters, digits, '-', '_' and '.', not '.' and not starting with '..'"))}},
 					"interrupt": schema.SingleNestedAttribute{Optional: true, Attributes: interruptAttrs,
-						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt). As NodeWright, an uninstall of the package " +
+						MarkdownDescription: "Interrupt the node needs after `config` (cordon, drain, interrupt, post-interrupt).\n\nAs NodeWright, an uninstall of the package " +
 							"(`uninstall_apply`, removed from the set, or the set destroyed, with `uninstall_enabled`) runs it too: the node is cordoned and drained within the " +
 							"interruption budget before the `uninstall` stage, the interrupt runs after it (stage `uninstall-interrupt`, which cannot be cancelled once the uninstall " +
 							"is done), then the node is uncordoned."},
@@ -491,13 +491,13 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"pod_annotations":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Annotations added to the stage pods."},
 					"uninstall_enabled": schema.BoolAttribute{Optional: true, MarkdownDescription: "Run the uninstall stage when the package is removed, downgraded or the set destroyed."},
 					"uninstall_apply": schema.BoolAttribute{Optional: true,
-						MarkdownDescription: "Uninstall the package from every node now, keeping it in the set (Skyhook's `uninstall.apply`; needs `uninstall_enabled = true`): " +
-							"its uninstall stage runs and its node record is dropped. Back to `false` before a node's uninstall started cancels it there; after, the package is applied again. " +
+						MarkdownDescription: "Uninstall the package from every node now, keeping it in the set (Skyhook's `uninstall.apply`; needs `uninstall_enabled = true`).\n\n" +
+							"Its uninstall stage runs and its node record is dropped. Back to `false` before a node's uninstall started cancels it there; after, the package is applied again. " +
 							"Every package of a set may be uninstalled this way.",
 						Validators: []validator.Bool{uninstallApplyValidator{}}},
 					"reapply_on_reboot": schema.BoolAttribute{Optional: true,
-						MarkdownDescription: "Run the package again on a node that boots into a fresh OS, as NodeWright's `reapplyOnReboot` (NVIDIA/nodewright #180; read-only or " +
-							"stateless systems such as GKE's Container-Optimized OS lose at every boot what the package did). When a node's boot ID (`status.nodeInfo.bootID`) " +
+						MarkdownDescription: "Run the package again on a node that boots into a fresh OS, as NodeWright's `reapplyOnReboot`.\n\nIt suits read-only or " +
+							"stateless systems such as GKE's Container-Optimized OS, which lose at every boot what the package did (NVIDIA/nodewright #180). When a node's boot ID (`status.nodeInfo.bootID`) " +
 							"changes outside a reboot interrupt of this set, the package, if complete there, runs its `apply` and `config` stages (and their checks) again, same " +
 							"version and config, without its `interrupt` (no cordon, drain or second reboot); the node's status is `in_progress` meanwhile and the set's " +
 							"`RebootedOutsideGantry` event names the boot IDs and packages. With `runtime_required`, the node gets the runtime-required taint again until the set " +
@@ -505,29 +505,29 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 							"The re-apply is a node's work like any other: it waits for the interruption budget, the deployment policy, waves and a pause."},
 				}}},
 			"runtime_required": schema.BoolAttribute{Optional: true, MarkdownDescription: "The packages must be complete on a node before workloads run there, as Skyhook's " +
-				"`runtimeRequired`. Nodes join with the runtime-required taint `" + v1alpha1.DefaultRuntimeRequiredTaint + "` (e.g. kubelet `--register-with-taints`; the reconciler's " +
+				"`runtimeRequired`.\n\nNodes join with the runtime-required taint `" + v1alpha1.DefaultRuntimeRequiredTaint + "` (e.g. kubelet `--register-with-taints`; the reconciler's " +
 				"`--runtime-required-taint` names another), which every stage pod tolerates; the reconciler removes it from a node once every runtime-required set selecting " +
 				"that node is complete there, node by node (a failing node keeps it). The set's status condition `RuntimeRequiredTaint` names the nodes still tainted and the sets they wait for. " +
 				"A node that also carries another taint the stage pods do not tolerate waits for it to go (Skyhook's behaviour: the other controllers bringing the node up remove theirs): " +
 				"status `waiting`, reason `WaitingForTaint` naming the node and taint, never a failed apply; the resource timeout bounds the wait."},
-			"auto_taint_new_nodes": schema.BoolAttribute{Optional: true, MarkdownDescription: "Add the runtime-required taint to new nodes this set selects (nodes no set has touched: " +
-				"no `gantry.dev/` annotation), as Skyhook's `autoTaintNewNodes`; a node once handled is never tainted again. Needs `runtime_required = true`. " +
+			"auto_taint_new_nodes": schema.BoolAttribute{Optional: true, MarkdownDescription: "Add the runtime-required taint to new nodes this set selects, as Skyhook's `autoTaintNewNodes`.\n\nNew nodes are those no set has touched " +
+				"(no `gantry.dev/` annotation); a node once handled is never tainted again. Needs `runtime_required = true`. " +
 				"Tainting at provisioning is safer: until the reconciler sees a new node, pods may be scheduled there.",
 				Validators: []validator.Bool{needsRuntimeRequired{attr: "auto_taint_new_nodes", why: "adds the runtime-required taint, which only runtime-required sets remove"}}},
-			"runtime_required_cordon_after": schema.BoolAttribute{Optional: true, MarkdownDescription: "Leave each node cordoned once it is brought up: when the runtime-required taint " +
-				"leaves a node, the reconciler cordons it in the same update and annotates it `" + v1alpha1.AnnotationRuntimeRequiredCordon + "=<set>`, as NodeWright's " +
-				"`runtimeRequiredCordonAfter` (NVIDIA/nodewright #284), so the node takes no general workload until an operator releases it " +
+			"runtime_required_cordon_after": schema.BoolAttribute{Optional: true, MarkdownDescription: "Leave each node cordoned once it is brought up, as NodeWright's `runtimeRequiredCordonAfter` (NVIDIA/nodewright #284).\n\nWhen the runtime-required taint " +
+				"leaves a node, the reconciler cordons it in the same update and annotates it `" + v1alpha1.AnnotationRuntimeRequiredCordon + "=<set>`, " +
+				"so the node takes no general workload until an operator releases it " +
 				"(`kubectl uncordon NODE` and `kubectl annotate node NODE " + v1alpha1.AnnotationRuntimeRequiredCordon + "-`), e.g. after a burn-in. Later interrupts keep " +
 				"the node cordoned. A `RuntimeRequiredCordon` event names each node. Needs `runtime_required = true`.",
 				Validators: []validator.Bool{needsRuntimeRequired{attr: "runtime_required_cordon_after", why: "cordons nodes when the runtime-required taint leaves them"}}},
 			"status":         schema.StringAttribute{Computed: true, MarkdownDescription: "`status.status`: complete, blocked, waiting, disabled, paused, in_progress, erroring or unknown."},
 			"complete_nodes": schema.StringAttribute{Computed: true, MarkdownDescription: "Complete nodes over selected nodes, e.g. `3/5`."},
-			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status (`complete`, `in_progress`, `waiting`, ...): at most 500 nodes, those needing attention first, then complete ones; `complete_nodes` counts all (see the status guide)."},
+			"node_status":    schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Each selected node's status (`complete`, `in_progress`, `waiting`, ...), for at most 500 nodes.\n\nThose needing attention come first, then complete ones; `complete_nodes` counts all (see the [Status and conditions](../guides/status-and-conditions.md) guide)."},
 			"quarantined_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`): `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
+				MarkdownDescription: "What the rollout rolled back from (`on_health_failure = \"rollback\"`) and holds back until it changes.\n\nEach entry is `<package>@<version>` (a version, or the target of a downgrade whose uninstall failed), not rolled out again until the package's version changes; or `<package>@<version>#config-<hash>` (a config of that version), not rolled out again until its config (or version) changes."},
 			"compartments":    compartmentsAttribute(),
 			"rollout_preview": rolloutPreviewAttribute(),
-			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)

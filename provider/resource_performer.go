@@ -168,7 +168,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"labels": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod. Labels " +
+				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod.\n\nLabels " +
 					"whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; " +
 					"every other label (including `app.kubernetes.io/*` and `<team>.gantry.dev/*`) is imported and shows as drift when changed outside Terraform.",
 			},
@@ -201,10 +201,10 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			},
 			"strategy": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(string(v1alpha1.PerformerRecreate)),
-				MarkdownDescription: "How a change of `image`, `env` or any other Pod field replaces the performer's Pod: `Recreate` (default, as " +
-					"Hourglass: the Pod `performer-<name>` is deleted, then created) or `RollingUpdate` (the performer runs as a one-replica " +
+				MarkdownDescription: "How a change of `image`, `env` or any other Pod field replaces the performer's Pod: `Recreate` (default) or `RollingUpdate`.\n\n`Recreate`, as " +
+					"Hourglass: the Pod `performer-<name>` is deleted, then created. `RollingUpdate`: the performer runs as a one-replica " +
 					"Deployment `performer-<name>` with `maxSurge` 1 and `maxUnavailable` 0: the new Pod is Ready before the old one is removed, " +
-					"so the performer always has a serving Pod; its labels reach the Pod).",
+					"so the performer always has a serving Pod; its labels reach the Pod.",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.PerformerRecreate), string(v1alpha1.PerformerRollingUpdate))},
 			},
 			"image_pull_secrets": schema.ListAttribute{
@@ -285,7 +285,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"gpu_resource": schema.StringAttribute{
 						Optional: true,
 						MarkdownDescription: "Extended resource the `gpu_count` GPUs are requested as: `nvidia.com/gpu` (default) or a per-type resource " +
-							"such as `nvidia.com/a100`, as Hourglass requests `nvidia.com/<gpuType>` (device plugins that advertise GPUs by type, " +
+							"such as `nvidia.com/a100`.\n\nA per-type resource is what Hourglass requests, `nvidia.com/<gpuType>` (device plugins that advertise GPUs by type, " +
 							"MIG's mixed strategy: `nvidia.com/mig-1g.10gb`). Requires `gpu_count` > 0. With a MIG resource and a `gpu_type` whose MIG profiles " +
 							"are known (NVIDIA's MIG user guide; see the [Instance types](../guides/instance-types.md) guide), the profile must be one that GPU offers: " +
 							"`nvidia.com/mig-3g.40gb` with `gpu_type = \"NVIDIA-H200\"` fails the plan, naming the H200's profiles.",
@@ -335,7 +335,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "Name of the performer's Service: `performer-<name>`. Known at plan time.",
 			},
 			"candidate_nodes": candidateNodesAttribute(),
-			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":        timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)

@@ -230,19 +230,19 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRelative().AtParent().AtName("instance_type"), path.MatchRelative().AtParent().AtName("partition"),
 								path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
 					"instance_type": schema.StringAttribute{Optional: true, MarkdownDescription: "A cloud GPU instance type as KAITO's `resource.instanceType` writes it " +
-						"(e.g. `Standard_NC24ads_A100_v4`, `p4d.24xlarge`; see the [Instance types](../guides/instance-types.md) guide): replicas run on nodes labelled " +
+						"(e.g. `Standard_NC24ads_A100_v4`, `p4d.24xlarge`).\n\nSee the [Instance types](../guides/instance-types.md) guide. Replicas run on nodes labelled " +
 						"`node.kubernetes.io/instance-type` with it, `gpu_count` defaults to the type's GPUs per node, and asking for more GPUs than one node has fails. " +
 						"An unknown type fails the plan, naming the closest.",
 						Validators: []validator.String{instanceTypeValidator{}}},
 					"provision_nodes": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-						MarkdownDescription: "With `instance_type`: when the matching Ready nodes have too few free GPUs for the replicas, the reconciler creates the missing nodes " +
+						MarkdownDescription: "Create the missing nodes of `instance_type` through Karpenter, as KAITO does, when the matching nodes lack free GPUs.\n\nWith `instance_type`: when the matching Ready nodes have too few free GPUs for the replicas, the reconciler creates the missing nodes " +
 							"as KAITO does, through Karpenter `karpenter.sh/v1` NodeClaims of the instance type (on the node class of the reconciler's `--node-class`), " +
 							"waits for them (the apply waits too, within the create timeout), names them in `node_claims`, and deletes them with the workspace. " +
 							"Where Karpenter is not installed nothing is created and the workspace's `ResourceReady` condition says so. Default `true`, as KAITO; " +
 							"`false` only selects existing nodes. See the [Node provisioning](../guides/node-provisioning.md) guide."},
 					"label_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node labels (key = value) a node must carry."},
 					"label_selector_expressions": selectorExprsAttribute("Node label requirements a node must also meet (KAITO's `resource.labelSelector.matchExpressions`): " +
-						"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none. The pods get them as required node affinity (ANDed into each required term of " +
+						"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none.\n\nThe pods get them as required node affinity (ANDed into each required term of " +
 						"`scheduling.affinity`), and the capacity check counts only the nodes that meet them."),
 					"tee_type": schema.StringAttribute{Optional: true, MarkdownDescription: "Trusted execution environment: `sgx`, `sev-snp` or `tdx` (node label and runtime class follow).",
 						Validators: []validator.String{stringvalidator.OneOf("sgx", "sev-snp", "tdx")}},
@@ -253,8 +253,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Validators:    []validator.Object{exactlyOne(path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
 				Attributes: map[string]schema.Attribute{
-					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset (KAITO's preset names, e.g. `falcon-7b-instruct`; see the [Model presets](../guides/model-presets.md) guide): " +
-						"it sets `model`, `image`, `args` and `resource.gpu_count` where they are not given. An unknown name fails the plan, naming the closest presets.",
+					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset (KAITO's preset names, e.g. `falcon-7b-instruct`; see the [Model presets](../guides/model-presets.md) guide). " +
+						"It sets `model`, `image`, `args` and `resource.gpu_count` where they are not given. An unknown name fails the plan, naming the closest presets.",
 						Validators: []validator.String{presetValidator{}}},
 					"model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`; required without `preset` (default: the preset's).",
 						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
@@ -264,13 +264,13 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"`--served-model-name=<model>`, `--port=$(PORT)` and the preset's own; the container's `PORT` is `port`)."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
 						MarkdownDescription: "Container and Service port (1-65535, default 8000).", Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config` (KAITO's `inference.config`). With a `preset`, as KAITO does, " +
+					"config": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap mounted at `/mnt/config` (KAITO's `inference.config`).\n\nWith a `preset`, as KAITO does, " +
 						"the ConfigMap must have the key `inference_config.yaml` (the apply fails naming it otherwise) and the model server gets " +
 						"`--kaito-config-file=/mnt/config/inference_config.yaml`, the argument KAITO's vLLM runtime reads its engine arguments from. " +
 						"Without a preset the file is only mounted: pass its path in `args` or `command`.",
 						Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
 					"performance_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's vLLM performance preset (its `kaito.sh/performance-mode` annotation): " +
-						"`balanced` (default), `interactivity` (low per-request latency) or `throughput` (aggregate tokens/s). With a `preset`, `interactivity` and `throughput` " +
+						"`balanced` (default), `interactivity` (low per-request latency) or `throughput` (aggregate tokens/s).\n\nWith a `preset`, `interactivity` and `throughput` " +
 						"add `--performance-mode=<mode>` to the model server's arguments, as KAITO does. Unset, a `kaito.sh/performance-mode` entry in `annotations` is honoured the same way.",
 						Validators: []validator.String{stringvalidator.OneOf(workspace.PerformanceModes...)}},
 					"access_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's preset `accessMode`: `public` (default) or `private`. `private` means the preset's " +
@@ -285,11 +285,11 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"liveness_probe":  probeAttribute("Restarts the model server when it fails (default: none), as a probe in KAITO's `inference.template`."),
 					"volumes":         volumesAttribute(),
 					"model_access_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a Secret in the namespace whose key `HF_TOKEN` holds a Hugging Face token " +
-						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights. Required by gated presets. Only the name is in Terraform; " +
+						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights.\n\nRequired by gated presets. Only the name is in Terraform; " +
 						"the reconciler checks that the Secret and its key exist and never reads the token.",
 						Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}},
 					"model_gpus": schema.Int64Attribute{Optional: true, MarkdownDescription: "GPUs the model needs in all (0-512; default: the preset's, " +
-						"else `resource.gpu_count`). When it is more than one replica has (`resource.gpu_count`, or what `resource.instance_type`'s nodes have) and " +
+						"else `resource.gpu_count`).\n\nWhen it is more than one replica has (`resource.gpu_count`, or what `resource.instance_type`'s nodes have) and " +
 						"`resource.count` > 1, the replicas serve ONE model together across `count` nodes, as KAITO's multi-node inference: a StatefulSet " +
 						"`workspace-<name>` whose pod 0 leads, each pod with `GROUP_SIZE`, `RANK` and `LEADER_ADDRESS` (pod 0's stable DNS name through the " +
 						"headless Service `workspace-<name>-group`); the endpoint routes to the leader and the workspace is Ready only when the whole group is. " +
@@ -323,7 +323,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"), path.MatchRelative().AtParent().AtName("input_pvc"))}},
 					"input_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image holding the training data under `/data`."},
 					"input_pvc": schema.StringAttribute{Optional: true, MarkdownDescription: "PersistentVolumeClaim (same namespace) holding the training data, mounted read-only at `/mnt/input` " +
-						"(`INPUT_DIR`); KAITO's `input.volumeSource`. The reconciler checks that it exists (a missing claim fails the apply). A claim not bound yet is waited for, as KAITO does: " +
+						"(`INPUT_DIR`); KAITO's `input.volumeSource`.\n\nThe reconciler checks that it exists (a missing claim fails the apply). A claim not bound yet is waited for, as KAITO does: " +
 						"the workspace stays Pending with `ResourceReady` reason `WaitingForVolumeBinding` quoting the scheduler's \"unbound immediate PersistentVolumeClaims\" and naming the claims, until the " +
 						"PersistentVolume controller binds them, bounded by the resource timeout.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a PersistentVolumeClaim name")}},
 					"output_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image reference the tuned adapter is pushed to. Exactly one of `output_image` and `output_pvc`.",
@@ -355,11 +355,11 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"current_replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Inference: the pods the workspace's workload has now (`status.currentReplicas`), " +
 				"as read at the last refresh; null for tuning. Read only: an autoscaler changing it is never a diff (a plan that changes nothing else keeps the refreshed value; " +
 				"one that changes something shows it as known after apply)."},
-			"desired_replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Inference: the replicas asked for (`status.desiredReplicas`): with `autoscaling`, " +
+			"desired_replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Inference: the replicas asked for (`status.desiredReplicas`). With `autoscaling` they are " +
 				"the HorizontalPodAutoscaler's desired replicas (with an external autoscaler, the Deployment's replicas it set), else `resource.count`; null for tuning. " +
 				"Read only, as `current_replicas`."},
 			"sizing":   sizingAttribute(),
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)

@@ -28,14 +28,14 @@ var (
 )
 
 func partitionAttribute() schema.SingleNestedAttribute {
-	return schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Run each replica on one GPU partition instead of whole GPUs (KAITO's `resource.partition`). " +
+	return schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Run each replica on one GPU partition instead of whole GPUs (KAITO's `resource.partition`).\n\n" +
 		"With `mode = \"mig\"` (NVIDIA Multi-Instance GPU) the pods request one `nvidia.com/mig-<profile>` — the NVIDIA device plugin's resource under the GPU operator's " +
 		"`mixed` MIG strategy — instead of `nvidia.com/gpu`, and tolerate a `NoSchedule` taint of that key, as KAITO's pods do; `gpu_product` and `label_selector` still " +
 		"select the nodes, and a workspace the matching nodes have too few free slices for is `Stalled` naming them. As in KAITO: one slice per replica (`gpu_count` and `inference.model_gpus` must be unset), inference only, on existing nodes " +
 		"(with `instance_type`, `provision_nodes = false`). KAITO's `accelerator` mode is `gpu_count`.",
 		Attributes: map[string]schema.Attribute{
 			"mode": schema.StringAttribute{Required: true, MarkdownDescription: "`mig`.", Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.PartitionModeMIG))}},
-			"profile": schema.StringAttribute{Required: true, MarkdownDescription: "MIG profile, `<compute slices>g.<memory>gb` as NVIDIA names them, e.g. `1g.10gb`, `3g.40gb`: " +
+			"profile": schema.StringAttribute{Required: true, MarkdownDescription: "MIG profile, `<compute slices>g.<memory>gb` as NVIDIA names them, e.g. `1g.10gb`, `3g.40gb`.\n\nIt must be " +
 				"one of the profiles KAITO knows (those of A30, A100, H100, H200 and B200), and one the GPU offers: a profile that the GPU of `gpu_product`, " +
 				"`label_selector[\"nvidia.com/gpu.product\"]` or `instance_type` does not offer (NVIDIA's MIG user guide; the profiles per GPU are in the " +
 				"[Instance types](../guides/instance-types.md) guide) fails the plan, naming the GPU's profiles; a GPU the table does not know is not checked.",
@@ -80,7 +80,7 @@ func volumesAttribute() schema.ListNestedAttribute {
 		return stringvalidator.RegexMatches(objNameRe, "must be a "+kind+" name")
 	}
 	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Volumes mounted into the model server (the `volumes` and `volumeMounts` of KAITO's " +
-		"`inference.template`; at most 16, names and mount paths unique): each exactly one of `config_map`, `secret`, `pvc` (of the workspace's namespace) and `empty_dir`. " +
+		"`inference.template`).\n\nAt most 16, names and mount paths unique; each is exactly one of `config_map`, `secret`, `pvc` (of the workspace's namespace) and `empty_dir`. " +
 		"The reconciler checks that the ConfigMaps, Secrets and claims exist (the apply fails naming a missing one) and waits for unbound claims.",
 		Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}, uniqueNames{what: "Mount Path", key: "mount_path"}},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{

@@ -96,8 +96,8 @@ func strategyAttribute(what string) schema.SingleNestedAttribute {
 		Validators: []validator.Object{strategyValidator{}},
 		Attributes: map[string]schema.Attribute{
 			"type": schema.StringAttribute{Required: true,
-				MarkdownDescription: "`fixed` (every batch `initial_batch` nodes), `linear` (grows by `delta` after a successful batch, shrinks by it after a failed one) " +
-					"or `exponential` (multiplied by `growth_factor`, divided after a failed one).",
+				MarkdownDescription: "How the batch size changes: `fixed`, `linear` or `exponential`.\n\n`fixed`: every batch has `initial_batch` nodes; `linear`: it grows by `delta` after a successful batch, shrinks by it after a failed one; " +
+					"`exponential`: it is multiplied by `growth_factor`, divided after a failed one.",
 				Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.StrategyFixed), string(v1alpha1.StrategyLinear), string(v1alpha1.StrategyExponential))}},
 			"initial_batch": schema.Int64Attribute{Optional: true, MarkdownDescription: "Nodes in the first batch (default 1).",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
@@ -119,7 +119,7 @@ func strategyAttribute(what string) schema.SingleNestedAttribute {
 func deploymentPolicyAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
 		MarkdownDescription: "Roll the set out by **compartments** (groups of nodes picked by labels, each with its own budget) in **batches**, as Skyhook's DeploymentPolicy " +
-			"(here part of the set). A batch starts once the previous one has finished (each of its nodes complete or failed); it succeeds when at least `batch_threshold` " +
+			"(here part of the set).\n\nA batch starts once the previous one has finished (each of its nodes complete or failed); it succeeds when at least `batch_threshold` " +
 			"percent of its nodes complete. After `failure_threshold` failed batches in a row, while less than `safety_limit` percent of the compartment is done, the compartment " +
 			"stops: the apply fails naming it, and it starts over when the package versions change. Progress is in `compartments`. Excludes `interruption_budget`.",
 		Validators: []validator.Object{objectvalidator.ConflictsWith(path.MatchRoot("interruption_budget"))},
@@ -160,7 +160,7 @@ var compartmentStatusType = types.ObjectType{AttrTypes: map[string]attr.Type{
 
 func compartmentsAttribute() schema.ListAttribute {
 	return schema.ListAttribute{Computed: true, ElementType: compartmentStatusType,
-		MarkdownDescription: "The deployment policy's progress per compartment (`status.compartments`; `default` is the nodes no compartment picks): nodes `matched`, " +
+		MarkdownDescription: "The deployment policy's progress per compartment (`status.compartments`; `default` is the nodes no compartment picks).\n\nEach has nodes `matched`, " +
 			"`ceiling` (budget), `in_progress`, `completed`, `progress_percent`, the `current_batch` number and whether failed batches `stopped` it. Empty without a policy."}
 }
 
@@ -424,7 +424,7 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 
 func healthChecksAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true,
-		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks: each runs as a Pod on the node in every soak round " +
+		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks.\n\nEach runs as a Pod on the node in every soak round " +
 			"(needs `soak_duration`); a failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
 			"packages changed in this rollout to what they were and quarantines them). The check's pod has `NODE_NAME` and `NODE_IP` (the node's address) " +
 			"in its environment; `command`, `args` and `url` may use `$(NODE_IP)`.",
@@ -442,12 +442,12 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "URL, e.g. `http://$(NODE_IP):9400/health`.",
 						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024)}}}},
 				"systemd_failed_units": schema.SingleNestedAttribute{Optional: true,
-					MarkdownDescription: "NixFleet's `healthGate.systemdFailedUnits`: passes while the node's host has at most `max` failed systemd units " +
-						"(`systemctl list-units --state=failed` in the host's namespaces through `nsenter`, from a privileged pod in the host PID namespace: " +
-						"the stage Pods' namespace must allow privileged pods). A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
+					MarkdownDescription: "Passes while the node's host has at most `max` failed systemd units, as NixFleet's `healthGate.systemdFailedUnits`.\n\n" +
+						"It runs `systemctl list-units --state=failed` in the host's namespaces through `nsenter`, from a privileged pod in the host PID namespace: " +
+						"the stage Pods' namespace must allow privileged pods. A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
 					Attributes: map[string]schema.Attribute{"max": schema.Int64Attribute{Optional: true, MarkdownDescription: "Most failed units allowed (default 0).",
 						Validators: []validator.Int64{int64validator.Between(0, 1000)}}}},
-				"mode": schema.StringAttribute{Optional: true, MarkdownDescription: "NixFleet's gate mode: `enforce` (default) fails the node when a run fails; " +
+				"mode": schema.StringAttribute{Optional: true, MarkdownDescription: "Whether a failing run fails the node, as NixFleet's gate mode: `enforce` (default) or `observe`.\n\n`enforce` fails the node when a run fails; " +
 					"`observe` records the failure (the `HealthChecksObserved` condition names the node, the check and its output, with a Warning event) and lets the rollout go on, " +
 					"as NixFleet's observe mode for health gates and compliance probes.",
 					Validators: []validator.String{stringvalidator.OneOf(string(v1alpha1.HealthCheckEnforce), string(v1alpha1.HealthCheckObserve))}},

@@ -61,10 +61,10 @@ var metricNameRe = regexp.MustCompile(`^[A-Za-z0-9_:.][A-Za-z0-9_:.-]*$`)
 
 func autoscalingAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
-		MarkdownDescription: "Autoscaling that Terraform never fights (what KAITO's users ask for in " +
+		MarkdownDescription: "Autoscaling that Terraform never fights: an autoscaler owns the replicas between `min_replicas` and `max_replicas`.\n\nIt is what KAITO's users ask for in " +
 			"[kaito-project/kaito#1380](https://github.com/kaito-project/kaito/issues/1380), a KEDA autoscaler for workspaces, and " +
-			"[#1659](https://github.com/kaito-project/kaito/issues/1659), the InferenceSet that scales them): an autoscaler owns the replicas " +
-			"between `min_replicas` and `max_replicas`. With `metric`, the reconciler creates a HorizontalPodAutoscaler (`autoscaling/v2`) " +
+			"[#1659](https://github.com/kaito-project/kaito/issues/1659), the InferenceSet that scales them. " +
+			"With `metric`, the reconciler creates a HorizontalPodAutoscaler (`autoscaling/v2`) " +
 			"`workspace-<name>` for the Deployment `workspace-<name>` (owned by the workspace, deleted with it); with `external = true`, an " +
 			"autoscaler of yours does (a KEDA `ScaledObject` whose `scaleTargetRef` is that Deployment) and no HorizontalPodAutoscaler is made. " +
 			"Either way the reconciler sets the Deployment's replicas only when it creates it (to `min_replicas`) and never writes them again, " +

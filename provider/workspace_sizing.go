@@ -35,7 +35,7 @@ import (
 // sizingAttribute is the schema of `sizing`.
 func sizingAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Computed: true,
-		MarkdownDescription: "How the workspace is sized and placed, resolved at plan time by the reconciler's own code from `resource`, the model preset " +
+		MarkdownDescription: "How the workspace is sized and placed, resolved at plan time by the reconciler's own code.\n\nIt works from `resource`, the model preset " +
 			"and `inference.model_gpus`, following KAITO's sizing: the preset's GPUs, then `resource.instance_type`'s GPUs per node, then KAITO's " +
 			"multi-node inference, where the `resource.count` pods of a model too large for one node form ONE replica spanning `nodes_per_replica` " +
 			"nodes (KAITO's `perReplicaNodeCount`). Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
@@ -46,8 +46,8 @@ func sizingAttribute() schema.SingleNestedAttribute {
 				"replicas): `resource.count`, or 1 when the pods form one multi-node group; 1 for tuning."},
 			"nodes_per_replica": schema.Int64Attribute{Computed: true, MarkdownDescription: "Nodes one replica spans (KAITO's `perReplicaNodeCount`): " +
 				"`resource.count` in a multi-node group (one pod per node, pod 0 leading), else 1."},
-			"gpus_per_node": schema.Int64Attribute{Computed: true, MarkdownDescription: "`nvidia.com/gpu` devices each pod requests, all on one node: " +
-				"`resource.gpu_count`, else the preset's, else `resource.instance_type`'s GPUs per node (capped at them in a multi-node group); 0 with " +
+			"gpus_per_node": schema.Int64Attribute{Computed: true, MarkdownDescription: "`nvidia.com/gpu` devices each pod requests, all on one node. " +
+				"They are `resource.gpu_count`, else the preset's, else `resource.instance_type`'s GPUs per node (capped at them in a multi-node group); 0 with " +
 				"`resource.partition` (a MIG slice instead) and for a workload without GPUs."},
 			"gpus_per_replica": schema.Int64Attribute{Computed: true, MarkdownDescription: "`nvidia.com/gpu` devices one replica holds in all: " +
 				"`gpus_per_node` × `nodes_per_replica`."},
@@ -57,8 +57,8 @@ func sizingAttribute() schema.SingleNestedAttribute {
 				"names it: `resource.gpu_product`, else `instance_type`'s GPU from the provider's catalog; null when neither says."},
 			"mig_profile": schema.StringAttribute{Computed: true, MarkdownDescription: "With `resource.partition`: the MIG profile each replica " +
 				"takes one slice of (`nvidia.com/mig-<profile>`, e.g. `1g.10gb`); null without a partition."},
-			"node_claims": schema.Int64Attribute{Computed: true, MarkdownDescription: "With `resource.provision_nodes` (the default) and " +
-				"`instance_type`: the Karpenter NodeClaims the reconciler creates at most, one node of the type per as many pods as fit on it " +
+			"node_claims": schema.Int64Attribute{Computed: true, MarkdownDescription: "The Karpenter NodeClaims the reconciler creates at most, with `resource.provision_nodes` (the default) and " +
+				"`instance_type`.\n\nIt is one node of the type per as many pods as fit on it " +
 				"(`ceil(pods / floor(the type's GPUs / gpus_per_node))`). As KAITO's gpu-provisioner, the apply creates only the nodes missing " +
 				"then: fewer when matching Ready nodes have free GPUs, none where Karpenter or the reconciler's node class is missing. " +
 				"0 when `provision_nodes` is false or without `instance_type`."},
