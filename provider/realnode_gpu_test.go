@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,33 @@ func TestAccRealNode_GPUPerformer(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					checkDevices(t, c, ns, 9090, 1, 1, gpuDeviceRe, "/dev/nvidia2"),
 					checkPodLimits(t, c, ns, "nvidia.com/h200", 1),
+				),
+			},
+			{
+				// Hourglass's own example shape: nvidia.com/gpu in resources beside the per-type GPU
+				// hardware_requirements asks for. Hourglass's operator keeps both; so does Gantry:
+				// the kubelet allocates one GPU of each resource and the container gets both
+				// device nodes (/dev/nvidia2 is the h200; NVIDIA_VISIBLE_DEVICES is one plugin's,
+				// as with nvidia's plugins: two plugins set the same variable).
+				Config: realPerformerConfig(ns, name, testPerformerImage,
+					fmt.Sprintf("  hardware_requirements = { gpu_count = 1, gpu_type = %q, gpu_resource = \"nvidia.com/h200\" }\n", realGPUProduct)+
+						"  resources = { requests = { \"nvidia.com/gpu\" = \"1\" }, limits = { \"nvidia.com/gpu\" = \"1\" } }\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkDevices(t, c, ns, 9090, 1, 1, gpuDeviceRe, "/dev/nvidia2"),
+					func(*terraform.State) error {
+						_, nodes, err := devicesOf(t, c, ns, 9090)
+						for pod, list := range nodes {
+							if !slices.Contains(list, "/dev/nvidia0") && !slices.Contains(list, "/dev/nvidia1") {
+								return fmt.Errorf("pod %s has device nodes %v: no nvidia.com/gpu device beside the h200", pod, list)
+							}
+						}
+						return err
+					},
+					checkPodLimits(t, c, ns, "nvidia.com/h200", 1),
+					checkPodLimits(t, c, ns, "nvidia.com/gpu", 1),
 				),
 			},
 			{

@@ -122,11 +122,12 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 		return schema.MapAttribute{
 			Optional:    true,
 			ElementType: types.StringType,
-			MarkdownDescription: fmt.Sprintf("Resource %s of the performer container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`. "+
-				"GPUs come from `hardware_requirements`, not from here.", what),
+			MarkdownDescription: fmt.Sprintf("Resource %s of the performer container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.\n\n"+
+				"GPUs come from `hardware_requirements`. An `nvidia.com/gpu` entry here is kept beside them, as Hourglass's operator keeps it "+
+				"(its examples write `nvidia.com/gpu` beside a per-type GPU resource): with `gpu_resource` `nvidia.com/gpu` it must equal `gpu_count`, "+
+				"and without `gpu_count` the Pod gets no GPU placement (a warning says so).", what),
 			Validators: []validator.Map{
 				mapvalidator.ValueStringsAre(quantityValidator{}),
-				mapvalidator.KeysAre(stringvalidator.NoneOf("nvidia.com/gpu")),
 			},
 		}
 	}
@@ -377,6 +378,49 @@ func (r *performerResource) ValidateConfig(ctx context.Context, req resource.Val
 	case errors.As(err, &mig):
 		at, msg := specErrorAttribute(err.Error())
 		resp.Diagnostics.AddAttributeError(at, "MIG Profile Not Offered by the GPU", msg+".")
+	case err == nil && root.Attr("resources").v.IsFullyKnown():
+		validatePerformerGPUResources(p.Spec, resp)
+	}
+}
+
+// validatePerformerGPUResources checks a GPU entry of resources against the GPUs
+// hardware_requirements asks for, as the reconciler will (hardware.Placement.ContainerResources):
+// a count that differs from gpu_count for the same resource is an error naming both; an entry
+// without gpu_count is a warning (the Pod requests GPUs but gets none of the GPU placement:
+// the nvidia.com/gpu taint's toleration, nvidia.com/gpu.present). Hourglass's operator keeps
+// such an entry beside the per-type GPU resource it adds; so does Gantry.
+func validatePerformerGPUResources(spec v1alpha1.PerformerSpec, resp *resource.ValidateConfigResponse) {
+	pl, err := hardware.Place(spec.HardwareRequirements, spec.Scheduling)
+	if err != nil {
+		return
+	}
+	lists := []struct {
+		name      string
+		user, hwl corev1.ResourceList
+	}{{"limits", spec.Resources.Limits, pl.Limits}, {"requests", spec.Resources.Requests, pl.Requests}}
+	for _, l := range lists {
+		for name, want := range l.hwl {
+			if have, ok := l.user[name]; ok && have.Cmp(want) != 0 {
+				resp.Diagnostics.AddAttributeError(path.Root("resources").AtName(l.name).AtMapKey(string(name)), "GPU Count Contradicts Resources",
+					fmt.Sprintf("resources.%s[%q] = %s, but hardware_requirements.gpu_count asks for %s of %s: make them equal, or remove the entry (gpu_count sets it).",
+						l.name, name, have.String(), want.String(), name))
+				return
+			}
+		}
+	}
+	if spec.HardwareRequirements.GPUCount > 0 {
+		return
+	}
+	for _, field := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"limits", spec.Resources.Limits}, {"requests", spec.Resources.Requests}} {
+		if q, ok := field.list[hardware.ResourceGPU]; ok && !q.IsZero() {
+			resp.Diagnostics.AddAttributeWarning(path.Root("resources").AtName(field.name).AtMapKey(string(hardware.ResourceGPU)), "GPUs Without GPU Placement",
+				fmt.Sprintf("resources.%s[\"nvidia.com/gpu\"] = %s asks for GPUs, but hardware_requirements.gpu_count is not set, so the Pod gets no GPU placement "+
+					"(the nvidia.com/gpu taint's toleration, nvidia.com/gpu.present): set hardware_requirements.gpu_count instead, or add tolerations and a node_selector yourself.", field.name, q.String()))
+			return
+		}
 	}
 }
 

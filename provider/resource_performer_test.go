@@ -413,7 +413,9 @@ func TestPerformer_InvalidInputFailsAtPlan(t *testing.T) {
 		{"bad avs_address", `avs_address = "0x123"`, words("Attribute avs_address must be 0x followed by 40 hexadecimal digits")},
 		{"bad pull policy", `image_pull_policy = "Sometimes"`, words("Attribute image_pull_policy value must be one of")},
 		{"bad quantity", `resources = { requests = { cpu = "lots" } }`, words(`"lots" is not a Kubernetes quantity`)},
-		{"gpu in resources", `resources = { limits = { "nvidia.com/gpu" = "1" } }`, words(`resources.limits`)},
+		{"nvidia.com/gpu in resources against gpu_count", `hardware_requirements = { gpu_count = 2 }
+  resources = { limits = { "nvidia.com/gpu" = "1" } }`,
+			words(`resources.limits["nvidia.com/gpu"] = 1, but hardware_requirements.gpu_count asks for 2 of nvidia.com/gpu: make them equal, or remove the entry (gpu_count sets it).`)},
 		{"env_from with both refs", `env_from = [{
     name               = "K"
     secret_key_ref     = { name = "s", key = "k" }

@@ -7,13 +7,15 @@
 //   - GPUs: the NVIDIA device plugin advertises the extended resource nvidia.com/gpu; GPU
 //     feature discovery labels GPU nodes nvidia.com/gpu.present=true and
 //     nvidia.com/gpu.product=<product> (e.g. NVIDIA-A100-SXM4-80GB). GPU nodes are commonly
-//     tainted nvidia.com/gpu (NoSchedule), so GPU pods tolerate that taint. Unlike Hourglass
-//     (Hourglass), a GPU type does not become an invented nvidia.com/<type> resource: it is a
-//     node selector on the product label.
+//     tainted nvidia.com/gpu (NoSchedule), so GPU pods tolerate that taint. Unlike Hourglass's
+//     operator, a GPU type does not become an invented nvidia.com/<type> resource: it is a
+//     node selector on the product label (a per-type resource is asked for explicitly, with
+//     gpuResource). A GPU entry the user wrote in the container's resources is kept beside
+//     them when it agrees (Placement.ContainerResources), as Hourglass keeps it.
 //   - TEEs: node-feature-discovery labels feature.node.kubernetes.io/cpu-security.sgx.enabled,
 //     ...sev.snp.enabled and ...tdx.enabled; confidential-containers installs the runtime
 //     classes enclave-cc (SGX), kata-qemu-snp and kata-qemu-tdx. Hourglass documented TEE
-//     placement but never implemented it (); here it is applied.
+//     placement but never implemented it; here it is applied.
 package hardware
 
 import (
