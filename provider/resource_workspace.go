@@ -253,8 +253,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Validators:    []validator.Object{exactlyOne(path.MatchRoot("tuning"))},
 				PlanModifiers: []planmodifier.Object{replaceOnModeSwitch},
 				Attributes: map[string]schema.Attribute{
-					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset (KAITO's preset names, e.g. `falcon-7b-instruct`; see the [Model presets](../guides/model-presets.md) guide). " +
-						"It sets `model`, `image`, `args` and `resource.gpu_count` where they are not given. An unknown name fails the plan, naming the closest presets.",
+					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset by KAITO's name, e.g. `falcon-7b-instruct` (see the [Model presets](../guides/model-presets.md) guide).\n\n" +
+						"It sets `model`, `image`, `args` and `resource.gpu_count` where they are not given. The preset's `args` serve across all of a replica's GPUs " +
+						"(vLLM's `--tensor-parallel-size`, as KAITO) and, for a group of replicas, across the nodes (`--pipeline-parallel-size`). " +
+						"An unknown name fails the plan, naming the closest presets.",
 						Validators: []validator.String{presetValidator{}}},
 					"model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`; required without `preset` (default: the preset's).",
 						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},

@@ -285,7 +285,7 @@ func TestWorkspacePreset(t *testing.T) {
 	}
 	gpus := c.Resources.Limits["nvidia.com/gpu"]
 	if c.Image != "mcr.microsoft.com/aks/kaito/kaito-falcon-40b-instruct:0.1.1" || gpus.Value() != 2 ||
-		!slices.Equal(c.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)"}) ||
+		!slices.Equal(c.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)", "--tensor-parallel-size=2"}) ||
 		env["MODEL_NAME"] != "falcon-40b-instruct" || env["PORT"] != "8000" {
 		t.Errorf("preset container: image %s gpus %s args %v env %v", c.Image, gpus.String(), c.Args, env)
 	}

@@ -173,8 +173,8 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 // the instance type: explicit, else the preset's GPUs when resource.count > 1 (a preset model
 // spread over smaller replicas), else resource.gpuCount. A group (MultiNode) needs
 // count × gpuCount ≥ modelGPUs; an explicit modelGPUs above one replica's GPUs needs count > 1.
-// A preset's default args get vLLM's --tensor-parallel-size (GPUs per node) and
-// --pipeline-parallel-size (nodes).
+// A preset's default args get vLLM's --tensor-parallel-size (GPUs per node: also for one
+// replica of several GPUs, as KAITO) and, for a group, --pipeline-parallel-size (nodes).
 func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) error {
 	inf, r := out.Spec.Inference, &out.Spec.Resource
 	if inf == nil {
@@ -190,6 +190,11 @@ func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) er
 	}
 	if inf.ModelGPUs == 0 || inf.ModelGPUs <= r.GPUCount {
 		inf.ModelGPUs = r.GPUCount
+		if presetArgs && r.GPUCount > 1 {
+			// One replica of several GPUs serves across all of them, as KAITO sizes vLLM's
+			// tensor parallelism to the node's GPUs (without it vLLM serves on one).
+			inf.Args = append(inf.Args, fmt.Sprintf("--tensor-parallel-size=%d", r.GPUCount))
+		}
 		return nil
 	}
 	switch {

@@ -46,7 +46,7 @@ func TestResolve(t *testing.T) {
 	}
 	in := got.Spec.Inference
 	if in.Model != "falcon-40b-instruct" || in.Image != "mcr.microsoft.com/aks/kaito/kaito-falcon-40b-instruct:0.1.1" || got.Spec.Resource.GPUCount != 2 ||
-		!slices.Equal(in.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)"}) {
+		!slices.Equal(in.Args, []string{"--served-model-name=falcon-40b-instruct", "--port=$(PORT)", "--tensor-parallel-size=2"}) {
 		t.Errorf("resolved %+v gpus %d", in, got.Spec.Resource.GPUCount)
 	}
 	// Field by field, the user's values win.
@@ -188,7 +188,8 @@ func TestResolveGroup(t *testing.T) {
 		{name: "explicit: one replica cannot hold it", w: ws(1, 2, withGPUs(4), ""), err: "set spec.resource.count to 2 or more"},
 		{name: "preset spread over smaller replicas", w: ws(2, 1, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, ""), group: true, modelGPUs: 2, gpuCount: 1,
 			argsSuffix: []string{"--tensor-parallel-size=1", "--pipeline-parallel-size=2"}},
-		{name: "preset on one replica keeps the preset's GPUs", w: ws(1, 0, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, ""), modelGPUs: 2, gpuCount: 2},
+		{name: "preset on one replica keeps the preset's GPUs and serves across them (tensor parallelism, as KAITO)", w: ws(1, 0, v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"}, ""), modelGPUs: 2, gpuCount: 2,
+			argsSuffix: []string{"--port=$(PORT)", "--tensor-parallel-size=2"}},
 		{name: "instance type too small for the model, count 2: a group of whole nodes",
 			w: ws(2, 2, model, "Standard_NC24ads_A100_v4"), group: true, modelGPUs: 2, gpuCount: 1},
 		{name: "instance type too small, one replica: refused", w: ws(1, 2, model, "Standard_NC24ads_A100_v4"), err: "serve the model across nodes"},
