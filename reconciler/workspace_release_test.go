@@ -197,7 +197,9 @@ func TestWorkspaceTuningFailedKeepsNodes(t *testing.T) {
 	node := testGPUNode(fmt.Sprintf("gantry-test-tune-fk-%d", seq.Add(1)), "NVIDIA-A100-PCIE-80GB", 2)
 	node.Labels["node.kubernetes.io/instance-type"] = releaseInstanceType
 	e.addNode(t, node)
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}) })
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}})
+	})
 	w := e.newWorkspace("tune-fk", map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}, spec)
 	c := standInClaim(e.ns, w.Name, 0)
 	if err := e.c.Create(context.Background(), c); err != nil {

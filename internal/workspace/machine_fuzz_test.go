@@ -21,8 +21,8 @@ func FuzzDecide(f *testing.F) {
 	f.Add(true, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(false, []byte{255, 17, 34, 200, 1, 1, 1, 9, 64, 128, 3})
 	f.Add(true, []byte{7, 7, 7, 7, 200, 200, 13, 99, 1, 2})
-	f.Add(false, []byte{9, 14, 0xd2, 9, 14, 0x52, 25, 14, 0xd2, 9, 6, 0x12}) // autoscaled, with and without the HPA
-	f.Add(true, []byte{0x19, 2, 0x42, 0x19, 0x26, 0x42, 0x19, 6, 0x42, 0x19, 6, 0xc2, 0x09, 6, 2})   // tuning with a claim, releaseNodesOnSuccess: runs, succeeds, releases
+	f.Add(false, []byte{9, 14, 0xd2, 9, 14, 0x52, 25, 14, 0xd2, 9, 6, 0x12})                       // autoscaled, with and without the HPA
+	f.Add(true, []byte{0x19, 2, 0x42, 0x19, 0x26, 0x42, 0x19, 6, 0x42, 0x19, 6, 0xc2, 0x09, 6, 2}) // tuning with a claim, releaseNodesOnSuccess: runs, succeeds, releases
 	f.Fuzz(func(t *testing.T, tuningMode bool, data []byte) {
 		mode := inf
 		if tuningMode {
