@@ -113,7 +113,7 @@ func TestAccWorkspace_tuningReleasesNodes(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 		}, {
 			// Refreshed after the release: still Succeeded, no claims, nothing to change.
-			Config: releaseTuningConfig(ns, "tune", true),
+			Config:           releaseTuningConfig(ns, "tune", true),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("Succeeded")),
