@@ -542,9 +542,9 @@ func workspaceRows() []planRow {
 		"inference": map[string]any{"model": "falcon-7b", "image": "ghcr.io/acme/vllm:1"}}
 	setConfig := with(config, "resource.count", 2, "resource.provision_nodes", false, "inference.port", 8080)
 	setState := with(state, "resource.count", 2, "resource.provision_nodes", false, "inference.port", 8080)
-	tun := map[string]any{"method": "lora", "base_model": "phi-3", "image": "ghcr.io/acme/tune:1", "input_pvc": "data", "output_pvc": "out", "backoff_limit": 0}
+	tun := map[string]any{"method": "lora", "base_model": "phi-3", "image": "ghcr.io/acme/tune:1", "input_pvc": "data", "output_pvc": "out", "backoff_limit": 0, "release_nodes_on_success": false}
 	tuning := with(state, "inference", nil, "tuning", tun, "state", "Succeeded", "mode", "Tuning", "endpoint", nil)
-	tuningConfig := with(config, "inference", nil, "tuning", with(tun, "backoff_limit", nil))
+	tuningConfig := with(config, "inference", nil, "tuning", with(tun, "backoff_limit", nil, "release_nodes_on_success", nil))
 	rows := commonRows("gantry_workspace", state, config, [2]map[string]any{setConfig, setState}, "resource.provision_nodes", false, "state", "NotReady")
 	return append(rows,
 		planRow{name: "nested default unset, state differs (inference.port)", prior: with(state, "inference.port", 9000), config: config, want: fbDefault, differs: true},
@@ -555,6 +555,11 @@ func workspaceRows() []planRow {
 		planRow{name: "tuning, backoff_limit default unset, state 2 (replace)", prior: with(tuning, "tuning.backoff_limit", 2), config: tuningConfig, want: fbDefault,
 			differs: true, requireReplace: true},
 		planRow{name: "tuning, inference in state not in config, port the default", prior: with(tuning, "inference", inf), config: tuningConfig, want: planAnswered},
+		planRow{name: "tuning, release_nodes_on_success set on a Succeeded workspace (in place)", prior: tuning,
+			proposed: with(tuning, "tuning.release_nodes_on_success", true), config: with(tuningConfig, "tuning.release_nodes_on_success", true), want: fbChanged},
+		planRow{name: "tuning, release_nodes_on_success and the image changed (replace)", prior: tuning,
+			proposed: with(tuning, "tuning.release_nodes_on_success", true, "tuning.image", "ghcr.io/acme/tune:2"),
+			config:   with(tuningConfig, "tuning.release_nodes_on_success", true, "tuning.image", "ghcr.io/acme/tune:2"), want: fbChanged, requireReplace: true},
 		planRow{name: "tuning, inference in state not in config, port another", prior: with(tuning, "inference", with(inf, "port", 9000)), config: tuningConfig,
 			want: fbDefault, differs: true},
 		planRow{name: "namespace default unset, state elsewhere (replace)", prior: with(state, "namespace", "models"), config: config, want: fbDefault, differs: true,

@@ -174,6 +174,9 @@ type wsTuningModel struct {
 	OutputPushSecret types.String `tfsdk:"output_push_secret"`
 	Config           types.String `tfsdk:"config"`
 	BackoffLimit     types.Int64  `tfsdk:"backoff_limit"`
+	// ReleaseNodesOnSuccess is release_nodes_on_success: the one tuning attribute a change of
+	// which updates the workspace in place (replaceTuningIf).
+	ReleaseNodesOnSuccess types.Bool `tfsdk:"release_nodes_on_success"`
 }
 
 var (
@@ -309,8 +312,9 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					},
 				},
 			},
-			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. Any change replaces the workspace.",
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			"tuning": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Fine-tune a model (a Job). Exactly one of `inference` and `tuning`. " +
+				"Any change but `release_nodes_on_success` replaces the workspace.",
+				PlanModifiers: []planmodifier.Object{replaceTuningIf()},
 				Attributes: map[string]schema.Attribute{
 					"method": schema.StringAttribute{Required: true, MarkdownDescription: "`lora` or `qlora`.", Validators: []validator.String{stringvalidator.OneOf("lora", "qlora")}},
 					"preset": schema.StringAttribute{Optional: true, MarkdownDescription: "A model preset that can be fine-tuned (see the [Model presets](../guides/model-presets.md) guide): " +
@@ -336,6 +340,14 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"config":             schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a ConfigMap with tuning parameters.", Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a ConfigMap name")}},
 					"backoff_limit": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
 						MarkdownDescription: "Retries of a failed tuning pod before the run is `Failed` (0-10, default 0).", Validators: []validator.Int64{int64validator.Between(0, 10)}},
+					"release_nodes_on_success": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "Releases the GPU nodes the workspace provisioned once the tuning run has `Succeeded`, keeping the workspace, its Job and the output " +
+							"(KAITO's ask to free a finished tuning run's GPUs, kaito-project/kaito#1107). The reconciler deletes the workspace's Karpenter NodeClaims " +
+							"(`resource.provision_nodes` with `resource.instance_type`) and Karpenter removes their nodes; `state` stays `Succeeded`, `node_claims` becomes empty, " +
+							"the `ResourceReady` condition turns `False` with reason `NodesReleased` and a `NodesReleased` event names the claims; no claim is made again, and the " +
+							"next plan is empty. A `Failed` run keeps its nodes, to inspect them. The only tuning attribute that changes in place: set on a workspace that " +
+							"already `Succeeded`, it releases the nodes then. Nodes the workspace did not provision are never touched. Default `false`: the nodes are held " +
+							"until the workspace is destroyed. See the [Node provisioning](../guides/node-provisioning.md) guide."},
 				},
 			},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra node selector (merged with what `resource` implies; a conflicting key is an error the workspace reports)."},
@@ -365,6 +377,37 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 		},
 	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
+}
+
+// replaceTuningIf is tuning's plan modifier: any change replaces the workspace (a Job cannot
+// change; the CRD refuses it too), a switch to or from inference included, except a change of
+// release_nodes_on_success alone, which updates it in place (the reconciler then releases the
+// nodes of a Succeeded run). An unknown value replaces, as RequiresReplace does.
+func replaceTuningIf() planmodifier.Object {
+	return objectplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !onlyReleaseChanged(req.StateValue, req.PlanValue)
+	}, "Any change but release_nodes_on_success replaces the workspace.", "Any change but `release_nodes_on_success` replaces the workspace.")
+}
+
+// onlyReleaseChanged reports whether the tuning objects state and plan, both known and not
+// null, are equal but for release_nodes_on_success.
+func onlyReleaseChanged(state, plan types.Object) bool {
+	if state.IsNull() || state.IsUnknown() || plan.IsNull() || plan.IsUnknown() {
+		return false
+	}
+	sa, pa := state.Attributes(), plan.Attributes()
+	if len(sa) != len(pa) {
+		return false
+	}
+	for k, v := range sa {
+		if k == "release_nodes_on_success" {
+			continue
+		}
+		if pv, ok := pa[k]; !ok || !v.Equal(pv) {
+			return false
+		}
+	}
+	return true
 }
 
 // workspaceOps is gantry_workspace's descriptor for the generic Create/Update/Delete path. Its
@@ -423,7 +466,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if t := m.Tuning; t != nil {
 		bl := int32(t.BackoffLimit.ValueInt64())
 		spec.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(t.Method.ValueString()), Preset: t.Preset.ValueString(), BaseModel: t.BaseModel.ValueString(),
-			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl,
+			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl, ReleaseNodesOnSuccess: t.ReleaseNodesOnSuccess.ValueBool(),
 			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString(), PVC: t.InputPVC.ValueString()},
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), PVC: t.OutputPVC.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
 	}
@@ -500,7 +543,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		m.Tuning = &wsTuningModel{Method: types.StringValue(string(t.Method)), Preset: optString(t.Preset, pt.Preset), BaseModel: optString(t.BaseModel, pt.BaseModel), Image: optString(t.Image, pt.Image),
 			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage), InputPVC: optString(t.Input.PVC, pt.InputPVC),
 			OutputImage: optString(t.Output.Image, pt.OutputImage), OutputPVC: optString(t.Output.PVC, pt.OutputPVC), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
-			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl)}
+			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl), ReleaseNodesOnSuccess: types.BoolValue(t.ReleaseNodesOnSuccess)}
 	}
 	sc := w.Spec.Scheduling
 	m.NodeSelector = optMap(sc.NodeSelector, prior.NodeSelector)
@@ -549,9 +592,10 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // gpu_count is left to it); what the reconciler's Resolve would refuse (resolveValidator);
 // the autoscaling block against resource.count and the rest (autoscalingValidator); and a
 // gpu_count = 0 or args = [] that a preset or instance type would silently replace
-// (readAsUnsetValidator).
+// (readAsUnsetValidator); and a tuning.release_nodes_on_success with no node to release
+// (releaseNodesValidator, a warning).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}, releaseNodesValidator{}}
 }
 
 // resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the

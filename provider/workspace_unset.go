@@ -75,3 +75,39 @@ func gpus(n int32) string {
 	}
 	return fmt.Sprintf("%d GPUs", n)
 }
+
+// releaseNodesValidator warns at plan when tuning.release_nodes_on_success = true cannot
+// release anything: the workspace provisions no nodes (resource.instance_type unset, or
+// resource.provision_nodes = false), so it only ever uses existing nodes, which it never
+// deletes. A warning, not an error: the setting is harmless, only without effect. Unknown
+// values say nothing.
+type releaseNodesValidator struct{}
+
+func (releaseNodesValidator) Description(context.Context) string {
+	return "tuning.release_nodes_on_success needs nodes the workspace provisions"
+}
+
+func (v releaseNodesValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (releaseNodesValidator) ValidateResource(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	root := configRoot(req.Config.Raw)
+	at := root.Attr("tuning").Attr("release_nodes_on_success")
+	if on, ok := at.Bool(); !ok || !on {
+		return
+	}
+	res := root.Attr("resource")
+	var why string
+	if res.Attr("instance_type").Null() {
+		why = "resource.instance_type is not set"
+	} else if prov, ok := res.Attr("provision_nodes").Bool(); ok && !prov {
+		why = "resource.provision_nodes = false"
+	}
+	if why == "" {
+		return
+	}
+	resp.Diagnostics.AddAttributeWarning(at.Path(), "Release Nodes Has Nothing to Release",
+		fmt.Sprintf("%s = true releases the nodes the workspace provisions (Karpenter NodeClaims of resource.instance_type), but %s: the tuning run uses existing nodes, "+
+			"which are never deleted, so this setting has no effect.", at.Path(), why))
+}

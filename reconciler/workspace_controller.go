@@ -136,9 +136,11 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 	// emit
-	if d.Event != nil {
-		r.Recorder.Event(w, d.Event.Type, d.Event.Reason, d.Event.Message)
-		log.FromContext(ctx).Info("workspace", "state", d.State, "reason", d.Event.Reason, "message", d.Event.Message)
+	for _, ev := range []*workspace.Event{d.Event, d.ReleaseEvent} {
+		if ev != nil {
+			r.Recorder.Event(w, ev.Type, ev.Reason, ev.Message)
+			log.FromContext(ctx).Info("workspace", "state", d.State, "reason", ev.Reason, "message", ev.Message)
+		}
 	}
 	// act
 	o := g.o
@@ -226,6 +228,8 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 		return nil, err
 	}
 	facts.Namespace, facts.Name = w.Namespace, w.Name
+	facts.ReleaseNodesOnSuccess = w.Spec.Tuning != nil && w.Spec.Tuning.ReleaseNodesOnSuccess
+	facts.Output = workspace.TuningOutput(w)
 	pv, err := r.provisioning(ctx, w, rw, specErr == nil)
 	if err != nil {
 		return nil, err

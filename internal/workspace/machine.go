@@ -47,6 +47,15 @@
 // more than failure.DisruptionBound(replicas) within failure.DisruptionWindow, while not every
 // replica is Ready, is Stalled=True with reason PodDisruptedRepeatedly.
 //
+// # Releasing a tuning run's nodes (kaito-project/kaito #1107)
+//
+// With spec.tuning.releaseNodesOnSuccess, a tuning workspace whose run has Succeeded deletes the
+// Karpenter NodeClaims it provisioned (nodeclaims.go, releaseNodes): the state stays Succeeded
+// (Ready=True), ResourceReady turns False with reason NodesReleased (the record, carried once the
+// claims are gone), a NodesReleased event names the claims, and no claim is created for the
+// workspace again (nor once its Job is seen complete). A Failed run keeps its nodes. Set on a
+// workspace already Succeeded (the one field of a tuning spec that may change), it releases then.
+//
 // # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
 //
 // Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
@@ -235,6 +244,12 @@ type Facts struct {
 	Namespace, Name string
 	// Provisioning is node provisioning through Karpenter NodeClaims (nodeclaims.go).
 	Provisioning Provisioning
+	// ReleaseNodesOnSuccess is spec.tuning.releaseNodesOnSuccess: once the tuning run has
+	// Succeeded, the workspace's NodeClaims are deleted and none is made again (releaseNodes).
+	// Output says where the run's output is ("image registry.example/a:1", "PVC out";
+	// TuningOutput), for the message that records the release.
+	ReleaseNodesOnSuccess bool
+	Output                string
 }
 
 // Object is an owned object's existence and freshness.
@@ -319,6 +334,9 @@ type Decision struct {
 	// PodDisruptions is the new status.podDisruptions: Facts.PodDisruptions with this pass's
 	// pods ended from outside counted (failure.CountDisruptions).
 	PodDisruptions *v1alpha1.PodDisruptions
+	// ReleaseEvent, when non-nil, is the Normal NodesReleased event of a pass that deletes a
+	// Succeeded tuning workspace's NodeClaims (releaseNodes); emitted beside Event.
+	ReleaseEvent *Event
 }
 
 // States lists each mode's states.
@@ -952,6 +970,8 @@ func tuning(f Facts, prev State, d *Decision) pass {
 		p := carry(f, prev)
 		if prev == v1alpha1.WorkspaceStateFailed {
 			p.stalled = &cond{false, p.summary.reason, p.summary.message}
+		} else {
+			releaseNodes(f, &p, d) // a Failed run keeps its nodes: the user may inspect them
 		}
 		return p
 	}
@@ -997,6 +1017,9 @@ func tuning(f Facts, prev State, d *Decision) pass {
 	}
 
 	tuningOutcome(prev, job, pods, &p, d)
+	if p.state == v1alpha1.WorkspaceStateSucceeded || (job != nil && !job.Foreign && job.Complete && f.ReleaseNodesOnSuccess) {
+		releaseNodes(f, &p, d)
+	}
 	return p
 }
 

@@ -15,13 +15,14 @@ import (
 // conditions into the next as the controller does (meta.SetStatusCondition), and checks the
 // invariants after every pass: only KAITO's transitions, never back to Pending, terminal
 // tuning states stay, exactly one of Ready/Reconciling/Stalled, the Pending trap is never
-// silent, no creation while deleting.
+// silent, no creation while deleting, a tuning run's nodes released only as asked.
 func FuzzDecide(f *testing.F) {
 	f.Add(false, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(true, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(false, []byte{255, 17, 34, 200, 1, 1, 1, 9, 64, 128, 3})
 	f.Add(true, []byte{7, 7, 7, 7, 200, 200, 13, 99, 1, 2})
-	f.Add(false, []byte{9, 14, 0xd2, 9, 14, 0x52, 25, 14, 0xd2, 9, 6, 0x12}) // autoscaled, with and without the HPA
+	f.Add(false, []byte{9, 14, 0xd2, 9, 14, 0x52, 25, 14, 0xd2, 9, 6, 0x12})                       // autoscaled, with and without the HPA
+	f.Add(true, []byte{0x19, 2, 0x42, 0x19, 0x26, 0x42, 0x19, 6, 0x42, 0x19, 6, 0xc2, 0x09, 6, 2}) // tuning with a claim, releaseNodesOnSuccess: runs, succeeds, releases
 	f.Fuzz(func(t *testing.T, tuningMode bool, data []byte) {
 		mode := inf
 		if tuningMode {
@@ -80,8 +81,17 @@ func factsFrom(mode Mode, a, b, c byte) Facts {
 			}
 		}
 		f.Autoscaler = Object{Exists: c&64 != 0, UpToDate: c&64 != 0 && c&128 != 0, Foreign: c&64 != 0 && b&1 != 0 && a&32 != 0}
-	} else if b&2 != 0 {
-		f.Job = &Job{Foreign: a&64 != 0 && a&32 != 0, Complete: b&4 != 0 && b&8 == 0, Failed: b&8 != 0 && b&4 == 0, Active: int32(b>>4) & 1, Succeeded: int32(b>>5) & 1, FailedPods: int32(b>>6) & 1}
+	} else {
+		if b&2 != 0 {
+			f.Job = &Job{Foreign: a&64 != 0 && a&32 != 0, Complete: b&4 != 0 && b&8 == 0, Failed: b&8 != 0 && b&4 == 0, Active: int32(b>>4) & 1, Succeeded: int32(b>>5) & 1, FailedPods: int32(b>>6) & 1}
+		}
+		// spec.tuning.releaseNodesOnSuccess, and a NodeClaim of the workspace's own.
+		f.ReleaseNodesOnSuccess, f.Output = a&8 != 0, "image registry.example/a:1"
+		if a&16 != 0 {
+			f.Namespace, f.Name = "ml", "tune"
+			f.Provisioning = Provisioning{Wanted: true, Available: true, NodeClass: kwokClass, InstanceType: "Standard_NC24ads_A100_v4", ReplicasPerNode: 1,
+				Claims: []Claim{{Name: ClaimName("ml", "tune", 0), Ready: c&64 != 0, Deleting: c&128 != 0}}}
+		}
 	}
 	for i := 0; i < int(c>>2)%4; i++ {
 		p := Pod{Name: string(rune('a' + i)), Phase: corev1.PodPending}

@@ -476,6 +476,28 @@ var invariants = []invariant.Of[Facts, Decision]{
 	{Name: "RemoveFinalizer last", Check: invRemoveFinalizerLast},
 	{Name: "Pending trap is never silent", Check: invPendingTrap},
 	{Name: "an HPA only where autoscaling wants one", Check: invAutoscalerWanted},
+	{Name: "a tuning run's nodes released only as asked", Check: invReleaseNodes},
+}
+
+// invReleaseNodes: outside deletion, NodeClaims are deleted only for a tuning workspace with
+// releaseNodesOnSuccess that is Succeeded, and then every claim not already going is; none is
+// created once its Job completed or it Succeeded; a Failed run never releases.
+func invReleaseNodes(f Facts, d Decision) error {
+	if f.Deleting || f.Mode != tun {
+		return nil
+	}
+	prev := StateOf(f.Mode, f.Conditions)
+	deletes, creates := slices.Contains(d.Actions, ActionDeleteNodeClaims), slices.Contains(d.Actions, ActionCreateNodeClaims)
+	done := prev == sSucceeded || d.State == sSucceeded || (f.Job != nil && !f.Job.Foreign && f.Job.Complete)
+	switch {
+	case deletes && (!f.ReleaseNodesOnSuccess || d.State != sSucceeded):
+		return fmt.Errorf("claims %v deleted in state %s (releaseNodesOnSuccess %v)", d.DeleteClaims, d.State, f.ReleaseNodesOnSuccess)
+	case creates && f.ReleaseNodesOnSuccess && done:
+		return fmt.Errorf("claims %v created after the run was done (releaseNodesOnSuccess)", d.CreateClaims)
+	case f.ReleaseNodesOnSuccess && d.State == sSucceeded && slices.ContainsFunc(f.Provisioning.Claims, func(c Claim) bool { return !c.Deleting }) && !deletes:
+		return fmt.Errorf("Succeeded with releaseNodesOnSuccess keeps claims %+v", f.Provisioning.Claims)
+	}
+	return nil
 }
 
 // invAutoscalerWanted: the HorizontalPodAutoscaler is created or updated only for an inference
@@ -595,6 +617,9 @@ func invRemoveFinalizerLast(f Facts, d Decision) error {
 func invPendingTrap(f Facts, d Decision) error {
 	if d.State != sPending || f.Deleting || !f.HasFinalizer || f.SpecError != "" || (f.Capacity.MatchingNodes != 0 && f.Capacity.PlaceableReplicas >= f.Replicas) {
 		return nil
+	}
+	if r := condOf(d, ConditionResourceReady); r.Status == metav1.ConditionFalse && r.Reason == ReasonProvisioningNodes && r.Message != "" {
+		return nil // the workspace's own NodeClaims bring the nodes: progress, said in ResourceReady (nodeclaims.go)
 	}
 	var errs []error
 	if s := condOf(d, v1alpha1.ConditionStalled); s.Status != metav1.ConditionTrue {

@@ -285,3 +285,60 @@ func claimNames(claims []Claim, creating []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// ReasonNodesReleased (ResourceReady=False on a Succeeded tuning workspace, not Stalled): the
+// run succeeded and spec.tuning.releaseNodesOnSuccess is set, so the workspace's NodeClaims
+// were deleted (releaseNodes); the Workspace, its Job and the output are kept.
+const ReasonNodesReleased = "NodesReleased"
+
+// releaseNodes applies spec.tuning.releaseNodesOnSuccess (kaito-project/kaito #1107: a tuning
+// run's GPUs are not held until the workspace is destroyed) to a tuning pass p: once the Job has
+// completed no NodeClaim is created; once the state is Succeeded every claim of the workspace
+// not yet deleting is deleted (ActionDeleteNodeClaims, Decision.ReleaseEvent naming them),
+// ResourceReady becomes False with reason NodesReleased (the state stays Succeeded, Ready stays
+// True), and the pass is re-run every WaitPoll while a claim is left so status.nodeClaims
+// empties. The condition is the record: carried by later passes once the claims are gone. A
+// workspace that made no claims (its nodes existed) keeps its ResourceReady. Failed runs never
+// come here (tuning).
+func releaseNodes(f Facts, p *pass, d *Decision) {
+	if !f.ReleaseNodesOnSuccess {
+		return
+	}
+	d.CreateClaims = nil
+	d.Actions = slices.DeleteFunc(d.Actions, func(a Action) bool { return a == ActionCreateNodeClaims })
+	if p.state != v1alpha1.WorkspaceStateSucceeded || len(f.Provisioning.Claims) == 0 {
+		return
+	}
+	for _, c := range f.Provisioning.Claims {
+		if !c.Deleting {
+			d.DeleteClaims = append(d.DeleteClaims, c.Name)
+		}
+	}
+	slices.Sort(d.DeleteClaims)
+	out := ""
+	if f.Output != "" {
+		out = " (" + f.Output + ")"
+	}
+	kept := fmt.Sprintf("the Workspace, its Job %s and the output%s are kept", ObjectName(f.Name), out)
+	p.resource = cond{false, ReasonNodesReleased, "the tuning run succeeded and spec.tuning.releaseNodesOnSuccess is set: its NodeClaims were deleted and Karpenter removes their nodes; " + kept}
+	if len(d.DeleteClaims) > 0 {
+		d.Actions = append(d.Actions, ActionDeleteNodeClaims)
+		d.ReleaseEvent = &Event{Type: corev1.EventTypeNormal, Reason: ReasonNodesReleased,
+			Message: fmt.Sprintf("the tuning run succeeded: deleting its NodeClaims %s (spec.tuning.releaseNodesOnSuccess); %s", strings.Join(d.DeleteClaims, ", "), kept)}
+	}
+	d.RequeueAfter = WaitPoll
+}
+
+// TuningOutput says where w's tuning output goes, for messages: "image <ref>" or "PVC <name>";
+// "" for an inference workspace.
+func TuningOutput(w *v1alpha1.Workspace) string {
+	switch t := w.Spec.Tuning; {
+	case t == nil:
+		return ""
+	case t.Output.Image != "":
+		return "image " + t.Output.Image
+	case t.Output.PVC != "":
+		return "PVC " + t.Output.PVC
+	}
+	return ""
+}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/invariant"
 )
 
 var kwokClass = NodeClass{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
@@ -196,5 +197,157 @@ func TestProvisioningNeverExceedsTheReplicasNodes(t *testing.T) {
 	}
 	if rr := condOf(d, ConditionResourceReady); !strings.Contains(rr.Message, ClaimName("ml", "phi", 1)+" (Ready)") {
 		t.Fatalf("ResourceReady %q", rr.Message)
+	}
+}
+
+// tunProvFacts: a tuning workspace ml/tune on Standard_NC24ads_A100_v4 whose Job completed, with
+// one NodeClaim Ready and one already deleting, spec.tuning.releaseNodesOnSuccess set and the
+// output an image; prev is the previous state, mod adjusts.
+func tunProvFacts(prev State, mod func(*Facts)) Facts {
+	f := tunFacts(prev, func(f *Facts) {
+		f.Namespace, f.Name = "ml", "tune"
+		f.Job = &Job{Complete: true, Succeeded: 1}
+		f.Pods[0].Phase, f.Pods[0].Ready = corev1.PodSucceeded, false
+		f.Provisioning = Provisioning{Wanted: true, Available: true, NodeClass: kwokClass, InstanceType: "Standard_NC24ads_A100_v4", ReplicasPerNode: 1,
+			Claims: []Claim{{Name: ClaimName("ml", "tune", 0), Ready: true}, {Name: ClaimName("ml", "tune", 1), Deleting: true}}}
+		f.ReleaseNodesOnSuccess, f.Output = true, "image registry.example/adapters/phi:1"
+	})
+	if mod != nil {
+		mod(&f)
+	}
+	return f
+}
+
+// releasedBefore is the ResourceReady a pass that released the nodes left.
+func releasedBefore(f *Facts) {
+	f.Conditions = append(f.Conditions, metav1.Condition{Type: ConditionResourceReady, Status: metav1.ConditionFalse, Reason: ReasonNodesReleased, Message: "released earlier"})
+}
+
+// spec.tuning.releaseNodesOnSuccess (kaito-project/kaito #1107): a Succeeded run deletes its
+// NodeClaims and stays Succeeded, recording the release in ResourceReady (NodesReleased) and an
+// event; once they are gone the record is carried and nothing is created again; a Failed run,
+// or one without the flag, keeps its nodes.
+func TestReleaseNodesOnSuccess(t *testing.T) {
+	a, b := ClaimName("ml", "tune", 0), ClaimName("ml", "tune", 1)
+	tests := []struct {
+		name string
+		f    Facts
+		// to is the state; release: the claims deleted (nil: none, no action, no event);
+		// resource: ResourceReady's reason; requeue: RequeueAfter is WaitPoll; claims:
+		// status.nodeClaims.
+		to       State
+		release  []string
+		resource string
+		requeue  bool
+		claims   []string
+	}{
+		{name: "Running→Succeeded releases the claims not already going", f: tunProvFacts(sRunning, nil),
+			to: sSucceeded, release: []string{a}, resource: ReasonNodesReleased, requeue: true, claims: []string{a, b}},
+		{name: "Succeeded, the flag set afterwards: releases then", f: tunProvFacts(sSucceeded, nil),
+			to: sSucceeded, release: []string{a}, resource: ReasonNodesReleased, requeue: true, claims: []string{a, b}},
+		{name: "Succeeded, only a claim going: waits for it, no second delete",
+			f:  tunProvFacts(sSucceeded, func(f *Facts) { f.Provisioning.Claims = f.Provisioning.Claims[1:]; releasedBefore(f) }),
+			to: sSucceeded, resource: ReasonNodesReleased, requeue: true, claims: []string{b}},
+		{name: "Succeeded, claims gone: the record is carried, nothing created, no requeue",
+			f: tunProvFacts(sSucceeded, func(f *Facts) {
+				f.Provisioning.Claims = nil
+				f.Capacity = Capacity{Selector: "node.kubernetes.io/instance-type=Standard_NC24ads_A100_v4", GPUsPerReplica: 1, AllNodes: 3} // its nodes gone
+				releasedBefore(f)
+			}),
+			to: sSucceeded, resource: ReasonNodesReleased},
+		{name: "Succeeded without claims of its own (existing nodes): ResourceReady kept",
+			f:  tunProvFacts(sSucceeded, func(f *Facts) { f.Provisioning.Claims = nil }),
+			to: sSucceeded, resource: ReasonWaitingForScheduler /* carry's default: was() records only WorkspaceSucceeded */},
+		{name: "Succeeded without the flag: the nodes are held",
+			f:  tunProvFacts(sRunning, func(f *Facts) { f.ReleaseNodesOnSuccess = false }),
+			to: sSucceeded, resource: ReasonResourcesAvailable, claims: []string{a, b}},
+		{name: "Failed: the nodes are kept to inspect",
+			f: tunProvFacts(sRunning, func(f *Facts) {
+				f.Job = &Job{Failed: true, FailedReason: "BackoffLimitExceeded", FailedPods: 1}
+				f.Pods[0].Phase = corev1.PodFailed
+			}),
+			to: sFailed, resource: ReasonResourcesAvailable, claims: []string{a, b}},
+		{name: "Failed, terminal, flag set afterwards: still kept",
+			f:  tunProvFacts(sFailed, nil),
+			to: sFailed, resource: ReasonWaitingForScheduler, claims: []string{a, b}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Decide(tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			invariant.Check(t, invariants, tt.f, d)
+			if d.State != tt.to {
+				t.Errorf("state %s, want %s\n%s", d.State, tt.to, dump(d))
+			}
+			if !slices.Equal(d.DeleteClaims, tt.release) || slices.Contains(d.Actions, ActionDeleteNodeClaims) != (tt.release != nil) {
+				t.Errorf("deleted %v (actions %v), want %v", d.DeleteClaims, d.Actions, tt.release)
+			}
+			if slices.Contains(d.Actions, ActionCreateNodeClaims) {
+				t.Errorf("creates claims %v", d.CreateClaims)
+			}
+			rr := condOf(d, ConditionResourceReady)
+			if rr.Reason != tt.resource {
+				t.Errorf("ResourceReady %s %s: %s, want reason %s", rr.Status, rr.Reason, rr.Message, tt.resource)
+			}
+			if (d.RequeueAfter == WaitPoll) != tt.requeue {
+				t.Errorf("RequeueAfter %v, want WaitPoll: %v", d.RequeueAfter, tt.requeue)
+			}
+			if !slices.Equal(d.NodeClaims, tt.claims) {
+				t.Errorf("status.nodeClaims %v, want %v", d.NodeClaims, tt.claims)
+			}
+			if (d.ReleaseEvent != nil) != (tt.release != nil) {
+				t.Fatalf("release event %+v", d.ReleaseEvent)
+			}
+			if ev := d.ReleaseEvent; ev != nil && (ev.Type != corev1.EventTypeNormal || ev.Reason != ReasonNodesReleased || !strings.Contains(ev.Message, a) ||
+				!strings.Contains(ev.Message, "registry.example/adapters/phi:1")) {
+				t.Errorf("release event %+v", ev)
+			}
+			if tt.to == sSucceeded {
+				if ready := condOf(d, v1alpha1.ConditionReady); ready.Status != metav1.ConditionTrue {
+					t.Errorf("Ready %s %s", ready.Status, ready.Reason)
+				}
+			}
+			if tt.release != nil && (rr.Status != metav1.ConditionFalse || !strings.Contains(rr.Message, "workspace-tune") || !strings.Contains(rr.Message, "image registry.example/adapters/phi:1")) {
+				t.Errorf("ResourceReady %s: %s", rr.Status, rr.Message)
+			}
+		})
+	}
+}
+
+// A Job seen complete while the workspace was Pending is reported Running first; with the flag
+// no NodeClaim is created in that pass even when the capacity check finds no node (without it,
+// provisioning still makes one, as before).
+func TestReleaseNodesNoClaimForAFinishedRun(t *testing.T) {
+	f := tunProvFacts(sPending, func(f *Facts) {
+		f.Provisioning.Claims = nil
+		f.Capacity = Capacity{Selector: "node.kubernetes.io/instance-type=Standard_NC24ads_A100_v4", GPUsPerReplica: 1, AllNodes: 3}
+	})
+	d, err := Decide(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != sRunning || !d.Requeue || len(d.CreateClaims) != 0 || slices.Contains(d.Actions, ActionCreateNodeClaims) || len(d.DeleteClaims) != 0 {
+		t.Fatalf("state %s requeue %v create %v delete %v actions %v", d.State, d.Requeue, d.CreateClaims, d.DeleteClaims, d.Actions)
+	}
+	f.ReleaseNodesOnSuccess = false
+	if d, _ := Decide(f); len(d.CreateClaims) != 1 {
+		t.Fatalf("without the flag: create %v", d.CreateClaims)
+	}
+}
+
+func TestTuningOutput(t *testing.T) {
+	w := &v1alpha1.Workspace{}
+	if got := TuningOutput(w); got != "" {
+		t.Fatalf("inference: %q", got)
+	}
+	w.Spec.Tuning = &v1alpha1.WorkspaceTuning{Output: v1alpha1.WorkspaceDataDestination{PVC: "out"}}
+	if got := TuningOutput(w); got != "PVC out" {
+		t.Fatalf("pvc: %q", got)
+	}
+	w.Spec.Tuning.Output = v1alpha1.WorkspaceDataDestination{Image: "registry.example/a:1"}
+	if got := TuningOutput(w); got != "image registry.example/a:1" {
+		t.Fatalf("image: %q", got)
 	}
 }

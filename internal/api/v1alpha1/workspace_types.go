@@ -85,10 +85,12 @@ type Workspace struct {
 
 // WorkspaceSpec is the desired state of a Workspace: resource requirements plus exactly one of
 // inference or tuning. The mode cannot change, and a tuning workspace's spec is immutable
-// (its Job cannot be changed): delete and re-create instead.
+// (its Job cannot be changed) except spec.tuning.releaseNodesOnSuccess: delete and re-create
+// instead. The immutability rule names every field but that one (TestWorkspaceTuningImmutableRule
+// in reconciler/ checks that a field added later is named too).
 // +kubebuilder:validation:XValidation:rule="has(self.inference) != has(self.tuning)",message="exactly one of spec.inference or spec.tuning must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || self == oldSelf",message="a tuning workspace's spec is immutable (its Job cannot change): delete and re-create the workspace"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || (has(self.tuning) && self.resource == oldSelf.resource && (has(self.scheduling) ? has(oldSelf.scheduling) && self.scheduling == oldSelf.scheduling : !has(oldSelf.scheduling)) && self.tuning.method == oldSelf.tuning.method && (has(self.tuning.preset) ? has(oldSelf.tuning.preset) && self.tuning.preset == oldSelf.tuning.preset : !has(oldSelf.tuning.preset)) && (has(self.tuning.baseModel) ? has(oldSelf.tuning.baseModel) && self.tuning.baseModel == oldSelf.tuning.baseModel : !has(oldSelf.tuning.baseModel)) && (has(self.tuning.image) ? has(oldSelf.tuning.image) && self.tuning.image == oldSelf.tuning.image : !has(oldSelf.tuning.image)) && self.tuning.input == oldSelf.tuning.input && self.tuning.output == oldSelf.tuning.output && (has(self.tuning.config) ? has(oldSelf.tuning.config) && self.tuning.config == oldSelf.tuning.config : !has(oldSelf.tuning.config)) && (has(self.tuning.backoffLimit) ? has(oldSelf.tuning.backoffLimit) && self.tuning.backoffLimit == oldSelf.tuning.backoffLimit : !has(oldSelf.tuning.backoffLimit)))",message="a tuning workspace's spec is immutable but for spec.tuning.releaseNodesOnSuccess (its Job cannot change): delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.gpuCount) || self.resource.gpuCount == 0",message="spec.resource.partition gives each replica one MIG slice: spec.resource.gpuCount must be 0 or unset"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.inference) || !has(self.inference.modelGPUs) || self.inference.modelGPUs == 0",message="spec.inference.modelGPUs cannot be set with spec.resource.partition: a model is served from one MIG slice (as in KAITO)"
@@ -515,6 +517,15 @@ type WorkspaceTuning struct {
 	// +kubebuilder:default=0
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+	// ReleaseNodesOnSuccess releases the GPU nodes the workspace provisioned once the tuning
+	// run has Succeeded (kaito-project/kaito #1107): the reconciler deletes its Karpenter
+	// NodeClaims (spec.resource.provisionNodes) and Karpenter removes their nodes, while the
+	// Workspace, its Job and the output stay; the workspace stays Succeeded, with
+	// ResourceReady=False reason NodesReleased naming the claims, and no claim is made again.
+	// A Failed run keeps its nodes (to inspect them). The only field of a tuning workspace
+	// that may change: set on a Succeeded workspace, it releases the nodes then. Default false.
+	// +optional
+	ReleaseNodesOnSuccess bool `json:"releaseNodesOnSuccess,omitempty"`
 }
 
 // WorkspaceDataSource is the tuning input: exactly one of URLs, an image with the data, or a
