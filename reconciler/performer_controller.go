@@ -171,13 +171,9 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// isolation (spec.networkPolicy): the NetworkPolicy is written before the status and
 		// the Pod, so a new performer's Pod never runs without it; it is left alone while the
 		// Performer is deleted (garbage collection removes it with its owner)
-		var npd *performer.NetworkPolicyDecision
-		if !facts.Deleting {
-			nd, err := r.reconcileNetworkPolicy(ctx, &p)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			npd = &nd
+		npd, err := r.isolate(ctx, &p, facts.Deleting)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
 		// emit (once the status write succeeded)
 		emit := func() {
@@ -205,9 +201,8 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			direct = true
 			continue
 		}
-		if npd != nil && npd.Condition != nil && npd.Condition.Reason == performer.ReasonNetworkPolicyFailed && err == nil &&
-			(res.RequeueAfter == 0 || res.RequeueAfter > networkPolicyRetry) {
-			res.RequeueAfter = networkPolicyRetry
+		if err == nil {
+			res = withNetworkPolicyRetry(res, npd)
 		}
 		if l := logger.V(1); l.Enabled() && actErr == nil {
 			l.Info("pass", "resourceVersion", p.ResourceVersion, "phase", d.Phase, "actions", d.Actions,

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,6 +21,29 @@ import (
 // networkPolicyRetry is the requeue delay after a failed NetworkPolicy write (for example a
 // reconciler whose RBAC predates networkpolicies: the Warning event says so at this pace).
 const networkPolicyRetry = 30 * time.Second
+
+// isolate is reconcileNetworkPolicy, skipped (nil) while the Performer is being deleted: its
+// NetworkPolicy then stays until garbage collection removes it with its owner, so the Pod is
+// isolated until it is gone.
+func (r *PerformerReconciler) isolate(ctx context.Context, p *v1alpha1.Performer, deleting bool) (*performer.NetworkPolicyDecision, error) {
+	if deleting {
+		return nil, nil
+	}
+	d, err := r.reconcileNetworkPolicy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// withNetworkPolicyRetry shortens res's requeue to networkPolicyRetry after a failed
+// NetworkPolicy write (create, update or delete), so the write is tried again.
+func withNetworkPolicyRetry(res ctrl.Result, d *performer.NetworkPolicyDecision) ctrl.Result {
+	if d != nil && d.Failed && (res.RequeueAfter == 0 || res.RequeueAfter > networkPolicyRetry) {
+		res.RequeueAfter = networkPolicyRetry
+	}
+	return res
+}
 
 // reconcileNetworkPolicy is a pass's isolation step (spec.networkPolicy, internal/performer
 // networkpolicy.go): gather the namespace's Executors and the NetworkPolicy performer-<name>

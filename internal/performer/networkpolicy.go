@@ -181,6 +181,9 @@ type NetworkPolicyDecision struct {
 	AllowedExecutors []string
 	// Event, when non-nil, is emitted once the action succeeded.
 	Event *Event
+	// Failed is true when the action failed (NetworkPolicyWriteFailed): the controller tries
+	// again after a while.
+	Failed bool
 }
 
 // DecideNetworkPolicy decides the pass: off → delete our policy (a foreign one is left
@@ -249,7 +252,7 @@ func NetworkPolicyMessage(f NetworkPolicyFacts) string {
 func NetworkPolicyWriteFailed(d NetworkPolicyDecision, f NetworkPolicyFacts, prev []string, msg string) NetworkPolicyDecision {
 	what := map[NetworkPolicyAction]string{NetworkPolicyCreate: "create", NetworkPolicyUpdate: "update", NetworkPolicyDelete: "delete"}[d.Action]
 	text := fmt.Sprintf("cannot %s NetworkPolicy %s: %s", what, f.Name, msg)
-	out := NetworkPolicyDecision{Action: d.Action, AllowedExecutors: slices.Clone(prev),
+	out := NetworkPolicyDecision{Action: d.Action, AllowedExecutors: slices.Clone(prev), Failed: true,
 		Event: &Event{Type: corev1.EventTypeWarning, Reason: ReasonNetworkPolicyFailed, Message: text}}
 	if f.Enabled {
 		out.Condition = &metav1.Condition{Type: ConditionNetworkPolicyReady, Status: metav1.ConditionFalse,

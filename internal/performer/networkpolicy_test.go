@@ -187,12 +187,12 @@ func TestNetworkPolicyWriteFailed(t *testing.T) {
 	if d.Event == nil || d.Event.Type != corev1.EventTypeWarning || d.Event.Reason != ReasonNetworkPolicyFailed {
 		t.Errorf("event = %+v", d.Event)
 	}
-	if !reflect.DeepEqual(d.AllowedExecutors, []string{"a"}) {
-		t.Errorf("allowedExecutors = %v, want the previous [a]", d.AllowedExecutors)
+	if !reflect.DeepEqual(d.AllowedExecutors, []string{"a"}) || !d.Failed {
+		t.Errorf("allowedExecutors = %v (want the previous [a]), failed %v", d.AllowedExecutors, d.Failed)
 	}
 	off := NetworkPolicyFacts{Name: "performer-avs", Exists: true}
 	d = NetworkPolicyWriteFailed(DecideNetworkPolicy(off), off, []string{"a"}, "boom")
-	if d.Condition != nil || d.AllowedExecutors != nil || d.Event == nil || !strings.Contains(d.Event.Message, "cannot delete NetworkPolicy performer-avs: boom") {
+	if d.Condition != nil || d.AllowedExecutors != nil || !d.Failed || d.Event == nil || !strings.Contains(d.Event.Message, "cannot delete NetworkPolicy performer-avs: boom") {
 		t.Errorf("failed delete = %+v", d)
 	}
 }
