@@ -32,7 +32,8 @@ import (
 // labelMapAttributes are the map attributes whose entries are Kubernetes labels (or label
 // selectors): keys must be qualified names, values label values.
 var labelMapAttributes = map[string]bool{"labels": true, "pod_labels": true, "node_selector": true, "custom_labels": true,
-	"label_selector": true, "performer_selector": true, "pod_non_interrupt_labels": true}
+	"label_selector": true, "performer_selector": true, "pod_non_interrupt_labels": true,
+	"pod_selector": true, "namespace_selector": true}
 
 // annotationMapAttributes are the map attributes whose entries are Kubernetes annotations.
 var annotationMapAttributes = map[string]bool{"annotations": true, "pod_annotations": true}

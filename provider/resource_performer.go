@@ -95,6 +95,7 @@ type performerModelV0 struct {
 	RuntimeClassName     types.String         `tfsdk:"runtime_class_name"`
 	PriorityClassName    types.String         `tfsdk:"priority_class_name"`
 	HardwareRequirements *hardwareModel       `tfsdk:"hardware_requirements"`
+	NetworkPolicy        *networkPolicyModel  `tfsdk:"network_policy"`
 	Phase                types.String         `tfsdk:"phase"`
 	GRPCEndpoint         types.String         `tfsdk:"grpc_endpoint"`
 	NodeName             types.String         `tfsdk:"node_name"`
@@ -111,6 +112,19 @@ type hardwareModel struct {
 	TEERequired  types.Bool        `tfsdk:"tee_required"`
 	TEEType      types.String      `tfsdk:"tee_type"`
 	CustomLabels map[string]string `tfsdk:"custom_labels"`
+}
+
+// networkPolicyModel is network_policy (spec.networkPolicy).
+type networkPolicyModel struct {
+	Enabled   types.Bool         `tfsdk:"enabled"`
+	AllowFrom []networkPeerModel `tfsdk:"allow_from"`
+}
+
+// networkPeerModel is one network_policy.allow_from peer: label maps (matchLabels) of a
+// NetworkPolicy peer's pod and namespace selectors; null means the selector is absent.
+type networkPeerModel struct {
+	PodSelector       map[string]string `tfsdk:"pod_selector"`
+	NamespaceSelector map[string]string `tfsdk:"namespace_selector"`
 }
 
 func (r *performerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -314,6 +328,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					},
 				},
 			},
+			"network_policy": networkPolicyAttribute(),
 			"phase": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "Summary the reconciler reports (`status.phase`): `Pending`, `Creating`, `Scheduling`, `Running`, " +
@@ -544,6 +559,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 			CustomLabels: cloneMap(hw.CustomLabels),
 		}
 	}
+	spec.NetworkPolicy = expandNetworkPolicy(m.NetworkPolicy)
 	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
@@ -633,8 +649,131 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 			CustomLabels: optMap(hw.CustomLabels, ph.CustomLabels),
 		}
 	}
+	m.NetworkPolicy = flattenNetworkPolicy(s.NetworkPolicy, prior.NetworkPolicy)
 	setPerformerStatus(m, u)
 	return m, nil
+}
+
+// networkPolicyAttribute is gantry_performer's network_policy.
+func networkPolicyAttribute() schema.SingleNestedAttribute {
+	selector := func(what, alone string) schema.MapAttribute {
+		return schema.MapAttribute{
+			Optional:    true,
+			ElementType: types.StringType,
+			MarkdownDescription: fmt.Sprintf("Labels the %s must carry (a NetworkPolicy peer's `%s.matchLabels`); %s", what,
+				map[string]string{"pods": "podSelector", "namespaces": "namespaceSelector"}[what], alone),
+		}
+	}
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "Isolates the performer with a Kubernetes NetworkPolicy so that only its executors (and the peers you list) can reach its gRPC port.\n\n" +
+			"With `enabled = true` the reconciler keeps a `networking.k8s.io/v1` NetworkPolicy `performer-<name>`, owned by the Performer (deleted with it), " +
+			"that selects the performer's Pods and admits ingress on `grpc_port` (TCP) only from the pods of the `gantry_executor`s in the same namespace " +
+			"that use this performer (its name in their `performer_names`, its labels matched by their `performer_selector`, or created by them with " +
+			"`manage_performers`), recomputed whenever executors change, plus the `allow_from` peers. Egress is not restricted. The kubelet's readiness " +
+			"probe is not affected: it comes from the node, which NetworkPolicy implementations always admit; `kubectl port-forward` neither. " +
+			"`enabled = false` (or removing the block) deletes the policy. The executors admitted are listed in the Performer's `status.allowedExecutors` " +
+			"and its `NetworkPolicyReady` condition. Enforcement is the cluster network plugin's (Calico, Cilium, kube-router, ...): " +
+			"without one that implements NetworkPolicy the object is created but has no effect. See the [Performer isolation](../guides/performer-isolation.md) guide.",
+		Attributes: map[string]schema.Attribute{
+			"enabled": schema.BoolAttribute{
+				Required:            true,
+				MarkdownDescription: "Create the NetworkPolicy `performer-<name>`; `false` deletes it.",
+			},
+			"allow_from": schema.ListNestedAttribute{
+				Optional: true,
+				MarkdownDescription: "Extra peers admitted on the gRPC port besides the executors, at most 16.\n\nFor example a monitoring namespace: " +
+					"`[{ namespace_selector = { \"kubernetes.io/metadata.name\" = \"monitoring\" } }]`. Each needs `pod_selector`, `namespace_selector` or both, " +
+					"with NetworkPolicy's meaning: `pod_selector` alone selects pods of the performer's namespace, `namespace_selector` alone every pod of the " +
+					"matching namespaces (`{}`: all namespaces), both together the matching pods in the matching namespaces.",
+				Validators: []validator.List{listvalidator.SizeAtMost(16)},
+				NestedObject: schema.NestedAttributeObject{Validators: []validator.Object{networkPeerValidator{}}, Attributes: map[string]schema.Attribute{
+					"pod_selector":       selector("pods", "`{}` selects every pod."),
+					"namespace_selector": selector("namespaces", "`{}` selects every namespace; null (the default) means the performer's own namespace."),
+				}},
+			},
+		},
+	}
+}
+
+// networkPeerValidator requires pod_selector, namespace_selector or both in an allow_from peer
+// (the CRD's rule, checked at plan).
+type networkPeerValidator struct{}
+
+func (networkPeerValidator) Description(context.Context) string {
+	return "needs pod_selector, namespace_selector or both"
+}
+
+func (v networkPeerValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (networkPeerValidator) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	pod, ns := a["pod_selector"], a["namespace_selector"]
+	if pod == nil || ns == nil || pod.IsUnknown() || ns.IsUnknown() || !pod.IsNull() || !ns.IsNull() {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Peer Without Selectors",
+		fmt.Sprintf("%s needs pod_selector, namespace_selector or both (to admit every pod of every namespace, set namespace_selector = {}).", req.Path))
+}
+
+// expandNetworkPolicy maps network_policy to spec.networkPolicy (nil when null); a peer's
+// label map becomes a selector's matchLabels, {} an empty selector (everything).
+func expandNetworkPolicy(m *networkPolicyModel) *v1alpha1.PerformerNetworkPolicy {
+	if m == nil {
+		return nil
+	}
+	out := &v1alpha1.PerformerNetworkPolicy{Enabled: m.Enabled.ValueBool()}
+	if m.AllowFrom != nil {
+		out.AllowFrom = []v1alpha1.PerformerNetworkPeer{}
+	}
+	sel := func(l map[string]string) *metav1.LabelSelector {
+		if l == nil {
+			return nil
+		}
+		return &metav1.LabelSelector{MatchLabels: cloneMap(l)}
+	}
+	for _, p := range m.AllowFrom {
+		out.AllowFrom = append(out.AllowFrom, v1alpha1.PerformerNetworkPeer{PodSelector: sel(p.PodSelector), NamespaceSelector: sel(p.NamespaceSelector)})
+	}
+	return out
+}
+
+// flattenNetworkPolicy maps spec.networkPolicy back (prior decides [] versus null for
+// allow_from and {} versus null for an empty selector's labels). A selector's
+// matchExpressions (only writable outside Terraform) are not shown.
+func flattenNetworkPolicy(np *v1alpha1.PerformerNetworkPolicy, prior *networkPolicyModel) *networkPolicyModel {
+	if np == nil {
+		return nil
+	}
+	var pp []networkPeerModel
+	if prior != nil {
+		pp = prior.AllowFrom
+	}
+	m := &networkPolicyModel{Enabled: types.BoolValue(np.Enabled)}
+	if len(np.AllowFrom) == 0 {
+		if pp != nil && len(pp) == 0 {
+			m.AllowFrom = []networkPeerModel{}
+		}
+		return m
+	}
+	sel := func(s *metav1.LabelSelector) map[string]string {
+		if s == nil {
+			return nil
+		}
+		if len(s.MatchLabels) == 0 {
+			return map[string]string{}
+		}
+		return cloneMap(s.MatchLabels)
+	}
+	for _, p := range np.AllowFrom {
+		m.AllowFrom = append(m.AllowFrom, networkPeerModel{PodSelector: sel(p.PodSelector), NamespaceSelector: sel(p.NamespaceSelector)})
+	}
+	return m
 }
 
 // setAppliedPerformerStatus is setPerformerStatus for the state an apply returns: grpc_endpoint

@@ -86,6 +86,11 @@ func fullModel() performerModelV0 {
 		TEERequired: types.BoolValue(true), TEEType: str("tdx"),
 		CustomLabels: map[string]string{"example.com/rack": "r1"},
 	}
+	m.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(true), AllowFrom: []networkPeerModel{
+		{NamespaceSelector: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
+		{PodSelector: map[string]string{"app": "debug"}},
+		{PodSelector: map[string]string{"app": "prometheus"}, NamespaceSelector: map[string]string{}},
+	}}
 	return m
 }
 
@@ -133,6 +138,7 @@ func TestPerformerMappingRoundTrip(t *testing.T) {
 	empties.RuntimeClassName = str("")
 	empties.PriorityClassName = str("")
 	empties.HardwareRequirements = &hardwareModel{GPUCount: types.Int64Value(0), TEERequired: types.BoolValue(false), CustomLabels: map[string]string{}}
+	empties.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(false), AllowFrom: []networkPeerModel{}}
 
 	emptyHW := minimalModel()
 	emptyHW.HardwareRequirements = &hardwareModel{}
@@ -426,6 +432,15 @@ func TestPerformer_InvalidInputFailsAtPlan(t *testing.T) {
 		{"affinity typo", `affinity = jsonencode({ nodeAffinty = {} })`, words(`unknown field "nodeAffinty"`)},
 		{"affinity not json", `affinity = "{"`, words("Invalid JSON String Value")},
 		{"bad name", `name_override = true`, regexp.MustCompile(`(?s)Unsupported argument`)},
+		{"network_policy peer without selectors", `network_policy = {
+    enabled    = true
+    allow_from = [{}]
+  }`, words(`network_policy.allow_from[0] needs pod_selector, namespace_selector or both`)},
+		{"network_policy bad label key", `network_policy = {
+    enabled    = true
+    allow_from = [{ pod_selector = { "bad key!" = "x" } }]
+  }`, words(`network_policy.allow_from[0].pod_selector`)},
+		{"network_policy without enabled", `network_policy = {}`, words(`attribute "enabled" is required`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -341,8 +341,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"backoff_limit": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(0),
 						MarkdownDescription: "Retries of a failed tuning pod before the run is `Failed` (0-10, default 0).", Validators: []validator.Int64{int64validator.Between(0, 10)}},
 					"release_nodes_on_success": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-						MarkdownDescription: "Releases the GPU nodes the workspace provisioned once the tuning run has `Succeeded`, keeping the workspace, its Job and the output " +
-							"(KAITO's ask to free a finished tuning run's GPUs, kaito-project/kaito#1107). The reconciler deletes the workspace's Karpenter NodeClaims " +
+						MarkdownDescription: "Releases the GPU nodes the workspace provisioned once the tuning run has `Succeeded`, keeping the workspace, its Job and the output.\n\n" +
+							"KAITO users ask to free a finished tuning run's GPUs (kaito-project/kaito#1107). The reconciler deletes the workspace's Karpenter NodeClaims " +
 							"(`resource.provision_nodes` with `resource.instance_type`) and Karpenter removes their nodes; `state` stays `Succeeded`, `node_claims` becomes empty, " +
 							"the `ResourceReady` condition turns `False` with reason `NodesReleased` and a `NodesReleased` event names the claims; no claim is made again, and the " +
 							"next plan is empty. A `Failed` run keeps its nodes, to inspect them. The only tuning attribute that changes in place: set on a workspace that " +

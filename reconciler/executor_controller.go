@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -115,16 +114,7 @@ func executorOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 func references(e *v1alpha1.Executor, name string, lbls map[string]string) bool {
-	for _, n := range e.Spec.Performers.Names {
-		if n == name {
-			return true
-		}
-	}
-	if s := e.Spec.Performers.Selector; s != nil {
-		sel, err := metav1.LabelSelectorAsSelector(s)
-		return err == nil && sel.Matches(labels.Set(lbls))
-	}
-	return false
+	return executor.References(e, name, lbls)
 }
 
 // Reconcile is one pass on the controllers' shared skeleton (status.go): get, gather facts,

@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -107,7 +108,7 @@ func NewScheme() *runtime.Scheme {
 // NewManager builds the controller-runtime manager with every Gantry controller registered.
 // It does not install CRDs (InstallCRDs) and does not start (call Start on the result).
 //
-// The informer caches of Pods, Services, Deployments, ConfigMaps, Jobs and
+// The informer caches of Pods, Services, Deployments, ConfigMaps, Jobs, NetworkPolicies and
 // HorizontalPodAutoscalers only hold objects labelled
 // app.kubernetes.io/managed-by=gantry-reconciler (the ones the reconciler creates), so the
 // reconciler's memory does not grow with the cluster's Pods; controllers read anything else
@@ -135,6 +136,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			&rbacv1.Role{}:           {Label: managed},
 			&rbacv1.RoleBinding{}:    {Label: managed},
 			&batchv1.Job{}:           {Label: managed, Transform: transformStageJob},
+			// Performers' NetworkPolicies (spec.networkPolicy).
+			&networkingv1.NetworkPolicy{}: {Label: managed},
 			// Workspaces' HorizontalPodAutoscalers (spec.autoscaling).
 			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managed},
 		},

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,11 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -38,6 +41,7 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups=gantry.dev,resources=performers/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
 
 // PerformerReconciler runs Hourglass's Performer lifecycle (internal/performer) against the
@@ -70,7 +74,10 @@ func NewPerformerReconciler(mgr ctrl.Manager) *PerformerReconciler {
 
 // SetupWithManager registers the controller. Watches: Performers (every change: no
 // GenerationChangedPredicate, because deletion, finalizer and status edits must be seen too
-// and our own status writes cost only a no-op pass), and the Pods and Services they control.
+// and our own status writes cost only a no-op pass), the Pods, Services, Deployments and
+// NetworkPolicies they control, and Executors (spec changes, creation and deletion), mapped to
+// the isolated Performers whose NetworkPolicy admits or should admit them
+// (performer.ExecutorPerformers).
 func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Performer{}).
@@ -79,6 +86,9 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(performerOfPod)).
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&v1alpha1.Executor{}, handler.EnqueueRequestsFromMapFunc(r.performersOfExecutor),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("performer").
 		WithOptions(opts).
 		Complete(r)
@@ -159,6 +169,13 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, illegalTransition(r.Recorder, &p, err)
 		}
+		// isolation (spec.networkPolicy): the NetworkPolicy is written before the status and
+		// the Pod, so a new performer's Pod never runs without it; it is left alone while the
+		// Performer is deleted (garbage collection removes it with its owner)
+		npd, err := r.isolate(ctx, &p, facts.Deleting)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		// emit (once the status write succeeded)
 		emit := func() {
 			if d.Event != nil {
@@ -169,7 +186,9 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// writeStatus, emit, act (writeAndAct: in that order, or overlapping where acting
 		// cannot be on stale facts)
 		o2 := objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}
-		stale, serr, err := r.writeAndAct(ctx, &p, d.Actions, r.status(&p, d, facts, statusPod, now), o2, writes, emit)
+		want := r.status(&p, d, facts, statusPod, now)
+		setNetworkPolicyStatus(&want, npd)
+		stale, serr, err := r.writeAndAct(ctx, &p, d.Actions, want, o2, writes, emit)
 		switch {
 		case serr != nil:
 			return ctrl.Result{}, serr
@@ -182,6 +201,9 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if again {
 			direct = true
 			continue
+		}
+		if err == nil {
+			res = withNetworkPolicyRetry(res, npd)
 		}
 		if l := logger.V(1); l.Enabled() && actErr == nil {
 			l.Info("pass", "resourceVersion", p.ResourceVersion, "phase", d.Phase, "actions", d.Actions,

@@ -635,3 +635,17 @@ func ManagedPerformers(list []v1alpha1.Performer) []v1alpha1.ManagedPerformer {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// References reports whether the Executor's spec.performers picks the Performer named name
+// with labels lbls: spec.performers.names lists it or spec.performers.selector matches lbls
+// (an invalid selector matches nothing).
+func References(e *v1alpha1.Executor, name string, lbls map[string]string) bool {
+	if slices.Contains(e.Spec.Performers.Names, name) {
+		return true
+	}
+	if s := e.Spec.Performers.Selector; s != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		return err == nil && sel.Matches(labels.Set(lbls))
+	}
+	return false
+}

@@ -151,6 +151,42 @@ type PerformerSpec struct {
 	// runtime class by the reconciler (internal/hardware).
 	// +optional
 	HardwareRequirements HardwareRequirements `json:"hardwareRequirements,omitempty"`
+
+	// NetworkPolicy isolates the performer (opt-in): with enabled, the reconciler keeps a
+	// networking.k8s.io/v1 NetworkPolicy performer-<name>, owned by the Performer, that admits
+	// ingress to the performer's Pods only on the gRPC port and only from the pods of the
+	// Executors in this namespace that use the performer (spec.performers.names lists it,
+	// spec.performers.selector matches its labels, or the executor created it) and from the
+	// peers in allowFrom. Egress is not restricted. Enforcement is the cluster network
+	// plugin's: without one that implements NetworkPolicy the object has no effect.
+	// +optional
+	NetworkPolicy *PerformerNetworkPolicy `json:"networkPolicy,omitempty"`
+}
+
+// PerformerNetworkPolicy is spec.networkPolicy: whether the performer is isolated by a
+// NetworkPolicy, and which peers besides its executors may reach its gRPC port.
+type PerformerNetworkPolicy struct {
+	// Enabled creates the NetworkPolicy performer-<name>; false (or no networkPolicy) deletes it.
+	Enabled bool `json:"enabled"`
+	// AllowFrom are extra peers admitted on the gRPC port, as in a NetworkPolicy ingress rule
+	// (0-16): podSelector alone selects pods in the performer's namespace, namespaceSelector
+	// alone every pod of the matching namespaces ({} = all namespaces), both together the
+	// matching pods in the matching namespaces.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	AllowFrom []PerformerNetworkPeer `json:"allowFrom,omitempty"`
+}
+
+// PerformerNetworkPeer is one extra peer of spec.networkPolicy.allowFrom (a NetworkPolicyPeer
+// without ipBlock).
+// +kubebuilder:validation:XValidation:rule="has(self.podSelector) || has(self.namespaceSelector)",message="an allowFrom peer needs podSelector, namespaceSelector or both"
+type PerformerNetworkPeer struct {
+	// PodSelector selects pods by their labels.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+	// NamespaceSelector selects namespaces by their labels ({} = all namespaces).
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // EnvFromRef sets one environment variable from a key of a Secret or a ConfigMap
@@ -276,7 +312,8 @@ type PerformerStatus struct {
 	// Phase is the one-word summary derived from Conditions.
 	// +optional
 	Phase PerformerPhase `json:"phase,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled (kstatus), Scheduled, ServiceReady.
+	// Conditions: Ready, Reconciling, Stalled (kstatus), Scheduled, ServiceReady, and
+	// NetworkPolicyReady while spec.networkPolicy.enabled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -306,6 +343,12 @@ type PerformerStatus struct {
 	// has the rule). Absent until the first such Pod.
 	// +optional
 	PodDisruptions *PodDisruptions `json:"podDisruptions,omitempty"`
+	// AllowedExecutors are the Executors (same namespace) whose pods the NetworkPolicy
+	// performer-<name> admits, sorted by name, as last applied; absent without
+	// spec.networkPolicy.enabled. The NetworkPolicyReady condition says whether it is applied.
+	// +listType=set
+	// +optional
+	AllowedExecutors []string `json:"allowedExecutors,omitempty"`
 }
 
 // PerformerList is a list of Performers.
