@@ -784,6 +784,8 @@ func rtPerformer() *rtKind {
 			"hardware_requirements.tee_type":      {value: "tdx", with: map[string]any{"hardware_requirements.tee_required": true}, group: "tee"},
 			"hardware_requirements.gpu_count":     {valueGroup: "gpu"},
 			"hardware_requirements.custom_labels": {value: map[string]any{"kubernetes.io/os": "linux"}},
+			// a peer needs a selector (an empty peer would admit nothing the user can name)
+			"network_policy.allow_from[]": {min: map[string]any{"pod_selector": map[string]any{"app": rtGeneric}}},
 		}),
 	}
 }
