@@ -303,8 +303,6 @@ resource "gantry_package_set" "bad" {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{PlanOnly: true, Config: cfg(`{ health_checks = [{ name = "a", http_get = { url = "http://x" } }] }`),
-				ExpectError: regexp.MustCompile(`(?s)Health Checks Need A Soak.*rollout.soak_duration`)},
 			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", image = "x", command = ["true"], http_get = { url = "http://x" } }] }`),
 				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*exactly\s+one\s+of\s+command`)},
 			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", command = ["true"] }] }`),

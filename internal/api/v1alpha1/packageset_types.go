@@ -75,7 +75,8 @@ const (
 	RolloutActivating RolloutState = "Activating"
 	// RolloutDeferred: the change is applied up to config and waits for its interrupt.
 	RolloutDeferred RolloutState = "Deferred"
-	// RolloutSoaking: all stages done; the soak window has not elapsed yet.
+	// RolloutSoaking: all stages done; the soak window has not elapsed yet (with no window:
+	// the health checks' single round has not passed yet).
 	RolloutSoaking RolloutState = "Soaking"
 	// RolloutConverged: soak elapsed with a passing check; current == declared.
 	RolloutConverged RolloutState = "Converged"
@@ -640,14 +641,14 @@ type InterruptionBudget struct {
 
 // Rollout configures how nodes converge (as NixFleet's rollout does).
 // +kubebuilder:validation:XValidation:rule="!has(self.soakCheckInterval) || duration(self.soakCheckInterval) >= duration('1s')",message="soakCheckInterval must be at least 1s"
-// +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || size(self.healthChecks) == 0 || (has(self.soakDuration) && duration(self.soakDuration) > duration('0s'))",message="healthChecks run during the soak window: set soakDuration"
 // +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || self.healthChecks.all(c, !has(c.command) || (has(c.image) && size(c.image) > 0))",message="an exec health check (command) needs image"
 type Rollout struct {
 	// SoakDuration is how long a node soaks after its last stage before it counts as
 	// Converged (e.g. "30s"; 0 or unset: no soak). While it soaks (Soaking), the check of each
 	// package's last stage is re-run as a Pod in rounds: one at once, then every
 	// soakCheckInterval, the last when the window ends; Converged once that last round passed,
-	// Failed as soon as a round fails (onHealthFailure applies).
+	// Failed as soon as a round fails (onHealthFailure applies). With no soak, healthChecks
+	// still run once after the last stage.
 	// +optional
 	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 	// SoakCheckInterval is the time between the starts of two soak check rounds (at least 1s;
@@ -672,9 +673,11 @@ type Rollout struct {
 	// +optional
 	Waves []Wave `json:"waves,omitempty"`
 	// HealthChecks are health gates beside the packages' own checks, as NixFleet's health
-	// checks: each runs as a Pod on the node in every soak round (so they need soakDuration),
-	// and a failing one fails the node like a failing check (onHealthFailure applies: halt
-	// retries, rollback returns the packages changed in this rollout to what they were).
+	// checks: each runs as a Pod on the node in every soak round, or, with no soak window
+	// (soakDuration unset or 0, for the rollout or the node's wave), once after the node's last
+	// stage (the node is Soaking until it passed). A failing one fails the node like a failing
+	// check (onHealthFailure applies: halt retries, rollback returns the packages changed in
+	// this rollout to what they were).
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=name
