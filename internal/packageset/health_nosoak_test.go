@@ -147,7 +147,9 @@ func TestHealthCheckNoSoakRollsBack(t *testing.T) {
 	s.facts.HealthChecks = []HealthCheck{{Name: "dcgm", Timeout: DefaultHealthCheckTimeout}}
 	s.run(v1alpha1.StatusComplete)
 	s.facts.Wants = []Want{tool("1.1.0")}
-	s.fail = func(j JobSpec, _ int) bool { return j.Probe == "dcgm" && s.nodes["node-0"].rec.Packages["tool"].Version == "1.1.0" }
+	s.fail = func(j JobSpec, _ int) bool {
+		return j.Probe == "dcgm" && s.nodes["node-0"].rec.Packages["tool"].Version == "1.1.0"
+	}
 	var d Decision
 	for i := 0; i < 100; i++ {
 		d = s.pass()
