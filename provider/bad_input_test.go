@@ -125,6 +125,8 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`avs_performers[1].avs_address: avs_address "` + addr + `" is already used by avs_performers[0]`},
 		{"wrong", "two waves of one name", packageSet(`rollout = { waves = [{ name = "w", node_selector = { a = "1" } }, { name = "w", node_selector = { a = "2" } }] }`),
 			`rollout.waves[1].name: name "w" is already used by rollout.waves[0]`},
+		{"wrong", "a node edge reason longer than the CRD allows", packageSet(`rollout = { node_edges = [{ before = "a", after = "b", reason = "` + strings.Repeat("r", 257) + `" }] }`),
+			`Attribute rollout.node_edges[0].reason string length must be between 1 and 256, got: 257`},
 		{"wrong", "a gantry_nodes label that is no label", `data "gantry_nodes" "n" {
   labels = { "bad key" = "x" }
 }`, `labels: "bad key" is not a valid label key`},

@@ -22,6 +22,7 @@ import (
 type nodeEdgeModel struct {
 	Before types.String `tfsdk:"before"`
 	After  types.String `tfsdk:"after"`
+	Reason types.String `tfsdk:"reason"`
 }
 
 type fleetBudgetModel struct {
@@ -36,13 +37,17 @@ func nodeEdgesAttribute() schema.ListNestedAttribute {
 			"until the `before` node is done for this set (complete, soak included); a node already under way finishes. Node names are Kubernetes Node names. " +
 			"An edge naming a node the set does not select is ignored (the other node does not wait). A cycle (`a` before `b` before `a`) is an invalid spec: " +
 			"the plan fails naming it (the set would report Stalled, `InvalidSpec`). While nodes wait, `status.nodeEdgeWaits` and the Ready condition's message say " +
-			"`<after> waits for <before>, ...`. At most 256 edges.",
+			"`<after> waits for <before>, ...` (a `before` whose edge has a `reason` as `<before> (<reason>)`). At most 256 edges.",
 		Validators: []validator.List{listvalidator.SizeAtMost(256)},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"before": schema.StringAttribute{Required: true, MarkdownDescription: "The node that goes first.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
 			"after": schema.StringAttribute{Required: true, MarkdownDescription: "The node that waits until `before` is done for this set.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
+			"reason": schema.StringAttribute{Optional: true, MarkdownDescription: "Why `after` waits for `before`, as NixFleet's `edges[].reason`, e.g. `database primary before its replica`.\n\n" +
+				"Shown where the node waits: `status.nodeEdgeWaits` and the Ready condition's message say `<after> waits for <before> (<reason>)`, and the rollout preview's " +
+				"constraints `node <after> after node <before> (<reason>)`. At most 256 characters.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 256)}},
 		}}}
 }
 
@@ -70,15 +75,19 @@ func fleetBudgetAttribute() schema.SingleNestedAttribute {
 func expandNodeEdges(in []nodeEdgeModel) []v1alpha1.NodeEdge {
 	var out []v1alpha1.NodeEdge
 	for _, e := range in {
-		out = append(out, v1alpha1.NodeEdge{Before: e.Before.ValueString(), After: e.After.ValueString()})
+		out = append(out, v1alpha1.NodeEdge{Before: e.Before.ValueString(), After: e.After.ValueString(), Reason: e.Reason.ValueString()})
 	}
 	return out
 }
 
 func flattenNodeEdges(in []v1alpha1.NodeEdge, prior []nodeEdgeModel) []nodeEdgeModel {
 	out := emptyIfPrior[nodeEdgeModel](prior)
-	for _, e := range in {
-		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After)})
+	for i, e := range in {
+		var pe nodeEdgeModel
+		if i < len(prior) {
+			pe = prior[i]
+		}
+		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After), Reason: optString(e.Reason, pe.Reason)})
 	}
 	return out
 }

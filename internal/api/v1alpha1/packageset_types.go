@@ -771,6 +771,13 @@ type NodeEdge struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	After string `json:"after"`
+	// Reason says why After waits for Before (NixFleet's edges[].reason), e.g. "database
+	// primary before its replica"; shown where the node waits: "<after> waits for <before>
+	// (<reason>)" in status.nodeEdgeWaits and the Ready condition, and in the rollout preview's
+	// constraints. At most 256 characters.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // FleetBudget names a budget shared by several package sets (NixFleet's disruptionBudgets
@@ -1117,7 +1124,8 @@ type PackageSetStatus struct {
 	// +optional
 	CurrentWave string `json:"currentWave,omitempty"`
 	// NodeEdgeWaits names the nodes spec.rollout.nodeEdges hold after the last pass: "<after>
-	// waits for <before>[, <before>...]" (the before nodes not done yet).
+	// waits for <before>[, <before>...]" (the before nodes not done yet; a before whose edge has
+	// a reason as "<before> (<reason>)").
 	// +optional
 	NodeEdgeWaits []string `json:"nodeEdgeWaits,omitempty"`
 	// FleetBudget is the shared budget of spec.rollout.fleetBudget as the last pass saw it.
