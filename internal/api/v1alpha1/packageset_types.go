@@ -695,7 +695,8 @@ type Rollout struct {
 	// budget, as NixFleet's fleet-wide disruptionBudgets across rollouts: a node counts once
 	// while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or
 	// Failed, or cordoned by the set), and a set starts no new node while the count is at the
-	// limit. When the sets disagree on maxInFlight the lowest among the existing sets wins (a
+	// limit (maxInFlight nodes, or maxInFlightPct percent of the nodes the sets select). When
+	// the sets disagree on the limit the lowest among the existing sets wins (a
 	// set that starts nodes before a set with a lower value exists uses the values it sees:
 	// give every set of a budget the same maxInFlight). The set's own interruptionBudget still
 	// applies.
@@ -745,7 +746,8 @@ type Release struct {
 type FleetBudgetStatus struct {
 	// Name of the budget.
 	Name string `json:"name"`
-	// MaxInFlight is the limit in force: the lowest maxInFlight of the sets sharing it.
+	// MaxInFlight is the limit in force: the lowest limit of the sets sharing it (a
+	// maxInFlightPct resolved to a count of the nodes the sets select).
 	MaxInFlight int32 `json:"maxInFlight"`
 	// InFlight is how many nodes are in flight across those sets after the pass.
 	InFlight int32 `json:"inFlight"`
@@ -781,7 +783,8 @@ type NodeEdge struct {
 }
 
 // FleetBudget names a budget shared by several package sets (NixFleet's disruptionBudgets
-// shared by several rollouts).
+// shared by several rollouts), with a count (maxInFlight) or a percentage (maxInFlightPct).
+// +kubebuilder:validation:XValidation:rule="has(self.maxInFlight) != has(self.maxInFlightPct)",message="fleetBudget needs exactly one of maxInFlight or maxInFlightPct"
 type FleetBudget struct {
 	// Name of the budget: the sets naming it share it (a DNS-1123 label).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -790,7 +793,16 @@ type FleetBudget struct {
 	// MaxInFlight is the most nodes in flight at once across the sets sharing the budget
 	// (the lowest of the existing sets' values wins: give them all the same value).
 	// +kubebuilder:validation:Minimum=1
-	MaxInFlight int32 `json:"maxInFlight"`
+	// +optional
+	MaxInFlight int32 `json:"maxInFlight,omitempty"`
+	// MaxInFlightPct is the limit as a percentage (1-100) of the nodes the sets sharing the
+	// budget select (their union, each node once), floor, at least 1: NixFleet's
+	// maxInFlightPct. Each set's value is resolved to a count and the lowest wins, as for
+	// maxInFlight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxInFlightPct *int32 `json:"maxInFlightPct,omitempty"`
 }
 
 // HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Pod on the node. It has NODE_NAME and
