@@ -125,6 +125,14 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`avs_performers[1].avs_address: avs_address "` + addr + `" is already used by avs_performers[0]`},
 		{"wrong", "two waves of one name", packageSet(`rollout = { waves = [{ name = "w", node_selector = { a = "1" } }, { name = "w", node_selector = { a = "2" } }] }`),
 			`rollout.waves[1].name: name "w" is already used by rollout.waves[0]`},
+		{"wrong", "a node edge reason longer than the CRD allows", packageSet(`rollout = { node_edges = [{ before = "a", after = "b", reason = "` + strings.Repeat("r", 257) + `" }] }`),
+			`Attribute rollout.node_edges[0].reason string length must be between 1 and 256, got: 257`},
+		{"wrong", "a fleet budget with a count and a percentage", packageSet(`rollout = { fleet_budget = { name = "f", max_in_flight = 2, max_in_flight_pct = 25 } }`),
+			`2 attributes specified when one (and only one) of [rollout.fleet_budget.max_in_flight.<.max_in_flight,rollout.fleet_budget.max_in_flight.<.max_in_flight_pct] is required`},
+		{"wrong", "a fleet budget with neither a count nor a percentage", packageSet(`rollout = { fleet_budget = { name = "f" } }`),
+			`No attribute specified when one (and only one) of [rollout.fleet_budget.max_in_flight.<.max_in_flight,rollout.fleet_budget.max_in_flight.<.max_in_flight_pct] is required`},
+		{"wrong", "a fleet budget percentage above 100", packageSet(`rollout = { fleet_budget = { name = "f", max_in_flight_pct = 101 } }`),
+			`Attribute rollout.fleet_budget.max_in_flight_pct value must be between 1 and 100, got: 101`},
 		{"wrong", "a gantry_nodes label that is no label", `data "gantry_nodes" "n" {
   labels = { "bad key" = "x" }
 }`, `labels: "bad key" is not a valid label key`},

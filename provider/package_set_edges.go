@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -22,11 +23,13 @@ import (
 type nodeEdgeModel struct {
 	Before types.String `tfsdk:"before"`
 	After  types.String `tfsdk:"after"`
+	Reason types.String `tfsdk:"reason"`
 }
 
 type fleetBudgetModel struct {
-	Name        types.String `tfsdk:"name"`
-	MaxInFlight types.Int64  `tfsdk:"max_in_flight"`
+	Name           types.String `tfsdk:"name"`
+	MaxInFlight    types.Int64  `tfsdk:"max_in_flight"`
+	MaxInFlightPct types.Int64  `tfsdk:"max_in_flight_pct"`
 }
 
 // nodeEdgesAttribute is rollout.node_edges.
@@ -36,13 +39,17 @@ func nodeEdgesAttribute() schema.ListNestedAttribute {
 			"until the `before` node is done for this set (complete, soak included); a node already under way finishes. Node names are Kubernetes Node names. " +
 			"An edge naming a node the set does not select is ignored (the other node does not wait). A cycle (`a` before `b` before `a`) is an invalid spec: " +
 			"the plan fails naming it (the set would report Stalled, `InvalidSpec`). While nodes wait, `status.nodeEdgeWaits` and the Ready condition's message say " +
-			"`<after> waits for <before>, ...`. At most 256 edges.",
+			"`<after> waits for <before>, ...` (a `before` whose edge has a `reason` as `<before> (<reason>)`). At most 256 edges.",
 		Validators: []validator.List{listvalidator.SizeAtMost(256)},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"before": schema.StringAttribute{Required: true, MarkdownDescription: "The node that goes first.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
 			"after": schema.StringAttribute{Required: true, MarkdownDescription: "The node that waits until `before` is done for this set.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
+			"reason": schema.StringAttribute{Optional: true, MarkdownDescription: "Why `after` waits for `before`, as NixFleet's `edges[].reason`, e.g. `database primary before its replica`.\n\n" +
+				"Shown where the node waits: `status.nodeEdgeWaits` and the Ready condition's message say `<after> waits for <before> (<reason>)`, and the rollout preview's " +
+				"constraints `node <after> after node <before> (<reason>)`. At most 256 characters.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 256)}},
 		}}}
 }
 
@@ -52,17 +59,23 @@ func fleetBudgetAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "A budget of nodes in flight shared by every package set naming the same `name`, as NixFleet's fleet-wide `disruptionBudgets` shared by " +
 			"several rollouts.\n\nA node counts once while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or Failed, read from the node's " +
 			"`gantry.dev/state_<set>` annotation, or cordoned by the set: `gantry.dev/cordon_<set>`); a set starts no new node while the count is at the limit " +
-			"(a node another of the sets has in flight already counts, so it may start). When the sets disagree on `max_in_flight`, the lowest wins among the sets that exist: a set " +
+			"(a node another of the sets has in flight already counts, so it may start). The limit is `max_in_flight` nodes or `max_in_flight_pct` percent of the nodes the sets select. " +
+			"When the sets disagree on the limit, the lowest wins among the sets that exist: a set " +
 			"that starts nodes before a set with a lower value is created (two sets in one apply) uses the values it sees, so give every set of a budget the same " +
-			"`max_in_flight`. " +
+			"limit. " +
 			"The set's own `interruption_budget` still applies. While it holds nodes, `status.fleetBudget` and the Ready condition's message name the budget, " +
 			"the nodes in flight and their sets. A deletion's uninstalls count but are not held.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the budget (a DNS-1123 label): the sets naming it share it.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
-			"max_in_flight": schema.Int64Attribute{Required: true, MarkdownDescription: "Most nodes in flight at once across the sets sharing the budget (at least 1); " +
-				"the lowest value among the existing sets of the budget is in force, so give them all the same value.",
-				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"max_in_flight": schema.Int64Attribute{Optional: true, MarkdownDescription: "Most nodes in flight at once across the sets sharing the budget (at least 1).\n\n" +
+				"Exactly one of `max_in_flight` and `max_in_flight_pct`. The lowest limit among the existing sets of the budget is in force, so give them all the same value.",
+				Validators: []validator.Int64{int64validator.AtLeast(1),
+					int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("max_in_flight"), path.MatchRelative().AtParent().AtName("max_in_flight_pct"))}},
+			"max_in_flight_pct": schema.Int64Attribute{Optional: true, MarkdownDescription: "The limit as a percentage (1-100) of the nodes the sets sharing the budget select, " +
+				"as NixFleet's `maxInFlightPct`.\n\nThe nodes any of the sets selects count once; the percentage is rounded down, at least 1 node " +
+				"(as `interruption_budget.percent`). Exactly one of `max_in_flight` and `max_in_flight_pct`; each set's value is resolved to a count and the lowest wins.",
+				Validators: []validator.Int64{int64validator.Between(1, 100)}},
 		}}
 }
 
@@ -70,15 +83,19 @@ func fleetBudgetAttribute() schema.SingleNestedAttribute {
 func expandNodeEdges(in []nodeEdgeModel) []v1alpha1.NodeEdge {
 	var out []v1alpha1.NodeEdge
 	for _, e := range in {
-		out = append(out, v1alpha1.NodeEdge{Before: e.Before.ValueString(), After: e.After.ValueString()})
+		out = append(out, v1alpha1.NodeEdge{Before: e.Before.ValueString(), After: e.After.ValueString(), Reason: e.Reason.ValueString()})
 	}
 	return out
 }
 
 func flattenNodeEdges(in []v1alpha1.NodeEdge, prior []nodeEdgeModel) []nodeEdgeModel {
 	out := emptyIfPrior[nodeEdgeModel](prior)
-	for _, e := range in {
-		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After)})
+	for i, e := range in {
+		var pe nodeEdgeModel
+		if i < len(prior) {
+			pe = prior[i]
+		}
+		out = append(out, nodeEdgeModel{Before: types.StringValue(e.Before), After: types.StringValue(e.After), Reason: optString(e.Reason, pe.Reason)})
 	}
 	return out
 }
@@ -87,14 +104,26 @@ func expandFleetBudget(in *fleetBudgetModel) *v1alpha1.FleetBudget {
 	if in == nil {
 		return nil
 	}
-	return &v1alpha1.FleetBudget{Name: in.Name.ValueString(), MaxInFlight: int32(in.MaxInFlight.ValueInt64())}
+	out := &v1alpha1.FleetBudget{Name: in.Name.ValueString(), MaxInFlight: int32(in.MaxInFlight.ValueInt64())}
+	if !in.MaxInFlightPct.IsNull() && !in.MaxInFlightPct.IsUnknown() {
+		pct := int32(in.MaxInFlightPct.ValueInt64())
+		out.MaxInFlightPct = &pct
+	}
+	return out
 }
 
 func flattenFleetBudget(in *v1alpha1.FleetBudget) *fleetBudgetModel {
 	if in == nil {
 		return nil
 	}
-	return &fleetBudgetModel{Name: types.StringValue(in.Name), MaxInFlight: types.Int64Value(int64(in.MaxInFlight))}
+	m := &fleetBudgetModel{Name: types.StringValue(in.Name), MaxInFlight: types.Int64Null(), MaxInFlightPct: types.Int64Null()}
+	if in.MaxInFlight != 0 {
+		m.MaxInFlight = types.Int64Value(int64(in.MaxInFlight))
+	}
+	if in.MaxInFlightPct != nil {
+		m.MaxInFlightPct = types.Int64Value(int64(*in.MaxInFlightPct))
+	}
+	return m
 }
 
 // validateNodeEdges checks rollout.node_edges at plan as the CRD and the reconciler do: an

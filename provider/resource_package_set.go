@@ -399,7 +399,8 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Attributes: map[string]schema.Attribute{
 					"soak_duration": schema.StringAttribute{Optional: true, MarkdownDescription: "How long a node soaks after its last stage, e.g. `30s` (unset or `0s`: no soak).\n\n" +
 						"While it soaks, each package's last check is re-run as a Pod in rounds: one at once, then every `soak_check_interval`, the last when the window ends. " +
-						"The node is Converged once that last round passed; a failed round makes it Failed and `on_health_failure` applies.", Validators: []validator.String{durationValidator{}}},
+						"The node is Converged once that last round passed; a failed round makes it Failed and `on_health_failure` applies. " +
+						"With no soak, `health_checks` still run once after the last stage.", Validators: []validator.String{durationValidator{}}},
 					"soak_check_interval": schema.StringAttribute{Optional: true, MarkdownDescription: "Time between the starts of two soak check rounds, e.g. `10s`, at least `1s` " +
 						"(a round still running delays the next). Unset: `soak_duration`/3, at least 5s.", Validators: []validator.String{durationValidator{min: time.Second}}},
 					"on_health_failure": schema.StringAttribute{Optional: true, MarkdownDescription: "What happens when a node's change fails: `halt` (default) starts no new node meanwhile; `rollback` returns the node to what it had and stops the rollout.\n\n`halt`: no new node starts while one is Failed (its stage is retried with backoff); " +

@@ -30,7 +30,7 @@ resource "gantry_package_set" "drivers" {
   node_selector = { "gantry.dev/test-pool" = %[1]q }
   additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
   rollout = {
-    node_edges   = [{ before = "%[1]s-0", after = "%[1]s-2" }, { before = "not-selected", after = "%[1]s-1" }]
+    node_edges   = [{ before = "%[1]s-0", after = "%[1]s-2", reason = "canary node first" }, { before = "not-selected", after = "%[1]s-1" }]
     fleet_budget = { name = %[1]q, max_in_flight = 1 }
   }
   packages = [{

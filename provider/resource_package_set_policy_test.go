@@ -223,6 +223,52 @@ func TestAccPackageSet_healthChecks(t *testing.T) {
 	})
 }
 
+func healthGateConfig(pool, version, probeLabels string) string {
+	return fmt.Sprintf(`
+resource "gantry_package_set" "test" {
+  name          = %[1]q
+  node_selector = { "gantry.dev/test-pool" = %[1]q }
+  additional_tolerations = [{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }]
+  rollout = {
+    on_health_failure = "rollback"
+    health_checks     = [{ name = "dcgm", image = "ghcr.io/gantry-dev/dcgm-probe:1", command = ["/probe"]%[3]s }]
+  }
+  packages = [{ name = "dcgm-tool", version = %[2]q, image = "ghcr.io/gantry-dev/dcgm-tool" }]
+  timeouts = { create = "5m", update = "5m" }
+}
+`, pool, version, probeLabels)
+}
+
+// Health gates at soak 0 (NixFleet's healthGate with soakMinutes = 0): health checks with no
+// soak_duration plan and apply; the check runs once per node after its last stage and the
+// apply completes. With 1.1.0 and the check failing (kwok's chaos label on its pod only) the
+// apply fails naming the check "failed after the last stage", the rollback and the quarantine.
+func TestAccPackageSet_healthGateNoSoak(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	pool := "acc-hg-" + rand.String(5)
+	accNodes(t, c, pool, 3) // checkPackageSetGone reads nodes 0-2
+	addr := "gantry_package_set.test"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPackageSetGone(c, pool),
+		Steps: []resource.TestStep{
+			{
+				Config: healthGateConfig(pool, "1.0.0", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("complete")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("rollout").AtMapKey("soak_duration"), knownvalue.Null()),
+				},
+			},
+			{
+				Config:      healthGateConfig(pool, "1.1.0", `, pod_labels = { "pod-container-running-failed.stage.kwok.x-k8s.io" = "true" }`),
+				ExpectError: regexp.MustCompile(`(?s)health\s+check\s+dcgm\s+failed\s+after\s+the\s+last\s+stage.*dcgm-tool@1\.1\.0`),
+			},
+		},
+	})
+}
+
 // NixFleet's observe mode and systemd gate: an observe-mode check whose pod fails (kwok's
 // chaos label) does not fail the apply: the set completes and its HealthChecksObserved
 // condition names the check on every node; the systemd_failed_units check round-trips
@@ -303,8 +349,6 @@ resource "gantry_package_set" "bad" {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{PlanOnly: true, Config: cfg(`{ health_checks = [{ name = "a", http_get = { url = "http://x" } }] }`),
-				ExpectError: regexp.MustCompile(`(?s)Health Checks Need A Soak.*rollout.soak_duration`)},
 			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", image = "x", command = ["true"], http_get = { url = "http://x" } }] }`),
 				ExpectError: regexp.MustCompile(`(?s)Invalid Health Check.*exactly\s+one\s+of\s+command`)},
 			{PlanOnly: true, Config: cfg(`{ soak_duration = "1m", health_checks = [{ name = "a", command = ["true"] }] }`),

@@ -313,17 +313,8 @@ func flattenDeploymentPolicy(p *v1alpha1.DeploymentPolicy, prior *deploymentPoli
 }
 
 // validateRolloutConfig checks at plan what the CRD's rules check: compartment names unique
-// (naming the duplicate), and health checks only with a soak window (they run in its rounds).
+// (naming the duplicate).
 func validateRolloutConfig(root configValue, diags *diag.Diagnostics) {
-	if hcs, known := root.Attr("rollout").Attr("health_checks").List(); known && len(hcs) > 0 {
-		soak := root.Attr("rollout").Attr("soak_duration")
-		v, _ := soak.String()
-		d, err := time.ParseDuration(v)
-		if !soak.Unknown() && (soak.Null() || err == nil && d <= 0) {
-			diags.AddAttributeError(path.Root("rollout").AtName("health_checks"), "Health Checks Need A Soak",
-				"rollout.health_checks run in the soak window's rounds: set rollout.soak_duration (e.g. \"1m\").")
-		}
-	}
 	comps, known := root.Attr("deployment_policy").Attr("compartments").List()
 	if !known {
 		return
@@ -424,8 +415,9 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 
 func healthChecksAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true,
-		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks.\n\nEach runs as a Pod on the node in every soak round " +
-			"(needs `soak_duration`); a failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
+		MarkdownDescription: "Health gates beside the packages' own checks, as NixFleet's health checks.\n\nEach runs as a Pod on the node in every soak round, " +
+			"or, with no soak (`soak_duration` unset or `0s`, for the rollout or the node's wave), once after the node's last stage: the node is Soaking until it passed. " +
+			"A failing one fails the node like a failing check (`on_health_failure` applies: `halt` retries, `rollback` returns the " +
 			"packages changed in this rollout to what they were and quarantines them). The check's pod has `NODE_NAME` and `NODE_IP` (the node's address) " +
 			"in its environment; `command`, `args` and `url` may use `$(NODE_IP)`.",
 		Validators: []validator.List{listvalidator.SizeAtMost(8), uniqueNames{what: "Health Check"}},

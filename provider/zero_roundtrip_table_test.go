@@ -1041,7 +1041,7 @@ func rtPackageSet() *rtKind {
 				"rollout.fleet_budget":                            {min: map[string]any{"name": "zero-budget", "max_in_flight": int64(1)}},
 				"rollout.fleet_budget.name":                       {value: "zero-budget-2"},
 				"rollout.fleet_budget.max_in_flight":              {value: int64(2)},
-				"rollout.health_checks":                           {with: map[string]any{"rollout.soak_duration": "1m"}},
+				"rollout.fleet_budget.max_in_flight_pct":          {with: map[string]any{"rollout.fleet_budget.max_in_flight": nil}, value: int64(50)},
 				"rollout.health_checks[]":                         {min: map[string]any{"name": "zerocheck", "image": "docker.io/library/busybox:1.36", "command": []any{"true"}}},
 				"rollout.health_checks[].name":                    {value: "zerocheck-2"},
 				"rollout.health_checks[].image":                   {value: "docker.io/library/busybox:1.37"},

@@ -155,3 +155,69 @@ func TestPackageSetHealthCheckObserveAndSystemd(t *testing.T) {
 		t.Errorf("no HealthCheckObserved Warning event names the observed failure")
 	}
 }
+
+// Health gates at soak 0 (NixFleet's healthGate with soakMinutes = 0): with no soakDuration,
+// the exec check runs once on each node after its last stage (one health-dcgm Pod per node,
+// round 0, and no package soak check) and the set completes. Then dcgm-tool 1.1.0 with the
+// check failing (kwok's chaos label on the check's pod only): the nodes roll back to 1.0.0,
+// dcgm-tool@1.1.0 is quarantined, and the set's events name the check, failed "after the
+// last stage".
+func TestPackageSetHealthCheckNoSoak(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-hgate-%d", seq.Add(1))
+	nodes := e.gpuNodes(t, pool, 2)
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector:          metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:              []v1alpha1.Package{pkgTool("1.0.0")},
+		AdditionalTolerations: gpuToleration,
+		Rollout: &v1alpha1.Rollout{OnHealthFailure: v1alpha1.HealthFailureRollback,
+			HealthChecks: []v1alpha1.HealthCheck{{Name: "dcgm", Image: "ghcr.io/gantry-dev/dcgm-probe:1", Command: []string{"/probe"}}}},
+	}}
+	e.createSet(t, set)
+	e.waitSet(t, pool, "complete", statusIs(v1alpha1.StatusComplete))
+	probed := map[string]int{}
+	for _, p := range e.setPods(t, pool) {
+		switch st := p.Labels[v1alpha1.LabelStage]; {
+		case st == "health-dcgm":
+			probed[p.Labels[v1alpha1.LabelNode]]++
+			if p.Annotations["gantry.dev/soak-round"] != "0" || p.Status.Phase != corev1.PodSucceeded {
+				t.Errorf("health check Pod %s: round %q phase %s", p.Name, p.Annotations["gantry.dev/soak-round"], p.Status.Phase)
+			}
+		case strings.HasSuffix(st, "-soak"):
+			t.Errorf("package soak check Pod %s (%s) with no soak window", p.Name, st)
+		}
+	}
+	for _, n := range nodes {
+		if probed[n] != 1 {
+			t.Errorf("node %s: %d health check runs with no soak, want 1 (%v)", n, probed[n], probed)
+		}
+	}
+
+	e.updateSet(t, pool, func(s *v1alpha1.PackageSet) {
+		s.Spec.Packages[0].Version = "1.1.0"
+		s.Spec.Rollout.HealthChecks[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
+	})
+	e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
+		if !slices.Contains(s.Status.QuarantinedVersions, "dcgm-tool@1.1.0") {
+			return false
+		}
+		for _, n := range nodes {
+			if s.Status.NodeState[n]["dcgm-tool"].Version != "1.0.0" || s.Status.NodeRollout[n] != v1alpha1.RolloutReverted {
+				return false
+			}
+		}
+		return true
+	})
+	var list corev1.EventList
+	if err := e.c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var named bool
+	for _, ev := range list.Items {
+		named = named || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && strings.Contains(ev.Message, "health check dcgm failed after the last stage")
+	}
+	if !named {
+		t.Errorf("no event of the set names the failed health gate")
+	}
+}

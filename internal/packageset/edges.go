@@ -1,7 +1,8 @@
 package packageset
 
-// Rule: node edges (NixFleet's edges[] {after, before} between hosts): the after node does not
-// start the set's new version until the before node is done for the set.
+// Rule: node edges (NixFleet's edges[] {after, before, reason} between hosts): the after node
+// does not start the set's new version until the before node is done for the set; the reason
+// is shown where the after node waits.
 
 import (
 	"fmt"
@@ -81,9 +82,10 @@ func edgeSpecErr(specErr error, f SetFacts) error {
 	return nil
 }
 
-// edgeWaits maps each selected node to the before nodes its edges wait for (sorted): selected
-// nodes not done for the set (with work to do for wants, or in flight: their rollout
-// Activating, Deferred, Soaking or Failed, or cordoned). An edge naming a node the set does not
+// edgeWaits maps each selected node to the before nodes its edges wait for (sorted by name,
+// each named by edgeWait, with its edge's reason): selected nodes not done for the set (with
+// work to do for wants, or in flight: their rollout Activating, Deferred, Soaking or Failed,
+// or cordoned). An edge naming a node the set does not
 // select is ignored. Nil while deleting (an uninstall waits for no edge).
 func edgeWaits(f SetFacts, nodes []NodeFacts, wants []Want) map[string][]string {
 	if len(f.NodeEdges) == 0 || f.Deleting {
@@ -100,19 +102,36 @@ func edgeWaits(f SetFacts, nodes []NodeFacts, wants []Want) map[string][]string 
 		p := newNodePass(&f, n, wants, nil, nil)
 		notDone[name] = p.needsWork() || n.Record != nil && (InFlight(n.Record.Rollout) || n.Cordoned)
 	}
-	out := map[string][]string{}
+	befores := map[string][]string{}
+	reasons := map[[2]string]string{} // {after, before} → the first edge's reason
 	for _, e := range f.NodeEdges {
 		if _, ok := byName[e.After]; !ok || !notDone[e.Before] {
 			continue
 		}
-		if !slices.Contains(out[e.After], e.Before) {
-			out[e.After] = append(out[e.After], e.Before)
+		if !slices.Contains(befores[e.After], e.Before) {
+			befores[e.After] = append(befores[e.After], e.Before)
+		}
+		if k := [2]string{e.After, e.Before}; reasons[k] == "" {
+			reasons[k] = e.Reason
 		}
 	}
-	for k := range out {
-		sort.Strings(out[k])
+	out := make(map[string][]string, len(befores))
+	for after, bs := range befores {
+		sort.Strings(bs)
+		for _, b := range bs {
+			out[after] = append(out[after], edgeWait(b, reasons[[2]string{after, b}]))
+		}
 	}
 	return out
+}
+
+// edgeWait is how a before node a node waits for is named: "<before>", or "<before>
+// (<reason>)" when its edge gives a reason (NixFleet's edges[].reason).
+func edgeWait(before, reason string) string {
+	if reason = strings.TrimSpace(reason); reason != "" {
+		return before + " (" + reason + ")"
+	}
+	return before
 }
 
 // holdForEdges holds the node (status waiting) while before nodes of its edges are not done,

@@ -100,3 +100,24 @@ func TestNodeEdgesIgnoredAndCycle(t *testing.T) {
 		t.Errorf("jobs %v started with a cycle", s.pendingJobs())
 	}
 }
+
+// An edge's reason (NixFleet's edges[].reason) is carried where the node waits: status lines
+// and the Ready condition name each before node with its reason ("<before> (<reason>)"; a
+// before without one stays bare), befores sorted by name.
+func TestNodeEdgeReasonInWaits(t *testing.T) {
+	s := newSim(t, 3, tool("1.0.0"))
+	s.facts.Budget = nil
+	s.facts.NodeEdges = []v1alpha1.NodeEdge{
+		{Before: "node-1", After: "node-2", Reason: "  database primary before its replica "},
+		{Before: "node-0", After: "node-2"},
+		{Before: "node-1", After: "node-2", Reason: "a second edge between the same nodes"},
+	}
+	d := s.pass()
+	want := "node-2 waits for node-0, node-1 (database primary before its replica)"
+	if !slices.Equal(d.NodeEdgeWaits, []string{want}) {
+		t.Errorf("node edge waits %q, want %q", d.NodeEdgeWaits, want)
+	}
+	if c := cond(t, d, v1alpha1.ConditionReady); !strings.Contains(c.Message, "node edges: "+want) {
+		t.Errorf("Ready message %q", c.Message)
+	}
+}

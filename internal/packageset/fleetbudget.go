@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -18,7 +20,7 @@ import (
 // FleetFacts are a shared budget's facts (spec.rollout.fleetBudget) for one pass.
 type FleetFacts struct {
 	Name string
-	// Max is the limit in force: the lowest maxInFlight of the sets sharing the budget.
+	// Max is the limit in force: the lowest limit of the sets sharing the budget (fleetLimit).
 	Max int
 	// Sets are the sets sharing the budget, this one included, sorted.
 	Sets []string
@@ -117,7 +119,8 @@ func FleetMessage(st *v1alpha1.FleetBudgetStatus) string {
 
 // FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
 // set names none): the sets naming the same budget (deleting ones included: their uninstalls
-// still disrupt nodes), the lowest of their maxInFlight (when they disagree the lowest wins),
+// still disrupt nodes), the lowest of their limits (fleetLimit: maxInFlight, or maxInFlightPct
+// of the nodes the sets select together; when they disagree the lowest wins),
 // and the nodes the others and this set have in flight from their annotations on the nodes
 // (InFlightFor: gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable
 // node). A record that does not parse counts as in flight (the safe side).
@@ -126,15 +129,26 @@ func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []
 	if fb == nil {
 		return nil
 	}
-	ff := &FleetFacts{Name: fb.Name, Max: int(fb.MaxInFlight), Sets: []string{set.Name}, Others: map[string][]string{}}
+	ff := &FleetFacts{Name: fb.Name, Sets: []string{set.Name}, Others: map[string][]string{}}
 	var others []string
+	sharing := []*v1alpha1.PackageSet{set}
 	for i := range sets {
 		o := fleetBudgetOf(&sets[i])
 		if sets[i].Name == set.Name || o == nil || o.Name != fb.Name {
 			continue
 		}
 		others = append(others, sets[i].Name)
-		ff.Max = min(ff.Max, int(o.MaxInFlight))
+		sharing = append(sharing, &sets[i])
+	}
+	base := -1 // the nodes the sharing sets select, counted only when a percentage needs it
+	for _, s := range sharing {
+		b := fleetBudgetOf(s)
+		if b.MaxInFlightPct != nil && base < 0 {
+			base = fleetSelected(sharing, nodes)
+		}
+		if limit := fleetLimit(b, base); ff.Max == 0 || limit < ff.Max {
+			ff.Max = limit
+		}
 	}
 	ff.Sets = append(ff.Sets, others...)
 	sort.Strings(ff.Sets)
@@ -169,8 +183,43 @@ func annotatedInFlight(n *corev1.Node, set string) bool {
 }
 
 func fleetBudgetOf(s *v1alpha1.PackageSet) *v1alpha1.FleetBudget {
-	if s.Spec.Rollout == nil || s.Spec.Rollout.FleetBudget == nil || s.Spec.Rollout.FleetBudget.MaxInFlight < 1 {
+	if s.Spec.Rollout == nil || s.Spec.Rollout.FleetBudget == nil {
 		return nil
 	}
-	return s.Spec.Rollout.FleetBudget
+	if fb := s.Spec.Rollout.FleetBudget; fb.MaxInFlight >= 1 || fb.MaxInFlightPct != nil && *fb.MaxInFlightPct >= 1 {
+		return fb
+	}
+	return nil
+}
+
+// fleetLimit is a set's fleet budget as a count: maxInFlight when set, else maxInFlightPct
+// percent of selected (the nodes the sets sharing the budget select), floor, at least 1 (as
+// the set's own interruption budget rounds a percentage). maxInFlight wins if both are set
+// (the CRD allows one).
+func fleetLimit(fb *v1alpha1.FleetBudget, selected int) int {
+	if fb.MaxInFlight >= 1 || fb.MaxInFlightPct == nil {
+		return max(int(fb.MaxInFlight), 1)
+	}
+	return max(int(*fb.MaxInFlightPct)*max(selected, 0)/100, 1)
+}
+
+// fleetSelected counts the nodes any of sets selects (each node once): the base of a
+// maxInFlightPct. A set whose selector is invalid selects none (its pass says why).
+func fleetSelected(sets []*v1alpha1.PackageSet, nodes []corev1.Node) int {
+	var sels []labels.Selector
+	for _, s := range sets {
+		if sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector); err == nil {
+			sels = append(sels, sel)
+		}
+	}
+	c := 0
+	for i := range nodes {
+		for _, sel := range sels {
+			if sel.Matches(labels.Set(nodes[i].Labels)) {
+				c++
+				break
+			}
+		}
+	}
+	return c
 }

@@ -1,11 +1,13 @@
 package packageset
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
@@ -143,5 +145,45 @@ func TestFleetFactsOf(t *testing.T) {
 	}
 	if FleetFactsOf(&sets[3], sets, nodes) != nil {
 		t.Error("a set without a fleet budget has fleet facts")
+	}
+}
+
+// maxInFlightPct (NixFleet's disruptionBudgets[].maxInFlightPct) is a percentage of the nodes
+// the sets sharing the budget select together (each node once), floor, at least 1; each set's
+// value resolves to a count and the lowest wins, a count against a percentage too.
+func TestFleetFactsOfPercent(t *testing.T) {
+	set := func(name, pool string, fb v1alpha1.FleetBudget) v1alpha1.PackageSet {
+		s := v1alpha1.PackageSet{}
+		s.Name = name
+		s.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}}
+		fb.Name = "fleet"
+		s.Spec.Rollout = &v1alpha1.Rollout{FleetBudget: &fb}
+		return s
+	}
+	var nodes []corev1.Node
+	for i := 0; i < 20; i++ { // 8 in pool a, 8 in pool b, 4 in pool c
+		n := corev1.Node{}
+		n.Name = fmt.Sprintf("n%02d", i)
+		n.Labels = map[string]string{"pool": []string{"a", "b", "c"}[min(i/8, 2)]}
+		nodes = append(nodes, n)
+	}
+	pct := func(p int32) v1alpha1.FleetBudget { return v1alpha1.FleetBudget{MaxInFlightPct: &p} }
+	for _, tc := range []struct {
+		name string
+		sets []v1alpha1.PackageSet
+		want int
+	}{
+		{"25% of pool a alone", []v1alpha1.PackageSet{set("x", "a", pct(25))}, 2},
+		{"25% of pools a and b together", []v1alpha1.PackageSet{set("x", "a", pct(25)), set("y", "b", pct(25))}, 4},
+		{"the same pool twice counts once", []v1alpha1.PackageSet{set("x", "a", pct(25)), set("y", "a", pct(50))}, 2},
+		{"floor, at least 1", []v1alpha1.PackageSet{set("x", "c", pct(10))}, 1},
+		{"a lower count wins", []v1alpha1.PackageSet{set("x", "a", pct(50)), set("y", "b", v1alpha1.FleetBudget{MaxInFlight: 3})}, 3},
+		{"a lower percentage wins", []v1alpha1.PackageSet{set("x", "a", v1alpha1.FleetBudget{MaxInFlight: 5}), set("y", "b", pct(10))}, 1},
+		{"100% of every selected node", []v1alpha1.PackageSet{set("x", "a", pct(100)), set("y", "c", pct(100))}, 12},
+	} {
+		ff := FleetFactsOf(&tc.sets[0], tc.sets, nodes)
+		if ff == nil || ff.Max != tc.want {
+			t.Errorf("%s: fleet facts %+v, want max %d", tc.name, ff, tc.want)
+		}
 	}
 }

@@ -466,7 +466,7 @@ func otherSets(fl *FleetFacts) []string {
 func constraintsOf(set *v1alpha1.PackageSet, f SetFacts) []string {
 	var out []string
 	for _, e := range f.NodeEdges {
-		out = append(out, fmt.Sprintf("node %s after node %s", e.After, e.Before))
+		out = append(out, fmt.Sprintf("node %s after node %s", e.After, edgeWait(e.Before, e.Reason)))
 	}
 	if len(set.Spec.After) > 0 {
 		out = append(out, "after package sets "+strings.Join(set.Spec.After, ", ")+" (on each node)")

@@ -88,10 +88,10 @@ func TestPreviewRollout_pdbBlocksTheRollout(t *testing.T) {
 	}
 }
 
-// Node edges order the nodes: gpu-00 waits for gpu-02.
+// Node edges order the nodes: gpu-00 waits for gpu-02; the summary names the edge's reason.
 func TestPreviewRollout_nodeEdges(t *testing.T) {
 	set := previewSet(3)
-	set.Spec.Rollout = &v1alpha1.Rollout{NodeEdges: []v1alpha1.NodeEdge{{Before: "gpu-02", After: "gpu-00"}}}
+	set.Spec.Rollout = &v1alpha1.Rollout{NodeEdges: []v1alpha1.NodeEdge{{Before: "gpu-02", After: "gpu-00", Reason: "canary first"}}}
 	p, err := PreviewRollout(PreviewFacts{Set: set, Nodes: previewNodes(3, nil), Now: time.Unix(1_700_000_000, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestPreviewRollout_nodeEdges(t *testing.T) {
 	if got := fmt.Sprint(waveNames(p)); got != "[[gpu-01 gpu-02] [gpu-00]]" || !p.Complete {
 		t.Fatalf("waves %s complete %v, want [[gpu-01 gpu-02] [gpu-00]]", got, p.Complete)
 	}
-	if !strings.Contains(p.Summary(5), "node gpu-00 after node gpu-02") {
+	if !strings.Contains(p.Summary(5), "node gpu-00 after node gpu-02 (canary first)") {
 		t.Errorf("summary lacks the edge:\n%s", p.Summary(5))
 	}
 }

@@ -103,7 +103,8 @@ func (p *nodePass) flowStates() flowStates {
 }
 
 // settledRollout is the rollout state of a node with every flow done and nothing left to do,
-// coming from prev: Converged, or Soaking (entered now, or going on) while a soak window runs.
+// coming from prev: Converged, or Soaking (entered now, or going on) while a soak window runs
+// or, with no window, while the health checks' single round runs.
 func (p *nodePass) settledRollout(prev v1alpha1.RolloutState) v1alpha1.RolloutState {
 	switch prev {
 	case "", v1alpha1.RolloutPending, v1alpha1.RolloutConverged, v1alpha1.RolloutReverted:
@@ -114,8 +115,11 @@ func (p *nodePass) settledRollout(prev v1alpha1.RolloutState) v1alpha1.RolloutSt
 	case v1alpha1.RolloutSoaking:
 		return p.soak()
 	}
-	if p.soakWindow() > 0 {
-		// Entering Soaking: the window and its round 0 start now.
+	if p.soakWindow() > 0 || len(p.f.HealthChecks) > 0 {
+		// Entering Soaking: the window and its round 0 start now. With health checks and no
+		// window (soak 0), round 0 is the only one: the health gate runs once, and the node
+		// converges only once it passed (NixFleet RFC-0005 §1.4: a soak of 0 must not converge
+		// before any probe ran).
 		p.rec.Since, p.rec.SoakRound = p.f.Now, 0
 		p.rec.Soaks++
 		p.rec.Observed = nil
@@ -143,7 +147,9 @@ const (
 // record and Now alone: a restarted reconciler never creates a round's Pod twice. Result:
 // Converged once the last round (started at the window's end) passed; Failed when a check of
 // any round fails (soakRound: that package is erroring and the policy applies); otherwise
-// Soaking (a round running or the next one not due yet; requeued for it).
+// Soaking (a round running or the next one not due yet; requeued for it). With no window
+// (soak 0) and health checks, the single round 0 runs the health checks only (the packages'
+// checks have just passed after their stages): NixFleet's health gate without a soak.
 func (p *nodePass) soak() v1alpha1.RolloutState {
 	window := p.soakWindow()
 	iv := SoakInterval(window, p.f.SoakInterval)
@@ -156,7 +162,11 @@ func (p *nodePass) soak() v1alpha1.RolloutState {
 			p.requeueIn(due - elapsed)
 			return v1alpha1.RolloutSoaking
 		}
-		switch p.soakRound(k, last) {
+		round := p.soakRound
+		if window <= 0 {
+			round = p.probeRound
+		}
+		switch round(k, last) {
 		case soakFailed:
 			return v1alpha1.RolloutFailed
 		case soakRunning:
@@ -228,14 +238,14 @@ func (p *nodePass) probeRound(k, last int) soakResult {
 		case (j.Failed || j.ImagePullError) && hc.Observe:
 			// Observe mode (NixFleet's): recorded for the HealthChecksObserved condition; the
 			// round goes on as if it passed.
-			if msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message)); p.rec.Observed[hc.Name] != msg {
+			if msg := strings.TrimSpace(fmt.Sprintf("health check %s failed %s: %s: %s", hc.Name, roundOf(k, last), j.Reason, j.Message)); p.rec.Observed[hc.Name] != msg {
 				if p.rec.Observed == nil {
 					p.rec.Observed = map[string]string{}
 				}
 				p.rec.Observed[hc.Name] = msg
 			}
 		case j.Failed || j.ImagePullError:
-			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed in round %d/%d: %s: %s", hc.Name, k, last, j.Reason, j.Message))
+			msg := strings.TrimSpace(fmt.Sprintf("health check %s failed %s: %s: %s", hc.Name, roundOf(k, last), j.Reason, j.Message))
 			if j.mustDelete() {
 				p.plan.DeleteJobs = append(p.plan.DeleteJobs, jn)
 			}
@@ -246,6 +256,15 @@ func (p *nodePass) probeRound(k, last int) soakResult {
 		}
 	}
 	return res
+}
+
+// roundOf names round k of last in a failure message: "in round k/last", or "after the last
+// stage" for the single round of a health gate with no soak window (last 0).
+func roundOf(k, last int) string {
+	if last == 0 {
+		return "after the last stage"
+	}
+	return fmt.Sprintf("in round %d/%d", k, last)
 }
 
 // blame makes the packages changed in this rollout (all done ones if none changed) erroring

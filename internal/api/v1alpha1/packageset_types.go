@@ -75,7 +75,8 @@ const (
 	RolloutActivating RolloutState = "Activating"
 	// RolloutDeferred: the change is applied up to config and waits for its interrupt.
 	RolloutDeferred RolloutState = "Deferred"
-	// RolloutSoaking: all stages done; the soak window has not elapsed yet.
+	// RolloutSoaking: all stages done; the soak window has not elapsed yet (with no window:
+	// the health checks' single round has not passed yet).
 	RolloutSoaking RolloutState = "Soaking"
 	// RolloutConverged: soak elapsed with a passing check; current == declared.
 	RolloutConverged RolloutState = "Converged"
@@ -640,14 +641,14 @@ type InterruptionBudget struct {
 
 // Rollout configures how nodes converge (as NixFleet's rollout does).
 // +kubebuilder:validation:XValidation:rule="!has(self.soakCheckInterval) || duration(self.soakCheckInterval) >= duration('1s')",message="soakCheckInterval must be at least 1s"
-// +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || size(self.healthChecks) == 0 || (has(self.soakDuration) && duration(self.soakDuration) > duration('0s'))",message="healthChecks run during the soak window: set soakDuration"
 // +kubebuilder:validation:XValidation:rule="!has(self.healthChecks) || self.healthChecks.all(c, !has(c.command) || (has(c.image) && size(c.image) > 0))",message="an exec health check (command) needs image"
 type Rollout struct {
 	// SoakDuration is how long a node soaks after its last stage before it counts as
 	// Converged (e.g. "30s"; 0 or unset: no soak). While it soaks (Soaking), the check of each
 	// package's last stage is re-run as a Pod in rounds: one at once, then every
 	// soakCheckInterval, the last when the window ends; Converged once that last round passed,
-	// Failed as soon as a round fails (onHealthFailure applies).
+	// Failed as soon as a round fails (onHealthFailure applies). With no soak, healthChecks
+	// still run once after the last stage.
 	// +optional
 	SoakDuration *metav1.Duration `json:"soakDuration,omitempty"`
 	// SoakCheckInterval is the time between the starts of two soak check rounds (at least 1s;
@@ -672,9 +673,11 @@ type Rollout struct {
 	// +optional
 	Waves []Wave `json:"waves,omitempty"`
 	// HealthChecks are health gates beside the packages' own checks, as NixFleet's health
-	// checks: each runs as a Pod on the node in every soak round (so they need soakDuration),
-	// and a failing one fails the node like a failing check (onHealthFailure applies: halt
-	// retries, rollback returns the packages changed in this rollout to what they were).
+	// checks: each runs as a Pod on the node in every soak round, or, with no soak window
+	// (soakDuration unset or 0, for the rollout or the node's wave), once after the node's last
+	// stage (the node is Soaking until it passed). A failing one fails the node like a failing
+	// check (onHealthFailure applies: halt retries, rollback returns the packages changed in
+	// this rollout to what they were).
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=name
@@ -692,7 +695,8 @@ type Rollout struct {
 	// budget, as NixFleet's fleet-wide disruptionBudgets across rollouts: a node counts once
 	// while any of those sets has it in flight (its rollout Activating, Deferred, Soaking or
 	// Failed, or cordoned by the set), and a set starts no new node while the count is at the
-	// limit. When the sets disagree on maxInFlight the lowest among the existing sets wins (a
+	// limit (maxInFlight nodes, or maxInFlightPct percent of the nodes the sets select). When
+	// the sets disagree on the limit the lowest among the existing sets wins (a
 	// set that starts nodes before a set with a lower value exists uses the values it sees:
 	// give every set of a budget the same maxInFlight). The set's own interruptionBudget still
 	// applies.
@@ -742,7 +746,8 @@ type Release struct {
 type FleetBudgetStatus struct {
 	// Name of the budget.
 	Name string `json:"name"`
-	// MaxInFlight is the limit in force: the lowest maxInFlight of the sets sharing it.
+	// MaxInFlight is the limit in force: the lowest limit of the sets sharing it (a
+	// maxInFlightPct resolved to a count of the nodes the sets select).
 	MaxInFlight int32 `json:"maxInFlight"`
 	// InFlight is how many nodes are in flight across those sets after the pass.
 	InFlight int32 `json:"inFlight"`
@@ -768,10 +773,18 @@ type NodeEdge struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	After string `json:"after"`
+	// Reason says why After waits for Before (NixFleet's edges[].reason), e.g. "database
+	// primary before its replica"; shown where the node waits: "<after> waits for <before>
+	// (<reason>)" in status.nodeEdgeWaits and the Ready condition, and in the rollout preview's
+	// constraints. At most 256 characters.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // FleetBudget names a budget shared by several package sets (NixFleet's disruptionBudgets
-// shared by several rollouts).
+// shared by several rollouts), with a count (maxInFlight) or a percentage (maxInFlightPct).
+// +kubebuilder:validation:XValidation:rule="has(self.maxInFlight) != has(self.maxInFlightPct)",message="fleetBudget needs exactly one of maxInFlight or maxInFlightPct"
 type FleetBudget struct {
 	// Name of the budget: the sets naming it share it (a DNS-1123 label).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -780,7 +793,16 @@ type FleetBudget struct {
 	// MaxInFlight is the most nodes in flight at once across the sets sharing the budget
 	// (the lowest of the existing sets' values wins: give them all the same value).
 	// +kubebuilder:validation:Minimum=1
-	MaxInFlight int32 `json:"maxInFlight"`
+	// +optional
+	MaxInFlight int32 `json:"maxInFlight,omitempty"`
+	// MaxInFlightPct is the limit as a percentage (1-100) of the nodes the sets sharing the
+	// budget select (their union, each node once), floor, at least 1: NixFleet's
+	// maxInFlightPct. Each set's value is resolved to a count and the lowest wins, as for
+	// maxInFlight.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxInFlightPct *int32 `json:"maxInFlightPct,omitempty"`
 }
 
 // HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Pod on the node. It has NODE_NAME and
@@ -1114,7 +1136,8 @@ type PackageSetStatus struct {
 	// +optional
 	CurrentWave string `json:"currentWave,omitempty"`
 	// NodeEdgeWaits names the nodes spec.rollout.nodeEdges hold after the last pass: "<after>
-	// waits for <before>[, <before>...]" (the before nodes not done yet).
+	// waits for <before>[, <before>...]" (the before nodes not done yet; a before whose edge has
+	// a reason as "<before> (<reason>)").
 	// +optional
 	NodeEdgeWaits []string `json:"nodeEdgeWaits,omitempty"`
 	// FleetBudget is the shared budget of spec.rollout.fleetBudget as the last pass saw it.
