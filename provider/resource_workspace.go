@@ -549,7 +549,7 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // gpu_count = 0 or args = [] that a preset or instance type would silently replace
 // (readAsUnsetValidator).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}, workspaceCrossField{}}
 }
 
 // resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the
@@ -589,8 +589,11 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w) != nil {
 		return
 	}
-	_, err = workspace.Resolve(&w)
+	resolved, err := workspace.Resolve(&w)
 	if err == nil {
+		if msg := gpuMemoryProblem(resolved); msg != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("resource").AtName("instance_type"), "Model Larger Than the GPU Memory", msg)
+		}
 		return
 	}
 	at, msg := specErrorAttribute(err.Error())

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -136,18 +135,18 @@ func sweepRows() []sweepRow {
 			`rollout.waves[1]: its selector is the same as rollout.waves[0]'s ("canary"): a node belongs to the first wave whose selector matches it (NixFleet's waves), so this wave can never get a node.`},
 		{"package_set", "a first wave without a selector", stagePlan,
 			packageSet(`rollout = { waves = [{ name = "all" }, { name = "rest", node_selector = { ring = "1" } }] }`, ""),
-			`rollout.waves[0] ("all") has no node_selector or node_selector_expressions, so it matches every node and rollout.waves[1] ("rest") can never get one.`},
+			`rollout.waves[0] ("all") has no node_selector or node_selector_expressions, so it matches every node and rollout.waves[1] ("rest") can never get one: a node belongs to the first`},
 		{"package_set", "a compartment with the selector of an earlier one", stagePlan,
 			packageSet(`deployment_policy = { compartments = [{ name = "a", node_selector = { zone = "a" }, budget = { count = 1 } }, { name = "b", node_selector = { zone = "a" }, budget = { count = 1 } }] }`, ""),
 			`deployment_policy.compartments[1]: its selector is the same as deployment_policy.compartments[0]'s ("a"): a node belongs to the first compartment whose selector matches it (Skyhook's DeploymentPolicy), so this compartment can never get a node.`},
 		{"package_set", "a first compartment without a selector", stagePlan,
 			packageSet(`deployment_policy = { compartments = [{ name = "all", budget = { count = 1 } }, { name = "gpu", node_selector = { gpu = "yes" }, budget = { count = 1 } }] }`, ""),
-			`deployment_policy.compartments[0] ("all") has no node_selector or node_selector_expressions, so it matches every node and deployment_policy.compartments[1] ("gpu") can never get one.`},
+			`deployment_policy.compartments[0] ("all") has no node_selector or node_selector_expressions, so it matches every node and deployment_policy.compartments[1] ("gpu") can never get one: a node belongs to the first`},
 		{"package_set", "graceful_shutdown that rounds to 0", stagePlan, packageSet("", `graceful_shutdown = "500ms"`),
 			`packages[0].graceful_shutdown = "500ms" rounds down to 0 seconds (terminationGracePeriodSeconds is whole seconds), which kills the stage pods at once: give at least 1s, or write "0s" to mean it.`},
-		{"package_set", "33 health-check command items", stagePlan, check(`{ name = "c", image = "busybox:1.36", command = [`+items(33)+`] }`),
+		{"package_set", "33 health-check command items", stagePlan, check(`{ name = "c", image = "busybox:1.36", command = [` + items(33) + `] }`),
 			`Attribute rollout.health_checks[0].command list must contain at most 32 elements, got: 33`},
-		{"package_set", "33 health-check args", stagePlan, check(`{ name = "c", image = "busybox:1.36", command = ["sh"], args = [`+items(33)+`] }`),
+		{"package_set", "33 health-check args", stagePlan, check(`{ name = "c", image = "busybox:1.36", command = ["sh"], args = [` + items(33) + `] }`),
 			`Attribute rollout.health_checks[0].args list must contain at most 32 elements, got: 33`},
 		{"package_set", "a health-check command of one empty string", stagePlan, check(`{ name = "c", image = "busybox:1.36", command = [""] }`),
 			`rollout.health_checks[0].command[0]: an empty string is no program to run`},
@@ -230,13 +229,13 @@ func sweepRows() []sweepRow {
 
 		// gantry_workspace
 		{"workspace", "a model larger than the instance type's GPU memory", stagePlan, workspace("resource = { count = 1, instance_type = \"g4dn.xlarge\" }\n  inference = { preset = \"phi-4\" }"),
-			`resource.instance_type: the phi-4 preset needs 30Gi of GPU memory, but one copy of the model on g4dn.xlarge gets 16Gi (1 × Tesla-T4 of 16Gi): choose an instance type with more GPU memory, or spread the model over more nodes (resource.count and inference.model_gpus), as KAITO sizes it.`},
+			`resource.instance_type: the phi-4 preset needs 30Gi of GPU memory, but a copy of the model gets at most 16Gi on g4dn.xlarge (1 node × 1 Tesla-T4 of 16Gi): choose an instance type with more GPU memory, or spread the model over more nodes (resource.count and inference.model_gpus), as KAITO sizes it.`},
 		{"workspace", "gpu_product against instance_type", stagePlan, workspace("resource = { count = 1, instance_type = \"p4d.24xlarge\", gpu_product = \"NVIDIA-L4\" }" + served),
 			`resource.gpu_product = "NVIDIA-L4" contradicts resource.instance_type "p4d.24xlarge" (NVIDIA-A100-SXM4-40GB): no node carries both GPUs`},
 		{"workspace", "node_selector GPU against instance_type", stagePlan, workspace("resource = { count = 1, instance_type = \"g6.xlarge\" }" + served + "\n  node_selector = { \"nvidia.com/gpu.product\" = \"NVIDIA-H200\" }"),
 			`node_selector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts resource.instance_type "g6.xlarge" (NVIDIA-L4)`},
 		{"workspace", "node_selector GPU against gpu_product", stagePlan, workspace("resource = { count = 1, gpu_count = 1, gpu_product = \"NVIDIA-L4\" }" + served + "\n  node_selector = { \"nvidia.com/gpu.product\" = \"NVIDIA-H200\" }"),
-			`node_selector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts resource.gpu_product "NVIDIA-L4"`},
+			`node_selector["nvidia.com/gpu.product"] = "NVIDIA-H200" contradicts resource.gpu_product (NVIDIA-L4): no node carries both GPUs`},
 		{"workspace", "node_selector against label_selector", stagePlan, workspace("resource = { count = 1, gpu_count = 1, label_selector = { pool = \"b\" } }" + served + "\n  node_selector = { pool = \"a\" }"),
 			`node_selector["pool"] = "a" contradicts resource.label_selector["pool"] = "b": no node carries both.`},
 		{"workspace", "label_selector against its expressions", stagePlan,
@@ -245,7 +244,7 @@ func sweepRows() []sweepRow {
 		{"workspace", "model_gpus uneven across the group", stagePlan, workspace("resource = { count = 2, gpu_count = 2 }\n  inference = { model = \"m\", image = \"i\", model_gpus = 3 }"),
 			`inference.model_gpus = 3 is not a multiple of resource.gpu_count = 2: the group's pods each serve the same share of the model (tensor parallel within a node, pipeline parallel across nodes, as KAITO's multi-node inference), so model_gpus must be gpu_count × the number of nodes.`},
 		{"workspace", "a 53-character name with multi-node inference", stagePlan,
-			strings.Replace(workspace("resource = { count = 2, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\", model_gpus = 2 }"), `"bad"`, `"`+long+`"`, 1),
+			strings.Replace(workspace("resource = { count = 2, gpu_count = 1 }\n  inference = { model = \"m\", image = \"i\", model_gpus = 2 }"), `"bad"`, `"`+long+`"`, 2),
 			`name: "` + long + `" is 53 characters, but a multi-node workspace's headless Service workspace-<name>-group is a DNS label of at most 63: use a name of at most 47 characters.`},
 		{"workspace", "tuning on two nodes", stagePlan, workspace("resource = { count = 2, gpu_count = 1 }\n  tuning = { method = \"qlora\", preset = \"phi-3-mini-4k-instruct\", input_image = \"d\", output_image = \"o\" }"),
 			`resource.count: 2, but a tuning workspace runs one pod on one node (KAITO refuses multi-node tuning too): set it to 1`},
@@ -320,6 +319,6 @@ func (r *reportT) Errorf(format string, args ...any) { r.failed = true; r.Logf(f
 func (r *reportT) Fatal(args ...any)                 { r.failed = true; r.Log(args...); r.SkipNow() }
 func (r *reportT) Fatalf(format string, args ...any) {
 	r.failed = true
-	r.Log(fmt.Sprintf(format, args...))
+	r.Logf(format, args...)
 	r.SkipNow()
 }
