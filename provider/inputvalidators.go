@@ -38,6 +38,10 @@ var labelMapAttributes = map[string]bool{"labels": true, "pod_labels": true, "no
 // annotationMapAttributes are the map attributes whose entries are Kubernetes annotations.
 var annotationMapAttributes = map[string]bool{"annotations": true, "pod_annotations": true}
 
+// reservedKeyAttributes are the labels and annotations Gantry writes onto objects (not
+// selectors): no key of Gantry's own (reservedKeyProblem).
+var reservedKeyAttributes = map[string]bool{"labels": true, "pod_labels": true, "annotations": true, "pod_annotations": true}
+
 // withInputValidators returns attrs with the shared input checks added, at any depth: label
 // and annotation maps (labelMapAttributes, annotationMapAttributes), non-negative timeouts,
 // requests ≤ limits in resources, unique env_from names, and whole numbers for every Int64 attribute (a clear error
@@ -63,6 +67,14 @@ func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
 		if t.ElementType == types.StringType && name == "env" {
 			t.Validators = append(t.Validators, envValidator{})
 		}
+		if t.ElementType == types.StringType && reservedKeyAttributes[name] {
+			t.Validators = append(t.Validators, reservedKeys{})
+		}
+		return t
+	case schema.ListAttribute:
+		if t.ElementType == types.StringType && name == "command" {
+			t.Validators = append(t.Validators, commandRunsSomething{})
+		}
 		return t
 	case schema.Int64Attribute:
 		if t.CustomType == nil {
@@ -81,7 +93,7 @@ func withInputValidatorsAttr(name string, a schema.Attribute) schema.Attribute {
 	case schema.ListNestedAttribute:
 		t.NestedObject.Attributes = withInputValidators(t.NestedObject.Attributes)
 		if name == "env_from" {
-			t.Validators = append(t.Validators, uniqueNames{what: "Environment Variable"})
+			t.Validators = append(t.Validators, uniqueNames{what: "Environment Variable"}, envFromNotInEnv{})
 		}
 		return t
 	case schema.MapNestedAttribute:
@@ -325,6 +337,8 @@ func (requestsWithinLimits) ValidateObject(_ context.Context, req validator.Obje
 			}
 			if q := qs[n]; q.Sign() < 0 {
 				resp.Diagnostics.AddAttributeError(at, "Negative Quantity", fmt.Sprintf("%s = %q: a quantity must be zero or more.", at, q.String()))
+			} else if why := quantityUnitProblem(n, q); why != "" {
+				resp.Diagnostics.AddAttributeError(at, "Quantity in the Wrong Unit", fmt.Sprintf("%s = %q %s.", at, q.String(), why))
 			}
 		}
 	}

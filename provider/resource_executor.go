@@ -229,14 +229,16 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"rpc_url": schema.StringAttribute{Required: true, MarkdownDescription: "JSON-RPC endpoint: an `http(s)://` or `ws(s)://` URL.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(rpcURL, "must be an http://, https://, ws:// or wss:// URL"), endpointPort{}}},
 					"task_mailbox_address": schema.StringAttribute{Required: true, MarkdownDescription: "TaskMailbox contract address: `0x` followed by 40 hex digits.",
-						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},
+						Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits"),
+							checkString{"not the zero address", zeroAddressProblem, "Invalid TaskMailbox Address"}}},
 				}},
 			},
 			"aggregator_endpoint": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Aggregator gRPC endpoint: `host:port`, optionally with a scheme (`dns:///`, `grpcs://`, `https://`).",
 				Validators: []validator.String{stringvalidator.LengthAtMost(512), stringvalidator.RegexMatches(grpcTarget, "must be host:port, optionally with a scheme such as dns:/// or grpcs://"),
-					endpointPort{schemes: []string{"dns", "grpc", "grpcs", "http", "https", "passthrough"}}},
+					endpointPort{schemes: []string{"dns", "grpc", "grpcs", "http", "https", "passthrough"}},
+					checkString{"host:port without a path", grpcTargetPathProblem, "Invalid Endpoint"}},
 			},
 			"performer_names": schema.ListAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -315,8 +317,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"priority_class_name": schema.StringAttribute{Optional: true, MarkdownDescription: "PriorityClass of the executor pods."},
 			"pod_labels": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Extra labels on the executor pods (not `gantry.dev/executor`, not `app.kubernetes.io/managed-by`). A change rolls the pods.",
-				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.NoneOf(v1alpha1.LabelExecutor, v1alpha1.LabelManagedBy))},
+				MarkdownDescription: "Extra labels on the executor pods (no key under `gantry.dev/`, not `app.kubernetes.io/managed-by`: Gantry's own). A change rolls the pods.",
 			},
 			"progress_deadline_seconds": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultProgressDeadlineSeconds)),
@@ -420,6 +421,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 func (r *executorResource) ValidateConfig(_ context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
 	validateHourglassCompat(root, resp)
+	validateOperatorKeys(root, &resp.Diagnostics)
 	port := func(name string, def int32) (int64, bool) {
 		v := root.Attr(name)
 		if v.Null() {

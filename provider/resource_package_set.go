@@ -598,25 +598,7 @@ func validateSetSelection(root configValue, diags *diag.Diagnostics) {
 		return
 	}
 	exprs, _ := root.Attr("node_selector_expressions").List()
-	for _, e := range exprs {
-		key, kok := e.Attr("key").String()
-		op, ook := e.Attr("operator").String()
-		values, vok := e.Attr("values").List()
-		want, both := set[key]
-		if !kok || !ook || !vok || !both {
-			continue
-		}
-		in := false
-		for _, v := range values {
-			if s, ok := v.String(); ok && s == want {
-				in = true
-			}
-		}
-		if op == "DoesNotExist" || op == "In" && !in || op == "NotIn" && in {
-			diags.AddAttributeError(e.Path(), "Selector Selects No Node",
-				fmt.Sprintf("%s (%s %s) contradicts node_selector[%q] = %q: no node can meet both, so the set would select nothing.", e.Path(), key, op, key, want))
-		}
-	}
+	exprContradictions(set, exprs, "node_selector", "so the set would select nothing", diags)
 	waves, _ := root.Attr("rollout").Attr("waves").List()
 	for _, w := range waves {
 		sel, _ := w.Attr("node_selector").Map()
@@ -647,6 +629,7 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 				"Leave the tag out of image (or write the version's) to keep this warning away.", p.Attr("image").Path(), image, tag, version,
 				packageset.ImageOf(v1alpha1.Package{Image: image, Version: version})))
 	}
+	validateGracefulShutdown(p, diags)
 	w := packageset.Want{Name: name}
 	deps, depsKnown := p.Attr("depends_on").Map()
 	known = known && depsKnown

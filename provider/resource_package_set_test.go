@@ -76,7 +76,7 @@ resource "gantry_package_set" "test" {
       ]
       resources         = { requests = { cpu = "500m", memory = "64Mi" }, limits = { memory = "128Mi" } }
       graceful_shutdown = "1m30s"
-      pod_annotations   = { "gantry.dev/test" = "lifecycle" }
+      pod_annotations   = { "team.gantry.dev/test" = "lifecycle" }
     },
   ]
   timeouts = { create = "5m", update = "5m", delete = "5m" }

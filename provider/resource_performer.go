@@ -307,6 +307,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.String{
 							stringvalidator.RegexMatches(regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`),
 								"must be an extended resource name such as nvidia.com/a100"),
+							checkString{"not in a domain Kubernetes reserves", gpuResourceProblem, "Invalid GPU Resource"},
 							requiresAnyOf{what: "gpu_count > 0", paths: []path.Expression{path.MatchRelative().AtParent().AtName("gpu_count")}},
 						},
 					},
@@ -365,6 +366,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 // the product and its profiles, instead of failing the Performer at apply.
 func (r *performerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
+	validatePerformerTEE(root, &resp.Diagnostics)
 	for _, a := range []string{"hardware_requirements", "node_selector", "tolerations", "runtime_class_name", "priority_class_name", "affinity"} {
 		if !root.Attr(a).v.IsFullyKnown() {
 			return

@@ -592,10 +592,11 @@ func setWorkspaceStatus(m *workspaceModelV0, u *unstructured.Unstructured) {
 // gpu_count is left to it); what the reconciler's Resolve would refuse (resolveValidator);
 // the autoscaling block against resource.count and the rest (autoscalingValidator); and a
 // gpu_count = 0 or args = [] that a preset or instance type would silently replace
-// (readAsUnsetValidator); and a tuning.release_nodes_on_success with no node to release
-// (releaseNodesValidator, a warning).
+// (readAsUnsetValidator); a tuning.release_nodes_on_success with no node to release
+// (releaseNodesValidator, a warning); and the cross-field rules of the input sweep
+// (workspaceCrossField).
 func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}, releaseNodesValidator{}}
+	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}, releaseNodesValidator{}, workspaceCrossField{}}
 }
 
 // resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the
@@ -635,8 +636,11 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w) != nil {
 		return
 	}
-	_, err = workspace.Resolve(&w)
+	resolved, err := workspace.Resolve(&w)
 	if err == nil {
+		if msg := gpuMemoryProblem(resolved); msg != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("resource").AtName("instance_type"), "Model Larger Than the GPU Memory", msg)
+		}
 		return
 	}
 	at, msg := specErrorAttribute(err.Error())

@@ -315,10 +315,15 @@ func flattenDeploymentPolicy(p *v1alpha1.DeploymentPolicy, prior *deploymentPoli
 // validateRolloutConfig checks at plan what the CRD's rules check: compartment names unique
 // (naming the duplicate).
 func validateRolloutConfig(root configValue, diags *diag.Diagnostics) {
+	validateSoak(root, diags)
+	if waves, ok := root.Attr("rollout").Attr("waves").List(); ok {
+		validateShadowedSelectors(waves, "wave", "NixFleet's waves", diags)
+	}
 	comps, known := root.Attr("deployment_policy").Attr("compartments").List()
 	if !known {
 		return
 	}
+	validateShadowedSelectors(comps, "compartment", "Skyhook's DeploymentPolicy", diags)
 	seen := map[string]bool{}
 	for _, c := range comps {
 		name, ok := c.Attr("name").String()
@@ -428,11 +433,13 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 					Validators: []validator.String{stringvalidator.LengthBetween(1, 20), stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label")}},
 				"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image that runs the check; default for `http_get`: `busybox:1.36` (its wget).",
 					Validators: []validator.String{stringvalidator.LengthBetween(1, 512)}},
-				"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "An exec check: the container's command; exit 0 passes. Needs `image`."},
-				"args":    schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Arguments of `command`."},
+				"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "An exec check: the container's command (at most 32 items); exit 0 passes. Needs `image`.",
+					Validators: []validator.List{listvalidator.SizeAtMost(32)}},
+				"args": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Arguments of `command` (at most 32).",
+					Validators: []validator.List{listvalidator.SizeAtMost(32)}},
 				"http_get": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "An HTTP check: a GET of `url` must answer 2xx within the timeout.",
-					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "URL, e.g. `http://$(NODE_IP):9400/health`.",
-						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024)}}}},
+					Attributes: map[string]schema.Attribute{"url": schema.StringAttribute{Required: true, MarkdownDescription: "An `http://` or `https://` URL, e.g. `http://$(NODE_IP):9400/health`.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 1024), checkString{"an http:// or https:// URL", healthCheckURLProblem, "Invalid Health Check URL"}}}}},
 				"systemd_failed_units": schema.SingleNestedAttribute{Optional: true,
 					MarkdownDescription: "Passes while the node's host has at most `max` failed systemd units, as NixFleet's `healthGate.systemdFailedUnits`.\n\n" +
 						"It runs `systemctl list-units --state=failed` in the host's namespaces through `nsenter`, from a privileged pod in the host PID namespace: " +
