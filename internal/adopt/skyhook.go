@@ -123,6 +123,9 @@ func FromSkyhook(u *unstructured.Unstructured, agentImage string) (*v1alpha1.Pac
 	s.NodeSelector = sp.NodeSelector
 	s.Serial = sp.Serial
 	s.Priority = sp.Priority
+	if s.Priority == 0 {
+		s.Priority = v1alpha1.DefaultPackageSetPriority // Skyhook's CRD default
+	}
 	s.Sequencing = v1alpha1.Sequencing(sp.Sequencing)
 	s.RuntimeRequired, s.AutoTaintNewNodes = sp.RuntimeRequired, sp.AutoTaintNewNodes
 	if b := sp.InterruptionBudget; b.Percent != nil || b.Count != nil {
@@ -163,7 +166,9 @@ func FromSkyhook(u *unstructured.Unstructured, agentImage string) (*v1alpha1.Pac
 // fromSkyhookPackage translates Skyhook's package at key spec.packages.<key>.
 func fromSkyhookPackage(key string, p skyhookPackage, agentImage string) (v1alpha1.Package, []string) {
 	var warn []string
-	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf("spec.packages.%s.", key)+fmt.Sprintf(format, a...)) }
+	w := func(format string, a ...any) {
+		warn = append(warn, fmt.Sprintf("spec.packages.%s.", key)+fmt.Sprintf(format, a...))
+	}
 	name := p.Name
 	if name == "" {
 		name = key // Skyhook: the map key names the package

@@ -106,3 +106,15 @@ func TestFromSkyhookBadSpec(t *testing.T) {
 		t.Error("no error for packages that are not a map")
 	}
 }
+
+// A Skyhook without priority has Skyhook's default, 200 (the CRD's default), not 0.
+func TestFromSkyhookDefaultPriority(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x"}, "spec": map[string]any{}}}
+	ps, _, err := FromSkyhook(u, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.Spec.Priority != v1alpha1.DefaultPackageSetPriority {
+		t.Errorf("priority %d", ps.Spec.Priority)
+	}
+}
