@@ -77,6 +77,7 @@ type packageSetModel struct {
 	ID                    types.String           `tfsdk:"id"`
 	Name                  types.String           `tfsdk:"name"`
 	Labels                map[string]string      `tfsdk:"labels"`
+	AdoptFromSkyhook      types.String           `tfsdk:"adopt_from_skyhook"`
 	NodeSelector          map[string]string      `tfsdk:"node_selector"`
 	NodeSelectorExprs     []selectorExprModel    `tfsdk:"node_selector_expressions"`
 	Sequencing            types.String           `tfsdk:"sequencing"`
@@ -354,6 +355,14 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Labels of the PackageSet object itself (as Skyhook objects carry theirs), e.g. to select sets with `kubectl get packagesets -l`.\n\n" +
 					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
+			"adopt_from_skyhook": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Name of the Skyhook (NVIDIA Skyhook / NodeWright) this set replaces, so that nodes Skyhook already brought to a package do not run it again.\n\n" +
+					"Written as the PackageSet annotation `gantry.dev/adopt-from-skyhook`. On each node the set selects, a package the node has no Gantry record of is recorded complete, " +
+					"without running a stage Pod, when the node's Skyhook state (annotation `skyhook.nvidia.com/nodeState_<name>`) says Skyhook completed the same package at the same " +
+					"version (at `post-interrupt`, or at `config` for a package without interrupt) from the same image repository; any other package runs its flow as usual, and a Warning " +
+					"event `NotAdoptedFromSkyhook` says why. `terraform query` with `from = \"skyhook\"` on the `gantry_package_set` list resource generates it. Removing it later changes nothing " +
+					"on the nodes. See the migration guide.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)}},
 			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Node labels that pick the nodes (all must match). Unset or empty: every node."},
 			"node_selector_expressions": selectorExprsAttribute("Label selector requirements the nodes must also meet (Kubernetes `matchExpressions`, as Skyhook's `nodeSelectors`): " +
@@ -788,6 +797,9 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	if len(m.Labels) > 0 {
 		obj.SetLabels(cloneMap(m.Labels))
 	}
+	if from := m.AdoptFromSkyhook.ValueString(); from != "" {
+		obj.SetAnnotations(map[string]string{v1alpha1.AnnotationAdoptFromSkyhook: from})
+	}
 	return obj, nil
 }
 
@@ -870,7 +882,10 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	}
 	s := ps.Spec
 	m := &packageSetModel{ID: types.StringValue(ps.Name), Name: types.StringValue(ps.Name), Timeouts: prior.Timeouts,
-		Labels: readMeta(ps.Labels, prior.Labels), RolloutPreview: prior.RolloutPreview}
+		Labels: readMeta(ps.Labels, prior.Labels), RolloutPreview: prior.RolloutPreview, AdoptFromSkyhook: types.StringNull()}
+	if from := ps.Annotations[v1alpha1.AnnotationAdoptFromSkyhook]; from != "" {
+		m.AdoptFromSkyhook = types.StringValue(from)
+	}
 	if m.RolloutPreview.IsNull() || m.RolloutPreview.IsUnknown() {
 		m.RolloutPreview = previewNull() // import, list: a preview is made at plan only
 	}

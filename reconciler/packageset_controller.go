@@ -546,7 +546,21 @@ func (r *PackageSetReconciler) pass(ctx context.Context, set *v1alpha1.PackageSe
 	p.rt = rt
 	r.drainTimeoutEvents(set, p.d.DrainTimeouts)
 	r.regateEvents(set, p.d.Regated)
+	r.adoptEvents(set, p.d.Adopted, p.d.AdoptSkipped)
 	return p, ctrl.Result{}, nil
+}
+
+// adoptEvents emits, per node whose packages this pass recorded complete from its Skyhook state
+// (gantry.dev/adopt-from-skyhook), one Normal event AdoptedFromSkyhook naming them, and per node
+// where packages Skyhook had are run again (another version or image, not complete, an
+// unreadable state) one Warning event NotAdoptedFromSkyhook saying why.
+func (r *PackageSetReconciler) adoptEvents(set *v1alpha1.PackageSet, adopted, skipped map[string]string) {
+	for _, node := range slices.Sorted(maps.Keys(adopted)) {
+		r.Recorder.Event(set, corev1.EventTypeNormal, "AdoptedFromSkyhook", adopted[node])
+	}
+	for _, node := range slices.Sorted(maps.Keys(skipped)) {
+		r.Recorder.Event(set, corev1.EventTypeWarning, "NotAdoptedFromSkyhook", skipped[node])
+	}
 }
 
 // regateEvents emits one Normal event RebootedOutsideGantry per node this pass found rebooted

@@ -25,6 +25,7 @@ import (
 // drain is f.SpecError alone).
 func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map[string]string) int, func(map[string]string) string) {
 	f.Wants = WantsOf(set.Spec.Packages)
+	f.AdoptFrom = set.Annotations[v1alpha1.AnnotationAdoptFromSkyhook]
 	if ro := set.Spec.Rollout; ro != nil {
 		if ro.SoakDuration != nil {
 			f.Soak = ro.SoakDuration.Duration
@@ -125,6 +126,15 @@ func (r *NodeReader) Read(node *corev1.Node) (nf NodeFacts, ok bool, err error) 
 			return nf, false, fmt.Errorf("node %s annotation %s%s is not a node record: %w", node.Name, v1alpha1.AnnotationNodeStatePrefix, r.set.Name, err)
 		}
 		nf.Record = rec
+	}
+	if from := r.set.Annotations[v1alpha1.AnnotationAdoptFromSkyhook]; from != "" && selected {
+		if raw, ok := node.Annotations[v1alpha1.SkyhookNodeStatePrefix+from]; ok {
+			st, err := ParseSkyhookNodeState(raw)
+			if err != nil {
+				nf.SkyhookUnreadable = fmt.Sprintf("annotation %s%s is not Skyhook's node state: %v", v1alpha1.SkyhookNodeStatePrefix, from, err)
+			}
+			nf.Skyhook = st
+		}
 	}
 	nf.Blocked, nf.WaitFor = TaintHold(node.Spec.Taints, node.Status.Conditions, r.tolerations, r.set.Spec.RuntimeRequired)
 	nf.Gate, nf.GateSet = GateOf(r.set, r.sets, node.Labels, node.Annotations, r.incomplete)

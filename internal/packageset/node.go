@@ -34,6 +34,9 @@ func newNodePass(f *SetFacts, n NodeFacts, wants []Want, cordonSlots *int, quara
 	if p.rec.Packages == nil {
 		p.rec.Packages = map[string]*PackageRecord{}
 	}
+	if n.Selected && !f.Deleting && n.Skyhook != nil {
+		p.adopted, p.adoptSkipped = AdoptSkyhook(p.rec, wants, n.Skyhook, f.Now)
+	}
 	p.noteBoot()
 	return p
 }
@@ -70,6 +73,9 @@ type nodePass struct {
 	// regated: this pass found the node rebooted outside the set's reboot interrupts and
 	// started its re-gate (regate; Decision.Regated).
 	regated bool
+	// adopted, adoptSkipped: what AdoptSkyhook recorded and passed over on this node in this
+	// pass (Decision.Adopted, AdoptSkipped).
+	adopted, adoptSkipped []string
 }
 
 func (p *nodePass) want(name string) *Want {

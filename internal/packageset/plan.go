@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -234,6 +235,21 @@ func (d *Decision) addNode(n NodeFacts, plan NodePlan, p *nodePass) {
 			d.Regated = map[string]string{}
 		}
 		d.Regated[n.Name] = "node " + n.Name + " " + plan.Record.Regate.Message()
+	}
+	if len(p.adopted) > 0 {
+		if d.Adopted == nil {
+			d.Adopted = map[string]string{}
+		}
+		d.Adopted[n.Name] = fmt.Sprintf("node %s: adopted from Skyhook %s, recorded complete without running a stage: %s", n.Name, p.f.AdoptFrom, strings.Join(p.adopted, ", "))
+	}
+	if skipped := p.adoptSkipped; len(skipped) > 0 || n.SkyhookUnreadable != "" {
+		if n.SkyhookUnreadable != "" {
+			skipped = []string{n.SkyhookUnreadable}
+		}
+		if d.AdoptSkipped == nil {
+			d.AdoptSkipped = map[string]string{}
+		}
+		d.AdoptSkipped[n.Name] = fmt.Sprintf("node %s: not adopted from Skyhook %s, these run under Gantry: %s", n.Name, p.f.AdoptFrom, strings.Join(skipped, "; "))
 	}
 	if plan.DevicesWait != "" {
 		if d.DeviceWaits == nil {

@@ -438,6 +438,12 @@ type NodeFacts struct {
 	Compartment string
 	// Wave is the node's rollout wave (WaveMatcher; 0 without waves).
 	Wave int
+	// Skyhook is the node's Skyhook state for the Skyhook the set adopts from
+	// (gantry.dev/adopt-from-skyhook; AdoptSkyhook); nil when the set adopts from none, the
+	// node is not selected or has no such state. SkyhookUnreadable says why a state annotation
+	// that is there does not parse (nothing is adopted on the node then).
+	Skyhook           SkyhookNodeState
+	SkyhookUnreadable string
 }
 
 // SetFacts are the facts of one pass.
@@ -451,6 +457,9 @@ type SetFacts struct {
 	Paused, Disabled bool
 	// Serial is spec.serial: one package flow at a time on a node (startSerial).
 	Serial bool
+	// AdoptFrom is the Skyhook the set adopts nodes from (gantry.dev/adopt-from-skyhook), ""
+	// for none.
+	AdoptFrom string
 	// SpecError, if non-empty, is what the controller found wrong with the spec before it
 	// could gather node facts (e.g. a node selector the API rejects): the set is Stalled
 	// (InvalidSpec) with this message; a deletion still releases the nodes with records.
@@ -592,6 +601,13 @@ type Decision struct {
 	// ID a → b): re-applying <packages>" (regate.go). Only the pass that sees the reboot
 	// reports it; the controller emits one Normal event RebootedOutsideGantry each.
 	Regated map[string]string
+	// Adopted: node → "node <node>: adopted from Skyhook <skyhook>: <package>@<version>, ..."
+	// for the packages this pass recorded complete from the node's Skyhook state
+	// (AdoptSkyhook); AdoptSkipped: node → why packages Skyhook had there run again (another
+	// version, not complete, another image, an unreadable state). Only the pass that records
+	// them reports them; the controller emits one event each (AdoptedFromSkyhook, Normal;
+	// NotAdoptedFromSkyhook, Warning).
+	Adopted, AdoptSkipped map[string]string
 	// DeviceWaits: node → the device resources it waits for before its cordon is released
 	// ("nvidia.com/gpu 0 of 2 allocatable"; NodePlan.DevicesWait), for the conditions' message.
 	DeviceWaits map[string]string

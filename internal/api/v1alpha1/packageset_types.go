@@ -165,6 +165,17 @@ const (
 	// skyhook.nvidia.com=runtime-required:NoSchedule); the reconciler's
 	// --runtime-required-taint flag replaces it.
 	DefaultRuntimeRequiredTaint = "gantry.dev/runtime-required=true:NoSchedule"
+	// AnnotationAdoptFromSkyhook on a PackageSet names the Skyhook (NVIDIA Skyhook /
+	// NodeWright) it replaces: on each node it selects, a package the node has no record of is
+	// recorded complete, without running a stage, when the node's Skyhook state
+	// (SkyhookNodeStatePrefix + that name) says Skyhook completed the same package at the same
+	// version (packageset.AdoptSkyhook). gantry_package_set's adopt_from_skyhook writes it;
+	// `terraform query` with `from = "skyhook"` generates it.
+	AnnotationAdoptFromSkyhook = "gantry.dev/adopt-from-skyhook"
+	// SkyhookNodeStatePrefix + <skyhook> is Skyhook's per-node state annotation: JSON of
+	// "<package>|<version>" → {name, version, image, stage, state, restarts} (Skyhook's
+	// v1alpha1.NodeState), read when a set adopts from that Skyhook.
+	SkyhookNodeStatePrefix = "skyhook.nvidia.com/nodeState_"
 	// LabelPackageSet is on every stage Pod: the PackageSet's name.
 	LabelPackageSet = "gantry.dev/package-set"
 	// LabelPackage, LabelStage and LabelNode are on every stage Pod.
