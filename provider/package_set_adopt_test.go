@@ -49,7 +49,9 @@ func installSkyhookCRD(t *testing.T, c *kube.Clients) {
 		}
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
+	})
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Dynamic.Resource(adopt.SkyhookGVR).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
@@ -91,7 +93,9 @@ func TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver(t *testing.
 	if _, err := c.Dynamic.Resource(adopt.SkyhookGVR).Create(ctx, sky, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Dynamic.Resource(adopt.SkyhookGVR).Delete(context.Background(), pool, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(adopt.SkyhookGVR).Delete(context.Background(), pool, metav1.DeleteOptions{})
+	})
 	// What Skyhook's operator left on the first node.
 	state, _ := json.Marshal(packageset.SkyhookNodeState{"dcgm-tool|1.0.0": {Name: "dcgm-tool", Version: "1.0.0",
 		Image: "ghcr.io/gantry-dev/dcgm-tool", Stage: "config", State: "complete"}})
