@@ -354,7 +354,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					stringvalidator.RegexMatches(setNameRe, "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")}},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Labels of the PackageSet object itself (as Skyhook objects carry theirs), e.g. to select sets with `kubectl get packagesets -l`.\n\n" +
-					"Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; any other label shows as drift when changed outside Terraform."},
+					"Keys under `gantry.dev/` and `app.kubernetes.io/managed-by` are Gantry's own and refused at plan. Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored on read; any other label shows as drift when changed outside Terraform."},
 			"adopt_from_skyhook": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Name of the Skyhook (NVIDIA Skyhook / NodeWright) this set replaces, so that nodes Skyhook already brought to a package do not run it again.\n\n" +
 					"Written as the PackageSet annotation `gantry.dev/adopt-from-skyhook`. On each node the set selects, a package the node has no Gantry record of is recorded complete, " +

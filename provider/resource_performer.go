@@ -183,15 +183,16 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"labels": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod.\n\nLabels " +
-					"whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` that other tools add are ignored unless set here; " +
+				MarkdownDescription: "Labels of the Performer object; the reconciler copies them to the performer's Pod.\n\nKeys under `gantry.dev/` and " +
+					"`app.kubernetes.io/managed-by` are Gantry's own and refused at plan. Labels whose prefix is exactly `kubernetes.io/`, `k8s.io/` or `gantry.dev/` " +
+					"that other tools add are ignored on read; " +
 					"every other label (including `app.kubernetes.io/*` and `<team>.gantry.dev/*`) is imported and shows as drift when changed outside Terraform.",
 			},
 			"annotations": schema.MapAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				MarkdownDescription: "Annotations of the Performer object. Annotations under `kubectl.kubernetes.io/`, " +
-					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` (exactly these prefixes, not their subdomains) that other tools add are ignored unless set here.",
+				MarkdownDescription: "Annotations of the Performer object.\n\nKeys under `gantry.dev/` are Gantry's own and refused at plan. Annotations under `kubectl.kubernetes.io/`, " +
+					"`kubernetes.io/`, `k8s.io/` and `gantry.dev/` (exactly these prefixes, not their subdomains) that other tools add are ignored on read.",
 			},
 			"image": schema.StringAttribute{
 				Required:            true,
