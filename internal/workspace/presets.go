@@ -2,6 +2,7 @@ package workspace
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -103,10 +104,40 @@ func TuningPresets() []string {
 // MIG partition profile the workspace's GPU does not offer (CheckPartition: a
 // *hardware.MIGProfileError), GPU products that contradict one another (checkGPUProduct), and
 // what spec.autoscaling cannot scale (checkAutoscaling).
-func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
+func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) { return ResolveModel(w, nil) }
+
+// ErrModelConfigNotRead is ResolveModel's error (wrapped, naming spec.inference.modelConfig)
+// for a workspace whose size comes from a ConfigMap's config.json when modelConfig is nil:
+// the caller did not (or could not) read it.
+var ErrModelConfigNotRead = errors.New("the model's config.json was not read")
+
+// ResolveModel is Resolve with modelConfig, the bytes of spec.inference.modelConfig's
+// ConfigMap key (nil when w has none, or it was not read): a Hugging Face model without a
+// preset (AnyModel) gets the default vLLM image, vLLM's arguments as a preset's, and its GPUs
+// per replica from its size (EstimateModel, resolveAnyModel). Errors also: the size's
+// (naming spec.inference.modelSize or modelConfig; ErrModelConfigNotRead), a GPU of unknown
+// memory, a gpuCount, instance type or MIG slice that cannot hold the model.
+func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	presetArgs, presetGPUs := false, int32(0)
 	if inf := out.Spec.Inference; inf != nil {
+		if AnyModel(out) {
+			est, ok, err := EstimateModel(out, modelConfig)
+			switch {
+			case err != nil:
+				return out, err
+			case !ok && inf.ModelConfig != nil:
+				name, key, _ := ModelConfigRef(out)
+				return out, fmt.Errorf("spec.inference.modelConfig: ConfigMap %q key %q: %w", name, key, ErrModelConfigNotRead)
+			}
+			var e *ModelEstimate
+			if ok {
+				e = &est
+			}
+			if presetGPUs, presetArgs, err = resolveAnyModel(out, e); err != nil {
+				return out, err
+			}
+		}
 		if inf.Preset != "" {
 			p, ok := LookupPreset(inf.Preset)
 			if !ok {
