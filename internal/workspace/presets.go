@@ -160,7 +160,7 @@ func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspac
 			}
 		}
 		if inf.Model == "" || inf.Image == "" {
-			return out, fmt.Errorf("spec.inference: model and image are required without a preset")
+			return out, fmt.Errorf("spec.inference.image: required without a preset, unless the model is a Hugging Face model ID (org/name) served on KAITO's base vLLM image")
 		}
 	}
 	if tu := out.Spec.Tuning; tu != nil {
