@@ -235,11 +235,15 @@ func sizingInputsKnown(raw tftypes.Value) bool {
 		case m.Attr("preset").Unknown(), mode == "inference" && m.Attr("model_gpus").Unknown():
 			return false
 		case mode == "inference" && m.Attr("preset").Null():
-			// Without a preset the model, the image and the model's size decide (AnyModel).
-			for _, a := range []string{"model", "image", "model_size", "model_config"} {
+			// Without a preset the model and its size decide (AnyModel), and the image for a
+			// Hugging Face model ID (one without an image runs on the default).
+			for _, a := range []string{"model", "model_size", "model_config"} {
 				if !m.Attr(a).v.IsFullyKnown() {
 					return false
 				}
+			}
+			if model, _ := m.Attr("model").String(); workspace.IsHFModelID(model) && !m.Attr("image").v.IsFullyKnown() {
+				return false
 			}
 		}
 	}
