@@ -385,11 +385,12 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
-	inf := resp.Schema.Attributes["inference"].(schema.SingleNestedAttribute)
-	for k, a := range modelSizeAttributes() {
-		inf.Attributes[k] = a
+	if inf, ok := resp.Schema.Attributes["inference"].(schema.SingleNestedAttribute); ok {
+		for k, a := range modelSizeAttributes() {
+			inf.Attributes[k] = a
+		}
+		resp.Schema.Attributes["inference"] = inf
 	}
-	resp.Schema.Attributes["inference"] = inf
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 

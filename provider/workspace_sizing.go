@@ -188,25 +188,30 @@ func sizingOfModelRead(ctx context.Context, data *providerData, m *workspaceMode
 	null := types.ObjectNull(wsSizingAttrTypes)
 	part := workspaceModelV0{Name: m.Name, Namespace: m.Namespace, Resource: m.Resource, Inference: m.Inference, Tuning: m.Tuning,
 		RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
-	u, err := expandWorkspace(&part)
-	if err != nil {
-		return null, nil, nil
-	}
-	var w v1alpha1.Workspace
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
-		return null, nil, nil
+	w, ok := expandForSizing(&part)
+	if !ok {
+		return null, nil, nil // the validators and the apply report the mapping error
 	}
 	var cfg []byte
 	if data != nil {
-		if cfg, readErr = readModelConfig(ctx, data, &w); readErr != nil {
+		if cfg, readErr = readModelConfig(ctx, data, w); readErr != nil {
 			return null, nil, readErr
 		}
 	}
-	z, err := resolveWorkspaceSizing(&w, cfg)
-	if err != nil {
-		return null, nil, nil
+	if z, err := resolveWorkspaceSizing(w, cfg); err == nil {
+		return z.value(), &z, nil
 	}
-	return z.value(), &z, nil
+	return null, nil, nil // what does not resolve has no sizing: the reconciler reports it
+}
+
+// expandForSizing is m as the Workspace the apply writes; false when it does not map.
+func expandForSizing(m *workspaceModelV0) (*v1alpha1.Workspace, bool) {
+	u, err := expandWorkspace(m)
+	if err != nil {
+		return nil, false
+	}
+	var w v1alpha1.Workspace
+	return &w, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w) == nil
 }
 
 // sizingOfObject is the sizing of the Workspace u (as read from the cluster, or as expanded).

@@ -380,6 +380,22 @@ func resolveAnyModel(out *v1alpha1.Workspace, est *ModelEstimate) (gpus int32, a
 	return gpus, argsBuilt, nil
 }
 
+// applyAnyModel is ResolveModel's step for AnyModel: the estimate (EstimateModel; with a
+// modelConfig not read, ErrModelConfigNotRead), then resolveAnyModel.
+func applyAnyModel(out *v1alpha1.Workspace, modelConfig []byte) (gpus int32, argsBuilt bool, err error) {
+	est, ok, err := EstimateModel(out, modelConfig)
+	switch {
+	case err != nil:
+		return 0, false, err
+	case !ok && out.Spec.Inference.ModelConfig != nil:
+		name, key, _ := ModelConfigRef(out)
+		return 0, false, fmt.Errorf("spec.inference.modelConfig: ConfigMap %q key %q: %w", name, key, ErrModelConfigNotRead)
+	case !ok:
+		return resolveAnyModel(out, nil)
+	}
+	return resolveAnyModel(out, &est)
+}
+
 // sizeField is the spec field a model's size comes from.
 func sizeField(w *v1alpha1.Workspace) string {
 	if w.Spec.Inference != nil && w.Spec.Inference.ModelConfig != nil {

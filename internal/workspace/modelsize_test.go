@@ -194,7 +194,7 @@ func TestResolveAnyModel(t *testing.T) {
 				return w
 			}(), config: realConfigs[0].config, gpus: 1, model: 1},
 		{name: "too large for the instance type's node, one replica",
-			w: anyModel(qwen, &v1alpha1.WorkspaceModelSize{Parameters: "70B"}, v1alpha1.WorkspaceResource{InstanceType: "g6.xlarge"}),
+			w:   anyModel(qwen, &v1alpha1.WorkspaceModelSize{Parameters: "70B"}, v1alpha1.WorkspaceResource{InstanceType: "g6.xlarge"}),
 			err: "spec.inference.modelSize: 70.00B parameters (bfloat16) need 157Gi of GPU memory, 8 × NVIDIA-L4 (24Gi), but a g6.xlarge node has 1: choose a larger instance type, or set spec.resource.count to 8"},
 		{name: "too large for the node: a multi-node group over count replicas",
 			w: anyModel(qwen, &v1alpha1.WorkspaceModelSize{Parameters: "70B"}, v1alpha1.WorkspaceResource{InstanceType: "g5.12xlarge", Count: 2}), gpus: 4, model: 8,

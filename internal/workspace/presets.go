@@ -122,19 +122,8 @@ func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspac
 	presetArgs, presetGPUs := false, int32(0)
 	if inf := out.Spec.Inference; inf != nil {
 		if AnyModel(out) {
-			est, ok, err := EstimateModel(out, modelConfig)
-			switch {
-			case err != nil:
-				return out, err
-			case !ok && inf.ModelConfig != nil:
-				name, key, _ := ModelConfigRef(out)
-				return out, fmt.Errorf("spec.inference.modelConfig: ConfigMap %q key %q: %w", name, key, ErrModelConfigNotRead)
-			}
-			var e *ModelEstimate
-			if ok {
-				e = &est
-			}
-			if presetGPUs, presetArgs, err = resolveAnyModel(out, e); err != nil {
+			var err error
+			if presetGPUs, presetArgs, err = applyAnyModel(out, modelConfig); err != nil {
 				return out, err
 			}
 		}
@@ -159,7 +148,10 @@ func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspac
 				return out, fmt.Errorf("spec.inference.modelAccessSecret: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): name a Secret whose key %s holds a token", p.Name, ModelAccessKey)
 			}
 		}
-		if inf.Model == "" || inf.Image == "" {
+		switch {
+		case inf.Model == "":
+			return out, fmt.Errorf("spec.inference.model: required without a preset")
+		case inf.Image == "":
 			return out, fmt.Errorf("spec.inference.image: required without a preset, unless the model is a Hugging Face model ID (org/name) served on KAITO's base vLLM image")
 		}
 	}
@@ -185,17 +177,10 @@ func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspac
 	if out.Spec.Tuning != nil && out.Spec.Resource.Count > 1 {
 		return out, fmt.Errorf("spec.resource.count: %d, but a tuning workspace runs one pod on one node (KAITO refuses multi-node tuning too): set it to 1", out.Spec.Resource.Count)
 	}
-	if err := resolveInstanceType(out); err != nil {
-		return out, err
-	}
-	if err := CheckPartition(out); err != nil {
-		return out, err
-	}
-	if err := checkGPUProduct(out); err != nil {
-		return out, err
-	}
-	if err := checkAutoscaling(out); err != nil {
-		return out, err
+	for _, step := range []func(*v1alpha1.Workspace) error{resolveInstanceType, CheckPartition, checkGPUProduct, checkAutoscaling} {
+		if err := step(out); err != nil {
+			return out, err
+		}
 	}
 	return out, resolveGroup(out, presetGPUs, presetArgs)
 }

@@ -88,9 +88,8 @@ func ModelMemory(w *v1alpha1.Workspace, modelConfig []byte) (e ModelEstimate, ok
 	if !found {
 		return e, false, nil
 	}
-	q, perr := resource.ParseQuantity(p.GPUMemory)
-	if perr != nil {
-		return e, false, nil
+	if q, perr := resource.ParseQuantity(p.GPUMemory); perr == nil {
+		return ModelEstimate{GPUMemory: q.Value()}, true, nil
 	}
-	return ModelEstimate{GPUMemory: q.Value()}, true, nil
+	return e, false, nil
 }
