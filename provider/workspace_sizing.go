@@ -39,9 +39,11 @@ func sizingAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "How the workspace is sized and placed, resolved at plan time by the reconciler's own code.\n\nIt works from `resource`, the model preset " +
 			"and `inference.model_gpus`, following KAITO's sizing: the preset's GPUs, then `resource.instance_type`'s GPUs per node, then KAITO's " +
 			"multi-node inference, where the `resource.count` pods of a model too large for one node form ONE replica spanning `nodes_per_replica` " +
-			"nodes (KAITO's `perReplicaNodeCount`). Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
-			"`tuning.preset` are (otherwise \"known after apply\"); null when they do not resolve. It does not look at the cluster, so it says " +
-			"what the apply asks for, not which nodes are free.",
+			"nodes (KAITO's `perReplicaNodeCount`); for a Hugging Face model without a preset, the GPUs its `inference.model_size` or " +
+			"`inference.model_config` needs. Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
+			"`tuning.preset` are, and without a preset `inference.model`, `model_size` and `model_config` (otherwise \"known after apply\"); null when they do not resolve. " +
+			"It does not look at the nodes, so it says what the apply asks for, not which nodes are free; the one read is `inference.model_config`'s ConfigMap " +
+			"(when the cluster does not answer at plan, the sizing is known after apply).",
 		Attributes: map[string]schema.Attribute{
 			"replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Replicas of the model serving side by side (KAITO's inference " +
 				"replicas): `resource.count`, or 1 when the pods form one multi-node group; 1 for tuning."},
@@ -173,18 +175,18 @@ func workspaceSizingValue(w *v1alpha1.Workspace) types.Object {
 }
 
 // sizingOfModel is the sizing of m's resource, inference and tuning, mapped to the API type
-// as the apply maps them (expandWorkspace); null when they do not map or resolve. A Hugging
-// Face model sized from inference.model_config has its ConfigMap read through data (nil: not
-// read, and the sizing is null).
+// as the apply maps them (expandWorkspace); null when they do not map or resolve, and for a
+// Hugging Face model sized from inference.model_config (its ConfigMap is not read here).
 func sizingOfModel(m *workspaceModelV0) types.Object {
-	v, _, _ := sizingOfModelRead(context.Background(), nil, m)
+	v, _, _ := sizingOfModelRead(context.Background(), nil, m, false)
 	return v
 }
 
-// sizingOfModelRead is sizingOfModel reading inference.model_config's ConfigMap through data;
+// sizingOfModelRead is sizingOfModel reading inference.model_config's ConfigMap through data
+// when read (an unconfigured provider, data nil, cannot read it);
 // s is the sizing (nil when null); readErr says why the ConfigMap could not be read (the value
 // is then null, and the caller decides between unknown and null).
-func sizingOfModelRead(ctx context.Context, data *providerData, m *workspaceModelV0) (v types.Object, s *wsSizing, readErr error) {
+func sizingOfModelRead(ctx context.Context, data *providerData, m *workspaceModelV0, read bool) (v types.Object, s *wsSizing, readErr error) {
 	null := types.ObjectNull(wsSizingAttrTypes)
 	part := workspaceModelV0{Name: m.Name, Namespace: m.Namespace, Resource: m.Resource, Inference: m.Inference, Tuning: m.Tuning,
 		RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
@@ -193,7 +195,7 @@ func sizingOfModelRead(ctx context.Context, data *providerData, m *workspaceMode
 		return null, nil, nil // the validators and the apply report the mapping error
 	}
 	var cfg []byte
-	if data != nil {
+	if read {
 		if cfg, readErr = readModelConfig(ctx, data, w); readErr != nil {
 			return null, nil, readErr
 		}
@@ -292,7 +294,7 @@ func plannedSizing(ctx context.Context, data *providerData, plan tfsdk.Plan) (v 
 	if diags.HasError() {
 		return types.ObjectUnknown(wsSizingAttrTypes), nil, "", diags
 	}
-	v, s, readErr := sizingOfModelRead(ctx, data, &m)
+	v, s, readErr := sizingOfModelRead(ctx, data, &m, true)
 	if readErr != nil {
 		return types.ObjectUnknown(wsSizingAttrTypes), nil, fmt.Sprintf("The model's config.json (inference.model_config) was not read at plan: %s. "+
 			"sizing is known after apply, when the reconciler reads it (the apply fails naming inference.model_config if it cannot).", readErr), diags
@@ -357,7 +359,7 @@ func (s wsSizing) summary() string {
 // known, see planWorkspaceSizing) is resolved from the plan here.
 func prepareWorkspaceSizing(ctx context.Context, data *providerData, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
 	if plan.Sizing.IsUnknown() {
-		plan.Sizing, _, _ = sizingOfModelRead(ctx, data, plan) // null when the ConfigMap cannot be read
+		plan.Sizing, _, _ = sizingOfModelRead(ctx, data, plan, true) // null when the ConfigMap cannot be read
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -289,5 +290,52 @@ func TestWorkspaceSizing_read(t *testing.T) {
 	apply.Sizing = types.ObjectUnknown(wsSizingAttrTypes)
 	if d := prepareWorkspaceSizing(context.Background(), nil, tfsdk.Config{}, &apply, nil); d.HasError() || !apply.Sizing.Equal(planned) {
 		t.Errorf("apply: sizing %s, want %s (%v)", apply.Sizing, planned, d)
+	}
+}
+
+// A Hugging Face model's plan: its sizing with a "Model Sizing" warning summarising it
+// (model_size); with model_config and no cluster to read the ConfigMap from, an unknown
+// sizing and a warning saying why.
+func TestWorkspaceSizing_anyModelWarning(t *testing.T) {
+	s := workspaceSchema(t)
+	ctx := context.Background()
+	sizeType := map[string]attr.Type{"parameters": types.StringType, "dtype": types.StringType, "gpu_memory": types.StringType}
+	cfgType := map[string]attr.Type{"config_map": types.StringType, "key": types.StringType}
+	for name, c := range map[string]struct {
+		set             map[string]attr.Value
+		summary, detail string
+		unknown         bool
+	}{
+		"model_size": {map[string]attr.Value{"inference.model_size": types.ObjectValueMust(sizeType, map[string]attr.Value{
+			"parameters": str("7.62B"), "dtype": types.StringNull(), "gpu_memory": types.StringNull()})},
+			"Model Sizing", "7.62B parameters (bfloat16) need 18Gi of GPU memory: 2 × Tesla-T4 per replica, 2 replica(s).", false},
+		"model_config without a cluster": {map[string]attr.Value{"inference.model_config": types.ObjectValueMust(cfgType, map[string]attr.Value{
+			"config_map": str("qwen"), "key": types.StringNull()})},
+			"Model Sizing Known After Apply", "The model's config.json (inference.model_config) was not read at plan: the provider is not configured.", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			set := map[string]attr.Value{"name": str("w"), "namespace": str("default"), "resource.count": types.Int64Value(2),
+				"resource.provision_nodes": types.BoolValue(true), "resource.instance_type": str("g4dn.12xlarge"),
+				"inference.model": str("Qwen/Qwen2.5-7B-Instruct"), "inference.port": types.Int64Value(8000)}
+			for k, v := range c.set {
+				set[k] = v
+			}
+			plan := wsPlan(t, s, set)
+			resp := fwresource.ModifyPlanResponse{Plan: plan}
+			r, _ := NewWorkspaceResource().(*workspaceResource)
+			r.ModifyPlan(ctx, fwresource.ModifyPlanRequest{Plan: plan, State: nullState(s), Config: tfsdk.Config(plan)}, &resp)
+			if resp.Diagnostics.HasError() || resp.Diagnostics.WarningsCount() != 1 {
+				t.Fatalf("diagnostics %v, want one warning", resp.Diagnostics)
+			}
+			w := resp.Diagnostics.Warnings()[0]
+			if w.Summary() != c.summary || !strings.HasPrefix(w.Detail(), c.detail) {
+				t.Errorf("warning %q: %q\nwant %q: %q", w.Summary(), w.Detail(), c.summary, c.detail)
+			}
+			var got types.Object
+			resp.Plan.GetAttribute(ctx, path.Root("sizing"), &got)
+			if got.IsUnknown() != c.unknown {
+				t.Errorf("sizing %s, unknown %v", got, c.unknown)
+			}
+		})
 	}
 }
