@@ -267,12 +267,13 @@ func checkSameAsResource(t *testing.T, what string, s workspaceSizing) {
 		Resource:  v1alpha1.WorkspaceResource{Count: int32(s.Count), InstanceType: s.InstanceType},
 		Inference: &v1alpha1.WorkspaceInference{Preset: s.Preset},
 	}}
-	r, err := resolveWorkspaceSizing(w)
+	r, err := resolveWorkspaceSizing(w, nil)
 	if err != nil {
 		t.Fatalf("%s: the resource's sizing fails: %v", what, err)
 	}
 	want := wsSizing{Replicas: s.Replicas, NodesPerReplica: s.NodesPerReplica, GPUsPerNode: s.GPUsPerNode, GPUsPerReplica: s.GPUsPerReplica,
 		NodeClaims: s.NodeClaims, InstanceType: s.InstanceType, GPUProduct: s.GPUProduct}
+	r.Model, r.ModelGPUMemory = nil, "" // the model's memory is the resource's only
 	if r != want {
 		t.Errorf("%s: gantry_workspace's sizing is %+v, workspace_sizing's %+v", what, r, want)
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -153,6 +154,10 @@ type wsInferenceModel struct {
 	ReadinessProbe    *wsProbeModel    `tfsdk:"readiness_probe"`
 	LivenessProbe     *wsProbeModel    `tfsdk:"liveness_probe"`
 	Volumes           []wsVolumeModel  `tfsdk:"volumes"`
+	// ModelSize and ModelConfig size a Hugging Face model without a preset
+	// (workspace_anymodel.go).
+	ModelSize   *wsModelSizeModel   `tfsdk:"model_size"`
+	ModelConfig *wsModelConfigModel `tfsdk:"model_config"`
 }
 
 type wsAdapterModel struct {
@@ -229,7 +234,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.Int64{int64validator.Between(0, 64)}},
 					"gpu_product": schema.StringAttribute{Optional: true, MarkdownDescription: "GPU product, matched against the node label `nvidia.com/gpu.product`, e.g. `NVIDIA-H100-80GB-HBM3`. Requires `gpu_count` > 0, or a model preset (which sets it).",
 						Validators: []validator.String{stringvalidator.RegexMatches(productRe, "must be a label value such as NVIDIA-H100-80GB-HBM3"),
-							requiresAnyOf{what: "gpu_count > 0, or an instance_type, a partition or a model preset (inference.preset, tuning.preset), which set it", paths: []path.Expression{
+							requiresAnyOf{what: "gpu_count > 0, or an instance_type, a partition, a model preset (inference.preset, tuning.preset) or a model size (inference.model_size, inference.model_config), which set it", paths: []path.Expression{
+								path.MatchRoot("inference").AtName("model_size"), path.MatchRoot("inference").AtName("model_config"),
 								path.MatchRelative().AtParent().AtName("gpu_count"), path.MatchRelative().AtParent().AtName("instance_type"), path.MatchRelative().AtParent().AtName("partition"),
 								path.MatchRoot("inference").AtName("preset"), path.MatchRoot("tuning").AtName("preset")}}}},
 					"instance_type": schema.StringAttribute{Optional: true, MarkdownDescription: "A cloud GPU instance type as KAITO's `resource.instanceType` writes it " +
@@ -261,10 +267,13 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						"(vLLM's `--tensor-parallel-size`, as KAITO) and, for a group of replicas, across the nodes (`--pipeline-parallel-size`). " +
 						"An unknown name fails the plan, naming the closest presets.",
 						Validators: []validator.String{presetValidator{}}},
-					"model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`; required without `preset` (default: the preset's).",
+					"model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model name, e.g. `falcon-7b-instruct`, or a Hugging Face model ID (`org/name`); required without `preset` (default: the preset's).\n\n" +
+						"A Hugging Face model ID without `preset` and with `model_size` or `model_config` (or without `image`) is served as KAITO serves any Hugging Face model: " +
+						"on KAITO's base vLLM image (`" + workspace.DefaultModelImage + "`) unless `image` names another, with `--served-model-name=<model>`, `--port=$(PORT)`, " +
+						"`--model=<model>` and the tensor parallelism of a preset, on the GPUs its size needs.",
 						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name such as falcon-7b-instruct"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
-					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Serving container image; required without `preset` (default: the preset's).",
-						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
+					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Serving container image; required without `preset`, unless `model` is a Hugging Face model ID (default: the preset's, or KAITO's base vLLM image).",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"), path.MatchRelative().AtParent().AtName("model"))}},
 					"args": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container arguments (default with a preset: " +
 						"`--served-model-name=<model>`, `--port=$(PORT)` and the preset's own; the container's `PORT` is `port`)."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(int64(v1alpha1.DefaultInferencePort)),
@@ -376,6 +385,12 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, DeleteDescription: timeoutsDeleteDescription}),
 		},
 	}
+	if inf, ok := resp.Schema.Attributes["inference"].(schema.SingleNestedAttribute); ok {
+		for k, a := range modelSizeAttributes() {
+			inf.Attributes[k] = a
+		}
+		resp.Schema.Attributes["inference"] = inf
+	}
 	resp.Schema.Attributes = withInputValidators(resp.Schema.Attributes)
 }
 
@@ -433,13 +448,14 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 // Succeeded, the plan re-applies it and waits again) followed by planWorkspaceSizing: the
 // plan shows sizing, resolved from the planned resource, inference and tuning by the
 // reconciler's own code (unknown while an input is; the state's on a plan that changes
-// nothing). No API call is made.
+// nothing). The only API call is the read of inference.model_config's ConfigMap, for a
+// Hugging Face model sized from its config.json (workspace_anymodel.go).
 func (r *workspaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	r.ops.planRetry(ctx, req, resp)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	planWorkspaceSizing(ctx, req, resp)
+	planWorkspaceSizing(ctx, r.data, req, resp)
 }
 
 // expandWorkspace maps the model to the Workspace to server-side apply (null fields omitted).
@@ -457,7 +473,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 	if i := m.Inference; i != nil {
 		spec.Inference = &v1alpha1.WorkspaceInference{Preset: i.Preset.ValueString(), Model: i.Model.ValueString(), Image: i.Image.ValueString(), Args: i.Args,
 			Port: int32(i.Port.ValueInt64()), Config: i.Config.ValueString(), ModelAccessSecret: i.ModelAccessSecret.ValueString(),
-			ModelGPUs: int32(i.ModelGPUs.ValueInt64())}
+			ModelGPUs: int32(i.ModelGPUs.ValueInt64()), ModelSize: expandModelSize(i.ModelSize), ModelConfig: expandModelConfig(i.ModelConfig)}
 		for _, a := range i.Adapters {
 			spec.Inference.Adapters = append(spec.Inference.Adapters, v1alpha1.WorkspaceAdapter{Name: a.Name.ValueString(), Image: a.Image.ValueString(), Strength: a.Strength.ValueString()})
 		}
@@ -518,7 +534,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 		}
 		m.Inference = &wsInferenceModel{Preset: optString(in.Preset, pi.Preset), Model: optString(in.Model, pi.Model), Image: optString(in.Image, pi.Image), Args: optList(in.Args, pi.Args),
 			Port: types.Int64Value(int64(port)), Config: optString(in.Config, pi.Config), ModelAccessSecret: optString(in.ModelAccessSecret, pi.ModelAccessSecret),
-			ModelGPUs: optInt64(int64(in.ModelGPUs), pi.ModelGPUs)}
+			ModelGPUs: optInt64(int64(in.ModelGPUs), pi.ModelGPUs), ModelSize: flattenModelSize(in.ModelSize, pi.ModelSize), ModelConfig: flattenModelConfig(in.ModelConfig, pi.ModelConfig)}
 		for i, a := range in.Adapters {
 			var pa wsAdapterModel
 			if i < len(pi.Adapters) {
@@ -660,6 +676,13 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 		if gpuCountSet {
 			return // modelGPUsValidator's
 		}
+	case "inference.image":
+		summary = "Missing Serving Image"
+	case "inference.model_size", "inference.model_config":
+		if errors.Is(err, workspace.ErrModelConfigNotRead) {
+			return // read at plan by the sizing step when the cluster answers, else by the reconciler
+		}
+		summary = "Model Does Not Fit Its GPUs"
 	default:
 		return // an attribute validator's (presets, instance types, gated models)
 	}

@@ -33,8 +33,16 @@ func sizingCheck(s wsSizing) knownvalue.Check {
 		"replicas": knownvalue.Int64Exact(s.Replicas), "nodes_per_replica": knownvalue.Int64Exact(s.NodesPerReplica),
 		"gpus_per_node": knownvalue.Int64Exact(s.GPUsPerNode), "gpus_per_replica": knownvalue.Int64Exact(s.GPUsPerReplica),
 		"instance_type": str(s.InstanceType), "gpu_product": str(s.GPUProduct), "mig_profile": str(s.MIGProfile),
-		"node_claims": knownvalue.Int64Exact(s.NodeClaims),
+		"node_claims": knownvalue.Int64Exact(s.NodeClaims), "model_gpu_memory": str(s.ModelGPUMemory), "model_parameters": i64(s.ModelParameters),
 	})
+}
+
+// i64 is a check of a number; 0 is null.
+func i64(v int64) knownvalue.Check {
+	if v == 0 {
+		return knownvalue.Null()
+	}
+	return knownvalue.Int64Exact(v)
 }
 
 // The plan of a new workspace shows its sizing (the CLI's plan, no cluster): presets and
@@ -54,19 +62,19 @@ func TestWorkspace_sizingAtPlan(t *testing.T) {
 		"preset on an instance type": {`
   resource  = { count = 3, instance_type = "g5.12xlarge" }
   inference = { preset = "falcon-40b-instruct" }
-`, &wsSizing{Replicas: 3, NodesPerReplica: 1, GPUsPerNode: 2, GPUsPerReplica: 2, InstanceType: "g5.12xlarge", GPUProduct: "NVIDIA-A10G", NodeClaims: 2}},
+`, &wsSizing{Replicas: 3, NodesPerReplica: 1, GPUsPerNode: 2, GPUsPerReplica: 2, InstanceType: "g5.12xlarge", GPUProduct: "NVIDIA-A10G", NodeClaims: 2, ModelGPUMemory: "90Gi"}},
 		"multi-node group": {`
   resource  = { count = 6, instance_type = "Standard_NC80adis_H100_v5" }
   inference = { preset = "deepseek-r1-0528" }
-`, &wsSizing{Replicas: 1, NodesPerReplica: 6, GPUsPerNode: 2, GPUsPerReplica: 12, InstanceType: "Standard_NC80adis_H100_v5", GPUProduct: "NVIDIA-H100-NVL", NodeClaims: 6}},
+`, &wsSizing{Replicas: 1, NodesPerReplica: 6, GPUsPerNode: 2, GPUsPerReplica: 12, InstanceType: "Standard_NC80adis_H100_v5", GPUProduct: "NVIDIA-H100-NVL", NodeClaims: 6, ModelGPUMemory: "720Gi"}},
 		"mig partition": {`
   resource  = { count = 2, gpu_product = "NVIDIA-A100-SXM4-80GB", partition = { mode = "mig", profile = "1g.10gb" } }
   inference = { preset = "phi-3-mini-4k-instruct" }
-`, &wsSizing{Replicas: 2, NodesPerReplica: 1, GPUProduct: "NVIDIA-A100-SXM4-80GB", MIGProfile: "1g.10gb"}},
+`, &wsSizing{Replicas: 2, NodesPerReplica: 1, GPUProduct: "NVIDIA-A100-SXM4-80GB", MIGProfile: "1g.10gb", ModelGPUMemory: "9Gi"}},
 		"existing nodes only": {`
   resource = { instance_type = "p4d.24xlarge", provision_nodes = false }
   tuning   = { method = "qlora", preset = "phi-3-mini-4k-instruct", input_image = "d", output_image = "o" }
-`, &wsSizing{Replicas: 1, NodesPerReplica: 1, GPUsPerNode: 1, GPUsPerReplica: 1, InstanceType: "p4d.24xlarge", GPUProduct: "NVIDIA-A100-SXM4-40GB"}},
+`, &wsSizing{Replicas: 1, NodesPerReplica: 1, GPUsPerNode: 1, GPUsPerReplica: 1, InstanceType: "p4d.24xlarge", GPUProduct: "NVIDIA-A100-SXM4-40GB", ModelGPUMemory: "9Gi"}},
 		"image unknown": {`
   resource  = { count = 2, gpu_count = 1, gpu_product = "NVIDIA-L4" }
   inference = { model = "m", image = terraform_data.later.output }
@@ -151,7 +159,7 @@ func TestAccWorkspace_sizing(t *testing.T) {
   timeouts  = { create = "3m" }
 `, product)
 	addr := "gantry_workspace.sized"
-	want := sizingCheck(wsSizing{Replicas: 1, NodesPerReplica: 2, GPUsPerNode: 1, GPUsPerReplica: 2, GPUProduct: product})
+	want := sizingCheck(wsSizing{Replicas: 1, NodesPerReplica: 2, GPUsPerNode: 1, GPUsPerReplica: 2, GPUProduct: product, ModelGPUMemory: "90Gi"})
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

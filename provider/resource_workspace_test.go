@@ -304,7 +304,7 @@ func TestWorkspace_presetAtPlan(t *testing.T) {
 		"product without count or preset": {`
   resource  = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
   inference = { model = "m", image = "i" }
-`, `(?s)Missing Required Attribute.*gpu_product\s+requires\s+gpu_count\s+>\s+0,\s+or\s+an\s+instance_type,\s+a\s+partition\s+or\s+a\s+model\s+preset`},
+`, `(?s)Missing Required Attribute.*gpu_product\s+requires\s+gpu_count\s+>\s+0,\s+or\s+an\s+instance_type,\s+a\s+partition,\s+a\s+model\s+preset.*or\s+a\s+model\s+size`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -38,9 +39,11 @@ func sizingAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "How the workspace is sized and placed, resolved at plan time by the reconciler's own code.\n\nIt works from `resource`, the model preset " +
 			"and `inference.model_gpus`, following KAITO's sizing: the preset's GPUs, then `resource.instance_type`'s GPUs per node, then KAITO's " +
 			"multi-node inference, where the `resource.count` pods of a model too large for one node form ONE replica spanning `nodes_per_replica` " +
-			"nodes (KAITO's `perReplicaNodeCount`). Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
-			"`tuning.preset` are (otherwise \"known after apply\"); null when they do not resolve. It does not look at the cluster, so it says " +
-			"what the apply asks for, not which nodes are free.",
+			"nodes (KAITO's `perReplicaNodeCount`); for a Hugging Face model without a preset, the GPUs its `inference.model_size` or " +
+			"`inference.model_config` needs. Known in the plan whenever `resource`, `inference.preset`, `inference.model_gpus` and " +
+			"`tuning.preset` are, and without a preset `inference.model`, `model_size` and `model_config` (otherwise \"known after apply\"); null when they do not resolve. " +
+			"It does not look at the nodes, so it says what the apply asks for, not which nodes are free; the one read is `inference.model_config`'s ConfigMap " +
+			"(when the cluster does not answer at plan, the sizing is known after apply).",
 		Attributes: map[string]schema.Attribute{
 			"replicas": schema.Int64Attribute{Computed: true, MarkdownDescription: "Replicas of the model serving side by side (KAITO's inference " +
 				"replicas): `resource.count`, or 1 when the pods form one multi-node group; 1 for tuning."},
@@ -57,6 +60,11 @@ func sizingAttribute() schema.SingleNestedAttribute {
 				"names it: `resource.gpu_product`, else `instance_type`'s GPU from the provider's catalog; null when neither says."},
 			"mig_profile": schema.StringAttribute{Computed: true, MarkdownDescription: "With `resource.partition`: the MIG profile each replica " +
 				"takes one slice of (`nvidia.com/mig-<profile>`, e.g. `1g.10gb`); null without a partition."},
+			"model_parameters": schema.Int64Attribute{Computed: true, MarkdownDescription: "The model's parameter count, as the estimator works it out.\n\n" +
+				"It comes from `inference.model_size` or `inference.model_config`'s `config.json`; null for a preset, a `model_size.gpu_memory` and a model of an image of your own."},
+			"model_gpu_memory": schema.StringAttribute{Computed: true, MarkdownDescription: "GPU memory one replica of the model needs in all, e.g. `18Gi`.\n\n" +
+				"It is the preset's figure, or for a Hugging Face model the estimate from `inference.model_size` or `inference.model_config` " +
+				"(weights plus 20% headroom; `gpus_per_replica` GPUs hold it). Null for a model of an image of your own."},
 			"node_claims": schema.Int64Attribute{Computed: true, MarkdownDescription: "The Karpenter NodeClaims the reconciler creates at most, with `resource.provision_nodes` (the default) and " +
 				"`instance_type`.\n\nIt is one node of the type per as many pods as fit on it " +
 				"(`ceil(pods / floor(the type's GPUs / gpus_per_node))`). As KAITO's gpu-provisioner, the apply creates only the nodes missing " +
@@ -75,8 +83,10 @@ var wsSizingAttrTypes = func() map[string]attr.Type {
 
 // wsSizing is sizing's value; "" strings are null.
 type wsSizing struct {
-	Replicas, NodesPerReplica, GPUsPerNode, GPUsPerReplica, NodeClaims int64
-	InstanceType, GPUProduct, MIGProfile                               string
+	Replicas, NodesPerReplica, GPUsPerNode, GPUsPerReplica, NodeClaims, ModelParameters int64
+	InstanceType, GPUProduct, MIGProfile, ModelGPUMemory                                string
+	// Model is the model's size (workspace.ModelMemory) when known: the plan warning's words.
+	Model *workspace.ModelEstimate
 }
 
 // sizingPlaceholder fills the fields that can only make workspace.Resolve fail without
@@ -88,16 +98,22 @@ const sizingPlaceholder = "sizing"
 // resolveWorkspaceSizing resolves w (not changed) as the reconciler does and returns its
 // sizing. Errors are workspace.Resolve's (an unknown preset or instance type, GPUs that do not
 // fit a node of the type, model_gpus the replicas cannot hold), naming spec fields.
-func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
+//
+// modelConfig is the bytes of inference.model_config's ConfigMap key (nil when there is none
+// or it was not read: then such a workspace does not resolve, ErrModelConfigNotRead).
+func resolveWorkspaceSizing(w *v1alpha1.Workspace, modelConfig []byte) (wsSizing, error) {
 	w = w.DeepCopy()
 	if inf := w.Spec.Inference; inf != nil {
-		inf.Model, inf.Image = orPlaceholder(inf.Model), orPlaceholder(inf.Image)
+		if !workspace.AnyModel(w) { // an "org/name" model without an image runs on the default one
+			inf.Image = orPlaceholder(inf.Image)
+		}
+		inf.Model = orPlaceholder(inf.Model)
 		inf.ModelAccessSecret = orPlaceholder(inf.ModelAccessSecret)
 	}
 	if tu := w.Spec.Tuning; tu != nil {
 		tu.BaseModel, tu.Image = orPlaceholder(tu.BaseModel), orPlaceholder(tu.Image)
 	}
-	rw, err := workspace.Resolve(w)
+	rw, err := workspace.ResolveModel(w, modelConfig)
 	if err != nil {
 		return wsSizing{}, err
 	}
@@ -111,6 +127,9 @@ func resolveWorkspaceSizing(w *v1alpha1.Workspace) (wsSizing, error) {
 	}
 	if r.Partition != nil {
 		s.MIGProfile = r.Partition.Profile
+	}
+	if e, ok, err := workspace.ModelMemory(w, modelConfig); ok && err == nil {
+		s.Model, s.ModelParameters, s.ModelGPUMemory = &e, e.Parameters, workspace.FormatGiB(e.GPUMemory)
 	}
 	return s, nil
 }
@@ -131,18 +150,24 @@ func (s wsSizing) value() types.Object {
 		}
 		return types.StringValue(v)
 	}
+	i64 := func(v int64) attr.Value {
+		if v == 0 {
+			return types.Int64Null()
+		}
+		return types.Int64Value(v)
+	}
 	return types.ObjectValueMust(wsSizingAttrTypes, map[string]attr.Value{
 		"replicas": types.Int64Value(s.Replicas), "nodes_per_replica": types.Int64Value(s.NodesPerReplica),
 		"gpus_per_node": types.Int64Value(s.GPUsPerNode), "gpus_per_replica": types.Int64Value(s.GPUsPerReplica),
 		"instance_type": str(s.InstanceType), "gpu_product": str(s.GPUProduct), "mig_profile": str(s.MIGProfile),
-		"node_claims": types.Int64Value(s.NodeClaims),
+		"node_claims": types.Int64Value(s.NodeClaims), "model_gpu_memory": str(s.ModelGPUMemory), "model_parameters": i64(s.ModelParameters),
 	})
 }
 
 // workspaceSizingValue is the sizing attribute of w: null when w does not resolve (the
 // reconciler then reports the spec error and the apply fails naming it).
 func workspaceSizingValue(w *v1alpha1.Workspace) types.Object {
-	s, err := resolveWorkspaceSizing(w)
+	s, err := resolveWorkspaceSizing(w, nil)
 	if err != nil {
 		return types.ObjectNull(wsSizingAttrTypes)
 	}
@@ -150,15 +175,45 @@ func workspaceSizingValue(w *v1alpha1.Workspace) types.Object {
 }
 
 // sizingOfModel is the sizing of m's resource, inference and tuning, mapped to the API type
-// as the apply maps them (expandWorkspace); null when they do not map or resolve.
+// as the apply maps them (expandWorkspace); null when they do not map or resolve, and for a
+// Hugging Face model sized from inference.model_config (its ConfigMap is not read here).
 func sizingOfModel(m *workspaceModelV0) types.Object {
+	v, _, _ := sizingOfModelRead(context.Background(), nil, m, false)
+	return v
+}
+
+// sizingOfModelRead is sizingOfModel reading inference.model_config's ConfigMap through data
+// when read (an unconfigured provider, data nil, cannot read it);
+// s is the sizing (nil when null); readErr says why the ConfigMap could not be read (the value
+// is then null, and the caller decides between unknown and null).
+func sizingOfModelRead(ctx context.Context, data *providerData, m *workspaceModelV0, read bool) (v types.Object, s *wsSizing, readErr error) {
+	null := types.ObjectNull(wsSizingAttrTypes)
 	part := workspaceModelV0{Name: m.Name, Namespace: m.Namespace, Resource: m.Resource, Inference: m.Inference, Tuning: m.Tuning,
 		RuntimeClassName: types.StringNull(), PriorityClassName: types.StringNull()}
-	u, err := expandWorkspace(&part)
-	if err != nil {
-		return types.ObjectNull(wsSizingAttrTypes)
+	w, ok := expandForSizing(&part)
+	if !ok {
+		return null, nil, nil // the validators and the apply report the mapping error
 	}
-	return sizingOfObject(u)
+	var cfg []byte
+	if read {
+		if cfg, readErr = readModelConfig(ctx, data, w); readErr != nil {
+			return null, nil, readErr
+		}
+	}
+	if z, err := resolveWorkspaceSizing(w, cfg); err == nil {
+		return z.value(), &z, nil
+	}
+	return null, nil, nil // what does not resolve has no sizing: the reconciler reports it
+}
+
+// expandForSizing is m as the Workspace the apply writes; false when it does not map.
+func expandForSizing(m *workspaceModelV0) (*v1alpha1.Workspace, bool) {
+	u, err := expandWorkspace(m)
+	if err != nil {
+		return nil, false
+	}
+	var w v1alpha1.Workspace
+	return &w, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w) == nil
 }
 
 // sizingOfObject is the sizing of the Workspace u (as read from the cluster, or as expanded).
@@ -186,6 +241,17 @@ func sizingInputsKnown(raw tftypes.Value) bool {
 			continue
 		case m.Attr("preset").Unknown(), mode == "inference" && m.Attr("model_gpus").Unknown():
 			return false
+		case mode == "inference" && m.Attr("preset").Null():
+			// Without a preset the model and its size decide (AnyModel), and the image for a
+			// Hugging Face model ID (one without an image runs on the default).
+			for _, a := range []string{"model", "model_size", "model_config"} {
+				if !m.Attr(a).v.IsFullyKnown() {
+					return false
+				}
+			}
+			if model, _ := m.Attr("model").String(); workspace.IsHFModelID(model) && !m.Attr("image").v.IsFullyKnown() {
+				return false
+			}
 		}
 	}
 	return true
@@ -216,40 +282,84 @@ func knownOrNull(v tftypes.Value) tftypes.Value {
 }
 
 // plannedSizing is the sizing of plan: unknown when an input is (sizingInputsKnown), else
-// resolved from the plan with its unknown parts, which sizing does not depend on, null.
-func plannedSizing(ctx context.Context, plan tfsdk.Plan) (types.Object, diag.Diagnostics) {
+// resolved from the plan with its unknown parts, which sizing does not depend on, null. A
+// Hugging Face model sized from inference.model_config has its ConfigMap read through data:
+// when that fails the sizing is unknown (known after apply) and why says why.
+func plannedSizing(ctx context.Context, data *providerData, plan tfsdk.Plan) (v types.Object, s *wsSizing, why string, diags diag.Diagnostics) {
 	if !sizingInputsKnown(plan.Raw) {
-		return types.ObjectUnknown(wsSizingAttrTypes), nil
+		return types.ObjectUnknown(wsSizingAttrTypes), nil, "", nil
 	}
 	var m workspaceModelV0
-	diags := (&tfsdk.Plan{Schema: plan.Schema, Raw: knownOrNull(plan.Raw)}).Get(ctx, &m)
+	diags = (&tfsdk.Plan{Schema: plan.Schema, Raw: knownOrNull(plan.Raw)}).Get(ctx, &m)
 	if diags.HasError() {
-		return types.ObjectUnknown(wsSizingAttrTypes), diags
+		return types.ObjectUnknown(wsSizingAttrTypes), nil, "", diags
 	}
-	return sizingOfModel(&m), diags
+	v, s, readErr := sizingOfModelRead(ctx, data, &m, true)
+	if readErr != nil {
+		return types.ObjectUnknown(wsSizingAttrTypes), nil, fmt.Sprintf("The model's config.json (inference.model_config) was not read at plan: %s. "+
+			"sizing is known after apply, when the reconciler reads it (the apply fails naming inference.model_config if it cannot).", readErr), diags
+	}
+	return v, s, "", diags
 }
 
 // planWorkspaceSizing is ModifyPlan's sizing step: a plan that changes nothing keeps the
 // state's sizing (so a no-op plan stays empty); any other plan, create included, gets the
-// sizing of what it plans. Destroy plans are left alone.
-func planWorkspaceSizing(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+// sizing of what it plans, and for a Hugging Face model without a preset a warning
+// summarising it (or saying why it is known only after apply). Destroy plans are left alone.
+func planWorkspaceSizing(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() || (!req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw)) {
 		return
 	}
-	v, diags := plannedSizing(ctx, resp.Plan)
+	v, s, why, diags := plannedSizing(ctx, data, resp.Plan)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("sizing"), v)...)
+	at := path.Root("sizing")
+	var prior types.Object
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, at, &prior)...)
+	}
+	switch {
+	case why != "":
+		resp.Diagnostics.AddAttributeWarning(at, "Model Sizing Known After Apply", why)
+	case s != nil && s.Model != nil && anyModelPlanned(ctx, resp) && !v.Equal(prior):
+		resp.Diagnostics.AddAttributeWarning(at, "Model Sizing", s.summary())
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, v)...)
+}
+
+// anyModelPlanned reports whether the planned workspace serves a Hugging Face model without
+// a preset (workspace.AnyModel).
+func anyModelPlanned(ctx context.Context, resp *resource.ModifyPlanResponse) bool {
+	var m workspaceModelV0
+	if resp.Plan.Get(ctx, &m).HasError() || m.Inference == nil || !m.Inference.Preset.IsNull() {
+		return false
+	}
+	w := v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Inference: &v1alpha1.WorkspaceInference{Model: m.Inference.Model.ValueString(),
+		Image: m.Inference.Image.ValueString(), ModelSize: expandModelSize(m.Inference.ModelSize), ModelConfig: expandModelConfig(m.Inference.ModelConfig)}}}
+	return workspace.AnyModel(&w)
+}
+
+// summary is the plan warning's words: the model's size, then what each replica takes.
+func (s wsSizing) summary() string {
+	gpu := s.GPUProduct
+	if gpu == "" {
+		gpu = "GPUs"
+	}
+	out := fmt.Sprintf("%s: %d × %s per replica", s.Model, s.GPUsPerReplica, gpu)
+	if s.NodesPerReplica > 1 {
+		out += fmt.Sprintf(" (%d nodes × %d)", s.NodesPerReplica, s.GPUsPerNode)
+	}
+	return out + fmt.Sprintf(", %d replica(s).", s.Replicas)
 }
 
 // prepareWorkspaceSizing is gantry_workspace's kindOps.prepare: the planned sizing is what the
 // state stores; only one still unknown at apply (never the case once the configuration is
 // known, see planWorkspaceSizing) is resolved from the plan here.
-func prepareWorkspaceSizing(_ context.Context, _ *providerData, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
+func prepareWorkspaceSizing(ctx context.Context, data *providerData, _ tfsdk.Config, plan, _ *workspaceModelV0) diag.Diagnostics {
 	if plan.Sizing.IsUnknown() {
-		plan.Sizing = sizingOfModel(plan)
+		plan.Sizing, _, _ = sizingOfModelRead(ctx, data, plan, true) // null when the ConfigMap cannot be read
 	}
 	return nil
 }

@@ -315,6 +315,26 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 			s.Inference.ReadinessProbe = &v1alpha1.WorkspaceProbe{HTTPPath: "/health", Exec: []string{"true"}}
 		}, "spec.inference.readinessProbe", "a probe needs exactly one of httpPath and exec"},
 		{"performance mode", func(s *v1alpha1.WorkspaceSpec) { s.Inference.PerformanceMode = "fast" }, "spec.inference.performanceMode", "Unsupported value"},
+		// Any Hugging Face model (issue 40 item 5).
+		{"a Hugging Face model without an image, sized", func(s *v1alpha1.WorkspaceSpec) {
+			s.Resource.GPUCount = 0
+			s.Inference = &v1alpha1.WorkspaceInference{Model: "Qwen/Qwen2.5-7B-Instruct", ModelSize: &v1alpha1.WorkspaceModelSize{Parameters: "7.62B", DType: "bfloat16"}}
+		}, "", ""},
+		{"a model that is no Hugging Face ID without an image", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Model: "plain"}
+		}, "spec.inference", "the image may be left out for a Hugging Face model ID"},
+		{"model size and config both", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Model: "org/m", ModelSize: &v1alpha1.WorkspaceModelSize{Parameters: "7B"}, ModelConfig: &v1alpha1.WorkspaceModelConfig{ConfigMap: "c"}}
+		}, "spec.inference", "spec.inference.modelSize and modelConfig are exclusive"},
+		{"model size with a preset", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Preset: "phi-2", ModelSize: &v1alpha1.WorkspaceModelSize{Parameters: "7B"}}
+		}, "spec.inference", "spec.inference.modelSize and modelConfig are for a model without a preset"},
+		{"model size with parameters and gpuMemory", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Model: "org/m", ModelSize: &v1alpha1.WorkspaceModelSize{Parameters: "7B", GPUMemory: "20Gi"}}
+		}, "spec.inference.modelSize", "exactly one of parameters and gpuMemory"},
+		{"parameters malformed", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = &v1alpha1.WorkspaceInference{Model: "org/m", ModelSize: &v1alpha1.WorkspaceModelSize{Parameters: "7 billion"}}
+		}, "spec.inference.modelSize.parameters", "should match"},
 	}
 	cases = append(cases, labelMapCases("labelSelector", "spec.resource.labelSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Resource.LabelSelector }, 32)...)
 	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.WorkspaceSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)

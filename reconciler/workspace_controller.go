@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -153,7 +155,11 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	// Requeue (no RequeueAfter) asks for the controller's rate-limited requeue, which
 	// RequeueAfter cannot express; dropping it would change the retry timing.
-	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter}, nil //nolint:staticcheck // SA1019: Requeue keeps the rate-limited requeue (see above)
+	after := d.RequeueAfter
+	if !g.valid && w.Spec.Inference != nil && w.Spec.Inference.ModelConfig != nil && (after == 0 || after > modelConfigPoll) {
+		after = modelConfigPoll // a fixed ConfigMap is seen without a watch (modelConfig)
+	}
+	return ctrl.Result{Requeue: d.Requeue, RequeueAfter: after}, nil //nolint:staticcheck // SA1019: Requeue keeps the rate-limited requeue (see above)
 }
 
 // wsGathered is one pass's facts plus what acting needs: the desired and observed owned
@@ -204,7 +210,16 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 	}
 	// rw is w with its model preset applied (workspace.Resolve): what the owned objects and
 	// the capacity check are built from; status is written on w.
-	rw, specErr := workspace.Resolve(w)
+	// A Hugging Face model sized from a ConfigMap's config.json: read here, so the machine
+	// stays pure (workspace.ResolveModel); a missing ConfigMap or key is an invalid spec too.
+	cfg, specErr := r.modelConfig(ctx, w)
+	if apierr := (*apiReadError)(nil); errors.As(specErr, &apierr) {
+		return nil, apierr.err
+	}
+	rw := w.DeepCopy()
+	if specErr == nil {
+		rw, specErr = workspace.ResolveModel(w, cfg)
+	}
 	var pl hardware.Placement
 	if specErr == nil {
 		pl, specErr = workspace.Placement(rw)
@@ -236,6 +251,41 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, w *v1alpha1.Workspace)
 	}
 	facts.Provisioning = pv
 	return &wsGathered{facts: facts, o: o, rw: rw, pl: pl, valid: specErr == nil}, nil
+}
+
+// modelConfigPoll is how often a workspace stalled on spec.inference.modelConfig (its
+// ConfigMap missing, or its config.json unreadable) reads it again: the reconciler caches
+// only its own ConfigMaps, so no watch sees the user's fix.
+const modelConfigPoll = 10 * time.Second
+
+// apiReadError is a failed read of the model config ConfigMap other than NotFound: the pass
+// is retried, the spec is not blamed.
+type apiReadError struct{ err error }
+
+func (e *apiReadError) Error() string { return e.err.Error() }
+
+// modelConfig returns the bytes of spec.inference.modelConfig's ConfigMap key, nil when w has
+// no modelConfig or is not a Hugging Face model without a preset (workspace.AnyModel). Errors
+// name spec.inference.modelConfig (the ConfigMap or key is missing) or are *apiReadError.
+func (r *WorkspaceReconciler) modelConfig(ctx context.Context, w *v1alpha1.Workspace) ([]byte, error) {
+	name, key, ok := workspace.ModelConfigRef(w)
+	if !ok || !workspace.AnyModel(w) || !w.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	var cm corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("spec.inference.modelConfig: ConfigMap %q not found in namespace %q; the workspace reads it again every %s", name, w.Namespace, modelConfigPoll)
+		}
+		return nil, &apiReadError{err}
+	}
+	if v, ok := cm.Data[key]; ok {
+		return []byte(v), nil
+	}
+	if v, ok := cm.BinaryData[key]; ok {
+		return v, nil
+	}
+	return nil, fmt.Errorf("spec.inference.modelConfig: ConfigMap %q has no key %q; the workspace reads it again every %s", name, key, modelConfigPoll)
 }
 
 // desiredObjects are the owned objects rw (w resolved) wants in mode: the Service, and the

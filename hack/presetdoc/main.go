@@ -161,6 +161,103 @@ resource "gantry_workspace" "chat" {
 }
 `+"```"+`
 `)
+	anyModel(w)
+}
+
+// anyModel is the "Serving any Hugging Face model" section.
+func anyModel(w io.Writer) {
+	c := func(s string) string { return "`" + s + "`" }
+	fmt.Fprintf(w, `
+## Serving any Hugging Face model
+
+A model that is not in the catalog is served by its Hugging Face model ID, as KAITO serves
+generic Hugging Face models: %s is %s, with no %s, and its size is given
+(%s) or derived from its %s (%s). Such a workspace gets, where the configuration leaves them
+empty:
+
+| workspace attribute | value |
+| --- | --- |
+| %s | KAITO's base vLLM image, %s |
+| %s | %s, %s, %s, and for more than one GPU %s (and %s over a multi-node group), as a preset |
+| %s | the GPUs that hold the model on the workspace's GPU (below) |
+
+**The estimate.** From %s the estimator counts the parameters of a llama-style decoder
+(Llama, Mistral, Qwen2, Phi-3, Gemma; %s of a multimodal config): the token embeddings, the
+output head unless %s, and per layer the attention (query and output of %s × head size,
+key and value of %s × head size: grouped-query attention), the gated MLP (gate, up and down
+projections of %s; one per expert for a mixture of experts) and two norms. It reads
+%s, %s, %s, %s, %s, %s, %s (or a %s's bits) and %s; nothing is downloaded.
+The weights take parameters × the bytes of the dtype (4 for float32, 2 for float16/bfloat16, 1
+for fp8/int8, 0.5 for int4), and the model needs **%.1f ×** that, rounded up to a whole GiB: 20%%
+for vLLM's KV cache, activations and the CUDA context. Checked against KAITO's presets, the
+estimate of Llama-3.1-8B is 18Gi (preset 22Gi), Mistral-7B 17Gi (14Gi), Phi-3-mini 9Gi (9Gi),
+DeepSeek-R1-Distill-Qwen-14B 34Gi (40Gi), Phi-4 33Gi (30Gi) and Llama-3.3-70B 158Gi (150Gi):
+within 25%%, and the same GPU count on 80 GiB GPUs. %s instead states the
+memory outright.
+
+**The GPUs.** The memory of one GPU is %s's, else %s's from the
+[Instance types](instance-types.md) catalog (or the MIG slice of %s). The
+GPUs per replica are the fewest that hold the model, rounded up to a power of two (vLLM splits
+the attention heads evenly over them). A %s of your own is kept and checked; a model
+larger than one node of the instance type serves across %s nodes (multi-node
+inference) or, with one replica, fails the plan. A GPU of unknown memory fails the plan unless
+%s is given.
+
+**The plan shows it.** %s's %s and %s show the estimate and
+%s the GPUs, in the plan. With %s, the plan reads the ConfigMap when the cluster
+answers (the runner needs %s on ConfigMaps); otherwise %s is known after apply and a
+warning says why. The reconciler reads the ConfigMap itself: while it or its key is missing, or
+its %s cannot be read, the workspace is Stalled (%s) naming
+%s, the apply fails with those words, and the workspace proceeds on its own
+once the ConfigMap is fixed. A new or changed workspace of this kind also gets a plan warning
+summarising its sizing.
+
+`+"```terraform"+`
+resource "gantry_workspace" "qwen" {
+  name      = "qwen"
+  namespace = "inference"
+  resource  = { count = 2, instance_type = "g4dn.12xlarge" } # 4 × Tesla-T4 (16Gi) per node
+  inference = {
+    model      = "Qwen/Qwen2.5-7B-Instruct"
+    model_size = { parameters = "7.62B", dtype = "bfloat16" } # 18Gi: 2 T4s per replica
+  }
+}
+
+resource "kubernetes_config_map" "llama" {
+  metadata {
+    name      = "llama-3-1-8b"
+    namespace = "inference"
+  }
+  data = { "config.json" = file("${path.module}/llama-3.1-8b/config.json") }
+}
+
+resource "gantry_workspace" "llama" {
+  name      = "llama"
+  namespace = "inference"
+  resource  = { gpu_product = "NVIDIA-L4", provision_nodes = false }
+  inference = {
+    model               = "meta-llama/Llama-3.1-8B-Instruct"
+    model_config        = { config_map = kubernetes_config_map.llama.metadata[0].name }
+    model_access_secret = "hf-token" # a gated repository
+  }
+}
+`+"```"+`
+
+A model ID with an %s of your own and no size is served as before: your image, your
+arguments, your %s.
+`,
+		c("inference.model"), c("org/name"), c("preset"), c("inference.model_size = { parameters = \"7B\", dtype = \"bfloat16\" }"),
+		c("config.json"), c("inference.model_config = { config_map = \"name\", key = \"config.json\" }"),
+		c("inference.image"), c(workspace.DefaultModelImage),
+		c("inference.args"), c("--served-model-name=<model>"), c("--port=$(PORT)"), c("--model=<model>"), c("--tensor-parallel-size=<GPUs>"), c("--pipeline-parallel-size"),
+		c("resource.gpu_count"),
+		c("config.json"), c("text_config"), c("tie_word_embeddings"), c("num_attention_heads"), c("num_key_value_heads"), c("intermediate_size"),
+		c("hidden_size"), c("num_hidden_layers"), c("intermediate_size"), c("vocab_size"), c("num_attention_heads"), c("num_key_value_heads"), c("torch_dtype"), c("quantization_config"), c("tie_word_embeddings"),
+		workspace.MemoryHeadroom, c("model_size = { gpu_memory = \"40Gi\" }"),
+		c("resource.instance_type"), c("resource.gpu_product"), c("resource.partition"), c("resource.gpu_count"), c("resource.count"), c("resource.gpu_count"),
+		c("gantry_workspace"), c("sizing.model_parameters"), c("sizing.model_gpu_memory"), c("sizing.gpus_per_replica"), c("model_config"), c("get"), c("sizing"),
+		c("config.json"), c("InvalidSpec"), c("inference.model_config"),
+		c("image"), c("resource.gpu_count"))
 }
 
 func yes(b bool) string {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -103,4 +104,17 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// GPUProductMemory is the memory of one GPU of product (an nvidia.com/gpu.product value), in
+// bytes, from the first instance type of the catalog with that GPU; false when none has it.
+func GPUProductMemory(product string) (int64, bool) {
+	for _, t := range instanceTypes {
+		if t.GPUProduct == product && product != "" {
+			if q, err := resource.ParseQuantity(t.GPUMemory); err == nil {
+				return q.Value(), true
+			}
+		}
+	}
+	return 0, false
 }

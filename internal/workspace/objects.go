@@ -664,11 +664,11 @@ func PerformanceMode(w *v1alpha1.Workspace) string {
 // spec.inference.args, as KAITO builds its vLLM command: --kaito-config-file=
 // /mnt/config/inference_config.yaml with spec.inference.config, and
 // --performance-mode=<mode> for a PerformanceMode other than balanced. None without a preset
-// (a custom image is the user's command, as KAITO's inference.template) or when args already
-// pass the flag.
+// or a Hugging Face model on KAITO's runtime (AnyModel): a custom image is the user's command,
+// as KAITO's inference.template; none either when args already pass the flag.
 func RuntimeArgs(w *v1alpha1.Workspace) []string {
 	in := w.Spec.Inference
-	if in == nil || in.Preset == "" {
+	if in == nil || (in.Preset == "" && !AnyModel(w)) {
 		return nil
 	}
 	has := func(flag string) bool {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -103,10 +104,29 @@ func TuningPresets() []string {
 // MIG partition profile the workspace's GPU does not offer (CheckPartition: a
 // *hardware.MIGProfileError), GPU products that contradict one another (checkGPUProduct), and
 // what spec.autoscaling cannot scale (checkAutoscaling).
-func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
+func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) { return ResolveModel(w, nil) }
+
+// ErrModelConfigNotRead is ResolveModel's error (wrapped, naming spec.inference.modelConfig)
+// for a workspace whose size comes from a ConfigMap's config.json when modelConfig is nil:
+// the caller did not (or could not) read it.
+var ErrModelConfigNotRead = errors.New("the model's config.json was not read")
+
+// ResolveModel is Resolve with modelConfig, the bytes of spec.inference.modelConfig's
+// ConfigMap key (nil when w has none, or it was not read): a Hugging Face model without a
+// preset (AnyModel) gets the default vLLM image, vLLM's arguments as a preset's, and its GPUs
+// per replica from its size (EstimateModel, resolveAnyModel). Errors also: the size's
+// (naming spec.inference.modelSize or modelConfig; ErrModelConfigNotRead), a GPU of unknown
+// memory, a gpuCount, instance type or MIG slice that cannot hold the model.
+func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspace, error) {
 	out := w.DeepCopy()
 	presetArgs, presetGPUs := false, int32(0)
 	if inf := out.Spec.Inference; inf != nil {
+		if AnyModel(out) {
+			var err error
+			if presetGPUs, presetArgs, err = applyAnyModel(out, modelConfig); err != nil {
+				return out, err
+			}
+		}
 		if inf.Preset != "" {
 			p, ok := LookupPreset(inf.Preset)
 			if !ok {
@@ -128,8 +148,11 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 				return out, fmt.Errorf("spec.inference.modelAccessSecret: preset %q is a gated model (its weights are downloaded from a gated Hugging Face repository): name a Secret whose key %s holds a token", p.Name, ModelAccessKey)
 			}
 		}
-		if inf.Model == "" || inf.Image == "" {
-			return out, fmt.Errorf("spec.inference: model and image are required without a preset")
+		switch {
+		case inf.Model == "":
+			return out, fmt.Errorf("spec.inference.model: required without a preset")
+		case inf.Image == "":
+			return out, fmt.Errorf("spec.inference.image: required without a preset, unless the model is a Hugging Face model ID (org/name) served on KAITO's base vLLM image")
 		}
 	}
 	if tu := out.Spec.Tuning; tu != nil {
@@ -154,17 +177,10 @@ func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) {
 	if out.Spec.Tuning != nil && out.Spec.Resource.Count > 1 {
 		return out, fmt.Errorf("spec.resource.count: %d, but a tuning workspace runs one pod on one node (KAITO refuses multi-node tuning too): set it to 1", out.Spec.Resource.Count)
 	}
-	if err := resolveInstanceType(out); err != nil {
-		return out, err
-	}
-	if err := CheckPartition(out); err != nil {
-		return out, err
-	}
-	if err := checkGPUProduct(out); err != nil {
-		return out, err
-	}
-	if err := checkAutoscaling(out); err != nil {
-		return out, err
+	for _, step := range []func(*v1alpha1.Workspace) error{resolveInstanceType, CheckPartition, checkGPUProduct, checkAutoscaling} {
+		if err := step(out); err != nil {
+			return out, err
+		}
 	}
 	return out, resolveGroup(out, presetGPUs, presetArgs)
 }

@@ -83,7 +83,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("deepseek-r1-0528 on 6 × NC80adis: %+v %v", got.Spec, err)
 	}
 	// Neither preset nor model.
-	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Image: "x"}, 1)); err == nil || !strings.Contains(err.Error(), "model and image are required") {
+	if _, err := Resolve(inference(v1alpha1.WorkspaceInference{Image: "x"}, 1)); err == nil || !strings.Contains(err.Error(), "spec.inference.model: required without a preset") {
 		t.Errorf("no preset, no model: %v", err)
 	}
 	// A gated preset needs a model access Secret.

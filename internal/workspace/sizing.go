@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
@@ -65,4 +67,29 @@ func SizingOf(w *v1alpha1.Workspace) Sizing {
 		s.NodeClaims = int32(len(claimsToCreate(f, w.Namespace, w.Name)))
 	}
 	return s
+}
+
+// ModelMemory is the GPU memory one copy of w's model needs, as far as the spec says: the
+// estimate of a Hugging Face model's size (AnyModel, EstimateModel with modelConfig, the bytes
+// of spec.inference.modelConfig's key), or a preset's gpuMemory (Parameters 0). ok is false
+// when neither says (a custom image, a config not read, an unknown preset); err is
+// EstimateModel's.
+func ModelMemory(w *v1alpha1.Workspace, modelConfig []byte) (e ModelEstimate, ok bool, err error) {
+	if AnyModel(w) {
+		return EstimateModel(w, modelConfig)
+	}
+	name := ""
+	if w.Spec.Inference != nil {
+		name = w.Spec.Inference.Preset
+	} else if w.Spec.Tuning != nil {
+		name = w.Spec.Tuning.Preset
+	}
+	p, found := LookupPreset(name)
+	if !found {
+		return e, false, nil
+	}
+	if q, perr := resource.ParseQuantity(p.GPUMemory); perr == nil {
+		return ModelEstimate{GPUMemory: q.Value()}, true, nil
+	}
+	return e, false, nil
 }

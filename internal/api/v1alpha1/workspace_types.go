@@ -97,7 +97,7 @@ type Workspace struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || has(self.inference)",message="spec.resource.partition is not supported for tuning (as in KAITO)"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.instanceType) || (has(self.resource.provisionNodes) && !self.resource.provisionNodes)",message="spec.resource.partition needs existing nodes (as in KAITO): set spec.resource.provisionNodes to false or drop spec.resource.instanceType"
 // +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || has(self.inference)",message="spec.autoscaling scales inference replicas: a tuning workspace runs one Job pod"
-// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && has(self.inference.preset)) || (has(self.tuning) && has(self.tuning.preset)) || has(self.resource.partition)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type, a preset or a partition, which set it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resource.gpuProduct) || (has(self.resource.gpuCount) && self.resource.gpuCount > 0) || has(self.resource.instanceType) || (has(self.inference) && (has(self.inference.preset) || has(self.inference.modelSize) || has(self.inference.modelConfig))) || (has(self.tuning) && has(self.tuning.preset)) || has(self.resource.partition)",message="spec.resource.gpuProduct requires spec.resource.gpuCount > 0 (or an instance type, a preset, a model size or config, or a partition, which set it)"
 type WorkspaceSpec struct {
 	// Resource is what each replica needs and how many replicas there are.
 	Resource WorkspaceResource `json:"resource"`
@@ -290,7 +290,9 @@ type WorkspacePartition struct {
 
 // WorkspaceInference serves a model (KAITO's InferenceSpec): a preset from Gantry's model
 // catalog, or an explicit model and image.
-// +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.model) && has(self.image))",message="spec.inference needs a preset, or a model and an image"
+// +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.model) && (has(self.image) || self.model.contains('/')))",message="spec.inference needs a preset, or a model and an image (the image may be left out for a Hugging Face model ID, org/name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.modelSize) || !has(self.modelConfig)",message="spec.inference.modelSize and modelConfig are exclusive: give the size, or the config.json it is derived from"
+// +kubebuilder:validation:XValidation:rule="!has(self.preset) || (!has(self.modelSize) && !has(self.modelConfig))",message="spec.inference.modelSize and modelConfig are for a model without a preset (a preset carries its own size)"
 // +kubebuilder:validation:XValidation:rule="!has(self.accessMode) || self.accessMode != 'private' || has(self.image)",message="spec.inference.accessMode private needs spec.inference.image (the private preset image, KAITO's presetOptions.image)"
 type WorkspaceInference struct {
 	// Preset names a model of Gantry's preset catalog (KAITO's preset names, e.g.
@@ -397,6 +399,48 @@ type WorkspaceInference struct {
 	// +listMapKey=name
 	// +optional
 	Adapters []WorkspaceAdapter `json:"adapters,omitempty"`
+	// ModelSize is the size of a Hugging Face model served without a preset (model "org/name"):
+	// its parameters and dtype, or the GPU memory it needs. The GPUs per replica
+	// (resource.gpuCount when 0) follow from it and the GPU's memory (the instance type's or
+	// gpuProduct's); see workspace.EstimateModel.
+	// +optional
+	ModelSize *WorkspaceModelSize `json:"modelSize,omitempty"`
+	// ModelConfig names the model's Hugging Face config.json in a ConfigMap of the workspace's
+	// namespace; the model's size is derived from it as from modelSize (no network). A missing
+	// ConfigMap or key, or a config.json the estimator cannot read, stalls the workspace
+	// (InvalidSpec) naming spec.inference.modelConfig.
+	// +optional
+	ModelConfig *WorkspaceModelConfig `json:"modelConfig,omitempty"`
+}
+
+// WorkspaceModelSize is a model's size given by hand: parameters (with dtype), or gpuMemory.
+// +kubebuilder:validation:XValidation:rule="has(self.parameters) != has(self.gpuMemory)",message="spec.inference.modelSize needs exactly one of parameters and gpuMemory"
+type WorkspaceModelSize struct {
+	// Parameters is the parameter count with a K, M, B or T suffix, e.g. "7B", "8.03B", "500M".
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?[KMBT]$`
+	// +optional
+	Parameters string `json:"parameters,omitempty"`
+	// DType is the weights' data type (default bfloat16): float32, float16, bfloat16, fp8, int8
+	// or int4.
+	// +kubebuilder:validation:Enum=float32;float16;bfloat16;fp8;int8;int4
+	// +optional
+	DType string `json:"dtype,omitempty"`
+	// GPUMemory is the GPU memory one copy of the model needs in all, a quantity ("40Gi"),
+	// instead of parameters.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?(Mi|Gi|Ti|M|G|T)$`
+	// +optional
+	GPUMemory string `json:"gpuMemory,omitempty"`
+}
+
+// WorkspaceModelConfig is a ConfigMap key holding a Hugging Face config.json.
+type WorkspaceModelConfig struct {
+	// ConfigMap is the ConfigMap's name, in the workspace's namespace.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ConfigMap string `json:"configMap"`
+	// Key is the key holding config.json (default "config.json").
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // WorkspaceProbe is a container probe: an HTTP GET of httpPath on port, or a command run in
