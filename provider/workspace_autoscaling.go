@@ -213,27 +213,27 @@ func checkAutoscalingMetric(as configValue, at path.Path, resp *resource.Validat
 	}
 }
 
-func expandAutoscaling(a *wsAutoscalingModel) *v1alpha1.WorkspaceAutoscaling {
+func expandAutoscaling(a *wsAutoscalingModel) *v1alpha1.Autoscaling {
 	if a == nil {
 		return nil
 	}
-	out := &v1alpha1.WorkspaceAutoscaling{MinReplicas: int32(a.MinReplicas.ValueInt64()), MaxReplicas: int32(a.MaxReplicas.ValueInt64()), External: a.External.ValueBool()}
+	out := &v1alpha1.Autoscaling{MinReplicas: int32(a.MinReplicas.ValueInt64()), MaxReplicas: int32(a.MaxReplicas.ValueInt64()), External: a.External.ValueBool()}
 	if m := a.Metric; m != nil {
-		out.Metric = &v1alpha1.WorkspaceMetric{CPUAverageValue: m.CPUAverageValue.ValueString(), Pods: expandMetricSource(m.Pods), External: expandMetricSource(m.External)}
+		out.Metric = &v1alpha1.AutoscalingMetric{CPUAverageValue: m.CPUAverageValue.ValueString(), Pods: expandMetricSource(m.Pods), External: expandMetricSource(m.External)}
 	}
 	return out
 }
 
-func expandMetricSource(s *wsMetricSourceModel) *v1alpha1.WorkspaceMetricSource {
+func expandMetricSource(s *wsMetricSourceModel) *v1alpha1.AutoscalingMetricSource {
 	if s == nil {
 		return nil
 	}
-	return &v1alpha1.WorkspaceMetricSource{Name: s.Name.ValueString(), AverageValue: s.AverageValue.ValueString(), Selector: cloneMap(s.Selector)}
+	return &v1alpha1.AutoscalingMetricSource{Name: s.Name.ValueString(), AverageValue: s.AverageValue.ValueString(), Selector: cloneMap(s.Selector)}
 }
 
 // flattenAutoscaling maps spec.autoscaling back; prior (the state or plan) decides null versus
 // false or empty.
-func flattenAutoscaling(a *v1alpha1.WorkspaceAutoscaling, prior *wsAutoscalingModel) *wsAutoscalingModel {
+func flattenAutoscaling(a *v1alpha1.Autoscaling, prior *wsAutoscalingModel) *wsAutoscalingModel {
 	if a == nil {
 		return nil
 	}
@@ -253,7 +253,7 @@ func flattenAutoscaling(a *v1alpha1.WorkspaceAutoscaling, prior *wsAutoscalingMo
 	return out
 }
 
-func flattenMetricSource(s *v1alpha1.WorkspaceMetricSource, prior *wsMetricSourceModel) *wsMetricSourceModel {
+func flattenMetricSource(s *v1alpha1.AutoscalingMetricSource, prior *wsMetricSourceModel) *wsMetricSourceModel {
 	if s == nil {
 		return nil
 	}
