@@ -393,7 +393,9 @@ func TestExecutorRemoteSignerCRDValidation(t *testing.T) {
 		}, "spec.operatorKeys", "no remoteSignerUrl or ecdsaKey beside it"},
 		{"TLS on http", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSigner.URL = "http://web3signer:9000" },
 			"spec.operatorKeys.remoteSigner", "need an https:// url"},
-		{"public key too short", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSigner.PublicKey = "0x" + strings.Repeat("ab", 33) },
+		{"public key too short", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.RemoteSigner.PublicKey = "0x" + strings.Repeat("ab", 33)
+		},
 			"spec.operatorKeys.remoteSigner.publicKey", "should match"},
 		{"address", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSigner.FromAddress = "0x12" },
 			"spec.operatorKeys.remoteSigner.fromAddress", "should match"},

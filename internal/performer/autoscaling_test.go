@@ -180,7 +180,9 @@ func TestAutoscaledObjects(t *testing.T) {
 	}
 
 	for name, mod := range map[string]func(*v1alpha1.Performer){
-		"external": func(p *v1alpha1.Performer) { p.Spec.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2, External: true} },
+		"external": func(p *v1alpha1.Performer) {
+			p.Spec.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2, External: true}
+		},
 		"recreate": func(p *v1alpha1.Performer) { p.Spec.Strategy = v1alpha1.PerformerRecreate },
 		"none":     func(p *v1alpha1.Performer) { p.Spec.Autoscaling = nil },
 	} {

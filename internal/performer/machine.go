@@ -568,24 +568,8 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
 		return s
 	}
-	a := f.Autoscaling
-	if pod.Ready && f.Service.UpToDate && (a == nil || f.ReadyReplicas >= max(a.MinReplicas, 1)) {
-		if autoscale.WantsAutoscaler(a) && !f.Autoscaler.UpToDate {
-			return progress(v1alpha1.PerformerScheduling, ReasonScheduling, autoscale.Bounds(a, f.ReadyReplicas)+"; creating or updating the HorizontalPodAutoscaler")
-		}
-		if f.BarePod {
-			d.Actions = append(d.Actions, ActionDeletePod)
-		}
-		d.Image = f.DesiredImage
-		d.UpgradeFinished = upgrading
-		msg := readyMessage(pod)
-		if a != nil {
-			msg += "; " + autoscale.Bounds(a, f.ReadyReplicas)
-		}
-		return state{v1alpha1.PerformerRunning, ReasonPodReady, msg}
-	}
-	if a != nil && pod.Ready && f.Service.UpToDate {
-		return progress(v1alpha1.PerformerScheduling, ReasonScheduling, autoscale.Bounds(a, f.ReadyReplicas))
+	if pod.Ready && f.Service.UpToDate {
+		return rollingReady(f, d, upgrading)
 	}
 	if dis := latestEnded(f.EndedPods); dis != nil {
 		// The Pod this one replaces ended from outside and is still there: say so.
@@ -631,6 +615,33 @@ func boundReplicas(f Facts) int32 {
 	}
 	desired, _, _ := replicaCounts(f)
 	return max(desired, f.Autoscaling.MinReplicas, 1)
+}
+
+// rollingReady is the state of a RollingUpdate performer whose status pod is Ready behind an
+// up-to-date Service: Running (the bare Pod of a Recreate strategy left goes), except under
+// spec.autoscaling while fewer than minReplicas pods of the current spec are Ready or the
+// HorizontalPodAutoscaler is not in place yet (Scheduling, the message naming the bounds).
+func rollingReady(f Facts, d *Decision, upgrading bool) state {
+	a := f.Autoscaling
+	if a != nil {
+		msg := autoscale.Bounds(a, f.ReadyReplicas)
+		switch {
+		case f.ReadyReplicas < max(a.MinReplicas, 1):
+			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg)
+		case autoscale.WantsAutoscaler(a) && !f.Autoscaler.UpToDate:
+			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg+"; creating or updating the HorizontalPodAutoscaler")
+		}
+	}
+	if f.BarePod {
+		d.Actions = append(d.Actions, ActionDeletePod)
+	}
+	d.Image = f.DesiredImage
+	d.UpgradeFinished = upgrading
+	msg := readyMessage(f.Pod)
+	if a != nil {
+		msg += "; " + autoscale.Bounds(a, f.ReadyReplicas)
+	}
+	return state{v1alpha1.PerformerRunning, ReasonPodReady, msg}
 }
 
 // latestEnded is the Pod of ended that ended last, nil when ended is empty.

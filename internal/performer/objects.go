@@ -307,7 +307,7 @@ func EndedPods(pods []corev1.Pod, owner types.UID, newest *corev1.Pod, autoscale
 		if controlledBy(p, owner) || newest != nil && p.UID == newest.UID {
 			continue
 		}
-		if dis, ok := failure.EndedFromOutside(p); ok && !(autoscaled && dis.Reason == failure.DisruptionDeleted) {
+		if dis, ok := failure.EndedFromOutside(p); ok && (!autoscaled || dis.Reason != failure.DisruptionDeleted) {
 			out = append(out, dis)
 		}
 	}
