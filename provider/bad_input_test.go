@@ -82,7 +82,7 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 		{"plan", "hourglass_compat without operator_address", executor(`hourglass_compat = {}`),
 			`operator_address: hourglass_compat needs the operator's address: Hourglass's executor requires operator.address.`},
 		{"plan", "hourglass_compat with a raw BLS key", strings.Replace(executor("hourglass_compat = {}\n  operator_address = \""+addr+"\""), `ecdsa_key = "e" }`, `ecdsa_key = "e", bls_key = "b" }`, 1),
-			`operator_keys.bls_key: hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key) and a local ECDSA key`},
+			`operator_keys.bls_key: hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key); it has no raw BLS key`},
 		{"plan", "hourglass_compat with performer_names", executor("hourglass_compat = {}\n  operator_address = \"" + addr + "\"\n  performer_names = [\"p\"]"),
 			`performer_names: hourglass_compat: Hourglass's executor creates its own performers from avs_performers and reads no performer endpoints. Remove performer_names.`},
 		{"plan", "hourglass_compat l1_chain not a chain", executor("hourglass_compat = { l1_chain = \"base\" }\n  operator_address = \"" + addr + "\""),

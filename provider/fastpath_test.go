@@ -438,6 +438,10 @@ func performerRows() []planRow {
 		setConfig[k], setState[k] = v, v
 	}
 	imported := with(state, "candidate_nodes", nil, "timeouts", nil)
+	keda := map[string]any{"min_replicas": 1, "max_replicas": 4, "external": true}
+	metricAS := map[string]any{"min_replicas": 2, "max_replicas": 4, "metric": map[string]any{"pods": map[string]any{"name": "tasks", "average_value": "4"}}}
+	autoscaled := with(state, "strategy", "RollingUpdate", "pod_name", "performer-p1-7d9f-x2", "autoscaling", keda, "current_replicas", 3, "desired_replicas", 3)
+	autoscaledConfig := with(config, "strategy", "RollingUpdate", "autoscaling", keda)
 	rows := commonRows("gantry_performer", state, config, [2]map[string]any{setConfig, setState}, "strategy", "RollingUpdate", "phase", "Failed")
 	return append(rows,
 		planRow{name: "import-shaped state (refreshed: no candidate count, no timeouts)", prior: imported, config: config, want: planAnswered},
@@ -457,6 +461,11 @@ func performerRows() []planRow {
 		planRow{name: "name changed (replace)", prior: state, proposed: with(state, "name", "p2"), config: with(config, "name", "p2"), want: fbChanged, requireReplace: true},
 		planRow{name: "tolerations: empty list unchanged", prior: with(state, "tolerations", []any{}), config: with(config, "tolerations", []any{}), want: planAnswered},
 		planRow{name: "tolerations: null to empty", prior: state, proposed: with(state, "tolerations", []any{}), config: with(config, "tolerations", []any{}), want: fbChanged},
+		planRow{name: "autoscaled, replica counts refreshed", prior: autoscaled, config: autoscaledConfig, want: planAnswered},
+		planRow{name: "autoscaled with a metric, counts null", prior: with(autoscaled, "autoscaling", metricAS, "current_replicas", nil, "desired_replicas", nil),
+			config: with(autoscaledConfig, "autoscaling", metricAS), want: planAnswered},
+		planRow{name: "autoscaling max_replicas changed", prior: autoscaled, proposed: with(autoscaled, "autoscaling.max_replicas", 6),
+			config: with(autoscaledConfig, "autoscaling.max_replicas", 6), want: fbChanged},
 	)
 }
 

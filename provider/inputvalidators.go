@@ -447,9 +447,38 @@ func (v fractionalNumber) ValidateAttribute(_ context.Context, req xattr.Validat
 // error names every one of them by its resolved path ("env_from[0].secret_key_ref and
 // env_from[0].config_map_key_ref"), where the framework's ExactlyOneOf names only the
 // expressions it was given. Nothing is checked while any of them is unknown.
-type exactlyOneOf struct{ others []path.Expression }
+// With noneWith, none may be set while an attribute it matches is set (e.g. operator_keys'
+// remote_signer, which stands for secret_name).
+type exactlyOneOf struct{ others, noneWith []path.Expression }
 
 func exactlyOne(others ...path.Expression) exactlyOneOf { return exactlyOneOf{others: others} }
+
+// orNoneWith is v allowing none of its attributes while one matched by alt is set.
+func (v exactlyOneOf) orNoneWith(alt ...path.Expression) exactlyOneOf {
+	v.noneWith = alt
+	return v
+}
+
+// anySet reports whether an attribute the expressions match (relative to selfExpr) is set;
+// known is false when one of them is unknown.
+func anySet(ctx context.Context, config tfsdk.Config, selfExpr path.Expression, exprs []path.Expression, diags *diag.Diagnostics) (set, known bool) {
+	for _, e := range exprs {
+		matched, d := config.PathMatches(ctx, selfExpr.Merge(e))
+		diags.Append(d...)
+		for _, mp := range matched {
+			var val attr.Value
+			diags.Append(config.GetAttribute(ctx, mp, &val)...)
+			switch {
+			case val == nil:
+			case val.IsUnknown():
+				return false, false
+			case !val.IsNull():
+				set = true
+			}
+		}
+	}
+	return set, true
+}
 
 func (v exactlyOneOf) Description(context.Context) string {
 	return "exactly one of this attribute and " + path.Expressions(v.others).String() + " must be set"
@@ -484,6 +513,11 @@ func (v exactlyOneOf) check(ctx context.Context, config tfsdk.Config, self path.
 		}
 	}
 	names := joinPaths(all, " or ")
+	if len(set) == 0 && len(v.noneWith) > 0 {
+		if alt, known := anySet(ctx, config, selfExpr, v.noneWith, diags); alt || !known {
+			return
+		}
+	}
 	switch len(set) {
 	case 1:
 	case 0:

@@ -152,6 +152,8 @@ type operatorKeysModel struct {
 	ECDSAPrivateKeyWO      types.String `tfsdk:"ecdsa_private_key_wo"`
 	BLSPrivateKeyWO        types.String `tfsdk:"bls_private_key_wo"`
 	KeysWOVersion          types.Int64  `tfsdk:"private_keys_wo_version"`
+	// RemoteSigner is remote_signer (hourglass_compat's web3signer, executor_remote_signer.go).
+	RemoteSigner *remoteSignerModel `tfsdk:"remote_signer"`
 
 	// woGiven are the Secret keys (woECDSAKey, woBLSKey) of the write-only keys the
 	// configuration gives, set by prepareOperatorKeys during apply; never in state.
@@ -261,12 +263,15 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"the keys in it (`secret_name` with `ecdsa_key` and/or `bls_key`); `remote_signer_url`; or the keys themselves as " +
 					"write-only attributes (`ecdsa_private_key_wo` and/or `bls_private_key_wo` with `private_keys_wo_version`, " +
 					"Terraform 1.11 and later), which the provider writes into a Secret it owns and never stores in plan or state. " +
+					"With `hourglass_compat`, `remote_signer` (a web3signer for the ECDSA key) stands for `secret_name` and `ecdsa_key`, " +
+					"or goes beside `secret_name` when that holds a BLS keystore. " +
 					"The key material reaches the pods only as `valueFrom.secretKeyRef`.",
 				Validators: []validator.Object{secretKeysValidator{}},
 				Attributes: map[string]schema.Attribute{
 					"secret_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the Secret holding the private keys.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(253), stringvalidator.RegexMatches(dns1123Name, "must be a Secret name (DNS-1123 subdomain)"),
-							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"), path.MatchRelative().AtParent().AtName("private_keys_wo_version"))}},
+							exactlyOne(path.MatchRelative().AtParent().AtName("remote_signer_url"), path.MatchRelative().AtParent().AtName("private_keys_wo_version")).
+								orNoneWith(path.MatchRelative().AtParent().AtName("remote_signer"))}},
 					"ecdsa_key": schema.StringAttribute{Optional: true, MarkdownDescription: "Key in the Secret holding the ECDSA private key.",
 						Validators: []validator.String{stringvalidator.RegexMatches(secretKey, "must be a Secret key: letters, digits, '-', '_' or '.'"),
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("secret_name"))}},
@@ -285,6 +290,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("bls_keystore_key"))}},
 					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
+					"remote_signer": remoteSignerAttribute(),
 					"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
 						MarkdownDescription: "Terraform 1.11 and later: the ECDSA private key itself. The provider writes it " +
 							"into a Secret it owns, `<name>-operator-keys` (key `ecdsa-private-key`), owned by the Executor; it is never " +
@@ -395,7 +401,8 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					executor.HourglassBLSPasswordEnv + "` (from `bls_keystore_password_key`), each `valueFrom.secretKeyRef`. " +
 					"The pods run as the ServiceAccount `executor-<name>`, whose Role lets the executor create, update and delete " +
 					"Hourglass `Performer` objects in this namespace (Hourglass's operator runs them, with the default scheduling " +
-					"Hourglass gives them: none). Needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`); " +
+					"Hourglass gives them: none). Needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`, or " +
+					"`operator_keys.remote_signer`: a web3signer, rendered as Hourglass's `remoteSignerConfig`); " +
 					"takes no `bls_key`, `bls_private_key_wo`, `remote_signer_url`, `performer_names` or `performer_selector`; " +
 					"`avs_performers` images must be `repository:tag`. See the guide \"Moving from Skyhook, NixFleet, KAITO or the Hourglass operator\" (section \"Running an unmodified Hourglass executor image\").",
 				Attributes: map[string]schema.Attribute{
@@ -422,6 +429,7 @@ func (r *executorResource) ValidateConfig(_ context.Context, req resource.Valida
 	root := configRoot(req.Config.Raw)
 	validateHourglassCompat(root, resp)
 	validateOperatorKeys(root, &resp.Diagnostics)
+	validateRemoteSigner(root, resp)
 	port := func(name string, def int32) (int64, bool) {
 		v := root.Attr(name)
 		if v.Null() {
@@ -537,7 +545,8 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 	if k := m.OperatorKeys; k != nil {
 		spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: k.SecretName.ValueString(), ECDSAKey: k.ECDSAKey.ValueString(),
 			BLSKey: k.BLSKey.ValueString(), RemoteSignerURL: k.RemoteSignerURL.ValueString(),
-			BLSKeystoreKey: k.BLSKeystoreKey.ValueString(), BLSKeystorePasswordKey: k.BLSKeystorePasswordKey.ValueString()}
+			BLSKeystoreKey: k.BLSKeystoreKey.ValueString(), BLSKeystorePasswordKey: k.BLSKeystorePasswordKey.ValueString(),
+			RemoteSigner: expandRemoteSigner(k.RemoteSigner)}
 		if !k.KeysWOVersion.IsNull() {
 			spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: operatorKeysSecretName(m.Name.ValueString()),
 				SecretVersion: strconv.FormatInt(k.KeysWOVersion.ValueInt64(), 10)}
@@ -682,6 +691,7 @@ func flattenOperatorKeys(k v1alpha1.OperatorKeys, executor string, prior operato
 	m.BLSKey, m.RemoteSignerURL = optString(k.BLSKey, prior.BLSKey), optString(k.RemoteSignerURL, prior.RemoteSignerURL)
 	m.BLSKeystoreKey = optString(k.BLSKeystoreKey, prior.BLSKeystoreKey)
 	m.BLSKeystorePasswordKey = optString(k.BLSKeystorePasswordKey, prior.BLSKeystorePasswordKey)
+	m.RemoteSigner = flattenRemoteSigner(k.RemoteSigner, prior.RemoteSigner)
 	return m
 }
 
@@ -816,15 +826,19 @@ func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResp
 		bad(v, "Missing Operator Address", "hourglass_compat needs the operator's address: Hourglass's executor requires operator.address.")
 	}
 	keys := root.Attr("operator_keys")
-	if ecdsa, wo := keys.Attr("ecdsa_key"), keys.Attr("ecdsa_private_key_wo"); ecdsa.Null() && wo.Null() && !keys.Unknown() {
-		bad(ecdsa, "Missing ECDSA Key", "hourglass_compat needs the operator's ECDSA key (ecdsa_key, or ecdsa_private_key_wo): "+
+	if ecdsa, wo, rs := keys.Attr("ecdsa_key"), keys.Attr("ecdsa_private_key_wo"), keys.Attr("remote_signer"); ecdsa.Null() && wo.Null() && rs.Null() && !keys.Unknown() {
+		bad(ecdsa, "Missing ECDSA Key", "hourglass_compat needs the operator's ECDSA key (ecdsa_key, or ecdsa_private_key_wo, or a remote_signer): "+
 			"Hourglass's executor requires operator.operatorPrivateKey.")
 	}
-	for _, name := range []string{"bls_key", "bls_private_key_wo", "remote_signer_url"} {
+	for _, name := range []string{"bls_key", "bls_private_key_wo"} {
 		if v := keys.Attr(name); v.Set() {
-			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key) and a "+
-				"local ECDSA key; it has no raw BLS key, and its remote signer needs a public key Gantry does not pass. Remove "+name+".")
+			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor reads a BLS keystore (bls_keystore_key); "+
+				"it has no raw BLS key. Remove "+name+".")
 		}
+	}
+	if v := keys.Attr("remote_signer_url"); v.Set() {
+		bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's remote signer needs the key's public key and address beside the URL: "+
+			"use operator_keys.remote_signer = { url, public_key } instead of remote_signer_url.")
 	}
 	for _, name := range []string{"performer_names", "performer_selector"} {
 		if v := root.Attr(name); v.Set() {

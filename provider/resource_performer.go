@@ -96,13 +96,18 @@ type performerModelV0 struct {
 	PriorityClassName    types.String         `tfsdk:"priority_class_name"`
 	HardwareRequirements *hardwareModel       `tfsdk:"hardware_requirements"`
 	NetworkPolicy        *networkPolicyModel  `tfsdk:"network_policy"`
-	Phase                types.String         `tfsdk:"phase"`
-	GRPCEndpoint         types.String         `tfsdk:"grpc_endpoint"`
-	NodeName             types.String         `tfsdk:"node_name"`
-	PodName              types.String         `tfsdk:"pod_name"`
-	ServiceName          types.String         `tfsdk:"service_name"`
-	CandidateNodes       types.Int64          `tfsdk:"candidate_nodes"`
-	Timeouts             timeouts.Value       `tfsdk:"timeouts"`
+	// Autoscaling is autoscaling (performer_autoscaling.go); CurrentReplicas and
+	// DesiredReplicas are read from status, never planned from the state.
+	Autoscaling     *wsAutoscalingModel `tfsdk:"autoscaling"`
+	CurrentReplicas types.Int64         `tfsdk:"current_replicas"`
+	DesiredReplicas types.Int64         `tfsdk:"desired_replicas"`
+	Phase           types.String        `tfsdk:"phase"`
+	GRPCEndpoint    types.String        `tfsdk:"grpc_endpoint"`
+	NodeName        types.String        `tfsdk:"node_name"`
+	PodName         types.String        `tfsdk:"pod_name"`
+	ServiceName     types.String        `tfsdk:"service_name"`
+	CandidateNodes  types.Int64         `tfsdk:"candidate_nodes"`
+	Timeouts        timeouts.Value      `tfsdk:"timeouts"`
 }
 
 type hardwareModel struct {
@@ -330,7 +335,10 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					},
 				},
 			},
-			"network_policy": networkPolicyAttribute(),
+			"network_policy":   networkPolicyAttribute(),
+			"autoscaling":      performerAutoscalingAttribute(),
+			"current_replicas": performerCurrentReplicasAttribute(),
+			"desired_replicas": performerDesiredReplicasAttribute(),
 			"phase": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "Summary the reconciler reports (`status.phase`): `Pending`, `Creating`, `Scheduling`, `Running`, " +
@@ -345,8 +353,9 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "Node the performer's Pod runs on.",
 			},
 			"pod_name": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Name of the performer's Pod: `performer-<name>`; with `strategy = \"RollingUpdate\"`, the Deployment's current Pod (empty while it has none).",
+				Computed: true,
+				MarkdownDescription: "Name of the performer's Pod: `performer-<name>`; with `strategy = \"RollingUpdate\"`, the Deployment's current Pod (empty while it has none); " +
+					"of several replicas (`autoscaling`), the newest Ready one.",
 			},
 			"service_name": schema.StringAttribute{
 				Computed:            true,
@@ -368,6 +377,7 @@ func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest
 func (r *performerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	root := configRoot(req.Config.Raw)
 	validatePerformerTEE(root, &resp.Diagnostics)
+	validatePerformerAutoscaling(root, resp)
 	for _, a := range []string{"hardware_requirements", "node_selector", "tolerations", "runtime_class_name", "priority_class_name", "affinity"} {
 		if !root.Attr(a).v.IsFullyKnown() {
 			return
@@ -493,7 +503,7 @@ var performerOps = &kindOps[performerModelV0]{
 	spec:          wait.Performer,
 	logField:      "performer",
 	summaryAttr:   "phase",
-	statusAttrs:   []string{"phase", "node_name", "pod_name"},
+	statusAttrs:   []string{"phase", "node_name", "pod_name", "current_replicas", "desired_replicas"},
 	createTimeout: performerCreateTimeout,
 	updateTimeout: performerUpdateTimeout,
 	deleteTimeout: performerDeleteTimeout,
@@ -563,6 +573,7 @@ func expandPerformer(m *performerModelV0) (*unstructured.Unstructured, error) {
 		}
 	}
 	spec.NetworkPolicy = expandNetworkPolicy(m.NetworkPolicy)
+	spec.Autoscaling = expandAutoscaling(m.Autoscaling)
 	specMap, err := toSpecMap(&spec)
 	if err != nil {
 		return nil, err
@@ -653,6 +664,7 @@ func flattenPerformer(u *unstructured.Unstructured, prior *performerModelV0) (*p
 		}
 	}
 	m.NetworkPolicy = flattenNetworkPolicy(s.NetworkPolicy, prior.NetworkPolicy)
+	m.Autoscaling = flattenAutoscaling(s.Autoscaling, prior.Autoscaling)
 	setPerformerStatus(m, u)
 	return m, nil
 }
@@ -805,6 +817,7 @@ func setPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	m.NodeName = statusString(u, "nodeName")
 	m.PodName = statusString(u, "podName")
 	m.ServiceName = statusString(u, "serviceName")
+	m.CurrentReplicas, m.DesiredReplicas = statusInt64(u, "currentReplicas"), statusInt64(u, "desiredReplicas")
 }
 
 func optString(v string, prior types.String) types.String {

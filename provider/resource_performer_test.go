@@ -115,6 +115,7 @@ func apiRoundTrip(t *testing.T, m performerModelV0) *unstructured.Unstructured {
 // withoutComputed clears the attributes flatten fills from status.
 func withoutComputed(m performerModelV0) performerModelV0 {
 	m.ID, m.Phase, m.GRPCEndpoint, m.NodeName, m.PodName, m.ServiceName = types.String{}, types.String{}, types.String{}, types.String{}, types.String{}, types.String{}
+	m.CurrentReplicas, m.DesiredReplicas = types.Int64{}, types.Int64{}
 	return m
 }
 

@@ -73,23 +73,33 @@ func autoscalingAttribute() schema.SingleNestedAttribute {
 			"workspace stays Ready while at least that many are. Inference only, and not for a model served across nodes " +
 			"(`inference.model_gpus` above `resource.gpu_count`). Removing the block gives the replicas back to `resource.count`. " +
 			"See the [Autoscaling workspaces](../guides/workspace-autoscaling.md) guide.",
-		Attributes: map[string]schema.Attribute{
-			"min_replicas": schema.Int64Attribute{Required: true, MarkdownDescription: "Fewest replicas (1-64): the Deployment starts with them, and the workspace is Ready while at least this many are.",
-				Validators: []validator.Int64{int64validator.Between(1, maxAutoscaledReplicas)}},
-			"max_replicas": schema.Int64Attribute{Required: true, MarkdownDescription: fmt.Sprintf("Most replicas (1-%d, the cap of `resource.count`; at least `min_replicas`).", maxAutoscaledReplicas),
-				Validators: []validator.Int64{int64validator.Between(1, maxAutoscaledReplicas)}},
-			"external": schema.BoolAttribute{Optional: true, MarkdownDescription: "An autoscaler of yours owns the replicas (a KEDA `ScaledObject` targeting the Deployment " +
-				"`workspace-<name>`, with the same bounds): no HorizontalPodAutoscaler is made and no `metric` is given. Default `false`."},
-			"metric": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "What the HorizontalPodAutoscaler scales on: exactly one of `cpu_average_value`, `pods` and `external`, " +
-				"each an average value per pod (HPA `autoscaling/v2` target type `AverageValue`). Required unless `external = true`.",
-				Attributes: map[string]schema.Attribute{
-					"cpu_average_value": schema.StringAttribute{Optional: true, MarkdownDescription: "CPU each pod should use on average, a quantity such as `\"2\"` or `\"1500m\"` " +
-						"(a `Resource` metric). The model server's pods request no CPU, so a utilization percentage would have nothing to be a percentage of.",
-						Validators: []validator.String{averageValue{}}},
-					"pods": metricSourceAttribute("A per-pod metric of the custom metrics API averaged over the pods (a `Pods` metric), e.g. vLLM's " +
-						"`vllm:num_requests_waiting` through a Prometheus adapter, the metric KAITO's KEDA scaler scales on."),
-					"external": metricSourceAttribute("A metric of the external metrics API divided by the pods (an `External` metric), e.g. a queue's length."),
-				},
+		Attributes: autoscalingAttributes("workspace-<name>", "the workspace is Ready", "the cap of `resource.count`",
+			"The model server's pods request no CPU, so a utilization percentage would have nothing to be a percentage of.",
+			"A per-pod metric of the custom metrics API averaged over the pods (a `Pods` metric), e.g. vLLM's "+
+				"`vllm:num_requests_waiting` through a Prometheus adapter, the metric KAITO's KEDA scaler scales on."),
+	}
+}
+
+// autoscalingAttributes are the attributes of an autoscaling block (gantry_workspace's and
+// gantry_performer's, one model): deployment names the Deployment scaled, ready what
+// min_replicas keeps, capWhy why max_replicas stops at 64, cpuNote and podsDesc the kind's words
+// on the CPU and Pods metrics.
+func autoscalingAttributes(deployment, ready, capWhy, cpuNote, podsDesc string) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"min_replicas": schema.Int64Attribute{Required: true, MarkdownDescription: fmt.Sprintf("Fewest replicas (1-%d): the Deployment starts with them, and %s while at least this many are.", maxAutoscaledReplicas, ready),
+			Validators: []validator.Int64{int64validator.Between(1, maxAutoscaledReplicas)}},
+		"max_replicas": schema.Int64Attribute{Required: true, MarkdownDescription: fmt.Sprintf("Most replicas (1-%d, %s; at least `min_replicas`).", maxAutoscaledReplicas, capWhy),
+			Validators: []validator.Int64{int64validator.Between(1, maxAutoscaledReplicas)}},
+		"external": schema.BoolAttribute{Optional: true, MarkdownDescription: "An autoscaler of yours owns the replicas (a KEDA `ScaledObject` targeting the Deployment " +
+			"`" + deployment + "`, with the same bounds): no HorizontalPodAutoscaler is made and no `metric` is given. Default `false`."},
+		"metric": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "What the HorizontalPodAutoscaler scales on: exactly one of `cpu_average_value`, `pods` and `external`, " +
+			"each an average value per pod (HPA `autoscaling/v2` target type `AverageValue`). Required unless `external = true`.",
+			Attributes: map[string]schema.Attribute{
+				"cpu_average_value": schema.StringAttribute{Optional: true, MarkdownDescription: "CPU each pod should use on average, a quantity such as `\"2\"` or `\"1500m\"` " +
+					"(a `Resource` metric). " + cpuNote,
+					Validators: []validator.String{averageValue{}}},
+				"pods":     metricSourceAttribute(podsDesc),
+				"external": metricSourceAttribute("A metric of the external metrics API divided by the pods (an `External` metric), e.g. a queue's length."),
 			},
 		},
 	}
@@ -163,13 +173,7 @@ func (autoscalingValidator) ValidateResource(_ context.Context, req resource.Val
 	if root.Attr("tuning").usable() {
 		resp.Diagnostics.AddAttributeError(at, "Autoscaling Is for Inference", "autoscaling scales inference replicas; a tuning workspace runs one Job pod. Remove autoscaling.")
 	}
-	lo, lok := as.Attr("min_replicas").Int64()
-	hi, hok := as.Attr("max_replicas").Int64()
-	if lok && hok && hi < lo {
-		resp.Diagnostics.AddAttributeError(at.AtName("max_replicas"), "Invalid Replica Bounds",
-			fmt.Sprintf("autoscaling.max_replicas = %d is below autoscaling.min_replicas = %d.", hi, lo))
-	}
-	checkAutoscalingMetric(as, at, resp)
+	checkAutoscalingBlock(as, at, resp)
 	inf := root.Attr("inference")
 	mg, mok := inf.Attr("model_gpus").Int64()
 	gpus, gok := root.Attr("resource").Attr("gpu_count").Int64()
@@ -178,6 +182,18 @@ func (autoscalingValidator) ValidateResource(_ context.Context, req resource.Val
 			fmt.Sprintf("inference.model_gpus = %d is above resource.gpu_count = %d: the replicas would serve one model across nodes, a group whose size is the model's, "+
 				"which autoscaling cannot change. Give each replica the model's GPUs (resource.gpu_count = %d), or remove autoscaling.", mg, gpus, mg))
 	}
+}
+
+// checkAutoscalingBlock checks what an autoscaling block (gantry_workspace's, gantry_performer's)
+// says of itself: max_replicas not below min_replicas, and its metric (checkAutoscalingMetric).
+func checkAutoscalingBlock(as configValue, at path.Path, resp *resource.ValidateConfigResponse) {
+	lo, lok := as.Attr("min_replicas").Int64()
+	hi, hok := as.Attr("max_replicas").Int64()
+	if lok && hok && hi < lo {
+		resp.Diagnostics.AddAttributeError(at.AtName("max_replicas"), "Invalid Replica Bounds",
+			fmt.Sprintf("autoscaling.max_replicas = %d is below autoscaling.min_replicas = %d.", hi, lo))
+	}
+	checkAutoscalingMetric(as, at, resp)
 }
 
 // checkAutoscalingMetric: a metric unless external = true, none with it, and exactly one kind.
@@ -213,27 +229,27 @@ func checkAutoscalingMetric(as configValue, at path.Path, resp *resource.Validat
 	}
 }
 
-func expandAutoscaling(a *wsAutoscalingModel) *v1alpha1.WorkspaceAutoscaling {
+func expandAutoscaling(a *wsAutoscalingModel) *v1alpha1.Autoscaling {
 	if a == nil {
 		return nil
 	}
-	out := &v1alpha1.WorkspaceAutoscaling{MinReplicas: int32(a.MinReplicas.ValueInt64()), MaxReplicas: int32(a.MaxReplicas.ValueInt64()), External: a.External.ValueBool()}
+	out := &v1alpha1.Autoscaling{MinReplicas: int32(a.MinReplicas.ValueInt64()), MaxReplicas: int32(a.MaxReplicas.ValueInt64()), External: a.External.ValueBool()}
 	if m := a.Metric; m != nil {
-		out.Metric = &v1alpha1.WorkspaceMetric{CPUAverageValue: m.CPUAverageValue.ValueString(), Pods: expandMetricSource(m.Pods), External: expandMetricSource(m.External)}
+		out.Metric = &v1alpha1.AutoscalingMetric{CPUAverageValue: m.CPUAverageValue.ValueString(), Pods: expandMetricSource(m.Pods), External: expandMetricSource(m.External)}
 	}
 	return out
 }
 
-func expandMetricSource(s *wsMetricSourceModel) *v1alpha1.WorkspaceMetricSource {
+func expandMetricSource(s *wsMetricSourceModel) *v1alpha1.AutoscalingMetricSource {
 	if s == nil {
 		return nil
 	}
-	return &v1alpha1.WorkspaceMetricSource{Name: s.Name.ValueString(), AverageValue: s.AverageValue.ValueString(), Selector: cloneMap(s.Selector)}
+	return &v1alpha1.AutoscalingMetricSource{Name: s.Name.ValueString(), AverageValue: s.AverageValue.ValueString(), Selector: cloneMap(s.Selector)}
 }
 
 // flattenAutoscaling maps spec.autoscaling back; prior (the state or plan) decides null versus
 // false or empty.
-func flattenAutoscaling(a *v1alpha1.WorkspaceAutoscaling, prior *wsAutoscalingModel) *wsAutoscalingModel {
+func flattenAutoscaling(a *v1alpha1.Autoscaling, prior *wsAutoscalingModel) *wsAutoscalingModel {
 	if a == nil {
 		return nil
 	}
@@ -253,7 +269,7 @@ func flattenAutoscaling(a *v1alpha1.WorkspaceAutoscaling, prior *wsAutoscalingMo
 	return out
 }
 
-func flattenMetricSource(s *v1alpha1.WorkspaceMetricSource, prior *wsMetricSourceModel) *wsMetricSourceModel {
+func flattenMetricSource(s *v1alpha1.AutoscalingMetricSource, prior *wsMetricSourceModel) *wsMetricSourceModel {
 	if s == nil {
 		return nil
 	}

@@ -786,6 +786,18 @@ func rtPerformer() *rtKind {
 			"hardware_requirements.custom_labels": {value: map[string]any{"kubernetes.io/os": "linux"}},
 			// a peer needs a selector (an empty peer would admit nothing the user can name)
 			"network_policy.allow_from[]": {min: map[string]any{"pod_selector": map[string]any{"app": rtGeneric}}},
+			"autoscaling": {min: map[string]any{"min_replicas": int64(1), "max_replicas": int64(2), "metric": map[string]any{"cpu_average_value": "500m"}},
+				with: map[string]any{"strategy": "RollingUpdate"}},
+			"autoscaling.min_replicas":                  {value: int64(2)},
+			"autoscaling.max_replicas":                  {value: int64(3)},
+			"autoscaling.external":                      {valueWith: map[string]any{"autoscaling.metric": nil}},
+			"autoscaling.metric.cpu_average_value":      {value: "1500m"},
+			"autoscaling.metric.pods":                   {with: map[string]any{"autoscaling.metric.cpu_average_value": nil}},
+			"autoscaling.metric.pods.name":              {value: "performer_tasks_in_flight"},
+			"autoscaling.metric.pods.average_value":     {value: "5"},
+			"autoscaling.metric.external":               {with: map[string]any{"autoscaling.metric.cpu_average_value": nil}},
+			"autoscaling.metric.external.name":          {value: "queue_length"},
+			"autoscaling.metric.external.average_value": {value: "10"},
 		}),
 	}
 }
@@ -801,7 +813,7 @@ func rtExecutor() *rtKind {
 					"task_mailbox_address": "0x" + strings.Repeat("ab", 20)}},
 				"operator_keys": map[string]any{"secret_name": "operator-keys", "ecdsa_key": "ecdsa", "bls_key": "bls"}}
 		},
-		rename: rtRenames(map[string]string{"performer_names": "spec.performers.names", "performer_selector": "spec.performers.selector.matchLabels",
+		rename: rtRenames(map[string]string{"operator_keys.remote_signer.address": "spec.operatorKeys.remoteSigner.fromAddress", "performer_names": "spec.performers.names", "performer_selector": "spec.performers.selector.matchLabels",
 			"rollback_on_failure": "spec.rollback.onFailure", "rollback_keep_revisions": "spec.rollback.keepRevisions"}),
 		skip: rtMerge2(rtSkipCommon, map[string]string{
 			"operator_keys.private_keys_wo_version": "versions the write-only keys (the provider's own Secret, operator_keys_test.go); needs a write-only key, which a plan never holds"}),
@@ -826,6 +838,16 @@ func rtExecutor() *rtKind {
 
 			"operator_keys.remote_signer_url": {with: map[string]any{"operator_keys.secret_name": nil, "operator_keys.ecdsa_key": nil, "operator_keys.bls_key": nil},
 				value: "https://signer.example.com"},
+			"operator_keys.remote_signer": {min: map[string]any{"url": "https://web3signer.example.com:9000", "public_key": "0x" + strings.Repeat("ab", 64)},
+				with: map[string]any{"hourglass_compat": map[string]any{}, "operator_address": rtAddr1,
+					"operator_keys.secret_name": nil, "operator_keys.ecdsa_key": nil, "operator_keys.bls_key": nil}},
+			"operator_keys.remote_signer.url":        {value: "https://web3signer-2.example.com:9000"},
+			"operator_keys.remote_signer.public_key": {value: "0x04" + strings.Repeat("cd", 64)},
+			"operator_keys.remote_signer.address":    {value: rtAddr2},
+			"operator_keys.remote_signer.ca_secret_name": {value: "signer-ca",
+				acc: "names a Secret that does not exist"},
+			"operator_keys.remote_signer.client_cert_secret_name": {value: "signer-client",
+				acc: "names a Secret that does not exist"},
 			"operator_keys.ecdsa_key":   {value: "ecdsa-2"},
 			"operator_keys.bls_key":     {value: "bls-2"},
 			"operator_keys.secret_name": {value: "operator-keys-2", acc: "names a Secret that does not exist"},

@@ -382,3 +382,46 @@ func TestCRDNameRules(t *testing.T) {
 		})
 	}
 }
+
+// operatorKeys.remoteSigner (Hourglass compatibility mode's web3signer, issue 40 item 8): the
+// CRD accepts it alone or beside a BLS keystore Secret, and refuses it without hourglassCompat,
+// beside ecdsaKey or remoteSignerUrl, TLS Secrets on an http:// URL, a public key or address of
+// the wrong shape, and hourglassCompat with neither ecdsaKey nor remoteSigner.
+func TestExecutorRemoteSignerCRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pub := "0x" + strings.Repeat("ab", 64)
+	good := func() v1alpha1.ExecutorSpec {
+		return v1alpha1.ExecutorSpec{Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator:9010",
+			OperatorAddress: "0x6ca766d180398847cEb1a58f03e029D65d88a878", HourglassCompat: &v1alpha1.HourglassCompat{},
+			OperatorKeys: v1alpha1.OperatorKeys{RemoteSigner: &v1alpha1.RemoteSigner{URL: "https://web3signer.signers.svc:9000", PublicKey: pub,
+				CASecretName: "signer-ca", ClientCertSecretName: "signer-client"}}}
+	}
+	cases := []crdCase[v1alpha1.ExecutorSpec]{
+		{"good", nil, "", ""},
+		{"beside a BLS keystore", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.SecretName, s.OperatorKeys.BLSKeystoreKey = "hg-keys", "bls-keystore"
+		}, "", ""},
+		{"own address, plain http", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.RemoteSigner = &v1alpha1.RemoteSigner{URL: "http://web3signer:9000", PublicKey: "0x04" + strings.Repeat("cd", 64), FromAddress: "0x" + strings.Repeat("1", 40)}
+		}, "", ""},
+		{"without hourglassCompat", func(s *v1alpha1.ExecutorSpec) {
+			s.HourglassCompat = nil
+		}, "spec", "operatorKeys.remoteSigner is Hourglass's remoteSignerConfig: it needs hourglassCompat"},
+		{"beside ecdsaKey", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.SecretName, s.OperatorKeys.ECDSAKey = "hg-keys", "ecdsa"
+		}, "spec.operatorKeys", "no remoteSignerUrl or ecdsaKey beside it"},
+		{"TLS on http", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSigner.URL = "http://web3signer:9000" },
+			"spec.operatorKeys.remoteSigner", "need an https:// url"},
+		{"public key too short", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys.RemoteSigner.PublicKey = "0x" + strings.Repeat("ab", 33)
+		},
+			"spec.operatorKeys.remoteSigner.publicKey", "should match"},
+		{"address", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.RemoteSigner.FromAddress = "0x12" },
+			"spec.operatorKeys.remoteSigner.fromAddress", "should match"},
+		{"no key at all", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys = v1alpha1.OperatorKeys{SecretName: "hg-keys", BLSKeystoreKey: "bls-keystore"}
+		}, "spec", "hourglassCompat needs operatorKeys.ecdsaKey"},
+	}
+	checkCRDCases(t, e, good, func(s v1alpha1.ExecutorSpec) client.Object { return e.newExecutor("crd-signer", s) }, cases)
+}

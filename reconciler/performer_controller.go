@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/autoscale"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
@@ -42,10 +44,13 @@ const conflictRetry = 200 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch
 
 // PerformerReconciler runs Hourglass's Performer lifecycle (internal/performer) against the
-// cluster: it owns the Pod and the Service performer-<name>.
+// cluster: it owns the Pod and the Service performer-<name> (with strategy RollingUpdate the
+// Deployment performer-<name>, and with spec.autoscaling the HorizontalPodAutoscaler
+// performer-<name>).
 type PerformerReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
@@ -87,6 +92,9 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		// spec.autoscaling: an edited or deleted HPA is put back; its desiredReplicas are
+		// reported (its scaling changes the Deployment, which is watched too).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Watches(&v1alpha1.Executor{}, handler.EnqueueRequestsFromMapFunc(r.performersOfExecutor),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("performer").
@@ -124,6 +132,10 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		now = r.Now
 	}
 	desiredPod, specErr := performer.DesiredPod(&p)
+	var desiredHPA *autoscalingv2.HorizontalPodAutoscaler
+	if specErr == nil {
+		desiredHPA, specErr = performer.DesiredAutoscaler(&p)
+	}
 	desiredSvc := performer.DesiredService(&p)
 	direct := performer.Phases.Of(p.Status.Conditions) == v1alpha1.PerformerFailed
 
@@ -160,7 +172,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				return ctrl.Result{RequeueAfter: staleRetry}, nil
 			}
 		}
-		facts, statusPod := performerFacts(&p, now(), specErr, desiredPod, desiredSvc, desiredDep, o)
+		facts, statusPod := performerFacts(&p, now(), specErr, desiredPod, desiredSvc, desiredDep, desiredHPA, o)
 		if err := r.gatherFailures(ctx, &p, &facts, desiredPod); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -185,7 +197,7 @@ func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		// writeStatus, emit, act (writeAndAct: in that order, or overlapping where acting
 		// cannot be on stale facts)
-		o2 := objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, pod: pod, svc: svc, dep: dep}
+		o2 := objs{desiredPod: desiredPod, desiredSvc: desiredSvc, desiredDep: desiredDep, desiredHPA: desiredHPA, pod: pod, svc: svc, dep: dep, hpa: o.hpa}
 		want := r.status(&p, d, facts, statusPod, now)
 		setNetworkPolicyStatus(&want, npd)
 		stale, serr, err := r.writeAndAct(ctx, &p, d.Actions, want, o2, writes, emit)
@@ -302,11 +314,15 @@ type observed struct {
 	rsPod *corev1.Pod
 	// ended: the Deployment's other Pods ended from outside (performer.EndedPods).
 	ended []failure.Disruption
+	// ready: the Deployment's Ready Pods of the desired spec (performer.ReadyPods).
+	ready int32
+	// hpa: the HorizontalPodAutoscaler performer-<name> (spec.autoscaling).
+	hpa *autoscalingv2.HorizontalPodAutoscaler
 }
 
 // performerFacts reads a pass's facts for performer.Decide and returns the Pod the status
 // describes (the Deployment's with RollingUpdate).
-func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desiredPod *corev1.Pod, desiredSvc *corev1.Service, desiredDep *appsv1.Deployment, o observed) (performer.Facts, *corev1.Pod) {
+func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desiredPod *corev1.Pod, desiredSvc *corev1.Service, desiredDep *appsv1.Deployment, desiredHPA *autoscalingv2.HorizontalPodAutoscaler, o observed) (performer.Facts, *corev1.Pod) {
 	pod, svc, dep, rsPod := o.pod, o.svc, o.dep, o.rsPod
 	rolling := p.Spec.Strategy == v1alpha1.PerformerRollingUpdate
 	facts := performer.Facts{
@@ -333,11 +349,17 @@ func performerFacts(p *v1alpha1.Performer, now time.Time, specErr error, desired
 			facts.Pod.Foreign = false // the ReplicaSet's, not foreign
 		}
 		facts.EndedPods = o.ended
+		facts.ReadyReplicas = o.ready
+		facts.Autoscaling = performer.Autoscaling(p)
 	}
+	facts.Autoscaler, facts.AutoscalerDesired = autoscale.Facts(o.hpa, desiredHPA, p.UID)
 	if specErr != nil {
 		facts.SpecError = specErr.Error()
 	} else {
 		facts.DesiredHash = desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
+	}
+	if fp := facts.Pod; !rolling && fp != nil && !fp.Foreign && !fp.Deleting && fp.Ready && fp.SpecHash == facts.DesiredHash {
+		facts.ReadyReplicas = 1
 	}
 	return facts, statusPod
 }
@@ -368,19 +390,31 @@ func (r *PerformerReconciler) observeAll(ctx context.Context, p *v1alpha1.Perfor
 	if err != nil {
 		return observed{}, err
 	}
-	dep, rsPod, ended, err := r.observeDeployment(ctx, p, direct, rolling, desiredPod)
+	o, err := r.observeDeployment(ctx, p, direct, rolling, desiredPod)
 	if err != nil {
 		return observed{}, err
 	}
-	return observed{pod: pod, svc: svc, dep: dep, rsPod: rsPod, ended: ended}, nil
+	o.pod, o.svc = pod, svc
+	reader := client.Reader(r.Client)
+	if direct {
+		reader = r.APIReader
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}, hpa); apierrors.IsNotFound(err) {
+		hpa = nil
+	} else if err != nil {
+		return observed{}, err
+	}
+	o.hpa = hpa
+	return o, nil
 }
 
 // observeDeployment returns the Deployment performer-<name> (nil when absent) and, with
-// rolling, the newest of its Pods with the desired spec hash (performer.NewestPod) and the
-// others that ended from outside (performer.EndedPods), from the cache or, with direct, the
-// API server. Without rolling only a Deployment left from a RollingUpdate strategy is looked
-// for (to delete it).
-func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (*appsv1.Deployment, *corev1.Pod, []failure.Disruption, error) {
+// rolling, the newest of its Pods with the desired spec hash (performer.NewestPod), the
+// others that ended from outside (performer.EndedPods) and the count of its Ready Pods of the
+// desired spec (performer.ReadyPods), from the cache or, with direct, the API server. Without
+// rolling only a Deployment left from a RollingUpdate strategy is looked for (to delete it).
+func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1.Performer, direct, rolling bool, desiredPod *corev1.Pod) (observed, error) {
 	reader := client.Reader(r.Client)
 	if direct {
 		reader = r.APIReader
@@ -389,17 +423,19 @@ func (r *PerformerReconciler) observeDeployment(ctx context.Context, p *v1alpha1
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: performer.ObjectName(p.Name)}, dep); apierrors.IsNotFound(err) {
 		dep = nil
 	} else if err != nil {
-		return nil, nil, nil, err
+		return observed{}, err
 	}
 	if !rolling || desiredPod == nil {
-		return dep, nil, nil, nil
+		return observed{dep: dep}, nil
 	}
 	var pods corev1.PodList
 	if err := reader.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{v1alpha1.LabelPerformer: p.Name}); err != nil {
-		return nil, nil, nil, err
+		return observed{}, err
 	}
-	newest := performer.NewestPod(pods.Items, p.UID, desiredPod.Annotations[v1alpha1.AnnotationSpecHash])
-	return dep, newest, performer.EndedPods(pods.Items, p.UID, newest), nil
+	hash := desiredPod.Annotations[v1alpha1.AnnotationSpecHash]
+	newest := performer.NewestPod(pods.Items, p.UID, hash)
+	return observed{dep: dep, rsPod: newest, ended: performer.EndedPods(pods.Items, p.UID, newest, performer.Autoscaling(p) != nil),
+		ready: performer.ReadyPods(pods.Items, p.UID, hash)}, nil
 }
 
 // observe returns the Pod and Service performer-<name> (nil when absent), from the cache or,
@@ -438,9 +474,11 @@ type objs struct {
 	desiredPod *corev1.Pod
 	desiredSvc *corev1.Service
 	desiredDep *appsv1.Deployment
+	desiredHPA *autoscalingv2.HorizontalPodAutoscaler
 	pod        *corev1.Pod
 	svc        *corev1.Service
 	dep        *appsv1.Deployment
+	hpa        *autoscalingv2.HorizontalPodAutoscaler
 }
 
 func (r *PerformerReconciler) actAll(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, o objs, writes map[string]objectWrite) error {
@@ -520,6 +558,7 @@ func (r *PerformerReconciler) status(p *v1alpha1.Performer, d performer.Decision
 		st.LastUpgradeTime = &t
 	}
 	st.PodDisruptions = d.PodDisruptions
+	st.DesiredReplicas, st.CurrentReplicas, st.ReadyReplicas = d.DesiredReplicas, d.CurrentReplicas, d.ReadyReplicas
 	return st
 }
 
@@ -616,7 +655,10 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 			if obj.CreationTimestamp.IsZero() {
 				obj.Spec.Selector = want.Spec.Selector
 			}
-			obj.Spec.Replicas, obj.Spec.Template, obj.Spec.Strategy = want.Spec.Replicas, want.Spec.Template, want.Spec.Strategy
+			// Under spec.autoscaling the live count stays as it is (the autoscaler's: never
+			// taken back; the update's resourceVersion makes sure it is the current one).
+			obj.Spec.Replicas = performer.ReplicasToWrite(p, !obj.CreationTimestamp.IsZero(), obj.Spec.Replicas)
+			obj.Spec.Template, obj.Spec.Strategy = want.Spec.Template, want.Spec.Strategy
 			obj.Spec.RevisionHistoryLimit = want.Spec.RevisionHistoryLimit
 			return controllerutil.SetControllerReference(p, obj, r.Scheme)
 		})
@@ -627,6 +669,12 @@ func (r *PerformerReconciler) act(ctx context.Context, p *v1alpha1.Performer, a 
 
 	case performer.ActionDeleteDeployment:
 		return written{"Deployment", objectWrite{uid: o.dep.UID, deleted: true}}, deleteExact(ctx, r.Client, o.dep)
+
+	case performer.ActionEnsureAutoscaler:
+		return written{}, ensureAutoscaler(ctx, r.Client, r.Scheme, p, o.desiredHPA)
+
+	case performer.ActionDeleteAutoscaler:
+		return written{}, deleteExact(ctx, r.Client, o.hpa)
 	}
 	return written{}, nil
 }
@@ -655,6 +703,8 @@ func performerActError(a performer.Action, name string, err error) error {
 		kind = "Pod"
 	case performer.ActionApplyDeployment, performer.ActionDeleteDeployment:
 		kind = "Deployment"
+	case performer.ActionEnsureAutoscaler, performer.ActionDeleteAutoscaler:
+		kind = "HorizontalPodAutoscaler"
 	default:
 		kind = "Performer"
 	}

@@ -27,16 +27,23 @@ import (
 // scale subresource as the HPA (or KEDA) does, under their own field manager.
 
 // vllmQueue is spec.autoscaling scaling between lo and hi on vLLM's queue length (a Pods metric).
-func vllmQueue(lo, hi int32) *v1alpha1.WorkspaceAutoscaling {
-	return &v1alpha1.WorkspaceAutoscaling{MinReplicas: lo, MaxReplicas: hi,
-		Metric: &v1alpha1.WorkspaceMetric{Pods: &v1alpha1.WorkspaceMetricSource{Name: "vllm:num_requests_waiting", AverageValue: "5"}}}
+func vllmQueue(lo, hi int32) *v1alpha1.Autoscaling {
+	return &v1alpha1.Autoscaling{MinReplicas: lo, MaxReplicas: hi,
+		Metric: &v1alpha1.AutoscalingMetric{Pods: &v1alpha1.AutoscalingMetricSource{Name: "vllm:num_requests_waiting", AverageValue: "5"}}}
 }
 
 // scaleAs sets the Deployment workspace-<ws>'s replicas through its scale subresource, as
 // manager (the HPA controller, KEDA's operator).
 func (e *testEnv) scaleAs(t *testing.T, ws string, replicas int32, manager string) {
 	t.Helper()
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: workspace.ObjectName(ws), Namespace: e.ns}}
+	e.scaleDeploymentAs(t, workspace.ObjectName(ws), replicas, manager)
+}
+
+// scaleDeploymentAs sets the Deployment name's replicas through its scale subresource, as
+// manager.
+func (e *testEnv) scaleDeploymentAs(t *testing.T, name string, replicas int32, manager string) {
+	t.Helper()
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}}
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		scale := &autoscalingv1.Scale{}
 		if err := e.c.SubResource("scale").Get(ctx, dep, scale); err != nil {
@@ -56,8 +63,13 @@ func (e *testEnv) scaleAs(t *testing.T, ws string, replicas int32, manager strin
 
 func (e *testEnv) deployment(t *testing.T, ws string) *appsv1.Deployment {
 	t.Helper()
+	return e.deploymentNamed(t, workspace.ObjectName(ws))
+}
+
+func (e *testEnv) deploymentNamed(t *testing.T, name string) *appsv1.Deployment {
+	t.Helper()
 	var dep appsv1.Deployment
-	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: workspace.ObjectName(ws)}, &dep); err != nil {
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &dep); err != nil {
 		t.Fatal(err)
 	}
 	return &dep
@@ -87,11 +99,17 @@ func replicasOwners(t *testing.T, dep *appsv1.Deployment) []string {
 // fails as soon as the reconciler (or anyone) writes them back.
 func (e *testEnv) holdsReplicas(t *testing.T, ws string, want int32, manager string, d time.Duration) {
 	t.Helper()
+	e.deploymentHolds(t, workspace.ObjectName(ws), want, manager, d, func() string { return e.wsEvents(ws) })
+}
+
+// deploymentHolds is holdsReplicas for the Deployment name; events says what happened.
+func (e *testEnv) deploymentHolds(t *testing.T, name string, want int32, manager string, d time.Duration, events func() string) {
+	t.Helper()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
-		dep := e.deployment(t, ws)
+		dep := e.deploymentNamed(t, name)
 		if *dep.Spec.Replicas != want {
-			t.Fatalf("the Deployment's replicas went from %d to %d: the autoscaler's count was taken back\nevents:\n%s", want, *dep.Spec.Replicas, e.wsEvents(ws))
+			t.Fatalf("the Deployment's replicas went from %d to %d: the autoscaler's count was taken back\nevents:\n%s", want, *dep.Spec.Replicas, events())
 		}
 		if owners := replicasOwners(t, dep); !slices.Equal(owners, []string{manager}) {
 			t.Fatalf("spec.replicas owned by %v, want only the autoscaler %s", owners, manager)
@@ -183,7 +201,7 @@ func TestWorkspaceAutoscalingExternal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	spec := inferenceSpec(1, 1, a100)
-	spec.Autoscaling = &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 4, External: true}
+	spec.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 4, External: true}
 	w := e.newWorkspace("keda", nil, spec)
 	if err := e.c.Create(ctx, w); err != nil {
 		t.Fatal(err)
@@ -225,12 +243,12 @@ func TestWorkspaceAutoscalingRefused(t *testing.T) {
 	tuning.Autoscaling = vllmQueue(1, 2)
 	for name, tc := range map[string]struct {
 		spec v1alpha1.WorkspaceSpec
-		a    *v1alpha1.WorkspaceAutoscaling
+		a    *v1alpha1.Autoscaling
 		want string
 	}{
 		"max below min":        {inferenceSpec(1, 1, a100), vllmQueue(3, 2), "spec.autoscaling.maxReplicas must be at least minReplicas"},
-		"no metric":            {inferenceSpec(1, 1, a100), &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 2}, "spec.autoscaling needs a metric"},
-		"metric with external": {inferenceSpec(1, 1, a100), &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 2, External: true, Metric: vllmQueue(1, 2).Metric}, "spec.autoscaling needs a metric"},
+		"no metric":            {inferenceSpec(1, 1, a100), &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2}, "spec.autoscaling needs a metric"},
+		"metric with external": {inferenceSpec(1, 1, a100), &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2, External: true, Metric: vllmQueue(1, 2).Metric}, "spec.autoscaling needs a metric"},
 		"two metrics":          {inferenceSpec(1, 1, a100), two, "exactly one of cpuAverageValue, pods and external"},
 		"above 64":             {inferenceSpec(1, 1, a100), vllmQueue(1, 65), "spec.autoscaling.maxReplicas"},
 		"tuning":               {tuning, tuning.Autoscaling, "spec.autoscaling scales inference replicas"},

@@ -312,7 +312,7 @@ func desiredObjects(rw *v1alpha1.Workspace, mode v1alpha1.WorkspaceMode, specErr
 }
 
 // autoscalingOf is spec.autoscaling of an inference workspace (nil otherwise).
-func autoscalingOf(w *v1alpha1.Workspace) *v1alpha1.WorkspaceAutoscaling {
+func autoscalingOf(w *v1alpha1.Workspace) *v1alpha1.Autoscaling {
 	if workspace.Autoscaled(w) {
 		return w.Spec.Autoscaling
 	}
@@ -447,7 +447,7 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 	case workspace.ActionDeleteService:
 		return deleteExact(ctx, r.Client, svc)
 	case workspace.ActionEnsureAutoscaler:
-		return r.ensureAutoscaler(ctx, w, o.wantHPA)
+		return ensureAutoscaler(ctx, r.Client, r.Scheme, w, o.wantHPA)
 	case workspace.ActionDeleteAutoscaler:
 		return deleteExact(ctx, r.Client, o.hpa)
 	case workspace.ActionDeleteJob:
@@ -465,23 +465,6 @@ func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a 
 		}
 	}
 	return nil
-}
-
-// ensureAutoscaler creates or updates the HorizontalPodAutoscaler workspace-<name> (want, from
-// workspace.DesiredAutoscaler): its spec is the desired one whole.
-func (r *WorkspaceReconciler) ensureAutoscaler(ctx context.Context, w *v1alpha1.Workspace, want *autoscalingv2.HorizontalPodAutoscaler) error {
-	if want == nil {
-		return nil
-	}
-	obj := &autoscalingv2.HorizontalPodAutoscaler{}
-	obj.Name, obj.Namespace = want.Name, want.Namespace
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
-		obj.Labels = mergeMap(obj.Labels, want.Labels)
-		obj.Annotations = mergeMap(obj.Annotations, want.Annotations)
-		obj.Spec = *want.Spec.DeepCopy()
-		return controllerutil.SetControllerReference(w, obj, r.Scheme)
-	})
-	return err
 }
 
 // createClaims creates o.createClaims (workspace.DesiredNodeClaim of the resolved workspace)

@@ -36,6 +36,22 @@ const (
 	HourglassBLSKeystoreEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_BLS_KEYSTORE"
 	// HourglassBLSPasswordEnv fills operator.signingKeys.bls.password (operatorKeys.blsKeystorePasswordKey).
 	HourglassBLSPasswordEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_BLS_PASSWORD"
+	// The remote signer's TLS material (operatorKeys.remoteSigner) fills
+	// remoteSignerConfig.caCert, .cert and .key of operator.operatorPrivateKey and, without a
+	// BLS keystore, of operator.signingKeys.ecdsa: these variables, valueFrom secretKeyRef of
+	// caSecretName (key ca.crt) and clientCertSecretName (keys tls.crt, tls.key).
+	HourglassRemoteCAEnv          = "EXECUTOR__OPERATOR_OPERATORPRIVATEKEY_REMOTESIGNERCONFIG_CACERT"
+	HourglassRemoteCertEnv        = "EXECUTOR__OPERATOR_OPERATORPRIVATEKEY_REMOTESIGNERCONFIG_CERT"
+	HourglassRemoteKeyEnv         = "EXECUTOR__OPERATOR_OPERATORPRIVATEKEY_REMOTESIGNERCONFIG_KEY"
+	HourglassSigningRemoteCAEnv   = "EXECUTOR__OPERATOR_SIGNINGKEYS_ECDSA_REMOTESIGNERCONFIG_CACERT"
+	HourglassSigningRemoteCertEnv = "EXECUTOR__OPERATOR_SIGNINGKEYS_ECDSA_REMOTESIGNERCONFIG_CERT"
+	HourglassSigningRemoteKeyEnv  = "EXECUTOR__OPERATOR_SIGNINGKEYS_ECDSA_REMOTESIGNERCONFIG_KEY"
+	// RemoteSignerCAKey is the key of operatorKeys.remoteSigner.caSecretName holding the CA
+	// certificate (as cert-manager names it); RemoteSignerCertKey and RemoteSignerKeyKey those of
+	// the kubernetes.io/tls Secret clientCertSecretName.
+	RemoteSignerCAKey   = "ca.crt"
+	RemoteSignerCertKey = corev1.TLSCertKey
+	RemoteSignerKeyKey  = corev1.TLSPrivateKeyKey
 	// HourglassConnectionTimeout is kubernetes.connectionTimeout (Hourglass's default, 30s).
 	HourglassConnectionTimeout = "30s"
 	// HourglassStorageType is storage.type: memory, as every Hourglass sample config.
@@ -86,9 +102,33 @@ type HourglassOperator struct {
 	SigningKeys        HourglassSigningKeys `json:"signingKeys"`
 }
 
-// HourglassECDSAKey is ponos config.ECDSAKeyConfig with a local key.
+// HourglassECDSAKey is ponos config.ECDSAKeyConfig: a local key (privateKey, an empty
+// placeholder) or, with operatorKeys.remoteSigner, the remote signer flag and its
+// remoteSignerConfig (no privateKey).
+//
+// The flag is written twice. ponos declares the field UseRemoteSigner with the json/yaml tag
+// "remoteSigner", which its YAML and JSON parsers read; but its executor loads the file with
+// viper.Unmarshal, which decodes with mapstructure by field name (no mapstructure tags:
+// case-insensitive), so only a key named useRemoteSigner reaches the field there: with
+// remoteSigner alone the executor would ignore the remote signer and fail for want of a
+// private key. Each decoder ignores the key it does not know.
 type HourglassECDSAKey struct {
-	PrivateKey string `json:"privateKey"`
+	UseRemoteSigner    bool                   `json:"remoteSigner,omitempty"`
+	UseRemoteSignerKey bool                   `json:"useRemoteSigner,omitempty"`
+	RemoteSignerConfig *HourglassRemoteSigner `json:"remoteSignerConfig,omitempty"`
+	PrivateKey         *string                `json:"privateKey,omitempty"`
+}
+
+// HourglassRemoteSigner is ponos config.RemoteSignerConfig. caCert, cert and key are empty
+// placeholders, present only when their Secret is named (filled from the environment, see
+// HourglassRemoteCAEnv), so no TLS material is in the ConfigMap.
+type HourglassRemoteSigner struct {
+	URL         string  `json:"url"`
+	CACert      *string `json:"caCert,omitempty"`
+	Cert        *string `json:"cert,omitempty"`
+	Key         *string `json:"key,omitempty"`
+	FromAddress string  `json:"fromAddress"`
+	PublicKey   string  `json:"publicKey"`
 }
 
 // HourglassSigningKeys is ponos config.SigningKeys: a BLS keystore or an ECDSA key.
@@ -171,12 +211,39 @@ func L1Chain(e *v1alpha1.Executor) v1alpha1.Chain {
 	return v1alpha1.Chain{}
 }
 
+// hourglassECDSA is an ECDSA key of the Hourglass config (operator.operatorPrivateKey, and
+// signingKeys.ecdsa without a BLS keystore): the empty privateKey placeholder, or with
+// operatorKeys.remoteSigner Hourglass's remote signer: remoteSigner true and remoteSignerConfig
+// with the URL, the public key, fromAddress (spec.operatorAddress unless given) and empty
+// caCert, cert and key placeholders for the Secrets named.
+func hourglassECDSA(e *v1alpha1.Executor) HourglassECDSAKey {
+	rs := e.Spec.OperatorKeys.RemoteSigner
+	if rs == nil {
+		empty := ""
+		return HourglassECDSAKey{PrivateKey: &empty}
+	}
+	from := rs.FromAddress
+	if from == "" {
+		from = e.Spec.OperatorAddress
+	}
+	cfg := &HourglassRemoteSigner{URL: rs.URL, FromAddress: from, PublicKey: rs.PublicKey}
+	placeholder := func() *string { s := ""; return &s }
+	if rs.CASecretName != "" {
+		cfg.CACert = placeholder()
+	}
+	if rs.ClientCertSecretName != "" {
+		cfg.Cert, cfg.Key = placeholder(), placeholder()
+	}
+	return HourglassECDSAKey{UseRemoteSigner: true, UseRemoteSignerKey: true, RemoteSignerConfig: cfg}
+}
+
 // RenderHourglassConfig renders config.yaml in Hourglass's own format (ponos ExecutorConfig)
 // and returns it with its hash (hex SHA-256). Deterministic. Mapping: grpcPort and
 // managementServerGrpcPort from spec.grpcPort and spec.managementPort; debug from logLevel
 // debug (ponos has no other log level); operator.address from spec.operatorAddress; the key
-// fields empty (filled from the environment); signingKeys.bls when operatorKeys.blsKeystoreKey,
-// else signingKeys.ecdsa; l1Chain from L1Chain; avsPerformers in spec order with
+// fields empty (filled from the environment), or with operatorKeys.remoteSigner the remote
+// signer (hourglassECDSA); signingKeys.bls when operatorKeys.blsKeystoreKey, else
+// signingKeys.ecdsa; l1Chain from L1Chain; avsPerformers in spec order with
 // deploymentMode kubernetes, image split at its tag, env sorted by name; kubernetes with the
 // Executor's namespace (also as operatorNamespace, which ponos only requires to be set),
 // crdGroup hourglass.eigenlayer.io, crdVersion v1alpha1, connectionTimeout 30s, inCluster;
@@ -187,7 +254,7 @@ func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err 
 		Debug:                    e.Spec.LogLevel == "debug",
 		GRPCPort:                 GRPCPort(e),
 		ManagementServerGRPCPort: ManagementPort(e),
-		Operator:                 HourglassOperator{Address: e.Spec.OperatorAddress},
+		Operator:                 HourglassOperator{Address: e.Spec.OperatorAddress, OperatorPrivateKey: hourglassECDSA(e)},
 		L1Chain:                  HourglassChain{RPCURL: l1.RPCURL, ChainID: l1.ChainID},
 		AVSPerformers:            []HourglassAVSPerformer{},
 		Kubernetes: HourglassKubernetes{Namespace: e.Namespace, OperatorNamespace: e.Namespace,
@@ -198,7 +265,8 @@ func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err 
 	if e.Spec.OperatorKeys.BLSKeystoreKey != "" {
 		c.Operator.SigningKeys.BLS = &HourglassBLSKey{}
 	} else {
-		c.Operator.SigningKeys.ECDSA = &HourglassECDSAKey{}
+		k := hourglassECDSA(e)
+		c.Operator.SigningKeys.ECDSA = &k
 	}
 	for _, a := range e.Spec.AVSPerformers {
 		p := HourglassAVSPerformer{ProcessType: a.ProcessType, AVSAddress: a.AVSAddress,
@@ -233,14 +301,13 @@ func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err 
 // HourglassOperatorKeyEnv), each valueFrom secretKeyRef of spec.operatorKeys.secretName.
 func hourglassEnv(e *v1alpha1.Executor) []corev1.EnvVar {
 	k := e.Spec.OperatorKeys
+	env := remoteSignerEnv(k)
 	if k.SecretName == "" {
-		return nil
+		return env
 	}
 	ref := func(name, key string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: k.SecretName}, Key: key}}}
+		return secretEnv(name, k.SecretName, key)
 	}
-	var env []corev1.EnvVar
 	if k.ECDSAKey != "" {
 		env = append(env, ref(HourglassOperatorKeyEnv, k.ECDSAKey))
 		if k.BLSKeystoreKey == "" {
@@ -252,6 +319,40 @@ func hourglassEnv(e *v1alpha1.Executor) []corev1.EnvVar {
 	}
 	if k.BLSKeystorePasswordKey != "" {
 		env = append(env, ref(HourglassBLSPasswordEnv, k.BLSKeystorePasswordKey))
+	}
+	return env
+}
+
+// secretEnv is the variable name valueFrom secretKeyRef secret[key].
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+// remoteSignerEnv are the variables that fill the remote signer's TLS placeholders
+// (HourglassRemoteCAEnv and the rest) from caSecretName and clientCertSecretName, for
+// operator.operatorPrivateKey and, without a BLS keystore, operator.signingKeys.ecdsa; nil
+// without operatorKeys.remoteSigner or TLS Secrets.
+func remoteSignerEnv(k v1alpha1.OperatorKeys) []corev1.EnvVar {
+	rs := k.RemoteSigner
+	if rs == nil {
+		return nil
+	}
+	signing := k.BLSKeystoreKey == ""
+	var env []corev1.EnvVar
+	if rs.CASecretName != "" {
+		env = append(env, secretEnv(HourglassRemoteCAEnv, rs.CASecretName, RemoteSignerCAKey))
+		if signing {
+			env = append(env, secretEnv(HourglassSigningRemoteCAEnv, rs.CASecretName, RemoteSignerCAKey))
+		}
+	}
+	if rs.ClientCertSecretName != "" {
+		env = append(env, secretEnv(HourglassRemoteCertEnv, rs.ClientCertSecretName, RemoteSignerCertKey),
+			secretEnv(HourglassRemoteKeyEnv, rs.ClientCertSecretName, RemoteSignerKeyKey))
+		if signing {
+			env = append(env, secretEnv(HourglassSigningRemoteCertEnv, rs.ClientCertSecretName, RemoteSignerCertKey),
+				secretEnv(HourglassSigningRemoteKeyEnv, rs.ClientCertSecretName, RemoteSignerKeyKey))
+		}
 	}
 	return env
 }

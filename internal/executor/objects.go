@@ -427,21 +427,34 @@ func ConfigMapsReferenced(t *corev1.PodTemplateSpec) []string {
 	return out
 }
 
-// Refs returns the operator key Secret an Executor references, with the keys it reads
-// (ecdsaKey, blsKey, blsKeystoreKey, blsKeystorePasswordKey); nil without spec.operatorKeys.secretName. Exists and HasKey are left for
+// Refs returns the Secrets an Executor references, with the keys it reads: the operator key
+// Secret (ecdsaKey, blsKey, blsKeystoreKey, blsKeystorePasswordKey) and the remote signer's
+// TLS Secrets (caSecretName: ca.crt; clientCertSecretName: tls.crt, tls.key); nil without any. Exists and HasKey are left for
 // the controller to fill in.
 func Refs(e *v1alpha1.Executor) []failure.Ref {
 	k := e.Spec.OperatorKeys
-	if k.SecretName == "" {
-		return nil
-	}
-	r := failure.Ref{Kind: "Secret", Namespace: e.Namespace, Name: k.SecretName}
-	for _, key := range []string{k.ECDSAKey, k.BLSKey, k.BLSKeystoreKey, k.BLSKeystorePasswordKey} {
-		if key != "" && !slices.Contains(r.Keys, key) {
-			r.Keys = append(r.Keys, key)
+	var out []failure.Ref
+	add := func(name string, keys ...string) {
+		if name == "" {
+			return
+		}
+		i := slices.IndexFunc(out, func(r failure.Ref) bool { return r.Name == name })
+		if i < 0 {
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: e.Namespace, Name: name})
+			i = len(out) - 1
+		}
+		for _, key := range keys {
+			if key != "" && !slices.Contains(out[i].Keys, key) {
+				out[i].Keys = append(out[i].Keys, key)
+			}
 		}
 	}
-	return []failure.Ref{r}
+	add(k.SecretName, k.ECDSAKey, k.BLSKey, k.BLSKeystoreKey, k.BLSKeystorePasswordKey)
+	if rs := k.RemoteSigner; rs != nil {
+		add(rs.CASecretName, RemoteSignerCAKey)
+		add(rs.ClientCertSecretName, RemoteSignerCertKey, RemoteSignerKeyKey)
+	}
+	return out
 }
 
 // PodProblems reads why the Deployment's pods do not run, one message per pod that cannot

@@ -63,6 +63,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/autoscale"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/lifecycle"
 )
@@ -142,6 +143,11 @@ const (
 	ActionApplyDeployment Action = "ApplyDeployment"
 	// ActionDeleteDeployment deletes the Deployment (Terminating, or back to Recreate).
 	ActionDeleteDeployment Action = "DeleteDeployment"
+	// ActionEnsureAutoscaler creates or updates the HorizontalPodAutoscaler performer-<name>
+	// (DesiredAutoscaler); ActionDeleteAutoscaler deletes it (spec.autoscaling gone or made
+	// external; a deleted Performer's goes with it by garbage collection).
+	ActionEnsureAutoscaler Action = "EnsureAutoscaler"
+	ActionDeleteAutoscaler Action = "DeleteAutoscaler"
 	// ActionRemoveFinalizer removes v1alpha1.Finalizer; the Performer then goes away. No status
 	// write follows it.
 	ActionRemoveFinalizer Action = "RemoveFinalizer"
@@ -205,6 +211,18 @@ type Facts struct {
 	// outside (EndedPods in objects.go): an evicted Pod is Terminating while the ReplicaSet's
 	// replacement is already the newest, so Pod alone would never show it.
 	EndedPods []failure.Disruption
+	// Autoscaling is spec.autoscaling (RollingUpdate only; nil: none): an autoscaler owns the
+	// Deployment's replicas, the performer is Running while at least minReplicas of the
+	// current spec are Ready, and the reconciler owns the HorizontalPodAutoscaler Autoscaler
+	// unless External.
+	Autoscaling *v1alpha1.Autoscaling
+	// Autoscaler is the HorizontalPodAutoscaler performer-<name> (autoscale.Facts);
+	// AutoscalerDesired its status.desiredReplicas (0: not computed yet).
+	Autoscaler        autoscale.Object
+	AutoscalerDesired int32
+	// ReadyReplicas are the performer's Ready Pods of the desired spec hash (RollingUpdate:
+	// ReadyPods; Recreate: 1 while its Pod of the desired spec is Ready).
+	ReadyReplicas int32
 }
 
 // Service facts.
@@ -225,6 +243,12 @@ type Deployment struct {
 	Deleting bool
 	// SpecHash is its pod template's v1alpha1.AnnotationSpecHash annotation.
 	SpecHash string
+	// Replicas and CurrentReplicas are its spec.replicas (what the autoscaler, or the
+	// reconciler, last set) and status.replicas (its pods now).
+	Replicas, CurrentReplicas int32
+	// ScaleDiffers: without spec.autoscaling, its spec.replicas is not 1 (autoscaling was
+	// removed, or someone scaled it): ApplyDeployment puts the count back.
+	ScaleDiffers bool
 }
 
 // Pod facts (see PodFacts for how they are read from a corev1.Pod).
@@ -315,6 +339,9 @@ type Decision struct {
 	// PodDisruptions is the new status.podDisruptions: Facts.PodDisruptions with this pass's
 	// Pod ended from outside counted (failure.CountDisruptions).
 	PodDisruptions *v1alpha1.PodDisruptions
+	// DesiredReplicas, CurrentReplicas and ReadyReplicas are status.desiredReplicas,
+	// currentReplicas and readyReplicas (replicaCounts).
+	DesiredReplicas, CurrentReplicas, ReadyReplicas int32
 }
 
 var allPhases = []Phase{
@@ -416,6 +443,7 @@ func Decide(f Facts) (Decision, error) {
 			d.RequeueAfter = min(max(w, BackoffMin), BackoffMax) // the rejected action's retry
 		}
 	}
+	d.DesiredReplicas, d.CurrentReplicas, d.ReadyReplicas = replicaCounts(f)
 	d.Conditions = conditions(f, st)
 	d.Phase = Phases.Of(d.Conditions)
 	if err := Transitions.Check(prev, d.Phase); err != nil {
@@ -451,6 +479,7 @@ func converge(f Facts, prev Phase, d *Decision) state {
 	if len(seen) > 0 {
 		d.PodDisruptions = failure.CountDisruptions(f.PodDisruptions, seen, f.Now)
 	}
+	autoscalerActions(f, d)
 	var st state
 	if f.RollingUpdate {
 		st = rollingState(f, d, upgrading)
@@ -462,9 +491,9 @@ func converge(f Facts, prev Phase, d *Decision) state {
 		st = podState(f, d, upgrading)
 	}
 	inProgress := st.phase == v1alpha1.PerformerCreating || st.phase == v1alpha1.PerformerScheduling || st.phase == v1alpha1.PerformerUpgrading
-	if inProgress && failure.DisruptedRepeatedly(d.PodDisruptions, 1, f.Now) {
+	if n := boundReplicas(f); inProgress && failure.DisruptedRepeatedly(d.PodDisruptions, n, f.Now) {
 		// Replacements keep ending: the bound (status.podDisruptions) is reached.
-		return failed(ReasonPodDisruptedRepeatedly, failure.RepeatedMessage(d.PodDisruptions, 1))
+		return failed(ReasonPodDisruptedRepeatedly, failure.RepeatedMessage(d.PodDisruptions, n))
 	}
 	return st
 }
@@ -510,6 +539,8 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 		return failed(ReasonOwnershipConflict, "a Service with the performer's name exists and is not controlled by this Performer")
 	case dep != nil && dep.Foreign:
 		return failed(ReasonOwnershipConflict, "a Deployment with the performer's name exists and is not controlled by this Performer")
+	case autoscale.WantsAutoscaler(f.Autoscaling) && f.Autoscaler.Foreign:
+		return failed(ReasonOwnershipConflict, "a HorizontalPodAutoscaler with the performer's name exists and is not controlled by this Performer")
 	case len(f.MissingRefs) > 0 && (dep == nil || dep.SpecHash != f.DesiredHash):
 		return failed(ReasonReferenceNotFound, "spec.envFrom: "+strings.Join(f.MissingRefs, "; ")+"; the performer proceeds on its own once they exist")
 	case dep == nil:
@@ -531,16 +562,14 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 		}
 		return failed(ReasonPodFailed, strings.TrimSuffix(podFailedMessage(pod), "; re-creating it")+"; the deployment replaces it")
 	}
+	if dep.ScaleDiffers {
+		d.Actions = append(d.Actions, ActionApplyDeployment) // the count back to 1
+	}
 	if s, ok := podFailure(pod, f.MissingNodeLabels); ok {
 		return s
 	}
 	if pod.Ready && f.Service.UpToDate {
-		if f.BarePod {
-			d.Actions = append(d.Actions, ActionDeletePod)
-		}
-		d.Image = f.DesiredImage
-		d.UpgradeFinished = upgrading
-		return state{v1alpha1.PerformerRunning, ReasonPodReady, readyMessage(pod)}
+		return rollingReady(f, d, upgrading)
 	}
 	if dis := latestEnded(f.EndedPods); dis != nil {
 		// The Pod this one replaces ended from outside and is still there: say so.
@@ -551,6 +580,68 @@ func rollingState(f Facts, d *Decision, upgrading bool) state {
 		return disruptedState(f, d, dis, upgrading, how)
 	}
 	return progress(v1alpha1.PerformerScheduling, ReasonScheduling, progressMessage(pod, f.Service))
+}
+
+// autoscalerActions are a pass's HorizontalPodAutoscaler writes: ensure it while
+// spec.autoscaling wants one (not external; none while the spec is invalid or it is someone
+// else's), delete ours when it does not (autoscaling removed or made external).
+func autoscalerActions(f Facts, d *Decision) {
+	switch wants := autoscale.WantsAutoscaler(f.Autoscaling); {
+	case wants && f.SpecError == "" && !f.Autoscaler.Foreign && !f.Autoscaler.UpToDate:
+		d.Actions = append(d.Actions, ActionEnsureAutoscaler)
+	case !wants && f.Autoscaler.Exists && !f.Autoscaler.Foreign:
+		d.Actions = append(d.Actions, ActionDeleteAutoscaler)
+	}
+}
+
+// replicaCounts are status.desiredReplicas, currentReplicas and readyReplicas: 1 desired
+// without spec.autoscaling, else the autoscaler's (autoscale.Desire); the Deployment's pods
+// (RollingUpdate) or the bare Pod (Recreate); the Ready Pods of the current spec.
+func replicaCounts(f Facts) (desired, current, ready int32) {
+	var depReplicas int32
+	if dep := f.Deployment; f.RollingUpdate && dep != nil && !dep.Foreign {
+		depReplicas, current = dep.Replicas, dep.CurrentReplicas
+	} else if !f.RollingUpdate && f.Pod != nil && !f.Pod.Foreign {
+		current = 1
+	}
+	return autoscale.Desire(f.Autoscaling, 1, f.Autoscaler, f.AutoscalerDesired, depReplicas), current, f.ReadyReplicas
+}
+
+// boundReplicas is the replica count the disruption bound scales with: 1, or under
+// spec.autoscaling the replicas asked for now (at least minReplicas).
+func boundReplicas(f Facts) int32 {
+	if f.Autoscaling == nil {
+		return 1
+	}
+	desired, _, _ := replicaCounts(f)
+	return max(desired, f.Autoscaling.MinReplicas, 1)
+}
+
+// rollingReady is the state of a RollingUpdate performer whose status pod is Ready behind an
+// up-to-date Service: Running (the bare Pod of a Recreate strategy left goes), except under
+// spec.autoscaling while fewer than minReplicas pods of the current spec are Ready or the
+// HorizontalPodAutoscaler is not in place yet (Scheduling, the message naming the bounds).
+func rollingReady(f Facts, d *Decision, upgrading bool) state {
+	a := f.Autoscaling
+	if a != nil {
+		msg := autoscale.Bounds(a, f.ReadyReplicas)
+		switch {
+		case f.ReadyReplicas < max(a.MinReplicas, 1):
+			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg)
+		case autoscale.WantsAutoscaler(a) && !f.Autoscaler.UpToDate:
+			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg+"; creating or updating the HorizontalPodAutoscaler")
+		}
+	}
+	if f.BarePod {
+		d.Actions = append(d.Actions, ActionDeletePod)
+	}
+	d.Image = f.DesiredImage
+	d.UpgradeFinished = upgrading
+	msg := readyMessage(f.Pod)
+	if a != nil {
+		msg += "; " + autoscale.Bounds(a, f.ReadyReplicas)
+	}
+	return state{v1alpha1.PerformerRunning, ReasonPodReady, msg}
 }
 
 // latestEnded is the Pod of ended that ended last, nil when ended is empty.

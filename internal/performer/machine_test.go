@@ -742,12 +742,27 @@ var actionRules = map[Action]func(f Facts, d Decision, i int) error{
 		}
 		return nil
 	},
+	ActionEnsureAutoscaler: func(f Facts, _ Decision, _ int) error {
+		if f.Deleting || f.Autoscaling == nil || f.Autoscaling.External || f.Autoscaler.Foreign || f.Autoscaler.UpToDate || f.SpecError != "" {
+			return fmt.Errorf("EnsureAutoscaler autoscaling=%+v autoscaler=%+v deleting=%v", f.Autoscaling, f.Autoscaler, f.Deleting)
+		}
+		return nil
+	},
+	ActionDeleteAutoscaler: func(f Facts, _ Decision, _ int) error {
+		if f.Deleting || (f.Autoscaling != nil && !f.Autoscaling.External) || !f.Autoscaler.Exists || f.Autoscaler.Foreign {
+			return fmt.Errorf("DeleteAutoscaler autoscaling=%+v autoscaler=%+v deleting=%v", f.Autoscaling, f.Autoscaler, f.Deleting)
+		}
+		return nil
+	},
 }
 
 func invRunning(f Facts, d Decision) error {
 	if d.Phase == v1alpha1.PerformerRunning {
 		if !ownPod(f) || !f.Pod.Ready || f.Pod.SpecHash != f.DesiredHash || !f.Service.UpToDate || d.Image != f.DesiredImage {
 			return fmt.Errorf("running with facts %+v pod %+v → image %q", f, f.Pod, d.Image)
+		}
+		if a := f.Autoscaling; a != nil && (f.ReadyReplicas < max(a.MinReplicas, 1) || !a.External && !f.Autoscaler.UpToDate) {
+			return fmt.Errorf("running with %d Ready replicas under autoscaling %+v, autoscaler %+v", f.ReadyReplicas, a, f.Autoscaler)
 		}
 	} else if d.Image != f.RunningImage {
 		return fmt.Errorf("image changed to %q in phase %s", d.Image, d.Phase)

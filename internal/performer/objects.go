@@ -10,12 +10,14 @@ import (
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/autoscale"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/hardware"
 )
@@ -161,15 +163,21 @@ func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
 // template; no owner reference: the controller adds it): selector gantry.dev/performer=<name>,
 // RollingUpdate with maxSurge 1 and maxUnavailable 0, so the old Pod serves until the new one
 // is Ready. The template keeps the spec-hash annotation, so a changed spec changes the template.
+// Under spec.autoscaling (Autoscaling) its replicas are left out (nil): the autoscaler owns them
+// and the reconciler writes them only when it creates the Deployment (ReplicasToWrite).
 func DesiredDeployment(p *v1alpha1.Performer, pod *corev1.Pod) *appsv1.Deployment {
-	one := int32(1)
+	var replicas *int32
+	if Autoscaling(p) == nil {
+		one := int32(1)
+		replicas = &one
+	}
 	history := int32(2)
 	maxUnavailable, maxSurge := intstr.FromInt32(0), intstr.FromInt32(1)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(p.Name), Namespace: p.Namespace, Labels: Labels(p)},
 		Spec: appsv1.DeploymentSpec{
-			Replicas:             &one,
+			Replicas:             replicas,
 			RevisionHistoryLimit: &history,
 			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPerformer: p.Name}},
 			Template: corev1.PodTemplateSpec{
@@ -186,24 +194,79 @@ func DesiredDeployment(p *v1alpha1.Performer, pod *corev1.Pod) *appsv1.Deploymen
 // owner is the Performer's UID. want is the desired Deployment (nil when it cannot be built):
 // when its pod template's labels differ from the live one's (the Performer's labels changed),
 // SpecHash reads "" so the template is re-applied: with RollingUpdate, labels reach the Pod.
+// ScaleDiffers: want has a replica count (no spec.autoscaling) and the live one differs (an
+// autoscaling removed, or a `kubectl scale`): the count is put back.
 func DeploymentFacts(dep, want *appsv1.Deployment, owner types.UID) *Deployment {
 	if dep == nil {
 		return nil
 	}
 	f := &Deployment{Foreign: !controlledBy(dep, owner), Deleting: dep.DeletionTimestamp != nil,
 		SpecHash: dep.Spec.Template.Annotations[v1alpha1.AnnotationSpecHash]}
+	f.Replicas, f.CurrentReplicas = autoscale.DeploymentReplicas(dep)
 	if want != nil && !maps.Equal(dep.Spec.Template.Labels, want.Spec.Template.Labels) {
 		f.SpecHash = ""
 	}
+	f.ScaleDiffers = want != nil && want.Spec.Replicas != nil && f.Replicas != *want.Spec.Replicas
 	return f
+}
+
+// Autoscaling is spec.autoscaling when it applies: with strategy RollingUpdate (the
+// Deployment); nil otherwise (the CRD refuses it with Recreate).
+func Autoscaling(p *v1alpha1.Performer) *v1alpha1.Autoscaling {
+	if p.Spec.Strategy != v1alpha1.PerformerRollingUpdate {
+		return nil
+	}
+	return p.Spec.Autoscaling
+}
+
+// DesiredAutoscaler is the HorizontalPodAutoscaler performer-<name> when spec.autoscaling wants
+// one (not external; nil otherwise): it scales the Deployment performer-<name> between the
+// bounds on the metric (autoscale.Desired), labelled as the other owned objects. No owner
+// reference (the controller adds it).
+func DesiredAutoscaler(p *v1alpha1.Performer) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	a := Autoscaling(p)
+	if err := autoscale.Check(a); err != nil {
+		return nil, err
+	}
+	return autoscale.Desired(a, autoscale.Target{Name: ObjectName(p.Name), Namespace: p.Namespace, Labels: Labels(p), Deployment: ObjectName(p.Name)})
+}
+
+// ReplicasToWrite is the spec.replicas the reconciler writes on the Deployment performer-<name>:
+// 1 without spec.autoscaling; with it minReplicas when it creates the Deployment (exists
+// false) and afterwards live, as it is (autoscale.ReplicasToWrite).
+func ReplicasToWrite(p *v1alpha1.Performer, exists bool, live *int32) *int32 {
+	return autoscale.ReplicasToWrite(Autoscaling(p), 1, exists, live)
+}
+
+// ReadyPods counts the Deployment's Pods (listed by gantry.dev/performer=<name>) of spec hash
+// hash that are Ready and not being deleted (the Recreate strategy's bare Pod excluded).
+func ReadyPods(pods []corev1.Pod, owner types.UID, hash string) int32 {
+	var n int32
+	for i := range pods {
+		p := &pods[i]
+		if !controlledBy(p, owner) && p.DeletionTimestamp == nil && p.Annotations[v1alpha1.AnnotationSpecHash] == hash && podIsReady(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // NewestPod picks, among a Deployment's Pods (listed by gantry.dev/performer=<name>), the
 // one that is not being deleted and carries spec hash hash that the Performer's phase is read
 // from during and after a rolling update: a Pod that has not ended (phase Failed or
 // Succeeded) before one that has (the ReplicaSet's replacement of a Pod that ended, even one
-// created in the same second: creationTimestamp counts whole seconds), then the newest, then
-// the greatest name (a stable choice). Pods controlled directly by the Performer (the Recreate
+// created in the same second: creationTimestamp counts whole seconds), then a Ready one
+// before one that is not (of an autoscaled performer's replicas, one that serves), then the
+// newest, then the greatest name (a stable choice). Pods controlled directly by the Performer (the Recreate
 // strategy's) are skipped. nil when there is none.
 func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 	var best *corev1.Pod
@@ -219,6 +282,9 @@ func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 		case best == nil, ended(best) && !ended(p):
 			best = p
 		case ended(best) != ended(p):
+		case !podIsReady(best) && podIsReady(p):
+			best = p
+		case podIsReady(best) != podIsReady(p):
 		case best.CreationTimestamp.Before(&p.CreationTimestamp),
 			best.CreationTimestamp.Equal(&p.CreationTimestamp) && p.Name > best.Name:
 			best = p
@@ -230,15 +296,18 @@ func NewestPod(pods []corev1.Pod, owner types.UID, hash string) *corev1.Pod {
 // EndedPods are the disruptions (failure.EndedFromOutside) of the Pods in pods that a
 // Deployment of the Performer owner runs (the bare Pod performer-<name> and newest, the Pod
 // the status describes, excluded) and that ended or are ending from outside: evicted,
-// preempted, deleted, their node shut down or gone. Nil when there are none.
-func EndedPods(pods []corev1.Pod, owner types.UID, newest *corev1.Pod) []failure.Disruption {
+// preempted, deleted, their node shut down or gone. With autoscaled, a Pod merely being
+// deleted is not counted: the ReplicaSet deletes Pods when the autoscaler scales down, which
+// is no disruption (an eviction still is: it carries a DisruptionTarget condition or a
+// reason). Nil when there are none.
+func EndedPods(pods []corev1.Pod, owner types.UID, newest *corev1.Pod, autoscaled bool) []failure.Disruption {
 	var out []failure.Disruption
 	for i := range pods {
 		p := &pods[i]
 		if controlledBy(p, owner) || newest != nil && p.UID == newest.UID {
 			continue
 		}
-		if dis, ok := failure.EndedFromOutside(p); ok {
+		if dis, ok := failure.EndedFromOutside(p); ok && (!autoscaled || dis.Reason != failure.DisruptionDeleted) {
 			out = append(out, dis)
 		}
 	}

@@ -17,15 +17,15 @@ import (
 )
 
 // autoscaledWS is an inference workspace named chat in ns with spec.autoscaling a.
-func autoscaledWS(a *v1alpha1.WorkspaceAutoscaling) *v1alpha1.Workspace {
+func autoscaledWS(a *v1alpha1.Autoscaling) *v1alpha1.Workspace {
 	return &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: "ns", UID: "uid-1"},
 		Spec: v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 1, GPUCount: 1, GPUProduct: "NVIDIA-A100-SXM4-80GB"},
 			Inference: &v1alpha1.WorkspaceInference{Model: "falcon-7b-instruct", Image: "ghcr.io/gantry-dev/hello-model:1.0.0"}, Autoscaling: a}}
 }
 
-func vllmQueue(avg string) *v1alpha1.WorkspaceAutoscaling {
-	return &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 4,
-		Metric: &v1alpha1.WorkspaceMetric{Pods: &v1alpha1.WorkspaceMetricSource{Name: "vllm:num_requests_waiting", AverageValue: avg}}}
+func vllmQueue(avg string) *v1alpha1.Autoscaling {
+	return &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 4,
+		Metric: &v1alpha1.AutoscalingMetric{Pods: &v1alpha1.AutoscalingMetricSource{Name: "vllm:num_requests_waiting", AverageValue: avg}}}
 }
 
 // The HorizontalPodAutoscaler is built from spec.autoscaling: it targets the Deployment
@@ -37,19 +37,19 @@ func TestDesiredAutoscaler(t *testing.T) {
 	five := resource.MustParse("5")
 	for _, tc := range []struct {
 		name    string
-		a       *v1alpha1.WorkspaceAutoscaling
+		a       *v1alpha1.Autoscaling
 		want    *autoscalingv2.MetricSpec // nil: no HPA
 		wantErr string
 	}{
 		{name: "no autoscaling"},
-		{name: "external (KEDA)", a: &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 3, External: true}},
+		{name: "external (KEDA)", a: &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 3, External: true}},
 		{name: "pods metric", a: vllmQueue("5"), want: &autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
 			Metric: autoscalingv2.MetricIdentifier{Name: "vllm:num_requests_waiting"}, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &five}}}},
-		{name: "cpu", a: &v1alpha1.WorkspaceAutoscaling{MinReplicas: 2, MaxReplicas: 8, Metric: &v1alpha1.WorkspaceMetric{CPUAverageValue: "1500m"}},
+		{name: "cpu", a: &v1alpha1.Autoscaling{MinReplicas: 2, MaxReplicas: 8, Metric: &v1alpha1.AutoscalingMetric{CPUAverageValue: "1500m"}},
 			want: &autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
 				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(resource.MustParse("1500m"))}}}},
-		{name: "external metric with a selector", a: &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 2, Metric: &v1alpha1.WorkspaceMetric{
-			External: &v1alpha1.WorkspaceMetricSource{Name: "queue_depth", AverageValue: "5", Selector: map[string]string{"queue": "chat"}}}},
+		{name: "external metric with a selector", a: &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2, Metric: &v1alpha1.AutoscalingMetric{
+			External: &v1alpha1.AutoscalingMetricSource{Name: "queue_depth", AverageValue: "5", Selector: map[string]string{"queue": "chat"}}}},
 			want: &autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
 				Metric: autoscalingv2.MetricIdentifier{Name: "queue_depth", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"queue": "chat"}}},
 				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &five}}}},
@@ -153,7 +153,7 @@ func TestDeploymentReplicasLeftToTheAutoscaler(t *testing.T) {
 	if want.Spec.Replicas != nil {
 		t.Fatalf("autoscaled Deployment replicas %d, want none (the autoscaler's)", *want.Spec.Replicas)
 	}
-	wider := autoscaledWS(&v1alpha1.WorkspaceAutoscaling{MinReplicas: 2, MaxReplicas: 9, External: true})
+	wider := autoscaledWS(&v1alpha1.Autoscaling{MinReplicas: 2, MaxReplicas: 9, External: true})
 	if other, _ := DesiredDeployment(wider); other.Annotations[v1alpha1.AnnotationSpecHash] != want.Annotations[v1alpha1.AnnotationSpecHash] {
 		t.Errorf("the bounds change the Deployment's spec hash")
 	}
@@ -183,7 +183,7 @@ func TestDeploymentReplicasLeftToTheAutoscaler(t *testing.T) {
 func TestReplicasToWrite(t *testing.T) {
 	fixed := autoscaledWS(nil)
 	fixed.Spec.Resource.Count = 2
-	auto := autoscaledWS(&v1alpha1.WorkspaceAutoscaling{MinReplicas: 2, MaxReplicas: 6, External: true})
+	auto := autoscaledWS(&v1alpha1.Autoscaling{MinReplicas: 2, MaxReplicas: 6, External: true})
 	for _, tc := range []struct {
 		name   string
 		w      *v1alpha1.Workspace
@@ -226,7 +226,7 @@ func TestResolveAutoscaling(t *testing.T) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
-	preset := autoscaledWS(&v1alpha1.WorkspaceAutoscaling{MinReplicas: 2, MaxReplicas: 4, External: true})
+	preset := autoscaledWS(&v1alpha1.Autoscaling{MinReplicas: 2, MaxReplicas: 4, External: true})
 	preset.Spec.Inference = &v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct"} // 2 GPUs
 	out, err := Resolve(preset)
 	if err != nil {
@@ -291,7 +291,7 @@ func TestDecideAutoscaling(t *testing.T) {
 			facts: asFacts(func(f *Facts) { f.Autoscaler.UpToDate = false }), current: 3, want: 3},
 		{name: "external autoscaler (KEDA): no HPA, desired is the Deployment's", state: sReady, ready: true, actions: []Action{},
 			facts: asFacts(func(f *Facts) {
-				f.Autoscaling = &v1alpha1.WorkspaceAutoscaling{MinReplicas: 1, MaxReplicas: 4, External: true}
+				f.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 4, External: true}
 				f.Autoscaler, f.AutoscalerDesired, f.Workload.Replicas = Object{}, 0, 2
 			}), current: 3, want: 2},
 		{name: "made external: our HPA deleted", state: sReady, ready: true, actions: []Action{ActionDeleteAutoscaler},

@@ -199,7 +199,7 @@ type Facts struct {
 	// Autoscaling is spec.autoscaling (nil: none): an autoscaler owns the Deployment's
 	// replicas, the workspace is Ready while at least minReplicas are, and the reconciler owns
 	// the HorizontalPodAutoscaler Autoscaler unless External.
-	Autoscaling *v1alpha1.WorkspaceAutoscaling
+	Autoscaling *v1alpha1.Autoscaling
 	// Autoscaler is the HorizontalPodAutoscaler workspace-<name> (AutoscalerFacts);
 	// AutoscalerDesired its status.desiredReplicas (0: not computed yet).
 	Autoscaler        Object

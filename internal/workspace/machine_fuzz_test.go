@@ -75,7 +75,7 @@ func factsFrom(mode Mode, a, b, c byte) Facts {
 		}
 		f.Service = Object{Exists: b&16 != 0, UpToDate: b&16 != 0 && b&32 != 0, Foreign: b&16 != 0 && a&64 != 0 && a&32 != 0}
 		if a&8 != 0 { // spec.autoscaling: minReplicas is f.Replicas; the reconciler's HPA unless external
-			f.Autoscaling = &v1alpha1.WorkspaceAutoscaling{MinReplicas: f.Replicas, MaxReplicas: 4, External: a&16 != 0}
+			f.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: f.Replicas, MaxReplicas: 4, External: a&16 != 0}
 			if f.Workload != nil {
 				f.Workload.Replicas = int32(c & 3)
 			}

@@ -99,7 +99,8 @@ type Executor struct {
 // ExecutorSpec is the desired state of an Executor.
 // +kubebuilder:validation:XValidation:rule="!has(self.grpcPort) || !has(self.managementPort) || self.grpcPort != self.managementPort",message="grpcPort and managementPort must differ"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorAddress)",message="hourglassCompat needs operatorAddress (Hourglass's executor requires operator.address)"
-// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorKeys.ecdsaKey)",message="hourglassCompat needs operatorKeys.ecdsaKey (Hourglass's executor requires operator.operatorPrivateKey)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorKeys.ecdsaKey) || has(self.operatorKeys.remoteSigner)",message="hourglassCompat needs operatorKeys.ecdsaKey (Hourglass's executor requires operator.operatorPrivateKey) or operatorKeys.remoteSigner"
+// +kubebuilder:validation:XValidation:rule="!has(self.operatorKeys.remoteSigner) || has(self.hourglassCompat)",message="operatorKeys.remoteSigner is Hourglass's remoteSignerConfig: it needs hourglassCompat (without it, use operatorKeys.remoteSignerUrl)"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (!has(self.operatorKeys.blsKey) && !has(self.operatorKeys.remoteSignerUrl))",message="hourglassCompat takes no operatorKeys.blsKey or remoteSignerUrl: Hourglass's executor reads a BLS keystore (blsKeystoreKey) and a local ECDSA key"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.performers) || (!has(self.performers.names) && !has(self.performers.selector))",message="hourglassCompat takes no performers: Hourglass's executor creates its own Performers from avsPerformers"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.hourglassCompat.l1Chain) || self.chains.exists(c, c.name == self.hourglassCompat.l1Chain)",message="hourglassCompat.l1Chain must name one of chains"
@@ -342,7 +343,8 @@ type PerformerSelection struct {
 // signer (exactly one). The executor pods get the Secret keys as the environment variables
 // ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY (valueFrom secretKeyRef, as Hourglass's own
 // statefulset template did), or REMOTE_SIGNER_URL.
-// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.remoteSignerUrl)",message="set exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl"
+// +kubebuilder:validation:XValidation:rule="has(self.remoteSignerUrl) ? !has(self.secretName) : (has(self.secretName) || has(self.remoteSigner))",message="set exactly one of operatorKeys.secretName or operatorKeys.remoteSignerUrl (operatorKeys.remoteSigner may stand for secretName, or go beside it for a BLS keystore)"
+// +kubebuilder:validation:XValidation:rule="!has(self.remoteSigner) || (!has(self.remoteSignerUrl) && !has(self.ecdsaKey))",message="operatorKeys.remoteSigner signs with the operator's ECDSA key: no remoteSignerUrl or ecdsaKey beside it"
 // +kubebuilder:validation:XValidation:rule="!has(self.secretName) || has(self.ecdsaKey) || has(self.blsKey) || has(self.blsKeystoreKey)",message="operatorKeys.secretName needs ecdsaKey, blsKey and/or blsKeystoreKey"
 // +kubebuilder:validation:XValidation:rule="has(self.secretName) || (!has(self.ecdsaKey) && !has(self.blsKey) && !has(self.blsKeystoreKey))",message="operatorKeys.ecdsaKey, blsKey and blsKeystoreKey need secretName"
 // +kubebuilder:validation:XValidation:rule="!(has(self.blsKey) && has(self.blsKeystoreKey))",message="set at most one of operatorKeys.blsKey and operatorKeys.blsKeystoreKey"
@@ -373,6 +375,14 @@ type OperatorKeys struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	// +optional
 	BLSKeystorePasswordKey string `json:"blsKeystorePasswordKey,omitempty"`
+	// RemoteSigner is a remote signer (web3signer) for the operator's ECDSA key in Hourglass
+	// compatibility mode (spec.hourglassCompat), rendered as Hourglass's remoteSignerConfig of
+	// operator.operatorPrivateKey (and of operator.signingKeys.ecdsa without a BLS keystore), so
+	// an unmodified Hourglass image signs through it. It carries only public values: the URL,
+	// the key's public key and address, and the names of Secrets holding the TLS CA and client
+	// certificate. Instead of ecdsaKey; beside secretName only for a BLS keystore.
+	// +optional
+	RemoteSigner *RemoteSigner `json:"remoteSigner,omitempty"`
 	// RemoteSignerURL is the https:// (or http://) URL of a remote signer (web3signer).
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+([/?#]\S*)?$`
 	// +kubebuilder:validation:MaxLength=2048
@@ -386,6 +396,40 @@ type OperatorKeys struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	SecretVersion string `json:"secretVersion,omitempty"`
+}
+
+// RemoteSigner is operatorKeys.remoteSigner: Hourglass's remoteSignerConfig (ponos
+// config.RemoteSignerConfig: url, caCert, cert, key, fromAddress, publicKey) with its TLS
+// material by Secret reference.
+// +kubebuilder:validation:XValidation:rule="self.url.startsWith('https://') || (!has(self.caSecretName) && !has(self.clientCertSecretName))",message="operatorKeys.remoteSigner: caSecretName and clientCertSecretName need an https:// url (Hourglass uses TLS only for https)"
+type RemoteSigner struct {
+	// URL of the web3signer, https:// (or http://), e.g. "https://web3signer.signers.svc:9000".
+	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+([/?#]\S*)?$`
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// PublicKey is the operator's ECDSA public key as web3signer lists it (eth1 keys):
+	// 0x followed by 128 hex digits (uncompressed, without the 04 prefix) or 130 (with it).
+	// Hourglass's publicKey: the key web3signer signs with.
+	// +kubebuilder:validation:Pattern=`^0x(04)?[0-9a-fA-F]{128}$`
+	PublicKey string `json:"publicKey"`
+	// FromAddress is the key's address (0x followed by 40 hex digits), Hourglass's fromAddress:
+	// the sender of the operator's transactions; default spec.operatorAddress.
+	// +kubebuilder:validation:Pattern=`^0x[0-9a-fA-F]{40}$`
+	// +optional
+	FromAddress string `json:"fromAddress,omitempty"`
+	// CASecretName is a Secret in the Executor's namespace whose key ca.crt is the PEM CA
+	// certificate the web3signer's server certificate is verified against (Hourglass's caCert).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	CASecretName string `json:"caSecretName,omitempty"`
+	// ClientCertSecretName is a kubernetes.io/tls Secret in the Executor's namespace (keys
+	// tls.crt and tls.key) holding the client certificate and key for mutual TLS (Hourglass's
+	// cert and key).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClientCertSecretName string `json:"clientCertSecretName,omitempty"`
 }
 
 // RollbackPolicy says what to do when an update fails.

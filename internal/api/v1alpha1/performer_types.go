@@ -60,6 +60,8 @@ const DefaultGRPCPort int32 = 9090
 // +kubebuilder:printcolumn:name="TEE",type=string,JSONPath=`.spec.hardwareRequirements.teeType`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.status.grpcEndpoint`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.desiredReplicas`,priority=1
+// +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 53 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 53 characters (it names the Pod and Service performer-<name>)"
 type Performer struct {
@@ -71,6 +73,7 @@ type Performer struct {
 }
 
 // PerformerSpec is the desired state of a Performer.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || (has(self.strategy) && self.strategy == 'RollingUpdate')",message="spec.autoscaling needs spec.strategy RollingUpdate: an autoscaler scales the Deployment performer-<name>, and strategy Recreate runs one bare Pod"
 type PerformerSpec struct {
 	// Image is the performer container image reference, e.g. "ghcr.io/acme/performer:1.2.0".
 	// A change recreates the Pod (phase Upgrading).
@@ -161,6 +164,18 @@ type PerformerSpec struct {
 	// plugin's: without one that implements NetworkPolicy the object has no effect.
 	// +optional
 	NetworkPolicy *PerformerNetworkPolicy `json:"networkPolicy,omitempty"`
+
+	// Autoscaling hands the performer's replicas to an autoscaler (Hourglass's roadmap 6.3,
+	// "HPA integration for performers"); it needs strategy RollingUpdate (the Deployment
+	// performer-<name>). A HorizontalPodAutoscaler (autoscaling/v2) performer-<name> the
+	// reconciler owns scales the Deployment between minReplicas and maxReplicas on metric, or,
+	// with external, an autoscaler of the user's (a KEDA ScaledObject targeting the Deployment
+	// performer-<name>) does. Either way the reconciler sets the Deployment's spec.replicas only
+	// when it creates it (to minReplicas) and never writes it again, so it never takes the
+	// autoscaler's count back. The performer is Running while at least minReplicas replicas of
+	// the current spec are Ready; the Service performer-<name> balances over all of them.
+	// +optional
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
 }
 
 // PerformerNetworkPolicy is spec.networkPolicy: whether the performer is isolated by a
@@ -322,13 +337,14 @@ type PerformerStatus struct {
 	// +optional
 	GRPCEndpoint string `json:"grpcEndpoint,omitempty"`
 	// PodName is the name of the owned Pod: performer-<name>; with strategy RollingUpdate,
-	// the Deployment's current Pod (empty while it has none).
+	// the Deployment's current Pod (empty while it has none): of several replicas, the newest
+	// Ready one of the current spec (else the newest of the current spec).
 	// +optional
 	PodName string `json:"podName,omitempty"`
 	// ServiceName is the name of the owned Service.
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
-	// NodeName is the node the Pod is bound to, once scheduled.
+	// NodeName is the node the Pod (PodName) is bound to, once scheduled.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 	// Image is the image of the Pod that is running now (differs from spec.image while Upgrading).
@@ -343,6 +359,18 @@ type PerformerStatus struct {
 	// has the rule). Absent until the first such Pod.
 	// +optional
 	PodDisruptions *PodDisruptions `json:"podDisruptions,omitempty"`
+	// DesiredReplicas is the replicas asked for: 1 without spec.autoscaling; with it the
+	// HorizontalPodAutoscaler's status.desiredReplicas (with an external autoscaler, the
+	// Deployment's spec.replicas it sets).
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
+	// CurrentReplicas is the performer's pods now (the Deployment's status.replicas; with
+	// strategy Recreate 1 while the Pod exists).
+	// +optional
+	CurrentReplicas int32 `json:"currentReplicas,omitempty"`
+	// ReadyReplicas is the performer's Ready pods of the current spec.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// AllowedExecutors are the Executors (same namespace) whose pods the NetworkPolicy
 	// performer-<name> admits, sorted by name, as last applied; absent without
 	// spec.networkPolicy.enabled. The NetworkPolicyReady condition says whether it is applied.
