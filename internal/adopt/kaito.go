@@ -44,9 +44,9 @@ type kaitoWorkspace struct {
 		} `json:"partition,omitempty"`
 	} `json:"resource,omitempty"`
 	Inference *struct {
-		Preset   *kaitoPreset           `json:"preset,omitempty"`
+		Preset   *kaitoPreset            `json:"preset,omitempty"`
 		Template *corev1.PodTemplateSpec `json:"template,omitempty"`
-		Config   string                 `json:"config,omitempty"`
+		Config   string                  `json:"config,omitempty"`
 		Adapters []struct {
 			Source   *kaitoDataSource `json:"source,omitempty"`
 			Strength *string          `json:"strength,omitempty"`
