@@ -143,10 +143,31 @@ func FromKAITO(u *unstructured.Unstructured) (*v1alpha1.Workspace, []string, err
 		}
 	}
 
-	// resource
-	r := &ws.Spec.Resource
-	rm, _ := u.Object["resource"].(map[string]any)
-	unknown("resource.", rm, kaitoResourceFields)
+	warn = append(warn, fromKAITOResource(kw, u.Object["resource"], &ws.Spec.Resource)...)
+	if kw.Inference != nil {
+		gi, iw := fromKAITOInference(kw, name, asMap(u.Object["inference"]), perfMode)
+		warn = append(warn, iw...)
+		ws.Spec.Inference = gi
+	} else if perfMode != "" {
+		w("metadata.annotations[%s]: only for inference; left out", kaitoPerformanceMode)
+	}
+
+	if kw.Tuning != nil {
+		gt, tw := fromKAITOTuning(kw, asMap(u.Object["tuning"]))
+		warn = append(warn, tw...)
+		ws.Spec.Tuning = gt
+	}
+	sort.Strings(warn)
+	return ws, warn, nil
+}
+
+// fromKAITOResource maps KAITO's resource (raw as rm) onto r.
+func fromKAITOResource(kw kaitoWorkspace, rm any, r *v1alpha1.WorkspaceResource) []string {
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+	for _, f := range unknownFields(asMap(rm), kaitoResourceFields) {
+		w("resource.%s: not known to Gantry; left out", f)
+	}
 	kr := kw.Resource
 	if kr.Count != nil {
 		r.Count = int32(*kr.Count)
@@ -185,90 +206,104 @@ func FromKAITO(u *unstructured.Unstructured) (*v1alpha1.Workspace, []string, err
 		}
 	}
 
-	if in := kw.Inference; in != nil {
-		im, _ := u.Object["inference"].(map[string]any)
-		unknown("inference.", im, kaitoInferenceFields)
-		gi := &v1alpha1.WorkspaceInference{Config: in.Config, PerformanceMode: perfMode}
-		if p := in.Preset; p != nil {
-			pm, _ := im["preset"].(map[string]any)
-			unknown("inference.preset.", pm, kaitoPresetFields)
-			unknown("inference.preset.presetOptions.", pm["presetOptions"], kaitoOptionsFields)
-			gi.Preset = p.Name
-			if p.AccessMode == "private" {
-				gi.AccessMode = p.AccessMode
-			}
-			gi.Image, gi.ImagePullSecrets, gi.ModelAccessSecret = p.PresetOptions.Image, p.PresetOptions.ImagePullSecrets, p.PresetOptions.ModelAccessSecret
-		}
-		for i, a := range in.Adapters {
-			at := fmt.Sprintf("inference.adapters[%d]", i)
-			if a.Source == nil || a.Source.Image == "" {
-				w("%s: only an adapter whose source is an image carries over; left out", at)
-				continue
-			}
-			if len(a.Source.URLs) > 0 || a.Source.Volume != nil || len(a.Source.ImagePullSecrets) > 0 {
-				w("%s.source: urls, volumeSource and imagePullSecrets do not carry over (Gantry pulls the adapter image); left out", at)
-			}
-			ga := v1alpha1.WorkspaceAdapter{Name: a.Source.Name, Image: a.Source.Image}
-			if a.Strength != nil {
-				ga.Strength = *a.Strength
-			}
-			gi.Adapters = append(gi.Adapters, ga)
-		}
-		if t := in.Template; t != nil {
-			tm, _ := im["template"].(map[string]any)
-			warn = append(warn, fromKAITOTemplate(name, t, tm, gi)...)
-		}
-		ws.Spec.Inference = gi
-	} else if perfMode != "" {
-		w("metadata.annotations[%s]: only for inference; left out", kaitoPerformanceMode)
-	}
+	return warn
+}
 
-	if t := kw.Tuning; t != nil {
-		tm, _ := u.Object["tuning"].(map[string]any)
-		unknown("tuning.", tm, kaitoTuningFields)
-		gt := &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(strings.ToLower(t.Method)), Config: t.Config}
-		if p := t.Preset; p != nil {
-			pm, _ := tm["preset"].(map[string]any)
-			unknown("tuning.preset.", pm, kaitoPresetFields)
-			unknown("tuning.preset.presetOptions.", pm["presetOptions"], kaitoOptionsFields)
-			gt.Preset, gt.Image = p.Name, p.PresetOptions.Image
-			if len(p.PresetOptions.ImagePullSecrets) > 0 {
-				w("tuning.preset.presetOptions.imagePullSecrets: a tuning workspace takes no image pull secrets; left out")
-			}
-			if p.PresetOptions.ModelAccessSecret != "" {
-				w("tuning.preset.presetOptions.modelAccessSecret: a tuning workspace takes no model access secret; left out")
-			}
+// fromKAITOInference maps KAITO's inference (raw as im) and performance-mode annotation.
+func fromKAITOInference(kw kaitoWorkspace, wsName string, im map[string]any, perfMode string) (*v1alpha1.WorkspaceInference, []string) {
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+	unknown := func(prefix string, obj any, known []string) {
+		for _, f := range unknownFields(asMap(obj), known) {
+			w("%s%s: not known to Gantry; left out", prefix, f)
 		}
-		if in := t.Input; in != nil {
-			gt.Input.URLs, gt.Input.Image = in.URLs, in.Image
-			if in.Volume != nil {
-				if pvc := in.Volume.PersistentVolumeClaim; pvc != nil {
-					gt.Input.PVC = pvc.ClaimName
-				} else {
-					w("tuning.input.volumeSource: only a persistentVolumeClaim carries over (tuning.input_pvc); left out")
-				}
-			}
-			if len(in.ImagePullSecrets) > 0 {
-				w("tuning.input.imagePullSecrets: not supported by Gantry; left out")
-			}
-			if in.Name != "" {
-				w("tuning.input.name: not used by Gantry; left out")
-			}
-		}
-		if out := t.Output; out != nil {
-			gt.Output.Image, gt.Output.ImagePushSecret = out.Image, out.ImagePushSecret
-			if out.Volume != nil {
-				if pvc := out.Volume.PersistentVolumeClaim; pvc != nil {
-					gt.Output.PVC = pvc.ClaimName
-				} else {
-					w("tuning.output.volumeSource: only a persistentVolumeClaim carries over (tuning.output_pvc); left out")
-				}
-			}
-		}
-		ws.Spec.Tuning = gt
 	}
-	sort.Strings(warn)
-	return ws, warn, nil
+	in := kw.Inference
+	unknown("inference.", im, kaitoInferenceFields)
+	gi := &v1alpha1.WorkspaceInference{Config: in.Config, PerformanceMode: perfMode}
+	if p := in.Preset; p != nil {
+		pm, _ := im["preset"].(map[string]any)
+		unknown("inference.preset.", pm, kaitoPresetFields)
+		unknown("inference.preset.presetOptions.", pm["presetOptions"], kaitoOptionsFields)
+		gi.Preset = p.Name
+		if p.AccessMode == "private" {
+			gi.AccessMode = p.AccessMode
+		}
+		gi.Image, gi.ImagePullSecrets, gi.ModelAccessSecret = p.PresetOptions.Image, p.PresetOptions.ImagePullSecrets, p.PresetOptions.ModelAccessSecret
+	}
+	for i, a := range in.Adapters {
+		at := fmt.Sprintf("inference.adapters[%d]", i)
+		if a.Source == nil || a.Source.Image == "" {
+			w("%s: only an adapter whose source is an image carries over; left out", at)
+			continue
+		}
+		if len(a.Source.URLs) > 0 || a.Source.Volume != nil || len(a.Source.ImagePullSecrets) > 0 {
+			w("%s.source: urls, volumeSource and imagePullSecrets do not carry over (Gantry pulls the adapter image); left out", at)
+		}
+		ga := v1alpha1.WorkspaceAdapter{Name: a.Source.Name, Image: a.Source.Image}
+		if a.Strength != nil {
+			ga.Strength = *a.Strength
+		}
+		gi.Adapters = append(gi.Adapters, ga)
+	}
+	if t := in.Template; t != nil {
+		tm, _ := im["template"].(map[string]any)
+		warn = append(warn, fromKAITOTemplate(wsName, t, tm, gi)...)
+	}
+	return gi, warn
+}
+
+// fromKAITOTuning maps KAITO's tuning (raw as tm).
+func fromKAITOTuning(kw kaitoWorkspace, tm map[string]any) (*v1alpha1.WorkspaceTuning, []string) {
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+	unknown := func(prefix string, obj any, known []string) {
+		for _, f := range unknownFields(asMap(obj), known) {
+			w("%s%s: not known to Gantry; left out", prefix, f)
+		}
+	}
+	t := kw.Tuning
+	unknown("tuning.", tm, kaitoTuningFields)
+	gt := &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningMethod(strings.ToLower(t.Method)), Config: t.Config}
+	if p := t.Preset; p != nil {
+		pm, _ := tm["preset"].(map[string]any)
+		unknown("tuning.preset.", pm, kaitoPresetFields)
+		unknown("tuning.preset.presetOptions.", pm["presetOptions"], kaitoOptionsFields)
+		gt.Preset, gt.Image = p.Name, p.PresetOptions.Image
+		if len(p.PresetOptions.ImagePullSecrets) > 0 {
+			w("tuning.preset.presetOptions.imagePullSecrets: a tuning workspace takes no image pull secrets; left out")
+		}
+		if p.PresetOptions.ModelAccessSecret != "" {
+			w("tuning.preset.presetOptions.modelAccessSecret: a tuning workspace takes no model access secret; left out")
+		}
+	}
+	if in := t.Input; in != nil {
+		gt.Input.URLs, gt.Input.Image = in.URLs, in.Image
+		if in.Volume != nil {
+			if pvc := in.Volume.PersistentVolumeClaim; pvc != nil {
+				gt.Input.PVC = pvc.ClaimName
+			} else {
+				w("tuning.input.volumeSource: only a persistentVolumeClaim carries over (tuning.input_pvc); left out")
+			}
+		}
+		if len(in.ImagePullSecrets) > 0 {
+			w("tuning.input.imagePullSecrets: not supported by Gantry; left out")
+		}
+		if in.Name != "" {
+			w("tuning.input.name: not used by Gantry; left out")
+		}
+	}
+	if out := t.Output; out != nil {
+		gt.Output.Image, gt.Output.ImagePushSecret = out.Image, out.ImagePushSecret
+		if out.Volume != nil {
+			if pvc := out.Volume.PersistentVolumeClaim; pvc != nil {
+				gt.Output.PVC = pvc.ClaimName
+			} else {
+				w("tuning.output.volumeSource: only a persistentVolumeClaim carries over (tuning.output_pvc); left out")
+			}
+		}
+	}
+	return gt, warn
 }
 
 // fromKAITOTemplate maps KAITO's inference.template (a whole pod template, raw as tm) onto
@@ -303,7 +338,7 @@ func fromKAITOTemplate(wsName string, t *corev1.PodTemplateSpec, tm map[string]a
 	}
 	c := t.Spec.Containers[0]
 	if len(cms) > 0 {
-		for _, f := range unknownFields(cms[0].(map[string]any), kaitoContainerFields) {
+		for _, f := range unknownFields(asMap(cms[0]), kaitoContainerFields) {
 			w("inference.template.spec.containers[0].%s: not supported by Gantry's typed template; left out", f)
 		}
 	}
@@ -314,41 +349,58 @@ func fromKAITOTemplate(wsName string, t *corev1.PodTemplateSpec, tm map[string]a
 			w("inference.template.spec.containers[0].ports[1:]: Gantry serves one port (the first, %d); left out", gi.Port)
 		}
 	}
-	probe := func(field string, p *corev1.Probe, raw any) *v1alpha1.WorkspaceProbe {
-		if p == nil {
-			return nil
-		}
-		at := "inference.template.spec.containers[0]." + field
-		for _, f := range unknownFields(asMap(raw), kaitoProbeFields) {
-			w("%s.%s: Gantry's probes are an HTTP GET or exec; left out", at, f)
-		}
-		gp := &v1alpha1.WorkspaceProbe{InitialDelaySeconds: p.InitialDelaySeconds, PeriodSeconds: p.PeriodSeconds, FailureThreshold: p.FailureThreshold}
-		switch {
-		case p.HTTPGet != nil:
-			gp.HTTPPath = p.HTTPGet.Path
-			if gp.HTTPPath == "" {
-				gp.HTTPPath = "/"
-			}
-			switch {
-			case p.HTTPGet.Port.IntVal != 0:
-				gp.Port = p.HTTPGet.Port.IntVal
-			case p.HTTPGet.Port.StrVal != "":
-				w("%s.httpGet.port %q: a named port; the probe uses the serving port", at, p.HTTPGet.Port.StrVal)
-			}
-			if p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP || p.HTTPGet.Host != "" || len(p.HTTPGet.HTTPHeaders) > 0 {
-				w("%s.httpGet: scheme, host and httpHeaders are not supported; left out", at)
-			}
-		case p.Exec != nil:
-			gp.Exec = p.Exec.Command
-		default:
-			return nil // only unsupported handlers, warned above
-		}
-		return gp
-	}
 	cm := asMap(cms[0])
-	gi.ReadinessProbe = probe("readinessProbe", c.ReadinessProbe, cm["readinessProbe"])
-	gi.LivenessProbe = probe("livenessProbe", c.LivenessProbe, cm["livenessProbe"])
+	var pw []string
+	gi.ReadinessProbe, pw = kaitoProbe("readinessProbe", c.ReadinessProbe, cm["readinessProbe"])
+	warn = append(warn, pw...)
+	gi.LivenessProbe, pw = kaitoProbe("livenessProbe", c.LivenessProbe, cm["livenessProbe"])
+	warn = append(warn, pw...)
 
+	vw := kaitoVolumes(t, c, gi)
+	warn = append(warn, vw...)
+	return warn
+}
+
+// kaitoProbe maps the serving container's probe field (raw as raw) onto Gantry's typed probe.
+func kaitoProbe(field string, p *corev1.Probe, raw any) (*v1alpha1.WorkspaceProbe, []string) {
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+	if p == nil {
+		return nil, nil
+	}
+	at := "inference.template.spec.containers[0]." + field
+	for _, f := range unknownFields(asMap(raw), kaitoProbeFields) {
+		w("%s.%s: Gantry's probes are an HTTP GET or exec; left out", at, f)
+	}
+	gp := &v1alpha1.WorkspaceProbe{InitialDelaySeconds: p.InitialDelaySeconds, PeriodSeconds: p.PeriodSeconds, FailureThreshold: p.FailureThreshold}
+	switch {
+	case p.HTTPGet != nil:
+		gp.HTTPPath = p.HTTPGet.Path
+		if gp.HTTPPath == "" {
+			gp.HTTPPath = "/"
+		}
+		switch {
+		case p.HTTPGet.Port.IntVal != 0:
+			gp.Port = p.HTTPGet.Port.IntVal
+		case p.HTTPGet.Port.StrVal != "":
+			w("%s.httpGet.port %q: a named port; the probe uses the serving port", at, p.HTTPGet.Port.StrVal)
+		}
+		if p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP || p.HTTPGet.Host != "" || len(p.HTTPGet.HTTPHeaders) > 0 {
+			w("%s.httpGet: scheme, host and httpHeaders are not supported; left out", at)
+		}
+	case p.Exec != nil:
+		gp.Exec = p.Exec.Command
+	default:
+		return nil, warn // only unsupported handlers, warned above
+	}
+	return gp, warn
+}
+
+// kaitoVolumes maps the serving container's volume mounts of configMap, secret,
+// persistentVolumeClaim and emptyDir volumes onto gi.Volumes.
+func kaitoVolumes(t *corev1.PodTemplateSpec, c corev1.Container, gi *v1alpha1.WorkspaceInference) []string {
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
 	vols := map[string]corev1.Volume{}
 	for _, v := range t.Spec.Volumes {
 		vols[v.Name] = v
