@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/adopt"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
+	gwait "github.com/gantry-dev/terraform-provider-gantry/internal/wait"
+)
+
+// installKAITOCRD installs testdata/kaito-workspace-crd.yaml (KAITO's group, version, kind and
+// scope) unless the cluster has KAITO's Workspace CRD already, and removes what it installed
+// when the test ends.
+func installKAITOCRD(t *testing.T, c *kube.Clients) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := os.ReadFile("testdata/kaito-workspace-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return // a real KAITO install (or another run): leave it
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
+	})
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Dynamic.Resource(adopt.KAITOWorkspaceGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("KAITO Workspace CRD not served: %v", err)
+	}
+}
+
+// Adopting a KAITO Workspace with the real CLI (Terraform >= 1.14; run after the shared
+// reconciler has this change): a KAITO inference Workspace (preset, label selector, model
+// access secret, preferredNodes) in a namespace with a kwok GPU node its selector matches.
+// `terraform query` with from = "kaito" lists it, warning about preferredNodes, and
+// -generate-config-out writes a gantry_workspace and an import block by identity; the plan of
+// that configuration imports the workspace that does not exist yet as an update ("1 to
+// import, 0 to add, 1 to change"); the apply creates the Gantry Workspace and waits until it
+// is Ready. The next plan is empty.
+func TestAccAdopt_kaitoQueryGeneratesConfigThatCreates(t *testing.T) {
+	skipUnlessAcc(t)
+	skipBelowTerraform(t, "1.14.0", "terraform query")
+	testAccPreCheck(t)
+	c := testClients(t)
+	ctx := context.Background()
+	installKAITOCRD(t, c)
+	ns := testNamespace(t, c, "acc-adopt-kaito")
+	product := "NVIDIA-A10-ADOPT-" + strings.ToUpper(rand.String(5))
+	node := "acc-adopt-kaito-" + strings.ToLower(product[len(product)-5:])
+	alloc := corev1.ResourceList{corev1.ResourceCPU: k8sresource.MustParse("32"), corev1.ResourceMemory: k8sresource.MustParse("256Gi"),
+		corev1.ResourcePods: k8sresource.MustParse("110"), "nvidia.com/gpu": k8sresource.MustParse("1")}
+	if _, err := c.Core.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": node, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product}},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
+	if _, err := c.Core.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hf-token"},
+		StringData: map[string]string{"HF_TOKEN": "x"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	name := "phi"
+	kw := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"acc-adopt": ns}},
+		"resource": map[string]any{"count": int64(1), "preferredNodes": []any{node},
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"nvidia.com/gpu.product": product}}},
+		"inference": map[string]any{"preset": map[string]any{"name": "phi-3-mini-4k-instruct",
+			"presetOptions": map[string]any{"modelAccessSecret": "hf-token"}}},
+	}}
+	if _, err := c.Dynamic.Resource(adopt.KAITOWorkspaceGVR).Namespace(ns).Create(ctx, kw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Dynamic.Resource(adopt.KAITOWorkspaceGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+
+	cli := newCLI(t)
+	dir := cli.workdir(t, requiredGantry+"\nprovider \"gantry\" {}\n")
+	query := fmt.Sprintf("list \"gantry_workspace\" \"kaito\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"kaito\"\n    namespace      = %q\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", ns, ns)
+	if err := os.WriteFile(filepath.Join(dir, "adopt.tfquery.hcl"), []byte(query), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := cli.run(t, dir, "query", "-generate-config-out=generated.tf", "-no-color")
+	t.Logf("terraform query:\n%s", out)
+	if code != 0 || !strings.Contains(out, "kaito/"+ns+"/"+name) || !strings.Contains(out, "resource.preferredNodes") {
+		t.Fatalf("terraform query exited %d, or does not list kaito/%s/%s with a warning about resource.preferredNodes", code, ns, name)
+	}
+	t.Cleanup(func() {
+		if out, code := cli.run(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color"); code != 0 {
+			t.Errorf("destroy exited %d:\n%s", code, out)
+		}
+	})
+	gen, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("generated.tf:\n%s", gen)
+	for _, want := range []string{`preset\s+= "phi-3-mini-4k-instruct"`, `model_access_secret\s+= "hf-token"`, `import \{`, regexp.QuoteMeta(product)} {
+		if !regexp.MustCompile(want).Match(gen) {
+			t.Errorf("generated.tf lacks %s", want)
+		}
+	}
+
+	out, code = cli.run(t, dir, "plan", "-input=false", "-no-color")
+	t.Logf("plan of the generated configuration:\n%s", out)
+	if code != 0 || !regexp.MustCompile(`Plan: 1 to import, 0 to add, 1 to change, 0 to destroy\.`).MatchString(out) {
+		t.Fatalf("plan of the generated configuration: exit %d, want 1 import that changes (creates the workspace)", code)
+	}
+	if out, code := cli.run(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("apply of the generated configuration exited %d:\n%s", code, out)
+	}
+	ws, err := c.Dynamic.Resource(gwait.Workspace.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := unstructured.NestedString(ws.Object, "status", "state"); st != "Ready" {
+		t.Errorf("Gantry Workspace state %q, want Ready", st)
+	}
+	if out, code := cli.run(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("plan after adopting: exit %d, want 0 (no changes):\n%s", code, out)
+	}
+}
