@@ -583,7 +583,8 @@ func (r *packageSetResource) ValidateConfig(_ context.Context, req resource.Vali
 	}
 	if complete && !resp.Diagnostics.HasError() {
 		if _, err := packageset.Order(wants); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle", err.Error())
+			resp.Diagnostics.AddAttributeError(path.Root("packages"), "Dependency Cycle",
+				strings.Replace(err.Error(), "spec.packages[].dependsOn", "packages[].depends_on", 1)+".")
 		}
 	}
 }

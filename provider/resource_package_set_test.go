@@ -142,7 +142,7 @@ resource "gantry_package_set" "bad" {
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", interrupt = { type = "kexec" } }`), ExpectError: regexp.MustCompile(`value must be one of`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { zz = "1.0.0" } }`), ExpectError: regexp.MustCompile(`Unknown Dependency`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", depends_on = { bb = "1.0.0" } }, { name = "bb", version = "1.0.0", image = "x", depends_on = { cc = "1.0.0" } }, { name = "cc", version = "1.0.0", image = "x", depends_on = { aa = "1.0.0" } }`),
-				ExpectError: regexp.MustCompile(`Dependency Cycle`)},
+				ExpectError: words(`packages[].depends_on form a cycle, aa → bb → cc → aa: each package would wait for the next for ever; remove one of the dependencies.`)},
 			{PlanOnly: true, Config: strings.Replace(base(`{ name = "aa", version = "1.0.0", image = "x" }`), `name = "bad"`, "name = \"bad\"\n  interruption_budget = { count = 1, percent = 5 }", 1),
 				ExpectError: regexp.MustCompile(`Invalid Attribute Combination`)},
 			{PlanOnly: true, Config: base(`{ name = "aa", version = "1.0.0", image = "x", graceful_shutdown = "soon" }`), ExpectError: regexp.MustCompile(`Invalid Duration`)},

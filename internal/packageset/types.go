@@ -122,7 +122,7 @@ func Order(pkgs []Want) ([]Want, error) {
 	visit = func(i int, path []string) error {
 		switch state[i] {
 		case 1:
-			return fmt.Errorf("dependsOn cycle: %s", strings.Join(append(path, pkgs[i].Name), " → "))
+			return fmt.Errorf("spec.packages[].dependsOn form a cycle, %s: each package would wait for the next for ever; remove one of the dependencies", strings.Join(append(path, pkgs[i].Name), " → "))
 		case 2:
 			return nil
 		}

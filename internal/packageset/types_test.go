@@ -21,9 +21,9 @@ func TestOrder(t *testing.T) {
 		{"diamond: a package's dependencies first, in the order it lists them", []Want{w("top", "right", "left"), w("right", "base"), w("left", "base"), w("base")}, "[base right left top]"},
 		{"a dependency listed later moves up", []Want{w("x"), w("y", "z"), w("z")}, "[x z y]"},
 		{"unknown dependency", []Want{w("a", "ghost")}, "package a depends on unknown package ghost"},
-		{"self cycle", []Want{w("a", "a")}, "dependsOn cycle: a → a"},
-		{"2-cycle", []Want{w("a", "b"), w("b", "a")}, "dependsOn cycle: a → b → a"},
-		{"3-cycle", []Want{w("a", "c"), w("b", "a"), w("c", "b")}, "dependsOn cycle: a → c → b → a"},
+		{"self cycle", []Want{w("a", "a")}, "spec.packages[].dependsOn form a cycle, a → a: each package would wait for the next for ever; remove one of the dependencies"},
+		{"2-cycle", []Want{w("a", "b"), w("b", "a")}, "spec.packages[].dependsOn form a cycle, a → b → a: each package would wait for the next for ever; remove one of the dependencies"},
+		{"3-cycle", []Want{w("a", "c"), w("b", "a"), w("c", "b")}, "spec.packages[].dependsOn form a cycle, a → c → b → a: each package would wait for the next for ever; remove one of the dependencies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Order(tc.in)
