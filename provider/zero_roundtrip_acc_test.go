@@ -205,12 +205,21 @@ func rtObjects(l []any) bool {
 }
 
 // rtFixtures creates what the rows name in namespace ns: the Secrets zero-secret (keys
-// zerotest and HF_TOKEN) and operator-keys, the ConfigMap zero-config, the ServiceAccount
+// zerotest and HF_TOKEN) and operator-keys (keys ecdsa, bls, ecdsa-2, bls-2, password), the ConfigMap zero-config, the ServiceAccount
 // zero-sa, and the PriorityClass gantry-zero-test (cluster-scoped, deleted at the end).
 func rtFixtures(t *testing.T, c *kube.Clients, ns string) {
 	ctx := context.Background()
 	createKeySecret(t, c, ns)
 	core := c.Core.CoreV1()
+	// The rows' other key names (one Secret key for two operator keys fails the plan).
+	keys, err := core.Secrets(ns).Get(ctx, "operator-keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.StringData = map[string]string{"ecdsa-2": accKeyMaterial, "bls-2": accKeyMaterial + "00", "password": "zero"}
+	if _, err := core.Secrets(ns).Update(ctx, keys, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: rtSecret},
 		StringData: map[string]string{rtGeneric: "v", "HF_TOKEN": "hf_zero"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -223,7 +232,7 @@ func rtFixtures(t *testing.T, c *kube.Clients, ns string) {
 		t.Fatal(err)
 	}
 	pcs := c.Core.SchedulingV1().PriorityClasses()
-	_, err := pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: rtPriorityClass}, Value: 0,
+	_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: rtPriorityClass}, Value: 0,
 		Description: "the zero/empty round-trip acceptance test's (provider/zero_roundtrip_acc_test.go)"}, metav1.CreateOptions{})
 	rtClusterFixture(t, err, func() error { return pcs.Delete(context.Background(), rtPriorityClass, metav1.DeleteOptions{}) })
 	rcs := c.Core.NodeV1().RuntimeClasses()
