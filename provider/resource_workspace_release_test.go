@@ -26,11 +26,15 @@ import (
 // releaseTuningConfig is a tuning workspace on an instance type no node of the local cluster
 // has, so the reconciler provisions its node through a Karpenter NodeClaim (the local
 // cluster's Karpenter, kwok provider, makes it), with tuning.release_nodes_on_success = release.
+// Its label_selector (the namespace, a label the claim's node gets) keeps its pod off the
+// node another test's workspace of the same instance type provisioned in parallel: a pod
+// placed there needed no claim of its own, and there was nothing to release.
 func releaseTuningConfig(ns, name string, release bool) string {
 	return workspaceConfig(ns, name, fmt.Sprintf(`
   resource = {
-    count         = 1
-    instance_type = "Standard_NC40ads_H100_v5"
+    count          = 1
+    instance_type  = "Standard_NC40ads_H100_v5"
+    label_selector = { "gantry.dev/acc-release" = %q }
   }
   tuning = {
     method                   = "lora"
@@ -41,7 +45,7 @@ func releaseTuningConfig(ns, name string, release bool) string {
     release_nodes_on_success = %t
   }
   timeouts = { create = "5m", update = "5m", delete = "5m" }
-`, release))
+`, ns, release))
 }
 
 // claimsAndNodesGone waits until no NodeClaim of the workspaces of namespace ns is left and no
@@ -67,22 +71,29 @@ func claimsAndNodesGone(c *kube.Clients, ns string) error {
 	return nil
 }
 
-// resourceReadyReason checks the workspace's ResourceReady reason in the cluster.
+// resourceReadyReason waits (up to a minute: the release follows the Succeeded the apply
+// returned on, in a later pass) until the workspace's ResourceReady reason in the cluster is want.
 func resourceReadyReason(c *kube.Clients, ns, name, want string) error {
 	gvr := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "workspaces"}
-	u, err := c.Dynamic.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	for _, cd := range wait.Conditions(u) {
-		if cd.Type == workspace.ConditionResourceReady {
-			if cd.Reason != want {
-				return fmt.Errorf("ResourceReady reason %s (%s), want %s", cd.Reason, cd.Message, want)
-			}
-			return nil
+	last := "no ResourceReady condition"
+	err := kwait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := c.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
 		}
+		for _, cd := range wait.Conditions(u) {
+			if cd.Type == workspace.ConditionResourceReady {
+				last = fmt.Sprintf("ResourceReady reason %s (%s)", cd.Reason, cd.Message)
+				return cd.Reason == want, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s, want %s", last, want)
 	}
-	return fmt.Errorf("no ResourceReady condition")
+	return nil
 }
 
 // kaito-project/kaito #1107 (issue 40 item 6): a tuning run provisions its node through a
