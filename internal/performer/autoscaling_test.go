@@ -53,6 +53,8 @@ func TestDecideAutoscaling(t *testing.T) {
 		{name: "HPA missing: created, Running waits for it", f: autoscaledFacts(tasksMetric(1, 3), autoscale.Object{}, 1, 1, 1, podReady(hashA)),
 			phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "creating or updating the HorizontalPodAutoscaler",
 			actions: acts(ActionEnsureAutoscaler), desired: 1, current: 1, readyRp: 1},
+		{name: "Deployment status behind its Ready pod: current is at least the Ready pods", f: autoscaledFacts(tasksMetric(1, 3), hpaOK, 1, 0, 1, podReady(hashA)),
+			phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, desired: 1, current: 1, readyRp: 1},
 		{name: "HPA edited: put back", f: autoscaledFacts(tasksMetric(1, 3), hpaStale, 1, 1, 1, podReady(hashA)),
 			phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, actions: acts(ActionEnsureAutoscaler), desired: 1, current: 1, readyRp: 1},
 		{name: "minimum Ready: Running", f: autoscaledFacts(tasksMetric(1, 3), hpaOK, 1, 1, 1, podReady(hashA)),

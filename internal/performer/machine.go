@@ -596,7 +596,8 @@ func autoscalerActions(f Facts, d *Decision) {
 
 // replicaCounts are status.desiredReplicas, currentReplicas and readyReplicas: 1 desired
 // without spec.autoscaling, else the autoscaler's (autoscale.Desire); the Deployment's pods
-// (RollingUpdate) or the bare Pod (Recreate); the Ready Pods of the current spec.
+// (RollingUpdate, at least the Ready ones) or the bare Pod (Recreate); the Ready Pods of the
+// current spec.
 func replicaCounts(f Facts) (desired, current, ready int32) {
 	var depReplicas int32
 	if dep := f.Deployment; f.RollingUpdate && dep != nil && !dep.Foreign {
@@ -604,7 +605,9 @@ func replicaCounts(f Facts) (desired, current, ready int32) {
 	} else if !f.RollingUpdate && f.Pod != nil && !f.Pod.Foreign {
 		current = 1
 	}
-	return autoscale.Desire(f.Autoscaling, 1, f.Autoscaler, f.AutoscalerDesired, depReplicas), current, f.ReadyReplicas
+	// The Deployment's status.replicas can lag its Ready pods (the Deployment controller
+	// writes it after the pods exist): the pods there are at least those Ready.
+	return autoscale.Desire(f.Autoscaling, 1, f.Autoscaler, f.AutoscalerDesired, depReplicas), max(current, f.ReadyReplicas), f.ReadyReplicas
 }
 
 // boundReplicas is the replica count the disruption bound scales with: 1, or under
