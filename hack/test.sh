@@ -114,6 +114,7 @@ test_lines() {
 acceptance() {
   local name=$1 cli=$2; shift 2
   local t rc tflogs=$CACHE/testacc-$name.tf
+  acc_names+=("$name")
   stage "provider acceptance tests on $name ($("$cli" version | head -1))"
   t=$(date +%s)
   rm -rf "$tflogs" && mkdir -p "$tflogs"
@@ -128,9 +129,14 @@ acceptance() {
     log "$name: $failed_test: the CLI's warnings and errors (last 40 lines of .cache/testacc-$name.tf/$failed_test.log)"
     tail -40 "$tflogs/$failed_test.log" >&2
   done
-  summary+=("$(printf '%-16s %s in %ss: %s passed, %s failed, %s skipped' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" \
+  # The failed tests are named on the summary line, which is printed last: a CI log cut to its
+  # head and tail still says which test failed.
+  local failed_names
+  failed_names=$(sed -n 's/^ *--- FAIL: \([^ ]*\).*/\1/p' "$CACHE/testacc-$name.log" | sort -u | paste -sd, -)
+  summary+=("$(printf '%-16s %s in %ss: %s passed, %s failed, %s skipped%s' "$name" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" \
     "$(( $(date +%s) - t ))" "$(grep -c '^    --- PASS\|^--- PASS' "$CACHE/testacc-$name.log")" \
-    "$(grep -c '^    --- FAIL\|^--- FAIL' "$CACHE/testacc-$name.log")" "$(grep -c '^    --- SKIP\|^--- SKIP' "$CACHE/testacc-$name.log")")")
+    "$(grep -c '^    --- FAIL\|^--- FAIL' "$CACHE/testacc-$name.log")" "$(grep -c '^    --- SKIP\|^--- SKIP' "$CACHE/testacc-$name.log")" \
+    "${failed_names:+ (failed: $failed_names)}")")
   return "$rc"
 }
 
@@ -144,7 +150,7 @@ if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unse
 # The first pass (Terraform 1.8) runs against the reconciler as it ships: a Pod from its image and
 # Helm chart on the real node (generated RBAC, leader election, probes); the others against the
 # reconciler as a process under the same RBAC. Without a real node, all three use the process.
-summary=() failed=0
+summary=() acc_names=() failed=0
 if bash hack/realnode.sh status >/dev/null 2>&1; then
   log "the reconciler as a Pod on the real node (Helm chart) for the Terraform 1.8 pass"
   bash hack/reconciler-pod.sh start
@@ -172,6 +178,15 @@ stage "state upgrade: every provider/testdata/state-upgrade fixture's state, upg
 STATE_UPGRADE_PROVIDER="$BIN/terraform-provider-gantry" bash hack/state-upgrade.sh check || failed=1
 log "acceptance summary"
 printf '  %s\n' "${summary[@]}" >&2
+# Each failed test's own words again, last: the lines its test file printed just before its
+# "--- FAIL" (go test -v streams them), so a log cut to its tail still says why.
+for acc_name in "${acc_names[@]}"; do
+  acc_log=$CACHE/testacc-$acc_name.log
+  for failed_test in $(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$acc_log" | sort -u); do
+    log "$acc_name: $failed_test failed; its last lines:"
+    grep -B40 -- "^--- FAIL: $failed_test " "$acc_log" | grep -E '_test\.go:[0-9]+:|Error|error' | tail -12 >&2 || true
+  done
+done
 # The README's teardown, as a user runs it after `make demo` and the tests: `make down` must
 # succeed and leave nothing of the cluster or the real node behind (a teardown that stopped half
 # way once left containerd, the node's mount namespace and the gantry0 bridge).
