@@ -24,8 +24,7 @@ func manyLabels(n int) string {
 
 func TestBadInput_caughtAtPlan(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	performer := func(body string) string {
 		return "resource \"gantry_performer\" \"bad\" {\n  name  = \"bad\"\n  image = \"i\"\n" + body + "\n}\n"
 	}

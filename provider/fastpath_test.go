@@ -48,8 +48,7 @@ func newPlanPair(t testing.TB, deferral bool) *planPair {
 	t.Helper()
 	t.Setenv("KUBE_CONFIG_PATH", "")
 	t.Setenv("KUBE_CONFIG_PATHS", "")
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1") // nothing listens there
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	ctx := context.Background()
 	p := New("test")()
 	fast, ok := PlanFastPath(ReleasingContexts(providerserver.NewProtocol6(p)()), p).(*planFastPath)

@@ -12,8 +12,7 @@ import (
 // exact attribute.
 func TestInputValidation_namesTheAttribute(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	performer := func(body string) string {
 		return "resource \"gantry_performer\" \"bad\" {\n  name  = \"bad\"\n  image = \"i\"\n" + body + "\n}\n"
 	}

@@ -12,8 +12,7 @@ import (
 // instance type, and a product the MIG table does not know (no table, no opinion).
 func TestMIGProfile_offeredPlans(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	for name, res := range map[string]string{
 		"gpu_product":     `{ count = 1, gpu_product = "NVIDIA-H200", partition = { mode = "mig", profile = "1g.18gb" } }`,
 		"instance_type":   `{ count = 2, instance_type = "Standard_ND96isr_H200_v5", provision_nodes = false, partition = { mode = "mig", profile = "3g.71gb" } }`,

@@ -134,8 +134,7 @@ func testNamespace(t *testing.T, c *kube.Clients, prefix string) string {
 func TestProvider_PlanNeedsNoCluster(t *testing.T) {
 	requireTerraform(t)
 	t.Setenv("KUBE_CONFIG_PATH", "")
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1") // nothing listens there
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -583,4 +582,17 @@ resource "gantry_performer" "second" {
 			},
 		}},
 	})
+}
+
+// unreachableCluster points the provider at a port where nothing listens (KUBE_HOST, with a
+// token so the configuration is complete) and bounds its connection attempts at 1s
+// (KUBE_CONNECT_TIMEOUT; the default 20s is TestProvider_UnreachableFailsWithinBound's subject):
+// for tests of what a plan does without a cluster, whose plans otherwise wait out the default
+// bound on every resource that looks at the cluster (performer candidate nodes, a model's
+// ConfigMap).
+func unreachableCluster(t testing.TB) {
+	t.Helper()
+	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
+	t.Setenv("KUBE_TOKEN", "unused")
+	t.Setenv("KUBE_CONNECT_TIMEOUT", "1s")
 }

@@ -342,7 +342,7 @@ func TestAccExecutor_rollback(t *testing.T) {
 // Invalid input fails at plan time naming the attribute; no cluster is needed.
 func TestExecutor_InvalidInputFailsAtPlan(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
+	unreachableCluster(t)
 	chain := `{ name = "ethereum", chain_id = 1, rpc_url = "https://eth.example.com", task_mailbox_address = "0x` + strings.Repeat("ab", 20) + `" }`
 	cases := []struct {
 		name, chains, performers, keys string

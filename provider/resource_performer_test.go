@@ -397,7 +397,7 @@ func words(s string) *regexp.Regexp {
 // Invalid input fails at plan time, naming the attribute; no cluster is needed.
 func TestPerformer_InvalidInputFailsAtPlan(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
+	unreachableCluster(t)
 	cases := []struct {
 		name string
 		body string
@@ -826,8 +826,7 @@ resource "gantry_performer" "pull" {
 
 func TestPerformer_ImportIDErrors(t *testing.T) {
 	requireTerraform(t)
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1")
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{

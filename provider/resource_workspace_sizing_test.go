@@ -52,8 +52,7 @@ func i64(v int64) knownvalue.Check {
 func TestWorkspace_sizingAtPlan(t *testing.T) {
 	requireTerraform(t)
 	t.Setenv("KUBE_CONFIG_PATH", "")
-	t.Setenv("KUBE_HOST", "https://127.0.0.1:1") // nothing listens there: the plan needs no cluster
-	t.Setenv("KUBE_TOKEN", "unused")
+	unreachableCluster(t)
 	const addr = "gantry_workspace.w"
 	for name, c := range map[string]struct {
 		body string
