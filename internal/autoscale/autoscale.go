@@ -206,7 +206,66 @@ func Desire(a *v1alpha1.Autoscaling, fixed int32, hpa Object, hpaDesired, deploy
 // Bounds is the replica part of a Ready message under autoscaling: "3 replicas Ready, at
 // least 1 needed (autoscaled between 1 and 4)".
 func Bounds(a *v1alpha1.Autoscaling, ready int32) string {
-	return fmt.Sprintf("%d replicas Ready, at least %d needed (autoscaled between %d and %d)", ready, max(a.MinReplicas, 1), a.MinReplicas, a.MaxReplicas)
+	return fmt.Sprintf("%d replicas Ready, at least %d needed (autoscaled between %d and %d)", ready, Needed(a), a.MinReplicas, a.MaxReplicas)
+}
+
+// Needed is how many Ready replicas an object under spec.autoscaling a (not nil) needs to
+// serve: minReplicas, at least 1. Whatever count the autoscaler sets between the bounds, the
+// object is Ready while this many serve.
+func Needed(a *v1alpha1.Autoscaling) int32 {
+	return max(a.MinReplicas, 1)
+}
+
+// Serving is how many of an autoscaled object's ready Ready replicas count toward Needed
+// once it serves: no more than target, the replicas the autoscaler asks for (the Deployment's
+// spec.replicas as the autoscaler last set it; a negative target is unknown and caps nothing).
+// Ready pods beyond the target are on their way out (the pods a scale-down removes and the
+// cache does not show deleted yet). Never below 0.
+func Serving(ready, target int32) int32 {
+	if target >= 0 {
+		ready = min(ready, target)
+	}
+	return max(ready, 0)
+}
+
+// Staying is how many of an autoscaled object's ready Ready replicas are sure to stay, for an
+// object not serving yet (a new pod template rolling out): active are its pods not going (not
+// deleted, not ended; the Deployment's count of pods), target the replicas the autoscaler asks
+// for. The active pods beyond the target are about to go (the old pod template's pods a rollout
+// still keeps, its surge pod), and each may be a Ready one: they are taken off ready, so what
+// counts cannot drop when they go. Counted, they made an object Ready on a pod that went a
+// moment later (its Deployment below minReplicas until the autoscaler's first pass raised it,
+// rolled out with one surge pod beside the old one). Capped at target (Serving); a negative
+// target (unknown) counts ready as it is. Never below 0.
+func Staying(ready, active, target int32) int32 {
+	if target >= 0 && active > target {
+		ready -= active - target
+	}
+	return Serving(ready, target)
+}
+
+// Scaling is the part of a Ready message that says the autoscaler is moving the count, ""
+// when it is not: "; scaling up to 3 replicas (1 Ready)" while fewer than target (the
+// Deployment's spec.replicas) are Ready, "; scaling down to 1 replica" while more than target
+// pods remain (current, its status.replicas). A negative target (unknown) says nothing. The
+// scale is not a failure: the object stays Ready while Needed replicas serve.
+func Scaling(target, current, ready int32) string {
+	switch {
+	case target < 0:
+		return ""
+	case ready < target:
+		return fmt.Sprintf("; scaling up to %d %s (%d Ready)", target, plural(target, "replica"), ready)
+	case current > target:
+		return fmt.Sprintf("; scaling down to %d %s", target, plural(target, "replica"))
+	}
+	return ""
+}
+
+func plural(n int32, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func hashOf(v any) string {

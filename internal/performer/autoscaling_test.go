@@ -64,6 +64,23 @@ func TestDecideAutoscaling(t *testing.T) {
 			f.AutoscalerDesired = 3
 			return f
 		}(), phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, msg: "2 replicas Ready", desired: 3, current: 3, readyRp: 2},
+		{name: "HPA scaled down 4→1, one Ready of the current spec: stays Running, the scale said", f: func() Facts {
+			f := autoscaledFacts(tasksMetric(1, 4), hpaOK, 1, 4, 1, podReady(hashA))
+			f.AutoscalerDesired = 1
+			return f
+		}(), phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, msg: "1 replicas Ready, at least 1 needed (autoscaled between 1 and 4); scaling down to 1 replica", desired: 1, current: 4, readyRp: 1},
+		{name: "HPA scaling up 1→3, one Ready: stays Running, the scale said", f: func() Facts {
+			f := autoscaledFacts(tasksMetric(1, 4), hpaOK, 3, 3, 1, podReady(hashA))
+			f.AutoscalerDesired = 3
+			return f
+		}(), phase: v1alpha1.PerformerRunning, reason: ReasonPodReady, msg: "scaling up to 3 replicas (1 Ready)", desired: 3, current: 3, readyRp: 1},
+		{name: "an external autoscaler below minReplicas, two Ready pods one of them going: Scheduling", f: autoscaledFacts(&v1alpha1.Autoscaling{MinReplicas: 2, MaxReplicas: 4, External: true}, autoscale.Object{}, 1, 2, 2, podReady(hashA)),
+			phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "1 replicas Ready, at least 2 needed (autoscaled between 2 and 4)", desired: 1, current: 2, readyRp: 2},
+		{name: "no Ready replica while the HPA scales: Scheduling", f: func() Facts {
+			f := autoscaledFacts(tasksMetric(1, 4), hpaOK, 3, 3, 0, podBound(hashA))
+			f.AutoscalerDesired = 3
+			return f
+		}(), phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, desired: 3, current: 3, readyRp: 0},
 		{name: "below minReplicas: Scheduling with the bounds", f: autoscaledFacts(tasksMetric(2, 4), hpaOK, 2, 2, 1, podReady(hashA)),
 			phase: v1alpha1.PerformerScheduling, reason: ReasonScheduling, msg: "1 replicas Ready, at least 2 needed (autoscaled between 2 and 4)", desired: 2, current: 2, readyRp: 1},
 		{name: "foreign HPA: OwnershipConflict", f: autoscaledFacts(tasksMetric(1, 3), hpaForeign, 1, 1, 1, podReady(hashA)),

@@ -622,14 +622,21 @@ func boundReplicas(f Facts) int32 {
 
 // rollingReady is the state of a RollingUpdate performer whose status pod is Ready behind an
 // up-to-date Service: Running (the bare Pod of a Recreate strategy left goes), except under
-// spec.autoscaling while fewer than minReplicas pods of the current spec are Ready or the
-// HorizontalPodAutoscaler is not in place yet (Scheduling, the message naming the bounds).
+// spec.autoscaling while fewer than minReplicas pods of the current spec serve (Ready, and no
+// more counted than the autoscaler asks for: autoscale.Serving) or the HorizontalPodAutoscaler
+// is not in place yet (Scheduling, the message naming the bounds). A Running performer whose
+// autoscaler is moving the count says so (autoscale.Scaling); that is no failure.
 func rollingReady(f Facts, d *Decision, upgrading bool) state {
 	a := f.Autoscaling
+	target, current := int32(-1), int32(0)
+	if dep := f.Deployment; dep != nil && !dep.Foreign {
+		target, current = dep.Replicas, dep.CurrentReplicas
+	}
+	ready := autoscale.Serving(f.ReadyReplicas, target)
 	if a != nil {
-		msg := autoscale.Bounds(a, f.ReadyReplicas)
+		msg := autoscale.Bounds(a, ready)
 		switch {
-		case f.ReadyReplicas < max(a.MinReplicas, 1):
+		case ready < autoscale.Needed(a):
 			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg)
 		case autoscale.WantsAutoscaler(a) && !f.Autoscaler.UpToDate:
 			return inProgressState(f, upgrading, v1alpha1.PerformerScheduling, ReasonScheduling, msg+"; creating or updating the HorizontalPodAutoscaler")
@@ -642,7 +649,7 @@ func rollingReady(f Facts, d *Decision, upgrading bool) state {
 	d.UpgradeFinished = upgrading
 	msg := readyMessage(f.Pod)
 	if a != nil {
-		msg += "; " + autoscale.Bounds(a, f.ReadyReplicas)
+		msg += "; " + autoscale.Bounds(a, ready) + autoscale.Scaling(target, current, ready)
 	}
 	return state{v1alpha1.PerformerRunning, ReasonPodReady, msg}
 }

@@ -19,7 +19,9 @@ import (
 // or, with spec.autoscaling.external, the user's own (a KEDA ScaledObject). The reconciler
 // writes spec.replicas only when it creates the Deployment (ReplicasToWrite) and leaves it out
 // of the spec hash and of the up-to-date check, so it never takes the autoscaler's count back;
-// Replicas is minReplicas, the replicas that must be Ready for the workspace to be Ready.
+// Replicas is minReplicas, the replicas that must be Ready for the workspace to be Ready,
+// counted among those the autoscaler asks for (serving): a count it sets within its bounds is
+// no failure, and a Ready workspace's InferenceReady message says when the count is moving.
 
 // Autoscaled reports whether w hands its replicas to an autoscaler (spec.autoscaling, inference).
 func Autoscaled(w *v1alpha1.Workspace) bool {
@@ -92,25 +94,55 @@ func wantsAutoscaler(f Facts) bool {
 }
 
 // servesMinimum: an autoscaled workspace's Deployment is up to date and rolled out and at
-// least minReplicas (f.Replicas) replicas are Ready on Ready nodes. The workspace is then
-// ready whatever the autoscaler's further replicas do (wait for a node, pull, start).
+// least minReplicas (f.Replicas) of the replicas the autoscaler asks for serve (serving: Ready
+// on Ready nodes, sure to stay). The workspace is then ready whatever the autoscaler's further
+// replicas do (wait for a node, pull, start).
 func servesMinimum(f Facts, pods podProblems) bool {
-	return f.Autoscaling != nil && pods.readyOnReadyNode >= f.Replicas && f.Workload != nil && !f.Workload.Foreign && f.Workload.UpToDate && rolledOut(f)
+	return f.Autoscaling != nil && serving(f, pods) >= f.Replicas && f.Workload != nil && !f.Workload.Foreign && f.Workload.UpToDate && rolledOut(f)
 }
 
-// rolledOut: the Deployment's rollout is done (Workload.RolledOut). Under spec.autoscaling
-// the autoscaler's scaling bumps the Deployment's generation too, and its controller observes
-// that a moment later: an autoscaled workspace that was already serving this generation of its
-// spec (InferenceReady=True at f.Generation, the machine's memory; the reconciler changes the
-// Deployment's template only for a new spec, or after a pass that found it not up to date and
-// set InferenceReady=False) counts as rolled out, so a scale never flips it to NotReady.
-func rolledOut(f Facts) bool {
-	if f.Workload == nil {
-		return false
+// target is the replica count the autoscaler asks of an autoscaled workspace's workload: the
+// Deployment's spec.replicas as the autoscaler last set it (Workload.Replicas); -1 (unknown)
+// without spec.autoscaling or without a workload of the workspace's own.
+func target(f Facts) int32 {
+	if f.Autoscaling == nil || f.Workload == nil || f.Workload.Foreign {
+		return -1
 	}
-	if f.Workload.RolledOut {
-		return true
+	return f.Workload.Replicas
+}
+
+// serving is how many replicas count toward the f.Replicas the workspace needs Ready: the Ready
+// pods on Ready nodes (all of them without spec.autoscaling); under spec.autoscaling only those sure to stay among the replicas the
+// autoscaler asks for (autoscale.Staying: the pods beyond its count, an old template's pods a
+// rollout still keeps, a surge pod, are taken off), and once the workspace serves this
+// generation (servingGeneration) no more than it asks for (autoscale.Serving: a scale-down's
+// pods not shown deleted yet may be the ones not Ready). Counting every Ready pod made a
+// workspace whose Deployment was still below minReplicas, before the HorizontalPodAutoscaler's
+// first pass raised it, Ready on the old pod and the rollout's surge pod, and NotReady a moment
+// later, after its apply had returned.
+func serving(f Facts, pods podProblems) int32 {
+	if servingGeneration(f) {
+		return autoscale.Serving(pods.readyOnReadyNode, target(f))
 	}
+	return autoscale.Staying(pods.readyOnReadyNode, pods.active, target(f))
+}
+
+// surplus is, for an autoscaled workspace not serving this generation yet, how many of its
+// pods are beyond the autoscaler's count (about to go: serving does not count them); 0
+// otherwise.
+func surplus(f Facts, pods podProblems) int32 {
+	if t := target(f); t >= 0 && !servingGeneration(f) {
+		return max(pods.active-t, 0)
+	}
+	return 0
+}
+
+// servingGeneration: the workspace is autoscaled and was already serving this generation of
+// its spec (InferenceReady=True at f.Generation, the machine's memory): what the autoscaler
+// does to the count since (and its Deployment controller's observing it a moment later) does
+// not undo that. The reconciler changes the Deployment's template only for a new spec, or
+// after a pass that found it not up to date and set InferenceReady=False.
+func servingGeneration(f Facts) bool {
 	if f.Autoscaling == nil {
 		return false
 	}
@@ -122,6 +154,48 @@ func rolledOut(f Facts) bool {
 	return false
 }
 
+// placing is how many replicas must be bound to a node for ResourceReady: f.Replicas, under
+// spec.autoscaling no more than the autoscaler has asked for yet (target): while the
+// Deployment is below minReplicas the scheduler has no more pods to place; InferenceReady says
+// that the autoscaler is awaited (autoscalerWait).
+func placing(f Facts) int32 {
+	if t := target(f); t >= 0 {
+		return min(f.Replicas, t)
+	}
+	return f.Replicas
+}
+
+// autoscalerWait is the part of a not Ready autoscaled workspace's InferenceReady message that
+// says what the replicas counted wait for ("" without autoscaling): the autoscaler, while it
+// keeps the Deployment below minReplicas (the HorizontalPodAutoscaler raises it on its next
+// pass; an external autoscaler should, its own minimum may be lower), and the pods beyond its
+// count that are not counted (surplus) to go.
+func autoscalerWait(f Facts, pods podProblems) string {
+	t := target(f)
+	if t < 0 {
+		return ""
+	}
+	msg := ""
+	if t < f.Replicas {
+		msg = fmt.Sprintf("; the deployment is at %d replica(s), below minReplicas: waiting for the autoscaler to scale it up", t)
+	}
+	if n := surplus(f, pods); n > 0 {
+		msg += fmt.Sprintf("; %d pod(s) beyond the deployment's %d replica(s) going, not counted", n, t)
+	}
+	return msg
+}
+
+// rolledOut: the Deployment's rollout is done (Workload.RolledOut). Under spec.autoscaling
+// the autoscaler's scaling bumps the Deployment's generation too, and its controller observes
+// that a moment later: an autoscaled workspace already serving this generation of its spec
+// (servingGeneration) counts as rolled out, so a scale never flips it to NotReady.
+func rolledOut(f Facts) bool {
+	if f.Workload == nil {
+		return false
+	}
+	return f.Workload.RolledOut || servingGeneration(f)
+}
+
 // replicasReady is the replica part of InferenceReady's message: "2/3 replicas Ready", or under
 // spec.autoscaling "3 replicas Ready, at least 1 needed (autoscaled between 1 and 4)".
 func replicasReady(f Facts, ready int32) string {
@@ -129,6 +203,18 @@ func replicasReady(f Facts, ready int32) string {
 		return autoscale.Bounds(a, ready)
 	}
 	return fmt.Sprintf("%d/%d replicas Ready", ready, f.Replicas)
+}
+
+// scaling is the part of a Ready workspace's InferenceReady message that says its autoscaler is
+// moving the count ("; scaling up to 3 replicas (1 Ready)", "; scaling down to 1 replica";
+// autoscale.Scaling of ready, the replicas serving), "" when it is not or without
+// spec.autoscaling. The scale is no failure.
+func scaling(f Facts, ready int32) string {
+	t := target(f)
+	if t < 0 {
+		return ""
+	}
+	return autoscale.Scaling(t, f.Workload.CurrentReplicas, ready)
 }
 
 // replicaCounts are status.currentReplicas and status.desiredReplicas of an inference pass:

@@ -338,3 +338,243 @@ func TestDecideAutoscaling(t *testing.T) {
 		})
 	}
 }
+
+// scalingFacts is an inference pass of a workspace: minReplicas lo, maxReplicas 4 and the
+// reconciler's HPA (nil a: no autoscaling, spec.resource.count lo), whose Deployment is up to
+// date with spec.replicas target and status.replicas current (observed: rolled out to target)
+// and whose pods are pods. serving says whether the previous pass found it serving this
+// generation (InferenceReady=True at generation 1, the machine's memory); false leaves the
+// InferenceReady=False of a pass that has just written a new pod template.
+func scalingFacts(a *v1alpha1.Autoscaling, lo, target, current int32, serving bool, pods ...Pod) Facts {
+	prev := sNotReady
+	if serving {
+		prev = sReady
+	}
+	return infFacts(prev, func(f *Facts) {
+		f.Replicas, f.Autoscaling = lo, a
+		if a != nil && !a.External {
+			f.Autoscaler, f.AutoscalerDesired = Object{Exists: true, UpToDate: true}, target
+		}
+		f.Workload = &Workload{UpToDate: true, RolledOut: true, Replicas: target, CurrentReplicas: current}
+		f.Pods = pods
+		f.Conditions = append(f.Conditions, failure.Condition(ConditionInferenceReady, serving, ReasonInferenceReady, "", 1))
+	})
+}
+
+// within is spec.autoscaling between lo and 4 on vLLM's queue (the reconciler's HPA).
+func within(lo int32) *v1alpha1.Autoscaling {
+	a := vllmQueue("5")
+	a.MinReplicas = lo
+	return a
+}
+
+func deletingPod(name, node string) Pod {
+	p := readyPod(name, node)
+	p.Deleting = true
+	return p
+}
+
+func startingPod(name, node string) Pod {
+	return Pod{Name: name, Phase: corev1.PodPending, NodeName: node, NodeReady: true, WaitingReason: "ContainerCreating"}
+}
+
+// Replicas the autoscaler sets are no failure (the acceptance table's autoscaled workspace went
+// NotReady after its apply had returned Ready). While an autoscaler owns the replicas the
+// workspace is Ready as long as minReplicas of the replicas it asks for (the Deployment's
+// spec.replicas) are Ready: a scale down or up within the bounds keeps it Ready and the
+// InferenceReady message says the count is moving; Ready pods beyond the autoscaler's count
+// (the old template's pods a rollout retires, a rollout's surge pod) never make it Ready, so
+// it cannot be Ready a moment before they go; no Ready replica is NotReady; without
+// autoscaling the count is spec.resource.count as before.
+func TestDecideAutoscalerOwnsReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		state State
+		// progress is InferenceReady's reason; contains are parts of its message, lacks what
+		// it must not say; resource is ResourceReady's status.
+		progress string
+		contains []string
+		lacks    string
+		resource metav1.ConditionStatus
+	}{
+		{name: "HPA scaled down 4→1, one Ready, three going: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(1), 1, 1, 4, true, readyPod("p-a", "gpu-0"), deletingPod("p-b", "gpu-1"), deletingPod("p-c", "gpu-2"), deletingPod("p-d", "gpu-3")),
+			contains: []string{"1 replicas Ready, at least 1 needed (autoscaled between 1 and 4)", "scaling down to 1 replica"}},
+		{name: "HPA scaled down 4→1, its generation not observed yet, pods not marked going yet: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts: func() Facts {
+				f := scalingFacts(within(1), 1, 1, 4, true, readyPod("p-a", "gpu-0"), readyPod("p-b", "gpu-1"), readyPod("p-c", "gpu-2"), readyPod("p-d", "gpu-3"))
+				f.Workload.RolledOut = false
+				return f
+			}(),
+			contains: []string{"1 replicas Ready, at least 1 needed", "scaling down to 1 replica"}},
+		{name: "HPA scaling up 1→3, one Ready, two starting: Ready, the scale said", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts: func() Facts {
+				f := scalingFacts(within(1), 1, 3, 3, true, readyPod("p-a", "gpu-0"), startingPod("p-b", "gpu-1"), startingPod("p-c", "gpu-2"))
+				f.Workload.RolledOut = false // the new pods are not all of the ReplicaSet's status yet
+				return f
+			}(),
+			contains: []string{"1 replicas Ready, at least 1 needed", "scaling up to 3 replicas (1 Ready)"}},
+		{name: "HPA scaling up 2→4 with minReplicas 2, two Ready: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(2), 2, 4, 4, true, readyPod("p-a", "gpu-0"), readyPod("p-b", "gpu-1"), startingPod("p-c", "gpu-2"), startingPod("p-d", "gpu-3")),
+			contains: []string{"2 replicas Ready, at least 2 needed (autoscaled between 2 and 4)", "scaling up to 4 replicas (2 Ready)"}},
+		{name: "settled at the autoscaler's 3, all Ready: Ready, no scaling said", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(1), 1, 3, 3, true, readyPod("p-a", "gpu-0"), readyPod("p-b", "gpu-1"), readyPod("p-c", "gpu-2")),
+			contains: []string{"3 replicas Ready, at least 1 needed"}, lacks: "scaling"},
+		{name: "external autoscaler (KEDA) scaled 1→3, one Ready: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts: scalingFacts(&v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 4, External: true}, 1, 3, 3, true,
+				readyPod("p-a", "gpu-0"), startingPod("p-b", "gpu-1"), startingPod("p-c", "gpu-2")),
+			contains: []string{"scaling up to 3 replicas (1 Ready)"}},
+		{name: "no Ready replica while the HPA scales: NotReady", state: sNotReady, progress: ReasonReplicasNotReady,
+			facts:    scalingFacts(within(1), 1, 3, 3, true, startingPod("p-a", "gpu-0"), startingPod("p-b", "gpu-1"), startingPod("p-c", "gpu-2")),
+			contains: []string{"0 replicas Ready, at least 1 needed"}},
+		{name: "no Ready replica, the pods crash: NotReady and stalled", state: sNotReady, progress: ReasonContainerStartFailed,
+			facts: func() Facts {
+				crash := Pod{Name: "p-a", Phase: corev1.PodRunning, NodeName: "gpu-0", NodeReady: true, WaitingReason: "CrashLoopBackOff", Terminated: "Error (exit code 1): boom"}
+				return scalingFacts(within(1), 1, 1, 1, true, crash)
+			}(),
+			contains: []string{"CrashLoopBackOff"}},
+		// The acceptance table's transient: an apply switches a workspace from an external
+		// autoscaler to an HPA with minReplicas 2 and a new pod template while its Deployment
+		// is at 1. The rollout's new pod is Ready beside the old one: two Ready pods, but the
+		// Deployment asks for one, so the old one goes next; not Ready until the HPA's first
+		// pass has raised the Deployment to minReplicas and those replicas serve.
+		{name: "new template, Deployment at 1 below minReplicas 2, the old pod and the surge pod Ready: not Ready", state: sNotReady, progress: ReasonReplicasNotReady,
+			resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(2), 2, 1, 2, false, readyPod("old", "gpu-0"), readyPod("new", "gpu-1")),
+			contains: []string{"1 replicas Ready, at least 2 needed (autoscaled between 2 and 4)", "below minReplicas: waiting for the autoscaler to scale it up"}},
+		{name: "the old pod gone, Deployment still at 1: not Ready, the autoscaler awaited (not the scheduler)", state: sNotReady, progress: ReasonReplicasNotReady,
+			resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(2), 2, 1, 1, false, readyPod("new", "gpu-1")),
+			contains: []string{"1 replicas Ready, at least 2 needed", "waiting for the autoscaler to scale it up"}},
+		{name: "the HPA raised it to 2, both Ready: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(2), 2, 2, 2, false, readyPod("new", "gpu-1"), readyPod("new-2", "gpu-2")),
+			contains: []string{"2 replicas Ready, at least 2 needed"}},
+		{name: "new template at the HPA's 4 = minReplicas, an old pod still there beside four new (three Ready): not Ready", state: sNotReady, progress: ReasonReplicasNotReady,
+			resource: metav1.ConditionTrue,
+			facts: scalingFacts(within(4), 4, 4, 5, false, readyPod("old", "gpu-0"), readyPod("n-1", "gpu-1"), readyPod("n-2", "gpu-2"), readyPod("n-3", "gpu-3"),
+				startingPod("n-4", "gpu-4")),
+			contains: []string{"3 replicas Ready, at least 4 needed", "1 pod(s) beyond the deployment's 4 replica(s) going, not counted"}},
+		{name: "new template at the HPA's 4 = minReplicas, the old pod gone, four new Ready: Ready", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(within(4), 4, 4, 4, false, readyPod("n-1", "gpu-1"), readyPod("n-2", "gpu-2"), readyPod("n-3", "gpu-3"), readyPod("n-4", "gpu-4")),
+			contains: []string{"4 replicas Ready, at least 4 needed"}, lacks: "scaling"},
+		{name: "new template at the HPA's 4, minReplicas 1, two new pods wait for room, one old pod kept: Ready on the two new", state: sReady, progress: ReasonInferenceReady,
+			resource: metav1.ConditionTrue,
+			facts: scalingFacts(within(1), 1, 4, 5, false, readyPod("old", "gpu-0"), readyPod("n-1", "gpu-1"), readyPod("n-2", "gpu-2"),
+				Pod{Name: "n-3", Phase: corev1.PodPending, Unschedulable: "0/7 nodes are available: 3 Insufficient nvidia.com/gpu."},
+				Pod{Name: "n-4", Phase: corev1.PodPending, Unschedulable: "0/7 nodes are available: 3 Insufficient nvidia.com/gpu."}),
+			contains: []string{"2 replicas Ready, at least 1 needed (autoscaled between 1 and 4)", "scaling up to 4 replicas (2 Ready)"}},
+		{name: "no autoscaling, 1 of 2 Ready: NotReady as before", state: sNotReady, progress: ReasonReplicasNotReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(nil, 2, 2, 2, true, readyPod("p-a", "gpu-0"), startingPod("p-b", "gpu-1")),
+			contains: []string{"1/2 replicas Ready"}},
+		{name: "no autoscaling, 2 of 2 Ready and a third pod of the Deployment: Ready as before", state: sReady, progress: ReasonInferenceReady, resource: metav1.ConditionTrue,
+			facts:    scalingFacts(nil, 2, 2, 3, false, readyPod("p-a", "gpu-0"), readyPod("p-b", "gpu-1"), readyPod("p-c", "gpu-2")),
+			contains: []string{"3/2 replicas Ready"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Decide(tc.facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			invariant.Check(t, invariants, tc.facts, d)
+			ready := condOf(d, v1alpha1.ConditionReady).Status == metav1.ConditionTrue
+			if d.State != tc.state || ready != (tc.state == sReady) {
+				t.Errorf("state %s, want %s\n%s", d.State, tc.state, dump(d))
+			}
+			c := condOf(d, ConditionInferenceReady)
+			if c.Reason != tc.progress {
+				t.Errorf("InferenceReady reason %q, want %q\n%s", c.Reason, tc.progress, dump(d))
+			}
+			for _, sub := range tc.contains {
+				if !strings.Contains(c.Message, sub) {
+					t.Errorf("InferenceReady message %q lacks %q", c.Message, sub)
+				}
+			}
+			if tc.lacks != "" && strings.Contains(c.Message, tc.lacks) {
+				t.Errorf("InferenceReady message %q says %q", c.Message, tc.lacks)
+			}
+			if r := condOf(d, ConditionResourceReady); tc.resource != "" && r.Status != tc.resource {
+				t.Errorf("ResourceReady %s, want %s\n%s", r.Status, tc.resource, dump(d))
+			}
+			if slices.Contains(d.Actions, ActionEnsureWorkload) && tc.facts.Autoscaling != nil {
+				t.Errorf("the Deployment is re-written under autoscaling: %v", d.Actions)
+			}
+		})
+	}
+}
+
+// The acceptance table's batch, pass by pass, each pass's conditions the next one's memory:
+// once Ready at the new generation, the workspace stays Ready through everything the
+// HorizontalPodAutoscaler and the Deployment controller do afterwards (the old pod going, the
+// HPA raising the count, its generation observed later, a scale down), so neither the
+// provider's wait nor a refresh sees Ready and then NotReady.
+func TestAutoscaledApplyNeverReadyThenNotReady(t *testing.T) {
+	old, surge := readyPod("old", "gpu-0"), readyPod("new", "gpu-1")
+	passes := []struct {
+		name string
+		mod  func(f *Facts)
+	}{
+		{"the new template written, the Deployment at 1", func(f *Facts) { f.Workload.UpToDate = false; f.Pods = []Pod{old} }},
+		{"surge: the old pod and the new pod Ready", func(f *Facts) { f.Workload.CurrentReplicas, f.Pods = 2, []Pod{old, surge} }},
+		{"the old pod going", func(f *Facts) { f.Pods = []Pod{deletingPod("old", "gpu-0"), surge} }},
+		{"the old pod gone", func(f *Facts) { f.Pods = []Pod{surge} }},
+		{"the HPA raises it to 2, not observed yet", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.RolledOut, f.AutoscalerDesired, f.Pods = 2, false, 2, []Pod{surge}
+		}},
+		{"the second replica starting", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.AutoscalerDesired, f.Pods = 2, 2, 2, []Pod{surge, startingPod("new-2", "gpu-2")}
+		}},
+		{"both Ready", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.AutoscalerDesired, f.Pods = 2, 2, 2, []Pod{surge, readyPod("new-2", "gpu-2")}
+		}},
+		{"the HPA scales up to 4, not observed yet", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.Workload.RolledOut, f.AutoscalerDesired = 4, 2, false, 4
+			f.Pods = []Pod{surge, readyPod("new-2", "gpu-2")}
+		}},
+		{"two more starting, one waits for room", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.AutoscalerDesired = 4, 4, 4
+			f.Pods = []Pod{surge, readyPod("new-2", "gpu-2"), startingPod("new-3", "gpu-3"),
+				{Name: "new-4", Phase: corev1.PodPending, Unschedulable: "0/7 nodes are available: 3 Insufficient nvidia.com/gpu."}}
+		}},
+		{"the HPA scales down to 2, its two pods not Ready not shown going yet", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.Workload.RolledOut, f.AutoscalerDesired = 2, 4, false, 2
+			f.Pods = []Pod{surge, readyPod("new-2", "gpu-2"), startingPod("new-3", "gpu-3"),
+				{Name: "new-4", Phase: corev1.PodPending, Unschedulable: "0/7 nodes are available: 3 Insufficient nvidia.com/gpu."}}
+		}},
+		{"the HPA scales down to 2 (minReplicas), two pods going", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.Workload.RolledOut, f.AutoscalerDesired = 2, 4, false, 2
+			f.Pods = []Pod{surge, readyPod("new-2", "gpu-2"), deletingPod("new-3", "gpu-3"), deletingPod("new-4", "gpu-4")}
+		}},
+		{"settled at 2", func(f *Facts) {
+			f.Workload.Replicas, f.Workload.CurrentReplicas, f.AutoscalerDesired = 2, 2, 2
+			f.Pods = []Pod{surge, readyPod("new-2", "gpu-2")}
+		}},
+	}
+	conds := append(was(inf, sReady), failure.Condition(ConditionInferenceReady, true, ReasonInferenceReady, "", 1))
+	var states []State
+	for _, p := range passes {
+		f := scalingFacts(within(2), 2, 1, 1, false)
+		f.Generation, f.Conditions, f.AutoscalerDesired = 2, conds, 0
+		p.mod(&f)
+		d, err := Decide(f)
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		invariant.Check(t, invariants, f, d)
+		states = append(states, d.State)
+		t.Logf("%-55s %-8s %s", p.name, d.State, condOf(d, ConditionInferenceReady).Message)
+		conds = d.Conditions
+	}
+	first := slices.Index(states, sReady)
+	if first < 0 {
+		t.Fatalf("never Ready: %v", states)
+	}
+	if passes[first].name != "both Ready" {
+		t.Errorf("first Ready in pass %q, want %q (states %v)", passes[first].name, "both Ready", states)
+	}
+	for i := first; i < len(states); i++ {
+		if states[i] != sReady {
+			t.Errorf("Ready, then %s in pass %q: states %v", states[i], passes[i].name, states)
+		}
+	}
+}

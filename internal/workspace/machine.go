@@ -603,8 +603,11 @@ type podProblems struct {
 	// volumeBinding: a pod the scheduler holds only until its claims are bound (not stalled).
 	volumeBinding           *cond
 	bound, readyOnReadyNode int32
-	running                 bool
-	nodes                   []string
+	// active counts the pods neither going nor ended (phase Failed or Succeeded): the pods a
+	// Deployment's status.replicas counts.
+	active  int32
+	running bool
+	nodes   []string
 	// disrupted is the newest pod that ended from outside (nil when none did).
 	disrupted *failure.Disruption
 }
@@ -627,6 +630,9 @@ func readPods(pods []Pod, unboundClaims []string) podProblems {
 		}
 		if p.Phase == corev1.PodRunning {
 			r.running = true
+		}
+		if p.Phase != corev1.PodFailed && p.Phase != corev1.PodSucceeded {
+			r.active++
 		}
 		switch {
 		case p.NodeName == "" && failure.WaitsForVolumeBinding(p.Unschedulable):
@@ -707,17 +713,20 @@ func inferenceResource(f Facts, pods podProblems, p *pass, d *Decision) {
 		p.resource = *pods.volumeBinding
 	case pods.nodeLost != nil:
 		p.resource = *pods.nodeLost
-	case pods.bound < f.Replicas:
-		p.resource = cond{false, ReasonWaitingForScheduler, fmt.Sprintf("%d/%d replicas bound to a node", pods.bound, f.Replicas)}
+	case pods.bound < placing(f):
+		p.resource = cond{false, ReasonWaitingForScheduler, fmt.Sprintf("%d/%d replicas bound to a node", pods.bound, placing(f))}
 	default:
 		p.resource = cond{true, ReasonResourcesAvailable, fmt.Sprintf("%d replicas bound to Ready nodes %s", pods.bound, strings.Join(pods.nodes, ", "))}
 	}
 }
 
 // inferenceProgress sets InferenceReady of an inference pass: every replica Ready on a Ready
-// node, the rollout done, the Service up. An invalid spec, an ownership conflict, a missing
-// reference, an image pull or a container start failure stall it.
+// node (under spec.autoscaling minReplicas of those the autoscaler asks for: serving), the
+// rollout done, the Service up. An invalid spec, an ownership conflict, a missing reference, an
+// image pull or a container start failure stall it. A Ready autoscaled workspace whose
+// autoscaler is moving the count says so in the message (scaling); that is no failure.
 func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bool, p *pass) {
+	ready := serving(f, pods)
 	switch {
 	case f.SpecError != "":
 		p.progress = cond{false, ReasonInvalidSpec, f.SpecError}
@@ -733,9 +742,9 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 	case pods.start != nil && !servesMinimum(f, pods):
 		p.progress = *pods.start
 		p.stalled = pods.start
-	case pods.readyOnReadyNode < f.Replicas && disruptedProgress(f, pods, replicasReady(f, pods.readyOnReadyNode), p):
-	case pods.readyOnReadyNode < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !rolledOut(f):
-		msg := replicasReady(f, pods.readyOnReadyNode)
+	case ready < f.Replicas && disruptedProgress(f, pods, replicasReady(f, ready), p):
+	case ready < f.Replicas || f.Workload == nil || !f.Workload.UpToDate || !rolledOut(f):
+		msg := replicasReady(f, ready) + autoscalerWait(f, pods)
 		if f.Workload != nil && f.Workload.UpToDate && !rolledOut(f) {
 			msg += "; rollout in progress"
 		}
@@ -748,7 +757,7 @@ func inferenceProgress(f Facts, pods podProblems, conflict *cond, refsMissing bo
 	case wantsAutoscaler(f) && !f.Autoscaler.UpToDate:
 		p.progress = cond{false, ReasonAutoscalerNotReady, "replicas Ready; creating or updating the HorizontalPodAutoscaler"}
 	default:
-		p.progress = cond{true, ReasonInferenceReady, replicasReady(f, pods.readyOnReadyNode)}
+		p.progress = cond{true, ReasonInferenceReady, replicasReady(f, ready) + scaling(f, ready)}
 	}
 }
 
