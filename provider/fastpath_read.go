@@ -89,8 +89,8 @@ var readDecisions = []string{fbType, fbDeferred, rfUnconfigured, fbEncoding, fbP
 
 // fastReadReviewed are the resource types whose Read was read for the fast path: it is
 // kindResource.Read (readInto), not overridden. A type added here needs its rows in the
-// differential test. gantry_package_set's and gantry_workspace's Reads (package_set_adopt.go,
-// workspace_adopt.go) are readInto except on the Read right after an import (private key
+// differential test. gantry_package_set's and gantry_workspace's Reads (kinds with an adopter:
+// readAdopting, adopt.go) are readInto except on the Read right after an import (private key
 // adoptPendingKey, which the fast path never answers: no read mark), of an object that does
 // not exist (never answered either).
 var fastReadReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_package_set": true, "gantry_workspace": true}

@@ -13,10 +13,12 @@ import (
 // for gantry_performer, a ModifyPlan that also derives attributes). It supplies:
 //   - Configure: the provider's clients (nil until the provider is configured);
 //   - Create, Update, Delete: ops.create, ops.update, ops.delete (lifecycle.go);
-//   - Read: readInto with ops.flatten (common.go);
+//   - Read: readInto with ops.flatten (common.go), and for a kind with an adopter the import's
+//     adoption of the upstream object (adopt.go);
 //   - ModifyPlan: ops.planRetry (a failure stays in the plan until it is fixed);
 //   - ImportState, IdentitySchema: the object's namespace and name (identity.go);
-//   - ListResourceConfigSchema, List: the list resource of the same name (list.go).
+//   - ListResourceConfigSchema, List: the list resource of the same name (list.go), with
+//     `from` for a kind with an adopter (ops.adopt, adopt.go).
 type kindResource[M any] struct {
 	data *providerData
 	ops  *kindOps[M]
@@ -35,7 +37,13 @@ func (r *kindResource[M]) Create(ctx context.Context, req resource.CreateRequest
 	r.ops.create(ctx, r.data, req, resp)
 }
 
+// Read refreshes the state from the object (readInto); for a kind with an adopter, the
+// import's Read of an object that does not exist adopts the upstream object (readAdopting).
 func (r *kindResource[M]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	if r.ops.adopt != nil {
+		r.readAdopting(ctx, req, resp)
+		return
+	}
 	readInto(ctx, r.data, r.ops.spec, req, resp, r.ops.flatten)
 }
 
@@ -58,9 +66,13 @@ func (r *kindResource[M]) ModifyPlan(ctx context.Context, req resource.ModifyPla
 }
 
 // ImportState accepts "<namespace>/<name>" (a cluster-scoped kind such as PackageSet: the
-// name) or an identity; Read fills in the rest from the cluster.
+// name) or an identity; Read fills in the rest from the cluster. For a kind with an adopter
+// the import is marked so that its Read may adopt the upstream object (markAdoptPending).
 func (r *kindResource[M]) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importObject(ctx, r.ops.spec.Kind, r.ops.spec.Namespaced, req, resp)
+	if r.ops.adopt != nil {
+		markAdoptPending(ctx, resp)
+	}
 }
 
 // IdentitySchema is {namespace, name} ({name} for a cluster-scoped kind; Terraform >= 1.12):
@@ -69,12 +81,21 @@ func (r *kindResource[M]) IdentitySchema(_ context.Context, _ resource.IdentityS
 	resp.IdentitySchema = identitySchema(r.ops.spec.Kind, r.ops.spec.Namespaced)
 }
 
-// ListResourceConfigSchema is the config of the kind's `list` block (terraform query).
+// ListResourceConfigSchema is the config of the kind's `list` block (terraform query), with
+// `from` and the adopter's attributes for a kind with an adopter.
 func (r *kindResource[M]) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = listConfigSchema(r.ops.spec.Kind, r.ops.spec.Namespaced)
+	if r.ops.adopt != nil {
+		r.ops.adopt.addListAttributes(resp.Schema.Attributes)
+	}
 }
 
-// List returns the objects a list block selects, mapped as an import reads them (listObjects).
+// List returns the objects a list block selects, mapped as an import reads them (listObjects),
+// or, for a kind with an adopter and `from` its upstream, the upstream objects translated
+// (listAdopted).
 func (r *kindResource[M]) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	if r.ops.adopt != nil && r.listAdopted(ctx, req, stream) {
+		return
+	}
 	listObjects(ctx, r.data, r.ops.spec, r.ops.spec.Namespaced, r.ops.flatten, req, stream)
 }

@@ -78,6 +78,10 @@ type kindOps[M any] struct {
 	// applied, optional, runs right after the object was written (live is the API server's
 	// answer), before the wait: e.g. it makes the object the owner of what prepare wrote.
 	applied func(ctx context.Context, c *kube.Clients, plan *M, live *unstructured.Unstructured) diag.Diagnostics
+	// adopt, optional, lets the kind adopt another operator's objects (adopt.go): its list
+	// block gets `from`, and an import of an object that does not exist yet adopts the upstream
+	// object of that namespace and name.
+	adopt *adopter[M]
 }
 
 // create is the Create of every Gantry resource: the plan, the create timeout, then

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
@@ -67,12 +69,7 @@ func listConfigSchema(kind string, namespaced bool) listschema.Schema {
 // pushed as one result carrying an error diagnostic naming the kind.
 func listObjects[M any](ctx context.Context, data *providerData, spec wait.Spec, namespaced bool,
 	flatten func(u *unstructured.Unstructured, prior *M) (*M, error), req list.ListRequest, stream *list.ListResultsStream) {
-	var ns, selector types.String
-	var diags diag.Diagnostics
-	diags.Append(req.Config.GetAttribute(ctx, path.Root("label_selector"), &selector)...)
-	if namespaced {
-		diags.Append(req.Config.GetAttribute(ctx, path.Root("namespace"), &ns)...)
-	}
+	ns, selector, diags := listSelection(ctx, req, namespaced)
 	if diags.HasError() {
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
@@ -82,21 +79,44 @@ func listObjects[M any](ctx context.Context, data *providerData, spec wait.Spec,
 		stream.Results = list.ListResultsStreamDiagnostics(diag.Diagnostics{clientDiagnostic(err)})
 		return
 	}
-	ri := resourceFor(c.Dynamic, spec.GVR, ns.ValueString())
-	stream.Results = func(push func(list.ListResult) bool) {
-		opts := metav1.ListOptions{LabelSelector: selector.ValueString(), Limit: listPageSize}
+	stream.Results = pagedResults(ctx, resourceFor(c.Dynamic, spec.GVR, ns), selector, req.Limit,
+		func(u *unstructured.Unstructured) list.ListResult { return listResult(ctx, req, u, flatten) },
+		func(err error) list.ListResult {
+			return list.ListResult{Diagnostics: diag.Diagnostics{apiDiagnostic(spec.Kind, "Listing", err)}}
+		})
+}
+
+// listSelection reads the list block's namespace ("" when omitted, and always for a
+// cluster-scoped kind: namespaced false) and label_selector ("" when omitted).
+func listSelection(ctx context.Context, req list.ListRequest, namespaced bool) (namespace, selector string, diags diag.Diagnostics) {
+	var ns, sel types.String
+	diags.Append(req.Config.GetAttribute(ctx, path.Root("label_selector"), &sel)...)
+	if namespaced {
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("namespace"), &ns)...)
+	}
+	return ns.ValueString(), sel.ValueString(), diags
+}
+
+// pagedResults is the stream of a list resource over ri: the objects matching the label
+// selector, listed page by page (listPageSize objects a LIST request), each pushed as
+// result(object), at most limit of them (all when limit is 0 or less), stopping early when
+// Terraform stops reading. A failed LIST pushes failed(err) and ends the stream.
+func pagedResults(ctx context.Context, ri dynamic.ResourceInterface, selector string, limit int64,
+	result func(*unstructured.Unstructured) list.ListResult, failed func(error) list.ListResult) iter.Seq[list.ListResult] {
+	return func(push func(list.ListResult) bool) {
+		opts := metav1.ListOptions{LabelSelector: selector, Limit: listPageSize}
 		var sent int64
 		for {
 			page, err := ri.List(ctx, opts)
 			if err != nil {
-				push(list.ListResult{Diagnostics: diag.Diagnostics{apiDiagnostic(spec.Kind, "Listing", err)}})
+				push(failed(err))
 				return
 			}
 			for i := range page.Items {
-				if req.Limit > 0 && sent >= req.Limit {
+				if limit > 0 && sent >= limit {
 					return
 				}
-				if !push(listResult(ctx, req, &page.Items[i], flatten)) {
+				if !push(result(&page.Items[i])) {
 					return
 				}
 				sent++
@@ -115,21 +135,29 @@ func listResult[M any](ctx context.Context, req list.ListRequest, u *unstructure
 	ns, name := u.GetNamespace(), u.GetName()
 	r.DisplayName = objectID(ns, name)
 	r.Diagnostics.Append(setIdentity(ctx, r.Identity, ns, name)...)
+	setListResource(ctx, req, &r, u, flatten, u.GetKind())
+	return r
+}
+
+// setListResource sets r's resource, when the request includes resources and r has no error
+// yet, to u mapped by flatten from a model whose every attribute is null (as after an
+// import); a mapping error is r's error, naming the object as kind and r's display name.
+func setListResource[M any](ctx context.Context, req list.ListRequest, r *list.ListResult, u *unstructured.Unstructured,
+	flatten func(*unstructured.Unstructured, *M) (*M, error), kind string) {
 	if !req.IncludeResource || r.Diagnostics.HasError() {
-		return r
+		return
 	}
 	prior, diags := nullModel[M](ctx, r.Resource)
 	r.Diagnostics.Append(diags...)
 	if diags.HasError() {
-		return r
+		return
 	}
 	m, err := flatten(u, prior)
 	if err != nil {
-		r.Diagnostics.Append(readMappingDiagnostic(u.GetKind(), r.DisplayName, err))
-		return r
+		r.Diagnostics.Append(readMappingDiagnostic(kind, r.DisplayName, err))
+		return
 	}
 	r.Diagnostics.Append(r.Resource.Set(ctx, m)...)
-	return r
 }
 
 // nullModel returns the model M whose every attribute is null, read from a value of res's

@@ -30,12 +30,14 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installSkyhookCRD installs testdata/skyhook-crd.yaml (Skyhook's group, kind and scope) unless
-// the cluster has Skyhook's CRD already, and removes what it installed when the test ends.
-func installSkyhookCRD(t *testing.T, c *kube.Clients) {
+// installUpstreamCRD installs the CRD in file (an upstream operator's group, version, kind and
+// scope; what names its kind, e.g. "Skyhook") unless the cluster has it already (a real install
+// or another run: left as it is), waits (1 min) until served serves it, and removes what it
+// installed when the test ends.
+func installUpstreamCRD(t *testing.T, c *kube.Clients, file string, served schema.GroupVersionResource, what string) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := os.ReadFile("testdata/skyhook-crd.yaml")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func installSkyhookCRD(t *testing.T, c *kube.Clients) {
 	}
 	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return // a real Skyhook install (or another run): leave it
+			return // a real install (or another run): leave it
 		}
 		t.Fatal(err)
 	}
@@ -53,10 +55,10 @@ func installSkyhookCRD(t *testing.T, c *kube.Clients) {
 		_ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
 	})
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Dynamic.Resource(adopt.SkyhookGVR).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := c.Dynamic.Resource(served).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	}); err != nil {
-		t.Fatalf("Skyhook CRD not served: %v", err)
+		t.Fatalf("%s CRD not served: %v", what, err)
 	}
 }
 
@@ -74,7 +76,7 @@ func TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver(t *testing.
 	testAccPreCheck(t)
 	c := testClients(t)
 	ctx := context.Background()
-	installSkyhookCRD(t, c)
+	installUpstreamCRD(t, c, "testdata/skyhook-crd.yaml", adopt.SkyhookGVR, "Skyhook")
 	pool := "acc-adopt-" + rand.String(5)
 	accNodes(t, c, pool, 2)
 	node0, node1 := pool+"-0", pool+"-1"

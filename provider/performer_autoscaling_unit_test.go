@@ -1,15 +1,12 @@
 package provider
 
 import (
-	"context"
 	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,11 +62,7 @@ func TestPerformerAutoscaling_roundTrip(t *testing.T) {
 // checks are gantry_workspace's.
 func TestPerformerAutoscaling_validate(t *testing.T) {
 	srv := providerserver.NewProtocol6(New("test")())()
-	schemas, err := srv.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ty := schemas.ResourceSchemas["gantry_performer"].ValueType().(tftypes.Object)
+	ty := resourceObjectType(t, srv, "gantry_performer")
 	asType := ty.AttributeTypes["autoscaling"].(tftypes.Object)
 	metricType := asType.AttributeTypes["metric"].(tftypes.Object)
 	srcType := metricType.AttributeTypes["pods"].(tftypes.Object)
@@ -106,57 +99,17 @@ func TestPerformerAutoscaling_validate(t *testing.T) {
 			if tc.strategy.Type() != nil {
 				attrs["strategy"] = tc.strategy
 			}
-			dv, err := tfprotov6.NewDynamicValue(ty, nullObject(ty, attrs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := srv.ValidateResourceConfig(context.Background(), &tfprotov6.ValidateResourceConfigRequest{TypeName: "gantry_performer", Config: &dv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errs []string
-			found := tc.detail == ""
-			for _, d := range resp.Diagnostics {
-				if d.Severity == tfprotov6.DiagnosticSeverityError {
-					errs = append(errs, d.Summary)
-					found = found || strings.Contains(d.Detail, tc.detail)
-					if tc.attr != "" && d.Attribute != nil && attrPathString(d.Attribute) != tc.attr {
-						t.Errorf("error on %s, want %s", attrPathString(d.Attribute), tc.attr)
-					}
-				}
-			}
-			if tc.err == "" && len(errs) > 0 || tc.err != "" && (len(errs) != 1 || errs[0] != tc.err) {
-				t.Errorf("errors %q, want %q: %+v", errs, tc.err, resp.Diagnostics)
-			}
-			if !found {
-				t.Errorf("no error says %q: %+v", tc.detail, resp.Diagnostics)
-			}
+			checkValidateErrors(t, srv, "gantry_performer", ty, nullObject(ty, attrs), tc.err, tc.detail, tc.attr)
 		})
 	}
-}
-
-// attrPathString is an attribute path as dotted names (a.b.c).
-func attrPathString(p *tftypes.AttributePath) string {
-	var parts []string
-	for _, s := range p.Steps() {
-		if n, ok := s.(tftypes.AttributeName); ok {
-			parts = append(parts, string(n))
-		}
-	}
-	return strings.Join(parts, ".")
 }
 
 // A refresh that finds the autoscaler's new count changes only current_replicas and
 // desired_replicas in state; the plan that follows is the prior state itself (an empty plan).
 // A plan that does change something shows them as known after apply.
 func TestPerformerAutoscaling_refreshedReplicasPlanNoChange(t *testing.T) {
-	ctx := context.Background()
 	srv := providerserver.NewProtocol6(New("test")())()
-	schemas, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ty := schemas.ResourceSchemas["gantry_performer"].ValueType().(tftypes.Object)
+	ty := resourceObjectType(t, srv, "gantry_performer")
 	asType := ty.AttributeTypes["autoscaling"].(tftypes.Object)
 	num := func(n int64) tftypes.Value { return tftypes.NewValue(tftypes.Number, n) }
 	config := func(hi int64) map[string]tftypes.Value {
@@ -170,40 +123,7 @@ func TestPerformerAutoscaling_refreshedReplicasPlanNoChange(t *testing.T) {
 		s["current_replicas"], s["desired_replicas"], s["candidate_nodes"] = num(current), num(desired), num(3)
 		return nullObject(ty, s)
 	}
-	prior := state(4, 3, 3)
-	plan, err := srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: "gantry_performer",
-		PriorState: dynValue(t, ty, prior), ProposedNewState: dynValue(t, ty, prior), Config: dynValue(t, ty, nullObject(ty, config(4)))})
-	if err != nil || diagsHaveError(plan.Diagnostics) {
-		t.Fatalf("plan: %v %s", err, diagsString(plan.Diagnostics))
-	}
-	planned, err := plan.PlannedState.Unmarshal(ty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !planned.Equal(prior) || len(plan.RequiresReplace) > 0 {
-		diffs, _ := planned.Diff(prior)
-		t.Errorf("a refreshed replica count plans a change: %v, replace %v", diffs, plan.RequiresReplace)
-	}
-
-	proposed := state(5, 3, 3)
-	plan, err = srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: "gantry_performer",
-		PriorState: dynValue(t, ty, prior), ProposedNewState: dynValue(t, ty, proposed), Config: dynValue(t, ty, nullObject(ty, config(5)))})
-	if err != nil || diagsHaveError(plan.Diagnostics) {
-		t.Fatalf("plan: %v %s", err, diagsString(plan.Diagnostics))
-	}
-	planned, err = plan.PlannedState.Unmarshal(ty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var attrs map[string]tftypes.Value
-	if err := planned.As(&attrs); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"current_replicas", "desired_replicas"} {
-		if attrs[a].IsKnown() {
-			t.Errorf("%s planned as %s on an update, want unknown", a, attrs[a])
-		}
-	}
+	checkRefreshedReplicasPlan(t, srv, "gantry_performer", ty, state(4, 3, 3), nullObject(ty, config(4)), state(5, 3, 3), nullObject(ty, config(5)))
 }
 
 // Through the Terraform CLI (no cluster): autoscaling without strategy = "RollingUpdate" fails

@@ -713,6 +713,7 @@ var packageSetOps = &kindOps[packageSetModel]{
 	notLive:       quarantinedInState,
 	ready:         waitingForPausedSet,
 	settled:       []string{string(v1alpha1.StatusWaiting)},
+	adopt:         skyhookAdopter,
 }
 
 // waitingForPausedSet warns when the wait returned because a paused set holds this one (Ready

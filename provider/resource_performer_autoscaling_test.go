@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -14,12 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	gwait "github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -54,76 +48,27 @@ func TestAccPerformer_autoscaling(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
 	ns := testNamespace(t, c, "acc-perf-scale")
-	addr := "gantry_performer.scaled"
-	dep := "performer-scaled"
+	a := autoscaledAcc{c: c, kind: gwait.Performer, ns: ns, name: "scaled", dep: "performer-scaled", addr: "gantry_performer.scaled",
+		summary: "phase", done: "Running", counts: []string{"currentReplicas", "desiredReplicas", "readyReplicas"}}
 	cfg := performerConfig(ns, "scaled", perfAutoscaled(tasksInFlightMetric))
 	v2 := strings.Replace(cfg, "hello-performer:v1.0.0", "hello-performer:v1.1.0", 1)
 	keda := strings.Replace(performerConfig(ns, "scaled", perfAutoscaled("    external = true")), "hello-performer:v1.0.0", "hello-performer:v1.1.0", 1)
-	hpaGone := func(want bool) resource.TestCheckFunc {
-		return func(*terraform.State) error {
-			var last error
-			_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				_, err := c.Core.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, dep, metav1.GetOptions{})
-				switch {
-				case want && !apierrors.IsNotFound(err):
-					last = fmt.Errorf("HorizontalPodAutoscaler %s/%s still exists (%v)", ns, dep, err)
-				case !want && err != nil:
-					last = fmt.Errorf("HorizontalPodAutoscaler %s/%s: %v", ns, dep, err)
-				default:
-					last = nil
-				}
-				return last == nil, nil
-			})
-			return last
-		}
-	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             checkPerformersDestroyed(c),
 		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("current_replicas"), knownvalue.Int64Exact(1)),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("desired_replicas"), knownvalue.Int64Exact(1)),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("autoscaling").AtMapKey("external"), knownvalue.Null()),
-				},
-				Check:            resource.ComposeTestCheckFunc(hpaGone(false), func(*terraform.State) error { return deploymentReplicas(c, ns, dep, 1) }),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				// The autoscaler scales to 3; the reconciler reports it and leaves it.
-				PreConfig: func() {
-					scaleDeployment(t, c, ns, dep, 3, "test-autoscaler")
-					waitPerformerReplicas(t, c, ns, "scaled", 3)
-					time.Sleep(5 * time.Second) // more reconciler passes (pods, the HPA's status)
-					if err := deploymentReplicas(c, ns, dep, 3); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:   cfg,
-				PlanOnly: true, // the plan after the refresh must be empty
-			},
-			{
-				Config: cfg,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("current_replicas"), knownvalue.Int64Exact(3)),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("desired_replicas"), knownvalue.Int64Exact(3)),
-				},
-				Check:            func(*terraform.State) error { return deploymentReplicas(c, ns, dep, 3) },
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
+			a.createdStep(cfg),
+			a.scaledStep(t, cfg),
+			a.keptStep(cfg),
 			{
 				// A new image rolls the pods; the count stays the autoscaler's.
 				Config: v2,
 				Check: func(*terraform.State) error {
 					time.Sleep(3 * time.Second)
-					return deploymentReplicas(c, ns, dep, 3)
+					return deploymentReplicas(c, ns, a.dep, 3)
 				},
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running"))},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(a.addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running"))},
 				ConfigPlanChecks:  resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 			{
@@ -132,50 +77,8 @@ func TestAccPerformer_autoscaling(t *testing.T) {
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`(?s)Conflicting Attributes: strategy and autoscaling.*autoscaling needs strategy\s+=\s+"RollingUpdate"`),
 			},
-			{
-				// KEDA takes over: the HPA goes, the count stays.
-				Config: keda,
-				Check: resource.ComposeTestCheckFunc(hpaGone(true), func(*terraform.State) error {
-					time.Sleep(3 * time.Second)
-					return deploymentReplicas(c, ns, dep, 3)
-				}),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("autoscaling").AtMapKey("external"), knownvalue.Bool(true)),
-				},
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				// KEDA scales to 2: still no diff.
-				PreConfig: func() {
-					scaleDeployment(t, c, ns, dep, 2, "keda-operator")
-					waitPerformerReplicas(t, c, ns, "scaled", 2)
-				},
-				Config:   keda,
-				PlanOnly: true,
-			},
+			a.kedaStep(keda),
+			a.kedaScaledStep(t, keda),
 		},
 	})
-}
-
-// waitPerformerReplicas waits until the Performer's status reports want current, desired and
-// Ready replicas and phase Running.
-func waitPerformerReplicas(t *testing.T, c *kube.Clients, ns, name string, want int64) {
-	t.Helper()
-	var last *unstructured.Unstructured
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		u, err := c.Dynamic.Resource(gwait.Performer.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = u
-		cur, _, _ := unstructured.NestedInt64(u.Object, "status", "currentReplicas")
-		des, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredReplicas")
-		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		return cur == want && des == want && ready == want && phase == "Running", nil
-	})
-	if err != nil {
-		t.Fatalf("performer %s/%s did not report %d replicas Running: %v; last status %v", ns, name, want, err, last.Object["status"])
-	}
 }

@@ -442,6 +442,7 @@ var workspaceOps = &kindOps[workspaceModelV0]{
 	flatten:       flattenWorkspaceSized,
 	setStatus:     setWorkspaceStatus,
 	prepare:       prepareWorkspaceSizing,
+	adopt:         kaitoAdopter,
 }
 
 // ModifyPlan is planRetry (as every kind's: while the state says the workspace is not Ready or

@@ -8,52 +8,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/adopt"
-	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 	gwait "github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
-
-// installKAITOCRD installs testdata/kaito-workspace-crd.yaml (KAITO's group, version, kind and
-// scope) unless the cluster has KAITO's Workspace CRD already, and removes what it installed
-// when the test ends.
-func installKAITOCRD(t *testing.T, c *kube.Clients) {
-	t.Helper()
-	ctx := context.Background()
-	b, err := os.ReadFile("testdata/kaito-workspace-crd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &crd.Object); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return // a real KAITO install (or another run): leave it
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Dynamic.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
-	})
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Dynamic.Resource(adopt.KAITOWorkspaceGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("KAITO Workspace CRD not served: %v", err)
-	}
-}
 
 // Adopting a KAITO Workspace with the real CLI (Terraform >= 1.14; run after the shared
 // reconciler has this change): a KAITO inference Workspace (preset, label selector, model
@@ -69,7 +33,7 @@ func TestAccAdopt_kaitoQueryGeneratesConfigThatCreates(t *testing.T) {
 	testAccPreCheck(t)
 	c := testClients(t)
 	ctx := context.Background()
-	installKAITOCRD(t, c)
+	installUpstreamCRD(t, c, "testdata/kaito-workspace-crd.yaml", adopt.KAITOWorkspaceGVR, "KAITO Workspace")
 	ns := testNamespace(t, c, "acc-adopt-kaito")
 	product := "NVIDIA-A10-ADOPT-" + strings.ToUpper(rand.String(5))
 	node := "acc-adopt-kaito-" + strings.ToLower(product[len(product)-5:])

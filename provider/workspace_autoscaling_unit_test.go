@@ -1,15 +1,12 @@
 package provider
 
 import (
-	"context"
 	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,11 +89,7 @@ func TestWorkspaceAutoscaling_roundTrip(t *testing.T) {
 // value not known yet.
 func TestWorkspaceAutoscaling_validate(t *testing.T) {
 	srv := providerserver.NewProtocol6(New("test")())()
-	schemas, err := srv.GetProviderSchema(context.Background(), &tfprotov6.GetProviderSchemaRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ty := schemas.ResourceSchemas["gantry_workspace"].ValueType().(tftypes.Object)
+	ty := resourceObjectType(t, srv, "gantry_workspace")
 	asType := ty.AttributeTypes["autoscaling"].(tftypes.Object)
 	metricType := asType.AttributeTypes["metric"].(tftypes.Object)
 	srcType := metricType.AttributeTypes["pods"].(tftypes.Object)
@@ -166,28 +159,7 @@ func TestWorkspaceAutoscaling_validate(t *testing.T) {
 				}
 				attrs["inference"] = nullObject(infType, inf)
 			}
-			dv, err := tfprotov6.NewDynamicValue(ty, nullObject(ty, attrs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := srv.ValidateResourceConfig(context.Background(), &tfprotov6.ValidateResourceConfigRequest{TypeName: "gantry_workspace", Config: &dv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errs []string
-			found := tc.detail == ""
-			for _, d := range resp.Diagnostics {
-				if d.Severity == tfprotov6.DiagnosticSeverityError {
-					errs = append(errs, d.Summary)
-					found = found || strings.Contains(d.Detail, tc.detail)
-				}
-			}
-			if tc.err == "" && len(errs) > 0 || tc.err != "" && (len(errs) != 1 || errs[0] != tc.err) {
-				t.Errorf("errors %q, want %q: %+v", errs, tc.err, resp.Diagnostics)
-			}
-			if !found {
-				t.Errorf("no error says %q: %+v", tc.detail, resp.Diagnostics)
-			}
+			checkValidateErrors(t, srv, "gantry_workspace", ty, nullObject(ty, attrs), tc.err, tc.detail, "")
 		})
 	}
 }
@@ -198,13 +170,8 @@ func TestWorkspaceAutoscaling_validate(t *testing.T) {
 // replacement: an empty plan. A plan that does change something (max_replicas) shows them as
 // known after apply instead of planning the refreshed values, which the apply could not promise.
 func TestWorkspaceAutoscaling_refreshedReplicasPlanNoChange(t *testing.T) {
-	ctx := context.Background()
 	srv := providerserver.NewProtocol6(New("test")())()
-	schemas, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ty := schemas.ResourceSchemas["gantry_workspace"].ValueType().(tftypes.Object)
+	ty := resourceObjectType(t, srv, "gantry_workspace")
 	asType := ty.AttributeTypes["autoscaling"].(tftypes.Object)
 	metricType := asType.AttributeTypes["metric"].(tftypes.Object)
 	srcType := metricType.AttributeTypes["pods"].(tftypes.Object)
@@ -224,42 +191,8 @@ func TestWorkspaceAutoscaling_refreshedReplicasPlanNoChange(t *testing.T) {
 		s["current_replicas"], s["desired_replicas"] = num(current), num(desired)
 		return nullObject(ty, s)
 	}
-	// The refresh saw the HPA scale 1 → 3.
-	prior := state(4, 3, 3)
-	plan, err := srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: "gantry_workspace",
-		PriorState: dynValue(t, ty, prior), ProposedNewState: dynValue(t, ty, prior), Config: dynValue(t, ty, nullObject(ty, config(4)))})
-	if err != nil || diagsHaveError(plan.Diagnostics) {
-		t.Fatalf("plan: %v %s", err, diagsString(plan.Diagnostics))
-	}
-	planned, err := plan.PlannedState.Unmarshal(ty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !planned.Equal(prior) || len(plan.RequiresReplace) > 0 {
-		diffs, _ := planned.Diff(prior)
-		t.Errorf("a refreshed replica count plans a change: %v, replace %v", diffs, plan.RequiresReplace)
-	}
-
-	// A real change: the counts are unknown in the plan, not the state's.
-	proposed := state(5, 3, 3)
-	plan, err = srv.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: "gantry_workspace",
-		PriorState: dynValue(t, ty, prior), ProposedNewState: dynValue(t, ty, proposed), Config: dynValue(t, ty, nullObject(ty, config(5)))})
-	if err != nil || diagsHaveError(plan.Diagnostics) {
-		t.Fatalf("plan: %v %s", err, diagsString(plan.Diagnostics))
-	}
-	planned, err = plan.PlannedState.Unmarshal(ty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var attrs map[string]tftypes.Value
-	if err := planned.As(&attrs); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"current_replicas", "desired_replicas"} {
-		if attrs[a].IsKnown() {
-			t.Errorf("%s planned as %s on an update, want unknown", a, attrs[a])
-		}
-	}
+	// The refresh saw the HPA scale 1 → 3; then a real change (max_replicas 5).
+	checkRefreshedReplicasPlan(t, srv, "gantry_workspace", ty, state(4, 3, 3), nullObject(ty, config(4)), state(5, 3, 3), nullObject(ty, config(5)))
 }
 
 // Through the Terraform CLI (no cluster): resource.count beside autoscaling fails the plan with

@@ -218,29 +218,18 @@ func scaling(f Facts, ready int32) string {
 }
 
 // replicaCounts are status.currentReplicas and status.desiredReplicas of an inference pass:
-// the workspace's workload's pods now; the HorizontalPodAutoscaler's desired replicas once it
-// has computed them, else (an external autoscaler, or before the HPA's first pass) the
-// Deployment's spec.replicas under spec.autoscaling, else spec.resource.count. 0, 0 for tuning.
+// the workspace's workload's pods now; autoscale.Desire: without spec.autoscaling
+// spec.resource.count (f.Replicas), else the HorizontalPodAutoscaler's desired replicas once
+// it has computed them, else (an external autoscaler, or before the HPA's first pass) the
+// Deployment's spec.replicas, else minReplicas (at least 1: f.Replicas under autoscaling). 0, 0
+// for tuning.
 func replicaCounts(f Facts) (current, desired int32) {
 	if f.Mode != v1alpha1.WorkspaceModeInference {
 		return 0, 0
 	}
-	w := f.Workload
-	if w != nil && w.Foreign {
-		w = nil
+	var deployReplicas int32
+	if w := f.Workload; w != nil && !w.Foreign {
+		current, deployReplicas = w.CurrentReplicas, w.Replicas
 	}
-	if w != nil {
-		current = w.CurrentReplicas
-	}
-	switch {
-	case f.Autoscaling == nil:
-		desired = f.Replicas
-	case wantsAutoscaler(f) && f.Autoscaler.Exists && !f.Autoscaler.Foreign && f.AutoscalerDesired > 0:
-		desired = f.AutoscalerDesired
-	case w != nil && w.Replicas > 0:
-		desired = w.Replicas
-	default:
-		desired = f.Replicas
-	}
-	return current, desired
+	return current, autoscale.Desire(f.Autoscaling, f.Replicas, autoscale.Object(f.Autoscaler), f.AutoscalerDesired, deployReplicas)
 }
