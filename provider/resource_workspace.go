@@ -134,6 +134,9 @@ type wsVolumeModel struct {
 	Secret    types.String `tfsdk:"secret"`
 	PVC       types.String `tfsdk:"pvc"`
 	EmptyDir  types.Bool   `tfsdk:"empty_dir"`
+	// Medium and SizeLimit go with EmptyDir (KAITO's emptyDir: {medium: Memory, sizeLimit}).
+	Medium    types.String `tfsdk:"medium"`
+	SizeLimit types.String `tfsdk:"size_limit"`
 }
 
 type wsInferenceModel struct {
@@ -148,6 +151,7 @@ type wsInferenceModel struct {
 	Adapters          []wsAdapterModel `tfsdk:"adapters"`
 	ModelGPUs         types.Int64      `tfsdk:"model_gpus"`
 	Command           []string         `tfsdk:"command"`
+	ContainerName     types.String     `tfsdk:"container_name"`
 	PerformanceMode   types.String     `tfsdk:"performance_mode"`
 	AccessMode        types.String     `tfsdk:"access_mode"`
 	ImagePullSecrets  []string         `tfsdk:"image_pull_secrets"`
@@ -167,18 +171,23 @@ type wsAdapterModel struct {
 }
 
 type wsTuningModel struct {
-	Method           types.String `tfsdk:"method"`
-	Preset           types.String `tfsdk:"preset"`
-	BaseModel        types.String `tfsdk:"base_model"`
-	Image            types.String `tfsdk:"image"`
-	InputURLs        []string     `tfsdk:"input_urls"`
-	InputImage       types.String `tfsdk:"input_image"`
-	InputPVC         types.String `tfsdk:"input_pvc"`
-	OutputImage      types.String `tfsdk:"output_image"`
-	OutputPVC        types.String `tfsdk:"output_pvc"`
-	OutputPushSecret types.String `tfsdk:"output_push_secret"`
-	Config           types.String `tfsdk:"config"`
-	BackoffLimit     types.Int64  `tfsdk:"backoff_limit"`
+	Method    types.String `tfsdk:"method"`
+	Preset    types.String `tfsdk:"preset"`
+	BaseModel types.String `tfsdk:"base_model"`
+	Image     types.String `tfsdk:"image"`
+	// AccessMode, ImagePullSecrets and ModelAccessSecret are KAITO's tuning preset accessMode
+	// and presetOptions (resource_workspace_template.go).
+	AccessMode        types.String `tfsdk:"access_mode"`
+	ImagePullSecrets  []string     `tfsdk:"image_pull_secrets"`
+	ModelAccessSecret types.String `tfsdk:"model_access_secret"`
+	InputURLs         []string     `tfsdk:"input_urls"`
+	InputImage        types.String `tfsdk:"input_image"`
+	InputPVC          types.String `tfsdk:"input_pvc"`
+	OutputImage       types.String `tfsdk:"output_image"`
+	OutputPVC         types.String `tfsdk:"output_pvc"`
+	OutputPushSecret  types.String `tfsdk:"output_push_secret"`
+	Config            types.String `tfsdk:"config"`
+	BackoffLimit      types.Int64  `tfsdk:"backoff_limit"`
 	// ReleaseNodesOnSuccess is release_nodes_on_success: the one tuning attribute a change of
 	// which updates the workspace in place (replaceTuningIf).
 	ReleaseNodesOnSuccess types.Bool `tfsdk:"release_nodes_on_success"`
@@ -289,12 +298,13 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.String{stringvalidator.OneOf(workspace.PerformanceModes...)}},
 					"access_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's preset `accessMode`: `public` (default) or `private`. `private` means the preset's " +
 						"image is in a private registry: `image` must name it (KAITO's `presetOptions.image`), usually with `image_pull_secrets`.",
-						Validators: []validator.String{stringvalidator.OneOf("public", "private"), privateNeedsImage{}}},
+						Validators: []validator.String{stringvalidator.OneOf("public", "private"), privateNeedsImage{block: "inference"}}},
 					"image_pull_secrets": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of docker-config Secrets in the namespace used to pull `image` " +
 						"(KAITO's `presetOptions.imagePullSecrets`; at most 8): the pods' `imagePullSecrets`. The reconciler checks that they exist (the apply fails naming a missing one) and never reads them.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 8), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(objNameRe, "must be a Secret name"))}},
 					"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container entrypoint (the `command` of KAITO's `inference.template` pod; at most 64 items); default: the image's.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64)}},
+					"container_name":  containerNameAttribute(),
 					"readiness_probe": probeAttribute("Replaces the default readiness check (a TCP connect to `port` every 10s), as a probe in KAITO's `inference.template`."),
 					"liveness_probe":  probeAttribute("Restarts the model server when it fails (default: none), as a probe in KAITO's `inference.template`."),
 					"volumes":         volumesAttribute(),
@@ -331,8 +341,11 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 						Validators: []validator.String{presetValidator{tuning: true}}},
 					"base_model": schema.StringAttribute{Optional: true, MarkdownDescription: "Model to tune, e.g. `phi-3-mini-4k-instruct`; required without `preset`.",
 						Validators: []validator.String{stringvalidator.RegexMatches(modelNameRe, "must be a model name"), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
-					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Tuning container image; required without `preset`.",
+					"image": schema.StringAttribute{Optional: true, MarkdownDescription: "Tuning container image; required without `preset`, and with `access_mode = \"private\"` (default: the preset's).",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AtLeastOneOf(path.MatchRelative().AtParent().AtName("preset"))}},
+					"access_mode":         tuningAccessModeAttribute(),
+					"image_pull_secrets":  tuningPullSecretsAttribute(),
+					"model_access_secret": tuningModelAccessAttribute(),
 					"input_urls": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Training data URLs (https). Exactly one of `input_urls`, `input_image` and `input_pvc`.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(regexp.MustCompile(`^https://\S+$`), "must be an https URL")),
 							exactlyOne(path.MatchRelative().AtParent().AtName("input_image"), path.MatchRelative().AtParent().AtName("input_pvc"))}},
@@ -486,6 +499,7 @@ func expandWorkspace(m *workspaceModelV0) (*unstructured.Unstructured, error) {
 			Image: t.Image.ValueString(), Config: t.Config.ValueString(), BackoffLimit: &bl, ReleaseNodesOnSuccess: t.ReleaseNodesOnSuccess.ValueBool(),
 			Input:  v1alpha1.WorkspaceDataSource{URLs: t.InputURLs, Image: t.InputImage.ValueString(), PVC: t.InputPVC.ValueString()},
 			Output: v1alpha1.WorkspaceDataDestination{Image: t.OutputImage.ValueString(), PVC: t.OutputPVC.ValueString(), ImagePushSecret: t.OutputPushSecret.ValueString()}}
+		expandTuningPreset(t, spec.Tuning)
 	}
 	spec.Scheduling = expandScheduling(m.NodeSelector, m.Tolerations, m.RuntimeClassName, m.PriorityClassName)
 	spec.Autoscaling = expandAutoscaling(m.Autoscaling)
@@ -561,6 +575,7 @@ func flattenWorkspace(u *unstructured.Unstructured, prior *workspaceModelV0) (*w
 			InputURLs: optList(t.Input.URLs, pt.InputURLs), InputImage: optString(t.Input.Image, pt.InputImage), InputPVC: optString(t.Input.PVC, pt.InputPVC),
 			OutputImage: optString(t.Output.Image, pt.OutputImage), OutputPVC: optString(t.Output.PVC, pt.OutputPVC), OutputPushSecret: optString(t.Output.ImagePushSecret, pt.OutputPushSecret),
 			Config: optString(t.Config, pt.Config), BackoffLimit: types.Int64Value(bl), ReleaseNodesOnSuccess: types.BoolValue(t.ReleaseNodesOnSuccess)}
+		flattenTuningPreset(t, pt, m.Tuning)
 	}
 	sc := w.Spec.Scheduling
 	m.NodeSelector = optMap(sc.NodeSelector, prior.NodeSelector)

@@ -201,6 +201,46 @@ func TestWorkspace_kaitoAtPlan(t *testing.T) {
   resource  = { gpu_count = 1 }
   inference = { preset = "phi-2", volumes = [{ name = "v", mount_path = "/v", config_map = "c", secret = "s" }] }
 `, `(?s)inference.volumes\[0\].config_map.*inference.volumes\[0\].secret`},
+		"private tuning without image": {`
+  resource = { gpu_count = 1 }
+  tuning   = { method = "qlora", preset = "falcon-7b", access_mode = "private", image_pull_secrets = ["regcred"], input_urls = ["https://example.com/d"], output_image = "o" }
+`, `(?s)Private Preset Needs an Image.*tuning.access_mode.*set\s+tuning.image`},
+		"tuning access mode": {`
+  resource = { gpu_count = 1 }
+  tuning   = { method = "lora", preset = "falcon-7b", access_mode = "internal", input_urls = ["https://example.com/d"], output_image = "o" }
+`, `(?s)tuning.access_mode.*public`},
+		"tuning model access secret": {`
+  resource = { gpu_count = 1 }
+  tuning   = { method = "lora", preset = "falcon-7b", model_access_secret = "HF_Token", input_urls = ["https://example.com/d"], output_image = "o" }
+`, `(?s)tuning.model_access_secret.*must be a Secret name`},
+		"medium without empty_dir": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "v", mount_path = "/v", config_map = "c", medium = "Memory" }] }
+`, `(?s)Medium or Size Limit Without an Empty Dir.*inference.volumes\[0\].medium.*inference.volumes\[0\].empty_dir`},
+		"medium other than Memory": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "dshm", mount_path = "/dev/shm", empty_dir = true, medium = "HugePages" }] }
+`, `(?s)inference.volumes\[0\].medium.*Memory`},
+		"size limit not a quantity": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "dshm", mount_path = "/dev/shm", empty_dir = true, medium = "Memory", size_limit = "8GB" }] }
+`, `(?s)Invalid Size Limit.*inference.volumes\[0\].size_limit.*"8GB"`},
+		"size limit zero": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "dshm", mount_path = "/dev/shm", empty_dir = true, size_limit = "0Gi" }] }
+`, `(?s)Invalid Size Limit.*inference.volumes\[0\].size_limit.*above\s+0`},
+		"size limit without empty_dir": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "v", mount_path = "/v", secret = "s", size_limit = "1Gi" }] }
+`, `(?s)Medium or Size Limit Without an Empty Dir.*inference.volumes\[0\].size_limit`},
+		"two volumes at one mount path": {`
+  resource  = { gpu_count = 1 }
+  inference = { preset = "phi-2", volumes = [{ name = "a", mount_path = "/dev/shm", empty_dir = true, medium = "Memory" }, { name = "b", mount_path = "/dev/shm", empty_dir = true }] }
+`, `(?s)Duplicate Mount Path.*inference.volumes\[1\].mount_path.*"/dev/shm"`},
+		"container name": {`
+  resource  = { gpu_count = 1 }
+  inference = { model = "m", image = "i", container_name = "Custom_LLM" }
+`, `(?s)inference.container_name.*must be a DNS label`},
 		"probe with both": {`
   resource  = { gpu_count = 1 }
   inference = { preset = "phi-2", readiness_probe = { http_path = "/health", exec = ["true"] } }

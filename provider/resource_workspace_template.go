@@ -14,18 +14,56 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
 // The parts of gantry_workspace that express KAITO's resource.partition (MIG), its
-// inference.template pod settings (command, probes, volumes) and its private presets.
+// inference.template pod settings (container name, command, probes, volumes) and its private
+// presets (inference and tuning).
 
 var (
 	migProfileRe = regexp.MustCompile(`^[1-7]g\.[0-9]+(\.[0-9]+)?gb$`)
 	volumeNameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	// sizeLimitRe is the CRD's pattern of volumes[].sizeLimit: a quantity without an exponent
+	// or a milli suffix.
+	sizeLimitRe = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
 )
+
+// containerNameAttribute is inference.container_name (the named container of KAITO's
+// inference.template).
+func containerNameAttribute() schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, MarkdownDescription: "Name of the model server container, as the container of KAITO's `inference.template` is named " +
+		"(e.g. `custom-llm-container`); a DNS label, default `model`. Changing it rolls the pods.",
+		Validators: []validator.String{stringvalidator.RegexMatches(volumeNameRe, "must be a DNS label: lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit")}}
+}
+
+// tuningAccessModeAttribute is tuning.access_mode (KAITO's tuning preset accessMode).
+func tuningAccessModeAttribute() schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, MarkdownDescription: "KAITO's tuning preset `accessMode`: `public` (default) or `private`, as KAITO's fine-tuning examples write it.\n\n" +
+		"`private` means the tuning image is in a private registry: `image` must name it (KAITO's `presetOptions.image`; the plan fails naming this attribute without it), " +
+		"usually with `image_pull_secrets`, which the tuning Job's pod gets as its `imagePullSecrets`, as KAITO's tuning Job did. KAITO v1beta1 deprecates `accessMode`; " +
+		"`image` and `image_pull_secrets` work without it too.",
+		Validators: []validator.String{stringvalidator.OneOf("public", "private"), privateNeedsImage{block: "tuning"}}}
+}
+
+// tuningPullSecretsAttribute is tuning.image_pull_secrets (KAITO's presetOptions.imagePullSecrets).
+func tuningPullSecretsAttribute() schema.ListAttribute {
+	return schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of docker-config Secrets in the namespace used to pull `image` " +
+		"(KAITO's tuning `presetOptions.imagePullSecrets`; at most 8): the tuning Job pod's `imagePullSecrets`. The reconciler checks that they exist (the apply fails naming a missing one) and never reads them.",
+		Validators: []validator.List{listvalidator.SizeBetween(1, 8), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(objNameRe, "must be a Secret name"))}}
+}
+
+// tuningModelAccessAttribute is tuning.model_access_secret (KAITO's presetOptions.modelAccessSecret).
+func tuningModelAccessAttribute() schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a Secret in the namespace whose key `HF_TOKEN` holds a Hugging Face token (KAITO's `presetOptions.modelAccessSecret`).\n\n" +
+		"The tuning container gets it as `HF_TOKEN`, as KAITO's model servers do, to download a gated base model. " +
+		"Only the name is in Terraform; the reconciler checks that the Secret and its key exist (the apply fails naming them otherwise) and never reads the token.",
+		Validators: []validator.String{stringvalidator.RegexMatches(objNameRe, "must be a Secret name")}}
+}
 
 func partitionAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Run each replica on one GPU partition instead of whole GPUs (KAITO's `resource.partition`).\n\n" +
@@ -95,6 +133,12 @@ func volumesAttribute() schema.ListNestedAttribute {
 			"pvc":    schema.StringAttribute{Optional: true, MarkdownDescription: "A PersistentVolumeClaim's name.", Validators: []validator.String{objName("PersistentVolumeClaim")}},
 			"empty_dir": schema.BoolAttribute{Optional: true, MarkdownDescription: "`true`: a scratch directory that lives as long as the pod.",
 				Validators: []validator.Bool{emptyDirTrue{}}},
+			"medium": schema.StringAttribute{Optional: true, MarkdownDescription: "Storage medium of the `empty_dir`: `Memory` (a tmpfs, as the `emptyDir: {medium: Memory}` " +
+				"KAITO's inference templates mount at `/dev/shm` for vLLM); unset, the node's disk. Requires `empty_dir = true`.",
+				Validators: []validator.String{stringvalidator.OneOf(string(corev1.StorageMediumMemory)), emptyDirOnly{}}},
+			"size_limit": schema.StringAttribute{Optional: true, MarkdownDescription: "Size limit of the `empty_dir`, a quantity above 0 such as `8Gi` (emptyDir's `sizeLimit`; " +
+				"with `medium = \"Memory\"` it counts against the container's memory). Requires `empty_dir = true`.",
+				Validators: []validator.String{sizeLimitValidator{}, emptyDirOnly{}}},
 		}},
 	}
 }
@@ -108,6 +152,48 @@ func (emptyDirTrue) ValidateBool(_ context.Context, req validator.BoolRequest, r
 	if !req.ConfigValue.IsNull() && !req.ConfigValue.IsUnknown() && !req.ConfigValue.ValueBool() {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Volume Source", fmt.Sprintf("%s = false gives the volume no source: set it to true, or use config_map, secret or pvc instead.", req.Path))
 	}
+}
+
+// emptyDirOnly: volumes[*].medium and size_limit need empty_dir = true beside them (the CRD's
+// rule "a volume's medium and sizeLimit go with emptyDir").
+type emptyDirOnly struct{}
+
+func (emptyDirOnly) Description(context.Context) string               { return "requires empty_dir = true" }
+func (v emptyDirOnly) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (emptyDirOnly) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() {
+		return
+	}
+	var ed types.Bool
+	if req.Config.GetAttribute(ctx, req.Path.ParentPath().AtName("empty_dir"), &ed).HasError() || ed.IsUnknown() || ed.ValueBool() {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Medium or Size Limit Without an Empty Dir",
+		fmt.Sprintf("%s sets an emptyDir's %s: it needs %s = true beside it (a config_map, secret or pvc volume has none).",
+			req.Path, req.Path.Steps()[len(req.Path.Steps())-1], req.Path.ParentPath().AtName("empty_dir")))
+}
+
+// sizeLimitValidator: volumes[*].size_limit is a quantity above 0 in the CRD's form (no
+// exponent, no milli suffix).
+type sizeLimitValidator struct{}
+
+func (sizeLimitValidator) Description(context.Context) string {
+	return "a quantity above 0 such as 8Gi or 512Mi"
+}
+func (v sizeLimitValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (sizeLimitValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	v := req.ConfigValue.ValueString()
+	q, err := k8sresource.ParseQuantity(v)
+	if err == nil && sizeLimitRe.MatchString(v) && q.Sign() > 0 {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Invalid Size Limit",
+		fmt.Sprintf("%s = %q is not a size: use a quantity above 0 such as 8Gi, 512Mi or 1G (no exponent, no milli suffix m).", req.Path, v))
 }
 
 // migProfileValidator: resource.partition.profile is one of KAITO's known MIG profiles.
@@ -175,15 +261,16 @@ func (partitionValidator) ValidateObject(ctx context.Context, req validator.Obje
 	}
 }
 
-// privateNeedsImage: inference.access_mode = "private" needs inference.image (KAITO: "When
-// AccessMode is private, an image must be provided in PresetOptions").
-type privateNeedsImage struct{}
+// privateNeedsImage: <block>.access_mode = "private" needs <block>.image (KAITO: "When
+// AccessMode is private, an image must be provided in PresetOptions"); block is inference or
+// tuning (KAITO's tuning Job ran presetOptions.image when private).
+type privateNeedsImage struct{ block string }
 
 func (privateNeedsImage) Description(context.Context) string {
 	return "access_mode private needs image"
 }
 func (v privateNeedsImage) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (privateNeedsImage) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v privateNeedsImage) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || req.ConfigValue.ValueString() != "private" {
 		return
 	}
@@ -191,8 +278,12 @@ func (privateNeedsImage) ValidateString(ctx context.Context, req validator.Strin
 	if req.Config.GetAttribute(ctx, req.Path.ParentPath().AtName("image"), &image).HasError() || !image.IsNull() {
 		return
 	}
+	what := "the preset's image"
+	if v.block == "tuning" {
+		what = "the tuning image"
+	}
 	resp.Diagnostics.AddAttributeError(req.Path, "Private Preset Needs an Image",
-		"inference.access_mode = \"private\" means the preset's image is in a private registry: set inference.image to it (KAITO's presetOptions.image), usually with inference.image_pull_secrets.")
+		fmt.Sprintf("%[1]s.access_mode = \"private\" means %[2]s is in a private registry: set %[1]s.image to it (KAITO's presetOptions.image), usually with %[1]s.image_pull_secrets.", v.block, what))
 }
 
 func expandProbe(p *wsProbeModel) *v1alpha1.WorkspaceProbe {
@@ -217,18 +308,20 @@ func flattenProbe(p *v1alpha1.WorkspaceProbe, prior *wsProbeModel) *wsProbeModel
 
 // expandInferenceTemplate sets the KAITO inference.template and private preset parts of in.
 func expandInferenceTemplate(i *wsInferenceModel, in *v1alpha1.WorkspaceInference) {
-	in.Command, in.ImagePullSecrets = i.Command, i.ImagePullSecrets
+	in.Command, in.ImagePullSecrets, in.ContainerName = i.Command, i.ImagePullSecrets, i.ContainerName.ValueString()
 	in.PerformanceMode, in.AccessMode = i.PerformanceMode.ValueString(), i.AccessMode.ValueString()
 	in.ReadinessProbe, in.LivenessProbe = expandProbe(i.ReadinessProbe), expandProbe(i.LivenessProbe)
 	for _, v := range i.Volumes {
 		in.Volumes = append(in.Volumes, v1alpha1.WorkspaceVolume{Name: v.Name.ValueString(), MountPath: v.MountPath.ValueString(), ReadOnly: v.ReadOnly.ValueBool(),
-			ConfigMap: v.ConfigMap.ValueString(), Secret: v.Secret.ValueString(), PVC: v.PVC.ValueString(), EmptyDir: v.EmptyDir.ValueBool()})
+			ConfigMap: v.ConfigMap.ValueString(), Secret: v.Secret.ValueString(), PVC: v.PVC.ValueString(), EmptyDir: v.EmptyDir.ValueBool(),
+			Medium: v.Medium.ValueString(), SizeLimit: v.SizeLimit.ValueString()})
 	}
 }
 
 // flattenInferenceTemplate is expandInferenceTemplate's inverse; pi only decides null versus empty.
 func flattenInferenceTemplate(in *v1alpha1.WorkspaceInference, pi, m *wsInferenceModel) {
 	m.Command, m.ImagePullSecrets = optList(in.Command, pi.Command), optList(in.ImagePullSecrets, pi.ImagePullSecrets)
+	m.ContainerName = optString(in.ContainerName, pi.ContainerName)
 	m.PerformanceMode, m.AccessMode = optString(in.PerformanceMode, pi.PerformanceMode), optString(in.AccessMode, pi.AccessMode)
 	m.ReadinessProbe, m.LivenessProbe = flattenProbe(in.ReadinessProbe, pi.ReadinessProbe), flattenProbe(in.LivenessProbe, pi.LivenessProbe)
 	for i, v := range in.Volumes {
@@ -237,11 +330,23 @@ func flattenInferenceTemplate(in *v1alpha1.WorkspaceInference, pi, m *wsInferenc
 			pv = pi.Volumes[i]
 		}
 		m.Volumes = append(m.Volumes, wsVolumeModel{Name: types.StringValue(v.Name), MountPath: types.StringValue(v.MountPath), ReadOnly: optBool(v.ReadOnly, pv.ReadOnly),
-			ConfigMap: optString(v.ConfigMap, pv.ConfigMap), Secret: optString(v.Secret, pv.Secret), PVC: optString(v.PVC, pv.PVC), EmptyDir: optBool(v.EmptyDir, pv.EmptyDir)})
+			ConfigMap: optString(v.ConfigMap, pv.ConfigMap), Secret: optString(v.Secret, pv.Secret), PVC: optString(v.PVC, pv.PVC), EmptyDir: optBool(v.EmptyDir, pv.EmptyDir),
+			Medium: optString(v.Medium, pv.Medium), SizeLimit: optString(v.SizeLimit, pv.SizeLimit)})
 	}
 	if m.Volumes == nil && pi.Volumes != nil {
 		m.Volumes = []wsVolumeModel{}
 	}
+}
+
+// expandTuningPreset sets KAITO's tuning preset accessMode and presetOptions on t.
+func expandTuningPreset(m *wsTuningModel, t *v1alpha1.WorkspaceTuning) {
+	t.AccessMode, t.ImagePullSecrets, t.ModelAccessSecret = m.AccessMode.ValueString(), m.ImagePullSecrets, m.ModelAccessSecret.ValueString()
+}
+
+// flattenTuningPreset is expandTuningPreset's inverse; pt only decides null versus empty.
+func flattenTuningPreset(t *v1alpha1.WorkspaceTuning, pt, m *wsTuningModel) {
+	m.AccessMode, m.ModelAccessSecret = optString(t.AccessMode, pt.AccessMode), optString(t.ModelAccessSecret, pt.ModelAccessSecret)
+	m.ImagePullSecrets = optList(t.ImagePullSecrets, pt.ImagePullSecrets)
 }
 
 func expandPartition(p *wsPartitionModel) *v1alpha1.WorkspacePartition {

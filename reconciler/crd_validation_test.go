@@ -315,6 +315,35 @@ func TestWorkspaceCRDValidation(t *testing.T) {
 			s.Inference.ReadinessProbe = &v1alpha1.WorkspaceProbe{HTTPPath: "/health", Exec: []string{"true"}}
 		}, "spec.inference.readinessProbe", "a probe needs exactly one of httpPath and exec"},
 		{"performance mode", func(s *v1alpha1.WorkspaceSpec) { s.Inference.PerformanceMode = "fast" }, "spec.inference.performanceMode", "Unsupported value"},
+		// KAITO's custom template's named container and in-memory emptyDir; its private tuning preset.
+		{"KAITO custom template", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.ContainerName = "custom-llm-container"
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "dshm", MountPath: "/dev/shm", EmptyDir: true, Medium: "Memory", SizeLimit: "16Gi"}}
+		}, "", ""},
+		{"container name not a DNS label", func(s *v1alpha1.WorkspaceSpec) { s.Inference.ContainerName = "Custom_LLM" }, "spec.inference.containerName", "should match"},
+		{"medium without emptyDir", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "v", MountPath: "/v", ConfigMap: "c", Medium: "Memory"}}
+		}, "spec.inference.volumes[0]", "a volume's medium and sizeLimit go with emptyDir"},
+		{"medium HugePages", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "v", MountPath: "/v", EmptyDir: true, Medium: "HugePages"}}
+		}, "spec.inference.volumes[0].medium", "Unsupported value"},
+		{"sizeLimit not a quantity", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "v", MountPath: "/v", EmptyDir: true, SizeLimit: "8GB"}}
+		}, "spec.inference.volumes[0].sizeLimit", "should match"},
+		{"sizeLimit zero", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference.Volumes = []v1alpha1.WorkspaceVolume{{Name: "v", MountPath: "/v", EmptyDir: true, SizeLimit: "0Gi"}}
+		}, "spec.inference.volumes[0].sizeLimit", "sizeLimit must be above 0"},
+		{"KAITO private tuning preset", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = nil
+			s.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningQLoRA, Preset: "falcon-7b", AccessMode: "private", Image: "registry.example/falcon:1",
+				ImagePullSecrets: []string{"acr-pull"}, ModelAccessSecret: "hf-token",
+				Input: v1alpha1.WorkspaceDataSource{URLs: []string{"https://example.com/d"}}, Output: v1alpha1.WorkspaceDataDestination{Image: "registry.example/o:1"}}
+		}, "", ""},
+		{"private tuning preset without image", func(s *v1alpha1.WorkspaceSpec) {
+			s.Inference = nil
+			s.Tuning = &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningQLoRA, Preset: "falcon-7b", AccessMode: "private",
+				Input: v1alpha1.WorkspaceDataSource{URLs: []string{"https://example.com/d"}}, Output: v1alpha1.WorkspaceDataDestination{Image: "registry.example/o:1"}}
+		}, "spec.tuning", "spec.tuning.accessMode private needs spec.tuning.image"},
 		// Any Hugging Face model (issue 40 item 5).
 		{"a Hugging Face model without an image, sized", func(s *v1alpha1.WorkspaceSpec) {
 			s.Resource.GPUCount = 0

@@ -3,6 +3,7 @@ package adopt
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -270,11 +271,9 @@ func fromKAITOTuning(kw kaitoWorkspace, tm map[string]any) (*v1alpha1.WorkspaceT
 		unknown("tuning.preset.", pm, kaitoPresetFields)
 		unknown("tuning.preset.presetOptions.", pm["presetOptions"], kaitoOptionsFields)
 		gt.Preset, gt.Image = p.Name, p.PresetOptions.Image
-		if len(p.PresetOptions.ImagePullSecrets) > 0 {
-			w("tuning.preset.presetOptions.imagePullSecrets: a tuning workspace takes no image pull secrets; left out")
-		}
-		if p.PresetOptions.ModelAccessSecret != "" {
-			w("tuning.preset.presetOptions.modelAccessSecret: a tuning workspace takes no model access secret; left out")
+		gt.ImagePullSecrets, gt.ModelAccessSecret = p.PresetOptions.ImagePullSecrets, p.PresetOptions.ModelAccessSecret
+		if p.AccessMode == "private" {
+			gt.AccessMode = p.AccessMode
 		}
 	}
 	if in := t.Input; in != nil {
@@ -307,7 +306,7 @@ func fromKAITOTuning(kw kaitoWorkspace, tm map[string]any) (*v1alpha1.WorkspaceT
 }
 
 // fromKAITOTemplate maps KAITO's inference.template (a whole pod template, raw as tm) onto
-// Gantry's typed custom model server: the first container's image, command, args, first
+// Gantry's typed custom model server: the first container's name, image, command, args, first
 // port, probes and volume mounts, and the pod's imagePullSecrets.
 func fromKAITOTemplate(wsName string, t *corev1.PodTemplateSpec, tm map[string]any, gi *v1alpha1.WorkspaceInference) []string {
 	var warn []string
@@ -342,7 +341,7 @@ func fromKAITOTemplate(wsName string, t *corev1.PodTemplateSpec, tm map[string]a
 			w("inference.template.spec.containers[0].%s: not supported by Gantry's typed template; left out", f)
 		}
 	}
-	gi.Image, gi.Command, gi.Args = c.Image, c.Command, c.Args
+	gi.ContainerName, gi.Image, gi.Command, gi.Args = c.Name, c.Image, c.Command, c.Args
 	if len(c.Ports) > 0 {
 		gi.Port = c.Ports[0].ContainerPort
 		if len(c.Ports) > 1 {
@@ -428,6 +427,7 @@ func kaitoVolumes(t *corev1.PodTemplateSpec, c corev1.Container, gi *v1alpha1.Wo
 			gv.ReadOnly = gv.ReadOnly || v.PersistentVolumeClaim.ReadOnly
 		case v.EmptyDir != nil:
 			gv.EmptyDir = true
+			warn = append(warn, kaitoEmptyDir(v.Name, v.EmptyDir, &gv)...)
 		default:
 			w("inference.template.spec.volumes[%s]: only configMap, secret, persistentVolumeClaim and emptyDir volumes are supported; left out", m.Name)
 			continue
@@ -445,6 +445,29 @@ func kaitoVolumes(t *corev1.PodTemplateSpec, c corev1.Container, gi *v1alpha1.Wo
 	}
 	return warn
 }
+
+// kaitoEmptyDir carries an emptyDir's medium (Memory) and sizeLimit onto gv.
+func kaitoEmptyDir(name string, e *corev1.EmptyDirVolumeSource, gv *v1alpha1.WorkspaceVolume) []string {
+	var warn []string
+	switch e.Medium {
+	case corev1.StorageMediumDefault:
+	case corev1.StorageMediumMemory:
+		gv.Medium = string(e.Medium)
+	default:
+		warn = append(warn, fmt.Sprintf("inference.template.spec.volumes[%s].emptyDir.medium %q: only Memory is supported; left out (the node's disk)", name, e.Medium))
+	}
+	if q := e.SizeLimit; q != nil {
+		if s := q.String(); q.Sign() > 0 && sizeLimitRe.MatchString(s) {
+			gv.SizeLimit = s
+		} else {
+			warn = append(warn, fmt.Sprintf("inference.template.spec.volumes[%s].emptyDir.sizeLimit %q: not a size above 0 without a milli suffix; left out", name, s))
+		}
+	}
+	return warn
+}
+
+// sizeLimitRe is the Workspace CRD's pattern of spec.inference.volumes[].sizeLimit.
+var sizeLimitRe = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
 
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)

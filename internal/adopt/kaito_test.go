@@ -3,7 +3,11 @@ package adopt
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,12 +88,12 @@ func TestFromKAITOTemplate(t *testing.T) {
 	if r.Partition == nil || r.Partition.Mode != v1alpha1.PartitionModeMIG || r.Partition.Profile != "1g.10gb" || r.ProvisionNodes == nil || *r.ProvisionNodes || r.Count != 0 {
 		t.Errorf("resource: %+v", r)
 	}
-	want := &v1alpha1.WorkspaceInference{Model: "custom", Image: "registry.local/server:2", Command: []string{"python", "serve.py"}, Args: []string{"--port", "5000"}, Port: 5000,
+	want := &v1alpha1.WorkspaceInference{Model: "custom", ContainerName: "server", Image: "registry.local/server:2", Command: []string{"python", "serve.py"}, Args: []string{"--port", "5000"}, Port: 5000,
 		ImagePullSecrets: []string{"regcred"},
 		ReadinessProbe:   &v1alpha1.WorkspaceProbe{HTTPPath: "/health", Port: 5000, PeriodSeconds: 5},
 		LivenessProbe:    &v1alpha1.WorkspaceProbe{Exec: []string{"cat", "/tmp/ok"}, FailureThreshold: 4},
 		Volumes: []v1alpha1.WorkspaceVolume{{Name: "weights", MountPath: "/weights", ReadOnly: true, PVC: "weights-pvc"},
-			{Name: "scratch", MountPath: "/scratch", EmptyDir: true}}}
+			{Name: "scratch", MountPath: "/scratch", EmptyDir: true, Medium: "Memory", SizeLimit: "8Gi"}}}
 	if !reflect.DeepEqual(ws.Spec.Inference, want) {
 		t.Errorf("inference:\n got %+v\nwant %+v", ws.Spec.Inference, want)
 	}
@@ -106,20 +110,19 @@ func TestFromKAITOTemplate(t *testing.T) {
 	})
 }
 
-// A tuning Workspace: preset, method (lowercased), config, input URLs, output image and push
-// secret map; the model access secret and the input's name are warnings.
+// A tuning Workspace: preset with its accessMode and presetOptions (image, pull secrets, model
+// access secret), method (lowercased), config, input URLs, output image and push secret map;
+// the input's name is a warning.
 func TestFromKAITOTuning(t *testing.T) {
 	ws, warn := fromKAITO(t, "kaito-tuning.yaml")
 	want := &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningQLoRA, Preset: "phi-3-mini-4k-instruct", Config: "tuning-config",
+		AccessMode: "private", Image: "registry.local/kaito-phi-3:private", ImagePullSecrets: []string{"regcred"}, ModelAccessSecret: "hf-token",
 		Input:  v1alpha1.WorkspaceDataSource{URLs: []string{"https://example.com/data.parquet"}},
 		Output: v1alpha1.WorkspaceDataDestination{Image: "registry.local/adapter:tuned", ImagePushSecret: "push-cred"}}
 	if !reflect.DeepEqual(ws.Spec.Tuning, want) || ws.Spec.Inference != nil || ws.Spec.Resource.Count != 1 || ws.Spec.Resource.InstanceType != "Standard_NC6s_v3" {
 		t.Errorf("spec:\n got %+v %+v\nwant tuning %+v", ws.Spec.Resource, ws.Spec.Tuning, want)
 	}
-	wantWarnings(t, warn, []string{
-		"tuning.input.name: not used by Gantry; left out",
-		"tuning.preset.presetOptions.modelAccessSecret: a tuning workspace takes no model access secret; left out",
-	})
+	wantWarnings(t, warn, []string{"tuning.input.name: not used by Gantry; left out"})
 
 	ws, warn = fromKAITO(t, "kaito-tuning-pvc.yaml")
 	if tu := ws.Spec.Tuning; tu.Input.PVC != "data" || tu.Output.PVC != "" || tu.Method != v1alpha1.TuningLoRA {
@@ -127,3 +130,57 @@ func TestFromKAITOTuning(t *testing.T) {
 	}
 	wantWarnings(t, warn, []string{"tuning.output.volumeSource: only a persistentVolumeClaim carries over (tuning.output_pvc); left out"})
 }
+
+// KAITO's own examples translate whole: the custom model's named container and in-memory
+// /dev/shm emptyDir (custom-model-deployment.yaml), and the private falcon-7b tuning preset
+// (kaito_workspace_tuning_falcon_7b_oai.yaml).
+func TestFromKAITOExamples(t *testing.T) {
+	ws, warn := fromKAITO(t, "kaito-custom-model.yaml")
+	in := ws.Spec.Inference
+	if in == nil || in.ContainerName != "custom-llm-container" || in.Image != "mcr.microsoft.com/aks/kaito/kaito-base:0.2.0" || len(in.Command) != 1 || in.Command[0] != "accelerate" {
+		t.Fatalf("inference: %+v", in)
+	}
+	if want := []v1alpha1.WorkspaceVolume{{Name: "dshm", MountPath: "/dev/shm", EmptyDir: true, Medium: "Memory"}}; !reflect.DeepEqual(in.Volumes, want) {
+		t.Errorf("volumes %+v, want %+v", in.Volumes, want)
+	}
+	if in.ReadinessProbe == nil || in.ReadinessProbe.HTTPPath != "/health" || in.ReadinessProbe.Port != 5000 || in.LivenessProbe == nil || in.LivenessProbe.InitialDelaySeconds != 600 {
+		t.Errorf("probes %+v %+v", in.ReadinessProbe, in.LivenessProbe)
+	}
+	for _, w := range warn {
+		if strings.Contains(w, "dshm") || strings.Contains(w, "containers[0].name") {
+			t.Errorf("warning %q: the name and the emptyDir carry over", w)
+		}
+	}
+
+	ws, warn = fromKAITO(t, "kaito-tuning-private.yaml")
+	want := &v1alpha1.WorkspaceTuning{Method: v1alpha1.TuningQLoRA, Preset: "falcon-7b", AccessMode: "private", Image: "aimodelsregistrytest.azurecr.io/kaito-falcon-7b:0.0.4",
+		Config: "my-qlora-params", Input: v1alpha1.WorkspaceDataSource{URLs: []string{
+			"https://huggingface.co/datasets/philschmid/dolly-15k-oai-style/resolve/main/data/train-00000-of-00001-54e3756291ca09c6.parquet?download=true"}},
+		Output: v1alpha1.WorkspaceDataDestination{Image: "ACR_REPO_HERE.azurecr.io/IMAGE_NAME_HERE:0.0.1", ImagePushSecret: "ACR_REGISTRY_SECRET_HERE"}}
+	if !reflect.DeepEqual(ws.Spec.Tuning, want) {
+		t.Errorf("tuning:\n got %+v\nwant %+v", ws.Spec.Tuning, want)
+	}
+	wantWarnings(t, warn, nil)
+}
+
+// An emptyDir's medium other than Memory, and a sizeLimit the CRD cannot hold, are warnings.
+func TestKAITOEmptyDir(t *testing.T) {
+	for _, tc := range []struct {
+		in   corev1.EmptyDirVolumeSource
+		want v1alpha1.WorkspaceVolume
+		warn int
+	}{
+		{corev1.EmptyDirVolumeSource{}, v1alpha1.WorkspaceVolume{}, 0},
+		{corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("2Gi"))}, v1alpha1.WorkspaceVolume{Medium: "Memory", SizeLimit: "2Gi"}, 0},
+		{corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumHugePages}, v1alpha1.WorkspaceVolume{}, 1},
+		{corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("0"))}, v1alpha1.WorkspaceVolume{}, 1},
+		{corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("1500m"))}, v1alpha1.WorkspaceVolume{}, 1},
+	} {
+		var got v1alpha1.WorkspaceVolume
+		if w := kaitoEmptyDir("v", &tc.in, &got); got != tc.want || len(w) != tc.warn {
+			t.Errorf("%+v: %+v %q, want %+v and %d warning(s)", tc.in, got, w, tc.want, tc.warn)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

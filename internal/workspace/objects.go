@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -26,7 +27,8 @@ const (
 	// LabelWorkspace is set on a Workspace's pods (and used as the Deployment and Service
 	// selector); value: the Workspace's name.
 	LabelWorkspace = "gantry.dev/workspace"
-	// ContainerName is the workload container's name.
+	// ContainerName is the workload container's name unless spec.inference.containerName
+	// names it (ModelContainerName).
 	ContainerName = "model"
 	// PortName is the inference port's name.
 	PortName = "http"
@@ -64,6 +66,15 @@ func Replicas(w *v1alpha1.Workspace) int32 {
 		return 1
 	}
 	return w.Spec.Resource.Count
+}
+
+// ModelContainerName is the workload container's name: spec.inference.containerName (the
+// name of the container of KAITO's inference.template), else ContainerName.
+func ModelContainerName(w *v1alpha1.Workspace) string {
+	if in := w.Spec.Inference; in != nil && in.ContainerName != "" {
+		return in.ContainerName
+	}
+	return ContainerName
 }
 
 // Port is spec.inference.port or v1alpha1.DefaultInferencePort (8000).
@@ -162,7 +173,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
-	c := corev1.Container{Name: ContainerName, Resources: res}
+	c := corev1.Container{Name: ModelContainerName(w), Resources: res}
 	var volumes []corev1.Volume
 	var pullSecrets []corev1.LocalObjectReference
 	config := ""
@@ -171,10 +182,7 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 		in := w.Spec.Inference
 		c.Image, c.Args = in.Image, append([]string(nil), in.Args...)
 		c.Env = []corev1.EnvVar{{Name: "MODEL_NAME", Value: in.Model}, {Name: "PORT", Value: fmt.Sprint(Port(w))}}
-		if in.ModelAccessSecret != "" {
-			c.Env = append(c.Env, corev1.EnvVar{Name: ModelAccessKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: in.ModelAccessSecret}, Key: ModelAccessKey}}})
-		}
+		c.Env = withModelAccess(c.Env, in.ModelAccessSecret)
 		for i, a := range in.Adapters {
 			strength := a.Strength
 			if strength == "" {
@@ -203,6 +211,8 @@ func PodTemplate(w *v1alpha1.Workspace) (corev1.PodTemplateSpec, error) {
 		for i, u := range t.Input.URLs {
 			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("INPUT_URL_%d", i), Value: u})
 		}
+		c.Env = withModelAccess(c.Env, t.ModelAccessSecret)
+		pullSecrets = localRefs(t.ImagePullSecrets)
 		if t.Output.ImagePushSecret != "" {
 			volumes = append(volumes, corev1.Volume{Name: "push-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.Output.ImagePushSecret}}})
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "push-secret", MountPath: "/mnt/push-secret", ReadOnly: true})
@@ -590,16 +600,43 @@ func inferenceTemplate(w *v1alpha1.Workspace, c *corev1.Container) ([]corev1.Vol
 		case v.PVC != "":
 			src.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PVC, ReadOnly: v.ReadOnly}
 		default:
-			src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+			src.EmptyDir = emptyDir(v)
 		}
 		vols = append(vols, corev1.Volume{Name: v.Name, VolumeSource: src})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.MountPath, ReadOnly: readOnly})
 	}
-	var pull []corev1.LocalObjectReference
-	for _, s := range in.ImagePullSecrets {
-		pull = append(pull, corev1.LocalObjectReference{Name: s})
+	return vols, localRefs(in.ImagePullSecrets)
+}
+
+// localRefs is names as local object references (nil for none): the pod's imagePullSecrets.
+func localRefs(names []string) []corev1.LocalObjectReference {
+	var out []corev1.LocalObjectReference
+	for _, n := range names {
+		out = append(out, corev1.LocalObjectReference{Name: n})
 	}
-	return vols, pull
+	return out
+}
+
+// withModelAccess appends to env, when secret is set, HF_TOKEN from the key HF_TOKEN of the
+// Secret secret, as KAITO gives its model servers the preset's modelAccessSecret
+// (presetOptions.modelAccessSecret; KAITO's SetHFToken).
+func withModelAccess(env []corev1.EnvVar, secret string) []corev1.EnvVar {
+	if secret == "" {
+		return env
+	}
+	return append(env, corev1.EnvVar{Name: ModelAccessKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: ModelAccessKey}}})
+}
+
+// emptyDir is the emptyDir source of a volume (spec.inference.volumes[].emptyDir) with its
+// medium and sizeLimit, as KAITO's inference.template writes emptyDir: {medium: Memory,
+// sizeLimit: ...}; a sizeLimit that does not parse (the CRD refuses one) is left out.
+func emptyDir(v v1alpha1.WorkspaceVolume) *corev1.EmptyDirVolumeSource {
+	out := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(v.Medium)}
+	if q, err := resource.ParseQuantity(v.SizeLimit); v.SizeLimit != "" && err == nil {
+		out.SizeLimit = &q
+	}
+	return out
 }
 
 // probe is p as a container probe: an HTTP GET of p.HTTPPath on p.Port (default: the
@@ -691,8 +728,9 @@ const ModelAccessKey = "HF_TOKEN"
 // Refs returns the objects a Workspace's pods use: the config ConfigMap (inference.config,
 // with its key inference_config.yaml for a preset, or tuning.config), the image pull Secrets
 // and the ConfigMaps, Secrets and claims of inference.volumes, the model access Secret with
-// its key HF_TOKEN (inference.modelAccessSecret) and the tuning output's push Secret
-// (tuning.output.imagePushSecret); Exists is left for the controller to fill in.
+// its key HF_TOKEN (inference.modelAccessSecret), and the tuning output's push Secret
+// (tuning.output.imagePushSecret), image pull Secrets and model access Secret (with its key
+// HF_TOKEN); Exists is left for the controller to fill in.
 func Refs(w *v1alpha1.Workspace) []failure.Ref {
 	var out []failure.Ref
 	if in := w.Spec.Inference; in != nil && in.Config != "" {
@@ -726,6 +764,12 @@ func Refs(w *v1alpha1.Workspace) []failure.Ref {
 		}
 		if t.Output.ImagePushSecret != "" {
 			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: t.Output.ImagePushSecret})
+		}
+		for _, s := range t.ImagePullSecrets {
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: s})
+		}
+		if t.ModelAccessSecret != "" {
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: w.Namespace, Name: t.ModelAccessSecret, Keys: []string{ModelAccessKey}})
 		}
 		for _, claim := range []string{t.Input.PVC, t.Output.PVC} {
 			if claim != "" {

@@ -128,3 +128,50 @@ output "chat_replicas" {
     desired = gantry_workspace.chat_autoscaled.desired_replicas
   }
 }
+
+# KAITO's custom model (its inference.template, examples/custom-model-integration): a container
+# named as in KAITO's pod template, and the in-memory emptyDir vLLM and accelerate want at
+# /dev/shm (medium Memory, here bounded by size_limit).
+resource "gantry_workspace" "custom_llm" {
+  name = "custom-llm"
+  resource = {
+    gpu_count   = 1
+    gpu_product = "NVIDIA-A100-SXM4-80GB"
+  }
+  inference = {
+    model          = "custom-llm"
+    image          = "mcr.microsoft.com/aks/kaito/kaito-base:0.2.0"
+    container_name = "custom-llm-container"
+    port           = 5000
+    command        = ["accelerate"]
+    args = ["launch", "--num_processes", "1", "--num_machines", "1", "--gpu_ids", "all", "tfs/inference_api.py",
+      "--pipeline", "text-generation", "--trust_remote_code", "--allow_remote_files",
+    "--pretrained_model_name_or_path", "tiiuae/falcon-7b", "--torch_dtype", "float16"]
+    readiness_probe = { http_path = "/health", initial_delay_seconds = 30 }
+    liveness_probe  = { http_path = "/health", initial_delay_seconds = 600 }
+    volumes = [
+      { name = "dshm", mount_path = "/dev/shm", empty_dir = true, medium = "Memory", size_limit = "16Gi" },
+    ]
+  }
+}
+
+# KAITO's private tuning preset (examples/fine-tuning, accessMode: private with
+# presetOptions.image): the tuning Job runs the private image and pulls it with acr-pull; the
+# model access Secret hf-token (key HF_TOKEN) reaches the container as HF_TOKEN. The Secrets are
+# created outside Terraform: only their names are here.
+resource "gantry_workspace" "falcon_tuning" {
+  name     = "tuning-falcon-7b"
+  resource = { gpu_product = "NVIDIA-A100-SXM4-80GB" }
+  tuning = {
+    preset              = "falcon-7b"
+    access_mode         = "private"
+    image               = "aimodelsregistrytest.azurecr.io/kaito-falcon-7b:0.0.4"
+    image_pull_secrets  = ["acr-pull"]
+    model_access_secret = "hf-token"
+    method              = "qlora"
+    config              = "my-qlora-params"
+    input_urls          = ["https://huggingface.co/datasets/philschmid/dolly-15k-oai-style/resolve/main/data/train-00000-of-00001-54e3756291ca09c6.parquet?download=true"]
+    output_image        = "registry.example/adapters/falcon-7b-oai:0.0.1"
+    output_push_secret  = "acr-push"
+  }
+}

@@ -90,7 +90,7 @@ type Workspace struct {
 // in reconciler/ checks that a field added later is named too).
 // +kubebuilder:validation:XValidation:rule="has(self.inference) != has(self.tuning)",message="exactly one of spec.inference or spec.tuning must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.inference) == has(oldSelf.inference)",message="the mode cannot change between inference and tuning: delete and re-create the workspace"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || (has(self.tuning) && self.resource == oldSelf.resource && (has(self.scheduling) ? has(oldSelf.scheduling) && self.scheduling == oldSelf.scheduling : !has(oldSelf.scheduling)) && self.tuning.method == oldSelf.tuning.method && (has(self.tuning.preset) ? has(oldSelf.tuning.preset) && self.tuning.preset == oldSelf.tuning.preset : !has(oldSelf.tuning.preset)) && (has(self.tuning.baseModel) ? has(oldSelf.tuning.baseModel) && self.tuning.baseModel == oldSelf.tuning.baseModel : !has(oldSelf.tuning.baseModel)) && (has(self.tuning.image) ? has(oldSelf.tuning.image) && self.tuning.image == oldSelf.tuning.image : !has(oldSelf.tuning.image)) && self.tuning.input == oldSelf.tuning.input && self.tuning.output == oldSelf.tuning.output && (has(self.tuning.config) ? has(oldSelf.tuning.config) && self.tuning.config == oldSelf.tuning.config : !has(oldSelf.tuning.config)) && (has(self.tuning.backoffLimit) ? has(oldSelf.tuning.backoffLimit) && self.tuning.backoffLimit == oldSelf.tuning.backoffLimit : !has(oldSelf.tuning.backoffLimit)))",message="a tuning workspace's spec is immutable but for spec.tuning.releaseNodesOnSuccess (its Job cannot change): delete and re-create the workspace"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tuning) || (has(self.tuning) && self.resource == oldSelf.resource && (has(self.scheduling) ? has(oldSelf.scheduling) && self.scheduling == oldSelf.scheduling : !has(oldSelf.scheduling)) && self.tuning.method == oldSelf.tuning.method && (has(self.tuning.preset) ? has(oldSelf.tuning.preset) && self.tuning.preset == oldSelf.tuning.preset : !has(oldSelf.tuning.preset)) && (has(self.tuning.baseModel) ? has(oldSelf.tuning.baseModel) && self.tuning.baseModel == oldSelf.tuning.baseModel : !has(oldSelf.tuning.baseModel)) && (has(self.tuning.image) ? has(oldSelf.tuning.image) && self.tuning.image == oldSelf.tuning.image : !has(oldSelf.tuning.image)) && self.tuning.input == oldSelf.tuning.input && self.tuning.output == oldSelf.tuning.output && (has(self.tuning.config) ? has(oldSelf.tuning.config) && self.tuning.config == oldSelf.tuning.config : !has(oldSelf.tuning.config)) && (has(self.tuning.backoffLimit) ? has(oldSelf.tuning.backoffLimit) && self.tuning.backoffLimit == oldSelf.tuning.backoffLimit : !has(oldSelf.tuning.backoffLimit)) && (has(self.tuning.accessMode) ? has(oldSelf.tuning.accessMode) && self.tuning.accessMode == oldSelf.tuning.accessMode : !has(oldSelf.tuning.accessMode)) && (has(self.tuning.imagePullSecrets) ? has(oldSelf.tuning.imagePullSecrets) && self.tuning.imagePullSecrets == oldSelf.tuning.imagePullSecrets : !has(oldSelf.tuning.imagePullSecrets)) && (has(self.tuning.modelAccessSecret) ? has(oldSelf.tuning.modelAccessSecret) && self.tuning.modelAccessSecret == oldSelf.tuning.modelAccessSecret : !has(oldSelf.tuning.modelAccessSecret)))",message="a tuning workspace's spec is immutable but for spec.tuning.releaseNodesOnSuccess (its Job cannot change): delete and re-create the workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.tuning) || self.resource.count == 1",message="a tuning workspace runs one Job pod: spec.resource.count must be 1"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.resource.gpuCount) || self.resource.gpuCount == 0",message="spec.resource.partition gives each replica one MIG slice: spec.resource.gpuCount must be 0 or unset"
 // +kubebuilder:validation:XValidation:rule="!has(self.resource.partition) || !has(self.inference) || !has(self.inference.modelGPUs) || self.inference.modelGPUs == 0",message="spec.inference.modelGPUs cannot be set with spec.resource.partition: a model is served from one MIG slice (as in KAITO)"
@@ -250,6 +250,11 @@ type WorkspaceInference struct {
 	// Args are the container arguments.
 	// +optional
 	Args []string `json:"args,omitempty"`
+	// ContainerName is the model server container's name (the name of the container in KAITO's
+	// inference.template), a DNS label; default "model".
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	// +optional
+	ContainerName string `json:"containerName,omitempty"`
 	// Command is the container's entrypoint (the pod template's command, as in KAITO's
 	// inference.template); default: the image's.
 	// +kubebuilder:validation:MaxItems=64
@@ -420,6 +425,7 @@ type WorkspaceProbe struct {
 // WorkspaceVolume is a volume mounted into the model server: exactly one of configMap, secret,
 // pvc and emptyDir.
 // +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.pvc), has(self.emptyDir) && self.emptyDir].filter(x, x).size() == 1",message="a volume needs exactly one of configMap, secret, pvc and emptyDir"
+// +kubebuilder:validation:XValidation:rule="(!has(self.medium) && !has(self.sizeLimit)) || (has(self.emptyDir) && self.emptyDir)",message="a volume's medium and sizeLimit go with emptyDir"
 type WorkspaceVolume struct {
 	// Name of the volume, a DNS label; not "config" (spec.inference.config's volume).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
@@ -447,6 +453,18 @@ type WorkspaceVolume struct {
 	// EmptyDir is a scratch directory that lives as long as the pod.
 	// +optional
 	EmptyDir bool `json:"emptyDir,omitempty"`
+	// Medium is the emptyDir's storage medium: Memory (a tmpfs, e.g. the /dev/shm KAITO's
+	// inference templates give vLLM) or unset (the node's disk). With emptyDir only.
+	// +kubebuilder:validation:Enum=Memory
+	// +optional
+	Medium string `json:"medium,omitempty"`
+	// SizeLimit is the emptyDir's size limit, a quantity above 0 such as "8Gi" (a Memory
+	// medium's counts against the container's memory). With emptyDir only.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0.]+[A-Za-z]*$')",message="sizeLimit must be above 0"
+	// +optional
+	SizeLimit string `json:"sizeLimit,omitempty"`
 }
 
 // WorkspaceAdapter is one adapter (KAITO's AdapterSpec): an image holding its weights.
@@ -466,6 +484,7 @@ type WorkspaceAdapter struct {
 // WorkspaceTuning fine-tunes a base model (KAITO's TuningSpec): a preset that can be tuned,
 // or an explicit base model and image.
 // +kubebuilder:validation:XValidation:rule="has(self.preset) || (has(self.baseModel) && has(self.image))",message="spec.tuning needs a preset, or a baseModel and an image"
+// +kubebuilder:validation:XValidation:rule="!has(self.accessMode) || self.accessMode != 'private' || has(self.image)",message="spec.tuning.accessMode private needs spec.tuning.image (the private tuning image, KAITO's presetOptions.image)"
 type WorkspaceTuning struct {
 	// Method is lora or qlora.
 	Method TuningMethod `json:"method"`
@@ -482,6 +501,30 @@ type WorkspaceTuning struct {
 	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Image string `json:"image,omitempty"`
+	// AccessMode is KAITO's tuning preset accessMode (deprecated in KAITO v1beta1, still
+	// written by its fine-tuning examples): public (default) or private. Private means the
+	// tuning image is in a private registry: image must name it (KAITO's presetOptions.image)
+	// and imagePullSecrets usually hold its credentials, as KAITO's tuning Job took them.
+	// +kubebuilder:validation:Enum=public;private
+	// +optional
+	AccessMode string `json:"accessMode,omitempty"`
+	// ImagePullSecrets are names of docker-config Secrets in the workspace's namespace used to
+	// pull image (KAITO's tuning presetOptions.imagePullSecrets): the tuning Job pod's
+	// imagePullSecrets. The reconciler checks that they exist (ReferenceNotFound otherwise)
+	// and never reads them.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	ImagePullSecrets []string `json:"imagePullSecrets,omitempty"`
+	// ModelAccessSecret is the name of a Secret in the workspace's namespace whose key HF_TOKEN
+	// holds a Hugging Face token (KAITO's presetOptions.modelAccessSecret): the tuning container
+	// gets it as the environment variable HF_TOKEN, as KAITO's model servers do, to download a
+	// gated base model. The reconciler checks that the Secret and its key exist
+	// (ReferenceNotFound otherwise) and never reads the value.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ModelAccessSecret string `json:"modelAccessSecret,omitempty"`
 	// Input is the training data.
 	Input WorkspaceDataSource `json:"input"`
 	// Output is where the tuned adapter goes.
