@@ -79,6 +79,44 @@ kubernetes:
 `
 }
 
+// guideHAExecutor is the migration guide's translation of the HourglassExecutor operator's
+// "High-Availability Executor" (templates/guides/migrating.md.tmpl, section "Executor images
+// built for the HourglassExecutor operator"), verbatim.
+const guideHAExecutor = `provider "gantry" {}
+
+resource "gantry_executor" "ha" {
+  name                = "ha-executor"
+  namespace           = "hourglass" # spec.config.kubernetes.namespace: where its performers go
+  image               = "hourglass/executor:v1.2.0"
+  replicas            = 3
+  aggregator_endpoint = "aggregator-ha.example.com:9090"
+  log_level           = "info"
+  chains = [
+    { name = "ethereum", rpc_url = "https://eth-mainnet.alchemyapi.io/v2/YOUR_KEY", chain_id = 1, task_mailbox_address = "0x1234567890abcdef1234567890abcdef12345678" },
+    { name = "base", rpc_url = "https://base-mainnet.infura.io/v3/YOUR_KEY", chain_id = 8453, task_mailbox_address = "0xabcdef1234567890abcdef1234567890abcdef12" },
+    { name = "arbitrum", rpc_url = "https://arbitrum-mainnet.infura.io/v3/YOUR_KEY", chain_id = 42161, task_mailbox_address = "0xfedcba0987654321fedcba0987654321fedcba09" },
+  ]
+  # spec.config.operatorKeys: the Secret's keys, never the values (or the write-only
+  # ecdsa_private_key_wo / bls_private_key_wo, which the provider writes to its own Secret).
+  operator_keys = {
+    secret_name = "ha-executor-keys"
+    ecdsa_key   = "ecdsa" # ECDSA_PRIVATE_KEY
+    bls_key     = "bls"   # BLS_PRIVATE_KEY
+  }
+  resources = {
+    requests = { cpu = "1", memory = "2Gi" }
+    limits   = { cpu = "4", memory = "8Gi" }
+  }
+  node_selector      = { "node.kubernetes.io/instance-type" = "m5.xlarge" }
+  tolerations        = [{ key = "dedicated", operator = "Equal", value = "hourglass", effect = "NoSchedule" }]
+  image_pull_secrets = ["private-registry-secret"]
+  # The old operator's pod labels, for Services or NetworkPolicies that select them.
+  pod_labels = { app = "hourglass-executor", "hourglass.eigenlayer.io/name" = "ha-executor" }
+
+  hourglass_compat = { config_format = "hourglass-executor-v1alpha1" }
+}
+`
+
 // config_format reaches spec.hourglassCompat.configFormat and reads back as configured (null
 // stays null: the default, ponos).
 func TestExecutorConfigFormat_roundTrip(t *testing.T) {
@@ -115,7 +153,8 @@ func TestExecutor_hourglassExecutorV1alpha1AtPlan(t *testing.T) {
 	for name, tc := range map[string]struct {
 		config, want string
 	}{
-		"the guide's translation": {config: hourglassExecutorV1alpha1("hourglass")},
+		"the acceptance test's translation": {config: hourglassExecutorV1alpha1("hourglass")},
+		"the migration guide's translation": {config: guideHAExecutor},
 		"only an ECDSA key": {config: strings.Replace(hourglassExecutorV1alpha1("hourglass"), `    bls_key     = "bls"
 `, "", 1)},
 		"ponos needs operator_address": {config: strings.Replace(strings.Replace(hourglassExecutorV1alpha1("hourglass"),
