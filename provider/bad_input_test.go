@@ -45,6 +45,7 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			"\n  packages = [{ name = \"aa\", version = \"1.0.0\", image = \"x\" }]\n}\n"
 	}
 	addr := "0x" + strings.Repeat("cd", 20)
+	hgV1 := `hourglass_compat = { config_format = "hourglass-executor-v1alpha1" }`
 	cases := []struct{ class, name, config, want string }{
 		// Known at plan, once caught only at apply.
 		{"plan", "after names the set itself", packageSet(`after = ["bad"]`),
@@ -88,6 +89,21 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`hourglass_compat.l1_chain: l1_chain = "base" is not one of chains (ethereum).`},
 		{"plan", "hourglass_compat image without a tag", executor("hourglass_compat = {}\n  operator_address = \"" + addr + "\"\n  avs_performers = [{ avs_address = \"" + addr + "\", image = \"ghcr.io/acme/perf\" }]"),
 			`avs_performers[0].image: hourglass_compat: "ghcr.io/acme/perf" must be repository:tag without a digest`},
+		// config_format = "hourglass-executor-v1alpha1": what the HourglassExecutor operator's config has no place for.
+		{"plan", "config_format not a format", executor(`hourglass_compat = { config_format = "v1alpha1" }`),
+			`hourglass_compat.config_format value must be one of: ["ponos" "hourglass-executor-v1alpha1"]`},
+		{"plan", "hourglass-executor-v1alpha1 with avs_performers", executor(hgV1 + "\n  avs_performers = [{ avs_address = \"" + addr + "\", image = \"p:1\" }]"),
+			`avs_performers: hourglass_compat.config_format = "hourglass-executor-v1alpha1": the HourglassExecutor operator's config has no AVS performers, so its executor would never see it.`},
+		{"plan", "hourglass-executor-v1alpha1 with l1_chain", executor(`hourglass_compat = { config_format = "hourglass-executor-v1alpha1", l1_chain = "ethereum" }`),
+			`hourglass_compat.l1_chain: hourglass_compat.config_format = "hourglass-executor-v1alpha1": the HourglassExecutor operator's config has no l1Chain`},
+		{"plan", "hourglass-executor-v1alpha1 with another grpc_port", executor(hgV1 + "\n  grpc_port = 9000"),
+			`grpc_port: hourglass_compat.config_format = "hourglass-executor-v1alpha1": grpc_port = 9000, but that executor listens on 9090`},
+		{"plan", "hourglass-executor-v1alpha1 with management_port", executor(hgV1 + "\n  management_port = 9001"),
+			`management_port: hourglass_compat.config_format = "hourglass-executor-v1alpha1": the HourglassExecutor operator's config has no management server port`},
+		{"plan", "hourglass-executor-v1alpha1 with a BLS keystore", strings.Replace(executor(hgV1), `ecdsa_key = "e" }`, `ecdsa_key = "e", bls_keystore_key = "ks" }`, 1),
+			`operator_keys.bls_keystore_key: hourglass_compat.config_format = "hourglass-executor-v1alpha1": the keys reach that executor only as the environment variables ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY`},
+		{"plan", "hourglass-executor-v1alpha1 with performer_names", executor(hgV1 + "\n  performer_names = [\"p\"]"),
+			`performer_names: hourglass_compat: Hourglass's executor creates its own performers from avs_performers and reads no performer endpoints. Remove performer_names.`},
 		// Accepted but wrong.
 		{"wrong", "manage_performers without an image", executor("manage_performers = true\n  avs_performers = [{ avs_address = \"" + addr + "\" }]"),
 			`avs_performers[0].image: manage_performers = true makes the executor deploy each AVS's performer from its image, but the AVS ` + addr + ` has none`},

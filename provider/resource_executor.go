@@ -123,7 +123,8 @@ type executorModelV0 struct {
 
 // hourglassCompatModel is hourglass_compat (spec.hourglassCompat).
 type hourglassCompatModel struct {
-	L1Chain types.String `tfsdk:"l1_chain"`
+	ConfigFormat types.String `tfsdk:"config_format"`
+	L1Chain      types.String `tfsdk:"l1_chain"`
 }
 
 type chainModel struct {
@@ -401,11 +402,28 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					executor.HourglassBLSPasswordEnv + "` (from `bls_keystore_password_key`), each `valueFrom.secretKeyRef`. " +
 					"The pods run as the ServiceAccount `executor-<name>`, whose Role lets the executor create, update and delete " +
 					"Hourglass `Performer` objects in this namespace (Hourglass's operator runs them, with the default scheduling " +
-					"Hourglass gives them: none). Needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`, or " +
+					"Hourglass gives them: none). With the default `config_format` (`\"" + v1alpha1.HourglassConfigFormatPonos + "\"`) it needs `operator_address` and `operator_keys.ecdsa_key` (or `ecdsa_private_key_wo`, or " +
 					"`operator_keys.remote_signer`: a web3signer, rendered as Hourglass's `remoteSignerConfig`); " +
 					"takes no `bls_key`, `bls_private_key_wo`, `remote_signer_url`, `performer_names` or `performer_selector`; " +
-					"`avs_performers` images must be `repository:tag`. See the guide \"Moving from Skyhook, NixFleet, KAITO or the Hourglass operator\" (section \"Running an unmodified Hourglass executor image\").",
+					"`avs_performers` images must be `repository:tag`. With `config_format = \"" + v1alpha1.HourglassConfigFormatExecutorV1alpha1 + "\"` " +
+					"the config is instead the one the removed `HourglassExecutor` operator wrote (see `config_format`). " +
+					"See the guide \"Moving from Skyhook, NixFleet, KAITO or the Hourglass operator\" (sections \"Running an unmodified Hourglass executor image\" " +
+					"and \"Executor images built for the HourglassExecutor operator\").",
 				Attributes: map[string]schema.Attribute{
+					"config_format": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Config format the executor image reads: `\"" + v1alpha1.HourglassConfigFormatPonos + "\"` (the default) or `\"" +
+							v1alpha1.HourglassConfigFormatExecutorV1alpha1 + "\"`.\n\n`\"" + v1alpha1.HourglassConfigFormatPonos + "\"` (also when unset) is " +
+							"Hourglass's current executor (ponos), as above. `\"" + v1alpha1.HourglassConfigFormatExecutorV1alpha1 + "\"` is for executor images " +
+							"built for the removed `HourglassExecutor` operator (`hourglass.eigenlayer.io/v1alpha1`): `config.yaml` holds exactly what that " +
+							"operator wrote (`aggregator_endpoint`, `performer_mode: \"kubernetes\"`, `log_level`, `chains` with `name`, `rpc`, `chain_id`, " +
+							"`task_mailbox_address`, and `kubernetes.namespace`, the executor's namespace), mounted at `" + v1alpha1.HourglassExecutorV1alpha1MountPath +
+							"`; the container keeps its image's entrypoint with the argument `--config=" + v1alpha1.HourglassExecutorV1alpha1MountPath + "/config.yaml`, " +
+							"port `grpc` 9090, HTTP probes `/healthz` and `/readyz` on port 8080. That operator gave its executor no keys: here " +
+							"`operator_keys.ecdsa_key` and `bls_key` (or the write-only keys) reach it as the environment variables `" + v1alpha1.ExecutorECDSAKeyEnv +
+							"` and `" + v1alpha1.ExecutorBLSKeyEnv + "` (`valueFrom.secretKeyRef`), never in the config or in state. This format needs no " +
+							"`operator_address` and takes no `avs_performers`, `l1_chain`, `bls_keystore_key`, `remote_signer`, `remote_signer_url`, " +
+							"`management_port`, and no `grpc_port` but 9090.",
+						Validators: []validator.String{stringvalidator.OneOf(v1alpha1.HourglassConfigFormatPonos, v1alpha1.HourglassConfigFormatExecutorV1alpha1)}},
 					"l1_chain": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "Name of the chain in `chains` rendered as Hourglass's `l1Chain` (`rpcUrl`, `chainId`); default the " +
 							"first chain. Hourglass's executor reads no other chain, no aggregator endpoint and no task mailbox address.",
@@ -524,7 +542,7 @@ func expandExecutor(m *executorModelV0) (*unstructured.Unstructured, error) {
 		ManagePerformers:        m.ManagePerformers.ValueBool(),
 	}
 	if c := m.HourglassCompat; c != nil {
-		spec.HourglassCompat = &v1alpha1.HourglassCompat{L1Chain: c.L1Chain.ValueString()}
+		spec.HourglassCompat = &v1alpha1.HourglassCompat{ConfigFormat: c.ConfigFormat.ValueString(), L1Chain: c.L1Chain.ValueString()}
 	}
 	for _, a := range m.AVSPerformers {
 		spec.AVSPerformers = append(spec.AVSPerformers, v1alpha1.AVSPerformer{AVSAddress: a.AVSAddress.ValueString(),
@@ -663,7 +681,7 @@ func flattenExecutor(u *unstructured.Unstructured, prior *executorModelV0) (*exe
 		if prior.HourglassCompat != nil {
 			pc = *prior.HourglassCompat
 		}
-		m.HourglassCompat = &hourglassCompatModel{L1Chain: optString(c.L1Chain, pc.L1Chain)}
+		m.HourglassCompat = &hourglassCompatModel{ConfigFormat: optString(c.ConfigFormat, pc.ConfigFormat), L1Chain: optString(c.L1Chain, pc.L1Chain)}
 	}
 	m.Resources = flattenResources(s.Resources, prior.Resources)
 	m.Tolerations = flattenTolerations(s.Scheduling.Tolerations, prior.Tolerations)
@@ -805,15 +823,12 @@ func (secretKeysValidator) ValidateObject(ctx context.Context, req validator.Obj
 	}
 }
 
-// validateHourglassCompat checks, at plan, what Hourglass's executor needs from a
-// configuration with hourglass_compat (the same rules the Executor CRD enforces), each error
-// on the attribute at fault: operator_address (Hourglass's operator.address is required);
-// operator_keys.ecdsa_key or ecdsa_private_key_wo (operator.operatorPrivateKey is required);
-// no operator_keys.bls_key, bls_private_key_wo or remote_signer_url (Hourglass reads a BLS
-// keystore and a local ECDSA key; its remote signer needs a public key Gantry does not have);
-// no performer_names or performer_selector (Hourglass's executor creates its own performers);
-// hourglass_compat.l1_chain naming one of chains; avs_performers images as repository:tag
-// without a digest (Hourglass's image.repository and image.tag). Unknown values are skipped.
+// validateHourglassCompat checks, at plan, what the executor image needs from a configuration
+// with hourglass_compat (the same rules the Executor CRD enforces), each error on the
+// attribute at fault: performer_names and performer_selector are refused (the executor creates
+// its own performers and reads no endpoints); then the rules of the config format
+// (config_format, default ponos): validateHourglassPonos or validateHourglassExecutorV1alpha1.
+// Unknown values are skipped; with config_format unknown, only the rules common to both.
 func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResponse) {
 	compat := root.Attr("hourglass_compat")
 	if compat.Null() || compat.Unknown() {
@@ -822,6 +837,32 @@ func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResp
 	bad := func(v configValue, summary, detail string) {
 		resp.Diagnostics.AddAttributeError(v.Path(), summary, fmt.Sprintf("%s: %s", v.Path(), detail))
 	}
+	for _, name := range []string{"performer_names", "performer_selector"} {
+		if v := root.Attr(name); v.Set() {
+			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor creates its own performers from avs_performers "+
+				"and reads no performer endpoints. Remove "+name+".")
+		}
+	}
+	format := compat.Attr("config_format")
+	switch f, known := format.String(); {
+	case format.Null():
+		validateHourglassPonos(root, compat, bad)
+	case !known:
+	case f == v1alpha1.HourglassConfigFormatExecutorV1alpha1:
+		validateHourglassExecutorV1alpha1(root, compat, bad)
+	default:
+		validateHourglassPonos(root, compat, bad)
+	}
+}
+
+// validateHourglassPonos checks hourglass_compat with Hourglass's current format (ponos):
+// operator_address (Hourglass's operator.address is required); operator_keys.ecdsa_key,
+// ecdsa_private_key_wo or remote_signer (operator.operatorPrivateKey is required); no
+// operator_keys.bls_key, bls_private_key_wo or remote_signer_url (Hourglass reads a BLS
+// keystore and a local ECDSA key; its remote signer needs a public key beside the URL);
+// hourglass_compat.l1_chain naming one of chains; avs_performers images as repository:tag
+// without a digest (Hourglass's image.repository and image.tag).
+func validateHourglassPonos(root, compat configValue, bad func(configValue, string, string)) {
 	if v := root.Attr("operator_address"); v.Null() {
 		bad(v, "Missing Operator Address", "hourglass_compat needs the operator's address: Hourglass's executor requires operator.address.")
 	}
@@ -840,12 +881,6 @@ func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResp
 		bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's remote signer needs the key's public key and address beside the URL: "+
 			"use operator_keys.remote_signer = { url, public_key } instead of remote_signer_url.")
 	}
-	for _, name := range []string{"performer_names", "performer_selector"} {
-		if v := root.Attr(name); v.Set() {
-			bad(v, "Not Supported By Hourglass", "hourglass_compat: Hourglass's executor creates its own performers from avs_performers "+
-				"and reads no performer endpoints. Remove "+name+".")
-		}
-	}
 	if l1, ok := compat.Attr("l1_chain").String(); ok {
 		validateL1Chain(root, compat.Attr("l1_chain"), l1, bad)
 	}
@@ -859,6 +894,39 @@ func validateHourglassCompat(root configValue, resp *resource.ValidateConfigResp
 			bad(a.Attr("image"), "Image Needs A Tag", fmt.Sprintf("hourglass_compat: %q must be repository:tag without a digest, "+
 				"e.g. \"ghcr.io/acme/performer:1.2.0\": Hourglass's executor config takes image.repository and image.tag.", img))
 		}
+	}
+}
+
+// validateHourglassExecutorV1alpha1 checks hourglass_compat with config_format =
+// "hourglass-executor-v1alpha1" (the removed HourglassExecutor operator's config), each error
+// on the attribute at fault: what that config has no place for is refused (avs_performers,
+// hourglass_compat.l1_chain, management_port), as are the keys that cannot reach that
+// executor as ECDSA_PRIVATE_KEY or BLS_PRIVATE_KEY (operator_keys.bls_keystore_key,
+// bls_keystore_password_key, remote_signer, remote_signer_url), and a grpc_port other than
+// 9090 (that operator's fixed port; its config names none, so the image listens there).
+func validateHourglassExecutorV1alpha1(root, compat configValue, bad func(configValue, string, string)) {
+	const pre = "hourglass_compat.config_format = \"" + v1alpha1.HourglassConfigFormatExecutorV1alpha1 + "\": "
+	notInConfig := func(v configValue, what string) {
+		if v.Set() {
+			bad(v, "Not In The HourglassExecutor Config", pre+"the HourglassExecutor operator's config has no "+what+
+				", so its executor would never see it. Remove it, or use config_format = \""+v1alpha1.HourglassConfigFormatPonos+"\" (Hourglass's current executor).")
+		}
+	}
+	if avs, _ := root.Attr("avs_performers").List(); len(avs) > 0 {
+		notInConfig(root.Attr("avs_performers"), "AVS performers")
+	}
+	notInConfig(compat.Attr("l1_chain"), "l1Chain (it lists every chain in chains)")
+	notInConfig(root.Attr("management_port"), "management server port")
+	keys := root.Attr("operator_keys")
+	for _, name := range []string{"bls_keystore_key", "bls_keystore_password_key", "remote_signer", "remote_signer_url"} {
+		if v := keys.Attr(name); v.Set() {
+			bad(v, "Not Supported By The HourglassExecutor Config", pre+"the keys reach that executor only as the environment variables "+
+				v1alpha1.ExecutorECDSAKeyEnv+" and "+v1alpha1.ExecutorBLSKeyEnv+" (operator_keys.ecdsa_key and bls_key, or the write-only keys). Remove "+name+".")
+		}
+	}
+	if port, ok := root.Attr("grpc_port").Int64(); ok && port != int64(v1alpha1.HourglassExecutorV1alpha1GRPCPort) {
+		bad(root.Attr("grpc_port"), "Fixed gRPC Port", fmt.Sprintf(pre+"grpc_port = %d, but that executor listens on %d: the HourglassExecutor "+
+			"operator's config names no port. Remove grpc_port (default %[2]d).", port, v1alpha1.HourglassExecutorV1alpha1GRPCPort))
 	}
 }
 

@@ -831,6 +831,7 @@ func rtExecutor() *rtKind {
 			"hourglass_compat": {with: map[string]any{"operator_address": rtAddr1,
 				"operator_keys": map[string]any{"secret_name": "operator-keys", "ecdsa_key": "ecdsa"}}},
 			"hourglass_compat.l1_chain":      {value: "ethereum"},
+			"hourglass_compat.config_format": {value: v1alpha1.HourglassConfigFormatExecutorV1alpha1},
 			"operator_address":               {value: rtAddr1},
 			"operator_keys.bls_keystore_key": {with: map[string]any{"operator_keys.bls_key": nil}, value: "bls"},
 			"operator_keys.bls_keystore_password_key": {with: map[string]any{"operator_keys.bls_key": nil, "operator_keys.bls_keystore_key": "bls"},

@@ -454,3 +454,38 @@ func TestExecutorRemoteSignerCRDValidation(t *testing.T) {
 	}
 	checkCRDCases(t, e, good, func(s v1alpha1.ExecutorSpec) client.Object { return e.newExecutor("crd-signer", s) }, cases)
 }
+
+// hourglassCompat.configFormat hourglass-executor-v1alpha1 (the removed HourglassExecutor
+// operator's config, issue 40 item 12): the CRD accepts it without operatorAddress and with a
+// raw BLS key, and refuses what that config has no place for (avsPerformers, l1Chain, a
+// grpcPort other than 9090, a BLS keystore, a remote signer) and a format it does not know;
+// configFormat ponos keeps Hourglass's current rules.
+func TestExecutorHourglassV1alpha1CRDValidation(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	good := func() v1alpha1.ExecutorSpec {
+		return v1alpha1.ExecutorSpec{Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator:9010",
+			OperatorKeys:    v1alpha1.OperatorKeys{SecretName: "hg-keys", ECDSAKey: "ecdsa", BLSKey: "bls"},
+			HourglassCompat: &v1alpha1.HourglassCompat{ConfigFormat: v1alpha1.HourglassConfigFormatExecutorV1alpha1}}
+	}
+	cases := []crdCase[v1alpha1.ExecutorSpec]{
+		{"good", nil, "", ""},
+		{"only an ECDSA key, grpcPort 9090", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.BLSKey, s.GRPCPort = "", 9090 }, "", ""},
+		{"unknown format", func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat.ConfigFormat = "v1" },
+			"spec.hourglassCompat.configFormat", "supported values"},
+		{"ponos without operatorAddress", func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat.ConfigFormat = v1alpha1.HourglassConfigFormatPonos },
+			"spec", "hourglassCompat needs operatorAddress"},
+		{"avsPerformers", func(s *v1alpha1.ExecutorSpec) {
+			s.AVSPerformers = []v1alpha1.AVSPerformer{{AVSAddress: "0x" + strings.Repeat("d4", 20)}}
+		}, "spec", "hourglass-executor-v1alpha1 takes no avsPerformers"},
+		{"l1Chain", func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat.L1Chain = "base" },
+			"spec", "takes no avsPerformers and no hourglassCompat.l1Chain"},
+		{"grpcPort", func(s *v1alpha1.ExecutorSpec) { s.GRPCPort = 9000 }, "spec", "needs grpcPort 9090"},
+		{"BLS keystore", func(s *v1alpha1.ExecutorSpec) { s.OperatorKeys.BLSKey, s.OperatorKeys.BLSKeystoreKey = "", "ks" },
+			"spec", "takes no operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl"},
+		{"remote signer", func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys = v1alpha1.OperatorKeys{RemoteSigner: &v1alpha1.RemoteSigner{URL: "https://w3s:9000", PublicKey: "0x" + strings.Repeat("ab", 64)}}
+		}, "spec", "takes no operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl"},
+	}
+	checkCRDCases(t, e, good, func(s v1alpha1.ExecutorSpec) client.Object { return e.newExecutor("crd-hgv1", s) }, cases)
+}

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -844,6 +845,127 @@ func TestExecutorHourglassCompat(t *testing.T) {
 		s := *spec.DeepCopy()
 		c.mod(&s)
 		err := e.c.Create(ctx, e.newExecutor("invalid-hg", s))
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want Invalid mentioning %q", name, err, c.want)
+		}
+	}
+}
+
+// TestExecutorHourglassExecutorV1alpha1: with hourglassCompat.configFormat
+// hourglass-executor-v1alpha1 the executor runs as the removed HourglassExecutor operator ran
+// its image: the ConfigMap holds config.yaml byte for byte as that operator's
+// buildExecutorConfig wrote it (no key material), mounted at /etc/hourglass; the container
+// keeps its entrypoint with --config=/etc/hourglass/config.yaml, port grpc 9090, HTTP probes
+// /healthz and /readyz on 8080; the keys reach it only as ECDSA_PRIVATE_KEY and
+// BLS_PRIVATE_KEY secretKeyRefs; the Role covers Hourglass's Performers. Switching to the
+// default format (ponos) rolls a new ConfigMap and pod template. The API server refuses what
+// that config has no place for, naming the format.
+func TestExecutorHourglassExecutorV1alpha1(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	secret := fmt.Sprintf("hgv1-keys-%d", seq.Add(1))
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: e.ns},
+		StringData: map[string]string{"ecdsa": keyMaterial, "bls": "bls-" + keyMaterial}}); err != nil {
+		t.Fatal(err)
+	}
+	spec := v1alpha1.ExecutorSpec{
+		Image: execImageV1, Chains: threeChains(), AggregatorEndpoint: "aggregator.avs.svc:9010", LogLevel: "debug",
+		OperatorKeys:    v1alpha1.OperatorKeys{SecretName: secret, ECDSAKey: "ecdsa", BLSKey: "bls"},
+		HourglassCompat: &v1alpha1.HourglassCompat{ConfigFormat: v1alpha1.HourglassConfigFormatExecutorV1alpha1},
+	}
+	x := e.newExecutor("hgv1", spec)
+	if err := e.c.Create(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitExecutor(t, x.Name, "Running", execRunning)
+	cm := e.configMap(t, got.Status.ConfigMapName)
+	want := `
+aggregator_endpoint: "aggregator.avs.svc:9010"
+performer_mode: "kubernetes"
+log_level: "debug"
+chains:
+`
+	for _, c := range threeChains() {
+		want += fmt.Sprintf(`
+  - name: "%s"
+    rpc: "%s"
+    chain_id: %d
+    task_mailbox_address: "%s"
+`, c.Name, c.RPCURL, c.ChainID, c.TaskMailboxAddress)
+	}
+	want += "\nkubernetes:\n  namespace: \"" + e.ns + "\"\n"
+	if !reflect.DeepEqual(cm.Data, map[string]string{v1alpha1.HourglassConfigKey: want}) {
+		t.Errorf("ConfigMap %s data %q, want config.yaml %q", cm.Name, cm.Data, want)
+	}
+	pods := e.executorPods(t, x.Name)
+	if len(pods) == 0 {
+		t.Fatal("no executor pods")
+	}
+	c := pods[0].Spec.Containers[0]
+	if c.Command != nil || !reflect.DeepEqual(c.Args, []string{"--config=/etc/hourglass/config.yaml"}) {
+		t.Errorf("command %q args %q", c.Command, c.Args)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != v1alpha1.HourglassExecutorV1alpha1MountPath {
+		t.Errorf("mounts %+v", c.VolumeMounts)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "grpc" || c.Ports[0].ContainerPort != 9090 {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.LivenessProbe.HTTPGet.Port.IntValue() != 8080 ||
+		c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.ReadinessProbe.HTTPGet.Port.IntValue() != 8080 {
+		t.Errorf("liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
+	}
+	env := map[string]string{}
+	for _, v := range c.Env {
+		if v.Value != "" || v.ValueFrom == nil || v.ValueFrom.SecretKeyRef == nil || v.ValueFrom.SecretKeyRef.Name != secret {
+			t.Errorf("env %+v is not a secretKeyRef of %s", v, secret)
+			continue
+		}
+		env[v.Name] = v.ValueFrom.SecretKeyRef.Key
+	}
+	if !reflect.DeepEqual(env, map[string]string{v1alpha1.ExecutorECDSAKeyEnv: "ecdsa", v1alpha1.ExecutorBLSKeyEnv: "bls"}) {
+		t.Errorf("env = %v", env)
+	}
+	var role rbacv1.Role
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: executor.AccessName(x.Name)}, &role); err != nil {
+		t.Fatal(err)
+	}
+	if len(role.Rules) == 0 || role.Rules[0].APIGroups[0] != v1alpha1.HourglassPerformerGroup {
+		t.Errorf("Role rules = %+v, want Hourglass's Performers first", role.Rules)
+	}
+
+	// Back to Hourglass's current format: a new config, a new revision.
+	e.updateExecutor(t, x.Name, func(x *v1alpha1.Executor) {
+		x.Spec.HourglassCompat.ConfigFormat = v1alpha1.HourglassConfigFormatPonos
+		x.Spec.OperatorAddress = "0x" + strings.Repeat("e5", 20)
+		x.Spec.OperatorKeys.BLSKey = ""
+	})
+	after := e.waitExecutor(t, x.Name, "Running on ponos", func(n *v1alpha1.Executor) bool {
+		return execRunning(n) && n.Status.ConfigMapName != got.Status.ConfigMapName && n.Status.CurrentRevision != got.Status.CurrentRevision
+	})
+	if cfg := e.configMap(t, after.Status.ConfigMapName).Data[v1alpha1.HourglassConfigKey]; !strings.Contains(cfg, "l1Chain:") {
+		t.Errorf("after configFormat ponos the config is not Hourglass's current format:\n%s", cfg)
+	}
+
+	// What the HourglassExecutor config has no place for is refused by the API server.
+	for name, c := range map[string]struct {
+		mod  func(*v1alpha1.ExecutorSpec)
+		want string
+	}{
+		"avs performers": {func(s *v1alpha1.ExecutorSpec) {
+			s.AVSPerformers = []v1alpha1.AVSPerformer{{AVSAddress: "0x" + strings.Repeat("d4", 20)}}
+		}, "hourglass-executor-v1alpha1 takes no avsPerformers"},
+		"l1 chain":  {func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat.L1Chain = "base" }, "hourglass-executor-v1alpha1 takes no avsPerformers and no hourglassCompat.l1Chain"},
+		"grpc port": {func(s *v1alpha1.ExecutorSpec) { s.GRPCPort = 9000 }, "hourglass-executor-v1alpha1 needs grpcPort 9090"},
+		"remote signer": {func(s *v1alpha1.ExecutorSpec) {
+			s.OperatorKeys = v1alpha1.OperatorKeys{RemoteSignerURL: "https://signer:9000"}
+		}, "takes no operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl"},
+		"unknown format": {func(s *v1alpha1.ExecutorSpec) { s.HourglassCompat.ConfigFormat = "v1alpha1" }, "spec.hourglassCompat.configFormat"},
+	} {
+		s := *spec.DeepCopy()
+		c.mod(&s)
+		err := e.c.Create(ctx, e.newExecutor("invalid-hgv1", s))
 		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want Invalid mentioning %q", name, err, c.want)
 		}

@@ -169,8 +169,14 @@ type ConfigSigner struct {
 // RenderConfig renders executor-config.yaml from the spec and the performer endpoints (in the
 // given order) and returns it with its hash (hex SHA-256). Deterministic: the same inputs give
 // the same bytes. In Hourglass compatibility mode it is RenderHourglassConfig (Hourglass's
-// own format; the executor creates its own performers, so there are no endpoints).
+// own format; the executor creates its own performers, so there are no endpoints), or with
+// configFormat hourglass-executor-v1alpha1 RenderHourglassExecutorV1alpha1Config (the removed
+// HourglassExecutor operator's format).
 func RenderConfig(e *v1alpha1.Executor, endpoints []v1alpha1.PerformerEndpoint) (data string, hash string, err error) {
+	if HourglassExecutorV1alpha1(e) {
+		data, hash = RenderHourglassExecutorV1alpha1Config(e)
+		return data, hash, nil
+	}
 	if HourglassCompat(e) {
 		return RenderHourglassConfig(e)
 	}
@@ -249,7 +255,7 @@ func DesiredConfigMap(e *v1alpha1.Executor, data, hash string) *corev1.ConfigMap
 // DesiredDeployment builds the Deployment executor-<name> (no owner reference): replicas from
 // the spec, a rolling update that keeps every old pod until a new one is available
 // (maxUnavailable 0, maxSurge 1), spec.progressDeadlineSeconds, revisionHistoryLimit =
-// keepRevisions. The pod template mounts the ConfigMap cmName at /etc/gantry, carries the
+// keepRevisions. The pod template mounts the ConfigMap cmName at ConfigMountPath, carries the
 // config hash, the operator keys version (spec.operatorKeys.secretVersion, so a key rotation
 // rolls the pods) and the revision (SpecHash of the template) as annotations, the spec's
 // podLabels, and gets the operator keys only as Secret references. Errors come from
@@ -327,17 +333,19 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 }
 
 // containerInputs are the executor container's environment, volume mounts and the pod's
-// volumes: the config (ConfigMap cmName at /etc/gantry) and the operator keys, only as
-// Secret references. Gantry's format: ECDSA_PRIVATE_KEY, BLS_PRIVATE_KEY,
-// BLS_KEYSTORE_PASSWORD (secretKeyRef), REMOTE_SIGNER_URL, the BLS keystore mounted at
-// /etc/gantry-keys/bls-keystore.json. Hourglass compatibility mode: the variables
-// hourglassEnv names (the keystore too arrives as a variable, as Hourglass's inline
-// signingKeys.bls.keystore).
+// volumes: the config (ConfigMap cmName at ConfigMountPath: /etc/gantry, or /etc/hourglass
+// with configFormat hourglass-executor-v1alpha1) and the operator keys, only as Secret
+// references. Gantry's format and hourglass-executor-v1alpha1: ECDSA_PRIVATE_KEY,
+// BLS_PRIVATE_KEY, BLS_KEYSTORE_PASSWORD (secretKeyRef), REMOTE_SIGNER_URL, the BLS keystore
+// mounted at /etc/gantry-keys/bls-keystore.json (the API server lets through only the first
+// two for hourglass-executor-v1alpha1). Hourglass compatibility mode with Hourglass's current
+// format (ponos): the variables hourglassEnv names (the keystore too arrives as a variable, as
+// Hourglass's inline signingKeys.bls.keystore).
 func containerInputs(e *v1alpha1.Executor, cmName string) ([]corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
-	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: v1alpha1.ExecutorConfigMountPath, ReadOnly: true}}
+	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: ConfigMountPath(e), ReadOnly: true}}
 	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}}
-	if HourglassCompat(e) {
+	if HourglassCompat(e) && !HourglassExecutorV1alpha1(e) {
 		return hourglassEnv(e), mounts, volumes
 	}
 	var env []corev1.EnvVar
@@ -373,7 +381,8 @@ func containerInputs(e *v1alpha1.Executor, cmName string) ([]corev1.EnvVar, []co
 // compatibility mode, as Hourglass's Helm chart runs the image: command "executor run
 // --config /etc/gantry/config.yaml", ports grpc and management (no HTTP health server in
 // Hourglass's executor, so no health port and no liveness probe), readiness a TCP check of
-// the grpc port.
+// the grpc port; with configFormat hourglass-executor-v1alpha1 as the HourglassExecutor
+// operator ran it (hourglassExecutorV1alpha1Container).
 func executorContainer(e *v1alpha1.Executor, pullPolicy corev1.PullPolicy, env []corev1.EnvVar, res corev1.ResourceRequirements, mounts []corev1.VolumeMount) corev1.Container {
 	c := corev1.Container{
 		Name:            ContainerName,
@@ -387,7 +396,11 @@ func executorContainer(e *v1alpha1.Executor, pullPolicy corev1.PullPolicy, env [
 		Resources:    res,
 		VolumeMounts: mounts,
 	}
-	file := v1alpha1.ExecutorConfigMountPath + "/" + ConfigKey(e)
+	file := ConfigFile(e)
+	if HourglassExecutorV1alpha1(e) {
+		hourglassExecutorV1alpha1Container(&c, e)
+		return c
+	}
 	if HourglassCompat(e) {
 		c.Command = []string{hourglassCommand, "run", "--config", file}
 		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(GRPCPortName)}}, PeriodSeconds: 10}

@@ -66,6 +66,18 @@ const (
 	// HourglassPerformerGroup is the API group of the Performers Hourglass's executor creates
 	// (ponos kubernetes.crdGroup; Hourglass's operator reconciles them).
 	HourglassPerformerGroup = "hourglass.eigenlayer.io"
+	// HourglassConfigFormatPonos and HourglassConfigFormatExecutorV1alpha1 are the values of
+	// spec.hourglassCompat.configFormat: Hourglass's current executor (ponos, the default) and
+	// the removed HourglassExecutor operator's config (hourglass.eigenlayer.io/v1alpha1).
+	HourglassConfigFormatPonos            = "ponos"
+	HourglassConfigFormatExecutorV1alpha1 = "hourglass-executor-v1alpha1"
+	// HourglassExecutorV1alpha1MountPath is where the HourglassExecutor operator mounted its
+	// executor's config (--config=/etc/hourglass/config.yaml).
+	HourglassExecutorV1alpha1MountPath = "/etc/hourglass"
+	// HourglassExecutorV1alpha1GRPCPort and HourglassExecutorV1alpha1HealthPort are that
+	// operator's fixed container port grpc and the port of its HTTP probes (/healthz, /readyz).
+	HourglassExecutorV1alpha1GRPCPort   int32 = 9090
+	HourglassExecutorV1alpha1HealthPort int32 = 8080
 )
 
 // Executor runs an AVS executor (Hourglass "ponos"): a Deployment that mounts a ConfigMap
@@ -98,10 +110,13 @@ type Executor struct {
 
 // ExecutorSpec is the desired state of an Executor.
 // +kubebuilder:validation:XValidation:rule="!has(self.grpcPort) || !has(self.managementPort) || self.grpcPort != self.managementPort",message="grpcPort and managementPort must differ"
-// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorAddress)",message="hourglassCompat needs operatorAddress (Hourglass's executor requires operator.address)"
-// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || has(self.operatorKeys.ecdsaKey) || has(self.operatorKeys.remoteSigner)",message="hourglassCompat needs operatorKeys.ecdsaKey (Hourglass's executor requires operator.operatorPrivateKey) or operatorKeys.remoteSigner"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || has(self.operatorAddress)",message="hourglassCompat needs operatorAddress (Hourglass's executor requires operator.address)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || has(self.operatorKeys.ecdsaKey) || has(self.operatorKeys.remoteSigner)",message="hourglassCompat needs operatorKeys.ecdsaKey (Hourglass's executor requires operator.operatorPrivateKey) or operatorKeys.remoteSigner"
 // +kubebuilder:validation:XValidation:rule="!has(self.operatorKeys.remoteSigner) || has(self.hourglassCompat)",message="operatorKeys.remoteSigner is Hourglass's remoteSignerConfig: it needs hourglassCompat (without it, use operatorKeys.remoteSignerUrl)"
-// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (!has(self.operatorKeys.blsKey) && !has(self.operatorKeys.remoteSignerUrl))",message="hourglassCompat takes no operatorKeys.blsKey or remoteSignerUrl: Hourglass's executor reads a BLS keystore (blsKeystoreKey) and a local ECDSA key"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || (has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || (!has(self.operatorKeys.blsKey) && !has(self.operatorKeys.remoteSignerUrl))",message="hourglassCompat takes no operatorKeys.blsKey or remoteSignerUrl: Hourglass's executor reads a BLS keystore (blsKeystoreKey) and a local ECDSA key"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !(has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || (!has(self.operatorKeys.blsKeystoreKey) && !has(self.operatorKeys.remoteSigner) && !has(self.operatorKeys.remoteSignerUrl))",message="hourglassCompat.configFormat hourglass-executor-v1alpha1 takes no operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl: the keys reach that executor only as ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY (operatorKeys.ecdsaKey, blsKey)"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !(has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || ((!has(self.avsPerformers) || size(self.avsPerformers) == 0) && !has(self.hourglassCompat.l1Chain))",message="hourglassCompat.configFormat hourglass-executor-v1alpha1 takes no avsPerformers and no hourglassCompat.l1Chain: the HourglassExecutor config has neither"
+// +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !(has(self.hourglassCompat.configFormat) && self.hourglassCompat.configFormat == 'hourglass-executor-v1alpha1') || !has(self.grpcPort) || self.grpcPort == 9090",message="hourglassCompat.configFormat hourglass-executor-v1alpha1 needs grpcPort 9090: the HourglassExecutor config names no port and its executor listens on 9090"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.performers) || (!has(self.performers.names) && !has(self.performers.selector))",message="hourglassCompat takes no performers: Hourglass's executor creates its own Performers from avsPerformers"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.hourglassCompat.l1Chain) || self.chains.exists(c, c.name == self.hourglassCompat.l1Chain)",message="hourglassCompat.l1Chain must name one of chains"
 // +kubebuilder:validation:XValidation:rule="!has(self.hourglassCompat) || !has(self.avsPerformers) || self.avsPerformers.all(a, !has(a.image) || (!a.image.contains('@') && a.image.matches(':[^/:]+$')))",message="hourglassCompat: every avsPerformers image must be repository:tag without a digest (Hourglass's image.repository and image.tag)"
@@ -241,17 +256,39 @@ type ExecutorSpec struct {
 	// operator keys reach it as the environment variables its config loader (viper, prefix
 	// EXECUTOR_) reads over the config's empty placeholders, and its ServiceAccount
 	// executor-<name> may create, update and delete hourglass.eigenlayer.io Performers in
-	// this namespace (as managePerformers does for Gantry's). See HourglassCompat.
+	// this namespace (as managePerformers does for Gantry's). configFormat
+	// hourglass-executor-v1alpha1 renders instead the config of the removed HourglassExecutor
+	// operator, for executor images built for it. See HourglassCompat.
 	// +optional
 	HourglassCompat *HourglassCompat `json:"hourglassCompat,omitempty"`
 }
 
 // HourglassCompat are the settings of Hourglass compatibility mode (spec.hourglassCompat).
-// Requirements, checked by the API server: operatorAddress, operatorKeys.ecdsaKey (Hourglass's
-// operator.operatorPrivateKey, also its ECDSA signing key when there is no BLS keystore), no
-// operatorKeys.blsKey or remoteSignerUrl, no performers, and avsPerformers images as
-// repository:tag.
+// Requirements, checked by the API server: no performers; with configFormat ponos (the
+// default) operatorAddress, operatorKeys.ecdsaKey (Hourglass's operator.operatorPrivateKey,
+// also its ECDSA signing key when there is no BLS keystore) or remoteSigner, no
+// operatorKeys.blsKey or remoteSignerUrl, and avsPerformers images as repository:tag; with
+// configFormat hourglass-executor-v1alpha1 no avsPerformers, l1Chain,
+// operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl, and grpcPort 9090.
 type HourglassCompat struct {
+	// ConfigFormat is the config format the executor image reads: "ponos" (the default, when
+	// unset) is Hourglass's current executor (ponos executorConfig.ExecutorConfig, rendered as
+	// config.yaml mounted at /etc/gantry, the container run as "executor run --config
+	// /etc/gantry/config.yaml"). "hourglass-executor-v1alpha1" is the config the removed
+	// HourglassExecutor operator (hourglass.eigenlayer.io/v1alpha1) wrote for its executor
+	// images: config.yaml with aggregator_endpoint, performer_mode ("kubernetes"), log_level,
+	// chains (name, rpc, chain_id, task_mailbox_address) and kubernetes.namespace (the
+	// Executor's namespace), byte for byte as that operator wrote it, mounted at
+	// /etc/hourglass; the container keeps its image's entrypoint with the argument
+	// --config=/etc/hourglass/config.yaml, port grpc 9090 and HTTP probes /healthz and /readyz
+	// on port 8080. That operator gave its executor no keys; here the keys reach it as
+	// ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY (valueFrom secretKeyRef of operatorKeys.ecdsaKey,
+	// blsKey), never in the config. That format takes no avsPerformers, l1Chain,
+	// operatorKeys.blsKeystoreKey, remoteSigner or remoteSignerUrl, and grpcPort stays 9090.
+	// +kubebuilder:validation:Enum=ponos;hourglass-executor-v1alpha1
+	// +optional
+	ConfigFormat string `json:"configFormat,omitempty"`
+
 	// L1Chain names the chain of spec.chains rendered as Hourglass's l1Chain (rpcUrl, chainId);
 	// default the first chain. Hourglass's executor reads no other chain, no aggregator
 	// endpoint and no task mailbox address (it takes contract addresses from its embedded
