@@ -89,7 +89,7 @@ func TestAccExecutor_hourglassCompat(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					checkHourglassConfig(c, ns, addr),
 					checkHourglassPod(c, ns),
-					checkHourglassRole(c, ns),
+					checkHourglassRole(c, ns, "hourglass"),
 				),
 			},
 			{
@@ -188,9 +188,9 @@ func checkHourglassPod(c *kube.Clients, ns string) resource.TestCheckFunc {
 
 // checkHourglassRole checks that the Role the executor's pods run under lets them create and
 // delete Hourglass Performer objects in its namespace (what Hourglass's executor does).
-func checkHourglassRole(c *kube.Clients, ns string) resource.TestCheckFunc {
+func checkHourglassRole(c *kube.Clients, ns, executor string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		role, err := c.Core.RbacV1().Roles(ns).Get(context.Background(), "executor-hourglass", metav1.GetOptions{})
+		role, err := c.Core.RbacV1().Roles(ns).Get(context.Background(), "executor-"+executor, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func checkHourglassRole(c *kube.Clients, ns string) resource.TestCheckFunc {
 				return nil
 			}
 		}
-		return fmt.Errorf("Role executor-hourglass does not allow creating and deleting hourglass.eigenlayer.io performers: %v", role.Rules)
+		return fmt.Errorf("Role executor-%s does not allow creating and deleting hourglass.eigenlayer.io performers: %v", executor, role.Rules)
 	}
 }
 

@@ -209,7 +209,7 @@ func TestAccExecutor_hourglassExecutorV1alpha1(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					checkHourglassExecutorV1alpha1Config(c, ns, addr),
 					checkHourglassExecutorV1alpha1Pod(c, ns),
-					checkHourglassRole(c, ns),
+					checkHourglassRole(c, ns, "basic-executor"),
 				),
 			},
 			{

@@ -906,7 +906,14 @@ chains:
 	if c.Command != nil || !reflect.DeepEqual(c.Args, []string{"--config=/etc/hourglass/config.yaml"}) {
 		t.Errorf("command %q args %q", c.Command, c.Args)
 	}
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != v1alpha1.HourglassExecutorV1alpha1MountPath {
+	// The ServiceAccount admission plugin adds the token's kube-api-access-* mount to the pod.
+	var mounts []corev1.VolumeMount
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(m.Name, "kube-api-access-") {
+			mounts = append(mounts, m)
+		}
+	}
+	if len(mounts) != 1 || mounts[0].MountPath != v1alpha1.HourglassExecutorV1alpha1MountPath {
 		t.Errorf("mounts %+v", c.VolumeMounts)
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "grpc" || c.Ports[0].ContainerPort != 9090 {

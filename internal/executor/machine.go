@@ -582,7 +582,7 @@ func ensureAccessAndConfig(f Facts, d *Decision) {
 	switch {
 	case f.ManagePerformers && !f.Access.UpToDate:
 		d.Actions = append(d.Actions, ActionEnsureAccess)
-	case !f.ManagePerformers && f.Access.Exists && !f.Access.Foreign:
+	case !f.ManagePerformers && f.Access.Exists && !f.Access.Foreign && !podsMayNeedAccess(f):
 		d.Actions = append(d.Actions, ActionDeleteAccess)
 	}
 	if !f.ManagePerformers && f.ManagedPerformers > 0 {
@@ -591,6 +591,20 @@ func ensureAccessAndConfig(f Facts, d *Decision) {
 	if !f.ConfigMap.Exists {
 		d.Actions = append(d.Actions, ActionEnsureConfigMap)
 	}
+}
+
+// podsMayNeedAccess is true while the Deployment may still create pods from a template that
+// runs as the ServiceAccount executor-<name>: until its rollout of the desired revision (which
+// no longer names it) is observed and complete. Deleting the access before then fails the
+// older ReplicaSet's pod creations ("serviceaccount ... not found": a scale during the rollout
+// grows the older ReplicaSet first), and the Deployment's ReplicaFailure fails the Executor.
+func podsMayNeedAccess(f Facts) bool {
+	dep := f.Deployment
+	if dep == nil {
+		return false
+	}
+	return dep.Revision != f.DesiredRevision || dep.ObservedGeneration < dep.Generation ||
+		dep.UpdatedReplicas != dep.Replicas || dep.StatusReplicas != dep.Replicas || dep.UnavailableReplicas != 0
 }
 
 // deploymentState is the state of the Deployment's rollout of target (the last good revision

@@ -316,6 +316,13 @@ var rows = []row{
 			f.LastGoodRevision, f.Deployment = "r2", complete("r2", 2)
 		},
 		want: v1alpha1.ExecutorRunning, actions: []Action{ActionDeleteAccess, ActionDeleteManagedPerformers, ActionPruneConfigMaps}, lastGood: "r2"},
+	{name: "managePerformers turned off: access kept until the Deployment no longer creates pods from the template that runs as it",
+		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
+		facts: func(f *Facts) {
+			f.Access = Access{Exists: true, UpToDate: true}
+			f.LastGoodRevision, f.Deployment = "r1", complete("r1", 2)
+		},
+		want: v1alpha1.ExecutorUpdating, actions: []Action{ActionApplyDeployment}, lastGood: "r1"},
 	{name: "without managePerformers a foreign namesake ServiceAccount is none of our business",
 		prev: v1alpha1.ExecutorRunning, prevReason: ReasonAvailable,
 		facts: func(f *Facts) {
