@@ -1,7 +1,8 @@
 // Package adopt translates objects of the upstream systems Gantry replaces (NVIDIA Skyhook /
-// NodeWright `Skyhook`, KAITO `Workspace`) into Gantry objects, for `terraform query` with
-// `from = "skyhook"` on the gantry_package_set list resource and `from = "kaito"` on the
-// gantry_workspace one: pure functions over the upstream objects as the
+// NodeWright `Skyhook`, KAITO `Workspace`, Hourglass `Performer`) into Gantry objects, for
+// `terraform query` with `from = "skyhook"` on the gantry_package_set list resource,
+// `from = "kaito"` on the gantry_workspace one and `from = "hourglass"` on the
+// gantry_performer one: pure functions over the upstream objects as the
 // dynamic client reads them (unstructured), returning the Gantry object and a warning per
 // upstream field that does not map. It imports neither the Terraform framework nor
 // controller-runtime.
