@@ -51,6 +51,7 @@ func newAdoptServer(t *testing.T, gvr schema.GroupVersionResource, failure error
 	ctx := context.Background()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		wait.PackageSet.GVR: "PackageSetList", wait.Performer.GVR: "PerformerList", wait.Workspace.GVR: "WorkspaceList", adopt.SkyhookGVR: "SkyhookList", adopt.KAITOWorkspaceGVR: "WorkspaceList",
+		adopt.HourglassPerformerGVR: "PerformerList",
 	}, objs...)
 	if failure != nil {
 		fail := func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, failure }
@@ -166,7 +167,7 @@ func (s *adoptServer) valueString(t *testing.T, ty tftypes.Type, v *tfprotov6.Dy
 		return "null"
 	}
 	var parts []string
-	for _, n := range []string{"id", "namespace", "name", "adopt_from_skyhook", "state", "status", "complete_nodes"} {
+	for _, n := range []string{"id", "namespace", "name", "adopt_from_skyhook", "state", "status", "complete_nodes", "phase", "grpc_port"} {
 		if a, ok := attrs[n]; ok {
 			parts = append(parts, n+"="+a.String())
 		}
@@ -285,6 +286,34 @@ func TestAdoptProtocol_golden(t *testing.T) {
 	s = newAdoptServer(t, adopt.KAITOWorkspaceGVR, apierrors.NewForbidden(adopt.KAITOWorkspaceGVR.GroupResource(), "", fmt.Errorf("no")))
 	out.WriteString("== kaito list, forbidden\n" + s.list(t, "gantry_workspace", map[string]any{"from": "kaito"}, 0))
 	out.WriteString("== kaito import, forbidden\n" + s.importAndRead(t, "gantry_workspace", "ml/x"))
+
+	// Hourglass.
+	var hps []runtime.Object
+	for _, f := range []string{"hourglass-basic.yaml", "hourglass-minimal.yaml", "hourglass-gpu.yaml", "hourglass-tee.yaml", "hourglass-ponos.yaml"} {
+		hps = append(hps, fixture(t, f, nil))
+	}
+	hps = append(hps, fixture(t, "hourglass-basic.yaml", func(u *unstructured.Unstructured) {
+		u.SetName("broken")
+		_ = unstructured.SetNestedField(u.Object, "not-a-map", "spec", "config")
+	}), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gantry.dev/v1alpha1", "kind": "Performer",
+		"metadata": map[string]any{"name": "existing", "namespace": "my-avs-project"},
+		"spec":     map[string]any{"image": "i"}}})
+	s = newAdoptServer(t, adopt.HourglassPerformerGVR, nil, hps...)
+	out.WriteString(s.listSchemaString("gantry_performer"))
+	out.WriteString("== hourglass validate\n" + s.validateList(t, "gantry_performer", map[string]any{"from": "kaito"}) +
+		s.validateList(t, "gantry_performer", map[string]any{"from": "hourglass"}))
+	out.WriteString("== hourglass list\n" + s.list(t, "gantry_performer", map[string]any{"from": "hourglass"}, 0))
+	out.WriteString("== hourglass list ns my-avs-project limit 1\n" + s.list(t, "gantry_performer", map[string]any{"from": "hourglass", "namespace": "my-avs-project"}, 1))
+	out.WriteString("== gantry performers\n" + s.list(t, "gantry_performer", map[string]any{"namespace": "my-avs-project"}, 0))
+	for _, id := range []string{"my-avs-project/basic-performer", "avs/performer-hello-7f3a2", "my-avs-project/broken", "my-avs-project/nope", "my-avs-project/existing"} {
+		out.WriteString("== hourglass import " + id + "\n" + s.importAndRead(t, "gantry_performer", id))
+	}
+	s = newAdoptServer(t, adopt.HourglassPerformerGVR, apierrors.NewNotFound(adopt.HourglassPerformerGVR.GroupResource(), ""))
+	out.WriteString("== hourglass list, no CRD\n" + s.list(t, "gantry_performer", map[string]any{"from": "hourglass"}, 0))
+	out.WriteString("== hourglass import, no CRD\n" + s.importAndRead(t, "gantry_performer", "my-avs-project/basic-performer"))
+	s = newAdoptServer(t, adopt.HourglassPerformerGVR, apierrors.NewForbidden(adopt.HourglassPerformerGVR.GroupResource(), "", fmt.Errorf("no")))
+	out.WriteString("== hourglass list, forbidden\n" + s.list(t, "gantry_performer", map[string]any{"from": "hourglass"}, 0))
+	out.WriteString("== hourglass import, forbidden\n" + s.importAndRead(t, "gantry_performer", "my-avs-project/x"))
 
 	const golden = "testdata/adopt_protocol.golden"
 	if os.Getenv("GANTRY_UPDATE_GOLDEN") != "" {

@@ -514,6 +514,7 @@ var performerOps = &kindOps[performerModelV0]{
 	setStatus:     setAppliedPerformerStatus,
 	check:         checkPerformerNaming,
 	prepare:       prepareCandidates,
+	adopt:         hourglassAdopter,
 }
 
 // checkPerformerNaming: grpc_endpoint and service_name were planned from the naming contract;
