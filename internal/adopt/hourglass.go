@@ -2,6 +2,7 @@ package adopt
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -106,6 +107,10 @@ func FromHourglass(u *unstructured.Unstructured) (*v1alpha1.Performer, []string,
 	}
 	var hp hourglassPerformer
 	if err := json.Unmarshal(raw, &hp); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			err = fmt.Errorf("spec.%s: a %s where Hourglass's Performer has %s", te.Field, te.Value, te.Type.Kind())
+		}
 		return nil, nil, fmt.Errorf("performer %s/%s: not an Hourglass Performer: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	sm := asMap(u.Object["spec"])

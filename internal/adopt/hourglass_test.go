@@ -173,4 +173,6 @@ func TestFromHourglassNotAPerformer(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]string) bool { return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b)) }
+func mapsEqual(a, b map[string]string) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+}
