@@ -343,7 +343,7 @@ func hourglassGPUResources(s *v1alpha1.PerformerSpec) []string {
 	if hw.GPUCount == 0 {
 		return nil
 	}
-	name := corev1.ResourceName(hardware.ResourceGPU)
+	name := hardware.ResourceGPU
 	if hw.GPUResource != "" {
 		name = corev1.ResourceName(hw.GPUResource)
 	}
