@@ -22,7 +22,8 @@ import (
 
 // Adopting another operator's objects (issue 40 item 9): a kind whose kindOps has an adopter
 // (gantry_package_set from Skyhooks, package_set_adopt.go; gantry_workspace from KAITO
-// Workspaces, workspace_adopt.go) gets two halves, both through the real CLI:
+// Workspaces, workspace_adopt.go; gantry_performer from Hourglass Performers,
+// performer_adopt.go) gets two halves, both through the real CLI:
 //
 //   - `terraform query` with `from = "<adopter.from>"` in the kind's list block lists the
 //     cluster's upstream objects (read as unstructured; filtered by the block's label_selector

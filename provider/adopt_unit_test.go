@@ -219,14 +219,15 @@ func fixture(t *testing.T, file string, edit func(*unstructured.Unstructured)) *
 }
 
 // Adoption through the protocol, on a fake cluster (no API server): the list block schemas and
-// their `from` validation, what `terraform query` with from = "skyhook" / "kaito" returns
+// their `from` validation, what `terraform query` with from = "skyhook" / "kaito" / "hourglass" returns
 // (display names, identities, the generated resources' key attributes, the warnings per field
 // not carried over, a translation error, a cluster without the CRD, an API error), the lists of
 // the kinds' own objects, and imports by name that adopt the upstream object (the warning, the
 // state with a null summary), import an existing object, or find neither. The answers must be
 // testdata/adopt_protocol.golden, the user-facing text the acceptance tests
-// TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver and
-// TestAccAdopt_kaitoQueryGeneratesConfigThatCreates see; GANTRY_UPDATE_GOLDEN=1 rewrites it.
+// TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver,
+// TestAccAdopt_kaitoQueryGeneratesConfigThatCreates and
+// TestAccAdopt_hourglassQueryGeneratesConfigThatCreates see; GANTRY_UPDATE_GOLDEN=1 rewrites it.
 func TestAdoptProtocol_golden(t *testing.T) {
 	var out strings.Builder
 	// Skyhook.
