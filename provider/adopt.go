@@ -181,9 +181,7 @@ func (r *kindResource[M]) adoptListResult(ctx context.Context, req list.ListRequ
 		return res
 	}
 	res.Diagnostics.Append(setIdentity(ctx, res.Identity, ns, name)...)
-	for _, w := range warnings {
-		res.Diagnostics.AddWarning(a.operator+" Field Not Adopted", fmt.Sprintf("%s %s: %s.", a.what, id, w))
-	}
+	res.Diagnostics.Append(notAdopted(a.operator, a.what+" "+id, warnings)...)
 	setListResource(ctx, req, &res, u, r.ops.flatten, a.what)
 	return res
 }
@@ -260,4 +258,25 @@ func (r *kindResource[M]) adoptOnImport(ctx context.Context, req resource.ReadRe
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
 	resp.Diagnostics.AddWarning("Adopting "+a.what+" "+id, a.importWarning(id))
+}
+
+// notAdopted is the warning that lists what the translation of one upstream object (what,
+// e.g. "Hourglass Performer ns/name") left out: none for no warnings; one "<operator> Field
+// Not Adopted" for one; else one "<operator> Fields Not Adopted" listing them all, since the
+// CLI folds warnings of one summary into "(and N more similar warnings elsewhere)" and would
+// hide all but the first.
+func notAdopted(operator, what string, warnings []string) diag.Diagnostics {
+	var d diag.Diagnostics
+	switch len(warnings) {
+	case 0:
+	case 1:
+		d.AddWarning(operator+" Field Not Adopted", fmt.Sprintf("%s: %s.", what, warnings[0]))
+	default:
+		detail := fmt.Sprintf("%s: %d fields are not adopted as written:\n", what, len(warnings))
+		for _, w := range warnings {
+			detail += "\n- " + w + "."
+		}
+		d.AddWarning(operator+" Fields Not Adopted", detail)
+	}
+	return d
 }
