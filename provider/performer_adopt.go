@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/adopt"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
+	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
 // Adopting Hourglass Performers (issue 40 item 9), the two halves adopt.go describes:
@@ -46,6 +50,20 @@ var hourglassAdopter = &adopter[performerModelV0]{
 		return hourglassAsPerformer(hp)
 	},
 	importWarning: hourglassImportWarning,
+	adopted:       adoptedPerformerNaming,
+}
+
+// adoptedPerformerNaming gives an adopted performer's state the service_name and
+// grpc_endpoint of the naming contract (internal/performer.ObjectName, Endpoint), which the
+// reconciler's status will report: the translation has no status, and a plan keeps a
+// computed value the state holds (planNaming fills only unknown ones, which the plan fast
+// path relies on), so null ones would be planned null and the apply's values would be
+// inconsistent with the plan.
+func adoptedPerformerNaming(m *performerModelV0) {
+	p := &v1alpha1.Performer{ObjectMeta: metav1.ObjectMeta{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString()}}
+	p.Spec.GRPCPort = int32(m.GRPCPort.ValueInt64())
+	m.ServiceName = types.StringValue(performer.ObjectName(p.Name))
+	m.GRPCEndpoint = types.StringValue(performer.Endpoint(p))
 }
 
 // hourglassImportWarning is the warning of an import that adopts the Hourglass Performer id

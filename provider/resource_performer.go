@@ -470,8 +470,7 @@ func (r *performerResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 }
 
 // planNaming fills id, service_name and grpc_endpoint at plan time when they are unknown
-// (create, or a change that could alter them) or null (adopted from Hourglass) and their
-// inputs are known: they follow from
+// (create, or a change that could alter them) and their inputs are known: they follow from
 // name, namespace and grpc_port (internal/performer.ObjectName, Endpoint), so dependent
 // resources see them in the plan. No API call is made.
 func (r *performerResource) planNaming(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -493,9 +492,7 @@ func (r *performerResource) planNaming(ctx context.Context, req resource.ModifyP
 	for attr, v := range derived {
 		var cur types.String
 		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root(attr), &cur)...)
-		// Null too: a state imported from an upstream Performer (adoption) has none yet, and
-		// the apply's state has them from the reconciler's status.
-		if cur.IsUnknown() || cur.IsNull() {
+		if cur.IsUnknown() {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(attr), types.StringValue(v))...)
 		}
 	}
