@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,41 +106,12 @@ func TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver(t *testing.
 		t.Fatal(err)
 	}
 
-	cli := newCLI(t)
-	dir := cli.workdir(t, requiredGantry+"\nprovider \"gantry\" {}\n")
-	query := fmt.Sprintf("list \"gantry_package_set\" \"skyhook\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"skyhook\"\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", pool)
-	if err := os.WriteFile(filepath.Join(dir, "adopt.tfquery.hcl"), []byte(query), 0o600); err != nil {
-		t.Fatal(err)
+	run := adoptRun{
+		list:      fmt.Sprintf("list \"gantry_package_set\" \"skyhook\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"skyhook\"\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", pool),
+		listed:    []string{"skyhook/" + pool},
+		generated: []string{`adopt_from_skyhook\s+= "` + pool + `"`, `import \{`, `agent_image\s+= "` + regexp.QuoteMeta(adopt.DefaultSkyhookAgentImage) + `"`, `MODE = "fast"`},
 	}
-	out, code := cli.run(t, dir, "query", "-generate-config-out=generated.tf", "-no-color")
-	t.Logf("terraform query:\n%s", out)
-	if code != 0 || !strings.Contains(out, "skyhook/"+pool) {
-		t.Fatalf("terraform query exited %d or does not list skyhook/%s", code, pool)
-	}
-	t.Cleanup(func() {
-		if out, code := cli.run(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-			t.Errorf("destroy exited %d:\n%s", code, out)
-		}
-	})
-	gen, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("generated.tf:\n%s", gen)
-	for _, want := range []string{`adopt_from_skyhook\s+= "` + pool + `"`, `import \{`, `agent_image\s+= "` + regexp.QuoteMeta(adopt.DefaultSkyhookAgentImage) + `"`, `MODE = "fast"`} {
-		if !regexp.MustCompile(want).Match(gen) {
-			t.Errorf("generated.tf lacks %s", want)
-		}
-	}
-
-	out, code = cli.run(t, dir, "plan", "-input=false", "-no-color")
-	t.Logf("plan of the generated configuration:\n%s", out)
-	if code != 0 || !regexp.MustCompile(`Plan: 1 to import, 0 to add, 1 to change, 0 to destroy\.`).MatchString(out) {
-		t.Fatalf("plan of the generated configuration: exit %d, want 1 import that changes (creates the set)", code)
-	}
-	if out, code := cli.run(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("apply of the generated configuration exited %d:\n%s", code, out)
-	}
+	cli, dir, _ := run.run(t)
 
 	ps, err := c.Dynamic.Resource(gwait.PackageSet.GVR).Get(ctx, pool, metav1.GetOptions{})
 	if err != nil {
@@ -176,9 +146,7 @@ func TestAccAdopt_skyhookQueryGeneratesConfigThatCreatesAndHandsOver(t *testing.
 	if evs == nil || !eventSays(evs.Items, "node "+node0+": adopted from Skyhook "+pool) {
 		t.Errorf("no AdoptedFromSkyhook event for %s", node0)
 	}
-	if out, code := cli.run(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("plan after adopting: exit %d, want 0 (no changes):\n%s", code, out)
-	}
+	run.planEmpty(t, cli, dir)
 }
 
 func eventSays(evs []corev1.Event, want string) bool {

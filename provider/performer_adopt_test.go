@@ -3,9 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -67,43 +64,15 @@ func TestAccAdopt_hourglassQueryGeneratesConfigThatCreates(t *testing.T) {
 		_ = c.Dynamic.Resource(adopt.HourglassPerformerGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 
-	cli := newCLI(t)
-	dir := cli.workdir(t, requiredGantry+"\nprovider \"gantry\" {}\n")
-	query := fmt.Sprintf("list \"gantry_performer\" \"hourglass\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"hourglass\"\n    namespace      = %q\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", ns, ns)
-	if err := os.WriteFile(filepath.Join(dir, "adopt.tfquery.hcl"), []byte(query), 0o600); err != nil {
-		t.Fatal(err)
+	run := adoptRun{
+		list:      fmt.Sprintf("list \"gantry_performer\" \"hourglass\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"hourglass\"\n    namespace      = %q\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", ns, ns),
+		listed:    []string{"hourglass/" + ns + "/" + name, "spec.config.grpcPort", "secretKeyRef.optional"},
+		generated: []string{`grpc_port\s+= 8080`, `avs_address\s+= "` + avs + `"`, `config_map_key_ref`, `LOG_LEVEL\s+= "debug"`, `import \{`},
+		planSays:  "performer-" + name, // the hand-over warning
 	}
-	out, code := cli.run(t, dir, "query", "-generate-config-out=generated.tf", "-no-color")
-	t.Logf("terraform query:\n%s", out)
-	if code != 0 || !strings.Contains(out, "hourglass/"+ns+"/"+name) || !strings.Contains(out, "spec.config.grpcPort") || !strings.Contains(out, "secretKeyRef.optional") {
-		t.Fatalf("terraform query exited %d, or does not list hourglass/%s/%s with warnings about spec.config.grpcPort and secretKeyRef.optional", code, ns, name)
-	}
-	t.Cleanup(func() {
-		if out, code := cli.run(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-			t.Errorf("destroy exited %d:\n%s", code, out)
-		}
-	})
-	gen, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("generated.tf:\n%s", gen)
-	for _, want := range []string{`grpc_port\s+= 8080`, `avs_address\s+= "` + avs + `"`, `config_map_key_ref`, `LOG_LEVEL\s+= "debug"`, `import \{`} {
-		if !regexp.MustCompile(want).Match(gen) {
-			t.Errorf("generated.tf lacks %s", want)
-		}
-	}
+	cli, dir, gen := run.run(t)
 	if strings.Contains(string(gen), "hourglass.eigenlayer.io/") {
 		t.Errorf("generated.tf carries Hourglass's own labels")
-	}
-
-	out, code = cli.run(t, dir, "plan", "-input=false", "-no-color")
-	t.Logf("plan of the generated configuration:\n%s", out)
-	if code != 0 || !regexp.MustCompile(`Plan: 1 to import, 0 to add, 1 to change, 0 to destroy\.`).MatchString(out) || !strings.Contains(out, "performer-"+name) {
-		t.Fatalf("plan of the generated configuration: exit %d, want 1 import that changes (creates the performer) and the hand-over warning", code)
-	}
-	if out, code := cli.run(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("apply of the generated configuration exited %d:\n%s", code, out)
 	}
 	p, err := c.Dynamic.Resource(gwait.Performer.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -123,7 +92,5 @@ func TestAccAdopt_hourglassQueryGeneratesConfigThatCreates(t *testing.T) {
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 {
 		t.Errorf("Service performer-%s ports %+v, want 8080", name, svc.Spec.Ports)
 	}
-	if out, code := cli.run(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("plan after adopting: exit %d, want 0 (no changes):\n%s", code, out)
-	}
+	run.planEmpty(t, cli, dir)
 }

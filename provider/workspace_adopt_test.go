@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,41 +67,12 @@ func TestAccAdopt_kaitoQueryGeneratesConfigThatCreates(t *testing.T) {
 		_ = c.Dynamic.Resource(adopt.KAITOWorkspaceGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 
-	cli := newCLI(t)
-	dir := cli.workdir(t, requiredGantry+"\nprovider \"gantry\" {}\n")
-	query := fmt.Sprintf("list \"gantry_workspace\" \"kaito\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"kaito\"\n    namespace      = %q\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", ns, ns)
-	if err := os.WriteFile(filepath.Join(dir, "adopt.tfquery.hcl"), []byte(query), 0o600); err != nil {
-		t.Fatal(err)
+	run := adoptRun{
+		list:      fmt.Sprintf("list \"gantry_workspace\" \"kaito\" {\n  provider         = gantry\n  include_resource = true\n  config {\n    from           = \"kaito\"\n    namespace      = %q\n    label_selector = \"acc-adopt=%s\"\n  }\n}\n", ns, ns),
+		listed:    []string{"kaito/" + ns + "/" + name, "resource.preferredNodes"},
+		generated: []string{`preset\s+= "phi-3-mini-4k-instruct"`, `model_access_secret\s+= "hf-token"`, `import \{`, regexp.QuoteMeta(product)},
 	}
-	out, code := cli.run(t, dir, "query", "-generate-config-out=generated.tf", "-no-color")
-	t.Logf("terraform query:\n%s", out)
-	if code != 0 || !strings.Contains(out, "kaito/"+ns+"/"+name) || !strings.Contains(out, "resource.preferredNodes") {
-		t.Fatalf("terraform query exited %d, or does not list kaito/%s/%s with a warning about resource.preferredNodes", code, ns, name)
-	}
-	t.Cleanup(func() {
-		if out, code := cli.run(t, dir, "destroy", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-			t.Errorf("destroy exited %d:\n%s", code, out)
-		}
-	})
-	gen, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("generated.tf:\n%s", gen)
-	for _, want := range []string{`preset\s+= "phi-3-mini-4k-instruct"`, `model_access_secret\s+= "hf-token"`, `import \{`, regexp.QuoteMeta(product)} {
-		if !regexp.MustCompile(want).Match(gen) {
-			t.Errorf("generated.tf lacks %s", want)
-		}
-	}
-
-	out, code = cli.run(t, dir, "plan", "-input=false", "-no-color")
-	t.Logf("plan of the generated configuration:\n%s", out)
-	if code != 0 || !regexp.MustCompile(`Plan: 1 to import, 0 to add, 1 to change, 0 to destroy\.`).MatchString(out) {
-		t.Fatalf("plan of the generated configuration: exit %d, want 1 import that changes (creates the workspace)", code)
-	}
-	if out, code := cli.run(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("apply of the generated configuration exited %d:\n%s", code, out)
-	}
+	cli, dir, _ := run.run(t)
 	ws, err := c.Dynamic.Resource(gwait.Workspace.GVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +80,5 @@ func TestAccAdopt_kaitoQueryGeneratesConfigThatCreates(t *testing.T) {
 	if st, _, _ := unstructured.NestedString(ws.Object, "status", "state"); st != "Ready" {
 		t.Errorf("Gantry Workspace state %q, want Ready", st)
 	}
-	if out, code := cli.run(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("plan after adopting: exit %d, want 0 (no changes):\n%s", code, out)
-	}
+	run.planEmpty(t, cli, dir)
 }
