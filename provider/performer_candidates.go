@@ -186,7 +186,7 @@ func countCandidates(ctx context.Context, data *providerData, planned *unstructu
 	if err != nil {
 		return candidateCount{}, err
 	}
-	res, err := pl.ContainerResources(p.Spec.Resources)
+	res, err := pl.ContainerResources(p.Spec.Resources.Core())
 	if err != nil {
 		return candidateCount{}, err
 	}

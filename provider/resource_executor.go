@@ -167,11 +167,7 @@ func (r *executorResource) Metadata(_ context.Context, req resource.MetadataRequ
 
 func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	quantityMap := func(what string) schema.MapAttribute {
-		return schema.MapAttribute{
-			Optional: true, ElementType: types.StringType,
-			MarkdownDescription: fmt.Sprintf("Resource %s of the executor container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what),
-			Validators:          []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})},
-		}
+		return quantityMapAttribute(fmt.Sprintf("Resource %s of the executor container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what), true)
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **executor**: an AVS executor Deployment configured for several chains, an aggregator and " +

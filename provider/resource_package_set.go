@@ -328,9 +328,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 				"must be a systemd unit name such as containerd or nvidia-persistenced.service (letters, digits, ':', '-', '_', '.', '@', '\\')"))}},
 	}
 	quantityMap := func(what string) schema.MapAttribute {
-		return schema.MapAttribute{Optional: true, ElementType: types.StringType,
-			MarkdownDescription: fmt.Sprintf("Resource %s of the stage containers, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what),
-			Validators:          []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})}}
+		return quantityMapAttribute(fmt.Sprintf("Resource %s of the stage containers, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.", what), false)
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A Gantry **package set**: packages (images whose lifecycle stages run as Pods on each node) " +
@@ -842,10 +840,11 @@ func expandPackage(p packageModel) (v1alpha1.Package, error) {
 	ap := v1alpha1.Package{Name: p.Name.ValueString(), Version: p.Version.ValueString(), Image: p.Image.ValueString(),
 		Env: cloneMap(p.Env), EnvFrom: expandEnvFrom(p.EnvFrom), Config: cloneMap(p.Config), DependsOn: cloneMap(p.DependsOn),
 		PodLabels: cloneMap(p.PodLabels), PodAnnotations: cloneMap(p.PodAnnotations)}
-	var err error
-	if ap.Resources, err = expandResources(p.Resources); err != nil {
+	res, err := expandResources(p.Resources)
+	if err != nil {
 		return ap, fmt.Errorf("packages[%q].%w", ap.Name, err)
 	}
+	ap.Resources = res.Core()
 	if ap.GracefulShutdown, err = metaDuration(p.GracefulShutdown, fmt.Sprintf("packages[%q].graceful_shutdown", ap.Name)); err != nil {
 		return ap, err
 	}
@@ -956,7 +955,7 @@ func flattenPackage(p v1alpha1.Package, pp packageModel) packageModel {
 	mp := packageModel{Name: types.StringValue(p.Name), Version: types.StringValue(p.Version), Image: types.StringValue(p.Image),
 		Env: optMap(p.Env, pp.Env), Config: optMap(p.Config, pp.Config), DependsOn: optMap(p.DependsOn, pp.DependsOn),
 		PodLabels: optMap(p.PodLabels, pp.PodLabels), PodAnnotations: optMap(p.PodAnnotations, pp.PodAnnotations),
-		EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(p.Resources, pp.Resources),
+		EnvFrom: flattenEnvFrom(p.EnvFrom, pp.EnvFrom), Resources: flattenResources(v1alpha1.ResourceRequirementsOf(p.Resources), pp.Resources),
 		GracefulShutdown: types.StringNull(), StageTimeout: types.StringNull(), UninstallEnabled: types.BoolNull(), UninstallApply: types.BoolNull(),
 		ReapplyOnReboot: optBool(p.ReapplyOnReboot, pp.ReapplyOnReboot)}
 	if p.GracefulShutdown != nil {

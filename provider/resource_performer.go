@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
@@ -138,17 +137,10 @@ func (r *performerResource) Metadata(_ context.Context, req resource.MetadataReq
 
 func (r *performerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	quantityMap := func(what string) schema.MapAttribute {
-		return schema.MapAttribute{
-			Optional:    true,
-			ElementType: types.StringType,
-			MarkdownDescription: fmt.Sprintf("Resource %s of the performer container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.\n\n"+
-				"GPUs come from `hardware_requirements`. An `nvidia.com/gpu` entry here is kept beside them, as Hourglass's operator keeps it "+
-				"(its examples write `nvidia.com/gpu` beside a per-type GPU resource): with `gpu_resource` `nvidia.com/gpu` it must equal `gpu_count`, "+
-				"and without `gpu_count` the Pod gets no GPU placement (a warning says so).", what),
-			Validators: []validator.Map{
-				mapvalidator.ValueStringsAre(quantityValidator{}),
-			},
-		}
+		return quantityMapAttribute(fmt.Sprintf("Resource %s of the performer container, resource name → quantity, e.g. `{ cpu = \"500m\", memory = \"256Mi\" }`.\n\n"+
+			"GPUs come from `hardware_requirements`. An `nvidia.com/gpu` entry here is kept beside them, as Hourglass's operator keeps it "+
+			"(its examples write `nvidia.com/gpu` beside a per-type GPU resource): with `gpu_resource` `nvidia.com/gpu` it must equal `gpu_count`, "+
+			"and without `gpu_count` the Pod gets no GPU placement (a warning says so).", what), true)
 	}
 
 	resp.Schema = schema.Schema{

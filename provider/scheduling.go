@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-jsontypes/jsontypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -123,10 +124,28 @@ func flattenAffinity(u *unstructured.Unstructured, prior jsontypes.Normalized) (
 	return jsontypes.NewNormalizedValue(string(b)), nil
 }
 
+// maxResourcesPerMap is how many resources a requests or limits map may name: the CRDs' bound
+// (v1alpha1.ResourceRequirements), which keeps their CEL rules within the API server's budget.
+const maxResourcesPerMap = 8
+
+// quantityMapAttribute is a resources.requests or resources.limits attribute: resource name →
+// quantity, each a Kubernetes quantity of zero or more; when bounded, at most
+// maxResourcesPerMap entries (the performer's and executor's CRD bound; package sets have none).
+func quantityMapAttribute(description string, bounded bool) schema.MapAttribute {
+	v := []validator.Map{mapvalidator.ValueStringsAre(quantityValidator{})}
+	if bounded {
+		v = append(v, mapvalidator.SizeAtMost(maxResourcesPerMap))
+		description += fmt.Sprintf(" At most %d resources, none negative.", maxResourcesPerMap)
+	} else {
+		description += " None negative."
+	}
+	return schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: description, Validators: v}
+}
+
 // expandResources maps the resources attribute (nil: none) to the container's requests and
 // limits. Errors: an unparsable quantity, naming it, e.g. resources.limits["memory"] = "1x".
-func expandResources(m *resourcesModel) (corev1.ResourceRequirements, error) {
-	var out corev1.ResourceRequirements
+func expandResources(m *resourcesModel) (v1alpha1.ResourceRequirements, error) {
+	var out v1alpha1.ResourceRequirements
 	if m == nil {
 		return out, nil
 	}
@@ -142,7 +161,7 @@ func expandResources(m *resourcesModel) (corev1.ResourceRequirements, error) {
 
 // flattenResources maps the container's requests and limits to the resources attribute:
 // null when the object has neither and prior (may be nil) had none.
-func flattenResources(in corev1.ResourceRequirements, prior *resourcesModel) *resourcesModel {
+func flattenResources(in v1alpha1.ResourceRequirements, prior *resourcesModel) *resourcesModel {
 	var priorRes resourcesModel
 	if prior != nil {
 		priorRes = *prior

@@ -25,11 +25,12 @@ import (
 // Validators the framework's -validators module has no equivalent for. Each checks at plan
 // time what the API server would otherwise reject (or accept and fail on) at apply time.
 
-// quantityValidator checks that a string is a Kubernetes resource quantity ("500m", "2Gi", "1").
+// quantityValidator checks that a string is a Kubernetes resource quantity ("500m", "2Gi", "1")
+// of zero or more (the CRDs refuse a negative request or limit).
 type quantityValidator struct{}
 
 func (quantityValidator) Description(context.Context) string {
-	return "value must be a Kubernetes quantity such as 500m, 1, 256Mi or 2Gi"
+	return "value must be a Kubernetes quantity of zero or more such as 500m, 1, 256Mi or 2Gi"
 }
 func (v quantityValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
@@ -37,9 +38,14 @@ func (v quantityValidator) ValidateString(ctx context.Context, req validator.Str
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if _, err := resource.ParseQuantity(req.ConfigValue.ValueString()); err != nil {
+	q, err := resource.ParseQuantity(req.ConfigValue.ValueString())
+	switch {
+	case err != nil:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Quantity",
 			fmt.Sprintf("%s = %q is not a Kubernetes quantity (%v): use e.g. 500m, 1, 256Mi or 2Gi.", req.Path, req.ConfigValue.ValueString(), err))
+	case q.Sign() < 0:
+		resp.Diagnostics.AddAttributeError(req.Path, "Negative Quantity",
+			fmt.Sprintf("%s = %q is negative; a container's requests and limits are zero or more.", req.Path, req.ConfigValue.ValueString()))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,6 +163,30 @@ func labelMapCases[S any](what, path string, at func(*S) *map[string]string, max
 	return cases
 }
 
+// resourceCases are the rows for a container's resources at path (v1alpha1.ResourceRequirements):
+// quantities of zero and above, and at most 8 resources per map, pass; a negative request or
+// limit, written as a string or a number, and a ninth resource are refused naming the map.
+func resourceCases[S any](path string, at func(*S) *v1alpha1.ResourceRequirements) []crdCase[S] {
+	q := resource.MustParse
+	nine := map[corev1.ResourceName]resource.Quantity{}
+	for i := range 9 {
+		nine[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = q("1")
+	}
+	return []crdCase[S]{
+		{"resources zero and positive", func(s *S) {
+			*at(s) = v1alpha1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{"cpu": q("0"), "memory": q("512Mi")},
+				Limits: map[corev1.ResourceName]resource.Quantity{"cpu": q("2"), "memory": q("1Gi")}}
+		}, "", ""},
+		{"negative request", func(s *S) {
+			*at(s) = v1alpha1.ResourceRequirements{Requests: map[corev1.ResourceName]resource.Quantity{"cpu": q("-500m")}}
+		}, path + ".requests", "a request must not be negative"},
+		{"negative limit", func(s *S) {
+			*at(s) = v1alpha1.ResourceRequirements{Limits: map[corev1.ResourceName]resource.Quantity{"memory": q("-1")}}
+		}, path + ".limits", "a limit must not be negative"},
+		{"nine requests", func(s *S) { *at(s) = v1alpha1.ResourceRequirements{Requests: nine} }, path + ".requests", "must have at most 8 items"},
+	}
+}
+
 func TestPackageSetCRDValidation(t *testing.T) {
 	e := setup(t)
 	t.Parallel()
@@ -238,6 +263,7 @@ func TestPerformerCRDValidation(t *testing.T) {
 		{"runtimeClassName", func(s *v1alpha1.PerformerSpec) { s.Scheduling.RuntimeClassName = ptrTo("kata qemu") }, "spec.scheduling.runtimeClassName", "should match"},
 		{"priorityClassName", func(s *v1alpha1.PerformerSpec) { s.Scheduling.PriorityClassName = ptrTo("High") }, "spec.scheduling.priorityClassName", "should match"},
 	}
+	cases = append(cases, resourceCases("spec.resources", func(s *v1alpha1.PerformerSpec) *v1alpha1.ResourceRequirements { return &s.Resources })...)
 	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.PerformerSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 64)...)
 	cases = append(cases, labelMapCases("customLabels", "spec.hardwareRequirements.customLabels", func(s *v1alpha1.PerformerSpec) *map[string]string { return &s.HardwareRequirements.CustomLabels }, 32)...)
 	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.PerformerSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })...)
@@ -256,6 +282,7 @@ func TestExecutorCRDValidation(t *testing.T) {
 	}
 	cases := []crdCase[v1alpha1.ExecutorSpec]{{"good", nil, "", ""}}
 	cases = append(cases, selectorCases("spec.performers.selector", func(s *v1alpha1.ExecutorSpec) *metav1.LabelSelector { return s.Performers.Selector })...)
+	cases = append(cases, resourceCases("spec.resources", func(s *v1alpha1.ExecutorSpec) *v1alpha1.ResourceRequirements { return &s.Resources })...)
 	cases = append(cases, labelMapCases("podLabels", "spec.podLabels", func(s *v1alpha1.ExecutorSpec) *map[string]string { return &s.PodLabels }, 64)...)
 	cases = append(cases, labelMapCases("nodeSelector", "spec.scheduling.nodeSelector", func(s *v1alpha1.ExecutorSpec) *map[string]string { return &s.Scheduling.NodeSelector }, 0)...)
 	cases = append(cases, tolerationCases("spec.scheduling.tolerations", func(s *v1alpha1.ExecutorSpec) *[]corev1.Toleration { return &s.Scheduling.Tolerations })[:2]...)

@@ -62,12 +62,9 @@ func TestPerformerRejectedByAPIServer(t *testing.T) {
 	e := setup(t)
 	t.Parallel()
 	str := func(s string) *string { return &s }
-	cpu := func(req, lim string) corev1.ResourceRequirements {
-		r := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(req)}}
-		if lim != "" {
-			r.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(lim)}
-		}
-		return r
+	cpu := func(req, lim string) v1alpha1.ResourceRequirements {
+		return v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(req)},
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(lim)}}
 	}
 	for _, c := range []struct {
 		name string
@@ -84,8 +81,6 @@ func TestPerformerRejectedByAPIServer(t *testing.T) {
 			"Pod", []string{"is forbidden", `RuntimeClass "no-such-runtime" not found`}},
 		{"request-above-limit", func(s *v1alpha1.PerformerSpec) { s.Resources = cpu("2", "1") },
 			"Pod", []string{"is invalid", "spec.containers[0].resources.requests", "must be less than or equal to cpu limit"}},
-		{"negative-request", func(s *v1alpha1.PerformerSpec) { s.Resources = cpu("-1", "") },
-			"Pod", []string{"is invalid", "spec.containers[0].resources.requests[cpu]", "must be greater than or equal to 0"}},
 		// The CRD refuses a nodeSelector key that is not a label key; it checks only the length
 		// of values, so a value with a space reaches the Pod.
 		{"bad-selector-value", func(s *v1alpha1.PerformerSpec) { s.Scheduling.NodeSelector = map[string]string{"zone": "a b"} },

@@ -56,9 +56,22 @@ func (e *testEnv) waitPodGone(t *testing.T, p *corev1.Pod, why string) {
 	}
 }
 
-// setEvents lists the Warning events of a PackageSet with reason (cluster-scoped objects' events
-// are in the default namespace), with their counts.
+// setEvents lists the events of a PackageSet with reason (cluster-scoped objects' events are
+// in the default namespace), with their counts. The recorder writes events asynchronously,
+// after the status write a test waited on, so it polls up to 30 s for at least one; it
+// returns none only after that.
 func (e *testEnv) setEvents(t *testing.T, set, reason string) []corev1.Event {
+	t.Helper()
+	var out []corev1.Event
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		out = e.setEventsNow(t, set, reason)
+		return len(out) > 0, nil
+	})
+	return out
+}
+
+// setEventsNow is setEvents without the wait.
+func (e *testEnv) setEventsNow(t *testing.T, set, reason string) []corev1.Event {
 	t.Helper()
 	var list corev1.EventList
 	if err := e.c.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {

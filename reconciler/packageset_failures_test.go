@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -215,4 +216,28 @@ func TestPackageSetIllegalTransitionIsTerminal(t *testing.T) {
 	// lets the cleanup's deletion release the node).
 	updateLatest(t, e, types.NamespacedName{Name: nodes[0]}, "node record", func(n *corev1.Node) { n.Annotations[key] = orig })
 	e.waitSet(t, pool, "complete again", statusIs(v1alpha1.StatusComplete))
+}
+
+// A negative request in a package's resources (the CRD cannot refuse it within the API
+// server's CEL budget: 32 packages × two maps) is Stalled InvalidSpec naming the field, and no
+// stage Pod is created (the API server would refuse each one).
+func TestPackageSetNegativeResourcesInvalidSpec(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	pool := fmt.Sprintf("ps-negres-%d", seq.Add(1))
+	e.gpuNodes(t, pool, 1)
+	pkg := pkgTool("1.0.0")
+	pkg.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}
+	e.createSet(t, &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: v1alpha1.PackageSetSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"gantry.dev/test-pool": pool}},
+		Packages:     []v1alpha1.Package{pkg}, AdditionalTolerations: gpuToleration}})
+	bad := e.waitSet(t, pool, "invalid spec", func(s *v1alpha1.PackageSet) bool {
+		return setCondition(s, v1alpha1.ConditionStalled).Reason == packageset.ReasonInvalidSpec
+	})
+	if msg := setCondition(bad, v1alpha1.ConditionStalled).Message; !strings.Contains(msg, "spec.packages[0].resources.requests[cpu] = -1 is negative") {
+		t.Errorf("Stalled message %q does not name the field", msg)
+	}
+	if n := len(e.setPods(t, pool)); n != 0 {
+		t.Errorf("%d stage Pods created for an invalid spec", n)
+	}
 }

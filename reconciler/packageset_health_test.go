@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,18 +78,9 @@ func TestPackageSetHealthCheck(t *testing.T) {
 	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "dcgm-tool@1.1.0") {
 		t.Errorf("Stalled %+v", stalled)
 	}
-	// The failure reached the set's events (status erroring, naming the check) on its way.
-	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list); err != nil {
-		t.Fatal(err)
-	}
-	var named bool
-	for _, ev := range list.Items {
-		named = named || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && strings.Contains(ev.Message, "health check dcgm failed in round")
-	}
-	if !named {
-		t.Errorf("no event of the set names the failed health check")
-	}
+	// The failure reached the set's events (status erroring, naming the check) on its way;
+	// the recorder writes them asynchronously, after the status the wait above saw.
+	e.waitEvent(t, "PackageSet", pool, "health check dcgm failed in round")
 }
 
 // Observe mode and the systemd gate (NixFleet's observe mode and
@@ -142,18 +132,7 @@ func TestPackageSetHealthCheckObserveAndSystemd(t *testing.T) {
 	if units == 0 {
 		t.Errorf("no systemdFailedUnits check Job ran")
 	}
-	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list); err != nil {
-		t.Fatal(err)
-	}
-	var warned bool
-	for _, ev := range list.Items {
-		warned = warned || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && ev.Type == corev1.EventTypeWarning &&
-			ev.Reason == "HealthCheckObserved" && strings.Contains(ev.Message, "health check cis failed")
-	}
-	if !warned {
-		t.Errorf("no HealthCheckObserved Warning event names the observed failure")
-	}
+	e.waitEvent(t, "PackageSet", pool, "Warning HealthCheckObserved: ", "health check cis failed")
 }
 
 // Health gates at soak 0 (NixFleet's healthGate with soakMinutes = 0): with no soakDuration,
@@ -209,15 +188,5 @@ func TestPackageSetHealthCheckNoSoak(t *testing.T) {
 		}
 		return true
 	})
-	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list); err != nil {
-		t.Fatal(err)
-	}
-	var named bool
-	for _, ev := range list.Items {
-		named = named || ev.InvolvedObject.Kind == "PackageSet" && ev.InvolvedObject.Name == pool && strings.Contains(ev.Message, "health check dcgm failed after the last stage")
-	}
-	if !named {
-		t.Errorf("no event of the set names the failed health gate")
-	}
+	e.waitEvent(t, "PackageSet", pool, "health check dcgm failed after the last stage")
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -312,30 +313,35 @@ func (r *phaseRecorder) seen() []v1alpha1.PerformerPhase {
 // events lists the Performer's events, oldest first, one per line.
 func (e *testEnv) events(name string) string { return e.eventsOf("Performer", name) }
 
-// waitEvent polls (generous timeout: events are recorded asynchronously) until an event of
-// the kind/name object contains want, and fails the test otherwise.
-func (e *testEnv) waitEvent(t *testing.T, kind, name, want string) {
+// waitEvent polls (generous timeout: events are recorded asynchronously) until one event of
+// the kind/name object (its eventsOf line) contains every one of want, and fails the test
+// otherwise.
+func (e *testEnv) waitEvent(t *testing.T, kind, name string, want ...string) {
 	t.Helper()
 	var got string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		got = e.eventsOf(kind, name)
-		return strings.Contains(got, want), nil
+		return slices.ContainsFunc(strings.Split(got, "\n"), func(line string) bool {
+			return !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(line, w) })
+		}), nil
 	})
 	if err != nil {
 		t.Fatalf("no event on %s %s containing %q; events:\n%s", kind, name, want, got)
 	}
 }
 
-// eventsOf lists the events of the kind/name object, oldest first, one per line.
+// eventsOf lists the events of the kind/name object in the test's namespace, or of a
+// cluster-scoped object (a PackageSet: its events are in the default namespace, with no
+// involvedObject namespace), oldest first, one per line as "<type> <reason>: <message>".
 func (e *testEnv) eventsOf(kind, name string) string {
 	var list corev1.EventList
-	if err := e.c.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
+	if err := e.c.List(context.Background(), &list); err != nil {
 		return err.Error()
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
 	var b strings.Builder
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && (ev.InvolvedObject.Namespace == e.ns || ev.InvolvedObject.Namespace == "") {
 			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
 		}
 	}

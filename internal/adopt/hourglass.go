@@ -150,7 +150,7 @@ func FromHourglass(u *unstructured.Unstructured) (*v1alpha1.Performer, []string,
 		s.ImagePullSecrets = append(s.ImagePullSecrets, corev1.LocalObjectReference{Name: ps.Name})
 	}
 	warn = append(warn, hourglassConfig(hp, s)...)
-	s.Resources = corev1.ResourceRequirements{Requests: hp.Resources.Requests, Limits: hp.Resources.Limits}
+	s.Resources = v1alpha1.ResourceRequirements{Requests: hp.Resources.Requests, Limits: hp.Resources.Limits}
 	if len(hp.Resources.Claims) > 0 {
 		w("spec.resources.claims: dynamic resource claims are not supported by Gantry; left out")
 	}

@@ -88,7 +88,7 @@ func TestFromHourglassGPU(t *testing.T) {
 	if hw.GPUCount != 2 || hw.GPUResource != "nvidia.com/nvidia-a100" || hw.GPUType != "" || hw.TEERequired {
 		t.Errorf("hardware: %+v", hw)
 	}
-	if q := p.Spec.Resources.Requests["nvidia.com/gpu"]; q.Value() != 2 || p.Spec.Resources.Limits.Memory().String() != "16Gi" {
+	if q, m := p.Spec.Resources.Requests["nvidia.com/gpu"], p.Spec.Resources.Limits[corev1.ResourceMemory]; q.Value() != 2 || m.String() != "16Gi" {
 		t.Errorf("resources: %+v", p.Spec.Resources)
 	}
 	sc := p.Spec.Scheduling

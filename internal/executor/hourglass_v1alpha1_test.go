@@ -110,7 +110,7 @@ func translateV1alpha1(old *oldHourglassExecutor, secret string) *v1alpha1.Execu
 			Image: old.Spec.Image, Replicas: old.Spec.Replicas, AggregatorEndpoint: old.Spec.Config.AggregatorEndpoint,
 			LogLevel:         v1alpha1.ExecutorLogLevel(old.Spec.Config.LogLevel),
 			OperatorKeys:     v1alpha1.OperatorKeys{SecretName: secret},
-			Resources:        old.Spec.Resources,
+			Resources:        v1alpha1.ResourceRequirements{Limits: old.Spec.Resources.Limits, Requests: old.Spec.Resources.Requests},
 			Scheduling:       v1alpha1.Scheduling{NodeSelector: old.Spec.NodeSelector, Tolerations: old.Spec.Tolerations},
 			ImagePullSecrets: old.Spec.ImagePullSecrets,
 			HourglassCompat:  &v1alpha1.HourglassCompat{ConfigFormat: v1alpha1.HourglassConfigFormatExecutorV1alpha1},

@@ -265,7 +265,7 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.ContainerResources(e.Spec.Resources)
+	res, err := pl.ContainerResources(e.Spec.Resources.Core())
 	if err != nil {
 		return nil, err
 	}

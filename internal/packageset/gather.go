@@ -55,6 +55,11 @@ func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map
 		// drains.
 		f.SpecError = err.Error()
 	}
+	if err := NegativeResources(set.Spec.Packages); err != nil {
+		// The CRD cannot refuse it within the API server's CEL budget (32 packages × two
+		// unbounded maps), and every stage Pod would be refused: Stalled (InvalidSpec).
+		f.SpecError = err.Error()
+	}
 	f.Policy = PolicyOf(set.Spec.DeploymentPolicy, set.Status.Compartments)
 	var waves []v1alpha1.Wave
 	if ro := set.Spec.Rollout; ro != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -596,4 +597,23 @@ units=$(printf '%%s\n' "$out" | awk 'NF {printf "%%s%%s", sep, $1; sep=" "}')
 n=$(printf '%%s\n' "$out" | awk 'NF' | wc -l)
 echo "$n failed systemd units on the node (at most %[1]d allowed)${units:+: $units}"
 [ "$n" -le %[1]d ]`, most)
+}
+
+// NegativeResources returns an error naming the first negative quantity among the packages'
+// resources ("spec.packages[0].resources.requests[cpu] = -1 is negative: ..."), or nil. The
+// API server would refuse every stage Pod of such a package.
+func NegativeResources(pkgs []v1alpha1.Package) error {
+	for i, p := range pkgs {
+		for _, l := range []struct {
+			field string
+			list  corev1.ResourceList
+		}{{"requests", p.Resources.Requests}, {"limits", p.Resources.Limits}} {
+			for _, name := range slices.Sorted(maps.Keys(l.list)) {
+				if q := l.list[name]; q.Sign() < 0 {
+					return fmt.Errorf("spec.packages[%d].resources.%s[%s] = %s is negative: a stage container's requests and limits are zero or more", i, l.field, name, q.String())
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -392,5 +393,18 @@ func TestSystemdFailedUnitsScript(t *testing.T) {
 				t.Errorf("exit %d, output %q; want %d, %q", got, out, tc.wantCode, tc.wantOut)
 			}
 		})
+	}
+}
+
+func TestNegativeResources(t *testing.T) {
+	q := resource.MustParse
+	ok := []v1alpha1.Package{{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("0"), "memory": q("1Gi")}}}}
+	if err := NegativeResources(ok); err != nil {
+		t.Errorf("zero and positive: %v", err)
+	}
+	bad := append(ok, v1alpha1.Package{Name: "b", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"memory": q("-1Mi"), "cpu": q("-2")}}})
+	err := NegativeResources(bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.packages[1].resources.limits[cpu] = -2 is negative") {
+		t.Errorf("negative limit: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func DesiredPod(p *v1alpha1.Performer) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.ContainerResources(p.Spec.Resources)
+	res, err := pl.ContainerResources(p.Spec.Resources.Core())
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func samplePerformer() *v1alpha1.Performer {
 			Command:            []string{"/performer"},
 			Args:               []string{"--port=9090"},
 			ServiceAccountName: "performer",
-			Resources:          corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+			Resources:          v1alpha1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 			Scheduling:         v1alpha1.Scheduling{PriorityClassName: &sa},
 			HardwareRequirements: v1alpha1.HardwareRequirements{
 				GPUCount: 1, GPUType: "NVIDIA-H100-80GB-HBM3", TEERequired: true, TEEType: v1alpha1.TEETDX,

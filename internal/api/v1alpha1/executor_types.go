@@ -177,7 +177,7 @@ type ExecutorSpec struct {
 
 	// Resources are the executor container's CPU/memory requests and limits.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// Scheduling constrains where the executor pods run (as for Performers).
 	// +optional

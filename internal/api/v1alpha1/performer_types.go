@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -144,7 +145,7 @@ type PerformerSpec struct {
 	// Resources are the container's CPU/memory requests and limits. GPU resources are added
 	// from HardwareRequirements; do not set them here.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// Scheduling constrains where the Pod may run, in addition to what HardwareRequirements implies.
 	// +optional
@@ -227,6 +228,44 @@ type KeyRef struct {
 	// Key within it.
 	// +kubebuilder:validation:MinLength=1
 	Key string `json:"key"`
+}
+
+// ResourceRequirements are a container's requests and limits: corev1.ResourceRequirements
+// with at most 8 resources in each map and none negative (the bound keeps the CRD's CEL rules
+// within the API server's cost budget; a negative quantity is refused by the API server,
+// naming spec.resources.requests or .limits, instead of stalling the object). Claims stay
+// (passed to the container as written) so the schema keeps every field the upstream type had
+// and InstallCRDs upgrades CRDs installed before.
+type ResourceRequirements struct {
+	// Limits are the most of each resource the container may use, e.g. {"memory": "2Gi"}.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="a limit must not be negative"
+	// +optional
+	Limits map[corev1.ResourceName]resource.Quantity `json:"limits,omitempty"`
+	// Requests are what the scheduler reserves for the container, e.g. {"cpu": "500m"}.
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="a request must not be negative"
+	// +optional
+	Requests map[corev1.ResourceName]resource.Quantity `json:"requests,omitempty"`
+	// Claims name entries of the Pod's resourceClaims the container uses (dynamic resource
+	// allocation), as in a Pod's container.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Claims []corev1.ResourceClaim `json:"claims,omitempty"`
+}
+
+// Core returns r as the corev1.ResourceRequirements of a container (deep-copied maps).
+func (r ResourceRequirements) Core() corev1.ResourceRequirements {
+	c := r.DeepCopy()
+	return corev1.ResourceRequirements{Limits: c.Limits, Requests: c.Requests, Claims: c.Claims}
+}
+
+// ResourceRequirementsOf returns c as ResourceRequirements (deep-copied maps and claims).
+func ResourceRequirementsOf(c corev1.ResourceRequirements) ResourceRequirements {
+	d := c.DeepCopy()
+	return ResourceRequirements{Limits: d.Limits, Requests: d.Requests, Claims: d.Claims}
 }
 
 // Scheduling holds the Pod placement fields a user may set directly.
