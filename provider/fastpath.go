@@ -8,7 +8,7 @@ package provider
 //
 // PlanFastPath answers a plan itself only when the framework's answer is certain: the prior
 // state (PlannedState), the prior private state (PlannedPrivate), the prior identity
-// (PlannedIdentity), no RequiresReplace, no diagnostics, no deferral. It falls back to the
+// (PlannedIdentity; a null one when Terraform sent none), no RequiresReplace, no diagnostics, no deferral. It falls back to the
 // framework (the reason is counted, see planFastPath.decisions) when any of these holds:
 //
 //   - type: the resource type is not one it knows: not a Gantry kind (kindResource, whose
@@ -29,9 +29,9 @@ package provider
 //   - create-or-destroy: the prior state is null (a create) or the proposed new state is null
 //     (a destroy);
 //   - changed: the proposed new state differs from the prior state, byte for byte;
-//   - identity: no prior identity (Terraform before 1.12 sends none: the framework answers
-//     with a null one), or one that is not MessagePack, does not decode, is null or not
-//     wholly known;
+//   - identity: a prior identity that is not MessagePack, does not decode, is null or not
+//     wholly known (none at all, as Terraform before 1.12 sends, is answered: the framework
+//     then plans a null identity, and so does the fast path);
 //   - private: prior private state that the framework would not return byte for byte (it
 //     re-encodes it: json.Marshal of map[string][]byte without empty values, nil when empty);
 //   - decode: the prior state or config does not decode with the schema's type, the prior
@@ -250,6 +250,10 @@ func (f *planFastPath) PlanResourceChange(ctx context.Context, req *tfprotov6.Pl
 		return f.fullServer.PlanResourceChange(ctx, req)
 	}
 	resp := &tfprotov6.PlanResourceChangeResponse{PlannedState: req.PriorState, PlannedIdentity: req.PriorIdentity}
+	if req.PriorIdentity == nil {
+		// Terraform before 1.12 sends no identity; the framework answers with a null one.
+		resp.PlannedIdentity = f.types[req.TypeName].nullIdentity
+	}
 	if len(req.PriorPrivate) > 0 {
 		resp.PlannedPrivate = req.PriorPrivate
 	}
@@ -319,6 +323,9 @@ type fastPlanType struct {
 	schema   schema.Schema
 	typ      tftypes.Type
 	identity tftypes.Type
+	// nullIdentity is the identity the framework plans when Terraform sends none (before
+	// 1.12): a null value of the identity type; nil when it could not be encoded.
+	nullIdentity *tfprotov6.ResourceIdentityData
 	retry    retryCheck
 	// defaults are the defaulted attributes with their default; writeOnly the write-only
 	// attributes; json the jsontypes.Normalized ones.
@@ -339,7 +346,7 @@ type defaultAt struct {
 // decide returns planAnswered when the framework's plan of req (an unchanged update, private
 // state canonical) is certainly the prior state, else the fallback reason.
 func (t *fastPlanType) decide(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) string {
-	if !t.knownIdentity(req.PriorIdentity) {
+	if req.PriorIdentity != nil && !t.knownIdentity(req.PriorIdentity) || req.PriorIdentity == nil && t.nullIdentity == nil {
 		return fbIdentity
 	}
 	prior, err := req.PriorState.Unmarshal(t.typ)
@@ -498,6 +505,9 @@ func newFastPlanType(ctx context.Context, name string, r resource.Resource) (*fa
 		return nil, errors.New("it has blocks")
 	}
 	t := &fastPlanType{schema: sr.Schema, typ: sr.Schema.Type().TerraformType(ctx), identity: ir.IdentitySchema.Type().TerraformType(ctx), retry: rc.planRetryCheck()}
+	if null, err := tfprotov6.NewDynamicValue(t.identity, tftypes.NewValue(t.identity, nil)); err == nil {
+		t.nullIdentity = &tfprotov6.ResourceIdentityData{IdentityData: &null}
+	}
 	if err := t.readAttributes(ctx, nil, sr.Schema.Attributes); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@ package provider
 //
 // The wrapper is PlanFastPath's (fastpath.go): ReadResource answers a refresh itself only when
 // the framework's answer is certain: the prior state (NewState), the prior private state
-// (Private), the prior identity (NewIdentity), no diagnostics, no deferral. It falls back to
+// (Private), the prior identity (NewIdentity; the state's when Terraform sent none), no
+// diagnostics, no deferral. It falls back to
 // the framework (the reason is counted, see planFastPath.readDecisionCounts) when any of these
 // holds, checked in this order:
 //
@@ -29,9 +30,9 @@ package provider
 //     marker ".import_before_read" the framework deletes), or holds no read mark of this
 //     provider version with a resourceVersion (readMarkOf: none after a create or update,
 //     forgetRead; another version's after an upgrade of the provider);
-//   - identity: no current identity (Terraform before 1.12 sends none: readInto then sets
-//     one), or one that is not MessagePack, does not decode, is wholly null (readInto sets it)
-//     or is not wholly known;
+//   - identity: a current identity that is not MessagePack, does not decode, is wholly null
+//     (readInto sets it) or is not wholly known (none at all, as Terraform before 1.12 sends,
+//     is answered with the identity readInto sets: stateIdentity);
 //   - decode: the state does not decode with the schema's type, is null or not wholly known,
 //     or names no object (readInto's stateKey: name, namespace; a package set's id when its
 //     name is empty);
@@ -142,6 +143,13 @@ func (f *planFastPath) ReadResource(ctx context.Context, req *tfprotov6.ReadReso
 		return f.fullServer.ReadResource(ctx, req)
 	}
 	why, fetched := f.decideRead(ctx, req)
+	identity := req.CurrentIdentity
+	if why == planAnswered && identity == nil {
+		// Terraform before 1.12 sends no identity; readInto sets the object's.
+		if identity = f.stateIdentity(req); identity == nil {
+			why = fbIdentity
+		}
+	}
 	f.readCounts[why].Add(1)
 	if why != planAnswered {
 		if fetched != nil {
@@ -149,7 +157,36 @@ func (f *planFastPath) ReadResource(ctx context.Context, req *tfprotov6.ReadReso
 		}
 		return f.fullServer.ReadResource(ctx, req)
 	}
-	return &tfprotov6.ReadResourceResponse{NewState: req.CurrentState, NewIdentity: req.CurrentIdentity, Private: req.Private}, nil
+	return &tfprotov6.ReadResourceResponse{NewState: req.CurrentState, NewIdentity: identity, Private: req.Private}, nil
+}
+
+// stateIdentity is the identity readInto sets (setIdentity) for the object req's state names:
+// name, and namespace when the kind is namespaced and it is not empty (null otherwise); nil
+// when the state does not decode or the identity cannot be encoded.
+func (f *planFastPath) stateIdentity(req *tfprotov6.ReadResourceRequest) *tfprotov6.ResourceIdentityData {
+	t, spec := f.types[req.TypeName], f.reads[req.TypeName]
+	state, err := req.CurrentState.Unmarshal(t.typ)
+	obj, ok := t.identity.(tftypes.Object)
+	if err != nil || !ok {
+		return nil
+	}
+	namespace, name := stateKeyOf(state, spec.Namespaced)
+	attrs := map[string]tftypes.Value{}
+	for k := range obj.AttributeTypes {
+		switch {
+		case k == "name":
+			attrs[k] = tftypes.NewValue(tftypes.String, name)
+		case k == "namespace" && namespace != "":
+			attrs[k] = tftypes.NewValue(tftypes.String, namespace)
+		default:
+			attrs[k] = tftypes.NewValue(obj.AttributeTypes[k], nil)
+		}
+	}
+	dv, err := tfprotov6.NewDynamicValue(t.identity, tftypes.NewValue(t.identity, attrs))
+	if err != nil {
+		return nil
+	}
+	return &tfprotov6.ResourceIdentityData{IdentityData: &dv}
 }
 
 // decideRead returns planAnswered when the fast path answers req, else why it falls back and,
@@ -175,7 +212,7 @@ func (f *planFastPath) decideRead(ctx context.Context, req *tfprotov6.ReadResour
 	if !ok {
 		return fbPrivate, nil
 	}
-	if !t.readIdentity(req.CurrentIdentity) {
+	if req.CurrentIdentity != nil && !t.readIdentity(req.CurrentIdentity) {
 		return fbIdentity, nil
 	}
 	state, err := req.CurrentState.Unmarshal(t.typ)

@@ -484,7 +484,7 @@ func readKindRows(k readKindCase) []readRow {
 		{name: "private: terraform-plugin-sdk's", state: state, private: privSDK, want: fbPrivate, differs: true},
 		{name: "private: an empty value", state: state, private: privEmptyValue, want: fbPrivate, differs: true, wantDiags: true},
 		{name: "private: not JSON", state: state, private: "{", want: fbPrivate, differs: true, wantDiags: true},
-		{name: "no identity (Terraform 1.8)", state: state, private: privRead, noIdentity: true, want: fbIdentity, differs: true},
+		{name: "no identity (Terraform 1.8)", state: state, private: privRead, noIdentity: true, want: planAnswered, differs: true},
 		{name: "identity without data", state: state, private: privRead, want: fbIdentity, differs: true,
 			edit: func(r *tfprotov6.ReadResourceRequest) { r.CurrentIdentity.IdentityData = nil }},
 		{name: "identity null", state: state, private: privRead, want: fbIdentity, differs: true,

@@ -365,7 +365,7 @@ func commonRows(typ string, state, config map[string]any, set [2]map[string]any,
 		{name: "empty labels unchanged", prior: with(state, "labels", map[string]any{}), config: with(config, "labels", map[string]any{}), want: planAnswered},
 		{name: "create", nullPrior: true, prior: nil, proposed: state, config: config, want: fbCreateDestroy},
 		{name: "destroy", prior: state, nullProposed: true, config: nil, want: fbCreateDestroy},
-		{name: "no identity (Terraform 1.8)", prior: state, config: config, noIdentity: true, want: fbIdentity, differs: true},
+		{name: "no identity (Terraform 1.8)", prior: state, config: config, noIdentity: true, want: planAnswered, differs: true},
 		{name: "identity null", prior: state, config: config, want: fbIdentity, edit: func(r *tfprotov6.PlanResourceChangeRequest) {
 			r.PriorIdentity.IdentityData = &tfprotov6.DynamicValue{MsgPack: []byte{0xc0}}
 		}},
