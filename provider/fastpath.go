@@ -326,7 +326,7 @@ type fastPlanType struct {
 	// nullIdentity is the identity the framework plans when Terraform sends none (before
 	// 1.12): a null value of the identity type; nil when it could not be encoded.
 	nullIdentity *tfprotov6.ResourceIdentityData
-	retry    retryCheck
+	retry        retryCheck
 	// defaults are the defaulted attributes with their default; writeOnly the write-only
 	// attributes; json the jsontypes.Normalized ones.
 	defaults  []defaultAt
