@@ -17,6 +17,8 @@
 # then hack/bench/scale:
 # SCALE_BENCH_PERFORMERS (default 1000) gantry_performer applied, planned and destroyed beside
 # a client-go limit (the same Performers created by a parallel client at the same QPS); then
+# hack/bench/schemafloor: the same no-op plan with a provider that serves Gantry's schema and
+# does no work (Terraform's own cost of the schema); then
 # hack/bench/preview: the package set rollout preview over PREVIEW_BENCH_NODES synthetic nodes
 # (default 1000), the provider's computation at plan.
 # Prints numbers; it does not pass or fail on them. Each program also records its figures
@@ -51,6 +53,9 @@ go run ./hack/bench/packageset -kubeconfig "$KUBECONFIG_PATH" -reconciler "$BIN/
 # Scale: its own reconciler process (peak RSS, CPU) and its own kwok nodes.
 go run ./hack/bench/scale -kubeconfig "$KUBECONFIG_PATH" -terraform "$BIN/terraform" -tfrc "$CACHE/terraformrc" \
   -reconciler "$BIN/gantry-reconciler" -workdir "$CACHE/bench/scale" -n "${SCALE_BENCH_PERFORMERS:-1000}"
+# Terraform's own cost of Gantry's schema: the same N gantry_performer served by a provider that
+# does no work (hack/bench/schemafloor), beside N terraform_data; no cluster.
+go run ./hack/bench/schemafloor -terraform "$BIN/terraform" -workdir "$CACHE/bench/schemafloor" -n "${SCALE_BENCH_PERFORMERS:-1000}" -parallelism 200
 # The package set rollout preview the provider computes at plan (no cluster: the computation).
 go run ./hack/bench/preview -nodes "${PREVIEW_BENCH_NODES:-1000}"
 echo
