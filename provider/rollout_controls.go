@@ -541,7 +541,7 @@ func complianceCheckAttribute() schema.SingleNestedAttribute {
 				Validators:          []validator.String{stringvalidator.OneOf(v1alpha1.ComplianceFrameworks...)}},
 			"evidence_path": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "The evidence file on the node's host, an absolute path of letters, digits, `.`, `_`, `-` and `/` (default `/var/lib/nixfleet-compliance/evidence.json`, where NixFleet's collector writes it).",
-				Validators: []validator.String{stringvalidator.LengthBetween(2, 1024),
+				Validators: []validator.String{stringvalidator.LengthAtMost(1024),
 					stringvalidator.RegexMatches(complianceEvidencePathRe, "must be an absolute path of letters, digits, '.', '_', '-' and '/'")}},
 		}}
 }
