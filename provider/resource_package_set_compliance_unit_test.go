@@ -41,7 +41,9 @@ func TestPackageSetCompliance_roundTrip(t *testing.T) {
 			want:  &complianceModel{Framework: types.StringValue("dora"), EvidencePath: types.StringValue("/srv/e.json")}},
 		{name: "drift: framework changed outside Terraform", conf: &complianceModel{Framework: types.StringValue("nis2"), EvidencePath: types.StringNull()},
 			spec: map[string]interface{}{"framework": "nis2"},
-			edit: func(check map[string]interface{}) { _ = unstructured.SetNestedField(check, "iso27001", "compliance", "framework") },
+			edit: func(check map[string]interface{}) {
+				_ = unstructured.SetNestedField(check, "iso27001", "compliance", "framework")
+			},
 			want: &complianceModel{Framework: types.StringValue("iso27001"), EvidencePath: types.StringNull()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
