@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -358,19 +359,27 @@ func flattenWaves(waves []v1alpha1.Wave, prior []waveModel) []waveModel {
 }
 
 type healthCheckModel struct {
-	Name      types.String       `tfsdk:"name"`
-	Image     types.String       `tfsdk:"image"`
-	Command   []string           `tfsdk:"command"`
-	Args      []string           `tfsdk:"args"`
-	HTTPGet   *httpGetModel      `tfsdk:"http_get"`
-	Systemd   *systemdUnitsModel `tfsdk:"systemd_failed_units"`
-	Mode      types.String       `tfsdk:"mode"`
-	Timeout   types.String       `tfsdk:"timeout"`
-	PodLabels map[string]string  `tfsdk:"pod_labels"`
+	Name       types.String       `tfsdk:"name"`
+	Image      types.String       `tfsdk:"image"`
+	Command    []string           `tfsdk:"command"`
+	Args       []string           `tfsdk:"args"`
+	HTTPGet    *httpGetModel      `tfsdk:"http_get"`
+	Systemd    *systemdUnitsModel `tfsdk:"systemd_failed_units"`
+	Compliance *complianceModel   `tfsdk:"compliance"`
+	Mode       types.String       `tfsdk:"mode"`
+	Timeout    types.String       `tfsdk:"timeout"`
+	PodLabels  map[string]string  `tfsdk:"pod_labels"`
 }
 
 type systemdUnitsModel struct {
 	Max types.Int64 `tfsdk:"max"`
+}
+
+// complianceModel is a health check's compliance block: NixFleet's evidence probe for one
+// framework (v1alpha1.ComplianceCheck).
+type complianceModel struct {
+	Framework    types.String `tfsdk:"framework"`
+	EvidencePath types.String `tfsdk:"evidence_path"`
 }
 
 type httpGetModel struct {
@@ -378,11 +387,11 @@ type httpGetModel struct {
 }
 
 // healthCheckValidator checks one health check at plan as the CRD's rule does: exactly one of
-// command (exec, with image), http_get or systemd_failed_units.
+// command (exec, with image), http_get, systemd_failed_units or compliance.
 type healthCheckValidator struct{}
 
 func (healthCheckValidator) Description(context.Context) string {
-	return "exactly one of command (with image), http_get or systemd_failed_units"
+	return "exactly one of command (with image), http_get, systemd_failed_units or compliance"
 }
 func (v healthCheckValidator) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
@@ -392,18 +401,18 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 		return
 	}
 	a := req.ConfigValue.Attributes()
-	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() || a["systemd_failed_units"].IsUnknown() {
+	if a["command"].IsUnknown() || a["http_get"].IsUnknown() || a["image"].IsUnknown() || a["systemd_failed_units"].IsUnknown() || a["compliance"].IsUnknown() {
 		return
 	}
 	if l, ok := a["command"].(types.List); ok && !l.IsNull() && len(l.Elements()) == 0 {
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("command"), "Invalid Health Check",
 			fmt.Sprintf("%s: command = [] runs nothing, and the PackageSet API has no empty command (the API server would refuse the check "+
-				"as having no kind): list the command of an exec check, or remove command for an http_get or systemd_failed_units check.", req.Path.AtName("command")))
+				"as having no kind): list the command of an exec check, or remove command for an http_get, systemd_failed_units or compliance check.", req.Path.AtName("command")))
 		return
 	}
-	cmd, get, units := !a["command"].IsNull(), !a["http_get"].IsNull(), !a["systemd_failed_units"].IsNull()
+	cmd, get, units, compliance := !a["command"].IsNull(), !a["http_get"].IsNull(), !a["systemd_failed_units"].IsNull(), !a["compliance"].IsNull()
 	n := 0
-	for _, set := range []bool{cmd, get, units} {
+	for _, set := range []bool{cmd, get, units, compliance} {
 		if set {
 			n++
 		}
@@ -411,7 +420,7 @@ func (healthCheckValidator) ValidateObject(_ context.Context, req validator.Obje
 	switch {
 	case n != 1:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Health Check",
-			fmt.Sprintf("%s: set exactly one of command (an exec check), http_get or systemd_failed_units.", req.Path))
+			fmt.Sprintf("%s: set exactly one of command (an exec check), http_get, systemd_failed_units or compliance.", req.Path))
 	case cmd && a["image"].IsNull():
 		resp.Diagnostics.AddAttributeError(req.Path.AtName("image"), "Invalid Health Check",
 			fmt.Sprintf("%s: an exec check (command) needs image.", req.Path.AtName("image")))
@@ -446,6 +455,7 @@ func healthChecksAttribute() schema.ListNestedAttribute {
 						"the stage Pods' namespace must allow privileged pods. A failed run names the failed units. `image` defaults to `busybox:1.36` (its `nsenter`).",
 					Attributes: map[string]schema.Attribute{"max": schema.Int64Attribute{Optional: true, MarkdownDescription: "Most failed units allowed (default 0).",
 						Validators: []validator.Int64{int64validator.Between(0, 1000)}}}},
+				"compliance": complianceCheckAttribute(),
 				"mode": schema.StringAttribute{Optional: true, MarkdownDescription: "Whether a failing run fails the node, as NixFleet's gate mode: `enforce` (default) or `observe`.\n\n`enforce` fails the node when a run fails; " +
 					"`observe` records the failure (the `HealthChecksObserved` condition names the node, the check and its output, with a Warning event) and lets the rollout go on, " +
 					"as NixFleet's observe mode for health gates and compliance probes.",
@@ -467,6 +477,7 @@ func expandHealthChecks(hcs []healthCheckModel) ([]v1alpha1.HealthCheck, error) 
 		if h.Systemd != nil {
 			hc.SystemdFailedUnits = &v1alpha1.SystemdFailedUnitsCheck{Max: int32(h.Systemd.Max.ValueInt64())}
 		}
+		hc.Compliance = expandComplianceCheck(h.Compliance)
 		hc.Mode = v1alpha1.HealthCheckMode(h.Mode.ValueString())
 		if !h.Timeout.IsNull() && !h.Timeout.IsUnknown() {
 			d, err := time.ParseDuration(h.Timeout.ValueString())
@@ -499,6 +510,7 @@ func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) [
 			}
 			m.Systemd = &systemdUnitsModel{Max: optInt64(int64(h.SystemdFailedUnits.Max), prior)}
 		}
+		m.Compliance = flattenComplianceCheck(h.Compliance, ph.Compliance)
 		m.Mode = optString(string(h.Mode), ph.Mode)
 		if h.Timeout != nil {
 			m.Timeout = durationString(h.Timeout.Duration, ph.Timeout)
@@ -506,4 +518,52 @@ func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) [
 		out = append(out, m)
 	}
 	return out
+}
+
+// complianceEvidencePathRe is an evidence_path the CRD accepts (its pattern): an absolute path
+// of letters, digits, '.', '_', '-' and '/', which the check's script quotes as it is.
+var complianceEvidencePathRe = regexp.MustCompile(`^/[A-Za-z0-9._/-]+$`)
+
+// complianceCheckAttribute is a health check's compliance block: NixFleet's compliance probe
+// (RFC-0007's evidence probe) for one framework, validated at plan as the CRD validates it
+// (framework one of v1alpha1.ComplianceFrameworks, evidence_path the CRD's pattern).
+func complianceCheckAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: "Passes while every control NixFleet's compliance evidence on the node maps to `framework` passed, as NixFleet's compliance probe (RFC-0007's `evidence` probe).\n\n" +
+			"It reads the evidence file NixFleet's `compliance-evidence-collector` writes (schemaVersion 1), keeps the controls whose `frameworkArticles` name the framework " +
+			"and fails naming those with `passed` not `true`; a missing or unreadable file, a file that is not JSON or of another schemaVersion, or no control of the framework fails too " +
+			"(NixFleet: a probe that cannot run fails). It reads the file through `/proc/1/root` from a privileged pod in the host PID namespace: the stage Pods' namespace must allow " +
+			"privileged pods. `image` defaults to `busybox:1.36` (its `sh` and `awk`). NixFleet's `healthGate.complianceProbes.required = true` and `compliance.mode = \"enforce\"` " +
+			"are `mode = \"enforce\"`; `compliance.mode = \"permissive\"` is `mode = \"observe\"`; `\"disabled\"` is no compliance check.",
+		Attributes: map[string]schema.Attribute{
+			"framework": schema.StringAttribute{Required: true,
+				MarkdownDescription: "The NixFleet compliance framework: `anssi-bp028`, `nis2`, `dora` or `iso27001` (the names NixFleet's `mkFleet` accepts), matched against each control's `frameworkArticles` keys.",
+				Validators:          []validator.String{stringvalidator.OneOf(v1alpha1.ComplianceFrameworks...)}},
+			"evidence_path": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "The evidence file on the node's host, an absolute path of letters, digits, `.`, `_`, `-` and `/` (default `/var/lib/nixfleet-compliance/evidence.json`, where NixFleet's collector writes it).",
+				Validators: []validator.String{stringvalidator.LengthAtMost(1024),
+					stringvalidator.RegexMatches(complianceEvidencePathRe, "must be an absolute path of letters, digits, '.', '_', '-' and '/'")}},
+		}}
+}
+
+// expandComplianceCheck is the API's compliance check of a health check's compliance block
+// (nil: none); an unset evidence_path is left for the reconciler's default.
+func expandComplianceCheck(m *complianceModel) *v1alpha1.ComplianceCheck {
+	if m == nil {
+		return nil
+	}
+	return &v1alpha1.ComplianceCheck{Framework: m.Framework.ValueString(), EvidencePath: m.EvidencePath.ValueString()}
+}
+
+// flattenComplianceCheck is the compliance block of the API's compliance check c (nil: none);
+// prior is the configuration's, for an evidence_path it did not write.
+func flattenComplianceCheck(c *v1alpha1.ComplianceCheck, prior *complianceModel) *complianceModel {
+	if c == nil {
+		return nil
+	}
+	path := types.StringNull()
+	if prior != nil {
+		path = prior.EvidencePath
+	}
+	return &complianceModel{Framework: types.StringValue(c.Framework), EvidencePath: optString(c.EvidencePath, path)}
 }

@@ -1095,6 +1095,11 @@ func rtPackageSet() *rtKind {
 				"rollout.waves[].name":                            {value: "zerowave-2"},
 				"rollout.waves[].soak_duration":                   {value: "1m"},
 				"rollout.waves[].node_selector":                   {value: map[string]any{"gantry.dev/zero-test": "none"}},
+
+				// compliance checks (NixFleet's compliance probes): framework is required; an
+				// evidence_path is an absolute path.
+				"rollout.health_checks[].compliance":               {with: map[string]any{"rollout.health_checks[0].image": nil, "rollout.health_checks[0].command": nil}, min: map[string]any{"framework": "nis2"}},
+				"rollout.health_checks[].compliance.evidence_path": {value: "/srv/compliance/evidence.json"},
 			}),
 	}
 }

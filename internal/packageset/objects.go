@@ -574,6 +574,15 @@ func DesiredProbePod(set *v1alpha1.PackageSet, node, namespace, managedBy string
 		c.SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
 		hostPID = true
 	}
+	if hc.Compliance != nil {
+		if c.Image == "" {
+			c.Image = DefaultHealthCheckImage
+		}
+		c.Command, c.Args = []string{"sh", "-c", ComplianceEvidenceScript(HostRoot, *hc.Compliance)}, nil
+		privileged := true
+		c.SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+		hostPID = true
+	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	deadline := int64((js.Timeout + ProbeStartAllowance).Seconds())
 	noToken := false
@@ -598,6 +607,121 @@ n=$(printf '%%s\n' "$out" | awk 'NF' | wc -l)
 echo "$n failed systemd units on the node (at most %[1]d allowed)${units:+: $units}"
 [ "$n" -le %[1]d ]`, most)
 }
+
+// HostRoot is the node's host filesystem as a privileged pod in the host PID namespace sees
+// it: PID 1's root. A compliance check reads the evidence there with the image's own tools
+// (not through nsenter: a NixOS host has no cat or awk at the paths busybox's PATH names).
+const HostRoot = "/proc/1/root"
+
+// ComplianceEvidenceScript is the sh script of a compliance check (NixFleet's RFC-0007 evidence
+// probe for c.Framework): it reads hostRoot + the evidence path (c.EvidencePath, default
+// v1alpha1.DefaultComplianceEvidencePath) with awk, which parses the JSON, keeps the controls
+// whose frameworkArticles have the framework as a key, and prints one line: the verdict (with
+// the failed controls' ids), the evidence's collectedAt and path. Exit 0: every such control has passed = true;
+// 1: some control failed, or none maps to the framework; 2: the evidence could not be judged
+// (missing or unreadable file, not JSON, schemaVersion not 1). Both failures fail the run, as
+// NixFleet's runner fails on any error. The framework and path are embedded in single quotes:
+// the CRD's enum and pattern keep quotes and spaces out of them. POSIX sh and awk only (busybox
+// runs it; the unit test runs it with both busybox and the host's sh and awk).
+func ComplianceEvidenceScript(hostRoot string, c v1alpha1.ComplianceCheck) string {
+	path := c.EvidencePath
+	if path == "" {
+		path = v1alpha1.DefaultComplianceEvidencePath
+	}
+	return fmt.Sprintf(`f='%[1]s%[2]s'
+if [ ! -e "$f" ]; then echo "NixFleet compliance evidence %[2]s is missing on the node (compliance-evidence-collector has not written it): framework %[3]s fails"; exit 2; fi
+if [ ! -r "$f" ]; then echo "NixFleet compliance evidence %[2]s is not readable on the node: framework %[3]s fails"; exit 2; fi
+awk -v fw='%[3]s' -v path='%[2]s' '%[4]s' "$f"`, hostRoot, path, c.Framework, complianceAwk)
+}
+
+// complianceAwk judges an evidence file (see ComplianceEvidenceScript): a recursive-descent
+// JSON reader that calls key() for every object key and scalar() for every string or literal,
+// with the value's path ("/controls/0/passed"), then the verdict. No single quote in it (the
+// script quotes it).
+const complianceAwk = `
+function ws() { while (pos <= n && index(" \t\r\n", substr(s, pos, 1)) > 0) pos++ }
+function fail(m) { if (bad == "") bad = m " at byte " pos; pos = n + 1 }
+function str(   c, out) {
+	pos++; out = ""
+	while (pos <= n) {
+		c = substr(s, pos, 1)
+		if (c == "\\") { out = out substr(s, pos, 2); pos += 2; continue }
+		if (c == "\"") { pos++; return out }
+		out = out c; pos++
+	}
+	fail("unterminated string"); return ""
+}
+function ctl(p,   rest, j) {
+	if (substr(p, 1, 10) != "/controls/") return ""
+	rest = substr(p, 11); j = index(rest, "/")
+	if (j == 0) { cidx = rest; return "" }
+	cidx = substr(rest, 1, j - 1); return substr(rest, j + 1)
+}
+function key(p,   f) {
+	f = ctl(p)
+	if (f != "" && cidx + 1 > nc) nc = cidx + 1
+	if (f == ("frameworkArticles/" fw)) mapped[cidx] = 1
+}
+function scalar(p, t, v,   f) {
+	if (p == "/schemaVersion") sv = v
+	if (p == "/collectedAt" && t == "s") at = v
+	f = ctl(p)
+	if (f == "controlId" && t == "s") id[cidx] = v
+	if (f == "passed") passed[cidx] = t v
+}
+function value(p,   c, k, i, v) {
+	ws(); if (bad != "") return
+	c = substr(s, pos, 1)
+	if (c == "{") {
+		pos++; ws()
+		if (substr(s, pos, 1) == "}") { pos++; return }
+		while (bad == "") {
+			ws()
+			if (substr(s, pos, 1) != "\"") { fail("expected a key"); return }
+			k = str(); ws()
+			if (substr(s, pos, 1) != ":") { fail("expected a colon"); return }
+			pos++; key(p "/" k); value(p "/" k); ws()
+			c = substr(s, pos, 1); pos++
+			if (c == "}") return
+			if (c != ",") { pos--; fail("expected a comma or }"); return }
+		}
+		return
+	}
+	if (c == "[") {
+		pos++; ws()
+		if (substr(s, pos, 1) == "]") { pos++; return }
+		for (i = 0; bad == ""; i++) {
+			value(p "/" i); ws()
+			c = substr(s, pos, 1); pos++
+			if (c == "]") return
+			if (c != ",") { pos--; fail("expected a comma or ]"); return }
+		}
+		return
+	}
+	if (c == "\"") { v = str(); scalar(p, "s", v); return }
+	v = ""
+	while (pos <= n && index(",:{}[]\" \t\r\n", substr(s, pos, 1)) == 0) { v = v substr(s, pos, 1); pos++ }
+	if (v !~ /^(true|false|null|-?[0-9][0-9.eE+-]*)$/) { fail("unexpected " (v == "" ? "end of input" : v)); return }
+	scalar(p, "l", v)
+}
+{ s = s $0 "\n" }
+END {
+	n = length(s); pos = 1; bad = ""; sv = ""; at = "unknown"
+	value("")
+	ws()
+	if (bad == "" && pos <= n) fail("trailing data")
+	if (bad != "") { print "NixFleet compliance evidence " path " is not JSON (" bad "): framework " fw " fails"; exit 2 }
+	if (sv != "1") { print "NixFleet compliance evidence " path " has schemaVersion " (sv == "" ? "none" : sv) ", not 1 (upgrade nixfleet-compliance): framework " fw " fails"; exit 2 }
+	total = 0; nf = 0; failed = ""
+	for (i = 0; i < nc; i++) {
+		if (!(i in mapped)) continue
+		total++; name = (i in id) ? id[i] : "controls[" i "]"
+		if (passed[i] != "ltrue") { nf++; failed = failed " " name }
+	}
+	if (total == 0) { print "no control in NixFleet compliance evidence " path " maps to framework " fw " (collected " at "): framework " fw " fails"; exit 1 }
+	if (nf > 0) { print "framework " fw ": " nf " of " total " controls failed:" failed " (evidence " path ", collected " at ")"; exit 1 }
+	print "framework " fw ": all " total " controls passed (evidence " path ", collected " at ")"
+}`
 
 // NegativeResources returns an error naming the first negative quantity among the packages'
 // resources ("spec.packages[0].resources.requests[cpu] = -1 is negative: ..."), or nil. The

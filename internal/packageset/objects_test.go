@@ -408,3 +408,156 @@ func TestNegativeResources(t *testing.T) {
 		t.Errorf("negative limit: %v", err)
 	}
 }
+
+// complianceEvidence is an evidence file in NixFleet Compliance's format (schemaVersion 1,
+// docs/evidence-format.md): one control per framework mix, pretty-printed as the collector
+// writes it, with an escaped quote in a details string and a control of no framework.
+const complianceEvidence = `{
+  "schemaVersion": 1,
+  "hostname": "gpu-0",
+  "collectedAt": "2026-11-29T10:00:00Z",
+  "controls": [
+    {
+      "controlId": "access-control",
+      "passed": true,
+      "frameworkArticles": {"nis2": ["21(i)"], "iso27001": ["A.8.2", "A.8.3"], "dora": ["Art. 9"]},
+      "details": {"password_auth_disabled": true, "idle_timeout_seconds": 900, "note": "sshd -T says \"no\""},
+      "schema": "anssi-bp028/v1"
+    },
+    {
+      "controlId": "secure-boot",
+      "passed": false,
+      "frameworkArticles": {"nis2": ["21(e)"], "anssi-bp028": ["R3"]},
+      "details": {"secureboot_enabled": false, "error": "EFI variable SecureBoot reads 0"}
+    },
+    {
+      "controlId": "audit-logging",
+      "passed": true,
+      "frameworkArticles": {"anssi-bp028": []}
+    },
+    {
+      "controlId": "synthetic",
+      "passed": false,
+      "frameworkArticles": {}
+    }
+  ]
+}
+`
+
+// ComplianceEvidenceScript, run by sh against an evidence file under a stand-in host root, as
+// NixFleet's evidence runner judges it: the controls mapped to the framework (a key of their
+// frameworkArticles, even with no article) all passed: pass; one failed: fail naming it; none
+// mapped: fail; a missing file, broken JSON or another schemaVersion: fail (exit 2, "probe
+// failure to execute = Fail"). Run by the host's sh and awk, and by busybox's (the check's
+// image) when bin/busybox is there.
+func TestComplianceEvidenceScript(t *testing.T) {
+	type tc struct {
+		name, framework, path, evidence string // evidence "": no file
+		wantCode                        int
+		wantOut                         string
+	}
+	const at = "(evidence /var/lib/nixfleet-compliance/evidence.json, collected 2026-11-29T10:00:00Z)"
+	cases := []tc{
+		{name: "dora: all passed", framework: "dora", evidence: complianceEvidence, wantOut: "framework dora: all 1 controls passed " + at},
+		{name: "iso27001: all passed", framework: "iso27001", evidence: complianceEvidence, wantOut: "framework iso27001: all 1 controls passed " + at},
+		{name: "nis2: secure-boot failed", framework: "nis2", evidence: complianceEvidence, wantCode: 1,
+			wantOut: "framework nis2: 1 of 2 controls failed: secure-boot " + at},
+		{name: "anssi: a key with no article counts", framework: "anssi-bp028", evidence: complianceEvidence, wantCode: 1,
+			wantOut: "framework anssi-bp028: 1 of 2 controls failed: secure-boot " + at},
+		{name: "no control maps to the framework", framework: "dora", wantCode: 1,
+			evidence: `{"schemaVersion":1,"hostname":"h","collectedAt":"2026-11-29T10:00:00Z","controls":[{"controlId":"x","passed":true,"frameworkArticles":{"nis2":["21(a)"]}},{}]}`,
+			wantOut:  "no control in NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json maps to framework dora (collected 2026-11-29T10:00:00Z): framework dora fails"},
+		{name: "an empty control before a mapped one", framework: "nis2",
+			evidence: `{"schemaVersion":1,"collectedAt":"t","controls":[{},{"controlId":"x","passed":true,"frameworkArticles":{"nis2":["21(a)"]}}]}`,
+			wantOut:  "framework nis2: all 1 controls passed (evidence /var/lib/nixfleet-compliance/evidence.json, collected t)"},
+		{name: "missing file", framework: "nis2", wantCode: 2,
+			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json is missing on the node (compliance-evidence-collector has not written it): framework nis2 fails"},
+		{name: "not JSON", framework: "nis2", evidence: `{"schemaVersion": 1, "controls": [`, wantCode: 2,
+			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json is not JSON (unexpected end of input at byte 36): framework nis2 fails"},
+		{name: "legacy format (no schemaVersion)", framework: "nis2", wantCode: 2,
+			evidence: `{"host":"h","timestamp":"2026-04-05T10:00:00Z","controls":[{"control":"access-control","status":"compliant","framework_articles":{"nis2":["21(i)"]}}],"overall":"1/1 controls compliant"}`,
+			wantOut:  "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json has schemaVersion none, not 1 (upgrade nixfleet-compliance): framework nis2 fails"},
+		{name: "schemaVersion 2", framework: "nis2", evidence: `{"schemaVersion": 2, "controls": []}`, wantCode: 2,
+			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json has schemaVersion 2, not 1 (upgrade nixfleet-compliance): framework nis2 fails"},
+		{name: "passed not true", framework: "nis2", wantCode: 1,
+			evidence: `{"schemaVersion":1,"collectedAt":"t","controls":[{"controlId":"a","passed":"true","frameworkArticles":{"nis2":[]}},{"controlId":"b","passed":null,"frameworkArticles":{"nis2":[]}}]}`,
+			wantOut:  "framework nis2: 2 of 2 controls failed: a b (evidence /var/lib/nixfleet-compliance/evidence.json, collected t)"},
+		{name: "own path", framework: "nis2", path: "/srv/compliance/evidence.json", wantCode: 1, evidence: complianceEvidence,
+			wantOut: "framework nis2: 1 of 2 controls failed: secure-boot (evidence /srv/compliance/evidence.json, collected 2026-11-29T10:00:00Z)"},
+	}
+	shells := map[string]string{"host sh and awk": ""}
+	if bb, err := filepath.Abs("../../bin/busybox"); err == nil {
+		if _, err := os.Stat(bb); err == nil {
+			dir := t.TempDir()
+			for _, a := range []string{"sh", "awk", "cat"} {
+				if err := os.Symlink(bb, filepath.Join(dir, a)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			shells["busybox"] = dir
+		}
+	}
+	for shell, bin := range shells {
+		for _, c := range cases {
+			t.Run(shell+"/"+c.name, func(t *testing.T) {
+				root := t.TempDir()
+				path := c.path
+				if path == "" {
+					path = v1alpha1.DefaultComplianceEvidencePath
+				}
+				if c.evidence != "" {
+					if err := os.MkdirAll(filepath.Join(root, filepath.Dir(path)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(root, path), []byte(c.evidence), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sh := "sh"
+				if bin != "" {
+					sh = filepath.Join(bin, "sh")
+				}
+				cmd := exec.Command(sh, "-c", ComplianceEvidenceScript(root, v1alpha1.ComplianceCheck{Framework: c.framework, EvidencePath: c.path}))
+				if bin != "" {
+					cmd.Env = append(os.Environ(), "PATH="+bin)
+				}
+				out, err := cmd.CombinedOutput()
+				got := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					got = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.wantCode || strings.TrimSpace(string(out)) != c.wantOut {
+					t.Errorf("exit %d, output %q; want %d, %q", got, out, c.wantCode, c.wantOut)
+				}
+			})
+		}
+	}
+}
+
+// A compliance check's Pod: busybox in a privileged pod in the host PID namespace (it reads
+// the evidence through /proc/1/root), running ComplianceEvidenceScript for the framework, with
+// the default evidence path when none is given; an image of the check's own replaces busybox.
+func TestDesiredProbePodCompliance(t *testing.T) {
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}}
+	js := JobSpec{Name: "drivers-health-nis2-0", Node: "gpu-0", Probe: "nis2", Timeout: time.Minute, SoakCheck: true}
+	hc := v1alpha1.HealthCheck{Name: "nis2", Compliance: &v1alpha1.ComplianceCheck{Framework: "nis2"}, Mode: v1alpha1.HealthCheckObserve}
+	p := DesiredProbePod(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc)
+	c := p.Spec.Containers[0]
+	if !p.Spec.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Errorf("hostPID %v securityContext %+v: want a privileged pod in the host PID namespace", p.Spec.HostPID, c.SecurityContext)
+	}
+	want := ComplianceEvidenceScript(HostRoot, v1alpha1.ComplianceCheck{Framework: "nis2"})
+	if c.Image != DefaultHealthCheckImage || len(c.Command) != 3 || c.Command[0] != "sh" || c.Command[2] != want || len(c.Args) != 0 {
+		t.Errorf("check container %s %q %q", c.Image, c.Command, c.Args)
+	}
+	if !strings.Contains(want, "f='/proc/1/root/var/lib/nixfleet-compliance/evidence.json'") || !strings.Contains(want, "-v fw='nis2'") {
+		t.Errorf("script does not read the default evidence under /proc/1/root for nis2:\n%s", want)
+	}
+	hc.Image, hc.Compliance.EvidencePath = "registry.local/tools:1", "/srv/evidence.json"
+	c = DesiredProbePod(set, "gpu-0", "gantry-system", "gantry-reconciler", js, hc).Spec.Containers[0]
+	if c.Image != "registry.local/tools:1" || !strings.Contains(c.Command[2], "f='/proc/1/root/srv/evidence.json'") {
+		t.Errorf("own image and path: %s %q", c.Image, c.Command)
+	}
+}

@@ -816,10 +816,10 @@ type FleetBudget struct {
 	MaxInFlightPct *int32 `json:"maxInFlightPct,omitempty"`
 }
 
-// HealthCheck is an exec, HTTP or failed-systemd-units probe run as a Pod on the node. It has NODE_NAME and
+// HealthCheck is an exec, HTTP, failed-systemd-units or compliance-evidence probe run as a Pod on the node. It has NODE_NAME and
 // NODE_IP (the node's address) in its environment, which command, args and url may use as
 // $(NODE_IP).
-// +kubebuilder:validation:XValidation:rule="[has(self.command), has(self.httpGet), has(self.systemdFailedUnits)].filter(x, x).size() == 1",message="a health check needs exactly one of command (exec), httpGet or systemdFailedUnits"
+// +kubebuilder:validation:XValidation:rule="[has(self.command), has(self.httpGet), has(self.systemdFailedUnits), has(self.compliance)].filter(x, x).size() == 1",message="a health check needs exactly one of command (exec), httpGet, systemdFailedUnits or compliance"
 type HealthCheck struct {
 	// Name of the check (a DNS-1123 label of at most 20 characters), in its Pod's name and
 	// in the failure message.
@@ -848,6 +848,13 @@ type HealthCheck struct {
 	// failure message names the failed units. Image: default busybox:1.36 (its nsenter).
 	// +optional
 	SystemdFailedUnits *SystemdFailedUnitsCheck `json:"systemdFailedUnits,omitempty"`
+	// Compliance is NixFleet's compliance probe (RFC-0007's evidence probe, kind = "evidence"):
+	// the check reads the evidence file NixFleet's compliance-evidence-collector wrote on the
+	// node's host and passes when every control mapped to the framework passed. Like
+	// systemdFailedUnits it runs from a privileged pod in the host PID namespace (it reads the
+	// file through /proc/1/root). Image: default busybox:1.36 (its sh and awk).
+	// +optional
+	Compliance *ComplianceCheck `json:"compliance,omitempty"`
 	// Mode is NixFleet's gate mode: enforce (default) fails the node when a run fails;
 	// observe records the failure (the HealthChecksObserved condition names the node, the
 	// check and its output, and a Warning event is emitted) and lets the rollout go on, as
@@ -888,6 +895,44 @@ type SystemdFailedUnitsCheck struct {
 	// +optional
 	Max int32 `json:"max,omitempty"`
 }
+
+// ComplianceCheck is NixFleet's evidence probe (RFC-0007 §3.2, kind = "evidence", fields
+// framework and evidencePath) for one compliance framework. The check reads the evidence file
+// (nixfleet-compliance's docs/evidence-format.md, schemaVersion 1: {schemaVersion, hostname,
+// collectedAt, controls: [{controlId, passed, frameworkArticles: {<framework>: [articles]}}]}),
+// keeps the controls whose frameworkArticles name the framework, and passes when every one of
+// them has passed = true, as NixFleet's agent's evidence runner does. It fails, as NixFleet's
+// "probe failure to execute = Fail", when the file is missing or unreadable, is not JSON, has
+// another schemaVersion, or no control maps to the framework. The run's output names the failed
+// controls (or why it could not judge) and the evidence's collectedAt.
+//
+// NixFleet's healthGate.complianceProbes.required and channel compliance.mode are the check's
+// mode: required = true / mode "enforce" is enforce, mode "permissive" is observe, and
+// "disabled" is no compliance check (RFC-0007 replaced both with the probe's own mode).
+type ComplianceCheck struct {
+	// Framework is the NixFleet compliance framework, one of the names NixFleet's mkFleet
+	// accepts by default (complianceFrameworks): anssi-bp028, nis2, dora, iso27001. It is
+	// matched exactly against the keys of each control's frameworkArticles.
+	// +kubebuilder:validation:Enum=anssi-bp028;nis2;dora;iso27001
+	Framework string `json:"framework"`
+	// EvidencePath is the evidence file on the node's host, an absolute path (letters, digits,
+	// '.', '_', '-' and '/'); default /var/lib/nixfleet-compliance/evidence.json, where
+	// NixFleet's collector writes it.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/-]+$`
+	// +optional
+	EvidencePath string `json:"evidencePath,omitempty"`
+}
+
+// ComplianceFrameworks are the compliance framework names NixFleet accepts
+// (arcanesys/nixfleet lib/mk-fleet.nix, complianceFrameworks' default), in its order: the
+// values of ComplianceCheck.Framework.
+var ComplianceFrameworks = []string{"anssi-bp028", "nis2", "dora", "iso27001"}
+
+// DefaultComplianceEvidencePath is where NixFleet's compliance-evidence-collector writes the
+// evidence (RFC-0007's evidencePath default; the agent's DEFAULT_EVIDENCE_PATH).
+const DefaultComplianceEvidencePath = "/var/lib/nixfleet-compliance/evidence.json"
 
 // HTTPGetCheck is an HTTP health check.
 type HTTPGetCheck struct {
