@@ -143,7 +143,7 @@ func createGate(t *testing.T, c *kube.Clients, pool, name string) {
 // at once); import reads the new attributes back. Then a halted set (erroring, created outside
 // Terraform) named in after_converged holds prod's new version: the update times out with the
 // Ready message naming the set, its reason and "is halted". With that set deleted (no such
-// set: it does not hold), the same configuration applies.
+// set: it does not hold), a next version applies.
 func TestAccPackageSet_afterConvergedFleetBudgetSelector(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
@@ -224,7 +224,8 @@ resource "gantry_package_set" "self" {
 						t.Fatal(err)
 					}
 				},
-				Config: convergedConfig(pool, "1.0.1", gateEdge, "5m"),
+				// A new version again: the apply waits for it whatever state the timed-out update left.
+				Config: convergedConfig(pool, "1.0.2", gateEdge, "5m"),
 				Check:  resource.TestCheckResourceAttr("gantry_package_set.prod", "status", "complete"),
 			},
 		},
