@@ -50,6 +50,8 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 		// Known at plan, once caught only at apply.
 		{"plan", "after names the set itself", packageSet(`after = ["bad"]`),
 			`after[0]: "bad" is this set's own name; a set cannot wait until it is complete itself.`},
+		{"plan", "after_converged names the set itself", packageSet(`after_converged = [{ name = "bad", reason = "r" }]`),
+			`after_converged[0].name: "bad" is this set's own name; a set cannot wait until it has converged itself.`},
 		{"plan", "more GPUs than the instance type has", workspace("resource = { count = 1, instance_type = \"g6.xlarge\", gpu_count = 4 }\n  inference = { model = \"m\", image = \"i\" }"),
 			`resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node has 1 (NVIDIA-L4); choose a larger instance type, or set resource.count above 1 to serve the model across nodes`},
 		{"plan", "model_gpus above the instance type's GPUs", workspace("resource = { count = 1, instance_type = \"g6.xlarge\" }\n  inference = { model = \"m\", image = \"i\", model_gpus = 4 }"),
@@ -146,6 +148,14 @@ func TestBadInput_caughtAtPlan(t *testing.T) {
 			`2 attributes specified when one (and only one) of [rollout.fleet_budget.max_in_flight.<.max_in_flight,rollout.fleet_budget.max_in_flight.<.max_in_flight_pct] is required`},
 		{"wrong", "a fleet budget with neither a count nor a percentage", packageSet(`rollout = { fleet_budget = { name = "f" } }`),
 			`No attribute specified when one (and only one) of [rollout.fleet_budget.max_in_flight.<.max_in_flight,rollout.fleet_budget.max_in_flight.<.max_in_flight_pct] is required`},
+		{"wrong", "two after_converged entries naming one set", packageSet(`after_converged = [{ name = "canary" }, { name = "canary", reason = "again" }]`),
+			`after_converged[1].name: name "canary" is already used by after_converged[0]`},
+		{"wrong", "an after_converged reason longer than the CRD allows", packageSet(`after_converged = [{ name = "canary", reason = "` + strings.Repeat("r", 257) + `" }]`),
+			`Attribute after_converged[0].reason string length must be between 1 and 256, got: 257`},
+		{"wrong", "a fleet budget node_selector key that is no label", packageSet(`rollout = { fleet_budget = { name = "f", max_in_flight = 1, node_selector = { "bad key" = "a" } } }`),
+			`rollout.fleet_budget.node_selector["bad key"]: "bad key" is not a valid label key`},
+		{"wrong", "a fleet budget selector expression In without values", packageSet(`rollout = { fleet_budget = { name = "f", max_in_flight = 1, node_selector_expressions = [{ key = "rack", operator = "In" }] } }`),
+			`node_selector_expressions[0]: operator In needs at least one value.`},
 		{"wrong", "a fleet budget percentage above 100", packageSet(`rollout = { fleet_budget = { name = "f", max_in_flight_pct = 101 } }`),
 			`Attribute rollout.fleet_budget.max_in_flight_pct value must be between 1 and 100, got: 101`},
 		{"wrong", "a gantry_nodes label that is no label", `data "gantry_nodes" "n" {

@@ -1,7 +1,8 @@
 package provider
 
-// rollout.node_edges (NixFleet's edges between hosts) and rollout.fleet_budget (NixFleet's
-// fleet-wide disruption budgets shared by several rollouts) of gantry_package_set.
+// rollout.node_edges (NixFleet's edges between hosts), rollout.fleet_budget (NixFleet's
+// fleet-wide disruption budgets shared by several rollouts, with their selector) and
+// after_converged (NixFleet's channelEdges between channels) of gantry_package_set.
 
 import (
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -27,9 +29,72 @@ type nodeEdgeModel struct {
 }
 
 type fleetBudgetModel struct {
-	Name           types.String `tfsdk:"name"`
-	MaxInFlight    types.Int64  `tfsdk:"max_in_flight"`
-	MaxInFlightPct types.Int64  `tfsdk:"max_in_flight_pct"`
+	Name              types.String        `tfsdk:"name"`
+	MaxInFlight       types.Int64         `tfsdk:"max_in_flight"`
+	MaxInFlightPct    types.Int64         `tfsdk:"max_in_flight_pct"`
+	NodeSelector      map[string]string   `tfsdk:"node_selector"`
+	NodeSelectorExprs []selectorExprModel `tfsdk:"node_selector_expressions"`
+}
+
+// convergedEdgeModel is one after_converged element (spec.afterConverged).
+type convergedEdgeModel struct {
+	Name   types.String `tfsdk:"name"`
+	Reason types.String `tfsdk:"reason"`
+}
+
+// afterConvergedAttribute is after_converged.
+func afterConvergedAttribute() schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true,
+		MarkdownDescription: "Package sets that must be converged before this set starts any node, as NixFleet's `channelEdges[] {before, after, reason}`.\n\n" +
+			"Converged: complete on every node the named set selects, for its current generation. A set-wide gate, where `after` waits per node: while a named " +
+			"set rolls out, is halted (erroring, blocked, or Stalled: a quarantined version, a refused release) or paused, this set starts no node (nodes already " +
+			"under way finish), and `status.afterConvergedWaits` and the Ready condition's message name the set, its `reason` and why. As NixFleet's gate, a " +
+			"named set that does not exist or has no history (never reconciled, no node carries its record) does not hold, nor does a disabled or deleting one. " +
+			"Sets whose `after` and `after_converged` edges form a cycle are an invalid spec (the apply fails naming it); a set naming itself fails the plan. " +
+			"A reference (`gantry_package_set.canary.name`) also makes Terraform create the named set first and wait until it is complete. At most 16 entries.",
+		Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{what: "Package Set"}},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the package set that must be converged first.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 40), stringvalidator.RegexMatches(setNameRe, "must be a package set name: a DNS-1123 label")}},
+			"reason": schema.StringAttribute{Optional: true, MarkdownDescription: "Why this set waits, as NixFleet's `channelEdges[].reason`, e.g. `canary before production`.\n\n" +
+				"Shown where the set waits: `status.afterConvergedWaits` and the Ready condition's message say `package set <name> (<reason>) is ...`, and the " +
+				"rollout preview's constraints. At most 256 characters.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 256)}},
+		}}}
+}
+
+// expandConvergedEdges is spec.afterConverged.
+func expandConvergedEdges(in []convergedEdgeModel) []v1alpha1.ConvergedEdge {
+	var out []v1alpha1.ConvergedEdge
+	for _, e := range in {
+		out = append(out, v1alpha1.ConvergedEdge{Name: e.Name.ValueString(), Reason: e.Reason.ValueString()})
+	}
+	return out
+}
+
+func flattenConvergedEdges(in []v1alpha1.ConvergedEdge, prior []convergedEdgeModel) []convergedEdgeModel {
+	out := emptyIfPrior[convergedEdgeModel](prior)
+	for i, e := range in {
+		var pe convergedEdgeModel
+		if i < len(prior) {
+			pe = prior[i]
+		}
+		out = append(out, convergedEdgeModel{Name: types.StringValue(e.Name), Reason: optString(e.Reason, pe.Reason)})
+	}
+	return out
+}
+
+// validateAfterConverged refuses an after_converged entry naming the set itself (name: the
+// set's known name), as the CRD does: the set would wait for itself for ever.
+func validateAfterConverged(root configValue, name string, diags *diag.Diagnostics) {
+	edges, _ := root.Attr("after_converged").List()
+	for _, e := range edges {
+		if v, ok := e.Attr("name").String(); ok && v == name {
+			diags.AddAttributeError(e.Attr("name").Path(), "Package Set Waits for Itself",
+				fmt.Sprintf("%s: %q is this set's own name; a set cannot wait until it has converged itself. Name other package sets in after_converged.",
+					e.Attr("name").Path(), v))
+		}
+	}
 }
 
 // nodeEdgesAttribute is rollout.node_edges.
@@ -74,8 +139,17 @@ func fleetBudgetAttribute() schema.SingleNestedAttribute {
 					int64validator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("max_in_flight"), path.MatchRelative().AtParent().AtName("max_in_flight_pct"))}},
 			"max_in_flight_pct": schema.Int64Attribute{Optional: true, MarkdownDescription: "The limit as a percentage (1-100) of the nodes the sets sharing the budget select, " +
 				"as NixFleet's `maxInFlightPct`.\n\nThe nodes any of the sets selects count once; the percentage is rounded down, at least 1 node " +
-				"(as `interruption_budget.percent`). Exactly one of `max_in_flight` and `max_in_flight_pct`; each set's value is resolved to a count and the lowest wins.",
+				"(as `interruption_budget.percent`). Exactly one of `max_in_flight` and `max_in_flight_pct`; each set's value is resolved to a count and the lowest wins. " +
+				"With `node_selector`, a percentage of the matching nodes the sets select.",
 				Validators: []validator.Int64{int64validator.Between(1, 100)}},
+			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Node labels that limit the budget to the nodes they match (all must match), as NixFleet's `disruptionBudgets[].selector`.\n\n" +
+					"Only matching nodes count and are held, e.g. `{ rack = \"a\" }` for at most `max_in_flight` nodes of rack a in flight across the sets; nodes " +
+					"it does not match are not limited by this budget. Unset with `node_selector_expressions` unset: every node. When the sets of a budget disagree, " +
+					"one rule is in force: the lowest limit with that set's selector (a tie: the set first by name); give every set of a budget the same selector.",
+				Validators: []validator.Map{mapvalidator.KeysAre(labelString{}), mapvalidator.ValueStringsAre(labelString{value: true})}},
+			"node_selector_expressions": selectorExprsAttribute("Label selector requirements the budget's nodes must also meet (Kubernetes `matchExpressions`): " +
+				"`In` and `NotIn` need `values`, `Exists` and `DoesNotExist` take none."),
 		}}
 }
 
@@ -109,14 +183,29 @@ func expandFleetBudget(in *fleetBudgetModel) *v1alpha1.FleetBudget {
 		pct := int32(in.MaxInFlightPct.ValueInt64())
 		out.MaxInFlightPct = &pct
 	}
+	if in.NodeSelector != nil || in.NodeSelectorExprs != nil {
+		sel := expandSelector(in.NodeSelector, in.NodeSelectorExprs)
+		out.NodeSelector = &sel
+	}
 	return out
 }
 
-func flattenFleetBudget(in *v1alpha1.FleetBudget) *fleetBudgetModel {
+// flattenFleetBudget is rollout.fleet_budget (prior: the prior state's or plan's, for the
+// selector's empty-versus-null shape).
+func flattenFleetBudget(in *v1alpha1.FleetBudget, prior *fleetBudgetModel) *fleetBudgetModel {
 	if in == nil {
 		return nil
 	}
+	if prior == nil {
+		prior = &fleetBudgetModel{}
+	}
 	m := &fleetBudgetModel{Name: types.StringValue(in.Name), MaxInFlight: types.Int64Null(), MaxInFlightPct: types.Int64Null()}
+	if in.NodeSelector != nil {
+		m.NodeSelector = optMap(in.NodeSelector.MatchLabels, prior.NodeSelector)
+		m.NodeSelectorExprs = flattenSelectorExprs(in.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
+	} else {
+		m.NodeSelector, m.NodeSelectorExprs = optMap(nil, prior.NodeSelector), emptyIfPrior[selectorExprModel](prior.NodeSelectorExprs)
+	}
 	if in.MaxInFlight != 0 {
 		m.MaxInFlight = types.Int64Value(int64(in.MaxInFlight))
 	}

@@ -83,6 +83,7 @@ type packageSetModel struct {
 	Sequencing            types.String           `tfsdk:"sequencing"`
 	Serial                types.Bool             `tfsdk:"serial"`
 	After                 []string               `tfsdk:"after"`
+	AfterConverged        []convergedEdgeModel   `tfsdk:"after_converged"`
 	Priority              types.Int64            `tfsdk:"priority"`
 	Paused                types.Bool             `tfsdk:"paused"`
 	Disabled              types.Bool             `tfsdk:"disabled"`
@@ -377,6 +378,7 @@ func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"A named set that does not select the node does not hold it. Sets whose `after` edges form a cycle (`a` after `b` after `c` after `a`) are an invalid spec: the apply fails naming the cycle; a set naming itself fails the plan.",
 				Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 40),
 					stringvalidator.RegexMatches(setNameRe, "must be a package set name: a DNS-1123 label"))}},
+			"after_converged": afterConvergedAttribute(),
 			"priority": schema.Int64Attribute{Optional: true, MarkdownDescription: "Lower runs first on a node; ties by name. Default 200 (set by the API server when unset).",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"paused":   schema.BoolAttribute{Optional: true, MarkdownDescription: "Stop this set and every later set on its nodes (running stages finish). The apply returns at once."},
@@ -600,6 +602,7 @@ func validateSetSelection(root configValue, diags *diag.Diagnostics) {
 					fmt.Sprintf("%s: %q is this set's own name; a set cannot wait until it is complete itself. Name other package sets in after.", a.Path(), v))
 			}
 		}
+		validateAfterConverged(root, name, diags)
 	}
 	set, ok := root.Attr("node_selector").StringMap()
 	if !ok || len(set) == 0 {
@@ -755,6 +758,7 @@ func expandPackageSet(m *packageSetModel) (*unstructured.Unstructured, error) {
 	s.Sequencing = v1alpha1.Sequencing(m.Sequencing.ValueString())
 	s.Serial = m.Serial.ValueBool()
 	s.After = append([]string(nil), m.After...)
+	s.AfterConverged = expandConvergedEdges(m.AfterConverged)
 	s.InterruptionBudget = expandBudget(m.InterruptionBudget)
 	s.DeploymentPolicy = expandDeploymentPolicy(m.DeploymentPolicy)
 	s.RuntimeRequired, s.AutoTaintNewNodes, s.RuntimeRequiredCordonAfter = m.RuntimeRequired.ValueBool(), m.AutoTaintNewNodes.ValueBool(), m.CordonAfter.ValueBool()
@@ -894,6 +898,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 	m.NodeSelectorExprs = flattenSelectorExprs(s.NodeSelector.MatchExpressions, prior.NodeSelectorExprs)
 	m.Sequencing = types.StringValue(string(s.Sequencing))
 	m.After = optList(s.After, prior.After)
+	m.AfterConverged = flattenConvergedEdges(s.AfterConverged, prior.AfterConverged)
 	m.Serial = optBool(s.Serial, prior.Serial)
 	if s.Sequencing == "" {
 		m.Sequencing = types.StringValue(string(v1alpha1.SequencingNode))
@@ -934,7 +939,7 @@ func flattenPackageSet(u *unstructured.Unstructured, prior *packageSetModel) (*p
 		}
 		m.Rollout.Waves = flattenWaves(ro.Waves, pr.Waves)
 		m.Rollout.HealthChecks = flattenHealthChecks(ro.HealthChecks, pr.HealthChecks)
-		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges, pr.NodeEdges), flattenFleetBudget(ro.FleetBudget)
+		m.Rollout.NodeEdges, m.Rollout.FleetBudget = flattenNodeEdges(ro.NodeEdges, pr.NodeEdges), flattenFleetBudget(ro.FleetBudget, pr.FleetBudget)
 		m.Rollout.Release = flattenRelease(ro.Release, pr.Release)
 	}
 	for i, p := range s.Packages {

@@ -205,9 +205,11 @@ func TestPackageSetCRDValidation(t *testing.T) {
 			PodNonInterruptLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "trainer"},
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "batch", Operator: metav1.LabelSelectorOpExists}}},
 			After:                 []string{"runtime", "drivers-1"},
+			AfterConverged:        []v1alpha1.ConvergedEdge{{Name: "canary", Reason: "canary first"}, {Name: "drivers-1"}},
 			AdditionalTolerations: goodTolerations(),
 			Packages:              []v1alpha1.Package{pkg},
 			Rollout: &v1alpha1.Rollout{SoakDuration: &metav1.Duration{Duration: time.Minute},
+				FleetBudget: &v1alpha1.FleetBudget{Name: "rack-a", MaxInFlight: 1, NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"rack": "a"}}},
 				HealthChecks: []v1alpha1.HealthCheck{{Name: "ping", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://$(NODE_IP):9400/health"},
 					PodLabels: map[string]string{"gantry.dev/check": "ping"}}}},
 		}
@@ -217,8 +219,19 @@ func TestPackageSetCRDValidation(t *testing.T) {
 		{"after itself", func(s *v1alpha1.PackageSetSpec) { s.After = append(s.After, name) }, "spec.after", "spec.after cannot name the set itself"},
 		{"after duplicate", func(s *v1alpha1.PackageSetSpec) { s.After = append(s.After, "runtime") }, "spec.after[2]", "Duplicate value"},
 		{"after not a name", func(s *v1alpha1.PackageSetSpec) { s.After = []string{"Runtime_Set"} }, "spec.after[0]", "should match"},
+		{"afterConverged itself", func(s *v1alpha1.PackageSetSpec) {
+			s.AfterConverged = append(s.AfterConverged, v1alpha1.ConvergedEdge{Name: name})
+		},
+			"spec.afterConverged", "spec.afterConverged cannot name the set itself"},
+		{"afterConverged duplicate", func(s *v1alpha1.PackageSetSpec) {
+			s.AfterConverged = append(s.AfterConverged, v1alpha1.ConvergedEdge{Name: "canary", Reason: "again"})
+		}, "spec.afterConverged[2]", "Duplicate value"},
+		{"afterConverged not a name", func(s *v1alpha1.PackageSetSpec) { s.AfterConverged[0].Name = "Canary_Set" }, "spec.afterConverged[0].name", "should match"},
+		{"afterConverged reason too long", func(s *v1alpha1.PackageSetSpec) { s.AfterConverged[0].Reason = strings.Repeat("r", 257) },
+			"spec.afterConverged[0].reason", "Too long"},
 	}
 	cases = append(cases, selectorCases("spec.nodeSelector", func(s *v1alpha1.PackageSetSpec) *metav1.LabelSelector { return &s.NodeSelector })...)
+	cases = append(cases, selectorCases("spec.rollout.fleetBudget.nodeSelector", func(s *v1alpha1.PackageSetSpec) *metav1.LabelSelector { return s.Rollout.FleetBudget.NodeSelector })...)
 	cases = append(cases, selectorCases("spec.podNonInterruptLabels", func(s *v1alpha1.PackageSetSpec) *metav1.LabelSelector { return s.PodNonInterruptLabels })...)
 	cases = append(cases, tolerationCases("spec.additionalTolerations", func(s *v1alpha1.PackageSetSpec) *[]corev1.Toleration { return &s.AdditionalTolerations })...)
 	cases = append(cases, labelMapCases("podLabels", "spec.packages[0].podLabels", func(s *v1alpha1.PackageSetSpec) *map[string]string { return &s.Packages[0].PodLabels }, 64)...)

@@ -1286,7 +1286,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 	st.QuarantinedVersions = d.Quarantined
 	st.Compartments = d.Compartments
 	st.CurrentWave = d.Wave
-	st.NodeEdgeWaits, st.FleetBudget = d.NodeEdgeWaits, d.Fleet
+	st.NodeEdgeWaits, st.FleetBudget, st.AfterConvergedWaits = d.NodeEdgeWaits, d.Fleet, d.ConvergedWaits
 	// The nodes one by one, bounded (packageset.List); the counts cover every node.
 	l := packageset.List(d.Nodes, packageset.MaxListedNodes)
 	st.NodeStatus, st.NodeState, st.NodeRollout, st.NodeCounts, st.RolloutCounts = nil, nil, nil, nil, nil

@@ -322,11 +322,15 @@ func stallReason(f SetFacts, d Decision, specErr error) (reason, msg string) {
 	return ReasonVersionQuarantined, "quarantined by a rollback, change " + change + " to continue: " + strings.Join(d.Stalled, ", ") + failures
 }
 
-// rolloutHoldMessage is what node edges and the fleet budget hold this pass, to append to the
-// message of a set at work ("" when they hold nothing): "; node edges: b waits for a; ..." and
-// "; fleet budget <name> holds N nodes: ..." (FleetMessage).
+// rolloutHoldMessage is what spec.afterConverged, node edges and the fleet budget hold this
+// pass, to append to the message of a set at work ("" when they hold nothing): "; after
+// converged: package set a (reason) is in_progress (1/3 nodes complete)", "; node edges: b
+// waits for a; ..." and "; fleet budget <name> holds N nodes: ..." (FleetMessage).
 func rolloutHoldMessage(d Decision) string {
 	var out string
+	if len(d.ConvergedWaits) > 0 {
+		out += "; after converged: " + listMessage(d.ConvergedWaits)
+	}
 	if len(d.NodeEdgeWaits) > 0 {
 		out += "; node edges: " + listMessage(d.NodeEdgeWaits)
 	}

@@ -32,6 +32,18 @@ type FleetFacts struct {
 	// They count beside what the pass's node facts say: those may come from a cache that has
 	// not yet seen this set's last admission, and counting the node twice is harmless.
 	Own []string
+	// Members are the nodes the rule's nodeSelector matches (NixFleet's
+	// disruptionBudgets[].selector): only they count and only they are held. Nil: every node
+	// (no nodeSelector). Others and Own hold members only.
+	Members map[string]bool
+	// Selector is the rule's nodeSelector as a string ("rack=a"; "" without one).
+	Selector string
+}
+
+// counts says whether the budget counts and limits node (Members; every node without a
+// selector).
+func (ff *FleetFacts) counts(node string) bool {
+	return ff.Members == nil || ff.Members[node]
 }
 
 // InFlightFor says whether a node is in flight for a set from what the set wrote on it: its
@@ -72,16 +84,17 @@ func newFleetPass(f SetFacts, nodes []NodeFacts) *fleetPass {
 
 // take counts the node in flight for this set.
 func (fp *fleetPass) take(node string) {
-	if fp != nil && !slices.Contains(fp.inflight[node], fp.set) {
+	if fp != nil && fp.facts.counts(node) && !slices.Contains(fp.inflight[node], fp.set) {
 		fp.inflight[node] = append(fp.inflight[node], fp.set)
 	}
 }
 
 // hold holds a node that would start (not in flight, nothing else holds it, work to do) while
 // the budget is full; a node another set of the budget has in flight counts already and is
-// not held. Deleting holds nothing. Says whether it held the node.
+// not held, nor is a node the budget's nodeSelector does not match. Deleting holds nothing.
+// Says whether it held the node.
 func (fp *fleetPass) hold(p *nodePass, wasInFlight bool) bool {
-	if fp == nil || p.f.Deleting || wasInFlight || p.hold != "" || !p.n.Selected || !p.needsWork() {
+	if fp == nil || p.f.Deleting || wasInFlight || p.hold != "" || !p.n.Selected || !fp.facts.counts(p.n.Name) || !p.needsWork() {
 		return false
 	}
 	if len(fp.inflight) < fp.facts.Max || len(fp.inflight[p.n.Name]) > 0 {
@@ -97,7 +110,7 @@ func (fp *fleetPass) status() *v1alpha1.FleetBudgetStatus {
 		return nil
 	}
 	st := &v1alpha1.FleetBudgetStatus{Name: fp.facts.Name, MaxInFlight: int32(fp.facts.Max), InFlight: int32(len(fp.inflight)),
-		Sets: fp.facts.Sets, Waiting: int32(fp.waiting)}
+		Sets: fp.facts.Sets, Waiting: int32(fp.waiting), NodeSelector: fp.facts.Selector}
 	for node, sets := range fp.inflight {
 		s := append([]string(nil), sets...)
 		sort.Strings(s)
@@ -108,22 +121,35 @@ func (fp *fleetPass) status() *v1alpha1.FleetBudgetStatus {
 }
 
 // FleetMessage is the status line of a fleet budget that holds nodes ("" when it holds none):
-// "fleet budget <name> holds N nodes: M/max nodes in flight across sets a, b: node-1 (a); ...".
+// "fleet budget <name> holds N nodes: M/max nodes in flight across sets a, b: node-1 (a); ...",
+// the name followed by " (nodes <selector>)" for a budget with a nodeSelector.
 func FleetMessage(st *v1alpha1.FleetBudgetStatus) string {
 	if st == nil || st.Waiting == 0 {
 		return ""
 	}
-	return fmt.Sprintf("fleet budget %s holds %d nodes: %d/%d nodes in flight across sets %s: %s", st.Name, st.Waiting, st.InFlight, st.MaxInFlight,
-		strings.Join(st.Sets, ", "), listMessage(st.Nodes))
+	return fmt.Sprintf("fleet budget %s holds %d nodes: %d/%d nodes in flight across sets %s: %s", fleetName(st.Name, st.NodeSelector), st.Waiting,
+		st.InFlight, st.MaxInFlight, strings.Join(st.Sets, ", "), listMessage(st.Nodes))
+}
+
+// fleetName is a budget's name in messages: "<name>", or "<name> (nodes <selector>)".
+func fleetName(name, selector string) string {
+	if selector == "" {
+		return name
+	}
+	return name + " (nodes " + selector + ")"
 }
 
 // FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
 // set names none): the sets naming the same budget (deleting ones included: their uninstalls
-// still disrupt nodes), the lowest of their limits (fleetLimit: maxInFlight, or maxInFlightPct
-// of the nodes the sets select together; when they disagree the lowest wins),
-// and the nodes the others and this set have in flight from their annotations on the nodes
-// (InFlightFor: gantry.dev/state_<set> rollout, gantry.dev/cordon_<set> on an unschedulable
-// node). A record that does not parse counts as in flight (the safe side).
+// still disrupt nodes), the rule in force (fleetRule: the lowest limit among the sets, with
+// that set's nodeSelector), and the nodes that rule counts (Members) that the others and this
+// set have in flight from their annotations on the nodes (InFlightFor: gantry.dev/state_<set>
+// rollout, gantry.dev/cordon_<set> on an unschedulable node). A record that does not parse
+// counts as in flight (the safe side).
+//
+// NixFleet keeps one fleet-wide list of disruptionBudgets, each with a selector, and holds a
+// host while any budget whose selector matches it is at its maxInFlight (the tightest wins);
+// here a budget is named, each set naming it brings one rule, and the lowest rule wins.
 func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node) *FleetFacts {
 	fb := fleetBudgetOf(set)
 	if fb == nil {
@@ -140,20 +166,23 @@ func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []
 		others = append(others, sets[i].Name)
 		sharing = append(sharing, &sets[i])
 	}
-	base := -1 // the nodes the sharing sets select, counted only when a percentage needs it
-	for _, s := range sharing {
-		b := fleetBudgetOf(s)
-		if b.MaxInFlightPct != nil && base < 0 {
-			base = fleetSelected(sharing, nodes)
-		}
-		if limit := fleetLimit(b, base); ff.Max == 0 || limit < ff.Max {
-			ff.Max = limit
+	var sel labels.Selector
+	ff.Max, sel = fleetRule(sharing, nodes)
+	if !sel.Empty() {
+		ff.Selector, ff.Members = sel.String(), map[string]bool{}
+		for i := range nodes {
+			if sel.Matches(labels.Set(nodes[i].Labels)) {
+				ff.Members[nodes[i].Name] = true
+			}
 		}
 	}
 	ff.Sets = append(ff.Sets, others...)
 	sort.Strings(ff.Sets)
 	for i := range nodes {
 		n := &nodes[i]
+		if !ff.counts(n.Name) {
+			continue
+		}
 		if annotatedInFlight(n, set.Name) {
 			ff.Own = append(ff.Own, n.Name)
 		}
@@ -165,6 +194,50 @@ func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []
 	}
 	sort.Strings(ff.Own)
 	return ff
+}
+
+// fleetRule is the rule in force among the sets sharing a budget: the lowest limit (fleetLimit;
+// a maxInFlightPct resolved against the nodes the sets select that the rule's own nodeSelector
+// matches) and that rule's selector (labels.Everything() without one). Ties go to the set first
+// by name, so every set of the budget finds the same rule. A rule whose nodeSelector does not
+// parse is left out (its set is Stalled, InvalidSpec); none left: 1 node, every node.
+func fleetRule(sharing []*v1alpha1.PackageSet, nodes []corev1.Node) (int, labels.Selector) {
+	byName := slices.Clone(sharing)
+	sort.Slice(byName, func(i, j int) bool { return byName[i].Name < byName[j].Name })
+	best, bestSel := 0, labels.Everything()
+	for _, s := range byName {
+		b := fleetBudgetOf(s)
+		sel, err := FleetSelector(b)
+		if err != nil {
+			continue
+		}
+		base := 0
+		if b.MaxInFlightPct != nil {
+			base = fleetSelected(sharing, nodes, sel)
+		}
+		if limit := fleetLimit(b, base); best == 0 || limit < best {
+			best, bestSel = limit, sel
+		}
+	}
+	return max(best, 1), bestSel
+}
+
+// FleetSelector is a fleet budget's nodeSelector as a selector (labels.Everything() when
+// unset). Error: it does not parse (metav1.LabelSelectorAsSelector's).
+func FleetSelector(fb *v1alpha1.FleetBudget) (labels.Selector, error) {
+	if fb == nil || fb.NodeSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(fb.NodeSelector)
+}
+
+// fleetSelectorError is the invalid-spec message of a fleet budget nodeSelector that does not
+// parse ("" when there is none or it parses).
+func fleetSelectorError(set *v1alpha1.PackageSet) string {
+	if _, err := FleetSelector(fleetBudgetOf(set)); err != nil {
+		return "spec.rollout.fleetBudget.nodeSelector: " + err.Error()
+	}
+	return ""
 }
 
 // annotatedInFlight says whether node n is in flight for set by the set's annotations on it
@@ -203,9 +276,9 @@ func fleetLimit(fb *v1alpha1.FleetBudget, selected int) int {
 	return max(int(*fb.MaxInFlightPct)*max(selected, 0)/100, 1)
 }
 
-// fleetSelected counts the nodes any of sets selects (each node once): the base of a
-// maxInFlightPct. A set whose selector is invalid selects none (its pass says why).
-func fleetSelected(sets []*v1alpha1.PackageSet, nodes []corev1.Node) int {
+// fleetSelected counts the nodes budget matches that any of sets selects (each node once): the
+// base of a maxInFlightPct. A set whose selector is invalid selects none (its pass says why).
+func fleetSelected(sets []*v1alpha1.PackageSet, nodes []corev1.Node, budget labels.Selector) int {
 	var sels []labels.Selector
 	for _, s := range sets {
 		if sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector); err == nil {
@@ -214,6 +287,9 @@ func fleetSelected(sets []*v1alpha1.PackageSet, nodes []corev1.Node) int {
 	}
 	c := 0
 	for i := range nodes {
+		if !budget.Matches(labels.Set(nodes[i].Labels)) {
+			continue
+		}
 		for _, sel := range sels {
 			if sel.Matches(labels.Set(nodes[i].Labels)) {
 				c++

@@ -7,7 +7,6 @@ package packageset
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +54,11 @@ func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map
 		// drains.
 		f.SpecError = err.Error()
 	}
+	if msg := fleetSelectorError(set); msg != "" {
+		// A fleet budget nodeSelector the CRD accepted that does not parse: the set is
+		// Stalled (InvalidSpec) and starts nothing, instead of a budget nobody can read.
+		f.SpecError = msg
+	}
 	if err := NegativeResources(set.Spec.Packages); err != nil {
 		// The CRD cannot refuse it within the API server's CEL budget (32 packages × two
 		// unbounded maps), and every stage Pod would be refused: Stalled (InvalidSpec).
@@ -99,18 +103,19 @@ type NodeReader struct {
 	tolerations   []corev1.Toleration
 }
 
-// NewNodeReader fills f's spec facts (SpecFacts), the after-cycle spec error and the fleet
+// NewNodeReader fills f's spec facts (SpecFacts), the after-cycle spec error, the fleet
 // budget facts (FleetFactsOf over nodes; the reconciler may replace them with an uncached
-// read), and returns the reader of the per-node facts. sets are the cluster's package sets;
+// read) and the afterConverged holds (ConvergedWaits), and returns the reader of the per-node facts. sets are the cluster's package sets;
 // tolerations the stage pods' (StageTolerations and the runtime-required taint's).
 func NewNodeReader(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node, tolerations []corev1.Toleration, f *SetFacts) *NodeReader {
 	r := &NodeReader{set: set, sets: sets, tolerations: tolerations}
 	r.sel, r.waveOf, r.compartmentOf = SpecFacts(set, f)
 	if cycle := AfterCycle(set, sets); cycle != nil && f.SpecError == "" {
-		f.SpecError = fmt.Sprintf("spec.after forms a cycle, %s: each of these package sets would wait for the next for ever; remove one of the after edges", strings.Join(cycle, " → "))
+		f.SpecError = AfterCycleMessage(cycle, set, sets)
 	}
 	r.incomplete = IncompleteEverywhere(sets, nodes)
 	f.Fleet = FleetFactsOf(set, sets, nodes)
+	f.ConvergedWaits = ConvergedWaits(set, sets, nodes)
 	return r
 }
 

@@ -167,19 +167,22 @@ func priorityOf(s *v1alpha1.PackageSet) int32 {
 
 // earlier reports whether set a must be complete on a node before set b starts there: b names
 // a in spec.after (NixFleet's edges), or a comes before b by priority and does not itself name
-// b in spec.after (an edge overrides the priority order).
+// b in spec.after or spec.afterConverged (an edge overrides the priority order: a set waiting
+// for b to converge must not be waited for by b on b's nodes).
 func earlier(a, b *v1alpha1.PackageSet) bool {
 	if slices.Contains(b.Spec.After, a.Name) {
 		return true
 	}
-	return before(a, b) && !slices.Contains(a.Spec.After, b.Name)
+	return before(a, b) && !slices.Contains(setEdges(a), b.Name)
 }
 
-// AfterCycle returns a cycle of spec.after edges through set, as the names from set back to
-// it (["a", "b", "c", "a"]; ["a", "a"] for a set that names itself), or nil when set is on
-// none: every set of a cycle would wait for the next for ever (an invalid spec, NixFleet's
-// edges form a DAG). sets are the cluster's package sets; a name no set has ends a path. The
-// search follows each set's after list in its order, so the cycle reported is stable.
+// AfterCycle returns a cycle of spec.after and spec.afterConverged edges through set, as the
+// names from set back to it (["a", "b", "c", "a"]; ["a", "a"] for a set that names itself), or
+// nil when set is on none: every set of a cycle would wait for the next for ever (an invalid
+// spec: NixFleet's edges and channelEdges form DAGs, and a set waiting per node for one that
+// waits for it to converge deadlocks as well). sets are the cluster's package sets; a name no
+// set has ends a path. The search follows each set's after list, then its afterConverged list,
+// in their order, so the cycle reported is stable.
 func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) []string {
 	byName := make(map[string]*v1alpha1.PackageSet, len(sets)+1)
 	for i := range sets {
@@ -189,7 +192,7 @@ func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) []string {
 	path, seen := []string{set.Name}, map[string]bool{set.Name: true}
 	var visit func(s *v1alpha1.PackageSet) bool
 	visit = func(s *v1alpha1.PackageSet) bool {
-		for _, next := range s.Spec.After {
+		for _, next := range setEdges(s) {
 			if next == set.Name {
 				path = append(path, next)
 				return true
@@ -213,6 +216,35 @@ func AfterCycle(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) []string {
 	return nil
 }
 
+// setEdges are the sets s waits for: spec.after, then spec.afterConverged's names.
+func setEdges(s *v1alpha1.PackageSet) []string {
+	out := slices.Clone(s.Spec.After)
+	for _, e := range s.Spec.AfterConverged {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// AfterCycleMessage is the invalid-spec message of a cycle AfterCycle found through set (sets:
+// the cluster's): "spec.after forms a cycle, a → b → a: ..." when every step is an after
+// edge, else "spec.after and spec.afterConverged form a cycle, ...".
+func AfterCycleMessage(cycle []string, set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet) string {
+	byName := map[string]*v1alpha1.PackageSet{set.Name: set}
+	for i := range sets {
+		if sets[i].Name != set.Name {
+			byName[sets[i].Name] = &sets[i]
+		}
+	}
+	what := "spec.after forms a cycle"
+	for i := 0; i+1 < len(cycle); i++ {
+		if s := byName[cycle[i]]; s != nil && !slices.Contains(s.Spec.After, cycle[i+1]) {
+			what = "spec.after and spec.afterConverged form a cycle"
+			break
+		}
+	}
+	return fmt.Sprintf("%s, %s: each of these package sets would wait for the next for ever; remove one of the edges", what, strings.Join(cycle, " → "))
+}
+
 // before reports whether set a comes before set b on a node: lower priority, ties by name.
 func before(a, b *v1alpha1.PackageSet) bool {
 	pa, pb := priorityOf(a), priorityOf(b)
@@ -230,19 +262,27 @@ func IncompleteEverywhere(sets []v1alpha1.PackageSet, nodes []corev1.Node) map[s
 		if s.Spec.Sequencing != v1alpha1.SequencingAll || s.Spec.Disabled || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
-		if err != nil {
-			continue
-		}
-		for j := range nodes {
-			n := &nodes[j]
-			if sel.Matches(labels.Set(n.Labels)) && n.Annotations[v1alpha1.AnnotationNodeStatusPrefix+s.Name] != string(v1alpha1.StatusComplete) {
-				out[s.Name] = true
-				break
-			}
+		if incompleteOn(s, nodes) {
+			out[s.Name] = true
 		}
 	}
 	return out
+}
+
+// incompleteOn says whether set s is not complete on a node it selects, from the nodes' labels
+// and gantry.dev/status_<set> annotations (a set whose selector does not parse is complete).
+func incompleteOn(s *v1alpha1.PackageSet, nodes []corev1.Node) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
+	if err != nil {
+		return false
+	}
+	for j := range nodes {
+		n := &nodes[j]
+		if sel.Matches(labels.Set(n.Labels)) && n.Annotations[v1alpha1.AnnotationNodeStatusPrefix+s.Name] != string(v1alpha1.StatusComplete) {
+			return true
+		}
+	}
+	return false
 }
 
 // StageLabel is a stage Pod's gantry.dev/stage label: the stage, or "<check>-soak" for a

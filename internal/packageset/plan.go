@@ -82,6 +82,7 @@ func Plan(f SetFacts) (Decision, error) {
 		p.hold, blockedMsg, waitMsg, pausedMsg = nodeHold(f, n, specErr)
 		holdForRelease(f, &p, specErr)
 		edgeMsg := holdForEdges(&p, waits[n.Name], wasInFlight)
+		convHeld := holdForConverged(&p, f.ConvergedWaits, wasInFlight)
 		fleetHeld := fleet.hold(&p, wasInFlight)
 		admit(&p, wave, wasInFlight, pol, &inflight, budget, halted)
 		if p.granted && !wasInFlight {
@@ -93,13 +94,16 @@ func Plan(f SetFacts) (Decision, error) {
 		}
 		d.addNode(n, plan, &p)
 		lines.add(blockedMsg, waitMsg, pausedMsg, plan.Status)
-		lines.addRollout(edgeMsg, fleetHeld, fleet, plan.Status)
+		lines.addRollout(edgeMsg, fleetHeld, convHeld, fleet, plan.Status)
 		if n.Selected {
 			statuses = append(statuses, plan.Status)
 		}
 	}
 	d.Quarantined = sortedKeys(quarantine)
 	d.NodeEdgeWaits, d.Fleet = lines.edges, fleet.status()
+	if lines.converged {
+		d.ConvergedWaits = f.ConvergedWaits
+	}
 	if pol != nil {
 		d.policy(pol, nodes)
 	}
@@ -138,18 +142,23 @@ func (d *Decision) summarize(f SetFacts, specErr error, statuses []Status, selec
 }
 
 // holdLines are the lines a pass collects from nodeHold for the set's conditions: blocked
-// ("<node>: <taint>"), waitFor ("<node>: <taints>") and pausedBy ("<node> (by <set>)").
-type holdLines struct{ blocked, waitFor, pausedBy, edges []string }
+// ("<node>: <taint>"), waitFor ("<node>: <taints>") and pausedBy ("<node> (by <set>)"), node
+// edges' lines, and whether spec.afterConverged held a node (converged).
+type holdLines struct {
+	blocked, waitFor, pausedBy, edges []string
+	converged                         bool
+}
 
 // addRollout records, for a node that ended the pass waiting, its node edges' line and whether
-// the fleet budget held it.
-func (h *holdLines) addRollout(edge string, fleetHeld bool, fleet *fleetPass, status Status) {
+// spec.afterConverged (convHeld) or the fleet budget held it.
+func (h *holdLines) addRollout(edge string, fleetHeld, convHeld bool, fleet *fleetPass, status Status) {
 	if status != v1alpha1.StatusWaiting {
 		return
 	}
 	if edge != "" {
 		h.edges = append(h.edges, edge)
 	}
+	h.converged = h.converged || convHeld
 	if fleetHeld {
 		fleet.waiting++
 	}

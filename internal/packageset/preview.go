@@ -155,6 +155,7 @@ func (s *previewSim) shape() {
 	if s.f.Fleet != nil {
 		s.f.Fleet.Others = map[string][]string{}
 	}
+	s.f.ConvergedWaits = nil // the other sets' progress
 	for i := range s.nodes {
 		n := &s.nodes[i]
 		n.Blocked, n.WaitFor, n.Gate, n.GateSet = "", "", GateOpen, ""
@@ -389,7 +390,7 @@ func (s *previewSim) blockedNow() []NodeBlock {
 	interrupts := wantsInterrupt(s.f.Wants)
 	fleetFull := ""
 	if fl := s.f.Fleet; fl != nil && len(fl.Others) >= fl.Max {
-		fleetFull = fmt.Sprintf("fleet budget %s is full: %d/%d nodes in flight for the other sets (%s)", fl.Name, len(fl.Others), fl.Max,
+		fleetFull = fmt.Sprintf("fleet budget %s is full: %d/%d nodes in flight for the other sets (%s)", fleetName(fl.Name, fl.Selector), len(fl.Others), fl.Max,
 			strings.Join(otherSets(fl), ", "))
 	}
 	var out []NodeBlock
@@ -411,6 +412,8 @@ func (s *previewSim) nodeBlock(n NodeFacts, interrupts bool, fleetFull string) s
 		return "taint " + n.Blocked + " is not tolerated by the stage pods"
 	case n.WaitFor != "":
 		return "waits for taint " + n.WaitFor + " to be removed"
+	case len(s.f.ConvergedWaits) > 0:
+		return "after converged: " + strings.Join(s.f.ConvergedWaits, "; ")
 	case n.Gate == GatePaused:
 		return "package set " + n.GateSet + " (earlier priority) is paused on the node"
 	case n.Gate == GateWaiting:
@@ -421,7 +424,7 @@ func (s *previewSim) nodeBlock(n NodeFacts, interrupts bool, fleetFull string) s
 		return "drain refused: " + s.pf.Refusals[n.Name] + drainTimeoutNote(s.f.Drain)
 	case interrupts && len(s.pf.NonInterrupt[n.Name]) > 0:
 		return "non-interruptible pods running: " + strings.Join(s.pf.NonInterrupt[n.Name], ", ")
-	case fleetFull != "" && len(s.f.Fleet.Others[n.Name]) == 0:
+	case fleetFull != "" && len(s.f.Fleet.Others[n.Name]) == 0 && s.f.Fleet.counts(n.Name):
 		return fleetFull
 	}
 	return ""
@@ -471,6 +474,13 @@ func constraintsOf(set *v1alpha1.PackageSet, f SetFacts) []string {
 	if len(set.Spec.After) > 0 {
 		out = append(out, "after package sets "+strings.Join(set.Spec.After, ", ")+" (on each node)")
 	}
+	if len(set.Spec.AfterConverged) > 0 {
+		var names []string
+		for _, e := range set.Spec.AfterConverged {
+			names = append(names, edgeWait(e.Name, e.Reason))
+		}
+		out = append(out, "after package sets "+strings.Join(names, ", ")+" converged (on every node they select)")
+	}
 	if p := set.Spec.DeploymentPolicy; p != nil {
 		var names []string
 		for _, c := range p.Compartments {
@@ -484,7 +494,8 @@ func constraintsOf(set *v1alpha1.PackageSet, f SetFacts) []string {
 		out = append(out, "waves in order: "+strings.Join(f.Waves, ", "))
 	}
 	if f.Fleet != nil {
-		out = append(out, fmt.Sprintf("fleet budget %s: at most %d nodes in flight across %s", f.Fleet.Name, f.Fleet.Max, strings.Join(f.Fleet.Sets, ", ")))
+		out = append(out, fmt.Sprintf("fleet budget %s: at most %d nodes in flight across %s", fleetName(f.Fleet.Name, f.Fleet.Selector), f.Fleet.Max,
+			strings.Join(f.Fleet.Sets, ", ")))
 	}
 	return out
 }

@@ -493,6 +493,10 @@ type SetFacts struct {
 	HealthChecks []HealthCheck
 	// NodeEdges are spec.rollout.nodeEdges (NixFleet's edges between hosts; edges.go).
 	NodeEdges []v1alpha1.NodeEdge
+	// ConvergedWaits are the spec.afterConverged entries that hold the set now (NixFleet's
+	// channelEdges; ConvergedWaits in converged.go): one line each, "package set <name>
+	// [(<reason>)] is ..."; while any is listed, no node starts (nodes in flight finish).
+	ConvergedWaits []string
 	// Fleet is the shared budget of spec.rollout.fleetBudget (nil: none; fleetbudget.go).
 	Fleet *FleetFacts
 	// Release is why spec.rollout.release may not start nodes (CheckRelease; nil: no release,
@@ -626,6 +630,9 @@ type Decision struct {
 	NodeEdgeWaits []string
 	// Fleet is the shared budget's use after the pass (nil without one).
 	Fleet *v1alpha1.FleetBudgetStatus
+	// ConvergedWaits are the facts' ConvergedWaits when they held a node this pass (nil
+	// otherwise): status.afterConvergedWaits.
+	ConvergedWaits []string
 	// Finished: the set is being deleted and nothing is left on any node: remove the finalizer.
 	Finished     bool
 	RequeueAfter time.Duration

@@ -203,6 +203,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters (it names node annotations gantry.dev/state_<name>)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-'"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.after) || !(self.metadata.name in self.spec.after)",fieldPath=".spec.after",message="spec.after cannot name the set itself: it would wait for itself"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.afterConverged) || !self.spec.afterConverged.exists(e, e.name == self.metadata.name)",fieldPath=".spec.afterConverged",message="spec.afterConverged cannot name the set itself: it would wait for itself"
 type PackageSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -266,6 +267,22 @@ type PackageSetSpec struct {
 	// +listType=set
 	// +optional
 	After []string `json:"after,omitempty"`
+
+	// AfterConverged names package sets that must be converged (complete on every node they
+	// select, for their current generation) before this set starts any node, as NixFleet's
+	// channelEdges ("the before channel converges before a new rollout opens on the after
+	// channel", RFC-0005 §6): a set-wide gate, where After waits per node. A named set that
+	// does not exist, is disabled or being deleted, or has no history (never reconciled and no
+	// node carries its record) does not hold; a named set that is halted (erroring, blocked,
+	// Stalled: a quarantined version, a refused release), paused or still rolling out holds,
+	// and status.afterConvergedWaits and the Ready condition's message name it and the reason.
+	// Nodes already in flight finish. Sets whose After and AfterConverged edges form a cycle
+	// are an invalid spec (Stalled). At most 16 entries, each name once, never the set's own.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	AfterConverged []ConvergedEdge `json:"afterConverged,omitempty"`
 
 	// Priority orders sets per node: lower first, ties by name (Skyhook: min 1, default 200).
 	// +kubebuilder:validation:Minimum=1
@@ -771,6 +788,27 @@ type FleetBudgetStatus struct {
 	// Waiting is how many of this set's nodes the budget holds.
 	// +optional
 	Waiting int32 `json:"waiting,omitempty"`
+	// NodeSelector is the node selector of the rule in force (a label selector string, e.g.
+	// "rack=a"); absent: the budget counts every node.
+	// +optional
+	NodeSelector string `json:"nodeSelector,omitempty"`
+}
+
+// ConvergedEdge is one entry of spec.afterConverged: a package set this set waits for, fleet
+// wide (NixFleet's channelEdges[] {before, after, reason}: Name is the before channel, this
+// set the after one).
+type ConvergedEdge struct {
+	// Name of the package set that must be converged first (a DNS-1123 label of at most 40
+	// characters).
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Reason says why this set waits (NixFleet's channelEdges[].reason), e.g. "canary before
+	// production"; shown in status.afterConvergedWaits and the Ready condition's message. At
+	// most 256 characters.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // NodeEdge is one edge between two nodes (NixFleet's edges[] {after, before} between hosts).
@@ -814,6 +852,20 @@ type FleetBudget struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	MaxInFlightPct *int32 `json:"maxInFlightPct,omitempty"`
+	// NodeSelector limits the budget to the nodes it matches, as NixFleet's
+	// disruptionBudgets[].selector: only they count and only they are held (a node it does not
+	// match is not limited by this budget), and maxInFlightPct is then a percentage of the
+	// matching nodes the sets select. Unset: every node. When the sets of a budget disagree,
+	// one rule is in force: the lowest limit, with that set's selector (ties: the set first by
+	// name). A selector that does not parse is an invalid spec (Stalled). Checked as
+	// spec.nodeSelector is.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(r, r.operator in ['In', 'NotIn'] ? (has(r.values) && size(r.values) > 0) : (!has(r.values) || size(r.values) == 0))",message="matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, k.matches('^([^/]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="matchLabels keys must be label keys: a name of at most 63 letters, digits, '-', '_' or '.' that starts and ends with a letter or digit, optionally after a DNS subdomain prefix and '/'"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !k.contains('/') || k.matches('^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/'))",message="matchLabels key prefixes (before '/') must be DNS subdomains of at most 253 characters"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="matchLabels values must be label values of at most 63 characters"
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 }
 
 // HealthCheck is an exec, HTTP, failed-systemd-units or compliance-evidence probe run as a Pod on the node. It has NODE_NAME and
@@ -1196,6 +1248,12 @@ type PackageSetStatus struct {
 	// a reason as "<before> (<reason>)").
 	// +optional
 	NodeEdgeWaits []string `json:"nodeEdgeWaits,omitempty"`
+	// AfterConvergedWaits names the spec.afterConverged sets that held nodes in the last pass
+	// and why: "package set <name> (<reason>) is <status>: <complete>/<selected> nodes
+	// complete" (the reason only when the entry has one; "is halted: ..." for an erroring,
+	// blocked or Stalled set).
+	// +optional
+	AfterConvergedWaits []string `json:"afterConvergedWaits,omitempty"`
 	// FleetBudget is the shared budget of spec.rollout.fleetBudget as the last pass saw it.
 	// +optional
 	FleetBudget *FleetBudgetStatus `json:"fleetBudget,omitempty"`
