@@ -150,7 +150,7 @@ func run(tf, workdir string, n, parallelism, rounds int) error {
 	}
 	env := []string{"TF_CLI_CONFIG_FILE=" + rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"}
 	configs := map[string]string{
-		"echo": fmt.Sprintf("terraform {\n  required_providers {\n    gantry = { source = \"example/gantryecho\" }\n  }\n}\nresource \"gantry_performer\" \"p\" {\n  count     = %d\n  name      = \"bench-${count.index}\"\n  namespace = \"gantry-bench\"\n  image     = \"ghcr.io/layr-labs/hello-performer:v1.0.0\"\n}\n", n),
+		"echo":  fmt.Sprintf("terraform {\n  required_providers {\n    gantry = { source = \"example/gantryecho\" }\n  }\n}\nresource \"gantry_performer\" \"p\" {\n  count     = %d\n  name      = \"bench-${count.index}\"\n  namespace = \"gantry-bench\"\n  image     = \"ghcr.io/layr-labs/hello-performer:v1.0.0\"\n}\n", n),
 		"floor": fmt.Sprintf("resource \"terraform_data\" \"d\" {\n  count = %d\n  input = count.index\n}\n", n),
 	}
 	median := map[string]float64{}
