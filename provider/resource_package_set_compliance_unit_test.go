@@ -129,6 +129,8 @@ func TestPackageSetCompliance_validate(t *testing.T) {
 			err: "Invalid Attribute Value Match", detail: "compliance.evidence_path must be an absolute path"},
 		{name: "evidence path with a quote", compliance: map[string]tftypes.Value{"framework": str("nis2"), "evidence_path": str("/var/lib/x'y.json")},
 			err: "Invalid Attribute Value Match", detail: "compliance.evidence_path"},
+		{name: "evidence path climbing out with ..", compliance: map[string]tftypes.Value{"framework": str("nis2"), "evidence_path": str("/var/lib/../../etc/shadow")},
+			err: "Invalid Attribute Value Match", detail: "no segment starting with '.'"},
 		{name: "evidence path empty", compliance: map[string]tftypes.Value{"framework": str("nis2"), "evidence_path": str("")},
 			err: "Invalid Attribute Value Match", detail: "compliance.evidence_path must be an absolute path"},
 		{name: "beside systemd_failed_units", compliance: map[string]tftypes.Value{"framework": str("nis2")},

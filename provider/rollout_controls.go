@@ -521,8 +521,9 @@ func flattenHealthChecks(hcs []v1alpha1.HealthCheck, prior []healthCheckModel) [
 }
 
 // complianceEvidencePathRe is an evidence_path the CRD accepts (its pattern): an absolute path
-// of letters, digits, '.', '_', '-' and '/', which the check's script quotes as it is.
-var complianceEvidencePathRe = regexp.MustCompile(`^/[A-Za-z0-9._/-]+$`)
+// of segments of letters, digits, '.', '_' and '-', none starting with '.' (no ".."), which the
+// check's script quotes as it is.
+var complianceEvidencePathRe = regexp.MustCompile(`^(/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$`)
 
 // complianceCheckAttribute is a health check's compliance block: NixFleet's compliance probe
 // (RFC-0007's evidence probe) for one framework, validated at plan as the CRD validates it
@@ -542,7 +543,7 @@ func complianceCheckAttribute() schema.SingleNestedAttribute {
 			"evidence_path": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "The evidence file on the node's host, an absolute path of letters, digits, `.`, `_`, `-` and `/` (default `/var/lib/nixfleet-compliance/evidence.json`, where NixFleet's collector writes it).",
 				Validators: []validator.String{stringvalidator.LengthAtMost(1024),
-					stringvalidator.RegexMatches(complianceEvidencePathRe, "must be an absolute path of letters, digits, '.', '_', '-' and '/'")}},
+					stringvalidator.RegexMatches(complianceEvidencePathRe, "must be an absolute path of letters, digits, '.', '_', '-' and '/', no segment starting with '.'")}},
 		}}
 }
 

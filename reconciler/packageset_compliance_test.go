@@ -148,6 +148,8 @@ func TestPackageSetComplianceCRDValidation(t *testing.T) {
 			"spec.rollout.healthChecks[0].compliance.framework", "Unsupported value"},
 		{"relative evidence path", func(s *v1alpha1.PackageSetSpec) { at(s).EvidencePath = "evidence.json" },
 			"spec.rollout.healthChecks[0].compliance.evidencePath", "should match"},
+		{"evidence path climbing out with ..", func(s *v1alpha1.PackageSetSpec) { at(s).EvidencePath = "/var/lib/../../etc/shadow" },
+			"spec.rollout.healthChecks[0].compliance.evidencePath", "should match"},
 		{"quoted evidence path", func(s *v1alpha1.PackageSetSpec) { at(s).EvidencePath = "/var/lib/x'; reboot; '.json" },
 			"spec.rollout.healthChecks[0].compliance.evidencePath", "should match"},
 		{"beside systemdFailedUnits", func(s *v1alpha1.PackageSetSpec) {

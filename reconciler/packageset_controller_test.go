@@ -403,7 +403,7 @@ func TestPackageSetClearQuarantine(t *testing.T) {
 	}
 	var events []corev1.Event
 	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		events = e.setEvents(t, pool, "QuarantineLifted")
+		events = e.setEventsNow(t, pool, "QuarantineLifted")
 		return len(events) > 0, nil
 	})
 	if len(events) != 1 || !strings.Contains(events[0].Message, "dcgm-tool@1.1.0") {

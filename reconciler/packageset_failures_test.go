@@ -203,7 +203,7 @@ func TestPackageSetIllegalTransitionIsTerminal(t *testing.T) {
 	})
 	var evs []corev1.Event
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		evs = e.setEvents(t, pool, "IllegalTransition")
+		evs = e.setEventsNow(t, pool, "IllegalTransition")
 		return len(evs) > 0 && terminalErrors(t, "packageset") > before, nil
 	})
 	if err != nil {

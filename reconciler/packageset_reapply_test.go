@@ -51,7 +51,7 @@ func (e *testEnv) waitSetEvent(t *testing.T, set, reason, want string) {
 	var seen []string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 		seen = nil
-		for _, ev := range e.setEvents(t, set, reason) {
+		for _, ev := range e.setEventsNow(t, set, reason) {
 			if strings.Contains(ev.Message, want) {
 				return true, nil
 			}

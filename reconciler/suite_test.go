@@ -338,10 +338,21 @@ func (e *testEnv) eventsOf(kind, name string) string {
 	if err := e.c.List(context.Background(), &list); err != nil {
 		return err.Error()
 	}
+	// A PackageSet by UID: a set of the same name from an earlier run on the same cluster
+	// left its own events.
+	var uid types.UID
+	if kind == "PackageSet" {
+		var ps v1alpha1.PackageSet
+		if err := e.c.Get(context.Background(), client.ObjectKey{Name: name}, &ps); err != nil {
+			return err.Error()
+		}
+		uid = ps.UID
+	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) })
 	var b strings.Builder
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && (ev.InvolvedObject.Namespace == e.ns || ev.InvolvedObject.Namespace == "") {
+		if ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name && (ev.InvolvedObject.Namespace == e.ns || ev.InvolvedObject.Namespace == "") &&
+			(uid == "" || ev.InvolvedObject.UID == uid) {
 			fmt.Fprintf(&b, "  %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
 		}
 	}

@@ -59,7 +59,7 @@ func SpecFacts(set *v1alpha1.PackageSet, f *SetFacts) (labels.Selector, func(map
 		// Stalled (InvalidSpec) and starts nothing, instead of a budget nobody can read.
 		f.SpecError = msg
 	}
-	if err := NegativeResources(set.Spec.Packages); err != nil {
+	if err := NegativeResources(set.Spec.Packages); err != nil && f.SpecError == "" {
 		// The CRD cannot refuse it within the API server's CEL budget (32 packages × two
 		// unbounded maps), and every stage Pod would be refused: Stalled (InvalidSpec).
 		f.SpecError = err.Error()

@@ -677,7 +677,9 @@ awk -v fw='%[3]s' -v path='%[2]s' '%[4]s' "$f"`, hostRoot, path, c.Framework, co
 // complianceAwk judges an evidence file (see ComplianceEvidenceScript): a recursive-descent
 // JSON reader that calls key() for every object key and scalar() for every string or literal,
 // with the value's path ("/controls/0/passed"), then the verdict. No single quote in it (the
-// script quotes it).
+// script quotes it). Its messages never quote a value of a file that is not evidence (a parse
+// error names the byte, not the token): they reach the set's conditions and events, which more
+// people read than write package sets.
 const complianceAwk = `
 function ws() { while (pos <= n && index(" \t\r\n", substr(s, pos, 1)) > 0) pos++ }
 function fail(m) { if (bad == "") bad = m " at byte " pos; pos = n + 1 }
@@ -741,7 +743,7 @@ function value(p,   c, k, i, v) {
 	if (c == "\"") { v = str(); scalar(p, "s", v); return }
 	v = ""
 	while (pos <= n && index(",:{}[]\" \t\r\n", substr(s, pos, 1)) == 0) { v = v substr(s, pos, 1); pos++ }
-	if (v !~ /^(true|false|null|-?[0-9][0-9.eE+-]*)$/) { fail("unexpected " (v == "" ? "end of input" : v)); return }
+	if (v !~ /^(true|false|null|-?[0-9][0-9.eE+-]*)$/) { fail(v == "" ? "unexpected end of input" : "unexpected value"); return }
 	scalar(p, "l", v)
 }
 { s = s $0 "\n" }
@@ -751,7 +753,7 @@ END {
 	ws()
 	if (bad == "" && pos <= n) fail("trailing data")
 	if (bad != "") { print "NixFleet compliance evidence " path " is not JSON (" bad "): framework " fw " fails"; exit 2 }
-	if (sv != "1") { print "NixFleet compliance evidence " path " has schemaVersion " (sv == "" ? "none" : sv) ", not 1 (upgrade nixfleet-compliance): framework " fw " fails"; exit 2 }
+	if (sv != "1") { print "NixFleet compliance evidence " path " has schemaVersion " (sv == "" ? "none" : (sv ~ /^[0-9]+$/ && length(sv) <= 6 ? sv : "not a number")) ", not 1 (upgrade nixfleet-compliance): framework " fw " fails"; exit 2 }
 	total = 0; nf = 0; failed = ""
 	for (i = 0; i < nc; i++) {
 		if (!(i in mapped)) continue

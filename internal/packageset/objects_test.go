@@ -477,6 +477,12 @@ func TestComplianceEvidenceScript(t *testing.T) {
 		{name: "legacy format (no schemaVersion)", framework: "nis2", wantCode: 2,
 			evidence: `{"host":"h","timestamp":"2026-04-05T10:00:00Z","controls":[{"control":"access-control","status":"compliant","framework_articles":{"nis2":["21(i)"]}}],"overall":"1/1 controls compliant"}`,
 			wantOut:  "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json has schemaVersion none, not 1 (upgrade nixfleet-compliance): framework nis2 fails"},
+		// A file that is not evidence (a service account token): its words never reach the
+		// message, which conditions and events show to every reader of the set.
+		{name: "a token, not JSON", framework: "nis2", evidence: "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.sig-_x", wantCode: 2,
+			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json is not JSON (unexpected value at byte 45): framework nis2 fails"},
+		{name: "schemaVersion a string", framework: "nis2", evidence: `{"schemaVersion": "hunter2", "controls": []}`, wantCode: 2,
+			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json has schemaVersion not a number, not 1 (upgrade nixfleet-compliance): framework nis2 fails"},
 		{name: "schemaVersion 2", framework: "nis2", evidence: `{"schemaVersion": 2, "controls": []}`, wantCode: 2,
 			wantOut: "NixFleet compliance evidence /var/lib/nixfleet-compliance/evidence.json has schemaVersion 2, not 1 (upgrade nixfleet-compliance): framework nis2 fails"},
 		{name: "passed not true", framework: "nis2", wantCode: 1,

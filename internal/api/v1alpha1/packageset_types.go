@@ -967,12 +967,13 @@ type ComplianceCheck struct {
 	// matched exactly against the keys of each control's frameworkArticles.
 	// +kubebuilder:validation:Enum=anssi-bp028;nis2;dora;iso27001
 	Framework string `json:"framework"`
-	// EvidencePath is the evidence file on the node's host, an absolute path (letters, digits,
-	// '.', '_', '-' and '/'); default /var/lib/nixfleet-compliance/evidence.json, where
+	// EvidencePath is the evidence file on the node's host, an absolute path of segments of
+	// letters, digits, '.', '_' and '-', none starting with '.' (no "..": the check reads it
+	// from a privileged pod); default /var/lib/nixfleet-compliance/evidence.json, where
 	// NixFleet's collector writes it.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._/-]+$`
+	// +kubebuilder:validation:Pattern=`^(/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$`
 	// +optional
 	EvidencePath string `json:"evidencePath,omitempty"`
 }
