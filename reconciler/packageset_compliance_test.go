@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,17 +100,7 @@ func TestPackageSetHealthCheckComplianceEnforce(t *testing.T) {
 		s.Spec.Packages[0].Version = "1.1.0"
 		s.Spec.Rollout.HealthChecks[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
 	})
-	e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
-		if !slices.Contains(s.Status.QuarantinedVersions, "dcgm-tool@1.1.0") {
-			return false
-		}
-		for _, n := range nodes {
-			if s.Status.NodeState[n]["dcgm-tool"].Version != "1.0.0" || s.Status.NodeRollout[n] != v1alpha1.RolloutReverted {
-				return false
-			}
-		}
-		return true
-	})
+	e.waitToolRolledBack(t, pool, nodes)
 	e.waitEvent(t, "PackageSet", pool, "health check dora failed in round")
 }
 

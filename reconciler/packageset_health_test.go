@@ -63,17 +63,7 @@ func TestPackageSetHealthCheck(t *testing.T) {
 		s.Spec.Packages[0].Version = "1.1.0"
 		s.Spec.Rollout.HealthChecks[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
 	})
-	bad := e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
-		if !slices.Contains(s.Status.QuarantinedVersions, "dcgm-tool@1.1.0") {
-			return false
-		}
-		for _, n := range nodes {
-			if s.Status.NodeState[n]["dcgm-tool"].Version != "1.0.0" || s.Status.NodeRollout[n] != v1alpha1.RolloutReverted {
-				return false
-			}
-		}
-		return true
-	})
+	bad := e.waitToolRolledBack(t, pool, nodes)
 	stalled := setCondition(bad, v1alpha1.ConditionStalled)
 	if stalled.Reason != "VersionQuarantined" || !strings.Contains(stalled.Message, "dcgm-tool@1.1.0") {
 		t.Errorf("Stalled %+v", stalled)
@@ -177,7 +167,16 @@ func TestPackageSetHealthCheckNoSoak(t *testing.T) {
 		s.Spec.Packages[0].Version = "1.1.0"
 		s.Spec.Rollout.HealthChecks[0].PodLabels = map[string]string{"pod-container-running-failed.stage.kwok.x-k8s.io": "true"}
 	})
-	e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
+	e.waitToolRolledBack(t, pool, nodes)
+	e.waitEvent(t, "PackageSet", pool, "health check dcgm failed after the last stage")
+}
+
+// waitToolRolledBack waits until dcgm-tool@1.1.0 is quarantined in pool and every one of nodes
+// is back at dcgm-tool 1.0.0 with its rollout Reverted (a failed health check under
+// onHealthFailure rollback), and returns the set.
+func (e *testEnv) waitToolRolledBack(t *testing.T, pool string, nodes []string) *v1alpha1.PackageSet {
+	t.Helper()
+	return e.waitSet(t, pool, "rolled back and quarantined", func(s *v1alpha1.PackageSet) bool {
 		if !slices.Contains(s.Status.QuarantinedVersions, "dcgm-tool@1.1.0") {
 			return false
 		}
@@ -188,5 +187,4 @@ func TestPackageSetHealthCheckNoSoak(t *testing.T) {
 		}
 		return true
 	})
-	e.waitEvent(t, "PackageSet", pool, "health check dcgm failed after the last stage")
 }
