@@ -515,7 +515,8 @@ func markRead(ctx context.Context, data *providerData, priv privateState, u *uns
 }
 
 // forgetRead removes the mark of markRead: a create or update writes a state that was not
-// mapped from a refresh, so the next refresh maps the object again.
+// mapped from a refresh, so the next refresh maps the object again unless markApplied finds
+// the state saved equal to that mapping.
 func forgetRead(ctx context.Context, priv privateState) {
 	if priv != nil {
 		_ = priv.SetKey(ctx, readPrivateKey, nil)

@@ -28,8 +28,9 @@ package provider
 //   - private: the private state is empty, or not what the framework returns byte for byte
 //     (canonicalPrivate), or holds a framework key (a key starting with ".", as the import
 //     marker ".import_before_read" the framework deletes), or holds no read mark of this
-//     provider version with a resourceVersion (readMarkOf: none after a create or update,
-//     forgetRead; another version's after an upgrade of the provider);
+//     provider version with a resourceVersion (readMarkOf: a create or update leaves one
+//     only when the state saved is the mapping of the object its wait ended on, markApplied;
+//     another version's after an upgrade of the provider);
 //   - identity: a current identity that is not MessagePack, does not decode, is wholly null
 //     (readInto sets it) or is not wholly known (none at all, as Terraform before 1.12 sends,
 //     is answered with the identity readInto sets: stateIdentity);

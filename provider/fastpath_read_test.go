@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -366,23 +367,26 @@ type readKindCase struct {
 	object   func(ctx context.Context, state tftypes.Value, status map[string]any) (map[string]any, error)
 	status   map[string]any
 	importID string
+	// markApplied runs the kind's markApplied over a saved state and the object a wait ended
+	// on (markAppliedOf).
+	markApplied func(ctx context.Context, state tftypes.Value, u *unstructured.Unstructured, failed bool) (string, bool, error)
 }
 
 func readKinds() []readKindCase {
 	return []readKindCase{
 		{typ: "gantry_performer", rows: performerRows, summary: "phase", failed: "Failed", number: "grpc_port", importID: "default/p1",
-			object: objectFrom(NewPerformerResource(), performerOps),
+			object: objectFrom(NewPerformerResource(), performerOps), markApplied: markAppliedOf(NewPerformerResource(), performerOps),
 			status: map[string]any{"observedGeneration": 1, "phase": "Running", "grpcEndpoint": "performer-p1.default.svc.cluster.local:9090",
 				"podName": "performer-p1", "serviceName": "performer-p1", "nodeName": "node-1", "lastHandledReconcileAt": ""}},
 		{typ: "gantry_executor", rows: executorRows, summary: "phase", failed: "Failed", number: "replicas", importID: "default/e1",
-			object: objectFrom(NewExecutorResource(), executorOps),
+			object: objectFrom(NewExecutorResource(), executorOps), markApplied: markAppliedOf(NewExecutorResource(), executorOps),
 			status: map[string]any{"observedGeneration": 1, "phase": "Running", "replicas": 1, "readyReplicas": 1, "currentRevision": "abc",
 				"lastGoodRevision": "abc", "configMapName": "executor-e1-abc"}},
 		{typ: "gantry_package_set", rows: packageSetRows, summary: "status", failed: "erroring", number: "priority", importID: "gpu-drivers",
-			object: objectFrom(NewPackageSetResource(), packageSetOps),
+			object: objectFrom(NewPackageSetResource(), packageSetOps), markApplied: markAppliedOf(NewPackageSetResource(), packageSetOps),
 			status: map[string]any{"observedGeneration": 1, "status": "complete", "completeNodes": "3/3", "nodeStatus": map[string]any{"node-1": "complete"}}},
 		{typ: "gantry_workspace", rows: workspaceRows, summary: "state", failed: "NotReady", number: "resource.count", nested: true, importID: "default/w1",
-			object: objectFrom(NewWorkspaceResource(), workspaceOps),
+			object: objectFrom(NewWorkspaceResource(), workspaceOps), markApplied: markAppliedOf(NewWorkspaceResource(), workspaceOps),
 			status: map[string]any{"observedGeneration": 1, "state": "Ready", "mode": "Inference", "workerNodes": []any{"node-1"},
 				"endpoint": "workspace-w1.default.svc.cluster.local:8000", "lastHandledReconcileAt": "",
 				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
@@ -827,4 +831,115 @@ func BenchmarkReadResource(b *testing.B) {
 			}
 		})
 	}
+}
+
+// memPrivate is a writable private state for markApplied.
+type memPrivate map[string][]byte
+
+func (p memPrivate) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostics) {
+	return p[key], nil
+}
+
+func (p memPrivate) SetKey(_ context.Context, key string, value []byte) diag.Diagnostics {
+	p[key] = value
+	return nil
+}
+
+// markAppliedOf returns what runs ops.markApplied as a create or update ends: state (a value of
+// r's schema) is the state saved, u the object the wait ended on, failed whether the apply
+// returned errors. It returns the read mark then in private state (its resourceVersion) and
+// whether there is one.
+func markAppliedOf[M any](r resource.Resource, ops *kindOps[M]) func(context.Context, tftypes.Value, *unstructured.Unstructured, bool) (string, bool, error) {
+	return func(ctx context.Context, state tftypes.Value, u *unstructured.Unstructured, failed bool) (string, bool, error) {
+		var sr resource.SchemaResponse
+		r.Schema(ctx, resource.SchemaRequest{}, &sr)
+		st := tfsdk.State{Schema: sr.Schema, Raw: state}
+		var m M
+		if d := st.Get(ctx, &m); d.HasError() {
+			return "", false, fmt.Errorf("%v", d)
+		}
+		data := &providerData{version: "test"}
+		priv := memPrivate{}
+		ops.markApplied(ctx, data, &st, priv, &m, u, failed)
+		rv, ok := readMarkOf(ctx, data, priv)
+		return rv, ok, nil
+	}
+}
+
+// TestMarkApplied: a create or update leaves the read mark of the object its wait ended on
+// only when a refresh would map that object to the state saved, so the first refresh after an
+// apply is answered by the fast path (or readUnchanged) with what the framework's mapping
+// would return. For every kind: the state the framework maps from the served object (the read
+// after an import) is marked at the object's resourceVersion; the same state is not marked
+// when the apply failed, nor when the object's summary differs from the state's (the saved
+// state is not the object's mapping); and for each kind's applied states (the corpus's
+// "unchanged" priors), a mark is left exactly where the framework's own refresh without a mark
+// returns the state as it is.
+func TestMarkApplied(t *testing.T) {
+	rp := readTestPairs(t)[readConfigured]
+	ctx := context.Background()
+	for _, k := range readKinds() {
+		imp, err := rp.plain.ImportResourceState(ctx, &tfprotov6.ImportResourceStateRequest{TypeName: k.typ, ID: k.importID})
+		if err != nil || diagsHaveError(imp.Diagnostics) || len(imp.ImportedResources) != 1 {
+			t.Fatalf("%s: import %s: %v %s", k.typ, k.importID, err, diagsString(imp.Diagnostics))
+		}
+		ir := imp.ImportedResources[0]
+		read, _ := rp.readPlain(t, &tfprotov6.ReadResourceRequest{TypeName: k.typ, CurrentState: ir.State, Private: ir.Private, CurrentIdentity: ir.Identity})
+		mapped, err := read.NewState.Unmarshal(rp.types[k.typ])
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := servedObject(t, rp.api, k)
+		if rv, ok, err := k.markApplied(ctx, mapped, u, false); err != nil || !ok || rv != objectRV {
+			t.Errorf("%s: the object's own mapping saved: mark %q %v (%v), want %q", k.typ, rv, ok, err, objectRV)
+		}
+		if _, ok, err := k.markApplied(ctx, mapped, u, true); err != nil || ok {
+			t.Errorf("%s: a failed apply left a read mark (%v)", k.typ, err)
+		}
+		other := u.DeepCopy()
+		if err := unstructured.SetNestedField(other.Object, k.failed, "status", k.summary); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := k.markApplied(ctx, mapped, other, false); err != nil || ok {
+			t.Errorf("%s: status.%s %s on the object, not in the state saved, left a read mark (%v)", k.typ, k.summary, k.failed, err)
+		}
+		for _, name := range []string{"unchanged, defaults unset", "unchanged, defaults set to other values"} {
+			state := tfv(rp.types[k.typ], planPrior(k.rows(), name))
+			_, ok, err := k.markApplied(ctx, state, u, false)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", k.typ, name, err)
+			}
+			row := readRow{name: name, typ: k.typ, state: planPrior(k.rows(), name), private: privMarkOld}
+			plain, _ := rp.readPlain(t, rp.request(t, row))
+			same := sameDynamic(rp.types[k.typ], plain.NewState, dv(t, rp.types[k.typ], state))
+			if ok != same {
+				t.Errorf("%s: %s: marked %v, but the framework's refresh maps the object to the state saved: %v", k.typ, name, ok, same)
+			}
+			t.Logf("%s: %s: marked %v, the refresh's mapping equal %v", k.typ, name, ok, same)
+		}
+	}
+}
+
+// servedObject is the object the fakeAPI serves under k's import ID, decoded from JSON as a
+// client reads it.
+func servedObject(t *testing.T, api *fakeAPI, k readKindCase) *unstructured.Unstructured {
+	t.Helper()
+	ns, name, found := strings.Cut(k.importID, "/")
+	if !found {
+		ns, name = "", k.importID
+	}
+	res := map[string]string{"gantry_performer": "performers", "gantry_executor": "executors", "gantry_package_set": "packagesets", "gantry_workspace": "workspaces"}[k.typ]
+	o, ok := api.objects[res+"/"+ns+"/"+name]
+	if !ok {
+		t.Fatalf("%s: the fakeAPI serves no %s", k.typ, k.importID)
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

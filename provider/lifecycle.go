@@ -102,13 +102,14 @@ func (k *kindOps[M]) create(ctx context.Context, data *providerData, req resourc
 	if !k.runPrepare(ctx, data, req.Config, &plan, nil, &resp.Diagnostics) {
 		return
 	}
-	state, diags := k.applyAndWait(ctx, data, &plan, opCreate)
+	state, final, diags := k.applyAndWait(ctx, data, &plan, opCreate)
 	resp.Diagnostics.Append(diags...)
 	forgetRead(ctx, resp.Private)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 		ns, name := k.key(state)
 		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
+		k.markApplied(ctx, data, &resp.State, resp.Private, state, final, resp.Diagnostics.HasError())
 	}
 }
 
@@ -131,14 +132,38 @@ func (k *kindOps[M]) update(ctx context.Context, data *providerData, req resourc
 	if resp.Diagnostics.HasError() || !k.runPrepare(ctx, data, req.Config, &plan, &prior, &resp.Diagnostics) {
 		return
 	}
-	state, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
+	state, final, diags := k.applyAndWait(ctx, data, &plan, opUpdate)
 	resp.Diagnostics.Append(diags...)
 	forgetRead(ctx, resp.Private)
 	if state != nil {
 		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
 		ns, name := k.key(state)
 		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
+		k.markApplied(ctx, data, &resp.State, resp.Private, state, final, resp.Diagnostics.HasError())
 	}
+}
+
+// markApplied writes the read mark (markRead) of final, the object a successful wait ended on,
+// into priv when the state just saved (saved, already set into st) is exactly what a refresh
+// would map from final: flatten(final, saved) set into the same schema equals st's value.
+// The first refresh after an apply then finds the object unchanged (readUnchanged, and the
+// ReadResource fast path answers it) instead of mapping every object again. Anything else
+// (failed is true, no final object, a flatten error, a state that differs, e.g. a computed
+// attribute whose live value the plan's state does not hold) leaves no mark: the refresh maps
+// the object as before.
+func (k *kindOps[M]) markApplied(ctx context.Context, data *providerData, st *tfsdk.State, priv privateState, saved *M, final *unstructured.Unstructured, failed bool) {
+	if failed || final == nil {
+		return
+	}
+	mapped, err := k.flatten(final, saved)
+	if err != nil {
+		return
+	}
+	read := tfsdk.State{Schema: st.Schema, Raw: st.Raw.Copy()}
+	if d := read.Set(ctx, mapped); d.HasError() || !read.Raw.Equal(st.Raw) {
+		return
+	}
+	markRead(ctx, data, priv, final)
 }
 
 // runPrepare runs k.prepare, when set, and reports whether the apply may go on.
@@ -195,7 +220,9 @@ func (k *kindOps[M]) delete(ctx context.Context, data *providerData, req resourc
 //     untainted with the summary last seen (see interruptedDiagnostic);
 //   - state, errors: the object failed, stalled, was rolled back or timed out; the state is
 //     saved (Terraform taints it on create) with the status last seen.
-func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan *M, op string) (*M, diag.Diagnostics) {
+//
+// The object is the one the successful wait ended on (markApplied), nil on every other result.
+func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan *M, op string) (*M, *unstructured.Unstructured, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	kind := k.spec.Kind
 	ns, name := k.key(plan)
@@ -204,12 +231,12 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	c, reg, err := data.get()
 	if err != nil {
 		diags.Append(clientDiagnostic(err))
-		return nil, diags
+		return nil, nil, diags
 	}
 	obj, err := k.expand(plan)
 	if err != nil {
 		diags.Append(invalidConfigDiagnostic(kind, err))
-		return nil, diags
+		return nil, nil, diags
 	}
 	markOwned(obj)
 	if k.spec.Handshake {
@@ -219,26 +246,26 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	if op == opCreate {
 		if d := refuseForeign(ctx, ri, reg, k.spec, ns, name); d != nil {
 			diags.Append(d)
-			return nil, diags
+			return nil, nil, diags
 		}
 	}
 	tflog.Debug(ctx, "applying "+kind+" (server-side apply)", map[string]interface{}{"field_manager": fieldManager})
 	live, err := applyKeepingEmpty(ctx, ri, obj)
 	if err != nil {
 		diags.Append(apiDiagnostic(kind, "Applying", err))
-		return nil, diags
+		return nil, nil, diags
 	}
 	if k.applied != nil {
 		if d := k.applied(ctx, c, plan, live); d.HasError() {
 			diags.Append(d...)
-			return nil, diags
+			return nil, nil, diags
 		}
 	}
 	if live.GetDeletionTimestamp() != nil {
 		diags.Append(beingDeletedDiagnostic(kind, id))
 		state := *plan
 		k.setStatus(&state, live)
-		return &state, diags
+		return &state, nil, diags
 	}
 	tflog.Debug(ctx, "waiting for "+kind, map[string]interface{}{"generation": live.GetGeneration()})
 	final, werr := reg.WaitReady(ctx, k.spec, wait.Target{Namespace: ns, Name: name, UID: string(live.GetUID()), Generation: live.GetGeneration(), Known: live})
@@ -248,7 +275,7 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 	var de *wait.DeletedError
 	if errors.As(werr, &de) {
 		diags.Append(waitDiagnostic(kind, op, id, werr))
-		return nil, diags
+		return nil, nil, diags
 	}
 	state := *plan
 	k.setStatus(&state, final)
@@ -260,13 +287,13 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		// next plan an update that resumes the wait.
 		summary, _, _ := unstructured.NestedString(final.Object, k.spec.SummaryPath...)
 		diags.Append(interruptedDiagnostic(kind, id, k.summaryAttr, summary))
-		return &state, diags
+		return &state, nil, diags
 	case k.rolledBack != nil && k.rolledBack(final):
 		diags.Append(rolledBackDiagnostic(kind, id, werr))
-		return &state, diags
+		return &state, nil, diags
 	default:
 		diags.Append(waitDiagnostic(kind, op, id, werr))
-		return &state, diags
+		return &state, nil, diags
 	}
 	if k.check != nil {
 		diags.Append(k.check(plan, &state)...)
@@ -275,7 +302,7 @@ func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan 
 		diags.Append(k.ready(id, final)...)
 	}
 	tflog.Info(ctx, kind+" is ready")
-	return &state, diags
+	return &state, final, diags
 }
 
 // managedByAnnotation is the ownership marker the provider writes on every object it applies
