@@ -124,31 +124,39 @@ func (r *kindResource[M]) planRetryCheck() retryCheck { return r.ops.needsRetry 
 
 // envNoPlanFastPath, set to anything but "", turns the plan fast path off: every plan goes to
 // the framework (to compare, or to step around a fault). envNoReadFastPath does the same for
-// the ReadResource fast path (fastpath_read.go); with both set the framework's server is served
-// unwrapped.
+// the ReadResource fast path (fastpath_read.go) and envNoUpgradeFastPath for the
+// UpgradeResourceState fast path (fastpath_upgrade.go); with all three set the framework's
+// server is served unwrapped.
 const (
-	envNoPlanFastPath = "GANTRY_NO_PLAN_FAST_PATH"
-	envNoReadFastPath = "GANTRY_NO_READ_FAST_PATH"
+	envNoPlanFastPath    = "GANTRY_NO_PLAN_FAST_PATH"
+	envNoReadFastPath    = "GANTRY_NO_READ_FAST_PATH"
+	envNoUpgradeFastPath = "GANTRY_NO_UPGRADE_FAST_PATH"
 )
 
 // PlanFastPath wraps the provider's protocol 6 server s (the framework's server for p) so that
-// PlanResourceChange and ReadResource answer unchanged resources themselves (the read fast path
-// is in fastpath_read.go); everything else reaches s. A server that is not the framework's kind
-// (fullServer), or both GANTRY_NO_PLAN_FAST_PATH and GANTRY_NO_READ_FAST_PATH set, returns s as
-// is; one of them set turns that fast path off.
+// PlanResourceChange and ReadResource answer unchanged resources themselves, and
+// UpgradeResourceState states at the schema's version (the read fast path is in
+// fastpath_read.go, the upgrade's in fastpath_upgrade.go); everything else reaches s. A server
+// that is not the framework's kind (fullServer), or GANTRY_NO_PLAN_FAST_PATH,
+// GANTRY_NO_READ_FAST_PATH and GANTRY_NO_UPGRADE_FAST_PATH all set, returns s as is; one of
+// them set turns that fast path off.
 func PlanFastPath(s tfprotov6.ProviderServer, p provider.Provider) tfprotov6.ProviderServer {
 	full, ok := s.(fullServer)
-	noPlan, noRead := os.Getenv(envNoPlanFastPath) != "", os.Getenv(envNoReadFastPath) != ""
-	if !ok || (noPlan && noRead) {
+	noPlan, noRead, noUpgrade := os.Getenv(envNoPlanFastPath) != "", os.Getenv(envNoReadFastPath) != "", os.Getenv(envNoUpgradeFastPath) != ""
+	if !ok || (noPlan && noRead && noUpgrade) {
 		return s
 	}
-	f := &planFastPath{fullServer: full, noPlan: noPlan, noRead: noRead, types: map[string]*fastPlanType{}, skipped: map[string]string{},
-		counts: map[string]*atomic.Int64{}, reads: map[string]wait.Spec{}, readSkipped: map[string]string{}, readCounts: map[string]*atomic.Int64{}}
+	f := &planFastPath{fullServer: full, noPlan: noPlan, noRead: noRead, noUpgrade: noUpgrade, types: map[string]*fastPlanType{}, skipped: map[string]string{},
+		counts: map[string]*atomic.Int64{}, reads: map[string]wait.Spec{}, readSkipped: map[string]string{}, readCounts: map[string]*atomic.Int64{},
+		upgradeCounts: map[string]*atomic.Int64{}}
 	for _, d := range planDecisions {
 		f.counts[d] = new(atomic.Int64)
 	}
 	for _, d := range readDecisions {
 		f.readCounts[d] = new(atomic.Int64)
+	}
+	for _, d := range upgradeDecisions {
+		f.upgradeCounts[d] = new(atomic.Int64)
 	}
 	lastFastPath.Store(f)
 	if _, meta := p.(provider.ProviderWithMetaSchema); meta {
@@ -191,8 +199,9 @@ func PlanFastPath(s tfprotov6.ProviderServer, p provider.Provider) tfprotov6.Pro
 
 type planFastPath struct {
 	fullServer
-	// noPlan and noRead turn a fast path off (GANTRY_NO_PLAN_FAST_PATH, GANTRY_NO_READ_FAST_PATH).
-	noPlan, noRead bool
+	// noPlan, noRead and noUpgrade turn a fast path off (GANTRY_NO_PLAN_FAST_PATH,
+	// GANTRY_NO_READ_FAST_PATH, GANTRY_NO_UPGRADE_FAST_PATH).
+	noPlan, noRead, noUpgrade bool
 	// types are the resource types the fast path may answer; skipped, why the others are not.
 	types   map[string]*fastPlanType
 	skipped map[string]string
@@ -207,9 +216,11 @@ type planFastPath struct {
 	config   tftypes.Type
 	deferred atomic.Bool
 	// counts are the plan decisions made, by planDecisions entry; readCounts the read
-	// decisions, by readDecisions entry.
-	counts     map[string]*atomic.Int64
-	readCounts map[string]*atomic.Int64
+	// decisions, by readDecisions entry; upgradeCounts the upgrade decisions, by
+	// upgradeDecisions entry.
+	counts        map[string]*atomic.Int64
+	readCounts    map[string]*atomic.Int64
+	upgradeCounts map[string]*atomic.Int64
 }
 
 // decisions returns how many plans each decision took.

@@ -134,7 +134,7 @@ func FastPathDecisions() map[string]map[string]int64 {
 	if f == nil {
 		return nil
 	}
-	return map[string]map[string]int64{"plan": f.decisions(), "read": f.readDecisionCounts()}
+	return map[string]map[string]int64{"plan": f.decisions(), "read": f.readDecisionCounts(), "upgrade": f.upgradeDecisionCounts()}
 }
 
 // ReadResource answers the refresh of an unchanged object itself (see above); every other
