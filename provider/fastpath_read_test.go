@@ -728,8 +728,13 @@ func TestReadFastPathTypes(t *testing.T) {
 	t.Setenv(envNoPlanFastPath, "1")
 	t.Setenv(envNoReadFastPath, "1")
 	p := New("test")()
+	if f, ok := PlanFastPath(providerserver.NewProtocol6(p)(), p).(*planFastPath); !ok || f.noUpgrade {
+		t.Error("plan and read fast paths off: the upgrade fast path is off too")
+	}
+	t.Setenv(envNoUpgradeFastPath, "1")
+	p = New("test")()
 	if _, ok := PlanFastPath(providerserver.NewProtocol6(p)(), p).(*planFastPath); ok {
-		t.Error("both fast paths off: still wrapped")
+		t.Error("every fast path off: still wrapped")
 	}
 }
 
