@@ -205,33 +205,20 @@ func (r *PackageSetReconciler) createPod(ctx context.Context, set *v1alpha1.Pack
 	return nil
 }
 
-// desiredPod is the Pod js asks for: a health check's (DesiredProbePod; nil when the check
-// left the spec: nothing to create) or a package stage's (DesiredPod, after its config
-// ConfigMap is ensured).
+// desiredPod is the Pod js asks for (packageset.StagePod: nil when a health check left the
+// spec, nothing to create), after the config ConfigMap it mounts (of the version the stage
+// runs) is ensured.
 func (r *PackageSetReconciler) desiredPod(ctx context.Context, set *v1alpha1.PackageSet, node *corev1.Node, js packageset.JobSpec) (*corev1.Pod, error) {
-	if js.Probe != "" {
-		if set.Spec.Rollout != nil {
-			for _, hc := range set.Spec.Rollout.HealthChecks {
-				if hc.Name == js.Probe {
-					return packageset.DesiredProbePod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, hc), nil
-				}
-			}
-		}
-		return nil, nil
-	}
-	pkg, err := packageset.JobPackage(set, js)
-	if err != nil {
+	pod, cfg, err := packageset.StagePod(set, node.Name, r.JobNamespace, performer.ManagedBy, js)
+	if err != nil || pod == nil {
 		return nil, err
 	}
-	var cfgName string // the package's config ConfigMap, "" without config
-	if pkg != nil {
-		if cfgName = packageset.ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
-			if err := r.ensureConfigMap(ctx, set, js.Package, cfgName, pkg.Config); err != nil {
-				return nil, fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfgName, err)
-			}
+	if cfg != nil {
+		if err := r.ensureConfigMap(ctx, set, js.Package, cfg.Name, cfg.Data); err != nil {
+			return nil, fmt.Errorf("node %s package %s: config ConfigMap %s: %w", node.Name, js.Package, cfg.Name, err)
 		}
 	}
-	return packageset.DesiredPod(set, node.Name, r.JobNamespace, performer.ManagedBy, js, pkg, cfgName), nil
+	return pod, nil
 }
 
 // deleteStage deletes the stage Pod named name (and a stage Job of that name an earlier

@@ -87,13 +87,7 @@ func (r *PackageSetReconciler) status(set *v1alpha1.PackageSet, d packageset.Dec
 	for _, np := range l.Nodes {
 		st.NodeStatus[np.Name] = np.Status
 		st.NodeRollout[np.Name] = packageset.RolloutOf(np)
-		pk := map[string]v1alpha1.PackageStatus{}
-		if np.Record != nil {
-			for name, p := range np.Record.Packages {
-				pk[name] = v1alpha1.PackageStatus{Version: p.Version, Stage: p.Stage, State: p.State, Restarts: p.Restarts, Message: p.Message}
-			}
-		}
-		st.NodeState[np.Name] = pk
+		st.NodeState[np.Name] = packageset.PackagesOf(np)
 	}
 	return st
 }
