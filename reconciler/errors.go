@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
@@ -160,3 +162,33 @@ func (s *rejections) reject(ctx context.Context, key types.NamespacedName, gener
 
 // accepted drops the rejection of action for key: the action was retried and succeeded.
 func (s *rejections) accepted(key types.NamespacedName, action string) { s.clear(key, action) }
+
+// actInOrder is the act step of the controllers whose machine returns ordered actions
+// (Executor, Workspace), one copy so both classify errors alike: the actions run in order
+// through act; a conflict or AlreadyExists (the cache lags behind the API server: the watch
+// brings the next pass, the requeue is a backstop) ends the pass with a requeue; a permanent
+// rejection (describe names the action's object) is recorded for the next pass (reject) with
+// an immediate requeue; another error ends the pass with it. An action rejected earlier
+// (rejection) that now succeeded drops its rejection. done is false when every action
+// succeeded: the caller then says how the pass ends.
+func actInOrder[A ~string](ctx context.Context, rejected *rejections, key types.NamespacedName, obj client.Object, rejection *failure.Rejection,
+	actions []A, act func(A) error, describe func(A, error) *actError,
+) (res ctrl.Result, done bool, err error) {
+	for _, a := range actions {
+		if err := act(a); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				log.FromContext(ctx).V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
+				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
+			}
+			ae := describe(a, err)
+			if rejected.reject(ctx, key, obj.GetGeneration(), ae) {
+				return ctrl.Result{RequeueAfter: rejectedRequeue}, true, nil
+			}
+			return ctrl.Result{}, true, ae
+		}
+		if rj := rejection; rj != nil && rj.Action == string(a) {
+			rejected.accepted(key, rj.Action)
+		}
+	}
+	return ctrl.Result{}, false, nil
+}

@@ -9,9 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 // The classification of action errors (errors.go), on the errors client-go returns. Needs no
@@ -85,5 +89,57 @@ func TestRejections(t *testing.T) {
 	}
 	if r := s.get(key, 3); r.RetryAt != now.Add(rejectionRetryMax) {
 		t.Errorf("delay not capped: %v", r.RetryAt.Sub(now))
+	}
+}
+
+// actInOrder (the Executor's and Workspace's act step): a conflict requeues, a permanent
+// rejection is recorded and requeues at once, another error ends the pass, the actions after
+// a failure are not run, and an earlier rejection of an action that now succeeds is dropped.
+func TestActInOrder(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	key := types.NamespacedName{Namespace: "ns", Name: "x"}
+	obj := &v1alpha1.Executor{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x", Generation: 4}}
+	describe := func(a string, err error) *actError { return &actError{action: a, kind: "Pod", name: "p", err: err} }
+	other := errors.New("boom")
+	for _, c := range []struct {
+		name     string
+		fail     error // of action "b"
+		res      ctrl.Result
+		done     bool
+		err      error
+		ran      string
+		rejected bool
+	}{
+		{"all succeed", nil, ctrl.Result{}, false, nil, "abc", false},
+		{"conflict", apierrors.NewConflict(pods, "p", errors.New("modified")), ctrl.Result{RequeueAfter: conflictRetry}, true, nil, "ab", false},
+		{"already exists", apierrors.NewAlreadyExists(pods, "p"), ctrl.Result{RequeueAfter: conflictRetry}, true, nil, "ab", false},
+		{"permanent", apierrors.NewForbidden(pods, "p", errors.New("quota")), ctrl.Result{RequeueAfter: rejectedRequeue}, true, nil, "ab", true},
+		{"transient", other, ctrl.Result{}, true, other, "ab", false},
+	} {
+		var s rejections
+		ran := ""
+		act := func(a string) error {
+			ran += a
+			if a == "b" {
+				return c.fail
+			}
+			return nil
+		}
+		res, done, err := actInOrder(context.Background(), &s, key, obj, nil, []string{"a", "b", "c"}, act, describe)
+		if res != c.res || done != c.done || !errors.Is(err, c.err) || ran != c.ran {
+			t.Errorf("%s: %v, %v, %v after %q; want %v, %v, %v after %q", c.name, res, done, err, ran, c.res, c.done, c.err, c.ran)
+		}
+		if r := s.get(key, 4); (r != nil) != c.rejected || r != nil && (r.Action != "b" || r.Name != "ns/p") {
+			t.Errorf("%s: rejection %+v", c.name, r)
+		}
+	}
+	var s rejections
+	s.record(key, 4, "b", "Pod", "ns/p", "Forbidden", "m", time.Now())
+	rj := s.get(key, 4)
+	if _, done, err := actInOrder(context.Background(), &s, key, obj, rj, []string{"a", "b"}, func(string) error { return nil }, describe); done || err != nil {
+		t.Fatalf("retried actions: done %v, err %v", done, err)
+	}
+	if s.get(key, 4) != nil {
+		t.Error("the rejected action succeeded but its rejection was kept")
 	}
 }

@@ -365,25 +365,15 @@ func (r *WorkspaceReconciler) status(w *v1alpha1.Workspace, mode v1alpha1.Worksp
 	return st
 }
 
-// actAll carries out the actions in order. done is true when the pass ends early: a conflict
-// (requeue), a permanent rejection (recorded for the next pass: errors.go) or another error.
+// actAll carries out the actions in order (actInOrder). done is true when the pass ends early:
+// a conflict (requeue), a permanent rejection (recorded for the next pass: errors.go) or
+// another error.
 func (r *WorkspaceReconciler) actAll(ctx context.Context, key types.NamespacedName, w *v1alpha1.Workspace, d workspace.Decision, rejection *failure.Rejection, o wsObjects) (res ctrl.Result, done bool, err error) {
-	for _, a := range d.Actions {
-		if err := r.act(ctx, w, a, o); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
-			}
-			ae := &actError{action: string(a), kind: workspaceActionKind(a, o.wantSts != nil), name: workspace.ObjectName(w.Name), err: err}
-			if r.rejected.reject(ctx, key, w.Generation, ae) {
-				return ctrl.Result{RequeueAfter: rejectedRequeue}, true, nil
-			}
-			return ctrl.Result{}, true, ae
-		}
-		if rj := rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.accepted(key, rj.Action)
-		}
+	act := func(a workspace.Action) error { return r.act(ctx, w, a, o) }
+	describe := func(a workspace.Action, err error) *actError {
+		return &actError{action: string(a), kind: workspaceActionKind(a, o.wantSts != nil), name: workspace.ObjectName(w.Name), err: err}
 	}
-	return ctrl.Result{}, false, nil
+	return actInOrder(ctx, &r.rejected, key, w, rejection, d.Actions, act, describe)
 }
 
 func (r *WorkspaceReconciler) act(ctx context.Context, w *v1alpha1.Workspace, a workspace.Action, o wsObjects) error {

@@ -317,6 +317,43 @@ func JobPackage(set *v1alpha1.PackageSet, js JobSpec) (*v1alpha1.Package, error)
 	return nil, nil
 }
 
+// StageConfig is the config ConfigMap a stage Pod mounts: its name (ConfigMapName) and the
+// config of the package version the stage runs.
+type StageConfig struct {
+	Name string
+	Data map[string]string
+}
+
+// StagePod is the Pod js asks for on node, and the config ConfigMap it mounts (nil without
+// config), so the controller picks neither the version's spec nor its config: a health
+// check's (DesiredProbePod; a nil Pod when the check left the spec: nothing to create) or a
+// package stage's (DesiredPod of the spec JobPackage picks: the recorded version's, else the
+// set's current one). The controller ensures the ConfigMap before it creates the Pod.
+func StagePod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec) (*corev1.Pod, *StageConfig, error) {
+	if js.Probe != "" {
+		if set.Spec.Rollout != nil {
+			for _, hc := range set.Spec.Rollout.HealthChecks {
+				if hc.Name == js.Probe {
+					return DesiredProbePod(set, node, namespace, managedBy, js, hc), nil, nil
+				}
+			}
+		}
+		return nil, nil, nil
+	}
+	pkg, err := JobPackage(set, js)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cfg *StageConfig
+	cfgName := "" // the package's config ConfigMap, "" without config
+	if pkg != nil {
+		if cfgName = ConfigMapName(set.Name, js.Package, pkg.Config); cfgName != "" {
+			cfg = &StageConfig{Name: cfgName, Data: pkg.Config}
+		}
+	}
+	return DesiredPod(set, node, namespace, managedBy, js, pkg, cfgName), cfg, nil
+}
+
 // DesiredPod is the stage Pod js on node in namespace, created by the reconciler itself (no
 // Job: kube-controller-manager's Job controller turning each Job into its Pod bounded how fast
 // a rollout over many nodes could go; Skyhook's operator also creates its stage pods directly).

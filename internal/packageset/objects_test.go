@@ -249,6 +249,63 @@ func TestJobPackage(t *testing.T) {
 	}
 }
 
+// StagePod: a package stage runs its recorded version's spec and mounts that version's config
+// (the current one without a record), a stage without config mounts none, and a health check
+// that left the spec asks for no Pod.
+func TestStagePod(t *testing.T) {
+	cur := v1alpha1.Package{Name: "driver", Version: "2.0.0", Image: "img", Config: map[string]string{"a": "2"}}
+	set := &v1alpha1.PackageSet{ObjectMeta: metav1.ObjectMeta{Name: "drivers"}, Spec: v1alpha1.PackageSetSpec{Packages: []v1alpha1.Package{cur, {Name: "tool", Version: "1", Image: "t"}},
+		Rollout: &v1alpha1.Rollout{HealthChecks: []v1alpha1.HealthCheck{{Name: "http", HTTPGet: &v1alpha1.HTTPGetCheck{URL: "http://x"}}}}}}
+	old := mustJSON(v1alpha1.Package{Name: "driver", Version: "1.0.0", Image: "img", Config: map[string]string{"a": "1"}})
+	for _, c := range []struct {
+		name    string
+		js      JobSpec
+		version string // of the Pod's GANTRY_VERSION annotation; "" no Pod
+		cfg     map[string]string
+	}{
+		{"current", JobSpec{Name: "p1", Package: "driver", Version: "2.0.0", Stage: v1alpha1.StageApply}, "2.0.0", cur.Config},
+		{"recorded", JobSpec{Name: "p2", Package: "driver", Version: "1.0.0", Stage: v1alpha1.StageApply, Spec: old}, "1.0.0", map[string]string{"a": "1"}},
+		{"no config", JobSpec{Name: "p3", Package: "tool", Version: "1", Stage: v1alpha1.StageApply}, "1", nil},
+		{"health check", JobSpec{Name: "p4", Probe: "http", Timeout: time.Second}, "probe", nil},
+		{"health check gone", JobSpec{Name: "p5", Probe: "gone"}, "", nil},
+	} {
+		pod, cfg, err := StagePod(set, "gpu-0", "ns", "m", c.js)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		switch {
+		case c.version == "":
+			if pod != nil || cfg != nil {
+				t.Errorf("%s: pod %v, config %v; want none", c.name, pod, cfg)
+			}
+			continue
+		case pod == nil:
+			t.Fatalf("%s: no pod", c.name)
+		case c.version != "probe" && pod.Annotations["gantry.dev/version"] != c.version:
+			t.Errorf("%s: version %q, want %q", c.name, pod.Annotations["gantry.dev/version"], c.version)
+		}
+		if c.cfg == nil {
+			if cfg != nil {
+				t.Errorf("%s: config %+v, want none", c.name, cfg)
+			}
+			continue
+		}
+		if cfg == nil || cfg.Name != ConfigMapName("drivers", "driver", c.cfg) || cfg.Data["a"] != c.cfg["a"] {
+			t.Errorf("%s: config %+v, want the one of %v", c.name, cfg, c.cfg)
+		}
+		mounted := false
+		for _, v := range pod.Spec.Volumes {
+			mounted = mounted || v.ConfigMap != nil && v.ConfigMap.Name == cfg.Name
+		}
+		if !mounted {
+			t.Errorf("%s: pod does not mount %s", c.name, cfg.Name)
+		}
+	}
+	if _, _, err := StagePod(set, "gpu-0", "ns", "m", JobSpec{Package: "driver", Node: "gpu-0", Spec: []byte("{")}); err == nil {
+		t.Error("a broken recorded spec is not an error")
+	}
+}
+
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b

@@ -166,3 +166,15 @@ func RolloutOf(np NodePlan) v1alpha1.RolloutState {
 	}
 	return np.Record.Rollout
 }
+
+// PackagesOf is a planned node's packages as status.nodeState lists them (version, stage,
+// state, restarts, message of its record; empty, not nil, for a queued node).
+func PackagesOf(np NodePlan) map[string]v1alpha1.PackageStatus {
+	pk := map[string]v1alpha1.PackageStatus{}
+	if np.Record != nil {
+		for name, p := range np.Record.Packages {
+			pk[name] = v1alpha1.PackageStatus{Version: p.Version, Stage: p.Stage, State: p.State, Restarts: p.Restarts, Message: p.Message}
+		}
+	}
+	return pk
+}

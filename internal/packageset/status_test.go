@@ -99,3 +99,16 @@ func TestListBounded(t *testing.T) {
 		t.Errorf("List(no bound) = %d nodes, %d omitted; want 5, 0", len(all.Nodes), all.Omitted)
 	}
 }
+
+// PackagesOf: a node's recorded packages as status.nodeState lists them; a queued node (no
+// record) lists none, as an empty map.
+func TestPackagesOf(t *testing.T) {
+	if pk := PackagesOf(NodePlan{Name: "n"}); pk == nil || len(pk) != 0 {
+		t.Errorf("queued node: %#v", pk)
+	}
+	rec := &NodeRecord{Packages: map[string]*PackageRecord{"driver": {Version: "2.0.0", Stage: v1alpha1.StageApply, State: v1alpha1.StateInProgress, Restarts: 1, Message: "m"}}}
+	want := v1alpha1.PackageStatus{Version: "2.0.0", Stage: v1alpha1.StageApply, State: v1alpha1.StateInProgress, Restarts: 1, Message: "m"}
+	if pk := PackagesOf(NodePlan{Name: "n", Record: rec}); len(pk) != 1 || pk["driver"] != want {
+		t.Errorf("recorded node: %#v", pk)
+	}
+}
