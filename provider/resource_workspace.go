@@ -646,8 +646,9 @@ func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigV
 // instance_type does not offer (workspace.CheckPartition, NVIDIA's MIG user guide). Errors name
 // the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node
 // has 1 (NVIDIA-L4); ...". Also: GPU products that contradict one another (resource.gpu_product,
-// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"), and
-// a tuning workspace with resource.count above 1.
+// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"),
+// a tuning workspace with resource.count above 1, and a multi-node group on KAITO's Ray
+// cluster serving on a Ray port (inference.port 6379 or 8265).
 type resolveValidator struct{}
 
 func (resolveValidator) Description(context.Context) string {
@@ -700,6 +701,8 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 		}
 	case "inference.image":
 		summary = "Missing Serving Image"
+	case "inference.port":
+		summary = "Port Taken by the Ray Head" // workspace's checkRayPort
 	case "inference.model_size", "inference.model_config":
 		if errors.Is(err, workspace.ErrModelConfigNotRead) {
 			return // read at plan by the sizing step when the cluster answers, else by the reconciler
