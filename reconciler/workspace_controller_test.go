@@ -752,6 +752,41 @@ func TestWorkspaceMultiNode(t *testing.T) {
 	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
 }
 
+// A fixed-count workspace of 4 replicas rolling a new pod template out (the Deployment's
+// default strategy lets 25% of 4, one pod, be unavailable): NotReady while the rollout runs,
+// then Ready once, and it stays Ready. It used to be Ready while one old pod was left and a
+// new one not Ready yet, then NotReady a moment later when the old pod went (WorkloadFacts).
+func TestWorkspaceRolloutOfFourStaysReady(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	product := fmt.Sprintf("NVIDIA-L4-ROLL-%d", seq.Add(1))
+	n := testGPUNode(fmt.Sprintf("gantry-test-roll-%d", seq.Add(1)), product, 8)
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+	})
+	e.addNode(t, n)
+	w := e.newWorkspace("roll4", nil, inferenceSpec(4, 1, product))
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	rec := e.recordStates(t, w.Name)
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) { w.Spec.Inference.Args = []string{"--max-model-len=4096"} })
+	e.waitWS(t, w.Name, "Ready at the new generation", func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == v1alpha1.WorkspaceStateReady && w.Status.ObservedGeneration == w.Generation && w.Status.ReadyReplicas == 4
+	})
+	time.Sleep(5 * time.Second) // the Deployment controller and the kubelets finish what they do
+	want := []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady, v1alpha1.WorkspaceStateReady}
+	if s := rec.seen(); !slices.Equal(s, want) {
+		t.Errorf("states through the rollout %v, want %v", s, want)
+	}
+	dep := e.deployment(t, w.Name)
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--max-model-len=4096") || dep.Status.UpdatedReplicas != 4 || dep.Status.Replicas != 4 {
+		t.Errorf("deployment args %q status %+v", args, dep.Status)
+	}
+}
+
 // KAITO's Ray cluster on a multi-node group of its vLLM runtime (a preset over two one-GPU
 // replicas): the StatefulSet's pods run KAITO's command (pod 0 starts the Ray head for 2
 // pods on 6379 and then serves with the args and --distributed-executor-backend=ray, the
@@ -766,7 +801,9 @@ func TestWorkspaceMultiNodeRay(t *testing.T) {
 	product := fmt.Sprintf("NVIDIA-L4-RAY-%d", seq.Add(1))
 	for i := 0; i < 2; i++ {
 		n := testGPUNode(fmt.Sprintf("gantry-test-ray-%d", seq.Add(1)), product, 1)
-		t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) })
+		t.Cleanup(func() {
+			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+		})
 		e.addNode(t, n)
 	}
 	spec := v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 2, GPUCount: 1, GPUProduct: product},

@@ -442,7 +442,13 @@ func controlledBy(obj metav1.Object, owner types.UID) bool {
 	return ref != nil && ref.UID == owner
 }
 
-// WorkloadFacts reads a live Deployment (nil: absent) against the desired one.
+// WorkloadFacts reads a live Deployment (nil: absent) against the desired one. RolledOut is
+// `kubectl rollout status`'s test without availability: the Deployment controller has seen
+// the spec (observedGeneration), every replica is of the new template (updatedReplicas), and
+// no pod of an older template is left (status.replicas is no more than updatedReplicas). The
+// last part matters from 4 replicas on: the default strategy's maxUnavailable (25%, rounded
+// down) lets the controller create the last new pods while an old Ready pod still counts, so
+// a workspace Ready then went NotReady when the old pod went before the new one was Ready.
 func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	if have == nil {
 		return nil
@@ -453,7 +459,8 @@ func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
 		sameScaleAndImages(have, want)}
 	f.Replicas, f.CurrentReplicas = WorkloadReplicas(have)
-	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= f.Replicas
+	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= f.Replicas &&
+		have.Status.Replicas <= have.Status.UpdatedReplicas
 	return f
 }
 
