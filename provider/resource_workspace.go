@@ -302,7 +302,8 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"image_pull_secrets": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Names of docker-config Secrets in the namespace used to pull `image` " +
 						"(KAITO's `presetOptions.imagePullSecrets`; at most 8): the pods' `imagePullSecrets`. The reconciler checks that they exist (the apply fails naming a missing one) and never reads them.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 8), uniqueValues{}, listvalidator.ValueStringsAre(stringvalidator.RegexMatches(objNameRe, "must be a Secret name"))}},
-					"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container entrypoint (the `command` of KAITO's `inference.template` pod; at most 64 items); default: the image's.",
+					"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container entrypoint (the `command` of KAITO's `inference.template` pod; at most 64 items).\n\n" +
+						"Default: the image's, or on a multi-node group of KAITO's vLLM runtime KAITO's Ray command (`model_gpus`). A command of your own runs on every pod of a group, without Ray.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64)}},
 					"container_name":  containerNameAttribute(),
 					"readiness_probe": probeAttribute("Replaces the default readiness check (a TCP connect to `port` every 10s), as a probe in KAITO's `inference.template`."),
@@ -315,9 +316,14 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"model_gpus": schema.Int64Attribute{Optional: true, MarkdownDescription: "GPUs the model needs in all (0-512; default: the preset's, " +
 						"else `resource.gpu_count`).\n\nWhen it is more than one replica has (`resource.gpu_count`, or what `resource.instance_type`'s nodes have) and " +
 						"`resource.count` > 1, the replicas serve ONE model together across `count` nodes, as KAITO's multi-node inference: a StatefulSet " +
-						"`workspace-<name>` whose pod 0 leads, each pod with `GROUP_SIZE`, `RANK` and `LEADER_ADDRESS` (pod 0's stable DNS name through the " +
+						"`workspace-<name>` whose pod 0 leads, each pod with `GROUP_SIZE`, `RANK`, `POD_INDEX` and `LEADER_ADDRESS` (pod 0's stable DNS name through the " +
 						"headless Service `workspace-<name>-group`); the endpoint routes to the leader and the workspace is Ready only when the whole group is. " +
-						"`count` × `gpu_count` must cover it. With a preset model spread over smaller replicas this is automatic.",
+						"`count` × `gpu_count` must cover it. With a preset model spread over smaller replicas this is automatic.\n\n" +
+						"On KAITO's vLLM runtime (a preset or a Hugging Face model, without `command`) the group runs KAITO's Ray cluster: the leader starts the Ray head " +
+						"(`/workspace/vllm/multi-node-serving.sh leader`, port 6379) and then serves (`python3 /workspace/vllm/inference_api.py` with the arguments and " +
+						"`--distributed-executor-backend=ray`), the workers join the head at `leader_address`; the pods get KAITO's multi-node health check as startup, " +
+						"readiness and liveness probes (`readiness_probe` and `liveness_probe` replace them), the endpoint Service the ports `ray` (6379) and " +
+						"`dashboard` (8265), and `port` cannot be 6379 or 8265.",
 						Validators: []validator.Int64{int64validator.Between(0, 512)}},
 					"adapters": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "LoRA adapters loaded beside the model (at most 16, names unique).",
 						Validators: []validator.List{listvalidator.SizeAtMost(16), uniqueNames{}},
@@ -640,8 +646,9 @@ func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigV
 // instance_type does not offer (workspace.CheckPartition, NVIDIA's MIG user guide). Errors name
 // the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node
 // has 1 (NVIDIA-L4); ...". Also: GPU products that contradict one another (resource.gpu_product,
-// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"), and
-// a tuning workspace with resource.count above 1.
+// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"),
+// a tuning workspace with resource.count above 1, and a multi-node group on KAITO's Ray
+// cluster serving on a Ray port (inference.port 6379 or 8265).
 type resolveValidator struct{}
 
 func (resolveValidator) Description(context.Context) string {
@@ -694,6 +701,8 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 		}
 	case "inference.image":
 		summary = "Missing Serving Image"
+	case "inference.port":
+		summary = "Port Taken by the Ray Head" // workspace's checkRayPort
 	case "inference.model_size", "inference.model_config":
 		if errors.Is(err, workspace.ErrModelConfigNotRead) {
 			return // read at plan by the sizing step when the cluster answers, else by the reconciler

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -480,7 +481,7 @@ func TestWorkspace_adaptersAtPlan(t *testing.T) {
 // TestAccWorkspace_multiNode: a two-node model (KAITO multi-node inference). falcon-40b-instruct
 // needs 2 GPUs; two nodes with one GPU each serve it as one group: the apply waits until the
 // whole group is Ready, leader_address names pod 0's stable address, the endpoint Service
-// routes to it, and the next plan is empty.
+// routes to it, the pods run KAITO's Ray cluster (checkRayGroup), and the next plan is empty.
 func TestAccWorkspace_multiNode(t *testing.T) {
 	skipUnlessAcc(t)
 	c := testClients(t)
@@ -532,7 +533,7 @@ func TestAccWorkspace_multiNode(t *testing.T) {
 					if err != nil || svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "workspace-falcon-0" {
 						return fmt.Errorf("endpoint service selector %v (%v)", svc.Spec.Selector, err)
 					}
-					return nil
+					return checkRayGroup(sts, svc, "workspace-falcon-0.workspace-falcon-group."+ns+".svc.cluster.local")
 				},
 			},
 			{Config: cfg, PlanOnly: true},
@@ -540,7 +541,8 @@ func TestAccWorkspace_multiNode(t *testing.T) {
 	})
 }
 
-// Multi-node mistakes fail the plan naming inference.model_gpus.
+// Multi-node mistakes fail the plan naming inference.model_gpus (or inference.port, taken by
+// the Ray head of KAITO's multi-node group).
 func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
 	requireTerraform(t)
 	for name, c := range map[string]struct{ body, err string }{
@@ -552,6 +554,10 @@ func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
   resource  = { count = 2, gpu_count = 1 }
   inference = { model = "m", image = "i", model_gpus = 4 }
 `, `(?s)Not Enough GPUs for the Model.*2 × 1 = 2`},
+		"a Ray port as the inference port of a group": {`
+  resource  = { count = 2, gpu_count = 1 }
+  inference = { preset = "falcon-40b-instruct", port = 6379 }
+`, `(?s)Port Taken by the Ray Head.*inference.port: 6379 is a port of the Ray head`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
@@ -560,4 +566,38 @@ func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkRayGroup checks a two-pod preset group's StatefulSet and endpoint Service for KAITO's
+// Ray cluster: the leader starts the Ray head and serves with --distributed-executor-backend=ray,
+// the workers join it at leader, KAITO's multi-node health check probes, POD_INDEX, and the
+// Service's ray (6379) and dashboard (8265) ports.
+func checkRayGroup(sts *appsv1.StatefulSet, svc *corev1.Service, leader string) error {
+	c := sts.Spec.Template.Spec.Containers[0]
+	script := strings.Join(c.Command, " ")
+	for _, want := range []string{"/workspace/vllm/multi-node-serving.sh leader --ray_cluster_size=2 --ray_port=6379", `exec python3 /workspace/vllm/inference_api.py "$@"`,
+		"/workspace/vllm/multi-node-serving.sh worker --ray_address=" + leader + " --ray_port=6379"} {
+		if !strings.Contains(script, want) {
+			return fmt.Errorf("the group's command %q lacks %q", c.Command, want)
+		}
+	}
+	if !slices.Contains(c.Args, "--distributed-executor-backend=ray") {
+		return fmt.Errorf("args %q without --distributed-executor-backend=ray", c.Args)
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_INDEX" }) {
+		return fmt.Errorf("no POD_INDEX in %+v", c.Env)
+	}
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "multi-node-health-check.py") {
+			return fmt.Errorf("probes startup %+v readiness %+v liveness %+v: want KAITO's multi-node health check", c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
+		}
+	}
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%s:%d", p.Name, p.Port))
+	}
+	if !slices.Equal(ports, []string{"http:8000", "ray:6379", "dashboard:8265"}) {
+		return fmt.Errorf("endpoint Service ports %v", ports)
+	}
+	return nil
 }

@@ -752,6 +752,145 @@ func TestWorkspaceMultiNode(t *testing.T) {
 	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
 }
 
+// A fixed-count workspace of 4 replicas rolling a new pod template out (the Deployment's
+// default strategy lets 25% of 4, one pod, be unavailable): NotReady while the rollout runs,
+// then Ready once, and it stays Ready. It used to be Ready while one old pod was left and a
+// new one not Ready yet, then NotReady a moment later when the old pod went (WorkloadFacts).
+func TestWorkspaceRolloutOfFourStaysReady(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	product := fmt.Sprintf("NVIDIA-L4-ROLL-%d", seq.Add(1))
+	n := testGPUNode(fmt.Sprintf("gantry-test-roll-%d", seq.Add(1)), product, 8)
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+	})
+	e.addNode(t, n)
+	w := e.newWorkspace("roll4", nil, inferenceSpec(4, 1, product))
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	rec := e.recordStates(t, w.Name)
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) { w.Spec.Inference.Args = []string{"--max-model-len=4096"} })
+	e.waitWS(t, w.Name, "Ready at the new generation", func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == v1alpha1.WorkspaceStateReady && w.Status.ObservedGeneration == w.Generation && w.Status.ReadyReplicas == 4
+	})
+	time.Sleep(5 * time.Second) // the Deployment controller and the kubelets finish what they do
+	want := []v1alpha1.WorkspaceState{v1alpha1.WorkspaceStateReady, v1alpha1.WorkspaceStateNotReady, v1alpha1.WorkspaceStateReady}
+	if s := rec.seen(); !slices.Equal(s, want) {
+		t.Errorf("states through the rollout %v, want %v", s, want)
+	}
+	dep := e.deployment(t, w.Name)
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--max-model-len=4096") || dep.Status.UpdatedReplicas != 4 || dep.Status.Replicas != 4 {
+		t.Errorf("deployment args %q status %+v", args, dep.Status)
+	}
+}
+
+// KAITO's Ray cluster on a multi-node group of its vLLM runtime (a preset over two one-GPU
+// replicas): the StatefulSet's pods run KAITO's command (pod 0 starts the Ray head for 2
+// pods on 6379 and then serves with the args and --distributed-executor-backend=ray, the
+// others join the head at the leader address the status shows), get POD_INDEX and KAITO's
+// multi-node health check as startup, readiness and liveness probes, and the endpoint Service
+// has the ray and dashboard ports; the group goes Ready. A command of the user's own replaces
+// all of it (KAITO's inference.template): the pods run it, without the Ray probes and ports.
+func TestWorkspaceMultiNodeRay(t *testing.T) {
+	e := setup(t)
+	t.Parallel()
+	ctx := context.Background()
+	product := fmt.Sprintf("NVIDIA-L4-RAY-%d", seq.Add(1))
+	for i := 0; i < 2; i++ {
+		n := testGPUNode(fmt.Sprintf("gantry-test-ray-%d", seq.Add(1)), product, 1)
+		t.Cleanup(func() {
+			_ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}})
+		})
+		e.addNode(t, n)
+	}
+	spec := v1alpha1.WorkspaceSpec{Resource: v1alpha1.WorkspaceResource{Count: 2, GPUCount: 1, GPUProduct: product},
+		Inference: &v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct", Image: modelImage}}
+	w := e.newWorkspace("ray", nil, spec)
+	if err := e.c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitWS(t, w.Name, "Ready", stateIs(v1alpha1.WorkspaceStateReady))
+	name := "workspace-" + w.Name
+	leader := fmt.Sprintf("%s-0.%s-group.%s.svc.cluster.local", name, name, e.ns)
+	if got.Status.GroupSize != 2 || got.Status.LeaderAddress != leader {
+		t.Errorf("group status: %s leader %q", describeWS(got), got.Status.LeaderAddress)
+	}
+	var sts appsv1.StatefulSet
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	c := sts.Spec.Template.Spec.Containers[0]
+	wantCmd := []string{"/bin/sh", "-c", `if [ "${POD_INDEX}" = "0" ]; then /workspace/vllm/multi-node-serving.sh leader --ray_cluster_size=2 --ray_port=6379; ` +
+		`exec python3 /workspace/vllm/inference_api.py "$@"; else exec /workspace/vllm/multi-node-serving.sh worker --ray_address=` + leader + ` --ray_port=6379; fi`, "sh"}
+	if !slices.Equal(c.Command, wantCmd) {
+		t.Errorf("command\n got %q\nwant %q", c.Command, wantCmd)
+	}
+	if args := strings.Join(c.Args, " "); !strings.Contains(args, "--pipeline-parallel-size=2") || !strings.HasSuffix(args, "--distributed-executor-backend=ray") {
+		t.Errorf("args %q", c.Args)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, v := range c.Env {
+		env[v.Name] = v
+	}
+	if v := env["POD_INDEX"]; v.ValueFrom == nil || v.ValueFrom.FieldRef.FieldPath != "metadata.labels['apps.kubernetes.io/pod-index']" {
+		t.Errorf("POD_INDEX %+v", v)
+	}
+	check := "python3 /workspace/vllm/multi-node-health-check.py "
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+		cmd   string
+	}{
+		{"startup", c.StartupProbe, check + "readiness --leader-address=" + leader + " --vllm-port=8000"},
+		{"readiness", c.ReadinessProbe, check + "readiness --leader-address=" + leader + " --vllm-port=8000"},
+		{"liveness", c.LivenessProbe, check + "liveness --leader-address=" + leader + " --ray-port=6379"},
+	} {
+		if p.probe == nil || p.probe.Exec == nil || !slices.Equal(p.probe.Exec.Command, []string{"/bin/sh", "-c", p.cmd}) {
+			t.Errorf("%s probe %+v, want exec %q", p.what, p.probe, p.cmd)
+		}
+	}
+	if c.StartupProbe != nil && c.StartupProbe.FailureThreshold != 180 || c.LivenessProbe != nil && (c.LivenessProbe.InitialDelaySeconds != 60 || c.LivenessProbe.TerminationGracePeriodSeconds == nil) {
+		t.Errorf("startup %+v liveness %+v: KAITO's 30 minutes to start, liveness after 60 s with a 1 s grace", c.StartupProbe, c.LivenessProbe)
+	}
+	svcPorts := func() []string {
+		var svc corev1.Service
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &svc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range svc.Spec.Ports {
+			out = append(out, fmt.Sprintf("%s:%d", p.Name, p.Port))
+		}
+		return out
+	}
+	if ports := svcPorts(); !slices.Equal(ports, []string{"http:8000", "ray:6379", "dashboard:8265"}) {
+		t.Errorf("endpoint Service ports %v", ports)
+	}
+
+	// A command of the user's own: no Ray.
+	e.updateWorkspace(t, w.Name, func(w *v1alpha1.Workspace) { w.Spec.Inference.Command = []string{"/model-server"} })
+	e.waitWS(t, w.Name, "Ready on the user's command", func(w *v1alpha1.Workspace) bool {
+		return w.Status.State == v1alpha1.WorkspaceStateReady && w.Status.ObservedGeneration == w.Generation
+	})
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	c = sts.Spec.Template.Spec.Containers[0]
+	if !slices.Equal(c.Command, []string{"/model-server"}) || c.StartupProbe != nil || c.LivenessProbe != nil || slices.Contains(c.Args, "--distributed-executor-backend=ray") {
+		t.Errorf("user command: %q args %q startup %v liveness %v", c.Command, c.Args, c.StartupProbe, c.LivenessProbe)
+	}
+	if ports := svcPorts(); !slices.Equal(ports, []string{"http:8000"}) {
+		t.Errorf("endpoint Service ports without Ray %v", ports)
+	}
+	if err := e.c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(t, &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: e.ns}})
+}
+
 // KAITO's inference config: a preset workspace's ConfigMap must have inference_config.yaml.
 // Without the key the workspace is Stalled (ReferenceNotFound) naming it; once the key is there
 // it goes Ready and the model server gets --kaito-config-file=/mnt/config/inference_config.yaml

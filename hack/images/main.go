@@ -40,7 +40,10 @@
 //	    An inference Workspace's model server: /model-server (./modelserver), an
 //	    OpenAI-compatible API (/v1/models, /v1/chat/completions echoing the last user message,
 //	    /health) on $PORT or --port (8000), serving --served-model-name, --model or
-//	    $MODEL_NAME, on busybox. Entrypoint ["/model-server"].
+//	    $MODEL_NAME, on busybox. Entrypoint ["/model-server"]. The same program is also
+//	    /usr/local/bin/ray, /usr/local/bin/python3 and /workspace/vllm/multi-node-serving.sh
+//	    (symbolic links): the Ray commands, vLLM's script and KAITO's inference_api.py and
+//	    multi-node-health-check.py that KAITO's multi-node vLLM group runs, emulated.
 //	ghcr.io/gantry-dev/test-device-plugin:1.0.0 (test-device-plugin_1.0.0.tar)
 //	    A kubelet device plugin advertising fake NVIDIA GPUs (./deviceplugin: its doc says
 //	    what it advertises and what Allocate gives a container), on busybox. Entrypoint
@@ -385,8 +388,24 @@ func (b *Builder) performer(s Spec) (v1.Image, error) {
 	return b.serverImage(s, "performer", "performer", "9090")
 }
 
+// modelServerLinks are the names the model server also answers to in its image (its
+// ray.go): the commands KAITO's vLLM image has for a multi-node group.
+var modelServerLinks = []string{"usr/local/bin/ray", "usr/local/bin/python3", "workspace/vllm/multi-node-serving.sh"}
+
 func (b *Builder) modelServer(s Spec) (v1.Image, error) {
-	return b.serverImage(s, "modelserver", "model-server", "8000")
+	bin, err := b.GoBinary("modelserver")
+	if err != nil {
+		return nil, err
+	}
+	entries := []ociimage.Entry{ociimage.File("model-server", 0o755, bin),
+		ociimage.Dir("usr/local", 0o755), ociimage.Dir("usr/local/bin", 0o755), ociimage.Dir("workspace", 0o755), ociimage.Dir("workspace/vllm", 0o755)}
+	for _, l := range modelServerLinks {
+		entries = append(entries, ociimage.Symlink(l, "/model-server"))
+	}
+	return b.onBusybox(s, entries, func(c *v1.Config) {
+		c.Entrypoint, c.Cmd = []string{"/model-server"}, nil
+		c.ExposedPorts = map[string]struct{}{"8000/tcp": {}}
+	})
 }
 
 func (b *Builder) devicePlugin(s Spec) (v1.Image, error) {

@@ -996,3 +996,133 @@ func TestModelServer(t *testing.T) {
 		t.Errorf("MODEL_SERVER_FAIL_AFTER_START=1: exit %d, %q", code, s.out)
 	}
 }
+
+// The model server as KAITO's multi-node vLLM group runs it (its ray.go; Gantry's
+// internal/workspace/ray.go): the image links ray, python3 and multi-node-serving.sh to it;
+// vLLM's leader starts the Ray head and waits for the group, a worker joins it, the leader
+// serves through python3 inference_api.py, and KAITO's health check passes on both, then
+// fails the leader's liveness once the worker is gone.
+func TestModelServerRay(t *testing.T) {
+	bin := serverBinary(t, "test-model-server", "modelserver", "model-server", "8000")
+	if _, err := CheckBusybox(DefaultBusyboxPath(), runtime.GOARCH); err == nil {
+		fsys := files(t, build(t, "test-model-server").img)
+		for _, l := range modelServerLinks {
+			if e := fsys[l]; e.h == nil || e.h.Typeflag != tar.TypeSymlink || e.h.Linkname != "/model-server" {
+				t.Errorf("/%s is not a link to /model-server", l)
+			}
+		}
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"ray", "python3", "multi-node-serving.sh"} {
+		if err := os.Symlink(bin, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := func(name string) string { return filepath.Join(dir, name) }
+	tmp := t.TempDir()
+	env := []string{"TMPDIR=" + tmp, "RAY_TEST_POLL=100ms", "GROUP_SIZE=2"}
+	run := func(extra []string, name string, args ...string) (int, string) {
+		t.Helper()
+		c := exec.Command(cmd(name), args...)
+		c.Env = append(append([]string{"PATH=" + os.Getenv("PATH")}, env...), extra...)
+		out, _ := c.CombinedOutput()
+		return c.ProcessState.ExitCode(), string(out)
+	}
+	t.Cleanup(func() { run(nil, "ray", "stop") })
+	rayPort := strconv.Itoa(freePort(t))
+	head := "127.0.0.1:" + rayPort
+
+	leader := start(t, cmd("multi-node-serving.sh"), append(env, "POD_INDEX=0"), "leader", "--ray_cluster_size=2", "--ray_port="+rayPort, "--ray_init_timeout=60")
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(leader.out.String(), "1/2 is active"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader does not wait for the worker:\n%s", leader.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := run(nil, "ray", "status", "--address="+head); code != 0 || !strings.Contains(out, "Active: 1 node(s)") {
+		t.Errorf("ray status with the head alone: %d %s", code, out)
+	}
+	worker := start(t, cmd("multi-node-serving.sh"), append(env, "POD_INDEX=1"), "worker", "--ray_address=127.0.0.1", "--ray_port="+rayPort)
+	if code := leader.exited(t); code != 0 || !strings.Contains(leader.out.String(), "All ray workers are active") {
+		t.Fatalf("leader: exit %d\n%s", code, leader.out)
+	}
+	if code, out := run(nil, "ray", "status", "--address="+head); code != 0 || !strings.Contains(out, "Active: 2 node(s)") {
+		t.Errorf("ray status with the group: %d %s", code, out)
+	}
+
+	vllm := freePort(t)
+	srv := start(t, cmd("python3"), append(env, "POD_INDEX=0"), "/workspace/vllm/inference_api.py", "--served-model-name=big", "--port="+strconv.Itoa(vllm), "--host", "127.0.0.1",
+		"--pipeline-parallel-size=2", "--distributed-executor-backend=ray")
+	if code, body := srv.get(t, fmt.Sprintf("http://127.0.0.1:%d/v1/models", vllm)); code != 200 || !strings.Contains(body, `"id":"big"`) {
+		t.Errorf("the leader's server: %d %s", code, body)
+	}
+	check := "/workspace/vllm/multi-node-health-check.py"
+	for _, c := range []struct {
+		name  string
+		index string
+		args  []string
+		want  int
+	}{
+		{"leader readiness", "0", []string{"readiness", "--leader-address=127.0.0.1", "--vllm-port=" + strconv.Itoa(vllm)}, 0},
+		{"leader liveness", "0", []string{"liveness", "--leader-address=127.0.0.1", "--ray-port=" + rayPort}, 0},
+		{"worker readiness (always)", "1", []string{"readiness", "--leader-address=127.0.0.1", "--vllm-port=1"}, 0},
+		{"leader readiness, nothing on the port", "0", []string{"readiness", "--leader-address=127.0.0.1", "--vllm-port=" + strconv.Itoa(freePort(t))}, 1},
+		{"no mode", "0", nil, 2},
+	} {
+		if code, out := run([]string{"POD_INDEX=" + c.index}, "python3", append([]string{check}, c.args...)...); code != c.want {
+			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.want, out)
+		}
+	}
+
+	// The worker leaves: the leader's liveness fails (a lost worker), the worker's passes.
+	worker.stop(t)
+	if !strings.Contains(worker.out.String(), "Worker: Ray runtime started with head address "+head) {
+		t.Errorf("worker output:\n%s", worker.out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, out := run([]string{"POD_INDEX=0"}, "python3", check, "liveness", "--leader-address=127.0.0.1", "--ray-port="+rayPort)
+		if code == 1 && strings.Contains(out, "1 of 2 Ray nodes alive") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leader liveness without the worker: exit %d\n%s", code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := run([]string{"POD_INDEX=1"}, "python3", check, "liveness", "--leader-address=127.0.0.1", "--ray-port="+rayPort); code != 0 {
+		t.Errorf("a worker's liveness: exit %d, want 0 (it is the leader's)", code)
+	}
+	srv.stop(t)
+
+	// ray stop ends the head; a worker cannot join then, and the script retries until its
+	// timeout.
+	if code, out := run(nil, "ray", "stop"); code != 0 || !strings.Contains(out, "Stopped 1 Ray processes") {
+		t.Errorf("ray stop: %d %s", code, out)
+	}
+	if err := waitClosed(head, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(nil, "multi-node-serving.sh", "worker", "--ray_address=127.0.0.1", "--ray_port="+rayPort, "--ray_init_timeout=10"); code != 1 ||
+		!strings.Contains(out, "Ray worker starts timeout") || strings.Count(out, "Waiting until the ray worker is active") != 2 {
+		t.Errorf("worker without a head: exit %d\n%s", code, out)
+	}
+	if code, out := run(nil, "python3", "-c", "import ray"); code != 2 || !strings.Contains(out, "runs only") {
+		t.Errorf("python3 -c: exit %d %s", code, out)
+	}
+}
+
+// waitClosed waits until addr refuses connections.
+func waitClosed(addr string, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still accepts connections", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -262,7 +262,8 @@ type Workload struct {
 	Foreign bool
 	// UpToDate: its template and replicas are the desired ones (spec hash annotation).
 	UpToDate bool
-	// RolledOut: status.observedGeneration == generation and updatedReplicas >= replicas.
+	// RolledOut: status.observedGeneration == generation, updatedReplicas >= replicas and,
+	// for a Deployment, no pod of an older template left (WorkloadFacts).
 	RolledOut bool
 	// Replicas and CurrentReplicas are its spec.replicas (what the autoscaler, or the
 	// reconciler from spec.resource.count, last set) and status.replicas (its pods now).

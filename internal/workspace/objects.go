@@ -281,18 +281,23 @@ func DesiredDeployment(w *v1alpha1.Workspace) (*appsv1.Deployment, error) {
 }
 
 // DesiredService is the ClusterIP Service workspace-<name> on the inference port: to every
-// replica, or, for a multi-node group, to the leader (pod 0) only.
+// replica, or, for a multi-node group, to the leader (pod 0) only; a Ray group's (RayGroup)
+// also has the Ray head's ports, as KAITO's Service: ray 6379 and dashboard 8265.
 func DesiredService(w *v1alpha1.Workspace) *corev1.Service {
 	sel := map[string]string{LabelWorkspace: w.Name}
 	if MultiNode(w) {
 		sel[appsv1.StatefulSetPodNameLabel] = LeaderPod(w)
+	}
+	ports := []corev1.ServicePort{{Name: PortName, Port: Port(w), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}}
+	if RayGroup(w) {
+		ports = append(ports, rayServicePorts()...)
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ObjectName(w.Name), Namespace: w.Namespace, Labels: Labels(w)},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: sel,
-			Ports:    []corev1.ServicePort{{Name: PortName, Port: Port(w), TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP}},
+			Ports:    ports,
 		},
 	}
 }
@@ -326,8 +331,10 @@ const (
 
 // DesiredStatefulSet is a multi-node group's StatefulSet workspace-<name>: count pods with
 // stable names workspace-<name>-0..count-1 through the headless Service GroupServiceName,
-// started in parallel (the group needs all of them), each with GROUP_SIZE, RANK (its pod
-// index) and LEADER_ADDRESS; the spec hash annotation as DesiredDeployment's.
+// started in parallel (the group needs all of them), each with GROUP_SIZE, RANK and
+// POD_INDEX (its pod index, KAITO's name) and LEADER_ADDRESS; a Ray group (RayGroup) runs
+// KAITO's Ray cluster (withRay: RayCommand, the multi-node probes; RayArgs after the
+// arguments); the spec hash annotation as DesiredDeployment's.
 func DesiredStatefulSet(w *v1alpha1.Workspace) (*appsv1.StatefulSet, error) {
 	tpl, err := PodTemplate(w)
 	if err != nil {
@@ -338,7 +345,12 @@ func DesiredStatefulSet(w *v1alpha1.Workspace) (*appsv1.StatefulSet, error) {
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: EnvGroupSize, Value: fmt.Sprint(replicas)},
 		corev1.EnvVar{Name: EnvRank, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + appsv1.PodIndexLabel + "']"}}},
+		podIndexEnv(),
 		corev1.EnvVar{Name: EnvLeaderAddress, Value: LeaderAddress(w)})
+	if RayGroup(w) {
+		c.Args = append(c.Args, RayArgs(w, c.Args)...)
+		withRay(w, c)
+	}
 	hash := hashOf(struct {
 		Replicas int32
 		Template corev1.PodTemplateSpec
@@ -430,7 +442,13 @@ func controlledBy(obj metav1.Object, owner types.UID) bool {
 	return ref != nil && ref.UID == owner
 }
 
-// WorkloadFacts reads a live Deployment (nil: absent) against the desired one.
+// WorkloadFacts reads a live Deployment (nil: absent) against the desired one. RolledOut is
+// `kubectl rollout status`'s test without availability: the Deployment controller has seen
+// the spec (observedGeneration), every replica is of the new template (updatedReplicas), and
+// no pod of an older template is left (status.replicas is no more than updatedReplicas). The
+// last part matters from 4 replicas on: the default strategy's maxUnavailable (25%, rounded
+// down) lets the controller create the last new pods while an old Ready pod still counts, so
+// a workspace Ready then went NotReady when the old pod went before the new one was Ready.
 func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	if have == nil {
 		return nil
@@ -441,7 +459,8 @@ func WorkloadFacts(have, want *appsv1.Deployment, owner types.UID) *Workload {
 	f := &Workload{UpToDate: have.DeletionTimestamp == nil && want != nil && have.Annotations[v1alpha1.AnnotationSpecHash] == want.Annotations[v1alpha1.AnnotationSpecHash] &&
 		sameScaleAndImages(have, want)}
 	f.Replicas, f.CurrentReplicas = WorkloadReplicas(have)
-	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= f.Replicas
+	f.RolledOut = have.Status.ObservedGeneration == have.Generation && have.Status.UpdatedReplicas >= f.Replicas &&
+		have.Status.Replicas <= have.Status.UpdatedReplicas
 	return f
 }
 

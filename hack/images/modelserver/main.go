@@ -19,6 +19,13 @@
 // A request naming another model gets vLLM's 404 NotFoundError. Env
 // MODEL_SERVER_FAIL_AFTER_START=1 makes it exit 1 at once with a line on stderr. It shuts down
 // on SIGTERM or SIGINT and exits 0.
+//
+// The same program stands in for what KAITO's vLLM image runs for a multi-node group (Gantry's
+// internal/workspace/ray.go), chosen by the name it is called by (the image links them to it):
+// ray (a small Ray CLI: start --head, start --address --block, status, stop), the
+// /workspace/vllm/multi-node-serving.sh of vLLM that KAITO ships (leader, worker), and
+// python3 running /workspace/vllm/inference_api.py (this server) or KAITO's
+// /workspace/vllm/multi-node-health-check.py (liveness, readiness). ray.go says how.
 package main
 
 import (
@@ -31,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,6 +117,19 @@ func ParseArgs(args []string, getenv func(string) string) Options {
 
 func main() {
 	log.SetFlags(0)
+	switch filepath.Base(os.Args[0]) {
+	case "ray":
+		os.Exit(rayMain(os.Args[1:]))
+	case "multi-node-serving.sh":
+		os.Exit(multiNodeServingMain(os.Args[1:]))
+	case "python3", "python":
+		os.Exit(python3Main(os.Args[1:]))
+	}
+	serve(os.Args[1:])
+}
+
+// serve is the model server on the arguments args (ParseArgs); it returns once shut down.
+func serve(args []string) {
 	log.SetPrefix("model-server: ")
 	if os.Getenv("MODEL_SERVER_FAIL_AFTER_START") == "1" {
 		msg := "failing on purpose (MODEL_SERVER_FAIL_AFTER_START=1)"
@@ -119,7 +140,7 @@ func main() {
 		}
 		os.Exit(1)
 	}
-	o := ParseArgs(os.Args[1:], os.Getenv)
+	o := ParseArgs(args, os.Getenv)
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		log.Fatal(err)

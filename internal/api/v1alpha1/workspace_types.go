@@ -256,7 +256,9 @@ type WorkspaceInference struct {
 	// +optional
 	ContainerName string `json:"containerName,omitempty"`
 	// Command is the container's entrypoint (the pod template's command, as in KAITO's
-	// inference.template); default: the image's.
+	// inference.template); default: the image's, or on a multi-node group of KAITO's vLLM
+	// runtime KAITO's Ray command (modelGPUs). A command of its own runs on every pod of a
+	// group, without Ray.
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Command []string `json:"command,omitempty"`
@@ -281,10 +283,17 @@ type WorkspaceInference struct {
 	// resource.instanceType's nodes have) and resource.count > 1, the replicas serve ONE model
 	// together across count nodes, as KAITO's multi-node inference: a StatefulSet
 	// workspace-<name> whose pod 0 is the leader and the others workers, with stable names,
-	// GROUP_SIZE, RANK (the pod index) and LEADER_ADDRESS (pod 0's stable DNS name through the
-	// headless Service workspace-<name>-group); the Service workspace-<name> routes to the
-	// leader, and the workspace is Ready only when the whole group is. count × gpuCount must
-	// cover it.
+	// GROUP_SIZE, RANK and POD_INDEX (the pod index) and LEADER_ADDRESS (pod 0's stable DNS
+	// name through the headless Service workspace-<name>-group); the Service workspace-<name>
+	// routes to the leader, and the workspace is Ready only when the whole group is. count ×
+	// gpuCount must cover it. On KAITO's vLLM runtime (a preset or a Hugging Face model, with
+	// no command of its own) the group runs KAITO's Ray cluster: the leader starts the Ray
+	// head (/workspace/vllm/multi-node-serving.sh leader, port 6379) and then serves
+	// (python3 /workspace/vllm/inference_api.py with the args and
+	// --distributed-executor-backend=ray), the workers join the head at LEADER_ADDRESS; the
+	// pods get KAITO's multi-node health check as startup, readiness and liveness probes
+	// (readinessProbe and livenessProbe replace them), the Service also the ports ray (6379)
+	// and dashboard (8265), and port cannot be 6379 or 8265.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=512
 	// +optional
