@@ -51,6 +51,14 @@ func SecretName(agg string) string { return "aggregator-" + agg + "-config" }
 // PodName is the name of the StatefulSet's one pod: aggregator-<name>-0.
 func PodName(agg string) string { return StatefulSetName(agg) + "-0" }
 
+// ClaimName is the name of the PersistentVolumeClaim the StatefulSet makes from spec.persistence
+// for its pod: data-aggregator-<name>-0 (<template>-<pod>, Kubernetes's rule).
+func ClaimName(agg string) string { return DataVolume + "-" + PodName(agg) }
+
+// Revision is the revision a StatefulSet's pod template carries (executor.Revision: its
+// gantry.dev/spec-hash annotation).
+func Revision(sts *appsv1.StatefulSet) string { return executor.Revision(&sts.Spec.Template) }
+
 // SelectorLabels select an Aggregator's pod: gantry.dev/aggregator=<name>.
 func SelectorLabels(a *v1alpha1.Aggregator) map[string]string {
 	return map[string]string{v1alpha1.LabelAggregator: a.Name}
@@ -315,7 +323,7 @@ func StatefulSetFacts(sts *appsv1.StatefulSet, owner types.UID) *StatefulSet {
 	f := &StatefulSet{
 		Foreign:            ref == nil || ref.UID != owner,
 		Deleting:           sts.DeletionTimestamp != nil,
-		Revision:           executor.Revision(&sts.Spec.Template),
+		Revision:           Revision(sts),
 		Generation:         sts.Generation,
 		ObservedGeneration: sts.Status.ObservedGeneration,
 		ReadyReplicas:      sts.Status.ReadyReplicas,
