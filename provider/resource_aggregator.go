@@ -304,11 +304,10 @@ func aggregatorAVSsAttribute() schema.ListNestedAttribute {
 // positiveQuantityProblem says why s is not a quantity above 0 (nil when it is, or is not a
 // quantity at all: quantityValidator says that).
 func positiveQuantityProblem(s string) error {
-	q, err := apiresource.ParseQuantity(s)
-	if err != nil || q.Sign() > 0 {
-		return nil
+	if q, err := apiresource.ParseQuantity(s); err == nil && q.Sign() <= 0 {
+		return fmt.Errorf("%q is not above 0: the claim needs a size", s)
 	}
-	return fmt.Errorf("%q is not above 0: the claim needs a size", s)
+	return nil
 }
 
 // ValidateConfig checks what one attribute's validators cannot see, with the values that are
