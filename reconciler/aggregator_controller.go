@@ -110,26 +110,11 @@ func (r *AggregatorReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return r.actAll(ctx, req.NamespacedName, a, d, g)
 }
 
-// actAll carries out the decision's actions in order, as ExecutorReconciler.actAll does.
+// actAll carries out the decision's actions in order (actInOrder, as the Executor's).
 func (r *AggregatorReconciler) actAll(ctx context.Context, key types.NamespacedName, a *v1alpha1.Aggregator, d aggregator.Decision, g *aggGathered) (ctrl.Result, error) {
-	for _, act := range d.Actions {
-		if err := r.act(ctx, a, act, g); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				log.FromContext(ctx).V(1).Info("write conflict, retrying", "action", act, "error", err.Error())
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			kind, name := aggregatorActionObject(a, act)
-			ae := &actError{action: string(act), kind: kind, name: name, err: err}
-			if r.rejected.reject(ctx, key, a.Generation, ae) {
-				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
-			}
-			return ctrl.Result{}, ae
-		}
-		if rj := g.facts.Rejection; rj != nil && rj.Action == string(act) {
-			r.rejected.accepted(key, rj.Action)
-		}
-	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return actInOrder(ctx, &r.rejected, key, a.Generation, d.Actions, g.facts.Rejection,
+		func(act aggregator.Action) error { return r.act(ctx, a, act, g) },
+		func(act aggregator.Action) (string, string) { return aggregatorActionObject(a, act) }, d.RequeueAfter)
 }
 
 // aggGathered is one pass's observations plus the desired objects.

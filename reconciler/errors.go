@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
@@ -160,3 +161,32 @@ func (s *rejections) reject(ctx context.Context, key types.NamespacedName, gener
 
 // accepted drops the rejection of action for key: the action was retried and succeeded.
 func (s *rejections) accepted(key types.NamespacedName, action string) { s.clear(key, action) }
+
+// actInOrder carries out a decision's actions in order with act, as the Executor and
+// Aggregator controllers do: a conflict (or AlreadyExists) ends the pass with a requeue after
+// conflictRetry; an error the API server will repeat is recorded as a rejection of the object
+// at key (generation) for the next pass (object names the kind and name the action writes) and
+// requeues after rejectedRequeue; another error is returned as an *actError. An action that
+// succeeds clears the rejection of it (rejection: the one the pass read). Otherwise the result
+// requeues after requeue.
+func actInOrder[A ~string](ctx context.Context, s *rejections, key types.NamespacedName, generation int64, actions []A, rejection *failure.Rejection,
+	act func(A) error, object func(A) (kind, name string), requeue time.Duration) (ctrl.Result, error) {
+	for _, a := range actions {
+		if err := act(a); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				log.FromContext(ctx).V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			kind, name := object(a)
+			ae := &actError{action: string(a), kind: kind, name: name, err: err}
+			if s.reject(ctx, key, generation, ae) {
+				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
+			}
+			return ctrl.Result{}, ae
+		}
+		if rejection != nil && rejection.Action == string(a) {
+			s.accepted(key, rejection.Action)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}

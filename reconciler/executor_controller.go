@@ -152,27 +152,12 @@ func (r *ExecutorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return r.actAll(ctx, req.NamespacedName, e, d, g)
 }
 
-// actAll carries out the decision's actions in order: a conflict ends the pass with a
-// requeue, a permanent rejection is recorded for the next pass (errors.go), another error is
-// returned; a rejected action that now succeeded drops its rejection.
+// actAll carries out the decision's actions in order (actInOrder: conflicts requeue, permanent
+// rejections are recorded for the next pass).
 func (r *ExecutorReconciler) actAll(ctx context.Context, key types.NamespacedName, e *v1alpha1.Executor, d executor.Decision, g *gathered) (ctrl.Result, error) {
-	for _, a := range d.Actions {
-		if err := r.act(ctx, e, a, g); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				log.FromContext(ctx).V(1).Info("write conflict, retrying", "action", a, "error", err.Error())
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			ae := &actError{action: string(a), kind: executorActionKind(a), name: executorActionObject(e, a, g), err: err}
-			if r.rejected.reject(ctx, key, e.Generation, ae) {
-				return ctrl.Result{RequeueAfter: rejectedRequeue}, nil
-			}
-			return ctrl.Result{}, ae
-		}
-		if rj := g.facts.Rejection; rj != nil && rj.Action == string(a) {
-			r.rejected.accepted(key, rj.Action)
-		}
-	}
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	return actInOrder(ctx, &r.rejected, key, e.Generation, d.Actions, g.facts.Rejection,
+		func(a executor.Action) error { return r.act(ctx, e, a, g) },
+		func(a executor.Action) (string, string) { return executorActionKind(a), executorActionObject(e, a, g) }, d.RequeueAfter)
 }
 
 // gathered is one pass's observations plus the desired objects.
