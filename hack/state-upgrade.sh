@@ -101,7 +101,7 @@ leftovers() {
   local left i
   for i in $(seq 1 60); do
     left=$({
-      kc -n "$ns" get performers,executors,workspaces,pods,services,deployments,replicasets,jobs,configmaps,secrets -o name 2>&1
+      kc -n "$ns" get performers,executors,aggregators,workspaces,pods,services,deployments,statefulsets,replicasets,jobs,configmaps,secrets -o name 2>&1
       kc get packagesets -o name 2>&1 | awk '!/^packageset\.gantry\.dev\// || /^packageset\.gantry\.dev\/stateupgrade-/' # ours, or an error
     } | grep -v -e '^configmap/kube-root-ca.crt$' -e "^secret/$keys_secret\$" || true)
     [ -n "$left" ] || return 0

@@ -114,7 +114,7 @@ var planDecisions = []string{fbType, fbDeferred, fbEncoding, fbCreateDestroy, fb
 // fastPlanReviewed are the resource types whose ModifyPlan was read for the fast path: beyond
 // planRetry, every step leaves an unchanged plan alone without reading the cluster (see above).
 // A type added here needs the same review and its rows in the differential test.
-var fastPlanReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_package_set": true, "gantry_workspace": true}
+var fastPlanReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_aggregator": true, "gantry_package_set": true, "gantry_workspace": true}
 
 // retryCheck is a kind's needsRetry (lifecycle.go).
 type retryCheck = func(context.Context, tfsdk.State, *diag.Diagnostics) (bool, string)

@@ -95,7 +95,7 @@ var readDecisions = []string{fbType, fbDeferred, rfUnconfigured, fbEncoding, fbP
 // readAdopting, adopt.go) are readInto except on the Read right after an import (private key
 // adoptPendingKey, which the fast path never answers: no read mark), of an object that does
 // not exist (never answered either).
-var fastReadReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_package_set": true, "gantry_workspace": true}
+var fastReadReviewed = map[string]bool{"gantry_performer": true, "gantry_executor": true, "gantry_aggregator": true, "gantry_package_set": true, "gantry_workspace": true}
 
 // readKind gives the read fast path the kind readInto reads.
 func (r *kindResource[M]) readKind() wait.Spec { return r.ops.spec }

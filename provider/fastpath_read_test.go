@@ -382,6 +382,10 @@ func readKinds() []readKindCase {
 			object: objectFrom(NewExecutorResource(), executorOps), markApplied: markAppliedOf(NewExecutorResource(), executorOps),
 			status: map[string]any{"observedGeneration": 1, "phase": "Running", "replicas": 1, "readyReplicas": 1, "currentRevision": "abc",
 				"lastGoodRevision": "abc", "configMapName": "executor-e1-abc"}},
+		{typ: "gantry_aggregator", rows: aggregatorRows, summary: "phase", failed: "Failed", number: "management_port", importID: "default/a1",
+			object: objectFrom(NewAggregatorResource(), aggregatorOps),
+			status: map[string]any{"observedGeneration": 1, "phase": "Running", "readyReplicas": 1, "revision": "abc",
+				"configSecretName": "aggregator-a1-config", "managementEndpoint": "aggregator-a1.default.svc.cluster.local:9000"}},
 		{typ: "gantry_package_set", rows: packageSetRows, summary: "status", failed: "erroring", number: "priority", importID: "gpu-drivers",
 			object: objectFrom(NewPackageSetResource(), packageSetOps), markApplied: markAppliedOf(NewPackageSetResource(), packageSetOps),
 			status: map[string]any{"observedGeneration": 1, "status": "complete", "completeNodes": "3/3", "nodeStatus": map[string]any{"node-1": "complete"}}},
@@ -582,7 +586,7 @@ func readCorpus() []readRow {
 // readTestPairs serves the read corpus's objects and returns a readPair of every mode.
 func readTestPairs(t testing.TB) map[readMode]*readPair {
 	t.Helper()
-	api := newFakeAPI(t, nil, "forbidden-performer", "forbidden-executor", "forbidden-package_set", "forbidden-workspace")
+	api := newFakeAPI(t, nil, "forbidden-performer", "forbidden-executor", "forbidden-aggregator", "forbidden-package_set", "forbidden-workspace")
 	pairs := map[readMode]*readPair{}
 	for _, m := range []readMode{readConfigured, readDeferred, readUnconfigured} {
 		pairs[m] = newReadPair(t, api, m)
@@ -595,7 +599,7 @@ func readTestPairs(t testing.TB) map[readMode]*readPair {
 func (a *fakeAPI) add(objects []map[string]any) {
 	for _, o := range objects {
 		u := unstructured.Unstructured{Object: o}
-		res := map[string]string{"Performer": "performers", "Executor": "executors", "PackageSet": "packagesets", "Workspace": "workspaces"}[u.GetKind()]
+		res := map[string]string{"Performer": "performers", "Executor": "executors", "Aggregator": "aggregators", "PackageSet": "packagesets", "Workspace": "workspaces"}[u.GetKind()]
 		a.objects[res+"/"+u.GetNamespace()+"/"+u.GetName()] = o
 	}
 }

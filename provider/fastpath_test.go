@@ -513,6 +513,35 @@ func executorRows() []planRow {
 	)
 }
 
+// aggregatorRows: gantry_aggregator's ModifyPlan is kindResource's planRetry (as the
+// executor's): its rows are the common ones, its nested defaults (chains' poll interval) and
+// its write-only key.
+func aggregatorRows() []planRow {
+	chains := []any{map[string]any{"name": "ethereum", "chain_id": 31337, "rpc_url": "http://anvil:8545", "poll_interval_seconds": 2}}
+	chainsCfg := []any{map[string]any{"name": "ethereum", "chain_id": 31337, "rpc_url": "http://anvil:8545"}}
+	keys := map[string]any{"secret_name": "keys", "ecdsa_key": "ecdsa"}
+	state := map[string]any{"id": "default/a1", "name": "a1", "namespace": "default", "image": "ghcr.io/acme/hourglass:1", "image_pull_policy": "IfNotPresent",
+		"operator_address": "0x" + strings.Repeat("a", 40), "operator_keys": keys, "l1_chain_id": 31337, "chains": chains, "management_port": 9000,
+		"debug": false, "phase": "Running", "ready_replicas": 1, "revision": "abc", "config_secret_name": "aggregator-a1-config",
+		"management_endpoint": "aggregator-a1.default.svc.cluster.local:9000"}
+	config := map[string]any{"name": "a1", "image": "ghcr.io/acme/hourglass:1", "operator_address": "0x" + strings.Repeat("a", 40), "operator_keys": keys,
+		"l1_chain_id": 31337, "chains": chainsCfg}
+	setConfig := with(config, "debug", true, "management_port", 9010)
+	setState := with(state, "debug", true, "management_port", 9010)
+	woState := with(state, "operator_keys", map[string]any{"private_keys_wo_version": 1})
+	rows := commonRows("gantry_aggregator", state, config, [2]map[string]any{setConfig, setState}, "debug", true, "phase", "Failed")
+	return append(rows,
+		planRow{name: "phase Updating", prior: with(state, "phase", "Updating"), config: config, want: fbRetry, differs: true},
+		planRow{name: "chains: poll interval default unset, state 10", prior: with(state, "chains", []any{with(chains[0].(map[string]any), "poll_interval_seconds", 10)}),
+			config: config, want: fbDefault, differs: true},
+		planRow{name: "write-only key in config", prior: woState,
+			config: with(config, "operator_keys", map[string]any{"ecdsa_private_key_wo": "0xkey", "private_keys_wo_version": 1}), want: fbWriteOnly},
+		planRow{name: "persistence changed (replace)", prior: with(state, "persistence", map[string]any{"size": "1Gi"}),
+			proposed: with(state, "persistence", map[string]any{"size": "2Gi"}), config: with(config, "persistence", map[string]any{"size": "2Gi"}),
+			want: fbChanged, requireReplace: true},
+	)
+}
+
 func packageSetRows() []planRow {
 	pkgs := []any{map[string]any{"name": "driver", "version": "550.1", "image": "ghcr.io/acme/driver"}}
 	state := map[string]any{"id": "gpu-drivers", "name": "gpu-drivers", "packages": pkgs, "sequencing": "node", "status": "complete",
@@ -584,7 +613,7 @@ func workspaceRows() []planRow {
 func planCorpus() []planRow {
 	var all []planRow
 	for typ, rows := range map[string][]planRow{"gantry_performer": performerRows(), "gantry_executor": executorRows(),
-		"gantry_package_set": packageSetRows(), "gantry_workspace": workspaceRows()} {
+		"gantry_aggregator": aggregatorRows(), "gantry_package_set": packageSetRows(), "gantry_workspace": workspaceRows()} {
 		for _, r := range rows {
 			if r.typ == "" {
 				r.typ = typ

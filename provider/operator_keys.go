@@ -45,13 +45,18 @@ const (
 // operatorKeysSecretName is the name of the Secret holding an executor's write-only keys.
 func operatorKeysSecretName(executor string) string { return executor + "-operator-keys" }
 
+// executorWOKeys are gantry_executor's write-only key attributes of operator_keys, each with
+// the key of the provider-owned Secret it is written to.
+var executorWOKeys = map[string]string{"ecdsa_private_key_wo": woECDSAKey, "bls_private_key_wo": woBLSKey}
+
 // woKeys returns the write-only keys given in the configuration, Secret key → value (empty
-// when write-only keys are not used). Unknown values are an error: Terraform gives write-only
-// values only at apply, where they are known.
-func woKeys(ctx context.Context, config tfsdk.Config) (map[string]string, diag.Diagnostics) {
+// when write-only keys are not used), reading the operator_keys attributes of attrs
+// (attribute → Secret key). Unknown values are an error: Terraform gives write-only values
+// only at apply, where they are known.
+func woKeys(ctx context.Context, config tfsdk.Config, attrs map[string]string) (map[string]string, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	out := map[string]string{}
-	for attr, key := range map[string]string{"ecdsa_private_key_wo": woECDSAKey, "bls_private_key_wo": woBLSKey} {
+	for attr, key := range attrs {
 		var v types.String
 		p := path.Root("operator_keys").AtName(attr)
 		diags.Append(config.GetAttribute(ctx, p, &v)...)
@@ -66,38 +71,45 @@ func woKeys(ctx context.Context, config tfsdk.Config) (map[string]string, diag.D
 }
 
 // prepareOperatorKeys is gantry_executor's kindOps.prepare: with private_keys_wo_version set,
-// it reads the write-only keys from the configuration, records which are given (expand
-// references only those) and writes the provider-owned Secret when it is missing, its version
-// differs from the plan's or its set of keys differs (server-side apply, field manager
-// terraform-provider-gantry). Without it, a Secret this provider wrote for the executor
-// earlier is left to applied, which deletes it once the Executor no longer references it.
-// Diagnostics name the Secret and the API server's message, never a key.
+// it writes the write-only keys into the provider-owned Secret (writeWOKeys) and records which
+// are given (expand references only those). Without it, a Secret this provider wrote for the
+// executor earlier is left to applied, which deletes it once the Executor no longer references it.
 func prepareOperatorKeys(ctx context.Context, data *providerData, config tfsdk.Config, plan, _ *executorModelV0) diag.Diagnostics {
 	k := plan.OperatorKeys
 	if k == nil || k.KeysWOVersion.IsNull() {
 		return nil
 	}
+	given, diags := writeWOKeys(ctx, data, config, plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString()), k.KeysWOVersion, executorWOKeys)
+	k.woGiven = given
+	return diags
+}
+
+// writeWOKeys reads the write-only keys attrs names from the configuration and writes the
+// provider-owned Secret ns/name when it is missing, its version differs from version or its
+// set of keys differs (server-side apply, field manager terraform-provider-gantry); it returns
+// the Secret keys given, sorted. Diagnostics name the Secret and the API server's message,
+// never a key.
+func writeWOKeys(ctx context.Context, data *providerData, config tfsdk.Config, ns, name string, versionAttr types.Int64, attrs map[string]string) ([]string, diag.Diagnostics) {
 	c, _, err := data.get()
 	if err != nil {
-		return diag.Diagnostics{clientDiagnostic(err)}
+		return nil, diag.Diagnostics{clientDiagnostic(err)}
 	}
-	keys, diags := woKeys(ctx, config)
+	keys, diags := woKeys(ctx, config, attrs)
 	if diags.HasError() {
-		return diags
+		return nil, diags
 	}
-	k.woGiven = slices.Sorted(maps.Keys(keys))
-	ns, name := plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString())
-	version := strconv.FormatInt(k.KeysWOVersion.ValueInt64(), 10)
+	given := slices.Sorted(maps.Keys(keys))
+	version := strconv.FormatInt(versionAttr.ValueInt64(), 10)
 	secrets := c.Core.CoreV1().Secrets(ns)
 	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		diags.Append(apiDiagnostic("Secret", "Reading", err))
-		return diags
-	case cur.Annotations[v1alpha1.AnnotationOperatorKeysVersion] == version && slices.Equal(slices.Sorted(maps.Keys(cur.Data)), k.woGiven):
+		return given, diags
+	case cur.Annotations[v1alpha1.AnnotationOperatorKeysVersion] == version && slices.Equal(slices.Sorted(maps.Keys(cur.Data)), given):
 		tflog.Debug(ctx, "operator keys Secret is current", map[string]interface{}{"secret": ns + "/" + name, "version": version})
-		return diags
+		return given, diags
 	}
 	ac := corev1ac.Secret(name, ns).WithType(corev1.SecretTypeOpaque).WithStringData(keys).
 		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "terraform", "app.kubernetes.io/part-of": "gantry"}).
@@ -107,21 +119,26 @@ func prepareOperatorKeys(ctx context.Context, data *providerData, config tfsdk.C
 		return err
 	}); err != nil {
 		diags.Append(apiDiagnostic("Secret", "Writing", err))
-		return diags
+		return given, diags
 	}
-	tflog.Info(ctx, "wrote the operator keys Secret", map[string]interface{}{"secret": ns + "/" + name, "version": version, "keys": k.woGiven})
-	return diags
+	tflog.Info(ctx, "wrote the operator keys Secret", map[string]interface{}{"secret": ns + "/" + name, "version": version, "keys": given})
+	return given, diags
 }
 
-// ownOperatorKeys is gantry_executor's kindOps.applied: the Secret prepareOperatorKeys wrote
-// gets the Executor (live) as its controller owner, so deleting the Executor deletes it; a
-// Secret this provider wrote earlier that the Executor no longer uses (the configuration moved
-// to secret_name or remote_signer_url) is deleted.
+// ownOperatorKeys is gantry_executor's kindOps.applied (ownWOKeys for the Executor's Secret).
 func ownOperatorKeys(ctx context.Context, c *kube.Clients, plan *executorModelV0, live *unstructured.Unstructured) diag.Diagnostics {
+	used := plan.OperatorKeys != nil && !plan.OperatorKeys.KeysWOVersion.IsNull()
+	return ownWOKeys(ctx, c, plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString()), used, live)
+}
+
+// ownWOKeys: the Secret ns/name that writeWOKeys wrote gets the object live as its controller
+// owner, so deleting the object deletes it; when the configuration no longer uses write-only
+// keys (used false: it moved to secret_name or a remote signer), a Secret of that name this
+// provider wrote and live controls is deleted.
+func ownWOKeys(ctx context.Context, c *kube.Clients, ns, name string, used bool, live *unstructured.Unstructured) diag.Diagnostics {
 	var diags diag.Diagnostics
-	ns, name := plan.Namespace.ValueString(), operatorKeysSecretName(plan.Name.ValueString())
 	secrets := c.Core.CoreV1().Secrets(ns)
-	if k := plan.OperatorKeys; k == nil || k.KeysWOVersion.IsNull() {
+	if !used {
 		cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err == nil && cur.Annotations[managedByAnnotation] == managedByValue && metav1.IsControlledBy(cur, live) {
 			if err := secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}}); err != nil && !apierrors.IsNotFound(err) {
@@ -137,8 +154,8 @@ func ownOperatorKeys(ctx context.Context, c *kube.Clients, plan *executorModelV0
 		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: fieldManager + "-owner", Force: true})
 		return err
 	}); err != nil {
-		diags.AddError("Error Writing Secret", fmt.Sprintf("Could not make Executor %s/%s the owner of its operator keys Secret %s: %s",
-			ns, live.GetName(), name, err))
+		diags.AddError("Error Writing Secret", fmt.Sprintf("Could not make %s %s/%s the owner of its operator keys Secret %s: %s",
+			live.GetKind(), ns, live.GetName(), name, err))
 	}
 	return diags
 }

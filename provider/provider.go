@@ -311,6 +311,7 @@ func (p *gantryProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewPerformerResource,
 		NewExecutorResource,
+		NewAggregatorResource,
 		NewPackageSetResource,
 		NewWorkspaceResource,
 	}
@@ -332,6 +333,7 @@ func (p *gantryProvider) ListResources(context.Context) []func() list.ListResour
 	return []func() list.ListResource{
 		NewPerformerListResource,
 		NewExecutorListResource,
+		NewAggregatorListResource,
 		NewPackageSetListResource,
 		NewWorkspaceListResource,
 	}
@@ -342,6 +344,7 @@ func (p *gantryProvider) DataSources(context.Context) []func() datasource.DataSo
 	return []func() datasource.DataSource{
 		NewPerformerDataSource,
 		NewExecutorDataSource,
+		NewAggregatorDataSource,
 		NewPackageSetDataSource,
 		NewWorkspaceDataSource,
 		NewNodesDataSource,

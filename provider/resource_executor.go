@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -287,7 +288,7 @@ func (r *executorResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("bls_keystore_key"))}},
 					"remote_signer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "URL of a remote signer (web3signer), `https://` or `http://`.",
 						Validators: []validator.String{stringvalidator.LengthAtMost(2048), stringvalidator.RegexMatches(httpURL, "must be an http:// or https:// URL")}},
-					"remote_signer": remoteSignerAttribute(),
+					"remote_signer": remoteSignerAttribute("executor", executorRemoteSignerLead),
 					"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
 						MarkdownDescription: "Terraform 1.11 and later: the ECDSA private key itself. The provider writes it " +
 							"into a Secret it owns, `<name>-operator-keys` (key `ecdsa-private-key`), owned by the Executor; it is never " +
@@ -759,18 +760,24 @@ func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.Lis
 	if d := req.ConfigValue.ElementsAs(ctx, &chains, false); d.HasError() {
 		return
 	}
+	checkUniqueChains(req.Path, chains, &resp.Diagnostics)
+}
+
+// checkUniqueChains reports a chain (of the list at p) whose name or chain_id an earlier one
+// has, on that attribute and naming both elements; unknown values are skipped.
+func checkUniqueChains(p path.Path, chains []chainModel, diags *diag.Diagnostics) {
 	names, ids := map[string]int{}, map[int64]int{}
 	for i, c := range chains {
 		if !c.Name.IsUnknown() && !c.Name.IsNull() {
 			if j, ok := names[c.Name.ValueString()]; ok {
-				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("name"), "Duplicate Chain Name",
+				diags.AddAttributeError(p.AtListIndex(i).AtName("name"), "Duplicate Chain Name",
 					fmt.Sprintf("chains[%d] and chains[%d] are both named %q.", j, i, c.Name.ValueString()))
 			}
 			names[c.Name.ValueString()] = i
 		}
 		if !c.ChainID.IsUnknown() && !c.ChainID.IsNull() {
 			if j, ok := ids[c.ChainID.ValueInt64()]; ok {
-				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("chain_id"), "Duplicate Chain ID",
+				diags.AddAttributeError(p.AtListIndex(i).AtName("chain_id"), "Duplicate Chain ID",
 					fmt.Sprintf("chains[%d] and chains[%d] both have chain_id %d.", j, i, c.ChainID.ValueInt64()))
 			}
 			ids[c.ChainID.ValueInt64()] = i

@@ -757,7 +757,7 @@ func rtPodCommon() map[string]rtOverride {
 }
 
 func rtKinds() []*rtKind {
-	return []*rtKind{rtPerformer(), rtExecutor(), rtWorkspace(), rtPackageSet()}
+	return []*rtKind{rtPerformer(), rtExecutor(), rtAggregator(), rtWorkspace(), rtPackageSet()}
 }
 
 func rtPerformer() *rtKind {
@@ -859,6 +859,58 @@ func rtExecutor() *rtKind {
 			"grpc_port":                 {value: int64(9190)},
 			"manage_performers": {valueWith: map[string]any{"avs_performers": []any{map[string]any{"avs_address": rtAddr1,
 				"image": "ghcr.io/gantry-dev/zero-performer:1.0.0"}}}},
+		}),
+	}
+}
+
+func rtAggregator() *rtKind {
+	return &rtKind{
+		typeName: "gantry_aggregator", newRes: NewAggregatorResource, crd: "gantry.dev_aggregators.yaml",
+		codec: rtCodecOf(aggregatorOps), goType: &v1alpha1.Aggregator{},
+		base: func(ns, name string) map[string]any {
+			return map[string]any{"name": name, "namespace": ns, "image": "public.ecr.aws/z6g0f8n7/eigenlayer-hourglass:v1.0.0-rc.2",
+				"operator_address": rtAddr1, "l1_chain_id": int64(31337),
+				"chains":        []any{map[string]any{"name": "ethereum", "chain_id": int64(31337), "rpc_url": "http://anvil.example.com:8545"}},
+				"operator_keys": map[string]any{"secret_name": "operator-keys", "ecdsa_key": "ecdsa"}}
+		},
+		rename: rtRenames(map[string]string{"operator_keys.remote_signer.address": "spec.operatorKeys.remoteSigner.fromAddress",
+			"l1_chain_id": "spec.l1ChainId", "avss": "spec.avss", "avss[].chain_ids": "spec.avss[].chainIds"}),
+		skip: rtMerge2(rtSkipCommon, map[string]string{
+			"operator_keys.private_keys_wo_version": "versions the write-only key (the provider's own Secret, operator_keys_test.go); needs a write-only key, which a plan never holds"}),
+		overrides: rtMerge(rtObjectKey, map[string]rtOverride{
+			"resources.requests": {value: map[string]any{"cpu": "10m"}},
+			"resources.limits":   {value: map[string]any{"memory": "64Mi"}},
+			"image_pull_secrets": {value: []any{rtSecret}},
+			"operator_address":   {value: rtAddr2},
+			"l1_chain_id": {value: int64(31338), with: map[string]any{"chains": []any{
+				map[string]any{"name": "ethereum", "chain_id": int64(31337), "rpc_url": "http://anvil.example.com:8545"},
+				map[string]any{"name": "base", "chain_id": int64(31338), "rpc_url": "http://anvil.example.com:9545"}}}},
+			"chains[]":                       {min: map[string]any{"name": "ethereum", "chain_id": int64(31337), "rpc_url": "http://anvil.example.com:8545"}},
+			"chains[].chain_id":              {value: int64(31337)},
+			"chains[].name":                  {value: "base"},
+			"chains[].rpc_url":               {value: "https://rpc2.example.com"},
+			"chains[].poll_interval_seconds": {value: int64(10)},
+			"avss[]":                         {min: map[string]any{"address": rtAddr1, "chain_ids": []any{int64(31337)}}},
+			"avss[].address":                 {value: rtAddr2},
+			"avss[].chain_ids":               {value: []any{int64(31337)}},
+			"management_port":                {value: int64(9010)},
+			"persistence":                    {min: map[string]any{"size": "1Gi"}, acc: "a claim that may never bind in the test cluster"},
+			"persistence.size":               {value: "2Gi"},
+			"persistence.storage_class_name": {value: "standard"},
+			"operator_keys.bls_keystore_key": {value: "bls"},
+			"operator_keys.bls_keystore_password_key": {with: map[string]any{"operator_keys.bls_keystore_key": "bls"},
+				value: "password"},
+			"operator_keys.remote_signer": {min: map[string]any{"url": "https://web3signer.example.com:9000", "public_key": "0x" + strings.Repeat("ab", 64)},
+				with: map[string]any{"operator_keys.secret_name": nil, "operator_keys.ecdsa_key": nil}},
+			"operator_keys.remote_signer.url":        {value: "https://web3signer-2.example.com:9000"},
+			"operator_keys.remote_signer.public_key": {value: "0x04" + strings.Repeat("cd", 64)},
+			"operator_keys.remote_signer.address":    {value: rtAddr2},
+			"operator_keys.remote_signer.ca_secret_name": {value: "signer-ca",
+				acc: "names a Secret that does not exist"},
+			"operator_keys.remote_signer.client_cert_secret_name": {value: "signer-client",
+				acc: "names a Secret that does not exist"},
+			"operator_keys.ecdsa_key":   {value: "ecdsa-2"},
+			"operator_keys.secret_name": {value: "operator-keys-2", acc: "names a Secret that does not exist"},
 		}),
 	}
 }

@@ -401,14 +401,7 @@ func (r *ExecutorReconciler) podProblems(ctx context.Context, e *v1alpha1.Execut
 // get reads from the cache, then from the API server when the cache does not have it (the
 // cache holds only objects labelled as ours). found is false on NotFound.
 func (r *ExecutorReconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
-	err := r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
-	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
+	return getCachedOrLive(ctx, r.Client, r.APIReader, key, obj)
 }
 
 // replicaSets lists the ReplicaSets the Deployment controls (uncached: only needed to find a

@@ -187,6 +187,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := NewExecutorReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("executor controller: %w", err)
 	}
+	if err := NewAggregatorReconciler(mgr).SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("aggregator controller: %w", err)
+	}
 	jobNS := o.JobNamespace
 	if jobNS == "" && len(o.Namespaces) > 0 {
 		jobNS = o.Namespaces[0]

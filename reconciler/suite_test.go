@@ -165,9 +165,12 @@ func teardown(e *testEnv) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Executor{}, client.InNamespace(e.ns))
+	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Aggregator{}, client.InNamespace(e.ns))
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.ExecutorList
-		return e.c.List(ctx, &list, client.InNamespace(e.ns)) == nil && len(list.Items) == 0, nil
+		var aggs v1alpha1.AggregatorList
+		return e.c.List(ctx, &list, client.InNamespace(e.ns)) == nil && len(list.Items) == 0 &&
+			e.c.List(ctx, &aggs, client.InNamespace(e.ns)) == nil && len(aggs.Items) == 0, nil
 	})
 	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Performer{}, client.InNamespace(e.ns))
 	_ = e.c.DeleteAllOf(ctx, &v1alpha1.Workspace{}, client.InNamespace(e.ns))

@@ -214,17 +214,17 @@ func L1Chain(e *v1alpha1.Executor) v1alpha1.Chain {
 // hourglassECDSA is an ECDSA key of the Hourglass config (operator.operatorPrivateKey, and
 // signingKeys.ecdsa without a BLS keystore): the empty privateKey placeholder, or with
 // operatorKeys.remoteSigner Hourglass's remote signer: remoteSigner true and remoteSignerConfig
-// with the URL, the public key, fromAddress (spec.operatorAddress unless given) and empty
+// with the URL, the public key, fromAddress (address, the operator's, unless given) and empty
 // caCert, cert and key placeholders for the Secrets named.
-func hourglassECDSA(e *v1alpha1.Executor) HourglassECDSAKey {
-	rs := e.Spec.OperatorKeys.RemoteSigner
+func hourglassECDSA(address string, k v1alpha1.OperatorKeys) HourglassECDSAKey {
+	rs := k.RemoteSigner
 	if rs == nil {
 		empty := ""
 		return HourglassECDSAKey{PrivateKey: &empty}
 	}
 	from := rs.FromAddress
 	if from == "" {
-		from = e.Spec.OperatorAddress
+		from = address
 	}
 	cfg := &HourglassRemoteSigner{URL: rs.URL, FromAddress: from, PublicKey: rs.PublicKey}
 	placeholder := func() *string { s := ""; return &s }
@@ -235,6 +235,23 @@ func hourglassECDSA(e *v1alpha1.Executor) HourglassECDSAKey {
 		cfg.Cert, cfg.Key = placeholder(), placeholder()
 	}
 	return HourglassECDSAKey{UseRemoteSigner: true, UseRemoteSignerKey: true, RemoteSignerConfig: cfg}
+}
+
+// HourglassOperatorOf is Hourglass's operator section (ponos config.OperatorConfig) for the
+// operator at address with keys k, as both Hourglass's executor and aggregator read it:
+// operatorPrivateKey the ECDSA key (hourglassECDSA: an empty placeholder, or the remote
+// signer); signingKeys.bls an empty keystore and password placeholder when k has a BLS
+// keystore, else signingKeys.ecdsa the same ECDSA key. The placeholders are filled from the
+// environment (HourglassKeyEnv); no key material is in the result.
+func HourglassOperatorOf(address string, k v1alpha1.OperatorKeys) HourglassOperator {
+	op := HourglassOperator{Address: address, OperatorPrivateKey: hourglassECDSA(address, k)}
+	if k.BLSKeystoreKey != "" {
+		op.SigningKeys.BLS = &HourglassBLSKey{}
+	} else {
+		key := hourglassECDSA(address, k)
+		op.SigningKeys.ECDSA = &key
+	}
+	return op
 }
 
 // RenderHourglassConfig renders config.yaml in Hourglass's own format (ponos ExecutorConfig)
@@ -254,19 +271,13 @@ func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err 
 		Debug:                    e.Spec.LogLevel == "debug",
 		GRPCPort:                 GRPCPort(e),
 		ManagementServerGRPCPort: ManagementPort(e),
-		Operator:                 HourglassOperator{Address: e.Spec.OperatorAddress, OperatorPrivateKey: hourglassECDSA(e)},
+		Operator:                 HourglassOperatorOf(e.Spec.OperatorAddress, e.Spec.OperatorKeys),
 		L1Chain:                  HourglassChain{RPCURL: l1.RPCURL, ChainID: l1.ChainID},
 		AVSPerformers:            []HourglassAVSPerformer{},
 		Kubernetes: HourglassKubernetes{Namespace: e.Namespace, OperatorNamespace: e.Namespace,
 			CRDGroup: v1alpha1.HourglassPerformerGroup, CRDVersion: v1alpha1.GroupVersion.Version,
 			ConnectionTimeout: HourglassConnectionTimeout, InCluster: true},
 		Storage: HourglassStorage{Type: HourglassStorageType},
-	}
-	if e.Spec.OperatorKeys.BLSKeystoreKey != "" {
-		c.Operator.SigningKeys.BLS = &HourglassBLSKey{}
-	} else {
-		k := hourglassECDSA(e)
-		c.Operator.SigningKeys.ECDSA = &k
 	}
 	for _, a := range e.Spec.AVSPerformers {
 		p := HourglassAVSPerformer{ProcessType: a.ProcessType, AVSAddress: a.AVSAddress,
@@ -296,11 +307,13 @@ func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err 
 	return string(b), hex.EncodeToString(sum[:]), nil
 }
 
-// hourglassEnv is the executor container's environment in Hourglass compatibility mode: the
-// operator keys as the variables that override the config's placeholders (see
-// HourglassOperatorKeyEnv), each valueFrom secretKeyRef of spec.operatorKeys.secretName.
-func hourglassEnv(e *v1alpha1.Executor) []corev1.EnvVar {
-	k := e.Spec.OperatorKeys
+// HourglassKeyEnv is the container environment that carries operator keys k into Hourglass's
+// config (HourglassOperatorOf) of an executor in Hourglass compatibility mode or of an
+// aggregator: the variables that override the config's placeholders (see
+// HourglassOperatorKeyEnv; Hourglass's aggregator loads its config with the same prefix,
+// EXECUTOR_), each valueFrom secretKeyRef of k.SecretName, and the remote signer's TLS
+// Secrets (remoteSignerEnv).
+func HourglassKeyEnv(k v1alpha1.OperatorKeys) []corev1.EnvVar {
 	env := remoteSignerEnv(k)
 	if k.SecretName == "" {
 		return env

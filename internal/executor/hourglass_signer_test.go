@@ -229,7 +229,7 @@ func TestHourglassRemoteSignerGolden(t *testing.T) {
 func TestHourglassRemoteSignerEnvAndRefs(t *testing.T) {
 	e := goldenExecutor()
 	e.Spec.OperatorKeys = v1alpha1.OperatorKeys{RemoteSigner: &v1alpha1.RemoteSigner{URL: "http://w:9000", PublicKey: signerPublicKey}}
-	if env := hourglassEnv(e); len(env) != 0 {
+	if env := HourglassKeyEnv(e.Spec.OperatorKeys); len(env) != 0 {
 		t.Errorf("env %+v, want none", env)
 	}
 	if refs := Refs(e); refs != nil {
@@ -237,7 +237,7 @@ func TestHourglassRemoteSignerEnvAndRefs(t *testing.T) {
 	}
 	e.Spec.OperatorKeys.RemoteSigner = &v1alpha1.RemoteSigner{URL: "https://w:9000", PublicKey: signerPublicKey, CASecretName: "ca", ClientCertSecretName: "client"}
 	var got []string
-	for _, v := range hourglassEnv(e) {
+	for _, v := range HourglassKeyEnv(e.Spec.OperatorKeys) {
 		got = append(got, v.Name+"="+v.ValueFrom.SecretKeyRef.Name+"/"+v.ValueFrom.SecretKeyRef.Key)
 	}
 	want := []string{HourglassRemoteCAEnv + "=ca/ca.crt", HourglassSigningRemoteCAEnv + "=ca/ca.crt",
@@ -252,7 +252,7 @@ func TestHourglassRemoteSignerEnvAndRefs(t *testing.T) {
 		refs[2].Name != "client" || !reflect.DeepEqual(refs[2].Keys, []string{"tls.crt", "tls.key"}) {
 		t.Errorf("refs %+v", refs)
 	}
-	if n := len(hourglassEnv(e)); n != 4 { // CA, cert, key for operatorPrivateKey; the keystore
+	if n := len(HourglassKeyEnv(e.Spec.OperatorKeys)); n != 4 { // CA, cert, key for operatorPrivateKey; the keystore
 		t.Errorf("env with a BLS keystore: %d variables, want 4", n)
 	}
 }

@@ -236,7 +236,7 @@ func TestHourglassDeployment(t *testing.T) {
 	if !strings.Contains(data, "signingKeys:\n    ecdsa:\n      privateKey: \"\"\n") || strings.Contains(data, "bls:") {
 		t.Errorf("config without a keystore:\n%s", data)
 	}
-	env := hourglassEnv(e)
+	env := HourglassKeyEnv(e.Spec.OperatorKeys)
 	if len(env) != 2 || env[1].Name != HourglassECDSASigningKeyEnv || env[1].ValueFrom.SecretKeyRef.Key != "ecdsa" {
 		t.Errorf("env without a keystore %+v", env)
 	}

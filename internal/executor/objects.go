@@ -339,14 +339,14 @@ func DesiredDeployment(e *v1alpha1.Executor, cmName, configHash string) (*appsv1
 // BLS_PRIVATE_KEY, BLS_KEYSTORE_PASSWORD (secretKeyRef), REMOTE_SIGNER_URL, the BLS keystore
 // mounted at /etc/gantry-keys/bls-keystore.json (the API server lets through only the first
 // two for hourglass-executor-v1alpha1). Hourglass compatibility mode with Hourglass's current
-// format (ponos): the variables hourglassEnv names (the keystore too arrives as a variable, as
+// format (ponos): the variables HourglassKeyEnv names (the keystore too arrives as a variable, as
 // Hourglass's inline signingKeys.bls.keystore).
 func containerInputs(e *v1alpha1.Executor, cmName string) ([]corev1.EnvVar, []corev1.VolumeMount, []corev1.Volume) {
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: ConfigMountPath(e), ReadOnly: true}}
 	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cmName}}}}}
 	if HourglassCompat(e) && !HourglassExecutorV1alpha1(e) {
-		return hourglassEnv(e), mounts, volumes
+		return HourglassKeyEnv(e.Spec.OperatorKeys), mounts, volumes
 	}
 	var env []corev1.EnvVar
 	k := e.Spec.OperatorKeys
@@ -445,7 +445,14 @@ func ConfigMapsReferenced(t *corev1.PodTemplateSpec) []string {
 // TLS Secrets (caSecretName: ca.crt; clientCertSecretName: tls.crt, tls.key); nil without any. Exists and HasKey are left for
 // the controller to fill in.
 func Refs(e *v1alpha1.Executor) []failure.Ref {
-	k := e.Spec.OperatorKeys
+	return OperatorKeyRefs(e.Namespace, e.Spec.OperatorKeys)
+}
+
+// OperatorKeyRefs returns the Secrets in namespace that operator keys k reference, with the
+// keys read from each: k.SecretName (ecdsaKey, blsKey, blsKeystoreKey, blsKeystorePasswordKey)
+// and the remote signer's TLS Secrets (caSecretName: ca.crt; clientCertSecretName: tls.crt,
+// tls.key); nil without any. Exists and HasKey are left for the controller to fill in.
+func OperatorKeyRefs(namespace string, k v1alpha1.OperatorKeys) []failure.Ref {
 	var out []failure.Ref
 	add := func(name string, keys ...string) {
 		if name == "" {
@@ -453,7 +460,7 @@ func Refs(e *v1alpha1.Executor) []failure.Ref {
 		}
 		i := slices.IndexFunc(out, func(r failure.Ref) bool { return r.Name == name })
 		if i < 0 {
-			out = append(out, failure.Ref{Kind: "Secret", Namespace: e.Namespace, Name: name})
+			out = append(out, failure.Ref{Kind: "Secret", Namespace: namespace, Name: name})
 			i = len(out) - 1
 		}
 		for _, key := range keys {

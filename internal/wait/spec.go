@@ -219,6 +219,30 @@ var Executor = Spec{
 	},
 }
 
+// StatefulSetsGVR is the resource of an Aggregator's StatefulSet.
+var StatefulSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+
+// Aggregator is the Spec of gantry.dev/v1alpha1 Aggregator (Hourglass's aggregator): summary
+// status.phase, success Running, failure Failed (the pod cannot be scheduled or started, in
+// the scheduler's or kubelet's words; a missing key Secret). Warning events of its
+// StatefulSet (FailedCreate), its pod and its Service are reported.
+var Aggregator = Spec{
+	Kind:        "Aggregator",
+	GVR:         v1alpha1.GroupVersion.WithResource("aggregators"),
+	Namespaced:  true,
+	SummaryPath: []string{"status", "phase"},
+	Success:     []string{string(v1alpha1.AggregatorRunning)},
+	Failure:     []string{string(v1alpha1.AggregatorFailed)},
+	OwnedKinds: []OwnedKind{
+		{Kind: "StatefulSet", GVR: StatefulSetsGVR},
+		{Kind: "Pod", GVR: PodsGVR},
+		{Kind: "Service", GVR: ServicesGVR},
+	},
+	Related: func(obj *unstructured.Unstructured) []ObjectRef {
+		return []ObjectRef{{Kind: "StatefulSet", Name: "aggregator-" + obj.GetName()}, {Kind: "Pod", Name: "aggregator-" + obj.GetName() + "-0"}}
+	},
+}
+
 // PackageSet is the Spec of gantry.dev/v1alpha1 PackageSet (cluster-scoped): summary
 // status.status, success complete, paused and disabled return at once (the user asked for
 // them), and so does a set waiting only for a paused earlier set (Ready reason

@@ -1,0 +1,1 @@
+terraform import gantry_aggregator.avs avs/avs
