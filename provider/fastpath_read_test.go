@@ -383,7 +383,7 @@ func readKinds() []readKindCase {
 			status: map[string]any{"observedGeneration": 1, "phase": "Running", "replicas": 1, "readyReplicas": 1, "currentRevision": "abc",
 				"lastGoodRevision": "abc", "configMapName": "executor-e1-abc"}},
 		{typ: "gantry_aggregator", rows: aggregatorRows, summary: "phase", failed: "Failed", number: "management_port", importID: "default/a1",
-			object: objectFrom(NewAggregatorResource(), aggregatorOps),
+			object: objectFrom(NewAggregatorResource(), aggregatorOps), markApplied: markAppliedOf(NewAggregatorResource(), aggregatorOps),
 			status: map[string]any{"observedGeneration": 1, "phase": "Running", "readyReplicas": 1, "revision": "abc",
 				"configSecretName": "aggregator-a1-config", "managementEndpoint": "aggregator-a1.default.svc.cluster.local:9000"}},
 		{typ: "gantry_package_set", rows: packageSetRows, summary: "status", failed: "erroring", number: "priority", importID: "gpu-drivers",
@@ -937,7 +937,8 @@ func servedObject(t *testing.T, api *fakeAPI, k readKindCase) *unstructured.Unst
 	if !found {
 		ns, name = "", k.importID
 	}
-	res := map[string]string{"gantry_performer": "performers", "gantry_executor": "executors", "gantry_package_set": "packagesets", "gantry_workspace": "workspaces"}[k.typ]
+	res := map[string]string{"gantry_performer": "performers", "gantry_executor": "executors", "gantry_aggregator": "aggregators",
+		"gantry_package_set": "packagesets", "gantry_workspace": "workspaces"}[k.typ]
 	o, ok := api.objects[res+"/"+ns+"/"+name]
 	if !ok {
 		t.Fatalf("%s: the fakeAPI serves no %s", k.typ, k.importID)
