@@ -60,8 +60,10 @@ resource "gantry_workspace" "lora" {
 
 # A two-node model (multi-node inference, as KAITO): falcon-40b-instruct needs 2 GPUs and each
 # node of this pool has 1. The two replicas serve ONE model: a StatefulSet whose pod 0 leads
-# (leader_address), each pod told GROUP_SIZE, RANK and LEADER_ADDRESS; the preset's server
-# gets --tensor-parallel-size=1 --pipeline-parallel-size=2. The apply waits for the whole group.
+# (leader_address), each pod told GROUP_SIZE, RANK, POD_INDEX and LEADER_ADDRESS. As KAITO
+# does, pod 0 starts a Ray head and then vLLM (--tensor-parallel-size=1
+# --pipeline-parallel-size=2 --distributed-executor-backend=ray); the others join the head at
+# the leader address. The apply waits for the whole group.
 resource "gantry_workspace" "falcon_40b" {
   name = "falcon-40b"
   resource = {
