@@ -59,6 +59,46 @@ func (c configValue) Attr(name string) configValue {
 	return child
 }
 
+// at is the value at p below c (attribute names, list indexes and map keys; another step
+// gives a null value): unknown below an unknown value, null below a null or missing one.
+func (c configValue) at(p path.Path) configValue {
+	for _, st := range p.Steps() {
+		switch st := st.(type) {
+		case path.PathStepAttributeName:
+			c = c.Attr(string(st))
+		case path.PathStepElementKeyInt:
+			c = c.elem(func() (configValue, bool) {
+				l, _ := c.List()
+				if int(st) < 0 || int(st) >= len(l) {
+					return configValue{}, false
+				}
+				return l[st], true
+			}, c.p.AtListIndex(int(st)))
+		case path.PathStepElementKeyString:
+			c = c.elem(func() (configValue, bool) {
+				m, _ := c.Map()
+				e, ok := m[string(st)]
+				return e, ok
+			}, c.p.AtMapKey(string(st)))
+		default:
+			return configValue{v: tftypes.NewValue(tftypes.DynamicPseudoType, nil), p: p}
+		}
+	}
+	return c
+}
+
+// elem is the element get returns of collection c, at path p: unknown when c is unknown,
+// null when c is null or has no such element.
+func (c configValue) elem(get func() (configValue, bool), p path.Path) configValue {
+	if !c.v.IsKnown() {
+		return configValue{v: unknownValue, p: p}
+	}
+	if e, ok := get(); ok {
+		return e
+	}
+	return configValue{v: tftypes.NewValue(tftypes.DynamicPseudoType, nil), p: p}
+}
+
 // List is the elements of a list, and whether the list is known; nil (and true) when null.
 // An element may still be unknown.
 func (c configValue) List() ([]configValue, bool) {

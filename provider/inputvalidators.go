@@ -459,11 +459,46 @@ func (v exactlyOneOf) orNoneWith(alt ...path.Expression) exactlyOneOf {
 	return v
 }
 
+// pathMatches is config.PathMatches(selfExpr.Merge(e)) (selfExpr: the validated attribute's
+// path as an expression), answered without walking the configuration when e names a sibling,
+// path.MatchRelative().AtParent().AtName(name): the walk costs about a third of a workspace's
+// validation on every plan, and a sibling's parent is the validated attribute's, which the
+// framework validates only when it is set (so the walk would find the sibling itself).
+func pathMatches(ctx context.Context, config tfsdk.Config, selfExpr, e path.Expression) (path.Paths, diag.Diagnostics) {
+	if steps := e.Steps(); len(steps) == 2 {
+		if name, ok := steps[1].(path.ExpressionStepAttributeNameExact); ok && path.MatchRelative().AtParent().AtName(string(name)).Equal(e) {
+			if p, ok := exactPath(selfExpr.Merge(e).Resolve()); ok {
+				return path.Paths{p}, nil
+			}
+		}
+	}
+	return config.PathMatches(ctx, selfExpr.Merge(e))
+}
+
+// exactPath is the path a resolved expression of exact steps (names, list indexes, map keys)
+// stands for; false when a step matches more than one (any element, a set value, a parent).
+func exactPath(e path.Expression) (path.Path, bool) {
+	p := path.Empty()
+	for _, st := range e.Steps() {
+		switch st := st.(type) {
+		case path.ExpressionStepAttributeNameExact:
+			p = p.AtName(string(st))
+		case path.ExpressionStepElementKeyIntExact:
+			p = p.AtListIndex(int(st))
+		case path.ExpressionStepElementKeyStringExact:
+			p = p.AtMapKey(string(st))
+		default:
+			return path.Empty(), false
+		}
+	}
+	return p, len(p.Steps()) > 0
+}
+
 // anySet reports whether an attribute the expressions match (relative to selfExpr) is set;
 // known is false when one of them is unknown.
 func anySet(ctx context.Context, config tfsdk.Config, selfExpr path.Expression, exprs []path.Expression, diags *diag.Diagnostics) (set, known bool) {
 	for _, e := range exprs {
-		matched, d := config.PathMatches(ctx, selfExpr.Merge(e))
+		matched, d := pathMatches(ctx, config, selfExpr, e)
 		diags.Append(d...)
 		for _, mp := range matched {
 			var val attr.Value
@@ -495,7 +530,7 @@ func (v exactlyOneOf) check(ctx context.Context, config tfsdk.Config, self path.
 		set = append(set, self)
 	}
 	for _, e := range v.others {
-		matched, d := config.PathMatches(ctx, selfExpr.Merge(e))
+		matched, d := pathMatches(ctx, config, selfExpr, e)
 		diags.Append(d...)
 		for _, mp := range matched {
 			var val attr.Value

@@ -375,6 +375,12 @@ func (r *performerResource) ValidateConfig(ctx context.Context, req resource.Val
 			return
 		}
 	}
+	if root.Attr("hardware_requirements").v.IsNull() && root.Attr("resources").v.IsNull() {
+		// Nothing below can fail: without hardware requirements no selector or MIG rule is
+		// implied, and without resources no GPU entry is compared. This skips reading the
+		// whole configuration into the model (most of this function's cost on every plan).
+		return
+	}
 	var m performerModelV0
 	if req.Config.Get(ctx, &m).HasError() {
 		return

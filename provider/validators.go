@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"strings"
 	"unicode"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -329,7 +331,16 @@ func (v requiresAnyOf) ValidateString(ctx context.Context, req validator.StringR
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
+	root := configRoot(req.Config.Raw)
 	for _, e := range v.paths {
+		if p, ok := exactPath(req.PathExpression.Merge(e).Resolve()); ok {
+			// An exact path is read from the raw configuration (unknown parents make it
+			// unknown, null parents null), as the walk of PathMatches would find it.
+			if c := root.at(p); c.Unknown() || !c.Null() && !isZeroNumber(c.v) {
+				return
+			}
+			continue
+		}
 		matched, diags := req.Config.PathMatches(ctx, req.PathExpression.Merge(e))
 		if diags.HasError() {
 			continue
@@ -345,6 +356,15 @@ func (v requiresAnyOf) ValidateString(ctx context.Context, req validator.StringR
 		}
 	}
 	resp.Diagnostics.AddAttributeError(req.Path, "Missing Required Attribute", fmt.Sprintf("%s requires %s.", req.Path, v.what))
+}
+
+// isZeroNumber: v is a known number equal to 0 (isZeroInt on the raw configuration).
+func isZeroNumber(v tftypes.Value) bool {
+	if !v.Type().Is(tftypes.Number) || !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	var f big.Float
+	return v.As(&f) == nil && f.Sign() == 0
 }
 
 // isZeroInt: val is a known Int64 0.
