@@ -64,8 +64,9 @@ var aggregatorChainIDs = []int64{1, 17000, 560048, 11155111, 8453, 84532, 31337,
 var aggregatorWOKeys = map[string]string{"ecdsa_private_key_wo": woECDSAKey}
 
 // aggregatorKeysSecretName is the name of the Secret holding an aggregator's write-only keys:
-// aggregator-<name>-operator-keys (not <name>-operator-keys, an executor's of the same name).
-func aggregatorKeysSecretName(agg string) string { return "aggregator-" + agg + "-operator-keys" }
+// <name>-aggregator-keys. An executor's always ends in -operator-keys, so no executor's name
+// gives this one (aggregator-<name>-operator-keys would be the executor aggregator-<name>'s).
+func aggregatorKeysSecretName(agg string) string { return agg + "-aggregator-keys" }
 
 // NewAggregatorResource returns the gantry_aggregator resource.
 func NewAggregatorResource() resource.Resource {
@@ -252,7 +253,7 @@ func aggregatorKeysAttribute() schema.SingleNestedAttribute {
 				"Terraform; the TLS certificates and the client key come from Secrets as `valueFrom.secretKeyRef`."),
 			"ecdsa_private_key_wo": schema.StringAttribute{Optional: true, WriteOnly: true, Sensitive: true,
 				MarkdownDescription: "Terraform 1.11 and later: the ECDSA private key itself. The provider writes it into a Secret it owns, " +
-					"`aggregator-<name>-operator-keys` (key `ecdsa-private-key`), owned by the Aggregator; it is never stored in the plan, the " +
+					"`<name>-aggregator-keys` (key `ecdsa-private-key`), owned by the Aggregator; it is never stored in the plan, the " +
 					"state or the logs. Needs `private_keys_wo_version`.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(sibling("private_keys_wo_version"))}},
 			"private_keys_wo_version": schema.Int64Attribute{Optional: true,
@@ -290,7 +291,7 @@ func aggregatorChainsAttribute() schema.ListNestedAttribute {
 func aggregatorAVSsAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{Optional: true,
 		MarkdownDescription: "AVSs the aggregator collects and distributes tasks for (Hourglass `avss`), one per address, at most 64.",
-		Validators:          []validator.List{listvalidator.SizeBetween(1, 64), uniqueNames{what: "AVS Address", key: "address", fold: true}},
+		Validators:          []validator.List{listvalidator.SizeAtMost(64), uniqueNames{what: "AVS Address", key: "address", fold: true}},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"address": schema.StringAttribute{Required: true, MarkdownDescription: "AVS address: `0x` followed by 40 hex digits.",
 				Validators: []validator.String{stringvalidator.RegexMatches(ethAddress, "must be an Ethereum address: 0x followed by 40 hexadecimal digits")}},
@@ -462,7 +463,7 @@ func expandAggregator(m *aggregatorModelV0) (*unstructured.Unstructured, error) 
 }
 
 // expandAggregatorKeys maps operator_keys to spec.operatorKeys: the references as given, or
-// with private_keys_wo_version the provider-owned Secret aggregator-<name>-operator-keys and
+// with private_keys_wo_version the provider-owned Secret <name>-aggregator-keys and
 // its version.
 func expandAggregatorKeys(k *aggregatorKeysModel, name string) v1alpha1.OperatorKeys {
 	if k == nil {
@@ -545,7 +546,7 @@ func flattenAggregator(u *unstructured.Unstructured, prior *aggregatorModelV0) (
 }
 
 // flattenAggregatorKeys maps spec.operatorKeys to operator_keys. Keys in the provider-owned
-// Secret (aggregator-<name>-operator-keys with a secretVersion) read back as
+// Secret (<name>-aggregator-keys with a secretVersion) read back as
 // private_keys_wo_version only; the write-only attribute is always null in state.
 func flattenAggregatorKeys(k v1alpha1.OperatorKeys, name string, prior aggregatorKeysModel) *aggregatorKeysModel {
 	m := &aggregatorKeysModel{ECDSAPrivateKeyWO: types.StringNull(), KeysWOVersion: types.Int64Null(),

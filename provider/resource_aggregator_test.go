@@ -313,7 +313,7 @@ resource "gantry_aggregator" "bad" {
 }
 
 // The write-only operator key and resource identity (Terraform >= 1.12): the provider writes
-// ecdsa_private_key_wo into the Secret aggregator-agg-operator-keys, owned by the Aggregator,
+// ecdsa_private_key_wo into the Secret agg-aggregator-keys, owned by the Aggregator,
 // and the pod gets it by reference; the key is never in the state. The identity
 // {namespace, name} is in state after create, and an import block giving it plans no change.
 func TestAccAggregator_writeOnlyKeyAndIdentity(t *testing.T) {
@@ -344,19 +344,19 @@ func TestAccAggregator_writeOnlyKeyAndIdentity(t *testing.T) {
 					if strings.Contains(string(b), key) {
 						return fmt.Errorf("the write-only key is in the state")
 					}
-					sec, err := c.Core.CoreV1().Secrets(ns).Get(context.Background(), "aggregator-agg-operator-keys", metav1.GetOptions{})
+					sec, err := c.Core.CoreV1().Secrets(ns).Get(context.Background(), "agg-aggregator-keys", metav1.GetOptions{})
 					if err != nil {
 						return err
 					}
 					if string(sec.Data[woECDSAKey]) != key || len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "Aggregator" {
-						return fmt.Errorf("Secret aggregator-agg-operator-keys: keys %v owners %v", len(sec.Data), sec.OwnerReferences)
+						return fmt.Errorf("Secret agg-aggregator-keys: keys %v owners %v", len(sec.Data), sec.OwnerReferences)
 					}
 					sts, err := c.Core.AppsV1().StatefulSets(ns).Get(context.Background(), aggregator.StatefulSetName("agg"), metav1.GetOptions{})
 					if err != nil {
 						return err
 					}
 					env := sts.Spec.Template.Spec.Containers[0].Env
-					if len(env) == 0 || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef.Name != "aggregator-agg-operator-keys" {
+					if len(env) == 0 || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef.Name != "agg-aggregator-keys" {
 						return fmt.Errorf("env %+v", env)
 					}
 					return nil

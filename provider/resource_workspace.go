@@ -305,10 +305,11 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 					"command": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Container entrypoint (the `command` of KAITO's `inference.template` pod; at most 64 items).\n\n" +
 						"Default: the image's, or on a multi-node group of KAITO's vLLM runtime KAITO's Ray command (`model_gpus`). A command of your own runs on every pod of a group, without Ray.",
 						Validators: []validator.List{listvalidator.SizeBetween(1, 64)}},
-					"container_name":  containerNameAttribute(),
-					"readiness_probe": probeAttribute("Replaces the default readiness check (a TCP connect to `port` every 10s), as a probe in KAITO's `inference.template`."),
-					"liveness_probe":  probeAttribute("Restarts the model server when it fails (default: none), as a probe in KAITO's `inference.template`."),
-					"volumes":         volumesAttribute(),
+					"container_name": containerNameAttribute(),
+					"readiness_probe": probeAttribute("Replaces the default readiness check (a TCP connect to `port` every 10s), as a probe in KAITO's `inference.template`. " +
+						"Refused on a multi-node group served on KAITO's Ray cluster, whose workers serve nothing: KAITO's health check is used there."),
+					"liveness_probe": probeAttribute("Restarts the model server when it fails (default: none), as a probe in KAITO's `inference.template`."),
+					"volumes":        volumesAttribute(),
 					"model_access_secret": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a Secret in the namespace whose key `HF_TOKEN` holds a Hugging Face token " +
 						"(KAITO's model access Secret): the model server gets it as `HF_TOKEN` to download gated weights.\n\nRequired by gated presets. Only the name is in Terraform; " +
 						"the reconciler checks that the Secret and its key exist and never reads the token.",
@@ -702,7 +703,9 @@ func (resolveValidator) ValidateResource(ctx context.Context, req resource.Valid
 	case "inference.image":
 		summary = "Missing Serving Image"
 	case "inference.port":
-		summary = "Port Taken by the Ray Head" // workspace's checkRayPort
+		summary = "Port Taken by the Ray Head" // workspace's checkRayGroup
+	case "inference.readiness_probe":
+		summary = "Readiness Probe on a Ray Group" // workspace's checkRayGroup
 	case "inference.model_size", "inference.model_config":
 		if errors.Is(err, workspace.ErrModelConfigNotRead) {
 			return // read at plan by the sizing step when the cluster answers, else by the reconciler

@@ -542,7 +542,8 @@ func TestAccWorkspace_multiNode(t *testing.T) {
 }
 
 // Multi-node mistakes fail the plan naming inference.model_gpus (or inference.port, taken by
-// the Ray head of KAITO's multi-node group).
+// the Ray head of KAITO's multi-node group, or inference.readiness_probe, which a Ray group's
+// workers cannot pass).
 func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
 	requireTerraform(t)
 	for name, c := range map[string]struct{ body, err string }{
@@ -558,6 +559,10 @@ func TestWorkspace_modelGPUsAtPlan(t *testing.T) {
   resource  = { count = 2, gpu_count = 1 }
   inference = { preset = "falcon-40b-instruct", port = 6379 }
 `, `(?s)Port Taken by the Ray Head.*inference.port: 6379 is a port of the Ray head`},
+		"a readiness probe of its own on a Ray group": {`
+  resource  = { count = 2, gpu_count = 1 }
+  inference = { preset = "falcon-40b-instruct", readiness_probe = { http_path = "/ready" } }
+`, `(?s)Readiness Probe on a Ray Group.*inference.readiness_probe: a multi-node group on KAITO's Ray cluster`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{

@@ -202,10 +202,14 @@ func (r *AggregatorReconciler) gatherOwned(ctx context.Context, a *v1alpha1.Aggr
 	if f.Deleting {
 		var pvc corev1.PersistentVolumeClaim
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: aggregator.ClaimName(a.Name)}, &pvc); err == nil {
-			if pvc.Labels[v1alpha1.LabelAggregator] == a.Name && pvc.DeletionTimestamp == nil {
-				g.claim = &pvc
+			// Only the aggregator's own claim (its label) holds the deletion: a claim of that
+			// name someone else made is never deleted, so waiting for it would never end.
+			if pvc.Labels[v1alpha1.LabelAggregator] == a.Name {
+				if pvc.DeletionTimestamp == nil {
+					g.claim = &pvc
+				}
+				f.Claims = 1
 			}
-			f.Claims = 1
 		} else if !apierrors.IsNotFound(err) {
 			return err
 		}

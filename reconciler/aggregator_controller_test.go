@@ -309,7 +309,7 @@ func TestAggregatorPersistence(t *testing.T) {
 	got := e.waitAggregator(t, a.Name, "config rendered", func(x *v1alpha1.Aggregator) bool {
 		return aggCondition(x, aggregator.ConditionConfigReady).Status == metav1.ConditionTrue
 	})
-	e.checkAggregatorConfig(t, got, "type: badger\n", "dir: /var/lib/ponos/aggregator/badger\n")
+	e.checkAggregatorConfig(t, got, "type: badger\n", "badger:\n    dir: /var/lib/ponos/aggregator/badger\n", "badgerConfig:\n    dir: /var/lib/ponos/aggregator/badger\n")
 	got.Spec.Persistence.Size = resource.MustParse("2Gi")
 	if err := e.c.Update(ctx, got); err == nil || !strings.Contains(err.Error(), "persistence cannot change after creation") {
 		t.Errorf("changing persistence: err %v", err)

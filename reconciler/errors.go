@@ -164,7 +164,7 @@ func (s *rejections) reject(ctx context.Context, key types.NamespacedName, gener
 func (s *rejections) accepted(key types.NamespacedName, action string) { s.clear(key, action) }
 
 // actInOrder is the act step of the controllers whose machine returns ordered actions
-// (Executor, Workspace), one copy so both classify errors alike: the actions run in order
+// (Executor, Workspace, Aggregator), one copy so both classify errors alike: the actions run in order
 // through act; a conflict or AlreadyExists (the cache lags behind the API server: the watch
 // brings the next pass, the requeue is a backstop) ends the pass with a requeue; a permanent
 // rejection (describe names the action's object) is recorded for the next pass (reject) with

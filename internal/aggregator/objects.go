@@ -113,8 +113,13 @@ type ConfigAVS struct {
 
 // ConfigStorage is ponos aggregatorConfig.StorageConfig.
 type ConfigStorage struct {
-	Type   string        `json:"type"`
-	Badger *ConfigBadger `json:"badger,omitempty"`
+	Type string `json:"type"`
+	// Badger and BadgerConfig carry the same directory under both keys: Hourglass's YAML
+	// parser reads the field's tag (badger), while its aggregator's config loader (viper, in
+	// ponos/cmd/aggregator) matches keys to field names (BadgerConfig) and fails its own
+	// validation ("badger config is required") without it.
+	Badger       *ConfigBadger `json:"badger,omitempty"`
+	BadgerConfig *ConfigBadger `json:"badgerConfig,omitempty"`
 }
 
 // ConfigBadger is ponos aggregatorConfig.BadgerConfig with its directory only (Hourglass's
@@ -152,7 +157,8 @@ func RenderConfig(a *v1alpha1.Aggregator) (data string, hash string, err error) 
 		c.AVSs = append(c.AVSs, ConfigAVS{Address: avs.Address, ChainIDs: append([]int64{}, avs.ChainIDs...)})
 	}
 	if s.Persistence != nil {
-		c.Storage = ConfigStorage{Type: StorageBadger, Badger: &ConfigBadger{Dir: v1alpha1.AggregatorBadgerDir}}
+		badger := &ConfigBadger{Dir: v1alpha1.AggregatorBadgerDir}
+		c.Storage = ConfigStorage{Type: StorageBadger, Badger: badger, BadgerConfig: badger}
 	}
 	b, err := yaml.Marshal(c)
 	if err != nil {

@@ -75,7 +75,7 @@ storage:
 	a.Spec.Persistence = &v1alpha1.AggregatorPersistence{Size: resource.MustParse("5Gi")}
 	a.Spec.OperatorKeys = v1alpha1.OperatorKeys{SecretName: "agg-keys", ECDSAKey: "ecdsa", BLSKeystoreKey: "ks", BLSKeystorePasswordKey: "pw"}
 	data, _, _ = RenderConfig(a)
-	for _, s := range []string{"storage:\n  badger:\n    dir: /var/lib/ponos/aggregator/badger\n  type: badger\n", "    bls:\n      keystore: \"\"\n      password: \"\"\n"} {
+	for _, s := range []string{"storage:\n  badger:\n    dir: /var/lib/ponos/aggregator/badger\n  badgerConfig:\n    dir: /var/lib/ponos/aggregator/badger\n  type: badger\n", "    bls:\n      keystore: \"\"\n      password: \"\"\n"} {
 		if !strings.Contains(data, s) {
 			t.Errorf("config with persistence and a BLS keystore does not hold %q:\n%s", s, data)
 		}

@@ -104,7 +104,7 @@ func TuningPresets() []string {
 // MIG partition profile the workspace's GPU does not offer (CheckPartition: a
 // *hardware.MIGProfileError), GPU products that contradict one another (checkGPUProduct),
 // what spec.autoscaling cannot scale (checkAutoscaling), and a multi-node group on KAITO's
-// Ray cluster serving on a Ray port (checkRayPort).
+// Ray cluster serving on a Ray port (checkRayGroup).
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) { return ResolveModel(w, nil) }
 
 // ErrModelConfigNotRead is ResolveModel's error (wrapped, naming spec.inference.modelConfig)
@@ -192,7 +192,7 @@ func ResolveModel(w *v1alpha1.Workspace, modelConfig []byte) (*v1alpha1.Workspac
 // count × gpuCount ≥ modelGPUs; an explicit modelGPUs above one replica's GPUs needs count > 1.
 // A preset's default args get vLLM's --tensor-parallel-size (GPUs per node: also for one
 // replica of several GPUs, as KAITO) and, for a group, --pipeline-parallel-size (nodes). A
-// group on KAITO's Ray cluster (RayGroup) cannot serve on a Ray port (checkRayPort).
+// group on KAITO's Ray cluster (RayGroup) cannot serve on a Ray port (checkRayGroup).
 func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) error {
 	inf, r := out.Spec.Inference, &out.Spec.Resource
 	if inf == nil {
@@ -226,7 +226,7 @@ func resolveGroup(out *v1alpha1.Workspace, presetGPUs int32, presetArgs bool) er
 	if presetArgs {
 		inf.Args = append(inf.Args, fmt.Sprintf("--tensor-parallel-size=%d", r.GPUCount), fmt.Sprintf("--pipeline-parallel-size=%d", count))
 	}
-	return checkRayPort(out)
+	return checkRayGroup(out)
 }
 
 // checkGPUProduct refuses GPU products that contradict one another, as no node could carry

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,16 +102,15 @@ func rayProbe(w *v1alpha1.Workspace, mode string, initialDelay, period, timeout,
 // timeout, up to RayStartupTimeoutSeconds), readiness (readiness mode, every 10 s, 1 s
 // timeout, failing at once) and liveness (liveness mode after 60 s, every 10 s, 5 s timeout,
 // failing at once, then killed after a 1 s grace period) probes of KAITO's
-// SetDistributedInferenceProbe, except that spec.inference.readinessProbe replaces the
-// startup and readiness probes and spec.inference.livenessProbe the liveness probe when set
-// (the user's check decides, as in KAITO's inference.template).
+// SetDistributedInferenceProbe, except that spec.inference.livenessProbe replaces the
+// liveness probe when set. The startup probe stays in every case: it holds any liveness probe
+// back while the leader waits for its workers and loads the model. A readiness probe of the
+// user's own is refused on a Ray group (checkRayGroup): the workers serve nothing.
 func withRay(w *v1alpha1.Workspace, c *corev1.Container) {
 	in := w.Spec.Inference
 	c.Command = RayCommand(w)
-	if in.ReadinessProbe == nil {
-		c.StartupProbe = rayProbe(w, "readiness", 0, 10, 1, RayStartupTimeoutSeconds/10)
-		c.ReadinessProbe = rayProbe(w, "readiness", 0, 10, 1, 1)
-	}
+	c.StartupProbe = rayProbe(w, "readiness", 0, 10, 1, RayStartupTimeoutSeconds/10)
+	c.ReadinessProbe = rayProbe(w, "readiness", 0, 10, 1, 1)
 	if in.LivenessProbe == nil {
 		c.LivenessProbe = rayProbe(w, "liveness", 60, 10, 5, 1)
 		grace := int64(1)
@@ -133,11 +133,20 @@ func rayServicePorts() []corev1.ServicePort {
 	}
 }
 
-// checkRayPort refuses a Ray group (RayGroup) whose inference port is one of the Ray ports:
-// the Ray head listens there on the leader. The error names spec.inference.port.
-func checkRayPort(w *v1alpha1.Workspace) error {
-	if p := Port(w); RayGroup(w) && (p == RayPort || p == RayDashboardPort) {
+// checkRayGroup refuses a Ray group (RayGroup) whose inference port is one of the Ray ports
+// (the Ray head listens there on the leader; the error names spec.inference.port) or that
+// sets a readiness probe of its own (one pod template serves the leader and the workers,
+// which serve nothing: only KAITO's health check, where workers pass, fits both; the error
+// names spec.inference.readinessProbe).
+func checkRayGroup(w *v1alpha1.Workspace) error {
+	if !RayGroup(w) {
+		return nil
+	}
+	if p := Port(w); p == RayPort || p == RayDashboardPort {
 		return fmt.Errorf("spec.inference.port: %d is a port of the Ray head a multi-node group's leader runs (KAITO's Ray cluster: %d, dashboard %d); choose another port", p, RayPort, RayDashboardPort)
+	}
+	if w.Spec.Inference.ReadinessProbe != nil {
+		return errors.New("spec.inference.readinessProbe: a multi-node group on KAITO's Ray cluster uses KAITO's health check (the leader's /health; the workers, which serve nothing, pass): remove the readiness probe, or give the group a command of its own")
 	}
 	return nil
 }

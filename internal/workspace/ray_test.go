@@ -122,20 +122,26 @@ func TestRayGroupUserOverrides(t *testing.T) {
 		t.Errorf("the user's backend is doubled: %q", args)
 	}
 
-	probes := rayWorkspace(t, func(in *v1alpha1.WorkspaceInference) {
-		in.ReadinessProbe = &v1alpha1.WorkspaceProbe{HTTPPath: "/ready"}
+	liveness := rayWorkspace(t, func(in *v1alpha1.WorkspaceInference) {
 		in.LivenessProbe = &v1alpha1.WorkspaceProbe{HTTPPath: "/alive"}
 	})
-	ss, err = DesiredStatefulSet(probes)
+	ss, err = DesiredStatefulSet(liveness)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := ss.Spec.Template.Spec.Containers[0]
-	if c.StartupProbe != nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/ready" || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/alive" {
-		t.Errorf("user probes: startup %v readiness %+v liveness %+v", c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
+	// The startup probe stays: it holds the user's liveness probe back while the group comes up.
+	if c.StartupProbe == nil || c.ReadinessProbe.Exec == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/alive" {
+		t.Errorf("user liveness probe: startup %v readiness %+v liveness %+v", c.StartupProbe, c.ReadinessProbe, c.LivenessProbe)
 	}
 	if !strings.Contains(strings.Join(c.Command, " "), "multi-node-serving.sh") {
-		t.Errorf("user probes dropped the Ray command: %q", c.Command)
+		t.Errorf("a user liveness probe dropped the Ray command: %q", c.Command)
+	}
+	ready := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "ns"}, Spec: v1alpha1.WorkspaceSpec{
+		Resource:  v1alpha1.WorkspaceResource{Count: 2, GPUCount: 1},
+		Inference: &v1alpha1.WorkspaceInference{Preset: "falcon-40b-instruct", ReadinessProbe: &v1alpha1.WorkspaceProbe{HTTPPath: "/ready"}}}}
+	if _, err := Resolve(ready); err == nil || !strings.HasPrefix(err.Error(), "spec.inference.readinessProbe: ") {
+		t.Errorf("a readiness probe of the user's own on a Ray group (the workers serve nothing): %v", err)
 	}
 
 	custom := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: v1alpha1.WorkspaceSpec{
