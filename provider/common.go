@@ -387,13 +387,6 @@ func parseImportID(kind, id string) (namespace, name string, err error) {
 	return parts[0], parts[1], nil
 }
 
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	return maps.Clone(m)
-}
-
 // readInto is the Read of every Gantry resource: the live object of spec's kind (keyed by the
 // state's namespace and name attributes) through readLive; gone → the resource is removed from
 // state (the next plan creates it); the same resourceVersion as the last refresh by this

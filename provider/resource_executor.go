@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,16 +53,6 @@ const (
 	executorCreateTimeout = 10 * time.Minute
 	executorUpdateTimeout = 15 * time.Minute
 	executorDeleteTimeout = 5 * time.Minute
-)
-
-// Value patterns checked at plan time (the CRD enforces the same).
-var (
-	ethAddress  = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	rpcURL      = regexp.MustCompile(`^(https?|wss?)://[^\s/?#]+([/?#]\S*)?$`)
-	httpURL     = regexp.MustCompile(`^https?://[^\s/?#]+([/?#]\S*)?$`)
-	grpcTarget  = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://(/)?)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}(/.*)?$`)
-	secretKey   = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
-	dns1123Name = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
 
 // NewExecutorResource returns the gantry_executor resource.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -57,8 +56,6 @@ var (
 	// configKeyRe: a ConfigMap key that is also a plain file name (not ".", not "..*").
 	configKeyRe = regexp.MustCompile(`^(\.[-_a-zA-Z0-9]|[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$`)
 	hostPathRe  = regexp.MustCompile(`^/[A-Za-z0-9._/-]+$`)
-	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
-	setNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
@@ -680,16 +677,6 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 		}
 	}
 	return w, known
-}
-
-// sortedKeys is the keys of m in order (stable diagnostics).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
