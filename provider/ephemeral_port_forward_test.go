@@ -153,23 +153,7 @@ func TestAccPortForward_Workspace(t *testing.T) {
 	skipWithoutEphemeral(t)
 	ns := portForwardNamespace(t, c, "acc-pfw")
 	name := "pfw-" + rand.String(5)
-	ws := fmt.Sprintf(`
-resource "gantry_workspace" "real" {
-  name      = %q
-  namespace = %q
-  resource = {
-    gpu_count      = 0
-    label_selector = { "gantry.dev/node-pool" = "real" }
-  }
-  tolerations = [%s]
-  inference = {
-    model = "gantry-echo"
-    image = %q
-    port  = 8000
-  }
-  timeouts = { create = "3m", update = "3m", delete = "2m" }
-}
-`, name, ns, realNodeToleration, testModelServerImage)
+	ws := realNodeEchoWorkspace(name, ns)
 	data := tfjsonpath.New("data")
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

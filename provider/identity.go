@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -109,4 +110,19 @@ func importObject(ctx context.Context, kind string, namespaced bool, req resourc
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	}
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, ns, name)...)
+}
+
+// parseImportID splits "namespace/name" and checks both parts are valid Kubernetes names.
+func parseImportID(kind, id string) (namespace, name string, err error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", fmt.Errorf("import ID %q is not of the form <namespace>/<name>, e.g. default/my-%s", id, strings.ToLower(kind))
+	}
+	if errs := validation.IsDNS1123Label(parts[0]); len(errs) > 0 {
+		return "", "", fmt.Errorf("import ID %q: namespace %q is not valid: %s", id, parts[0], strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(parts[1]); len(errs) > 0 {
+		return "", "", fmt.Errorf("import ID %q: name %q is not valid: %s", id, parts[1], strings.Join(errs, "; "))
+	}
+	return parts[0], parts[1], nil
 }

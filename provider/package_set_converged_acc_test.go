@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
-	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -64,41 +62,21 @@ type convergedSampler struct {
 }
 
 func sampleConverged(t *testing.T, c *kube.Clients, pool, set string, rack map[string]bool) *convergedSampler {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := c.Core.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: "gantry.dev/test-pool=" + pool})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &convergedSampler{}
-	in := map[string]bool{}
-	go func() {
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok {
-				continue
-			}
-			_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+set]
-			var rec *packageset.NodeRecord
-			if raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+set]; has {
-				rec = &packageset.NodeRecord{}
-				_ = json.Unmarshal([]byte(raw), rec)
-			}
-			s.mu.Lock()
-			in[n.Name] = packageset.InFlightFor(rec, cordon && n.Spec.Unschedulable)
-			all, r := 0, 0
-			for name, v := range in {
-				if v {
-					all++
-					if rack[name] {
-						r++
-					}
+	watchPoolInFlight(t, c, pool, []string{set}, func(in map[string]bool) {
+		all, r := 0, 0
+		for name, v := range in {
+			if v {
+				all++
+				if rack[name] {
+					r++
 				}
 			}
-			s.all, s.rack = max(s.all, all), max(s.rack, r)
-			s.mu.Unlock()
 		}
-	}()
+		s.mu.Lock()
+		s.all, s.rack = max(s.all, all), max(s.rack, r)
+		s.mu.Unlock()
+	})
 	return s
 }
 

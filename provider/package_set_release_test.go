@@ -1,11 +1,6 @@
 package provider
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"regexp"
 	"testing"
@@ -15,31 +10,22 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	k8srand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 )
 
-// testReleaseSigner signs releases with an ECDSA P-256 key made for the test, as
-// `cosign sign-blob --key` does (ASN.1 DER over SHA-256, base64).
-type testReleaseSigner struct {
-	k   *ecdsa.PrivateKey
-	pub string
-}
+// testReleaseSigner is the shared releaseSigner with the HCL of a signed rollout.release.
+type testReleaseSigner struct{ releaseSigner }
 
 func newTestReleaseSigner(t *testing.T) testReleaseSigner {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s, err := newReleaseSigner()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := cryptoutils.MarshalPublicKeyToPEM(k.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testReleaseSigner{k: k, pub: string(pub)}
+	return testReleaseSigner{s}
 }
 
 // releaseBlock is the HCL of rollout.release signed for the dcgm-tool package at signedVersion
@@ -47,8 +33,7 @@ func newTestReleaseSigner(t *testing.T) testReleaseSigner {
 func (s testReleaseSigner) releaseBlock(t *testing.T, signedVersion string, signedAt time.Time, window string) string {
 	t.Helper()
 	at := signedAt.UTC().Format(packageset.SignedAtLayout)
-	h := sha256.Sum256(packageset.ReleasePayload([]v1alpha1.Package{{Name: "dcgm-tool", Version: signedVersion, Image: "ghcr.io/gantry-dev/dcgm-tool"}}, at))
-	sig, err := ecdsa.SignASN1(rand.Reader, s.k, h[:])
+	sig, err := s.signRelease([]v1alpha1.Package{{Name: "dcgm-tool", Version: signedVersion, Image: "ghcr.io/gantry-dev/dcgm-tool"}}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +41,7 @@ func (s testReleaseSigner) releaseBlock(t *testing.T, signedVersion string, sign
 	if window != "" {
 		w = fmt.Sprintf(", freshness_window = %q", window)
 	}
-	return fmt.Sprintf(`release = { public_key = %q, signature = %q, signed_at = %q %s }`, s.pub, base64.StdEncoding.EncodeToString(sig), at, w)
+	return fmt.Sprintf(`release = { public_key = %q, signature = %q, signed_at = %q %s }`, s.pub, sig, at, w)
 }
 
 func releaseSetConfig(name, pool, version, release string) string {

@@ -348,24 +348,8 @@ func TestAccRealNode_WorkspaceModelServer(t *testing.T) {
 	realNode(t, c)
 	ns := testNamespace(t, c, "acc-realw")
 	name := "real-" + rand.String(5)
-	cfg := fmt.Sprintf(`
-resource "gantry_workspace" "real" {
-  name      = %q
-  namespace = %q
-  resource = {
-    gpu_count      = 0
-    label_selector = { "gantry.dev/node-pool" = "real" }
-  }
-  tolerations = [%s]
-  inference = {
-    model = "gantry-echo"
-    image = %q
-    port  = 8000
-  }
-  timeouts = { create = "3m", update = "3m", delete = "2m" }
-}
-output "endpoint" { value = gantry_workspace.real.endpoint }
-`, name, ns, realNodeToleration, testModelServerImage)
+	cfg := realNodeEchoWorkspace(name, ns) + `output "endpoint" { value = gantry_workspace.real.endpoint }
+`
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -54,16 +52,6 @@ const (
 	executorCreateTimeout = 10 * time.Minute
 	executorUpdateTimeout = 15 * time.Minute
 	executorDeleteTimeout = 5 * time.Minute
-)
-
-// Value patterns checked at plan time (the CRD enforces the same).
-var (
-	ethAddress  = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	rpcURL      = regexp.MustCompile(`^(https?|wss?)://[^\s/?#]+([/?#]\S*)?$`)
-	httpURL     = regexp.MustCompile(`^https?://[^\s/?#]+([/?#]\S*)?$`)
-	grpcTarget  = regexp.MustCompile(`^([a-z][a-z0-9+.-]*://(/)?)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}(/.*)?$`)
-	secretKey   = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
-	dns1123Name = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
 
 // NewExecutorResource returns the gantry_executor resource.
@@ -126,13 +114,6 @@ type executorModelV0 struct {
 type hourglassCompatModel struct {
 	ConfigFormat types.String `tfsdk:"config_format"`
 	L1Chain      types.String `tfsdk:"l1_chain"`
-}
-
-type chainModel struct {
-	Name               types.String `tfsdk:"name"`
-	ChainID            types.Int64  `tfsdk:"chain_id"`
-	RPCURL             types.String `tfsdk:"rpc_url"`
-	TaskMailboxAddress types.String `tfsdk:"task_mailbox_address"`
 }
 
 // avsPerformerModel is one avs_performers element (Hourglass avsPerformers[]).
@@ -761,28 +742,6 @@ func (uniqueChainsValidator) ValidateList(ctx context.Context, req validator.Lis
 		return
 	}
 	checkUniqueChains(req.Path, chains, &resp.Diagnostics)
-}
-
-// checkUniqueChains reports a chain (of the list at p) whose name or chain_id an earlier one
-// has, on that attribute and naming both elements; unknown values are skipped.
-func checkUniqueChains(p path.Path, chains []chainModel, diags *diag.Diagnostics) {
-	names, ids := map[string]int{}, map[int64]int{}
-	for i, c := range chains {
-		if !c.Name.IsUnknown() && !c.Name.IsNull() {
-			if j, ok := names[c.Name.ValueString()]; ok {
-				diags.AddAttributeError(p.AtListIndex(i).AtName("name"), "Duplicate Chain Name",
-					fmt.Sprintf("chains[%d] and chains[%d] are both named %q.", j, i, c.Name.ValueString()))
-			}
-			names[c.Name.ValueString()] = i
-		}
-		if !c.ChainID.IsUnknown() && !c.ChainID.IsNull() {
-			if j, ok := ids[c.ChainID.ValueInt64()]; ok {
-				diags.AddAttributeError(p.AtListIndex(i).AtName("chain_id"), "Duplicate Chain ID",
-					fmt.Sprintf("chains[%d] and chains[%d] both have chain_id %d.", j, i, c.ChainID.ValueInt64()))
-			}
-			ids[c.ChainID.ValueInt64()] = i
-		}
-	}
 }
 
 // secretKeysValidator requires ecdsa_key, bls_key and/or bls_keystore_key with secret_name (the CRD's CEL rule

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -57,8 +56,6 @@ var (
 	// configKeyRe: a ConfigMap key that is also a plain file name (not ".", not "..*").
 	configKeyRe = regexp.MustCompile(`^(\.[-_a-zA-Z0-9]|[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$`)
 	hostPathRe  = regexp.MustCompile(`^/[A-Za-z0-9._/-]+$`)
-	semverRe    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
-	setNameRe   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
 // NewPackageSetResource returns the gantry_package_set resource.
@@ -158,13 +155,6 @@ type packageModel struct {
 	Skyhook          *skyhookModel             `tfsdk:"skyhook"`
 }
 
-// selectorExprModel is one node_selector_expressions element (a label selector requirement).
-type selectorExprModel struct {
-	Key      types.String `tfsdk:"key"`
-	Operator types.String `tfsdk:"operator"`
-	Values   []string     `tfsdk:"values"`
-}
-
 // uninstallApplyValidator requires uninstall_enabled = true beside uninstall_apply = true (the
 // CRD's rule "uninstall.apply needs uninstall.enabled").
 type uninstallApplyValidator struct{}
@@ -215,62 +205,6 @@ func (v needsRuntimeRequired) ValidateBool(ctx context.Context, req validator.Bo
 	}
 }
 
-// selectorExprsAttribute is a node_selector_expressions attribute (label selector
-// requirements: key, operator, values; checked by selectorExprsValidator) described by desc.
-func selectorExprsAttribute(desc string) schema.ListNestedAttribute {
-	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: desc,
-		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"key":      schema.StringAttribute{Required: true, MarkdownDescription: "Node label key.", Validators: []validator.String{labelString{}}},
-			"operator": schema.StringAttribute{Required: true, MarkdownDescription: "`In`, `NotIn`, `Exists` or `DoesNotExist`.", Validators: []validator.String{stringvalidator.OneOf("In", "NotIn", "Exists", "DoesNotExist")}},
-			"values": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Label values (for `In` and `NotIn`).",
-				Validators: []validator.List{listvalidator.ValueStringsAre(labelString{value: true})}},
-		}},
-		Validators: []validator.List{selectorExprsValidator{}},
-	}
-}
-
-// selectorExprsValidator checks node_selector_expressions as metav1 does: In and NotIn need
-// values, Exists and DoesNotExist take none (the CRD would accept the object and the set
-// would stall with InvalidSpec at apply).
-type selectorExprsValidator struct{}
-
-func (selectorExprsValidator) Description(context.Context) string {
-	return "In and NotIn need values; Exists and DoesNotExist take none"
-}
-func (v selectorExprsValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (selectorExprsValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	for i, el := range req.ConfigValue.Elements() {
-		o, ok := el.(types.Object)
-		if !ok || o.IsNull() || o.IsUnknown() {
-			continue
-		}
-		op, _ := o.Attributes()["operator"].(types.String)
-		vals, _ := o.Attributes()["values"].(types.List)
-		if op.IsUnknown() || vals.IsUnknown() {
-			continue
-		}
-		n := len(vals.Elements())
-		switch op.ValueString() {
-		case "In", "NotIn":
-			if n == 0 {
-				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("values"), "Selector Needs Values",
-					fmt.Sprintf("node_selector_expressions[%d]: operator %s needs at least one value.", i, op.ValueString()))
-			}
-		case "Exists", "DoesNotExist":
-			if n > 0 {
-				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("values"), "Selector Takes No Values",
-					fmt.Sprintf("node_selector_expressions[%d]: operator %s takes no values.", i, op.ValueString()))
-			}
-		}
-	}
-}
-
 // hostAccessModel is packages[].host (v1alpha1.HostAccess).
 type hostAccessModel struct {
 	Privileged    types.Bool   `tfsdk:"privileged"`
@@ -290,33 +224,8 @@ func (r *packageSetResource) Metadata(_ context.Context, req resource.MetadataRe
 	resp.TypeName = req.ProviderTypeName + "_package_set"
 }
 
-// durationValidator checks a Go duration string ("30s", "5m").
-// durationValidator accepts a Go duration ("30s", "5m", "1h") of at least min (0: any
-// non-negative one).
 // unitNameRe is a systemd unit name (the characters systemd allows in unit names).
 var unitNameRe = regexp.MustCompile(`^[A-Za-z0-9:_.@\\-]+$`)
-
-type durationValidator struct{ min time.Duration }
-
-func (v durationValidator) Description(context.Context) string {
-	if v.min > 0 {
-		return "value must be a duration of at least " + v.min.String() + " such as 30s, 5m or 1h"
-	}
-	return "value must be a duration such as 30s, 5m or 1h"
-}
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	switch {
-	case err != nil || d < 0:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is not a non-negative duration such as 30s, 5m or 1h.", req.Path, req.ConfigValue.ValueString()))
-	case d < v.min:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration", fmt.Sprintf("%s = %q is shorter than %s.", req.Path, req.ConfigValue.ValueString(), v.min))
-	}
-}
 
 func (r *packageSetResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	interruptTypes := []string{"service", "reboot", "noop", "restartAllServices"}
@@ -682,16 +591,6 @@ func validatePackageConfig(p configValue, versions map[string]string, complete b
 	return w, known
 }
 
-// sortedKeys is the keys of m in order (stable diagnostics).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // packageSetOps is gantry_package_set's descriptor for the generic Create/Update/Delete path
 // (cluster-scoped: namespace ""). Its plans retry (planRetry) while the state's status is not
 // complete (nor paused/disabled/waiting) — erroring, blocked, or a rollout rolled back with the
@@ -1043,30 +942,6 @@ func priorServices(i *interruptModel) []string {
 		return nil
 	}
 	return i.Services
-}
-
-// metaDuration maps an optional duration attribute (named attr in the error) to a spec
-// duration: nil when null or unknown. Errors: not a Go duration (normally caught at plan by
-// the attribute's validator).
-func metaDuration(v types.String, attr string) (*metav1.Duration, error) {
-	if v.IsNull() || v.IsUnknown() {
-		return nil, nil
-	}
-	d, err := time.ParseDuration(v.ValueString())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", attr, err)
-	}
-	return &metav1.Duration{Duration: d}, nil
-}
-
-// durationString keeps the user's spelling ("60s" vs "1m0s") when it means the same duration.
-func durationString(d time.Duration, prior types.String) types.String {
-	if !prior.IsNull() && !prior.IsUnknown() {
-		if pd, err := time.ParseDuration(prior.ValueString()); err == nil && pd == d {
-			return prior
-		}
-	}
-	return types.StringValue(d.String())
 }
 
 func setPackageSetStatus(m *packageSetModel, u *unstructured.Unstructured) {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
-	"github.com/gantry-dev/terraform-provider-gantry/internal/packageset"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
@@ -64,42 +62,18 @@ type accFleetSampler struct {
 }
 
 func sampleAccFleet(t *testing.T, c *kube.Clients, pool string, sets ...string) *accFleetSampler {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := c.Core.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: "gantry.dev/test-pool=" + pool})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &accFleetSampler{}
-	in := map[string]bool{}
-	go func() {
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok {
-				continue
+	watchPoolInFlight(t, c, pool, sets, func(in map[string]bool) {
+		c := 0
+		for _, v := range in {
+			if v {
+				c++
 			}
-			flight := false
-			for _, set := range sets {
-				_, cordon := n.Annotations[v1alpha1.AnnotationCordonPrefix+set]
-				var rec *packageset.NodeRecord
-				if raw, has := n.Annotations[v1alpha1.AnnotationNodeStatePrefix+set]; has {
-					rec = &packageset.NodeRecord{}
-					_ = json.Unmarshal([]byte(raw), rec)
-				}
-				flight = flight || packageset.InFlightFor(rec, cordon && n.Spec.Unschedulable)
-			}
-			s.mu.Lock()
-			in[n.Name] = flight
-			c := 0
-			for _, v := range in {
-				if v {
-					c++
-				}
-			}
-			s.max, s.events = max(s.max, c), s.events+1
-			s.mu.Unlock()
 		}
-	}()
+		s.mu.Lock()
+		s.max, s.events = max(s.max, c), s.events+1
+		s.mu.Unlock()
+	})
 	return s
 }
 

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -817,90 +816,4 @@ func setPerformerStatus(m *performerModelV0, u *unstructured.Unstructured) {
 	m.PodName = statusString(u, "podName")
 	m.ServiceName = statusString(u, "serviceName")
 	m.CurrentReplicas, m.DesiredReplicas = statusInt64(u, "currentReplicas"), statusInt64(u, "desiredReplicas")
-}
-
-func optString(v string, prior types.String) types.String {
-	if v == "" {
-		if !prior.IsNull() && !prior.IsUnknown() && prior.ValueString() == "" {
-			return types.StringValue("")
-		}
-		return types.StringNull()
-	}
-	return types.StringValue(v)
-}
-
-func optStringPtr(v *string, prior types.String) types.String {
-	if v == nil {
-		return optString("", prior)
-	}
-	if *v == "" {
-		return optString("", prior)
-	}
-	return types.StringValue(*v)
-}
-
-func optInt64(v int64, prior types.Int64) types.Int64 {
-	if v == 0 {
-		if !prior.IsNull() && !prior.IsUnknown() && prior.ValueInt64() == 0 {
-			return types.Int64Value(0)
-		}
-		return types.Int64Null()
-	}
-	return types.Int64Value(v)
-}
-
-func optBool(v bool, prior types.Bool) types.Bool {
-	if !v {
-		if !prior.IsNull() && !prior.IsUnknown() && !prior.ValueBool() {
-			return types.BoolValue(false)
-		}
-		return types.BoolNull()
-	}
-	return types.BoolValue(true)
-}
-
-func optMap(v, prior map[string]string) map[string]string {
-	if len(v) == 0 {
-		if prior != nil && len(prior) == 0 {
-			return map[string]string{}
-		}
-		return nil
-	}
-	return cloneMap(v)
-}
-
-func optList(v, prior []string) []string {
-	if len(v) == 0 {
-		if prior != nil && len(prior) == 0 {
-			return []string{}
-		}
-		return nil
-	}
-	return append([]string(nil), v...)
-}
-
-func stringMapToInterface(m map[string]string) map[string]interface{} {
-	out := make(map[string]interface{}, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// Name and value patterns checked at plan time (the API server and the reconciler would reject
-// the same values at apply time).
-var (
-	dns1035Label = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	avsAddress   = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	labelValue   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
-)
-
-func jsonEqual(a, b string) bool {
-	var x, y interface{}
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
 }

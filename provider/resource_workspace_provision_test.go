@@ -46,17 +46,7 @@ func TestAccWorkspace_provisionNodes(t *testing.T) {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			ctx := context.Background()
-			claims, err := c.Dynamic.Resource(nodeClaimGVR).List(ctx, byNS)
-			if err != nil {
-				return err
-			}
-			if len(claims.Items) > 0 {
-				return fmt.Errorf("%d NodeClaims of the workspace left after destroy", len(claims.Items))
-			}
-			return nil
-		},
+		CheckDestroy:             noNodeClaimsLeft(c, byNS, "workspace"),
 		Steps: []resource.TestStep{{
 			Config: cfg,
 			ConfigStateChecks: []statecheck.StateCheck{

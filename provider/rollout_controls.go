@@ -241,33 +241,6 @@ func flattenStrategy(s *v1alpha1.DeploymentStrategy) *strategyModel {
 		SafetyLimit: int64Ptr(s.SafetyLimit)}
 }
 
-// expandSelector is node_selector + node_selector_expressions as a label selector.
-func expandSelector(labels map[string]string, exprs []selectorExprModel) metav1.LabelSelector {
-	var s metav1.LabelSelector
-	if len(labels) > 0 {
-		s.MatchLabels = cloneMap(labels)
-	}
-	for _, e := range exprs {
-		s.MatchExpressions = append(s.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: e.Key.ValueString(), Operator: metav1.LabelSelectorOperator(e.Operator.ValueString()), Values: append([]string(nil), e.Values...)})
-	}
-	return s
-}
-
-// flattenSelectorExprs is a selector's matchExpressions as node_selector_expressions (an empty
-// values list, and an empty list of expressions, stay as the prior configuration wrote them).
-func flattenSelectorExprs(exprs []metav1.LabelSelectorRequirement, prior []selectorExprModel) []selectorExprModel {
-	out := emptyIfPrior[selectorExprModel](prior)
-	for i, e := range exprs {
-		var pe selectorExprModel
-		if i < len(prior) {
-			pe = prior[i]
-		}
-		out = append(out, selectorExprModel{Key: types.StringValue(e.Key), Operator: types.StringValue(string(e.Operator)), Values: optList(e.Values, pe.Values)})
-	}
-	return out
-}
-
 func expandDeploymentPolicy(m *deploymentPolicyModel) *v1alpha1.DeploymentPolicy {
 	if m == nil {
 		return nil

@@ -54,16 +54,7 @@ resource "gantry_workspace" "deepseek" {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			claims, err := c.Dynamic.Resource(nodeClaimGVR).List(context.Background(), byNS)
-			if err != nil {
-				return err
-			}
-			if len(claims.Items) > 0 {
-				return fmt.Errorf("%d NodeClaims of the workspaces left after destroy", len(claims.Items))
-			}
-			return nil
-		},
+		CheckDestroy:             noNodeClaimsLeft(c, byNS, "workspaces"),
 		Steps: []resource.TestStep{{
 			Config: cfg,
 			ConfigStateChecks: []statecheck.StateCheck{

@@ -2,11 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"math/big"
 	"sort"
@@ -19,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/defaults"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
@@ -1182,29 +1176,21 @@ func rtReleases() map[string]rtOverride {
 	}
 }
 
-type rtSigner struct {
-	k   *ecdsa.PrivateKey
-	pub string
-}
+type rtSigner struct{ releaseSigner }
 
 func rtKey() rtSigner {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s, err := newReleaseSigner()
 	if err != nil {
 		panic(err)
 	}
-	pub, err := cryptoutils.MarshalPublicKeyToPEM(k.Public())
-	if err != nil {
-		panic(err)
-	}
-	return rtSigner{k: k, pub: string(pub)}
+	return rtSigner{s}
 }
 
 // sign signs the release payload of the base package at signedAt.
 func (s rtSigner) sign(at string) string {
-	h := sha256.Sum256(packageset.ReleasePayload([]v1alpha1.Package{{Name: "zero-pkg", Version: "1.0.0", Image: "ghcr.io/gantry-dev/test-package:1.0.0"}}, at))
-	sig, err := ecdsa.SignASN1(rand.Reader, s.k, h[:])
+	sig, err := s.signRelease([]v1alpha1.Package{{Name: "zero-pkg", Version: "1.0.0", Image: "ghcr.io/gantry-dev/test-package:1.0.0"}}, at)
 	if err != nil {
 		panic(err)
 	}
-	return base64.StdEncoding.EncodeToString(sig)
+	return sig
 }
