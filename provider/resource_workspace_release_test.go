@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
 
@@ -72,7 +73,10 @@ func claimsAndNodesGone(c *kube.Clients, ns string) error {
 }
 
 // resourceReadyReason waits (up to a minute: the release follows the Succeeded the apply
-// returned on, in a later pass) until the workspace's ResourceReady reason in the cluster is want.
+// returned on, in a later pass) until the workspace's ResourceReady reason in the cluster is
+// want and its status.nodeClaims is empty: the reconciler drops a claim from the status on its
+// next poll (workspace.WaitPoll) after the claim is gone from the API server, so the next step's
+// refresh reads node_claims empty only after that.
 func resourceReadyReason(c *kube.Clients, ns, name, want string) error {
 	gvr := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "workspaces"}
 	last := "no ResourceReady condition"
@@ -82,10 +86,11 @@ func resourceReadyReason(c *kube.Clients, ns, name, want string) error {
 			last = err.Error()
 			return false, nil
 		}
+		claims, _, _ := unstructured.NestedStringSlice(u.Object, "status", "nodeClaims")
 		for _, cd := range wait.Conditions(u) {
 			if cd.Type == workspace.ConditionResourceReady {
-				last = fmt.Sprintf("ResourceReady reason %s (%s)", cd.Reason, cd.Message)
-				return cd.Reason == want, nil
+				last = fmt.Sprintf("ResourceReady reason %s (%s), status.nodeClaims %v", cd.Reason, cd.Message, claims)
+				return cd.Reason == want && len(claims) == 0, nil
 			}
 		}
 		return false, nil
