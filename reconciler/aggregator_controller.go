@@ -217,19 +217,6 @@ func (r *AggregatorReconciler) gatherOwned(ctx context.Context, a *v1alpha1.Aggr
 	return nil
 }
 
-// getCachedOrLive reads key from the cache, then from the API server when the cache does not
-// have it (the caches hold only objects labelled as ours). found is false on NotFound.
-func getCachedOrLive(ctx context.Context, c client.Client, live client.Reader, key types.NamespacedName, obj client.Object) (bool, error) {
-	err := c.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = live.Get(ctx, key, obj)
-	}
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 func (r *AggregatorReconciler) status(a *v1alpha1.Aggregator, d aggregator.Decision, g *aggGathered) v1alpha1.AggregatorStatus {
 	st := *a.Status.DeepCopy()
 	st.ObservedGeneration = a.Generation

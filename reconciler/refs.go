@@ -86,3 +86,16 @@ func missingNodeLabels(ctx context.Context, c client.Reader, selector map[string
 	}
 	return hardware.MissingLabels(ls, selector), nil
 }
+
+// getCachedOrLive reads key from the cache, then from the API server when the cache does not
+// have it (the caches hold only objects labelled as ours). found is false on NotFound.
+func getCachedOrLive(ctx context.Context, c client.Client, live client.Reader, key types.NamespacedName, obj client.Object) (bool, error) {
+	err := c.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = live.Get(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
