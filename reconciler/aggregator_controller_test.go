@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/aggregator"
@@ -310,8 +311,17 @@ func TestAggregatorPersistence(t *testing.T) {
 		return aggCondition(x, aggregator.ConditionConfigReady).Status == metav1.ConditionTrue
 	})
 	e.checkAggregatorConfig(t, got, "type: badger\n", "badger:\n    dir: /var/lib/ponos/aggregator/badger\n", "badgerConfig:\n    dir: /var/lib/ponos/aggregator/badger\n")
-	got.Spec.Persistence.Size = resource.MustParse("2Gi")
-	if err := e.c.Update(ctx, got); err == nil || !strings.Contains(err.Error(), "persistence cannot change after creation") {
+	// The reconciler may write the object between the read and the update (a finalizer, the
+	// status), so a conflict is read again and retried; only the CRD's refusal ends the loop.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cur v1alpha1.Aggregator
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(got), &cur); err != nil {
+			return err
+		}
+		cur.Spec.Persistence.Size = resource.MustParse("2Gi")
+		return e.c.Update(ctx, &cur)
+	})
+	if err == nil || !strings.Contains(err.Error(), "persistence cannot change after creation") {
 		t.Errorf("changing persistence: err %v", err)
 	}
 	if err := e.c.Delete(ctx, got); err != nil {
