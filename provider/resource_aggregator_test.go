@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	tfconfig "github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -367,6 +370,148 @@ func TestAccAggregator_writeOnlyKeyAndIdentity(t *testing.T) {
 				ImportStateKind:  resource.ImportBlockWithResourceIdentity,
 				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop)}},
 			},
+		},
+	})
+}
+
+// aggregatorModule wraps one gantry_aggregator as a team would (an operator's AVS on an L2),
+// instantiated with for_each by TestAccAggregator_moduleForEachUnknown.
+const aggregatorModule = `
+terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+
+variable "name" { type = string }
+variable "namespace" { type = string }
+variable "avs_address" { type = string }
+variable "l2_poll" {
+  type    = number
+  default = null
+}
+
+resource "gantry_aggregator" "this" {
+  name             = var.name
+  namespace        = var.namespace
+  image            = "public.ecr.aws/z6g0f8n7/eigenlayer-hourglass:v1.0.0-rc.2"
+  operator_address = "0x6B58f6762689DF33fe8fa3FC40Fb5a3089D3a8cc"
+  l1_chain_id      = 31337
+  chains = [
+    { name = "ethereum", chain_id = 31337, rpc_url = "http://anvil-l1.example.com:8545" },
+    { name = "base", chain_id = 31338, rpc_url = "http://anvil-l2.example.com:9545", poll_interval_seconds = var.l2_poll },
+  ]
+  avss          = [{ address = var.avs_address, chain_ids = [31338] }]
+  operator_keys = { secret_name = "operator-keys", ecdsa_key = "ecdsa" }
+  resources     = { requests = { cpu = "10m", memory = "32Mi" } }
+}
+
+output "summary" {
+  value = {
+    phase    = gantry_aggregator.this.phase
+    endpoint = gantry_aggregator.this.management_endpoint
+    l2_poll  = gantry_aggregator.this.chains[1].poll_interval_seconds
+  }
+}
+`
+
+// TestAccAggregator_moduleForEachUnknown drives gantry_aggregator as users do: a module
+// instantiated with for_each over two aggregators, the AVS address unknown until apply
+// (terraform_data) and a chain's poll interval left to its default in one instance. Both come
+// up Running with their own objects and config; the next plan is empty; destroy leaves nothing.
+func TestAccAggregator_moduleForEachUnknown(t *testing.T) {
+	skipUnlessAcc(t)
+	c := testClients(t)
+	ns := testNamespace(t, c, "acc-agg-mod")
+	createKeySecret(t, c, ns)
+	// As TestAccExecutor_managedPerformers: the module requires gantry-dev/gantry, and only a
+	// configuration directory gets its modules installed.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "gantry-dev")
+	dir, moduleDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(moduleDir, "main.tf"), []byte(aggregatorModule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	avs := "0xce2ac75be2e0951f1f7b288c7a6a9bfb6c331dc4"
+	config := fmt.Sprintf(`
+terraform {
+  required_providers {
+    gantry = { source = "gantry-dev/gantry" }
+  }
+}
+
+provider "gantry" {}
+
+resource "terraform_data" "avs" {
+  input = %[3]q
+}
+
+module "agg" {
+  source      = %[1]q
+  for_each    = { one = 5, two = null }
+  name        = "agg-${each.key}"
+  namespace   = %[2]q
+  l2_poll     = each.value
+  avs_address = terraform_data.avs.output
+}
+
+output "aggregators" {
+  value = { for k, m in module.agg : k => m.summary }
+}
+`, moduleDir, ns, avs)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	configDir := tfconfig.StaticDirectory(dir)
+	summary := func(name string, poll int64) knownvalue.Check {
+		return knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"phase":    knownvalue.StringExact("Running"),
+			"endpoint": knownvalue.StringExact(fmt.Sprintf("aggregator-%s.%s.svc.cluster.local:9000", name, ns)),
+			"l2_poll":  knownvalue.Int64Exact(poll),
+		})
+	}
+	objects := func(s *terraform.State) error {
+		for name, poll := range map[string]string{"agg-one": "pollIntervalSeconds: 5\n", "agg-two": "pollIntervalSeconds: 2\n"} {
+			if err := checkAggregatorObjects(c, ns, name, poll, "0xce2ac75be2e0951f1f7b288c7a6a9bfb6c331dc4")(s); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck: func() { testAccPreCheck(t) },
+		CheckDestroy: func(*terraform.State) error {
+			for _, name := range []string{"agg-one", "agg-two"} {
+				if _, err := c.Dynamic.Resource(wait.Aggregator.GVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("Aggregator %s still exists after destroy: %v", name, err)
+				}
+				if _, err := c.Core.AppsV1().StatefulSets(ns).Get(context.Background(), aggregator.StatefulSetName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("StatefulSet of %s left: %v", name, err)
+				}
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue(`module.agg["one"].gantry_aggregator.this`, tfjsonpath.New("avss").AtSliceIndex(0).AtMapKey("address")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("aggregators", knownvalue.MapExact(map[string]knownvalue.Check{
+						"one": summary("agg-one", 5), "two": summary("agg-two", 2),
+					})),
+				},
+				Check: objects,
+			},
+			{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				ConfigDirectory:          configDir,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+			},
+			{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, ConfigDirectory: configDir, Destroy: true},
 		},
 	})
 }

@@ -8,6 +8,8 @@
 //     the state now carries each object's resourceVersion, so unchanged objects are not mapped
 //     again) and destroy of N gantry_performer; the no-op plan of N terraform_data beside it;
 //   - the ratios apply/limit and destroy/limit (target ≤ 1.1), the no-op plan (target ≤ 3 s);
+//   - the CPU seconds of each apply and delete phase: the whole machine's and those of
+//     terraform and its provider plugins (to tell a phase bound by the machine's CPU);
 //   - the provider plugin's peak RSS (VmHWM, sampled every 200 ms; target ≤ 150 MiB) and the
 //     reconciler's peak RSS and CPU seconds (target ≤ 150 MiB).
 //
@@ -85,9 +87,11 @@ func main() {
 		*count, *qps, 2**qps, *parallel, len(nodes), podsPerNode, logf.Name())
 
 	limitNS := namespace(ctx, cs, "bench-scale-limit-"+run)
-	limitCreate := timed(func() { createAll(ctx, dyn, limitNS, *count); waitAll(ctx, dyn, limitNS, *count, running) })
+	limitCreateUse := measure(func() { createAll(ctx, dyn, limitNS, *count); waitAll(ctx, dyn, limitNS, *count, running) })
+	limitCreate := limitCreateUse.wall
 	fmt.Printf("limit: create → all Running %.2f s\n", limitCreate)
-	limitDelete := timed(func() { deleteAll(ctx, dyn, limitNS, *count); waitAll(ctx, dyn, limitNS, 0, nil) })
+	limitDeleteUse := measure(func() { deleteAll(ctx, dyn, limitNS, *count); waitAll(ctx, dyn, limitNS, 0, nil) })
+	limitDelete := limitDeleteUse.wall
 	fmt.Printf("limit: delete → all gone %.2f s\n", limitDelete)
 
 	tfNS := namespace(ctx, cs, "bench-scale-tf-"+run)
@@ -97,16 +101,22 @@ func main() {
 	tf(dir, "init", "-input=false")
 	par := fmt.Sprintf("-parallelism=%d", *parallel)
 	var rss peak
-	apply := rss.during(func() { tf(dir, "apply", "-input=false", "-auto-approve", par) })
+	var applyUse cpuUse
+	apply := rss.during(func() { applyUse = measure(func() { tf(dir, "apply", "-input=false", "-auto-approve", par) }) })
+	applyProviderCPU := rss.cpu
 	fmt.Printf("terraform apply %.2f s\n", apply)
-	noop := rss.during(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) })
-	fmt.Printf("terraform no-op plan %.2f s\n", noop)
+	var noopUse cpuUse
+	noop := rss.during(func() { noopUse = measure(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) }) })
+	noopProviderCPU := rss.cpu
+	fmt.Printf("terraform no-op plan %.2f s (provider CPU %.2f s, terraform's %.2f s)\n", noop, noopProviderCPU, noopUse.terraform-noopProviderCPU)
 	noopApply := rss.during(func() { tf(dir, "apply", "-input=false", "-auto-approve", par) })
 	steady := rss.during(func() { tf(dir, "plan", "-input=false", "-detailed-exitcode", par) })
 	fmt.Printf("terraform no-op apply %.2f s, then no-op plan (steady state: state refreshed by an apply) %.2f s\n", noopApply, steady)
 	floorNoop := floorPlan(filepath.Join(*workdir, run+"-floor"), *count)
 	fmt.Printf("terraform no-op plan of %d terraform_data (Terraform's floor) %.2f s\n", *count, floorNoop)
-	destroy := rss.during(func() { tf(dir, "destroy", "-input=false", "-auto-approve", par) })
+	var destroyUse cpuUse
+	destroy := rss.during(func() { destroyUse = measure(func() { tf(dir, "destroy", "-input=false", "-auto-approve", par) }) })
+	destroyProviderCPU := rss.cpu
 	fmt.Printf("terraform destroy %.2f s\n", destroy)
 	recHWM, recCPU := procStats(rec.Process.Pid)
 	_ = cs.CoreV1().Namespaces().Delete(context.Background(), limitNS, metav1.DeleteOptions{})
@@ -122,6 +132,17 @@ func main() {
 	fmt.Printf("%-34s %10.1f %10s %8s ≤ 150 MiB %s\n", "provider peak RSS (MiB)", rss.max/1024, "", "", met(rss.max/1024 <= 150))
 	fmt.Printf("%-34s %10.1f %10s %8s ≤ 150 MiB %s\n", "reconciler peak RSS (MiB)", recHWM/1024, "", "", met(recHWM/1024 <= 150))
 	fmt.Printf("%-34s %10.1f\n", "reconciler CPU (s)", recCPU)
+	// Where the machine's two cores went: a phase whose busy CPU is close to 2 × wall was bound
+	// by CPU, and then terraform's and the provider's CPU add to the cluster's own.
+	fmt.Printf("\n%-34s %10s %14s %20s %10s\n", "CPU (s)", "wall", "machine busy", "terraform+provider", "provider")
+	for _, r := range []struct {
+		what     string
+		u        cpuUse
+		provider float64
+	}{{"limit create", limitCreateUse, 0}, {"terraform apply", applyUse, applyProviderCPU}, {"limit delete", limitDeleteUse, 0},
+		{"terraform destroy", destroyUse, destroyProviderCPU}, {"terraform no-op plan", noopUse, noopProviderCPU}} {
+		fmt.Printf("%-34s %10.2f %14.2f %20.2f %10.2f\n", r.what, r.u.wall, r.u.busy, r.u.terraform, r.provider)
+	}
 	n, lim := fmt.Sprintf("%d gantry_performer, -parallelism %d", *count, *parallel), fmt.Sprintf("client-go, QPS %d", *qps)
 	table.Add(
 		table.Row{Figure: n + ": apply", Value: apply, Unit: "s", Limit: limitCreate, LimitIs: lim, Target: "≤ 1.1× limit", Met: table.Met(apply/limitCreate <= 1.1)},
@@ -172,33 +193,78 @@ resource "gantry_performer" "p" {
 }
 
 // tf runs the CLI in dir with the mirror config, the cluster's kubeconfig and the bench's QPS.
+// tf runs terraform in dir; it exits through check when terraform fails. The CPU seconds
+// (user + system) of terraform and of the provider plugins it waited for go to tfCPU.
 func tf(dir string, args ...string) {
 	cmd := exec.Command(*tfBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+*tfrc, "KUBE_CONFIG_PATH="+*kubeconfig, "TF_IN_AUTOMATION=1",
 		"GANTRY_QPS="+strconv.Itoa(*qps), "GANTRY_BURST="+strconv.Itoa(2**qps))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState != nil { // wait4's usage of terraform includes the plugins it waited for
+		tfCPU += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
+	if err != nil {
 		check(fmt.Errorf("terraform %s: %v\n%s", strings.Join(args, " "), err, out))
 	}
 }
 
-// peak is the largest VmHWM (KiB) seen of any terraform-provider-gantry process.
-type peak struct{ max float64 }
+// tfCPU is the CPU seconds of every terraform run so far and its provider plugins (tf).
+var tfCPU float64
+
+// cpuUse is what one phase cost the machine: wall seconds, the CPU seconds all its processes
+// used (from /proc/stat: every state but idle and iowait) and those of terraform and its
+// provider plugins (tfCPU).
+type cpuUse struct{ wall, busy, terraform float64 }
+
+// measure runs f and returns its cpuUse.
+func measure(f func()) cpuUse {
+	b0, t0 := machineBusy(), tfCPU
+	wall := timed(f)
+	return cpuUse{wall: wall, busy: machineBusy() - b0, terraform: tfCPU - t0}
+}
+
+// machineBusy returns the CPU seconds the whole machine has spent outside idle and iowait
+// since boot (/proc/stat's cpu line, 100 ticks/s); 0 when it cannot be read.
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	busy := 0.0
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		x, _ := strconv.ParseFloat(v, 64)
+		busy += x
+	}
+	return busy / 100
+}
+
+// peak is the largest VmHWM (KiB) seen of any terraform-provider-gantry process, and cpu the
+// CPU seconds of the provider processes of the last during (each process's last sample: up
+// to 200 ms of a process's last moments are missed).
+type peak struct{ max, cpu float64 }
 
 // during runs f, sampling the provider plugin's VmHWM every 200 ms, and returns f's seconds.
 func (p *peak) during(f func()) float64 {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	cpu := map[int]float64{}
 	go func() {
 		defer wg.Done()
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
 			for _, pid := range providerPIDs() {
-				if h, _ := procStats(pid); h > p.max {
+				h, c := procStats(pid)
+				if h > p.max {
 					p.max = h
 				}
+				cpu[pid] = c
 			}
 			select {
 			case <-stop:
@@ -210,6 +276,10 @@ func (p *peak) during(f func()) float64 {
 	s := timed(f)
 	close(stop)
 	wg.Wait()
+	p.cpu = 0
+	for _, c := range cpu {
+		p.cpu += c
+	}
 	return s
 }
 
