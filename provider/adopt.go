@@ -20,27 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Adopting another operator's objects (issue 40 item 9): a kind whose kindOps has an adopter
-// (gantry_package_set from Skyhooks, package_set_adopt.go; gantry_workspace from KAITO
-// Workspaces, workspace_adopt.go; gantry_performer from Hourglass Performers,
-// performer_adopt.go) gets two halves, both through the real CLI:
-//
-//   - `terraform query` with `from = "<adopter.from>"` in the kind's list block lists the
-//     cluster's upstream objects (read as unstructured; filtered by the block's label_selector
-//     and, for a namespaced kind, namespace) and returns, for each, the resource of the same
-//     namespace and name that replaces it (adopter.translate, mapped by the same flatten as a
-//     refresh) with that identity, and a warning per upstream field that does not carry over.
-//     `-generate-config-out` writes a resource block and an import block by that identity.
-//   - Terraform imports by identity, and importing an object that does not exist fails
-//     ("Cannot import non-existent remote object"). The kind's object does not exist yet, so
-//     ImportState marks the import (private state adoptPendingKey) and Read, finding no object
-//     of that name, returns the state of the upstream object's translation (adopter.adopted
-//     nulls what must not look done) instead of removing the resource, when an upstream
-//     object of that namespace and name exists. The plan is then "1 to import, 1 to change"
-//     (planRetry: a null summary re-applies), and the apply creates the object by server-side
-//     apply (an update is an apply, which creates) and waits for it as for any. An import of a
-//     name with neither object still fails as before, and an object that exists is imported
-//     as usual.
+// Adopting another operator's objects: a kind whose kindOps has an adopter (package sets from
+// Skyhooks, workspaces from KAITO Workspaces, performers from Hourglass Performers) gets two
+// halves. `terraform query` with `from = "<adopter.from>"` lists the upstream objects and returns
+// the replacing resource (adopter.translate, mapped by the same flatten as a refresh) by identity,
+// with a warning per field that does not carry over. Import: Terraform refuses to import a
+// missing object, so ImportState marks the import (adoptPendingKey) and Read returns the upstream
+// object's translation instead of removing the resource; the plan is then an update, and the
+// apply creates the object by server-side apply.
 
 // adoptPendingKey is the private-state key ImportState sets and the next Read clears: the
 // Read is the import's, so a missing object may be adopted from the upstream object of its

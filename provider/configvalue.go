@@ -7,16 +7,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// configValue is a read-only view of a resource's configuration (tfsdk.Config.Raw, or a plan)
-// for cross-field checks in ValidateConfig. Unlike reading the configuration into a model with
-// Go maps and slices, which fails with "Received unknown value" as soon as any collection is
-// not known yet (module inputs, for_each, count, values from other resources), it tracks
-// unknown values: every accessor reports whether the value is known, so a check validates
-// what is known and skips the rest. Terraform calls ValidateConfig again once the values are
-// known (at apply), so nothing escapes validation.
-//
-// Children of an unknown value are unknown; children of a null value are null. Each value
-// carries its attribute path (path.Path), for AddAttributeError.
+// configValue is a read-only view of a configuration (tfsdk.Config.Raw, or a plan) for
+// cross-field checks. Unlike decoding into a model, which fails on any unknown collection, every
+// accessor reports whether the value is known, so a check validates what is known; Terraform
+// validates again at apply with everything known. Children of unknown are unknown, of null are
+// null; each value carries its path for AddAttributeError.
 type configValue struct {
 	v tftypes.Value
 	p path.Path

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,64 +21,9 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
-// The rules the plan sweep of issue 38 (item 4) found missing: inputs that planned cleanly
-// although each is wrong (the rows of TestSweep_planStage). Each names the attribute first.
-
-// reservedKeyProblem says why key may not be written in labels or annotations, "" when it may:
-// the reconciler writes its own under gantry.dev/ (and its labels win on the objects it creates),
-// and selects what it created by app.kubernetes.io/managed-by=gantry-reconciler.
-func reservedKeyProblem(key string) string {
-	switch {
-	case key == v1alpha1.LabelManagedBy:
-		return "Gantry labels the objects it creates " + v1alpha1.LabelManagedBy + "=" + v1alpha1.ManagedBy +
-			" (the reconciler watches only those), and its own label wins. Remove it"
-	case strings.HasPrefix(key, "gantry.dev/"):
-		return "the gantry.dev/ prefix is Gantry's own: the reconciler writes its labels and annotations there, and its own win. " +
-			"Use another prefix, e.g. team.gantry.dev/"
-	}
-	return ""
-}
-
-// reservedKeys refuses the keys reservedKeyProblem names in a labels or annotations map.
-type reservedKeys struct{}
-
-func (reservedKeys) Description(context.Context) string {
-	return "no key under gantry.dev/ and no app.kubernetes.io/managed-by: Gantry's own"
-}
-func (v reservedKeys) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (reservedKeys) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	for _, k := range sortedKeys(req.ConfigValue.Elements()) {
-		if why := reservedKeyProblem(k); why != "" {
-			at := req.Path.AtMapKey(k)
-			resp.Diagnostics.AddAttributeError(at, "Reserved Key", fmt.Sprintf("%s: %s.", at, why))
-		}
-	}
-}
-
-// commandRunsSomething refuses a container command whose first element (the program) is "".
-type commandRunsSomething struct{}
-
-func (commandRunsSomething) Description(context.Context) string {
-	return "the first element names the program to run"
-}
-func (v commandRunsSomething) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (commandRunsSomething) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || len(req.ConfigValue.Elements()) == 0 {
-		return
-	}
-	if s, ok := req.ConfigValue.Elements()[0].(types.String); ok && !s.IsUnknown() && !s.IsNull() && strings.TrimSpace(s.ValueString()) == "" {
-		at := req.Path.AtListIndex(0)
-		resp.Diagnostics.AddAttributeError(at, "Empty Command",
-			fmt.Sprintf("%s: an empty string is no program to run: the container would fail to start. Name the program, or remove command to run the image's entrypoint.", at))
-	}
-}
+// Plan-time rules that check attributes against one another (inputs that plan cleanly although
+// together they are wrong). Rules on one attribute's own value are in validators.go and
+// inputvalidators.go. Each error names the attribute first.
 
 // envFromNotInEnv refuses an env_from name that the sibling env map also sets: the container
 // would get the variable twice and Kubernetes keeps the last one.
@@ -114,80 +58,6 @@ func (envFromNotInEnv) ValidateList(ctx context.Context, req validator.ListReque
 				fmt.Sprintf("%s: %q is also set in %s: the container would get two values for one variable, and Kubernetes keeps only the last. Keep one of them.", at, n.ValueString(), envPath))
 		}
 	}
-}
-
-// quantityUnitProblem says what is wrong with quantity q of resource name, "" when nothing:
-// memory in thousandths of a byte ("500m"), CPUs with a binary suffix ("1Ki" is 1024 CPUs).
-func quantityUnitProblem(name string, q kresource.Quantity) string {
-	switch {
-	case name == "memory" && q.MilliValue()%1000 != 0:
-		return fmt.Sprintf("is %s bytes: 'm' means thousandths. Memory is whole bytes: write e.g. \"500Mi\" or \"500M\"",
-			strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64))
-	case name == "cpu" && q.Format == kresource.BinarySI:
-		return fmt.Sprintf("is %s CPUs: Ki, Mi and Gi multiply by powers of 1024. Write CPUs as cores or millicores, e.g. \"1\" or \"500m\"",
-			strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64))
-	}
-	return ""
-}
-
-// healthCheckURLProblem says why a health check's http_get.url is not an http(s) URL wget can
-// GET, "" when it is one ($(NODE_IP) and $(NODE_NAME) stand for a host).
-func healthCheckURLProblem(s string) error {
-	u := strings.NewReplacer("$(NODE_IP)", "node", "$(NODE_NAME)", "node").Replace(s)
-	why := ""
-	scheme, _, hasScheme := strings.Cut(u, "://")
-	switch {
-	case strings.ContainsAny(u, " \t\n"):
-		why = "it contains a space"
-	case !hasScheme:
-		why = "it has no scheme"
-	case scheme != "http" && scheme != "https":
-		why = fmt.Sprintf("its scheme is %q", scheme)
-	default:
-		if p, err := url.Parse(u); err != nil {
-			why = err.Error()
-		} else if p.Host == "" {
-			why = "it has no host"
-		}
-	}
-	if why == "" {
-		return nil
-	}
-	return fmt.Errorf("%q is not an http:// or https:// URL: %s. The check GETs it (wget) from a pod on the node: write e.g. http://$(NODE_IP):9400/health", s, why)
-}
-
-// grpcTargetPathProblem says why an aggregator endpoint has a path, which a gRPC target cannot
-// have ("agg:9010/v1"); "" when it has none. dns:///host:port and dns://server/host:port are
-// gRPC's own forms.
-func grpcTargetPathProblem(s string) error {
-	rest := s
-	if scheme, after, ok := strings.Cut(s, "://"); ok {
-		rest = after
-		if (scheme == "dns" || scheme == "passthrough") && !strings.HasPrefix(after, "/") {
-			_, rest, _ = strings.Cut(after, "/") // the DNS server, then the target
-		}
-		rest = strings.TrimLeft(rest, "/")
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		return fmt.Errorf("%q has a path (%q): the executor dials the aggregator over gRPC, which takes host:port only. Remove the path", s, rest[i:])
-	}
-	return nil
-}
-
-// zeroAddressProblem refuses the zero address as a TaskMailbox contract.
-func zeroAddressProblem(s string) error {
-	if strings.EqualFold(s, "0x"+strings.Repeat("0", 40)) {
-		return fmt.Errorf("%q is the zero address, where no TaskMailbox contract can be: use the chain's TaskMailbox address (Hourglass's taskMailboxAddress)", s)
-	}
-	return nil
-}
-
-// gpuResourceProblem refuses a gpu_resource in a domain Kubernetes reserves.
-func gpuResourceProblem(s string) error {
-	if why := resourceNameProblem(s); why != "" {
-		return fmt.Errorf("%q %s", s, why)
-	}
-	return nil
 }
 
 // soakWindow is the longest soak a rollout has (rollout.soak_duration or a wave's), what
@@ -313,18 +183,6 @@ func validateShadowedSelectors(items []configValue, what, rule string, diags *di
 					it.Path(), items[j].Path(), earlier, what, rule, what))
 		}
 		texts = append(texts, text)
-	}
-}
-
-// validateGracefulShutdown refuses a package's graceful_shutdown under a second but above 0:
-// terminationGracePeriodSeconds is whole seconds, so it rounds down to 0 (killed at once).
-func validateGracefulShutdown(p configValue, diags *diag.Diagnostics) {
-	g := p.Attr("graceful_shutdown")
-	s, ok := g.String()
-	if d, err := time.ParseDuration(s); ok && err == nil && d > 0 && d < time.Second {
-		diags.AddAttributeError(g.Path(), "Grace Period Rounds to Zero",
-			fmt.Sprintf("%s = %q rounds down to 0 seconds (terminationGracePeriodSeconds is whole seconds), which kills the stage pods at once: "+
-				"give at least 1s, or write \"0s\" to mean it.", g.Path(), s))
 	}
 }
 

@@ -14,43 +14,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
-// A destroy must never be blocked by the configuration: whatever it says now, the user can
-// remove what an earlier apply left. Terraform does not make that so by itself: before a
-// destroy it plans the configuration once more to refresh the state (its "pre-destroy
-// refresh", a normal plan whose only difference is that Terraform's own preconditions are
-// warnings), configuring the provider, reading every data source and calling
-// ValidateResourceConfig and PlanResourceChange with every value known, and an error there
-// stops the destroy. So a value that was unknown at plan and turned out invalid at apply (the
-// apply failed on it) blocked the destroy of everything the apply had created until the
-// configuration was fixed; a data source naming an object that is gone (or a gantry_nodes
-// whose min_nodes the cluster no longer meets) blocked it until the object came back; and a
-// provider `host` known only at apply that was invalid or unreachable blocked it although
-// nothing of Gantry's was in the state. No request of that refresh says it is one
-// (ReadDataSource carries the type, the configuration, provider_meta and the client's
-// capabilities; only the destroy plan's own PlanResourceChange, after the refresh, has a
-// null proposed state), so the provider reads it from the command line of the CLI that
-// started it (CLIDestroying).
-//
-// DestroyTolerant makes Gantry's errors not block: while the CLI that started this provider
-// process runs a destroy (`terraform destroy`, `plan -destroy`, `apply -destroy`; OpenTofu's
-// the same),
-//   - the errors of resource and data-source validation and of planning a create or update
-//     come back as warnings that say so;
-//   - a data source that cannot be read (its object does not exist, min_nodes is not met, the
-//     cluster cannot be reached, the provider configuration is invalid) answers its
-//     arguments with every other attribute empty (destroyFallback) and no diagnostic: the
-//     refresh's plan is thrown away, the values are never used, and the error would only
-//     stand beside the one the same cause gives a resource that needs the cluster (it is
-//     logged at WARN);
-//   - the errors of the provider configuration (its validation, and a credential plugin that
-//     is not installed, gantryProvider.Configure) are not reported when Terraform configures
-//     the provider: they become the error of every request that needs the cluster (the
-//     refresh or deletion of a Gantry resource in state), so a destroy with no Gantry object
-//     in state finishes, and one with objects fails on them naming the attribute, without
-//     ever using a configuration that did not validate.
-// Planning the deletion itself, refreshing and deleting keep their errors, and so do every
-// other command's validation, plans and reads: a plan naming a missing object fails, naming
-// the data source and the object.
+// A destroy must never be blocked by the configuration. Terraform's pre-destroy refresh plans
+// the configuration once more, and an error there (a value invalid at apply, a data source's
+// object gone, an unreachable `host`) stops the destroy. No request says it is that refresh, so
+// the provider reads the CLI's command line (CLIDestroying). During a destroy, DestroyTolerant
+// turns validation and create/update plan errors into warnings, answers an unreadable data source
+// with its arguments only (destroyFallback, logged at WARN), and defers provider configuration
+// errors to the requests that need the cluster. Planning the deletion, refreshing and deleting
+// keep their errors, as does every other command.
 
 // destroyReadNote ends every data source's description (DestroyTolerant.ReadDataSource);
 // fails is how its reads fail.

@@ -15,16 +15,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// The diagnostics of the resources' Create, Read, Update and Delete, one constructor per
-// situation (terraform-provider-random's internal/diagnostics is the model). Every summary is
-// Title Case and names the kind; every detail says what happened, what Terraform does next and
-// what the user can do, then quotes the original error.
-//
-// What Terraform does next follows from Terraform core, not from the provider: an object
-// whose create returns an error is saved as tainted when the provider returns a state
-// (terraform/internal/terraform maybeTainted), and the next plan replaces it; an update that
-// returns an error keeps the returned state untainted; a create that returns no state leaves
-// nothing in state.
+// The diagnostics of the resources' CRUD, one constructor per situation (modelled on
+// terraform-provider-random). Summaries are Title Case and name the kind; details say what
+// happened, what Terraform does next and what the user can do, then quote the error. "What
+// Terraform does next" follows Terraform core: a failed create with a state is saved tainted
+// (replaced next plan), a failed update keeps its state untainted, a create with no state
+// leaves nothing.
 
 // Operations, as the diagnostics name them.
 const (

@@ -1,65 +1,13 @@
 package provider
 
-// The PlanResourceChange fast path (issue 37 item 1): a no-op plan of an unchanged resource
-// answered below terraform-plugin-framework, which otherwise decodes the three values, applies
-// defaults, nullifies write-only attributes, runs every attribute's plan modifiers (one
-// whole-object transform per top-level attribute) and the resource's ModifyPlan, only to
-// return the prior state (../shared/reference/framework-costs.md §2, §4.1).
-//
-// PlanFastPath answers a plan itself only when the framework's answer is certain: the prior
-// state (PlannedState), the prior private state (PlannedPrivate), the prior identity
-// (PlannedIdentity; a null one when Terraform sent none), no RequiresReplace, no diagnostics, no deferral. It falls back to the
-// framework (the reason is counted, see planFastPath.decisions) when any of these holds:
-//
-//   - type: the resource type is not one it knows: not a Gantry kind (kindResource, whose
-//     ModifyPlan is planRetry), not one whose ModifyPlan was reviewed to return early when the
-//     plan equals the state (fastPlanReviewed), or its schema holds something the fast path
-//     cannot prove inert on an unchanged plan (newFastPlanType): blocks, no identity, attribute
-//     kinds other than string, bool, int64, lists and maps of those (and of objects, lists
-//     and maps of those) and single/list/map nested
-//     attributes, a custom type other than wholeNumberType, jsontypes.Normalized and
-//     timeouts.Type, a default that is not a static string/int64/bool, or a plan modifier
-//     other than the framework's RequiresReplace* (which return early when plan equals state)
-//     and UseStateForUnknown (which acts only on an unknown plan value); also every type when
-//     the provider has a provider_meta schema;
-//   - deferred: the provider was configured with a deferral (the client allows deferrals and
-//     the configuration is not wholly known, or cannot be read): the framework then defers
-//     every plan;
-//   - encoding: the prior state, proposed new state or config is missing or not MessagePack;
-//   - create-or-destroy: the prior state is null (a create) or the proposed new state is null
-//     (a destroy);
-//   - changed: the proposed new state differs from the prior state, byte for byte;
-//   - identity: a prior identity that is not MessagePack, does not decode, is null or not
-//     wholly known (none at all, as Terraform before 1.12 sends, is answered: the framework
-//     then plans a null identity, and so does the fast path);
-//   - private: prior private state that the framework would not return byte for byte (it
-//     re-encodes it: json.Marshal of map[string][]byte without empty values, nil when empty);
-//   - decode: the prior state or config does not decode with the schema's type, the prior
-//     state is not wholly known, or the config is null;
-//   - value: a value the framework's attribute types reject when it reads the plan (a number
-//     that is not a whole number within int64, what wholeNumberType and Int64Type refuse; a
-//     jsontypes.Normalized string that is not JSON) in the prior state or the config;
-//   - write-only: a write-only attribute set in the config or in the prior state (the
-//     framework nulls it in the plan);
-//   - default: a defaulted attribute that the config leaves null (or that has no config node,
-//     as a list element the config lacks) while the prior state holds another value there:
-//     the framework's plan would hold the default;
-//   - retry: planRetry would plan an update (the kind's needsRetry: the summary, phase for
-//     performers and executors, status for package sets, state for workspaces, is null or not
-//     a success, return-at-once or settled value, or notLive says the configuration is not
-//     what runs: an executor's failed_revision, a package set's quarantined version), or it
-//     reported a diagnostic.
-//
-// Why that is enough: with the prior state equal to the proposed one and none of the above,
-// the framework's defaults and write-only pass leave the plan equal to the prior state, so it
-// marks nothing unknown; its attribute plan modifiers find plan equal to state everywhere
-// (no RequiresReplace, nothing unknown for UseStateForUnknown); reading each attribute raises
-// no diagnostic; the resources' ModifyPlan runs planRetry (no retry) and steps that return
-// when the plan equals the state (performer: planNaming sets only unknown values,
-// planCandidates returns early; package set: planPreview returns early; workspace:
-// planWorkspaceSizing returns early) and none writes private state or identity. The
-// differential test (fastpath_test.go) and the fuzz target (fastpath_fuzz_test.go) hold the
-// fast path to the framework's answer field by field.
+// The PlanResourceChange fast path: a no-op plan of an unchanged resource is answered below
+// terraform-plugin-framework, which would decode, default, run every plan modifier and
+// ModifyPlan only to return the prior state (most of the provider's CPU in a steady plan).
+// PlanFastPath answers only when the framework's answer is certain (prior state, private state
+// and identity; no RequiresReplace, diagnostics or deferral); on any reason in planDecisions it
+// falls back to the framework. It is safe because, with plan equal to state, the schema parts
+// newFastPlanType admits and the reviewed ModifyPlans (fastPlanReviewed) change nothing;
+// fastpath_test.go and its fuzz target hold it to the framework's answer field by field.
 
 import (
 	"bytes"

@@ -1,66 +1,13 @@
 package provider
 
-// The ReadResource fast path (issue 37 item 1): the refresh of an object whose resourceVersion
-// is still the one the provider's last read or write recorded in private state (readInto's
-// "unchanged" case: readUnchanged) answered below terraform-plugin-framework, which otherwise
-// decodes the state, identity and private state, copies the state four times, runs the
-// resource's Read (which returns the prior state as it is), semantic equality over every
-// top-level attribute and the write-only pass, only to return the prior state
-// (../shared/reference/framework-costs.md §2.3, §4.2).
-//
-// The wrapper is PlanFastPath's (fastpath.go): ReadResource answers a refresh itself only when
-// the framework's answer is certain: the prior state (NewState), the prior private state
-// (Private), the prior identity (NewIdentity; the state's when Terraform sent none), no
-// diagnostics, no deferral. It falls back to
-// the framework (the reason is counted, see planFastPath.readDecisionCounts) when any of these
-// holds, checked in this order:
-//
-//   - type: the resource type is not one it knows: the plan fast path does not know it (its
-//     schema holds something the value checks below do not cover, see newFastPlanType), its
-//     Read is not kindResource.Read (readInto; fastReadReviewed), or the provider has a
-//     provider_meta schema;
-//   - deferred: the provider was configured with a deferral (the framework then defers every
-//     read, answering with the prior state and a deferral);
-//   - unconfigured: the provider has not been configured, or its last Configure failed (the
-//     framework's Read then fails: no clients);
-//   - encoding: the current state is missing or not MessagePack (the framework reads JSON
-//     first);
-//   - private: the private state is empty, or not what the framework returns byte for byte
-//     (canonicalPrivate), or holds a framework key (a key starting with ".", as the import
-//     marker ".import_before_read" the framework deletes), or holds no read mark of this
-//     provider version with a resourceVersion (readMarkOf: a create or update leaves one
-//     only when the state saved is the mapping of the object its wait ended on, markApplied;
-//     another version's after an upgrade of the provider);
-//   - identity: a current identity that is not MessagePack, does not decode, is wholly null
-//     (readInto sets it) or is not wholly known (none at all, as Terraform before 1.12 sends,
-//     is answered with the identity readInto sets: stateIdentity);
-//   - decode: the state does not decode with the schema's type, is null or not wholly known,
-//     or names no object (readInto's stateKey: name, namespace; a package set's id when its
-//     name is empty);
-//   - value: a value the framework's attribute types reject when its semantic-equality pass
-//     reads the state (a number that is not a whole number within int64; a
-//     jsontypes.Normalized string that is not JSON);
-//   - write-only: a write-only attribute set in the state (the framework nulls it);
-//   - api-error: reading the object failed (readLive's diagnostic: no client, an API error);
-//   - gone: the object no longer exists (readInto removes the resource from state);
-//   - changed: the object's resourceVersion is not the one the mark records (readUnchanged:
-//     readInto maps the object again and records the new mark).
-//
-// The object is read (readLive: the shared informer, one LIST per kind and namespace; a GET
-// when the informer lacks it) only after every other check passed. When the last three fall
-// back, the read's result rides the request's context to readInto (fetchedFor), which uses it
-// instead of reading again: the framework answers from the same object and no second request
-// is made.
-//
-// Why that is enough: with none of the above, the framework's Read reaches readInto (the
-// resource's Configure takes the same providerData), which finds the object unchanged and
-// returns leaving the state as the framework filled it in (the prior state) and the identity
-// as sent (not wholly null, so not set again); nothing writes private state. The framework
-// then finds the identity unchanged and not null, semantic equality compares the state with
-// itself (no change; its reads raise no diagnostic once the value checks hold), the write-only
-// pass finds nothing set, and the private state is written back as it came (canonical, no
-// framework key to delete). The differential test (fastpath_read_test.go) and the fuzz target
-// hold the fast path to the framework's answer field by field.
+// The ReadResource fast path: the refresh of an object whose resourceVersion is still the one
+// recorded in private state by the provider's last read or write (readUnchanged) is answered
+// below terraform-plugin-framework, whose Read would only return the prior state after decoding,
+// copying and semantic-equality passes. ReadResource answers only when the framework's answer is
+// certain (prior state, private state and identity; no diagnostics or deferral) and otherwise
+// falls back on any reason in readDecisions. The object is read (readLive) last, and a read made
+// before a fallback rides the context to readInto (fetchedFor), so no second request is made.
+// fastpath_read_test.go and its fuzz target hold it to the framework's answer field by field.
 
 import (
 	"context"

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
 // Plan-time checks of what the API server would reject at apply, added to every
@@ -278,6 +281,62 @@ func (annotationsValidator) ValidateMap(_ context.Context, req validator.MapRequ
 	}
 }
 
+// reservedKeyProblem says why key may not be written in labels or annotations, "" when it may:
+// the reconciler writes its own under gantry.dev/ (and its labels win on the objects it creates),
+// and selects what it created by app.kubernetes.io/managed-by=gantry-reconciler.
+func reservedKeyProblem(key string) string {
+	switch {
+	case key == v1alpha1.LabelManagedBy:
+		return "Gantry labels the objects it creates " + v1alpha1.LabelManagedBy + "=" + v1alpha1.ManagedBy +
+			" (the reconciler watches only those), and its own label wins. Remove it"
+	case strings.HasPrefix(key, "gantry.dev/"):
+		return "the gantry.dev/ prefix is Gantry's own: the reconciler writes its labels and annotations there, and its own win. " +
+			"Use another prefix, e.g. team.gantry.dev/"
+	}
+	return ""
+}
+
+// reservedKeys refuses the keys reservedKeyProblem names in a labels or annotations map.
+type reservedKeys struct{}
+
+func (reservedKeys) Description(context.Context) string {
+	return "no key under gantry.dev/ and no app.kubernetes.io/managed-by: Gantry's own"
+}
+func (v reservedKeys) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (reservedKeys) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for _, k := range sortedKeys(req.ConfigValue.Elements()) {
+		if why := reservedKeyProblem(k); why != "" {
+			at := req.Path.AtMapKey(k)
+			resp.Diagnostics.AddAttributeError(at, "Reserved Key", fmt.Sprintf("%s: %s.", at, why))
+		}
+	}
+}
+
+// commandRunsSomething refuses a container command whose first element (the program) is "".
+type commandRunsSomething struct{}
+
+func (commandRunsSomething) Description(context.Context) string {
+	return "the first element names the program to run"
+}
+func (v commandRunsSomething) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (commandRunsSomething) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || len(req.ConfigValue.Elements()) == 0 {
+		return
+	}
+	if s, ok := req.ConfigValue.Elements()[0].(types.String); ok && !s.IsUnknown() && !s.IsNull() && strings.TrimSpace(s.ValueString()) == "" {
+		at := req.Path.AtListIndex(0)
+		resp.Diagnostics.AddAttributeError(at, "Empty Command",
+			fmt.Sprintf("%s: an empty string is no program to run: the container would fail to start. Name the program, or remove command to run the image's entrypoint.", at))
+	}
+}
+
 // nonNegativeDurations checks the create/update/delete/read durations of a timeouts block:
 // each known one must parse (e.g. 30s, 10m, 1h) and be zero or more.
 type nonNegativeDurations struct{}
@@ -368,6 +427,20 @@ func resourceNameProblem(n string) string {
 		return "is not a container resource name: " + strings.Join(validation.IsQualifiedName(n), "; ")
 	case strings.HasSuffix(strings.SplitN(n, "/", 2)[0], "kubernetes.io"):
 		return "is in a domain Kubernetes reserves (kubernetes.io)"
+	}
+	return ""
+}
+
+// quantityUnitProblem says what is wrong with quantity q of resource name, "" when nothing:
+// memory in thousandths of a byte ("500m"), CPUs with a binary suffix ("1Ki" is 1024 CPUs).
+func quantityUnitProblem(name string, q resource.Quantity) string {
+	switch {
+	case name == "memory" && q.MilliValue()%1000 != 0:
+		return fmt.Sprintf("is %s bytes: 'm' means thousandths. Memory is whole bytes: write e.g. \"500Mi\" or \"500M\"",
+			strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64))
+	case name == "cpu" && q.Format == resource.BinarySI:
+		return fmt.Sprintf("is %s CPUs: Ki, Mi and Gi multiply by powers of 1024. Write CPUs as cores or millicores, e.g. \"1\" or \"500m\"",
+			strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64))
 	}
 	return ""
 }

@@ -7,18 +7,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 )
 
-// kindResource is the part every Gantry resource type shares: each of gantry_performer,
-// gantry_executor, gantry_package_set and gantry_workspace embeds one (M is its Terraform
-// model, ops its descriptor) and adds only what is its own (Metadata, Schema, validation and,
-// for gantry_performer, a ModifyPlan that also derives attributes). It supplies:
-//   - Configure: the provider's clients (nil until the provider is configured);
-//   - Create, Update, Delete: ops.create, ops.update, ops.delete (lifecycle.go);
-//   - Read: readInto with ops.flatten (common.go), and for a kind with an adopter the import's
-//     adoption of the upstream object (adopt.go);
-//   - ModifyPlan: ops.planRetry (a failure stays in the plan until it is fixed);
-//   - ImportState, IdentitySchema: the object's namespace and name (identity.go);
-//   - ListResourceConfigSchema, List: the list resource of the same name (list.go), with
-//     `from` for a kind with an adopter (ops.adopt, adopt.go).
+// kindResource is what every Gantry resource type shares: each embeds one (M its Terraform model,
+// ops its descriptor) and adds only its own Metadata, Schema, validation and, for
+// gantry_performer, plan-time derived attributes. It supplies Configure, CRUD (lifecycle.go),
+// Read with import adoption (adopt.go), ModifyPlan (ops.planRetry: a failure stays in the plan
+// until fixed), identity import (identity.go) and the list resource of the same name (list.go).
 type kindResource[M any] struct {
 	data *providerData
 	ops  *kindOps[M]

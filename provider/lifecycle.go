@@ -210,18 +210,12 @@ func (k *kindOps[M]) delete(ctx context.Context, data *providerData, req resourc
 	resp.Diagnostics.Append(deleteAndWait(ctx, resourceFor(c.Dynamic, k.spec.GVR, ns), reg, k.spec, live, live)...)
 }
 
-// applyAndWait writes plan with server-side apply, removes fields other managers added
-// (converge), waits per the status contract and returns the state to save. op is opCreate or
-// opUpdate; on create an existing object of that name is refused unless this provider wrote
-// it (see refuseForeign). Results:
-//   - nil state: nothing was written, or the object vanished while waiting;
-//   - state, no errors: the object is ready (or paused/disabled, for a package set);
-//   - state, a warning: terraform was interrupted during the wait; the state is saved
-//     untainted with the summary last seen (see interruptedDiagnostic);
-//   - state, errors: the object failed, stalled, was rolled back or timed out; the state is
-//     saved (Terraform taints it on create) with the status last seen.
-//
-// The object is the one the successful wait ended on (markApplied), nil on every other result.
+// applyAndWait writes plan by server-side apply, removes fields other managers added
+// (converge), waits per the status contract and returns the state to save and, after a
+// successful wait only, the object it ended on (markApplied). On create it refuses an existing
+// object this provider did not write (refuseForeign). A nil state: nothing was written, or the
+// object vanished. A warning: Terraform interrupted the wait (state saved untainted). Errors: it
+// failed, stalled, rolled back or timed out (state saved with the last status; a create is tainted).
 func (k *kindOps[M]) applyAndWait(ctx context.Context, data *providerData, plan *M, op string) (*M, *unstructured.Unstructured, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	kind := k.spec.Kind

@@ -21,17 +21,11 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// List resources (`terraform query`, Terraform >= 1.14): every Gantry resource type is also a
-// list resource of the same name, so a team can find the objects of a kind that exist in the
-// cluster — including those created with kubectl — and adopt them:
-// `terraform query -generate-config-out=generated.tf` writes a resource block and an import
-// block (by identity) per object, and the next plan imports them with no changes.
-//
-// The list block's config has `label_selector` (Kubernetes selector syntax, e.g.
-// "team=ml,tier!=dev") and, for namespaced kinds, `namespace` (all namespaces when omitted).
-// Objects are listed from the API server (paged by 500, stopping at the block's `limit`) and
-// mapped by the same code as import, so the generated configuration is what a refresh of an
-// imported object would hold.
+// List resources (`terraform query`, Terraform >= 1.14): every Gantry resource type is also a list
+// resource, so a team can find objects of a kind (also those made with kubectl) and adopt them
+// with -generate-config-out. The block takes label_selector and, for namespaced kinds,
+// namespace. Objects are listed in pages of 500 up to `limit` and mapped by the import's code, so
+// the generated configuration is what a refresh of the imported object would hold.
 
 // listPageSize is the LIST page size (objects per request) of a list resource.
 const listPageSize = 500

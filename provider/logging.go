@@ -2,16 +2,10 @@ package provider
 
 import "os"
 
-// The plugin SDKs (terraform-plugin-go's proto logger, terraform-plugin-framework's logger)
-// log every request at TRACE unless an environment variable lowers their level: dozens of
-// JSON lines per resource and RPC, formatted and written by the provider and read and parsed
-// by Terraform, which then throws them away unless TF_LOG or TF_LOG_PROVIDER asks for
-// provider logs. On a 100-resource plan that is most of the provider's CPU time.
-//
-// quietSDKLogs turns the SDK loggers off when nobody asked for logs: no TF_LOG*, and none of
-// the variables the SDKs and the acceptance test harness read. What Terraform shows is the
-// same (nothing); when any of them is set, nothing changes. The provider's own logs (tflog)
-// are untouched.
+// quietSDKLogs turns the plugin SDKs' loggers off when no TF_LOG* (or other variable the SDKs and
+// the test harness read) asks for logs: they log every request at TRACE, and on a 100-resource
+// plan formatting lines Terraform then discards is most of the provider's CPU. Nothing visible
+// changes; the provider's own tflog logs are untouched.
 func quietSDKLogs() {
 	for _, v := range logEnvVars {
 		if os.Getenv(v) != "" {

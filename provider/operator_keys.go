@@ -23,18 +23,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 )
 
-// Write-only operator keys of gantry_executor (Terraform >= 1.11). Instead of naming a Secret
-// someone else wrote, a configuration may pass the private keys themselves as the write-only
-// attributes operator_keys.ecdsa_private_key_wo / bls_private_key_wo with
-// private_keys_wo_version. Terraform sends write-only values to the provider during apply
-// only: they are never in the plan, the state or the provider's logs. The provider writes them
-// into a Secret it owns, <executor name>-operator-keys in the executor's namespace (keys
-// ecdsa-private-key and bls-private-key, annotation gantry.dev/operator-keys-version = the
-// version), points spec.operatorKeys at it and makes the Executor the Secret's owner, so the
-// Secret goes with the Executor. The Secret is rewritten when it is missing, when the version
-// changes (a rotation: the reconciler rolls the pods, see spec.operatorKeys.secretVersion) or
-// when the set of keys given changes; a change of a key's value alone is not seen (Terraform
-// keeps no trace of it): bump the version.
+// Write-only operator keys of gantry_executor (Terraform >= 1.11): operator_keys.*_private_key_wo
+// with private_keys_wo_version are sent only during apply, never kept in plan, state or logs.
+// The provider writes them into a Secret it owns (<executor name>-operator-keys, owned by the
+// Executor so it goes with it) and points spec.operatorKeys at it. The Secret is rewritten when
+// missing, when the version changes (the reconciler then rolls the pods) or when the set of keys
+// changes; Terraform keeps no trace of a value, so changing a key's value alone needs a new version.
 
 // Secret keys of the provider-owned operator keys Secret.
 const (

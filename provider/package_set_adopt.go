@@ -11,18 +11,11 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// Adopting Skyhook objects (issue 40 item 9), the two halves adopt.go describes:
-//
-//   - `terraform query` with `from = "skyhook"` in a gantry_package_set list block lists the
-//     cluster's Skyhooks (skyhook.nvidia.com/v1alpha1, cluster-scoped) and returns, for each,
-//     the gantry_package_set that replaces it (adopt.FromSkyhook, with adopt_from_skyhook)
-//     with identity {name = <the Skyhook's name>}, and a warning per Skyhook field that does
-//     not carry over. The block's skyhook_agent_image is the agent image of the translated
-//     packages.
-//   - The import of a PackageSet that does not exist returns the Skyhook's translation with
-//     status and complete_nodes null (so the plan is an update that creates the PackageSet).
-//     The reconciler does the node hand-over (packageset.AdoptSkyhook), driven by the
-//     annotation v1alpha1.AnnotationAdoptFromSkyhook the translation sets.
+// Adopting Skyhooks (skyhook.nvidia.com/v1alpha1, cluster-scoped) as gantry_package_set, the two
+// halves adopt.go describes: the list block's skyhook_agent_image is the translated packages'
+// agent image, and the import leaves status and complete_nodes null so the plan creates the
+// PackageSet. The reconciler hands the nodes over (packageset.AdoptSkyhook), driven by the
+// annotation v1alpha1.AnnotationAdoptFromSkyhook the translation sets.
 
 // listFromSkyhook is the gantry_package_set list block's `from` for Skyhooks.
 const listFromSkyhook = "skyhook"

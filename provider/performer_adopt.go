@@ -13,22 +13,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/performer"
 )
 
-// Adopting Hourglass Performers (issue 40 item 9), the two halves adopt.go describes:
-//
-//   - `terraform query` with `from = "hourglass"` in a gantry_performer list block lists the
-//     cluster's Hourglass Performers (hourglass.eigenlayer.io/v1alpha1; filtered by the block's
-//     namespace and label_selector) and returns, for each, the gantry_performer of the same
-//     namespace and name that replaces it (adopt.FromHourglass) with identity {namespace,
-//     name}, and a warning per Hourglass field that does not carry over (or that Hourglass's
-//     operator ignored and Gantry applies).
-//   - The import of a Gantry Performer that does not exist returns the Hourglass Performer's
-//     translation (its phase null: the plan is an update that creates the Performer, and the
-//     apply waits until it is Running). Nothing hands Hourglass's Pod and Service over: they
-//     have the names Gantry's reconciler gives its own (performer-<name>), and it does not
-//     take over objects it does not control (the performer fails with OwnershipConflict until
-//     they are gone), so the warning and the migration guide say to stop Hourglass's operator
-//     and delete them first. The endpoint performer-<name>.<namespace>.svc.cluster.local:<port>
-//     is the same, so executors that dial it reach the Gantry performer unchanged.
+// Adopting Hourglass Performers (hourglass.eigenlayer.io/v1alpha1) as gantry_performer, the two
+// halves adopt.go describes (identity {namespace, name}). Nothing hands Hourglass's Pod and
+// Service over: they carry Gantry's own names (performer-<name>) and the reconciler takes over
+// nothing it does not control (OwnershipConflict), so the warning and the migration guide say
+// to stop Hourglass's operator and delete them first. The endpoint stays the same, so executors
+// reach the Gantry performer unchanged.
 
 // listFromHourglass is the gantry_performer list block's `from` for Hourglass Performers.
 const listFromHourglass = "hourglass"

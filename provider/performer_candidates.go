@@ -1,15 +1,11 @@
 package provider
 
-// gantry_performer's candidate_nodes: how many of the cluster's nodes can take the performer
-// as the reconciler places it (hardware.Place, Placement.ContainerResources). At plan the nodes
-// are counted for a plan warning when none can, or when none of those that can has room now;
-// the attribute is counted at apply (known after apply), because Terraform plans again at
-// apply and requires every value known at plan to come out the same, which a count of the
-// cluster's nodes cannot promise.
-//
-// The attribute holds only what the spec and the nodes decide (hardware.Candidates' fit:
-// labels, the nodes' own taints, allocatable); what changes by the minute (GPUs other pods
-// request, cordons, NotReady nodes) is in the warning only.
+// gantry_performer's candidate_nodes: how many nodes can take the performer as the reconciler
+// places it (hardware.Place). At plan the nodes are only checked for a warning (none fits, or none
+// has room now); the count is known after apply because Terraform requires plan-time values to
+// hold at apply, which a count of the cluster's nodes cannot promise. The attribute holds what the
+// spec and nodes decide (labels, taints, allocatable); what changes by the minute is in the
+// warning only.
 
 import (
 	"context"

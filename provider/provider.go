@@ -1,15 +1,12 @@
-// Package provider is the Gantry Terraform provider (terraform-plugin-framework, protocol 6):
-// the provider configuration (the kubernetes provider's connection attributes and KUBE_*
-// environment variables, plus qps/burst) and one file per resource type. Resources map their
-// Terraform model to the gantry.dev/v1alpha1 API types, write them with server-side apply and
-// wait on their status through internal/wait.
+// Package provider is the Gantry Terraform provider (terraform-plugin-framework, protocol 6).
+// Its configuration takes the kubernetes provider's connection attributes and KUBE_* variables;
+// resources map their model to the gantry.dev/v1alpha1 types, write them by server-side apply
+// and wait on their status through internal/wait.
 //
-// The provider makes no API call at plan time: Configure only records the settings, and the
-// clients and the shared wait registry are built on the first Create, Read, Update, Delete or
-// ImportState, after a check that the API server answers at all (kube.Reach, bounded by
-// connect_timeout), so an unreachable cluster fails the run instead of being retried forever.
-// Configuration mistakes that need no cluster are reported at plan by attribute validators
-// and ValidateConfig, naming the attribute.
+// No API call is made at plan: clients are built on the first CRUD or import call, after
+// kube.Reach checks that the API server answers (bounded by connect_timeout), so an unreachable
+// cluster fails the run instead of retrying forever. Mistakes that need no cluster are reported
+// at plan by validators, naming the attribute.
 package provider
 
 import (

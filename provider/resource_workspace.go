@@ -638,18 +638,12 @@ func (r *workspaceResource) ConfigValidators(context.Context) []resource.ConfigV
 	return []resource.ConfigValidator{modelGPUsValidator{}, resolveValidator{}, autoscalingValidator{}, readAsUnsetValidator{}, releaseNodesValidator{}, workspaceCrossField{}}
 }
 
-// resolveValidator runs the reconciler's own workspace.Resolve at plan (the preset, then the
-// instance type from the catalog the provider carries), once resource, inference and tuning
-// are known, and reports what the attribute validators and modelGPUsValidator cannot see:
-// more GPUs per replica than a node of resource.instance_type has, a label_selector naming
-// another instance type, inference.model_gpus against the GPUs an instance type or a preset
-// sets, and a resource.partition.profile the GPU of resource.gpu_product, label_selector or
-// instance_type does not offer (workspace.CheckPartition, NVIDIA's MIG user guide). Errors name
-// the Terraform attribute, e.g. "resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node
-// has 1 (NVIDIA-L4); ...". Also: GPU products that contradict one another (resource.gpu_product,
-// the instance type's, resource.label_selector and node_selector "nvidia.com/gpu.product"),
-// a tuning workspace with resource.count above 1, and a multi-node group on KAITO's Ray
-// cluster serving on a Ray port (inference.port 6379 or 8265).
+// resolveValidator runs the reconciler's own workspace.Resolve at plan (preset, then the instance
+// type from the provider's catalog) once resource, inference and tuning are known, and reports
+// what attribute validators cannot see: GPUs, GPU products, model_gpus and MIG partition profiles
+// (workspace.CheckPartition) that contradict the instance type, preset or selectors; a tuning
+// workspace with count above 1; a Ray multi-node group serving on a Ray port. Errors name the
+// Terraform attribute ("resource.gpu_count: 4 GPUs per replica, but a g6.xlarge node has 1 ...").
 type resolveValidator struct{}
 
 func (resolveValidator) Description(context.Context) string {

@@ -19,20 +19,12 @@ func Server(version string) tfprotov6.ProviderServer {
 	return DestroyTolerant(PlanFastPath(ReleasingContexts(providerserver.NewProtocol6(p)()), p), nil)
 }
 
-// terraform-plugin-framework (v1.19) keeps the cancel function of every request's context until
-// StopProvider (proto6server.Server.registerContext appends it to a slice that only
-// StopProvider empties), so everything reachable from each request's context stays in memory
-// for the life of the provider process: terraform-plugin-go's and the framework's loggers
-// (about 15 KiB per request), the gRPC stream and the request's values. A plan of 1,000
-// resources makes about 4,000 such requests: about 50 MiB that cannot be collected, and a
-// provider RSS of 215 MiB at -parallelism 10.
-//
-// ReleasingContexts wraps the framework's server so that each per-resource request reaches it
-// with a context (releasableContext) that answers as the request's own (values, deadline,
-// cancellation) until the request returns, and then lets go of it: what the framework keeps is
-// a small object holding the request's done channel. Requests whose response is a stream (list
-// resources, action invocations) and the few per-process ones (schema, configure) pass through
-// unchanged. A server that is not the framework's kind (fullServer) is returned as is.
+// ReleasingContexts works around terraform-plugin-framework (v1.19) keeping every request's
+// context until StopProvider (proto6server.Server.registerContext), which pins its loggers, gRPC
+// stream and values: about 50 MiB over a 1,000-resource plan. Each per-resource request gets a
+// releasableContext that acts as the request's own until it returns, then lets go of it. Streamed
+// responses (list resources, actions) and per-process requests pass through; a server that is
+// not a fullServer is returned as is.
 func ReleasingContexts(s tfprotov6.ProviderServer) tfprotov6.ProviderServer {
 	full, ok := s.(fullServer)
 	if !ok {

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/url"
 	"regexp"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -434,4 +437,76 @@ func snakeCase(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// healthCheckURLProblem says why a health check's http_get.url is not an http(s) URL wget can
+// GET, "" when it is one ($(NODE_IP) and $(NODE_NAME) stand for a host).
+func healthCheckURLProblem(s string) error {
+	u := strings.NewReplacer("$(NODE_IP)", "node", "$(NODE_NAME)", "node").Replace(s)
+	why := ""
+	scheme, _, hasScheme := strings.Cut(u, "://")
+	switch {
+	case strings.ContainsAny(u, " \t\n"):
+		why = "it contains a space"
+	case !hasScheme:
+		why = "it has no scheme"
+	case scheme != "http" && scheme != "https":
+		why = fmt.Sprintf("its scheme is %q", scheme)
+	default:
+		if p, err := url.Parse(u); err != nil {
+			why = err.Error()
+		} else if p.Host == "" {
+			why = "it has no host"
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%q is not an http:// or https:// URL: %s. The check GETs it (wget) from a pod on the node: write e.g. http://$(NODE_IP):9400/health", s, why)
+}
+
+// grpcTargetPathProblem says why an aggregator endpoint has a path, which a gRPC target cannot
+// have ("agg:9010/v1"); "" when it has none. dns:///host:port and dns://server/host:port are
+// gRPC's own forms.
+func grpcTargetPathProblem(s string) error {
+	rest := s
+	if scheme, after, ok := strings.Cut(s, "://"); ok {
+		rest = after
+		if (scheme == "dns" || scheme == "passthrough") && !strings.HasPrefix(after, "/") {
+			_, rest, _ = strings.Cut(after, "/") // the DNS server, then the target
+		}
+		rest = strings.TrimLeft(rest, "/")
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return fmt.Errorf("%q has a path (%q): the executor dials the aggregator over gRPC, which takes host:port only. Remove the path", s, rest[i:])
+	}
+	return nil
+}
+
+// zeroAddressProblem refuses the zero address as a TaskMailbox contract.
+func zeroAddressProblem(s string) error {
+	if strings.EqualFold(s, "0x"+strings.Repeat("0", 40)) {
+		return fmt.Errorf("%q is the zero address, where no TaskMailbox contract can be: use the chain's TaskMailbox address (Hourglass's taskMailboxAddress)", s)
+	}
+	return nil
+}
+
+// gpuResourceProblem refuses a gpu_resource in a domain Kubernetes reserves.
+func gpuResourceProblem(s string) error {
+	if why := resourceNameProblem(s); why != "" {
+		return fmt.Errorf("%q %s", s, why)
+	}
+	return nil
+}
+
+// validateGracefulShutdown refuses a package's graceful_shutdown under a second but above 0:
+// terminationGracePeriodSeconds is whole seconds, so it rounds down to 0 (killed at once).
+func validateGracefulShutdown(p configValue, diags *diag.Diagnostics) {
+	g := p.Attr("graceful_shutdown")
+	s, ok := g.String()
+	if d, err := time.ParseDuration(s); ok && err == nil && d > 0 && d < time.Second {
+		diags.AddAttributeError(g.Path(), "Grace Period Rounds to Zero",
+			fmt.Sprintf("%s = %q rounds down to 0 seconds (terminationGracePeriodSeconds is whole seconds), which kills the stage pods at once: "+
+				"give at least 1s, or write \"0s\" to mean it.", g.Path(), s))
+	}
 }

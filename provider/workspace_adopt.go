@@ -8,17 +8,9 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/adopt"
 )
 
-// Adopting KAITO workspaces (issue 40 item 9), the two halves adopt.go describes:
-//
-//   - `terraform query` with `from = "kaito"` in a gantry_workspace list block lists the
-//     cluster's KAITO Workspaces (kaito.sh/v1beta1; filtered by the block's namespace and
-//     label_selector) and returns, for each, the gantry_workspace of the same namespace and
-//     name that replaces it (adopt.FromKAITO) with identity {namespace, name}, and a warning
-//     per KAITO field that does not carry over.
-//   - The import of a Gantry Workspace that does not exist returns the KAITO Workspace's
-//     translation (its state null: the plan is an update that creates the Workspace, and the
-//     apply waits until it is Ready, or a tuning run Succeeded). Nothing hands KAITO's pods
-//     over: the migration guide says to stop KAITO's controller and remove its workload first.
+// Adopting KAITO Workspaces (kaito.sh/v1beta1) as gantry_workspace, the two halves adopt.go
+// describes (identity {namespace, name}). Nothing hands KAITO's pods over: the migration guide
+// says to stop KAITO's controller and remove its workload first.
 
 // listFromKAITO is the gantry_workspace list block's `from` for KAITO Workspaces.
 const listFromKAITO = "kaito"

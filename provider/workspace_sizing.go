@@ -20,18 +20,11 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/workspace"
 )
 
-// gantry_workspace's computed `sizing`: what the reconciler will run, worked out at plan from
-// the planned resource, inference and tuning by the reconciler's own functions
-// (workspace.Resolve, Replicas, MultiNode, ReplicasPerNode, WantsProvisioning), in KAITO's
-// terms (a replica is one copy of the model; a multi-node group is one replica spanning
-// perReplicaNodeCount nodes). It never looks at the cluster.
-//
-// Its life cycle: ModifyPlan computes it on create and on every plan that changes something
-// (unknown while an input is unknown), and keeps the state's value on a plan that changes
-// nothing; Create and Update store the planned value (applyAndWait's state starts as the
-// plan; prepareWorkspaceSizing only fills one left unknown); Read keeps the prior value, and
-// computes it from the object read where the prior has none (import, list, a state written
-// before the attribute existed).
+// gantry_workspace's computed `sizing`: what the reconciler will run, worked out at plan by the
+// reconciler's own functions (workspace.Resolve, Replicas, MultiNode, ...) in KAITO's terms,
+// never from the cluster. ModifyPlan computes it when a plan changes something and keeps the
+// state's value otherwise; Create and Update store the planned value; Read keeps the prior
+// value, or computes it where there is none (import, list, older state).
 
 // sizingAttribute is the schema of `sizing`.
 func sizingAttribute() schema.SingleNestedAttribute {

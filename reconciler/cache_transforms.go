@@ -10,22 +10,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// Cache transforms: what the informer caches keep of each object. A PackageSet over N nodes
-// leaves N × (stages) stage Pods behind, and the caches would otherwise hold each
-// with its full spec (pod template, env, tolerations) and managedFields: at 1000 nodes that was
-// most of the reconciler's heap. The transforms run once per watch event, before the object is
-// stored and before any handler or predicate sees it.
-//
-// Every cached object loses its managedFields (nothing in the reconciler reads them, and an
-// Update that omits them keeps the server's). PackageSet stage Jobs and Pods (labelled
-// gantry.dev/package-set) keep only what the package set controller reads — PackageSetReconciler.facts
-// and the event handlers: metadata (name, namespace, uid, resourceVersion, labels, owner
-// references, finalizers, creation and deletion timestamps), a Pod's spec.nodeName and
-// activeDeadlineSeconds, phase, reason, message and container states, and a Job's status
-// counts and conditions (type, status, reason, message: stage Jobs of a reconciler from before
-// stage Pods). Nothing updates or patches these cached objects (stage Pods are only created and
-// deleted by name; drains read Pods with the uncached API reader), so no trimmed field can be
-// written back. Other Jobs and Pods (workspaces', performers') are kept whole.
+// Cache transforms: what the informer caches keep of each object. A PackageSet leaves nodes ×
+// stages Pods behind, and caching them whole (spec, managedFields) was most of the reconciler's
+// heap at 1000 nodes. Every object loses managedFields; package set stage Jobs and Pods keep only
+// what PackageSetReconciler.facts and its handlers read; other Jobs and Pods stay whole. This is
+// safe because nothing updates or patches these cached objects (stage Pods are only created and
+// deleted by name; drains read through the uncached API reader), so no trimmed field is written back.
 
 // stripManagedFields is the default transform of every cached kind.
 var stripManagedFields = cache.TransformStripManagedFields()

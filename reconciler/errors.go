@@ -16,32 +16,14 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/failure"
 )
 
-// Error classification, shared by the controllers.
-//
-// An error from acting on an owned object (create, update, patch, delete) is either
-//
-//   - transient: 5xx, 429, timeouts, conflicts, connection errors, anything unrecognised. The
-//     pass returns the error (controller-runtime retries with its rate limiter's exponential
-//     backoff) and status is left as it is; or
-//   - permanent: the API server refused the write for a reason only a change can fix: Invalid
-//     (422), Forbidden (403: RBAC, admission plugins such as ServiceAccount, Priority,
-//     RuntimeClass, ResourceQuota, or a webhook), BadRequest (400), MethodNotAllowed,
-//     RequestEntityTooLarge, UnsupportedMediaType. Retrying at once would fail the same way.
-//     (NotFound is not among them: on an update it means the object went away under the
-//     pass, which the next pass sees.) Two 500s are permanent too: "failed to allocate a
-//     serviceIP: range is full" (the Service CIDR is exhausted) and etcd's "request is too
-//     large". The one table of what is which is failure.Classes.
-//
-// How a permanent failure reaches the status that is written once per pass, with the machine
-// still the decider: the failing pass records a failure.Rejection in the controller's
-// rejections store and ends with an immediate requeue (no error, so no hot retry loop through
-// the rate limiter and no RequeueAfter beside an error). The next pass hands the rejection to
-// the machine as a fact; the machine makes Stalled=True (reason failure.ReasonRejected, the
-// API server's message), Ready=False, a Warning event, withholds the rejected action until
-// Rejection.RetryAt and asks for a requeue then. When it is retried and succeeds, the
-// rejection is dropped; a new generation (the user changed the spec) drops it at once. The
-// store is memory only: after a restart the action is simply tried again and, if still
-// rejected, recorded again.
+// Error classification, shared by the controllers. An error writing an owned object is transient
+// (5xx, 429, timeouts, conflicts, anything unrecognised: the pass returns it and
+// controller-runtime backs off) or permanent (the API server refused for a reason only a change
+// can fix, e.g. Invalid, Forbidden, or a full Service CIDR); failure.Classes is the one table.
+// A permanent failure is recorded as a failure.Rejection and the pass requeues at once without
+// an error (no hot retry loop); the next pass hands it to the machine, which stalls with the API
+// server's message and withholds the action until Rejection.RetryAt. Success or a new generation
+// drops it; the store is memory only, so a restart simply tries again.
 
 // permanent reports whether err is a permanent API error (see above): a row of
 // failure.Classes that is not transient, NotFound and Gone aside (the object went away under

@@ -20,17 +20,12 @@ const expectationTTL = 5 * time.Second
 // reconciler's own writes (the watch event that catches it up triggers the real retry).
 const staleRetry = time.Second
 
-// expectations remember, per object (a Performer, a PackageSet), the writes the reconciler
-// made that its informer cache may not show yet: the object's resourceVersion after its last
-// write (for a PackageSet, its status write), and (Performer) the Pod, Service and Deployment
-// it created, updated or deleted. A pass whose cache is older than those writes
-// is skipped (Reconcile returns at once); the watch event that brings the cache up to date
-// triggers the next pass. Deciding on such a cache would redo work already done: conflicting
-// status writes, creates that hit AlreadyExists, deletes issued twice, and phases such as
-// "creating the service" for a Service created a moment ago.
-//
-// The expectations are kept in memory only; a restarted reconciler has none and decides on
-// its (freshly listed) cache. The zero value is ready to use.
+// expectations remember, per Performer or PackageSet, the writes the informer cache may not show
+// yet (the object's resourceVersion after its last write and, for a Performer, its Pod, Service
+// and Deployment writes). A pass on an older cache is skipped and the catching-up watch event
+// starts the next one; deciding on it would redo work (conflicting status writes, AlreadyExists,
+// double deletes). Memory only: a restarted reconciler decides on its fresh cache. The zero
+// value is ready to use.
 type expectations struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*expected

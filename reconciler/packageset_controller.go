@@ -221,18 +221,12 @@ func (r *PackageSetReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile is one pass over one PackageSet, on the controllers' shared skeleton (status.go):
-// get; skip while the cache is behind our last status write (expectations, as the Performer
-// controller); then reconcileDelete or reconcileNormal, each of which runs gather, decide,
-// act, writeStatus, emit.
-//
-// Unlike the Executor, Workspace and Performer controllers, the package set acts before it
-// writes its status: the status reports what acting found, the drains' refused evictions
-// (Decision.AddDrainRefusals: the DrainBlocked condition names the PodDisruptionBudget the API
-// server cited) and the runtime-required taint's changes (runtimeStatus). Neither is known
-// before the evictions and taint writes are tried, and deciding the status first would report
-// them one pass late. The node records (written first, per node, by act) stay the source of
-// truth; the status only reports them.
+// Reconcile is one pass over one PackageSet on the shared skeleton (status.go): get, skip while
+// the cache is behind our last status write (expectations), then reconcileDelete or
+// reconcileNormal (gather, decide, act, writeStatus, emit). Unlike the other controllers it acts
+// before writing status, because the status reports what acting found (refused evictions:
+// Decision.AddDrainRefusals; runtime taint changes) and would otherwise be a pass late. The
+// node records, written first by act, stay the source of truth.
 func (r *PackageSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	set, err := getOrForget(ctx, r.Client, req.NamespacedName, &v1alpha1.PackageSet{}, func() { r.forget(req.NamespacedName) })
 	if set == nil {

@@ -124,16 +124,12 @@ func (r *PackageSetReconciler) statusWritten(set *v1alpha1.PackageSet, old, stat
 	}
 }
 
-// statusWritePerNode and maxStatusWriteInterval bound how often a set's status is written
-// when only per-node progress changed (nodeStatus, nodeState, nodeRollout, the counts and
-// condition messages): at most once per listed nodes × statusWritePerNode, at most
-// maxStatusWriteInterval apart. The status lists up to packageset.MaxListedNodes nodes, so
-// each write costs the API server (decode, schema validation, managed fields, etcd, every
-// watcher) in proportion to them (at most 1 s apart for 500); this keeps those bytes per
-// second bounded as sets grow, while small sets (2 ms
-// per node: 20 ms at 10 nodes) see no difference. A change of the aggregate status, the
-// observed generation, a condition's status or reason, or the quarantined versions is
-// written at once.
+// statusWritePerNode and maxStatusWriteInterval throttle status writes when only per-node
+// progress changed: at most once per listed nodes × statusWritePerNode, at most
+// maxStatusWriteInterval apart. Each write costs the API server in proportion to the listed
+// nodes (up to packageset.MaxListedNodes), so this bounds the bytes per second as sets grow;
+// small sets see no difference. Aggregate status, generation, condition status or reason and
+// quarantine changes are written at once.
 const (
 	statusWritePerNode     = 2 * time.Millisecond
 	maxStatusWriteInterval = 5 * time.Second

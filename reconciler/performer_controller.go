@@ -102,20 +102,12 @@ func (r *PerformerReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 		Complete(r)
 }
 
-// Reconcile is one pass: get the Performer, gather facts, call performer.Decide, write status
-// (once, only when it changed, through the status subresource, before acting so a phase such
-// as Upgrading is visible before its effects; beside the actions where they cannot act on
-// stale facts, see writeAndAct), emit the phase-change Event, then act.
-//
-// Facts come from the informer cache, which holds only the Pods and Services the reconciler
-// labelled as its own. A pass whose cache does not show the reconciler's own earlier writes
-// yet is skipped (expectations): the watch event that catches the cache up starts the next
-// one. So a Pod or Service missing from the cache is really gone (the reconciler's creates
-// are in it), and the finalizer can go on the cache's word. The API server is read directly
-// (observe with direct) only to see objects the cache cannot hold: a create hit an existing
-// object (a foreign one, or ours created by an earlier reconciler process and not cached yet:
-// the pass then decides again on what the API server says), or the Performer is Failed (its
-// backoff re-checks must see foreign objects). So a common pass reads nothing but the cache.
+// Reconcile is one pass: get the Performer, gather facts, performer.Decide, write status (once,
+// only when changed, before acting; see writeAndAct), emit the phase-change Event, then act. A
+// pass whose cache does not yet show the reconciler's own writes is skipped (expectations), so
+// an object missing from the cache is really gone and the finalizer can go on the cache's word.
+// The API server is read directly only for what the cache cannot hold: a create that hit an
+// existing object, or a Failed Performer's backoff re-check for foreign objects.
 func (r *PerformerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	start := time.Now()
@@ -255,21 +247,13 @@ func (r *PerformerReconciler) acted(ctx context.Context, key types.NamespacedNam
 	}
 }
 
-// writeAndAct writes the pass's status want (unless the pass removes the finalizer: the
-// Performer is then going away) and carries out actions. emit records the phase-change Event
-// once the status write succeeded. It returns stale when the status write hit a stale object
-// (the caller retries the pass), serr for another status write error and err from the
-// actions.
-//
-// The status is written before the actions, so a phase such as Upgrading is visible before
-// its effects and a write conflict (the cache lags behind the Performer) stops the pass before
-// it acts on stale facts, except when acting cannot be on stale facts; then the status write
-// and the actions overlap, one round trip instead of two:
-//   - the Performer is being deleted (irrevocable: the owned objects go whatever else changed;
-//     the deletes carry UID preconditions);
-//   - the first action is AddFinalizer: its write (optimistic lock) has just confirmed the
-//     facts are current, so the Service and Pod (or Deployment) created beside the status
-//     write are what a status-first pass would have created.
+// writeAndAct writes the pass's status want (unless the finalizer goes: the Performer is going
+// away), then carries out actions; emit records the phase-change Event once the status is
+// written. Status first makes a phase like Upgrading visible before its effects, and a stale
+// write stops the pass before it acts on stale facts (stale=true: the caller retries). When
+// acting cannot be on stale facts (deletion, with UID preconditions; or a first AddFinalizer,
+// whose optimistic lock just confirmed the facts), write and actions overlap to save a round
+// trip. serr is another status write error, err the actions'.
 func (r *PerformerReconciler) writeAndAct(ctx context.Context, p *v1alpha1.Performer, actions []performer.Action, want v1alpha1.PerformerStatus, o objs, writes map[string]objectWrite, emit func()) (stale bool, serr, err error) {
 	if slices.Contains(actions, performer.ActionRemoveFinalizer) {
 		emit()

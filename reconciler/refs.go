@@ -14,18 +14,12 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps;persistentvolumeclaims,verbs=get
 
-// checkRefs reads each referenced Secret or ConfigMap straight from the API server (the
-// caches hold only our own objects) and returns failure.Problems for them: one message per
-// missing object or key. Only the data keys are looked at; values are never copied out,
-// logged or written anywhere (the reader does hold the Secret in memory for the call: the
-// keys are not in a Secret's metadata). A PersistentVolumeClaim's status.phase is recorded in
-// its Ref (Phase). Errors other than NotFound are returned.
-//
-// No watch on Secrets or ConfigMaps maps them to their referrers: a Secret informer (even
-// metadata-only) needs list/watch on every Secret, which is RBAC that can read every Secret's
-// value, and the ConfigMap informer is filtered to our own label. A referrer stalled on a
-// missing reference is re-checked with its Stalled backoff instead (5s, doubling with the time
-// it has been stalled, at most 5 minutes), so creating the Secret heals it without user action.
+// checkRefs reads each referenced Secret or ConfigMap from the API server (the caches hold only
+// our own objects) and returns one failure.Problems message per missing object or key, recording
+// a PersistentVolumeClaim's status.phase in its Ref. Only keys are looked at; values are never
+// copied, logged or written. Errors other than NotFound are returned. There is no Secret watch
+// (it would need RBAC to read every Secret): a referrer stalled on a missing reference is
+// re-checked on its Stalled backoff (5s doubling, at most 5 minutes), so creating it heals it.
 func checkRefs(ctx context.Context, reader client.Reader, refs []failure.Ref) ([]string, error) {
 	for i := range refs {
 		r := &refs[i]

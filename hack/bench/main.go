@@ -1,20 +1,10 @@
 // Command bench times the Gantry provider against its limit and Terraform's own floor on the
-// local cluster. It is run by `make bench` (hack/bench.sh), which starts the cluster and the
-// reconciler and installs the provider into the local mirror first. It prints numbers and
-// never fails on them.
-//
-// Measured, in one run, -rounds times (each round back to back, so ratios compare numbers
-// taken under the same load):
-//   - the limit (limit.go): N Performers created at once by a client-go program (QPS
-//     -limit-qps), watched until all Running, deleted and watched until all gone;
-//   - for N gantry_performer and N terraform_data: terraform plan (create), apply, no-op plan
-//     (refresh of every resource), destroy — wall-clock seconds of the real CLI;
-//   - one table: Gantry beside the limit (apply, destroy) or terraform_data (plans), ranges
-//     over the rounds and the range of the per-round ratios;
-//   - kwok's ready delay: Pod created → Ready=True, median over a few Pods;
-//   - the wait latency: the reconciler's status write that makes a Performer Running/Ready
-//     (its log line) → the provider's Create returning (its log line), over -samples
-//     performers applied one at a time.
+// local cluster (run by `make bench`, which sets up the cluster, reconciler and mirror). Each of
+// -rounds back-to-back rounds, so ratios compare numbers taken under the same load, measures the
+// limit (N Performers by a client-go program, limit.go), terraform plan/apply/no-op plan/destroy
+// of N gantry_performer beside N terraform_data, kwok's ready delay, and the wait latency from
+// the reconciler's status write to the provider's Create returning. It prints numbers and never
+// fails on them.
 package main
 
 import (

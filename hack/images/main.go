@@ -1,58 +1,12 @@
-// Command images builds the OCI images the local test cluster's real kubelet node runs,
-// without a container engine or a registry, with go-containerregistry (as hack/image builds
-// the reconciler's). Each image is a tarball (docker-archive layout, OCI media types,
-// linux/<the host's arch>, reproducible: fixed timestamps, files owned by root) carrying its
-// full reference as tag, for containerd:
+// Command images builds the OCI images the local test cluster's real kubelet node runs (Specs)
+// without a container engine or registry, using go-containerregistry: reproducible
+// docker-archive tarballs (fixed timestamps, root-owned files, the host's arch) tagged with their
+// references, for `ctr -n k8s.io images import` and imagePullPolicy IfNotPresent. A tarball
+// already holding the image is left alone (-force rewrites it). The Go programs (pause,
+// performer, modelserver, deviceplugin) document themselves; the busybox-based images need
+// bin/busybox (`tools/install.sh busybox`).
 //
-//	go run ./hack/images -out .cache/images            # all of them; prints "<reference> <path>" per line
-//	go run ./hack/images -out .cache/images -only pause,busybox
-//	ctr -n k8s.io images import .cache/images/busybox_1.36.tar
-//
-// Pods then use them with imagePullPolicy IfNotPresent. A tarball is named after its first
-// reference, <last path element>_<tag>.tar, and is left alone when it already holds the same
-// image under the same tags (-force rewrites it). The images:
-//
-//	registry.k8s.io/pause:3.10 (pause_3.10.tar)
-//	    The CRI sandbox image: /pause, a static Go program (./pause) that blocks until SIGINT
-//	    or SIGTERM, exits 0 and reaps children. Entrypoint ["/pause"], user 65535:65535.
-//	docker.io/library/busybox:1.36 (busybox_1.36.tar)
-//	    The base of the images below and the health-check image (its wget): Debian's static
-//	    busybox 1.37 (bin/busybox, fetched by `tools/install.sh busybox`), /bin/<applet> → busybox for
-//	    every applet of `busybox --list` (/bin/sh among them), /sbin, /usr/bin and /usr/sbin
-//	    linking to /bin, /tmp (1777), /root, /etc/passwd and /etc/group (root, nobody). Cmd ["sh"].
-//	    The tag is the one Gantry's default health-check image names; the busybox inside is
-//	    1.37.0 (Debian 12's own 1.35 segfaults on `wget -T`, the timeout the checks pass).
-//	ghcr.io/gantry-dev/test-package:1.0.0, :1.1.0, :2.0.0 (one tarball with the three tags:
-//	test-package_1.0.0.tar)
-//	    A package laid out as NVIDIA Skyhook's: /skyhook-package/config.json (Skyhook's agent
-//	    config, schema v1: each mode's one step names a script in /skyhook-package/skyhook_dir/)
-//	    and the scripts (./package), on busybox. Entrypoint ["/skyhook-package/run"]: `run
-//	    <stage> [args...]` runs the script config.json names for the stage (interrupt runs
-//	    skyhook_dir/interrupt.sh), as Gantry's stage Pods call it (args [<stage>], then
-//	    [<stage>-check]; [interrupt, <type>, <services...>]). What the scripts do, driven by
-//	    GANTRY_MARKER_DIR, GANTRY_FAIL_STAGE and the GANTRY_* env Gantry sets, is in
-//	    package/skyhook_dir/lib.sh.
-//	ghcr.io/gantry-dev/test-performer:1.0.0 (test-performer_1.0.0.tar)
-//	    A Performer: /performer (./performer), an HTTP/1 server on the "grpc" port (9090)
-//	    answering GET / with "gantry test performer <hostname> version <v>", on busybox.
-//	    Entrypoint ["/performer"]. Knobs: PERFORMER_FAIL_AFTER_START=1, PERFORMER_ALLOC_MB=N.
-//	ghcr.io/gantry-dev/test-model-server:1.0.0 (test-model-server_1.0.0.tar)
-//	    An inference Workspace's model server: /model-server (./modelserver), an
-//	    OpenAI-compatible API (/v1/models, /v1/chat/completions echoing the last user message,
-//	    /health) on $PORT or --port (8000), serving --served-model-name, --model or
-//	    $MODEL_NAME, on busybox. Entrypoint ["/model-server"]. The same program is also
-//	    /usr/local/bin/ray, /usr/local/bin/python3 and /workspace/vllm/multi-node-serving.sh
-//	    (symbolic links): the Ray commands, vLLM's script and KAITO's inference_api.py and
-//	    multi-node-health-check.py that KAITO's multi-node vLLM group runs, emulated.
-//	ghcr.io/gantry-dev/test-device-plugin:1.0.0 (test-device-plugin_1.0.0.tar)
-//	    A kubelet device plugin advertising fake NVIDIA GPUs (./deviceplugin: its doc says
-//	    what it advertises and what Allocate gives a container), on busybox. Entrypoint
-//	    ["/device-plugin"]; hack/realnode.sh runs it as a DaemonSet on the real node.
-//
-// The Go programs are built by this command with `go build` (CGO_ENABLED=0 GOOS=linux,
-// -trimpath -buildvcs=false -ldflags "-s -w"), so it runs inside this module. Without
-// bin/busybox (or -busybox), the busybox-based images fail with a message saying to run
-// `tools/install.sh busybox`.
+//	go run ./hack/images -out .cache/images [-only pause,busybox]
 package main
 
 import (
@@ -346,6 +300,9 @@ func (b *Builder) pause(s Spec) (v1.Image, error) {
 	})
 }
 
+// busybox builds the image under the tag Gantry's default health-check image names, from
+// Debian's static busybox 1.37: Debian 12's own 1.35 segfaults on `wget -T`, the timeout the
+// health checks pass.
 func (b *Builder) busybox(s Spec) (v1.Image, error) {
 	return b.onBusybox(s, nil, func(*v1.Config) {})
 }

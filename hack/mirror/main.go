@@ -1,24 +1,11 @@
-// Command mirror serves a provider release directory (what `make release` writes) as a
-// Terraform provider network mirror (https://developer.hashicorp.com/terraform/internals/provider-network-mirror-protocol)
-// over HTTPS on loopback, the way a private registry or Artifactory serves providers to HCP
-// Terraform agents and OpenTofu. It is test and demo tooling: `make test` and `make demo`
-// install Gantry from it with `terraform init` / `tofu init`.
+// Command mirror serves a provider release directory (what `make release` writes) as a Terraform
+// provider network mirror over HTTPS on loopback, as a private registry serves HCP Terraform
+// agents and OpenTofu; `make test` and `make demo` install Gantry from it. It serves index.json,
+// <version>.json and the archives for any host/namespace/type prefix from the *_SHA256SUMS in
+// -dir, with a certificate from a throwaway CA written to -ca-out (point SSL_CERT_FILE at it).
+// -pack instead packs a plain `go build` into a one-platform, unsigned release and exits.
 //
 //	go run ./hack/mirror -dir .cache/release/0.1.0 -ca-out ca.pem -url-out url
-//	go run ./hack/mirror -pack bin/terraform-provider-gantry -version 0.1.0 -dir .cache/demo-release
-//
-// The second form packs a plain `go build` of the provider into a one-platform release (a zip
-// and its SHA256SUMS, no GoReleaser, no signature) for `make demo`, and exits.
-//
-// It serves, for any hostname/namespace/type path prefix:
-//
-//	<host>/<namespace>/<type>/index.json      {"versions":{"<version>":{}}}
-//	<host>/<namespace>/<type>/<version>.json  {"archives":{"<os>_<arch>":{"url":"<zip>","hashes":["h1:<dirhash>","zh:<sha256>"]}}}
-//	<host>/<namespace>/<type>/<zip>           the archive
-//
-// taking versions, platforms and hashes from the *_SHA256SUMS files in -dir. The TLS
-// certificate is made at start by a throwaway CA written to -ca-out (point SSL_CERT_FILE at
-// it); the base URL is written to -url-out once it listens. It runs until killed.
 package main
 
 import (

@@ -1,17 +1,9 @@
-// Command stateupgrade is the JSON side of hack/state-upgrade.sh, the state-upgrade harness
-// (DESIGN.md "Changing a resource's schema"): it turns the state file a CLI wrote into a
-// fixture, grafts a fixture onto a working directory's state, and reads schema versions. Go
-// instead of jq so a fresh clone needs nothing beyond Go and bash.
-//
-//	stateupgrade fixture STATE OUT              the CLI's state → a fixture (below)
-//	stateupgrade push FIXTURE CURRENT OUT       FIXTURE with CURRENT's lineage and serial + 1
-//	stateupgrade schema-version SCHEMA TYPE     TYPE's schema version in SCHEMA (providers schema -json)
-//
-// A fixture is the state file byte for byte as the CLI wrote it, but for one scrub: the
-// resourceVersion the provider's private state records per instance (its "read" mark,
-// provider/common.go readUnchanged) becomes "0". A resourceVersion belongs to the cluster the
-// fixture was generated on; a live object that happened to have the same one would make a
-// refresh keep the fixture's attributes instead of reading the object.
+// Command stateupgrade is the JSON side of hack/state-upgrade.sh (DESIGN.md "Changing a
+// resource's schema"), in Go rather than jq so a fresh clone needs only Go and bash:
+// `fixture STATE OUT`, `push FIXTURE CURRENT OUT` and `schema-version SCHEMA TYPE`. A fixture is
+// the CLI's state byte for byte except that each instance's read-mark resourceVersion (private
+// state, readUnchanged) becomes "0": it belongs to the cluster the fixture came from, and a live
+// object with the same one would make a refresh keep the fixture's attributes.
 package main
 
 import (

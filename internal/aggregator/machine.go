@@ -1,38 +1,12 @@
-// Package aggregator is the Aggregator lifecycle as a pure machine: facts about an Aggregator,
-// its operator key Secret references, its config Secret, its headless Service, its StatefulSet
-// and that StatefulSet's one pod go in; the phase, the conditions, the actions to take and
-// whether to requeue come out. It imports neither controller-runtime nor the Terraform
-// framework; the reconciler (reconciler/aggregator_controller.go) gathers the facts, calls
-// Decide, writes status once, emits the event and acts.
-//
-// # What it runs (Hourglass's Helm chart, ponos/charts/hourglass)
-//
-// Hourglass runs its aggregator as a StatefulSet of one replica (aggregatorStatefulSet.yaml),
-// a headless Service on the management gRPC port (aggregatorService.yaml) and a Secret holding
-// config.yaml (aggregatorSecret.yaml). Gantry owns the same three objects, named
-// aggregator-<name>, aggregator-<name> and aggregator-<name>-config, renders config.yaml from
-// the spec (objects.go, Hourglass's aggregatorConfig format) and keeps every key out of it.
-//
-// # Lifecycle
-//
-// Phases (status.phase): Pending (adding the finalizer) → Creating (config Secret, Service,
-// StatefulSet, the pod coming up) → Running (the pod of the desired revision is Ready);
-// Running → Updating (a new revision rolls out: the image, the config, the keys' version) →
-// Running; Creating | Updating → Failed (Stalled=True) when the pod of the desired revision
-// cannot be scheduled or cannot start, in the scheduler's or kubelet's own words, when an
-// operator key Secret or key is missing, or when an object with one of its names is not the
-// Aggregator's; Failed → Creating | Updating | Running when that changes (a spec change, the
-// Secret created, the kubelet's retry succeeding); any → Terminating (the three objects and
-// the claims of spec.persistence deleted, then the finalizer removed). A pod that waits only
-// for its PersistentVolumeClaim to bind is progress, not a failure (bounded by the provider's
-// timeout).
-//
-// # Conditions
-//
-// Every decision carries exactly these four conditions, in this order: Ready, Reconciling,
-// Stalled, ConfigReady. Exactly one of Ready, Reconciling, Stalled is True. The phase is
-// derived from the conditions by Phases.Of; the previous pass's conditions are the machine's
-// memory (whether it ran before: Updating rather than Creating).
+// Package aggregator is the Aggregator lifecycle as a pure machine: facts about an Aggregator and
+// its objects go in; phase, conditions, actions and requeue come out. No controller-runtime or
+// Terraform here; reconciler/aggregator_controller.go gathers facts, calls Decide, writes status
+// once and acts. It runs what Hourglass's Helm chart runs (a one-replica StatefulSet, a headless
+// Service, a config.yaml Secret rendered in Hourglass's format, keys kept out of it). Phases:
+// Pending → Creating → Running ↔ Updating, Failed (Stalled) on what needs the user, Terminating;
+// a pod waiting only for its volume claim is progress. Every decision carries Ready, Reconciling,
+// Stalled, ConfigReady in that order, exactly one of the first three True; the phase is derived
+// from them (Phases.Of), and the previous pass's conditions are the machine's memory.
 package aggregator
 
 import (

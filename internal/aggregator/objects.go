@@ -220,19 +220,13 @@ func ServiceUpToDate(live, want *corev1.Service) bool {
 	return true
 }
 
-// DesiredStatefulSet builds the StatefulSet aggregator-<name> (no owner reference), as the
-// chart's aggregatorStatefulSet.yaml: one replica, serviceName the headless Service, the
-// container "aggregator" running "aggregator run --config /etc/secrets/hourglass/config.yaml"
-// with the port management-grpc and the config Secret mounted read-only at
-// /etc/secrets/hourglass; operator keys as environment variables valueFrom secretKeyRef
-// (executor.HourglassKeyEnv); a readiness probe (TCP on management-grpc: Hourglass's
-// aggregator has no HTTP health server); spec.persistence as the volumeClaimTemplate "data"
-// mounted at /var/lib/ponos/aggregator, its claim deleted with the StatefulSet (retention
-// policy whenDeleted Delete: destroying the Aggregator leaves nothing). Beyond the chart: podManagementPolicy Parallel, so a
-// spec change replaces a pod that never became Ready (with OrderedReady a StatefulSet waits
-// for it forever), and the pod template carries the config hash (a config change rolls the
-// pod), the operator keys version and its revision (SpecHash) as annotations. The error is
-// hardware.ContainerResources' (resources that cannot be honoured) or the hash's.
+// DesiredStatefulSet builds the StatefulSet aggregator-<name> (no owner reference) as Hourglass's
+// chart does: one replica running "aggregator run" on the mounted config Secret, keys from the
+// Secret as environment variables, a TCP readiness probe (the aggregator serves no HTTP), and
+// spec.persistence as a volume claim deleted with the StatefulSet. Beyond the chart:
+// podManagementPolicy Parallel, so a spec change replaces a pod that never became Ready
+// (OrderedReady would wait forever), and the config hash, key version and revision as pod
+// annotations so a change rolls the pod. Errors are hardware.ContainerResources' or the hash's.
 func DesiredStatefulSet(a *v1alpha1.Aggregator, configHash string) (*appsv1.StatefulSet, error) {
 	pl, err := hardware.Place(v1alpha1.HardwareRequirements{}, v1alpha1.Scheduling{})
 	if err != nil {

@@ -14,18 +14,11 @@ import (
 )
 
 // Hourglass compatibility mode (spec.hourglassCompat): the config an unmodified Hourglass
-// executor (ponos) image reads. Upstream: Layr-Labs/hourglass-monorepo@11f1554,
-// ponos/pkg/executor/executorConfig/executorConfig.go (ExecutorConfig), ponos/pkg/config/config.go
-// (OperatorConfig), ponos/cmd/executor/main.go (the loader) and ponos/charts/hourglass (how
-// Hourglass's own chart runs it).
-//
-// Key material: ponos reads its keys from the config file only, but loads the file with viper
-// with AutomaticEnv, the prefix "EXECUTOR_" and the key replacer "." → "_", so an environment
-// variable EXECUTOR__<PATH> (viper joins prefix and key with one more "_") overrides the value
-// at that path of the file when the file has the key. The rendered file therefore holds empty
-// placeholders at the key paths and the pods get the values from the operator key Secret as
-// those variables (valueFrom secretKeyRef): no key material in the ConfigMap, the Executor or
-// Terraform state.
+// executor (ponos) image reads (Layr-Labs/hourglass-monorepo@11f1554, ponos ExecutorConfig).
+// ponos reads keys from its config file only, but viper (AutomaticEnv, prefix EXECUTOR_) lets
+// EXECUTOR__<PATH> override a key the file has. So the file holds empty placeholders and the pods
+// get the keys as those variables from the Secret: no key material in the ConfigMap, the
+// Executor or Terraform state.
 const (
 	// HourglassOperatorKeyEnv fills operator.operatorPrivateKey.privateKey (operatorKeys.ecdsaKey).
 	HourglassOperatorKeyEnv = "EXECUTOR__OPERATOR_OPERATORPRIVATEKEY_PRIVATEKEY"
@@ -102,16 +95,11 @@ type HourglassOperator struct {
 	SigningKeys        HourglassSigningKeys `json:"signingKeys"`
 }
 
-// HourglassECDSAKey is ponos config.ECDSAKeyConfig: a local key (privateKey, an empty
-// placeholder) or, with operatorKeys.remoteSigner, the remote signer flag and its
-// remoteSignerConfig (no privateKey).
-//
-// The flag is written twice. ponos declares the field UseRemoteSigner with the json/yaml tag
-// "remoteSigner", which its YAML and JSON parsers read; but its executor loads the file with
-// viper.Unmarshal, which decodes with mapstructure by field name (no mapstructure tags:
-// case-insensitive), so only a key named useRemoteSigner reaches the field there: with
-// remoteSigner alone the executor would ignore the remote signer and fail for want of a
-// private key. Each decoder ignores the key it does not know.
+// HourglassECDSAKey is ponos config.ECDSAKeyConfig: a local key (an empty privateKey placeholder)
+// or, with operatorKeys.remoteSigner, the remote signer. The flag is written under both keys:
+// ponos's YAML/JSON parsers read "remoteSigner", but its executor loads the file with viper
+// (mapstructure, by field name), which reads only "useRemoteSigner"; with one key alone the
+// executor would ignore the signer and fail for want of a private key.
 type HourglassECDSAKey struct {
 	UseRemoteSigner    bool                   `json:"remoteSigner,omitempty"`
 	UseRemoteSignerKey bool                   `json:"useRemoteSigner,omitempty"`
@@ -254,17 +242,11 @@ func HourglassOperatorOf(address string, k v1alpha1.OperatorKeys) HourglassOpera
 	return op
 }
 
-// RenderHourglassConfig renders config.yaml in Hourglass's own format (ponos ExecutorConfig)
-// and returns it with its hash (hex SHA-256). Deterministic. Mapping: grpcPort and
-// managementServerGrpcPort from spec.grpcPort and spec.managementPort; debug from logLevel
-// debug (ponos has no other log level); operator.address from spec.operatorAddress; the key
-// fields empty (filled from the environment), or with operatorKeys.remoteSigner the remote
-// signer (hourglassECDSA); signingKeys.bls when operatorKeys.blsKeystoreKey, else
-// signingKeys.ecdsa; l1Chain from L1Chain; avsPerformers in spec order with
-// deploymentMode kubernetes, image split at its tag, env sorted by name; kubernetes with the
-// Executor's namespace (also as operatorNamespace, which ponos only requires to be set),
-// crdGroup hourglass.eigenlayer.io, crdVersion v1alpha1, connectionTimeout 30s, inCluster;
-// storage memory. The error is the YAML encoder's.
+// RenderHourglassConfig renders config.yaml in Hourglass's own format (ponos ExecutorConfig) and
+// returns it with its hex SHA-256; deterministic (env sorted by name), so the hash changes only
+// with the spec. Key fields are empty placeholders filled from the environment (or the remote
+// signer); logLevel debug sets debug, ponos's only level; operatorNamespace is set because ponos
+// requires it. The error is the YAML encoder's.
 func RenderHourglassConfig(e *v1alpha1.Executor) (data string, hash string, err error) {
 	l1 := L1Chain(e)
 	c := HourglassConfig{

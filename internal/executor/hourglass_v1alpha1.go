@@ -13,18 +13,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// The config format of the removed HourglassExecutor operator
-// (spec.hourglassCompat.configFormat = hourglass-executor-v1alpha1), for executor images built
-// for it. Upstream: Layr-Labs/hourglass-monorepo@96df792^ (the commit before the one that
-// deleted it), hourglass-operator/internal/controller/hourglassExecutorController.go:
-// buildExecutorConfig writes config.yaml with fmt.Sprintf, reconcileConfigMap puts it in the
-// ConfigMap <name>-config under config.yaml, reconcileDeployment mounts that at /etc/hourglass
-// and runs the container "executor" with the argument --config=/etc/hourglass/config.yaml
-// (the image's own entrypoint), port grpc 9090, liveness HTTP /healthz and readiness HTTP
-// /readyz on port 8080. Its CRD kept operatorKeys in plain text and the controller wrote them
-// nowhere: Gantry gives them to the pod as ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY (valueFrom
-// secretKeyRef), the names Hourglass's own executor templates
-// (hourglass-operator/templates/executor/statefulset.yaml, 0c803d8) use.
+// The config format of the removed HourglassExecutor operator (configFormat =
+// hourglass-executor-v1alpha1), for executor images built for it; upstream is
+// hourglass-operator's buildExecutorConfig before Layr-Labs/hourglass-monorepo@96df792 removed
+// it (config.yaml in ConfigMap <name>-config at /etc/hourglass, port grpc 9090, /healthz and
+// /readyz on 8080). Its CRD kept operatorKeys in plain text and wrote them nowhere; Gantry passes
+// them as ECDSA_PRIVATE_KEY and BLS_PRIVATE_KEY from the Secret, as Hourglass's executor templates do.
 
 // HourglassExecutorV1alpha1PerformerMode is performer_mode: kubernetes (the HourglassExecutor
 // CRD's default; docker needs a Docker daemon the pod does not have).

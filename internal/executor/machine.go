@@ -1,55 +1,12 @@
-// Package executor is the Executor lifecycle as a pure machine: facts about an Executor, the
-// Performers it references, its Secret references, its ConfigMap and its Deployment go in; the
-// phase, the conditions, the actions to take, the revision bookkeeping and whether to requeue
-// come out. It imports neither controller-runtime nor the Terraform framework; the reconciler
-// (reconciler/executor_controller.go) gathers the facts, calls Decide, writes status once and
-// acts.
-//
-// # Lifecycle (Hourglass "HourglassExecutor Lifecycle", Hourglass's deployment state machine "Deployment State Machine")
-//
-// Hourglass draws Pending → Creating → ConfigMapCreation → DeploymentCreation → PodScheduling →
-// PodCreation → Running; Running → Updating → ConfigMapUpdate → RollingUpdate → Running;
-// Running → Scaling → Running; Running → Terminating → Cleanup; Creating | Updating | Scaling →
-// Failed; Failed → Creating (retry). Hourglass's deployment state machine adds FAILED → ROLLINGBACK → INSTALLED (previous
-// version). The phases (status.phase) are Hourglass's top-level states; sub-states appear in
-// condition messages. Hourglass's deployment state machine's states map onto ours as:
-//
-//	PENDING     → Pending (finalizer) and Creating before the Deployment exists
-//	INSTALLING  → Creating (ConfigMap, Deployment, pods coming up)
-//	INSTALLED   → Running
-//	UPDATING    → Updating (a new revision is rolling out)
-//	FAILED      → Failed (Stalled=True with the Deployment's own reason, e.g. ProgressDeadlineExceeded)
-//	ROLLINGBACK → RollingBack (the last good revision's pod template is restored)
-//	DELETING    → Terminating
-//	DELETED     → the finalizer is removed and the object disappears (no phase)
-//
-// A failed update with rollback enabled is observed and answered in one pass (the failure
-// and the decision to roll back are the same observation), so Hourglass's UPDATING → FAILED →
-// ROLLINGBACK appears as Updating → RollingBack, with the failure kept in the Stalled
-// condition's message; Failed → RollingBack happens when an update had failed with rollback
-// disabled and the user then enables it. After a rollback the executor is Running on the
-// previous revision (Ready=True) and Stalled=True (reason RolledBack) says which update failed
-// and which revision runs, until the spec changes: kstatus readers and the provider see that
-// the desired spec is not live.
-//
-// # Conditions
-//
-// Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
-// Stalled, ConfigReady, PerformersReady. Exactly one of Ready, Reconciling, Stalled is True,
-// except after a rollback, when Ready and Stalled (reason RolledBack) both are. The phase is
-// derived from the conditions by Phases.Of; the previous pass's conditions plus the status's
-// revisions (last good, failed) are the machine's memory.
-//
-// # Pods ended from outside
-//
-// A pod of the Deployment evicted, preempted or ended by its node's shutdown or loss
-// (failure.EndedFromOutside) is not a failure: its ReplicaSet replaces it. While the rollout is
-// incomplete because of it, a Running executor is Scaling with Reconciling=True reason
-// PodDisrupted, "pod executor-x-... ended from outside (reason: message); waiting for its
-// replacement" (during a rollout the rollout's reason stays and its message says it). Each
-// such pod is counted once in status.podDisruptions (failure.CountDisruptions); more than
-// failure.DisruptionBound(replicas) within failure.DisruptionWindow, while the replicas are not
-// all available, is Failed with reason PodDisruptedRepeatedly.
+// Package executor is the Executor lifecycle as a pure machine: facts about an Executor, its
+// Performers, Secrets, ConfigMap and Deployment go in; phase, conditions (Ready, Reconciling,
+// Stalled, ConfigReady, PerformersReady), actions, revisions and requeue come out, and
+// reconciler/executor_controller.go acts. Phases are Hourglass's top-level states plus its
+// deployment state machine's RollingBack; sub-states go in condition messages. A failed update
+// with rollback enabled is answered in the same pass (Updating → RollingBack); then Ready and
+// Stalled (RolledBack) are both True until the spec changes, so kstatus readers see the desired
+// spec is not live. Otherwise exactly one of the first three is True. Conditions and revisions
+// are the machine's memory; pods ended from outside fail it only beyond failure.DisruptionBound.
 package executor
 
 import (
@@ -293,18 +250,13 @@ var AllPhases = []Phase{
 	v1alpha1.ExecutorRollingBack, v1alpha1.ExecutorTerminating,
 }
 
-// Transitions is the set of legal phase changes, From → {To} (Transitions.Check returns a
-// *lifecycle.TransitionError for any other); a phase may stay as it is.
-// Hourglass's edges (its process flows and deployment state machine): Pending → Creating; Creating → Running | Failed; Running → Updating |
-// Scaling | Terminating; Updating → Running | Failed; Scaling → Running | Failed; Failed →
-// Creating (retry) | RollingBack; RollingBack → Running; any → Terminating. Ours, for what a
-// level-triggered controller observes: a pass may skip unobserved intermediate phases
-// (Pending → Running when a complete Deployment is adopted; Updating → RollingBack when the
-// failure and the rollback are one observation); a lost Deployment is re-created (→
-// Creating); a spec change during any phase starts Updating or Scaling; a Performer or Secret
-// going away fails a Running executor; the Kubernetes Deployment controller's own retries
-// heal Failed to Running. Illegal: anything → Pending (except from Pending or no status),
-// Terminating → anything else, Pending → Updating | Scaling | RollingBack (nothing ran yet).
+// Transitions is the set of legal phase changes, From → {To}; Transitions.Check returns a
+// *lifecycle.TransitionError for any other. Hourglass's process flows and deployment state
+// machine draw the forward path; a level-triggered controller also skips unobserved phases (an
+// adopted complete Deployment: Pending → Running; failure and rollback seen at once: Updating →
+// RollingBack), re-creates a lost Deployment and sees the Deployment controller heal Failed.
+// Nothing returns to Pending, Pending never goes to Updating, Scaling or RollingBack (nothing
+// ran yet), and Terminating is final.
 var Transitions = lifecycle.Table[Phase]{Kind: "Executor phase", Edges: func() lifecycle.Transitions[Phase] {
 	m := lifecycle.Transitions[Phase]{"": AllPhases}
 	for _, from := range AllPhases {

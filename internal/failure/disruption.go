@@ -91,25 +91,13 @@ func (d Disruption) Describe() string {
 	return fmt.Sprintf("pod %s ended from outside (%s)", d.Pod, why)
 }
 
-// EndedFromOutside reports whether p ended, or is ending, from outside, and why. In order:
-//
-//   - a DisruptionTarget=True condition on a Pod that ended (phase Failed, or Succeeded with
-//     restartPolicy Always) or is being deleted: outside, whatever its containers say (exit
-//     code 137 of a container the kubelet killed included);
-//   - an ended Pod whose status.reason is in OutsideReasons: outside;
-//   - an ended Pod with any other status.reason (UnexpectedAdmissionError, DeadlineExceeded,
-//     OutOfnvidia.com/gpu, ...): the Pod's own failure, not outside;
-//   - a Pod being deleted: outside (DisruptionDeleted; its containers' exit codes are the
-//     deletion's doing). The ReplicaSet controller deletes Pods too (scale-down, rollouts):
-//     callers that own Pods through a Deployment ignore DisruptionDeleted;
-//   - an ended Pod with a container (or init container) terminated with a non-zero exit code
-//     (Error, OOMKilled, ...) other than one the kubelet lost (ContainerStatusUnknown): the
-//     Pod's own failure, not outside;
-//   - any other ended Pod: outside (DisruptionNoContainerFailure);
-//   - anything else (pending, running, Succeeded with restartPolicy Never or OnFailure): not
-//     ended.
-//
-// nil is not ended.
+// EndedFromOutside reports whether p ended (Failed, or Succeeded under restartPolicy Always) or
+// is ending from outside, and why, so callers await a replacement instead of failing. In order:
+// a DisruptionTarget condition is outside, whatever the exit codes; an OutsideReasons
+// status.reason is outside, any other reason the Pod's own failure; deletion is outside
+// (DisruptionDeleted; callers owning Pods through a Deployment ignore it, as rollouts delete
+// Pods); a container's own non-zero exit is the Pod's failure; any other ended Pod is outside
+// (DisruptionNoContainerFailure). nil is not ended.
 func EndedFromOutside(p *corev1.Pod) (Disruption, bool) {
 	if p == nil {
 		return Disruption{}, false

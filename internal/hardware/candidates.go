@@ -1,21 +1,11 @@
 package hardware
 
-// Rule: which nodes can take a Pod placed by a Placement (the reconciler's placement of a
-// Performer: Place, then ContainerResources), judged as the scheduler's filters judge them
-// (NodeAffinity with the node selector, TaintToleration, NodeUnschedulable, NodeResourcesFit),
-// in two tiers:
-//
-//   - fit: what changes only when a node joins or leaves, or its owner relabels, re-taints or
-//     resizes it: its labels (node selector and required node affinity), its own NoSchedule and
-//     NoExecute taints, its allocatable.
-//   - free now: of the nodes that fit, those that can take the Pod at this moment: not cordoned,
-//     no untolerated taint of those that the cluster puts on and takes off by itself
-//     (transientTaints: the node lifecycle controller's, the cloud controller manager's,
-//     Karpenter's, a Gantry package set's runtime-required bring-up), and the requests free:
-//     allocatable less the requests of the non-terminated pods bound to the node.
-//
-// The split is the plan's: a count known at plan must come out the same when Terraform plans
-// again at apply, so it may depend on fit only; what is free now goes in the plan's warning.
+// Which nodes can take a Pod placed by a Placement, judged as the scheduler's filters judge it
+// (NodeAffinity, TaintToleration, NodeUnschedulable, NodeResourcesFit), in two tiers: fit, which
+// changes only when a node joins, leaves or is relabelled, re-tainted or resized; and free now,
+// which also counts cordons, taints the cluster adds and removes itself (transientTaints) and
+// other pods' requests. The split serves the plan: a count known at plan must hold at apply, so
+// it depends on fit only; what is free now goes in the plan's warning.
 
 import (
 	"fmt"
@@ -61,18 +51,11 @@ func runtimeRequiredKey() string {
 	return k
 }
 
-// Candidates returns the names of the nodes that can take a Pod placed by p whose container
-// requests requests (EffectiveRequests of Placement.ContainerResources), both sorted:
-//
-//   - fit: nodes with no Misfit: labels matching p.NodeSelector and p's required node affinity,
-//     every NoSchedule/NoExecute taint of their own (not transientTaints) tolerated by
-//     p.Tolerations, allocatable at least each request (extended resources such as
-//     nvidia.com/gpu, and cpu or memory when asked).
-//   - free: the nodes of fit that can take it now (NotNow empty): not cordoned, no untolerated
-//     transient taint, and each request at most allocatable less inUse[node] (the requests of
-//     the non-terminated pods bound to the node, RequestsInUse).
-//
-// nodes may be empty (both nil); inUse may be nil (nothing in use).
+// Candidates returns, sorted, the nodes that can take a Pod placed by p with these container
+// requests: fit (no Misfit: labels, the node's own non-transient NoSchedule/NoExecute taints,
+// allocatable) and free, those of fit that can take it now (NotNow empty: not cordoned, no
+// untolerated transient taint, requests within allocatable less inUse[node]). nodes may be
+// empty and inUse nil.
 func Candidates(p Placement, requests corev1.ResourceList, nodes []corev1.Node, inUse map[string]corev1.ResourceList) (fit, free []string) {
 	for i := range nodes {
 		n := &nodes[i]

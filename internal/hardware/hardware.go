@@ -1,21 +1,11 @@
 // Package hardware maps a Performer's hardware requirements and scheduling fields to Pod
-// placement: GPU resource requests/limits, a node selector, tolerations and a runtime class.
-//
-// It is a pure function over the API types (no client, no framework). The label keys are the
-// ones the upstream node-labelling components set, so the selectors match real clusters:
-//
-//   - GPUs: the NVIDIA device plugin advertises the extended resource nvidia.com/gpu; GPU
-//     feature discovery labels GPU nodes nvidia.com/gpu.present=true and
-//     nvidia.com/gpu.product=<product> (e.g. NVIDIA-A100-SXM4-80GB). GPU nodes are commonly
-//     tainted nvidia.com/gpu (NoSchedule), so GPU pods tolerate that taint. Unlike Hourglass's
-//     operator, a GPU type does not become an invented nvidia.com/<type> resource: it is a
-//     node selector on the product label (a per-type resource is asked for explicitly, with
-//     gpuResource). A GPU entry the user wrote in the container's resources is kept beside
-//     them when it agrees (Placement.ContainerResources), as Hourglass keeps it.
-//   - TEEs: node-feature-discovery labels feature.node.kubernetes.io/cpu-security.sgx.enabled,
-//     ...sev.snp.enabled and ...tdx.enabled; confidential-containers installs the runtime
-//     classes enclave-cc (SGX), kata-qemu-snp and kata-qemu-tdx. Hourglass documented TEE
-//     placement but never implemented it; here it is applied.
+// placement (GPU requests and limits, node selector, tolerations, runtime class) as pure
+// functions over the API types. Label keys are those the upstream components set, so selectors
+// match real clusters: the NVIDIA device plugin and GPU feature discovery (nvidia.com/gpu,
+// nvidia.com/gpu.present, nvidia.com/gpu.product), node-feature-discovery's TEE labels and
+// confidential-containers' runtime classes. Unlike Hourglass's operator, a GPU type is a node
+// selector on the product label, not an invented nvidia.com/<type> resource; Hourglass documented
+// TEE placement but never implemented it.
 package hardware
 
 import (
@@ -113,16 +103,11 @@ func (e *InvalidError) Error() string { return e.Field + ": " + e.Detail }
 // selectorEntry remembers which spec field put a key in the node selector, for error messages.
 type selectorEntry struct{ value, source string }
 
-// Place maps hardware requirements and scheduling fields to a Placement.
-//
-// Rules: gpuCount > 0 → requests and limits nvidia.com/gpu: gpuCount, node selector
-// nvidia.com/gpu.present=true, toleration nvidia.com/gpu Exists NoSchedule; gpuType → node
-// selector nvidia.com/gpu.product=gpuType; teeRequired with teeType → the TEE's
-// node-feature-discovery label =true and its runtime class (unless scheduling.runtimeClassName
-// is set: the user's wins); customLabels and then scheduling.nodeSelector are merged into the
-// node selector. The same key with different values from two sources is a *ConflictError;
-// inconsistent requirements are an *InvalidError; a MIG gpuResource (nvidia.com/mig-<profile>)
-// whose profile the gpuType's GPU does not offer is a *MIGProfileError (CheckMIGProfile).
+// Place maps hardware requirements and scheduling fields to a Placement: GPUs as nvidia.com/gpu
+// requests with the GPU feature discovery labels and the nvidia.com/gpu toleration, a TEE as its
+// node-feature-discovery label and runtime class (scheduling.runtimeClassName wins), then
+// customLabels and scheduling.nodeSelector merged. Errors: *ConflictError (one key, two values),
+// *InvalidError (inconsistent requirements), *MIGProfileError (a MIG profile the GPU lacks).
 func Place(hw v1alpha1.HardwareRequirements, s v1alpha1.Scheduling) (Placement, error) {
 	return PlaceAt(hw, s, PerformerPaths)
 }

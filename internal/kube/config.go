@@ -1,17 +1,10 @@
-// Package kube turns the Gantry provider's connection settings into a client-go
-// *rest.Config and clients, the way hashicorp/terraform-provider-kubernetes does: the same
-// attribute names and KUBE_* environment variables, kubeconfig files only when config_path(s)
-// are given (KUBECONFIG is not read), in-cluster configuration when nothing is given and
-// KUBERNETES_SERVICE_HOST is set. Loading and merging is client-go's clientcmd (loading rules
-// plus overrides); nothing here parses kubeconfig files by hand.
-//
-// Unlike the kubernetes provider, the client rate limit is raised from client-go's
-// QPS 5 / burst 10 to 50 / 100 (GANTRY_QPS, GANTRY_BURST), because waiting on many
-// resources in parallel is the normal case here.
-//
-// Nothing here contacts the cluster except Reach (and LazyFromSettings, which calls it on
-// first use): a bounded check that the API server answers at all, so an unreachable or
-// misconfigured endpoint fails within connect_timeout instead of being retried forever.
+// Package kube turns the provider's connection settings into a client-go *rest.Config and
+// clients as hashicorp/terraform-provider-kubernetes does: the same attributes and KUBE_*
+// variables, kubeconfig files only when config_path(s) are given (KUBECONFIG is not read),
+// in-cluster configuration when nothing is given; loading is clientcmd's. The rate limit is
+// raised to QPS 50 / burst 100 (GANTRY_QPS, GANTRY_BURST) because waiting on many resources in
+// parallel is normal here. Only Reach contacts the cluster, so an unreachable endpoint fails
+// within connect_timeout instead of being retried forever.
 package kube
 
 import (
@@ -248,18 +241,10 @@ var ErrNoConfig = errors.New("no Kubernetes configuration: set config_path (or K
 	"like the kubernetes provider, the KUBECONFIG environment variable is not read")
 
 // RESTConfig builds a *rest.Config from s (call WithEnv first to honour the environment):
-//
-//   - kubeconfig files: ConfigPath, else ConfigPaths (merged by clientcmd's precedence rules);
-//     none when both are empty. A missing file is an error.
-//   - context: ConfigContext, ConfigContextAuthInfo, ConfigContextCluster select or override
-//     parts of the kubeconfig.
-//   - overrides applied on top: Host, Token, ClusterCACertificate, ClientCertificate, ClientKey,
-//     Insecure, TLSServerName, ProxyURL, Exec (never interactive). Exec replaces the
-//     kubeconfig user's token, client certificate, basic auth and auth provider.
-//   - when none of the above is set, in-cluster configuration (KUBERNETES_SERVICE_HOST and the
-//     mounted ServiceAccount token), else ErrNoConfig.
-//
-// QPS and Burst are copied as they are (0 leaves client-go's default).
+// kubeconfig files from ConfigPath or ConfigPaths (a missing file is an error), context
+// selection, then the explicit overrides on top (Exec replaces the kubeconfig user's
+// credentials; never interactive). With none of these set it uses in-cluster configuration,
+// else ErrNoConfig. QPS and Burst are copied as they are (0 keeps client-go's default).
 func RESTConfig(s Settings) (*rest.Config, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{} // no KUBECONFIG, no ~/.kube/config
 	var paths []string

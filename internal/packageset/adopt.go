@@ -43,17 +43,11 @@ func ParseSkyhookNodeState(raw string) (SkyhookNodeState, error) {
 	return st, nil
 }
 
-// AdoptSkyhook records in rec, as a finished flow, every wanted package rec has no record of
-// whose Skyhook state on the node says Skyhook completed it at the same version: state
-// complete at its last stage (post-interrupt, or config when the Gantry package has no
-// interrupt, as Skyhook's IsPackageComplete), with the same image repository when Skyhook
-// names one. The record is what a Gantry flow leaves (Done, complete, the wanted version,
-// config, interrupt and spec), so the node's pass finds the package settled and runs no
-// stage for it; the rollout state derives from the records as usual (Converged when every
-// package is). A package rec already has a record of is never touched: Gantry's own state
-// wins. adopted names the packages recorded ("<package>@<version>"); skipped says, per
-// package Skyhook had at another version or not complete, why it runs under Gantry. Both
-// sorted.
+// AdoptSkyhook records in rec, as finished flows, the wanted packages rec has no record of that
+// Skyhook completed on the node at the same version (and image repository, when named), as
+// Skyhook's IsPackageComplete judges it, so the node's pass runs no stage for them. Gantry's own
+// records always win. adopted names the recorded "<package>@<version>"; skipped says why each
+// other package runs under Gantry. Both sorted.
 func AdoptSkyhook(rec *NodeRecord, wants []Want, sky SkyhookNodeState, now time.Time) (adopted, skipped []string) {
 	if len(sky) == 0 {
 		return nil, nil

@@ -6,16 +6,11 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 )
 
-// Cordon applies a node plan's cordon (take: the set cordons the node) or release (the set
-// drops its cordon) to a node's annotations ann (changed in place) and returns the node's new
-// spec.unschedulable. key is the set's gantry.dev/cordon_<set> annotation.
-//
-// Taking writes "true", or v1alpha1.CordonOperator when the node was already unschedulable
-// and either no set holds a cordon (an operator cordoned it by hand) or another set's cordon
-// already says so: the operator's cordon is carried by whichever sets hold the node.
-// Releasing deletes key; the node becomes schedulable only when no gantry.dev/cordon_*
-// annotation remains, neither the released one nor any other said CordonOperator, and the node
-// has no runtime-required cordon (AnnotationRuntimeRequiredCordon).
+// Cordon applies a node plan's cordon (take) or release to the node's annotations ann (changed
+// in place) under key (gantry.dev/cordon_<set>) and returns the new spec.unschedulable. A node
+// already unschedulable by hand is recorded as CordonOperator, so the operator's cordon is
+// carried by whichever sets hold the node and never lifted by them. The node becomes
+// schedulable only when no cordon annotation and no runtime-required cordon remains.
 func Cordon(ann map[string]string, unschedulable bool, key string, take, release bool) bool {
 	if take {
 		if _, held := ann[key]; !held {

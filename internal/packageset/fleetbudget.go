@@ -139,17 +139,11 @@ func fleetName(name, selector string) string {
 	return name + " (nodes " + selector + ")"
 }
 
-// FleetFactsOf reads set's fleet budget from the cluster's package sets and nodes (nil when
-// set names none): the sets naming the same budget (deleting ones included: their uninstalls
-// still disrupt nodes), the rule in force (fleetRule: the lowest limit among the sets, with
-// that set's nodeSelector), and the nodes that rule counts (Members) that the others and this
-// set have in flight from their annotations on the nodes (InFlightFor: gantry.dev/state_<set>
-// rollout, gantry.dev/cordon_<set> on an unschedulable node). A record that does not parse
-// counts as in flight (the safe side).
-//
-// NixFleet keeps one fleet-wide list of disruptionBudgets, each with a selector, and holds a
-// host while any budget whose selector matches it is at its maxInFlight (the tightest wins);
-// here a budget is named, each set naming it brings one rule, and the lowest rule wins.
+// FleetFactsOf reads set's fleet budget (nil when it names none): the sets naming it (deleting
+// ones too, as their uninstalls still disrupt nodes), the rule in force (fleetRule: the lowest
+// limit) and what the members have in flight per their node annotations; a record that does not
+// parse counts as in flight (the safe side). NixFleet holds a host while any matching
+// disruptionBudget is at maxInFlight; here a budget is named and the lowest rule wins.
 func FleetFactsOf(set *v1alpha1.PackageSet, sets []v1alpha1.PackageSet, nodes []corev1.Node) *FleetFacts {
 	fb := fleetBudgetOf(set)
 	if fb == nil {

@@ -1,24 +1,11 @@
 // Package packageset is Skyhook's package lifecycle and NixFleet's per-node rollout as pure
-// machines: facts about a PackageSet, its nodes and its stage Jobs go in; the new per-node
-// records (written to the Nodes' gantry.dev/state_<set> annotations), the Jobs to create, the
-// cordon/drain/uncordon steps, the summary status and the conditions come out. It imports
-// neither controller-runtime nor the Terraform framework.
-//
-// # Stage flow (Skyhook, Skyhook docs/operator-status-definitions.md)
-//
-//	without interrupt: uninstall → apply → config        upgrade → config
-//	with interrupt:    uninstall → apply → config → interrupt → post-interrupt
-//	                   upgrade → config → interrupt → post-interrupt
-//
-// Every stage but interrupt runs with its check (the stage Pod's init container runs the
-// stage, its main container the check: all or nothing). A package is complete at config
-// (no interrupt) or at post-interrupt. Stages advance only from state complete (NextStage).
-//
-// # States (Skyhook "State")
-//
-// complete, in_progress (the stage's Pod exists), skipped (an interrupt merged into another
-// package's), erroring (the Pod failed, the image cannot be pulled, or the stage ran past its
-// timeout: never in_progress forever, unlike Skyhook issue #306), unknown.
+// machines: facts about a PackageSet, its nodes and stage Jobs (run as bare Pods: DesiredPod) go
+// in; per-node records (the Nodes' gantry.dev/state_<set> annotations), Jobs to create,
+// cordon/drain steps, status and conditions come out. Stages follow Skyhook (uninstall → apply →
+// config, or upgrade → config, then interrupt → post-interrupt when the package has one), each
+// but interrupt with its check; a package is complete at config or post-interrupt, and stages
+// advance only from complete (NextStage). States are Skyhook's; erroring includes a stage past
+// its timeout, so nothing stays in_progress forever (unlike Skyhook issue #306).
 package packageset
 
 import (

@@ -67,27 +67,12 @@ var NodeConditionTaints = map[string]corev1.NodeConditionType{
 	"node.cloudprovider.kubernetes.io/uninitialized": "",
 }
 
-// TaintHold sorts the NoSchedule and NoExecute taints of a node (taints, its
-// status.conditions conds) that a set's stage pods (tols) do not tolerate into the one that
-// blocks it and the ones it waits for (PreferNoSchedule is ignored, as in Untolerated):
-//
-//   - waitFor, "; "-joined, each "key=value:Effect" (with the node condition behind it in the
-//     kubelet's words when there is one, e.g. "node.kubernetes.io/not-ready:NoSchedule (node
-//     condition Ready=False KubeletNotReady: container runtime network not ready)"): a taint a
-//     controller in the cluster removes without the user. On every set, Kubernetes' own
-//     (NodeConditionTaints). On a runtime-required set (runtimeRequired), every taint, as
-//     Skyhook does: a runtime-required node is being brought up and the other controllers
-//     bringing it up (a driver installer, the node lifecycle controller) remove their taints;
-//     Skyhook marks such a node blocked and keeps reconciling it ("Blocked nodes are not
-//     failures, they're just temporarily unable to proceed",
-//     operator/internal/controller/cluster_state_v2.go). The node waits (status waiting),
-//     bounded by the caller's timeout (the provider's resource timeout).
-//   - blocked, the first other taint ("key=value:Effect"): nothing in the cluster removes it
-//     for this set; the user tolerates it (additionalTolerations) or removes it. The node is
-//     blocked (Skyhook's TaintNotTolerable; Stalled: the apply fails at once). It wins: a node
-//     that also waits for a taint still cannot proceed without the user.
-//
-// Both are "" when every taint is tolerated.
+// TaintHold sorts the NoSchedule/NoExecute taints of a node that the set's stage pods do not
+// tolerate into blocked, the first one nothing in the cluster will remove (the user must
+// tolerate or remove it: Skyhook's TaintNotTolerable, Stalled), and waitFor, the ones a
+// controller removes by itself (Kubernetes' NodeConditionTaints; on a runtime-required set every
+// taint, as Skyhook treats a node being brought up as blocked, not failed). waitFor quotes the
+// node condition behind a taint; blocked wins. Both are "" when every taint is tolerated.
 func TaintHold(taints []corev1.Taint, conds []corev1.NodeCondition, tols []corev1.Toleration, runtimeRequired bool) (blocked, waitFor string) {
 	var waits []string
 	for _, t := range taints {
@@ -354,23 +339,13 @@ func StagePod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js Jo
 	return DesiredPod(set, node, namespace, managedBy, js, pkg, cfgName), cfg, nil
 }
 
-// DesiredPod is the stage Pod js on node in namespace, created by the reconciler itself (no
-// Job: kube-controller-manager's Job controller turning each Job into its Pod bounded how fast
-// a rollout over many nodes could go; Skyhook's operator also creates its stage pods directly).
-// It has no owner reference (the controller sets it), is named js.Name (deterministic per
-// stage key and attempt: creating it twice is AlreadyExists), labelled managed-by managedBy,
-// package set, package, stage (StageLabel) and node, pinned to the node (spec.nodeName),
-// tolerating StageTolerations, never restarted (restartPolicy Never: one attempt) and bounded
-// by js.Timeout (activeDeadlineSeconds: the kubelet fails the pod with reason
-// DeadlineExceeded). The init container runs the stage and the main container its check; an interrupt is one container with the merged
-// interrupt's type and services as arguments; a soak check is the check container only, its
-// round in the pod annotation gantry.dev/soak-round. pkg (may be nil) gives env, env_from,
-// resources, pod labels and annotations and the grace period; cfgName, if not "", is the
-// package's config ConfigMap, mounted read-only at ConfigMountPath in every container with
-// GANTRY_CONFIG_DIR naming the path. GANTRY_PACKAGE, GANTRY_VERSION, GANTRY_STAGE and
-// GANTRY_NODE are always set. No service-account token is mounted (automountServiceAccountToken
-// false): a stage or check runs on the host or against a URL, never against the API server, so
-// a node's packages get no credential of the cluster's.
+// DesiredPod is the stage Pod js on node, created by the reconciler itself as Skyhook's operator
+// does (a Job per stage made the Job controller the bottleneck of large rollouts); the caller
+// sets the owner. Its name is deterministic per stage and attempt (a second create is
+// AlreadyExists); it is pinned to the node, never restarted and bounded by js.Timeout. The init
+// container runs the stage, the main one its check. pkg may be nil; cfgName, when set, is the
+// config ConfigMap mounted at ConfigMountPath. No service-account token is mounted: stages run
+// on the host, never against the API server, so packages get no cluster credential.
 func DesiredPod(set *v1alpha1.PackageSet, node, namespace, managedBy string, js JobSpec, pkg *v1alpha1.Package, cfgName string) *corev1.Pod {
 	lbl := map[string]string{v1alpha1.LabelManagedBy: managedBy, v1alpha1.LabelPackageSet: set.Name,
 		v1alpha1.LabelPackage: js.Package, v1alpha1.LabelStage: StageLabel(js), v1alpha1.LabelNode: node}
@@ -691,15 +666,11 @@ echo "$n failed systemd units on the node (at most %[1]d allowed)${units:+: $uni
 const HostRoot = "/proc/1/root"
 
 // ComplianceEvidenceScript is the sh script of a compliance check (NixFleet's RFC-0007 evidence
-// probe for c.Framework): it reads hostRoot + the evidence path (c.EvidencePath, default
-// v1alpha1.DefaultComplianceEvidencePath) with awk, which parses the JSON, keeps the controls
-// whose frameworkArticles have the framework as a key, and prints one line: the verdict (with
-// the failed controls' ids), the evidence's collectedAt and path. Exit 0: every such control has passed = true;
-// 1: some control failed, or none maps to the framework; 2: the evidence could not be judged
-// (missing or unreadable file, not JSON, schemaVersion not 1). Both failures fail the run, as
-// NixFleet's runner fails on any error. The framework and path are embedded in single quotes:
-// the CRD's enum and pattern keep quotes and spaces out of them. POSIX sh and awk only (busybox
-// runs it; the unit test runs it with both busybox and the host's sh and awk).
+// probe for c.Framework): awk reads the evidence JSON under hostRoot and prints the verdict, its
+// collectedAt and path. Exit 0: every control mapped to the framework passed; 1: one failed or
+// none maps; 2: the evidence cannot be judged. Both fail the run, as NixFleet's runner does.
+// Framework and path are single-quoted, safe because the CRD's enum and pattern exclude quotes.
+// POSIX sh and awk only, so busybox runs it.
 func ComplianceEvidenceScript(hostRoot string, c v1alpha1.ComplianceCheck) string {
 	path := c.EvidencePath
 	if path == "" {

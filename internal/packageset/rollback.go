@@ -57,28 +57,13 @@ func (p *nodePass) revertOf(name string, r *PackageRecord) revertKind {
 	return revertNone
 }
 
-// revert quarantines what failed and replaces r's failed flow with one back to what the node
-// had (NixFleet rollback-and-halt, NixFleet Failed → Reverted). The node is Failed while the
-// rollback flow runs and Reverted when it is done; the quarantine stalls the set (no node
-// starts the failed change) until the spec changes. By kind:
-//
-//   - revertVersion: Skyhook's downgrade flow back to r.Prev: uninstall of the failed version
-//     when uninstall is enabled, then apply of the previous one, config and its interrupt if
-//     it has one. Quarantine "<package>@<failed version>".
-//   - revertNew (nothing to return to): uninstall of the failed version when uninstall is
-//     enabled, then the record is dropped (NodeRecord.Withdrawn keeps the failed version);
-//     without uninstall nothing runs and the record is dropped at once (Reverted this pass).
-//     Quarantine "<package>@<failed version>".
-//   - revertConfig: a config flow back to r.Prev's config (and spec): config, then the
-//     interrupt the changed keys need (configInterrupts), post-interrupt. The version still
-//     works, so only the failed config is quarantined: ConfigQuarantine,
-//     "<package>@<version>#config-<hash>".
-//   - revertDowngrade: the uninstall of the installed version failed, so that version is
-//     still there in an unknown state (the uninstall may have stopped halfway): it is applied
-//     again, apply → config (→ its interrupt → post-interrupt), as startFlow does for a
-//     version whose flow was abandoned unfinished; a config stage alone could not be trusted
-//     on a half-removed package. Quarantine "<package>@<target version>": the downgrade
-//     cannot be done without that uninstall.
+// revert quarantines what failed and replaces r's failed flow with one back to what the node had
+// (NixFleet's rollback-and-halt: Failed while it runs, Reverted when done); the quarantine keeps
+// other nodes from starting the failed change until the spec changes. revertVersion runs
+// Skyhook's downgrade flow to r.Prev; revertNew uninstalls (when enabled) and drops the record;
+// revertConfig restores r.Prev's config and quarantines only that config; revertDowngrade
+// re-applies the installed version from apply, because a half-done uninstall leaves it in an
+// unknown state that a config stage alone cannot be trusted to fix.
 func (p *nodePass) revert(name string, r *PackageRecord, kind revertKind) error {
 	var q, note string
 	p.rec.Flows++

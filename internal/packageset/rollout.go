@@ -136,20 +136,13 @@ const (
 	soakFailed
 )
 
-// soak runs the soak window of a node whose stages are done (NixFleet Soaking: "probes have
-// started; soak window has not yet elapsed"; Converged: "soak elapsed, probes passing"). The
-// check of every package's last stage is re-run as Jobs (JobSpec.SoakCheck) in rounds: round
-// k starts SoakRoundStart(k) after the node began Soaking (record Since): round 0 at once,
-// then every SoakInterval, the last round (SoakRounds) when the window ends. One round runs
-// at a time (all of a round's Jobs passed before the next starts); a round missed while the
-// reconciler was away is skipped (the next round is the latest one due). The round under way
-// is the record's SoakRound, so its Job names (SoakJobName with the round) come from the
-// record and Now alone: a restarted reconciler never creates a round's Pod twice. Result:
-// Converged once the last round (started at the window's end) passed; Failed when a check of
-// any round fails (soakRound: that package is erroring and the policy applies); otherwise
-// Soaking (a round running or the next one not due yet; requeued for it). With no window
-// (soak 0) and health checks, the single round 0 runs the health checks only (the packages'
-// checks have just passed after their stages): NixFleet's health gate without a soak.
+// soak runs the soak window of a node whose stages are done (NixFleet's Soaking, then
+// Converged): every package's last check re-runs as Jobs in rounds from SoakRoundStart, one round
+// at a time, skipping rounds missed while the reconciler was away. The round under way is the
+// record's SoakRound, so Job names come from the record and Now alone and a restarted reconciler
+// never creates a round's Pod twice. Converged once the last round (at the window's end) passed,
+// Failed when any check fails, else Soaking. With no window but health checks, round 0 runs the
+// health checks only: NixFleet's health gate without a soak.
 func (p *nodePass) soak() v1alpha1.RolloutState {
 	window := p.soakWindow()
 	iv := SoakInterval(window, p.f.SoakInterval)

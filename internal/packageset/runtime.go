@@ -160,16 +160,12 @@ type RuntimeDecision struct {
 	Held map[string][]string
 }
 
-// PlanRuntime decides the runtime-required taint of the set's nodes, as Skyhook does: a
-// tainted node loses it once at least one runtime-required set selects it and all those are
-// complete on it (per node: one node is released while another still runs), and is cordoned
-// in the same update when one of those sets has runtimeRequiredCordonAfter; a node no
-// runtime-required set selects keeps it. A runtime-required set with autoTaint (not disabled,
-// not deleting) taints a selected node that is untouched (no gantry.dev/ annotation), not
-// tainted yet and not complete; a touched node is tainted again only while it re-gates after a
-// reboot outside Gantry (RuntimeNode.Regating) for a runtime-required set (not disabled, not
-// deleting; autoTaintNewNodes or not: NodeWright #180 asks it of reapplyOnReboot), and loses it
-// by the first rule once every runtime-required set selecting it is complete there again.
+// PlanRuntime decides the runtime-required taint of the set's nodes as Skyhook does: a node
+// loses it once every runtime-required set selecting it is complete there (per node, so one node
+// is released while another still runs), cordoned in the same update when a set asks
+// (runtimeRequiredCordonAfter); a node no such set selects keeps it. autoTaint taints only
+// untouched nodes (no gantry.dev/ annotation); a touched node is tainted again only while it
+// re-gates after a reboot outside Gantry (RuntimeNode.Regating, as NodeWright #180 asks).
 func PlanRuntime(f RuntimeFacts) RuntimeDecision {
 	nodes := append([]RuntimeNode(nil), f.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })

@@ -1,56 +1,12 @@
 // Package performer is Hourglass's Performer lifecycle as a pure machine: facts about a
-// Performer, its Pod and its Service go in; the phase, the conditions, the actions to take and
-// whether to requeue come out. It imports neither controller-runtime nor the Terraform
-// framework; the reconciler (reconciler/performer_controller.go) gathers the facts, calls
-// Decide, acts and writes status once.
-//
-// # Lifecycle (Hourglass, docs/operator/process-flows.md "Performer Lifecycle")
-//
-// Hourglass draws Pending → Creating → PodCreation → Scheduling → NodeSelection →
-// HardwareValidation → PodBinding → ImagePull → ContainerStart → ServiceCreation → Running;
-// Running → Upgrading → PodRecreation → Running; Running → Terminating → ServiceCleanup →
-// PodCleanup; NodeSelection | HardwareValidation | ImagePull | ContainerStart → Failed;
-// Failed → Creating (retry with backoff). The phases (status.phase) are Hourglass's top-level
-// states; its sub-states are reported in the condition messages:
-//
-//   - Pending: accepted, nothing created yet. The machine passes through it within its first
-//     pass (the finalizer goes on, then the Service and the Pod are created: Creating), so it
-//     is only seen in conditions written by earlier reconciler versions.
-//   - Creating: the Pod is being created (or re-created after a spec change or its loss).
-//   - Scheduling: the Pod exists and is not Ready yet: waiting for the scheduler (NodeSelection,
-//     HardwareValidation, PodBinding), then the kubelet (ImagePull, ContainerStart), then the
-//     Service (ServiceCreation).
-//   - Running: the Pod of the current spec is Ready and the Service is up to date.
-//   - Upgrading: a Pod has run before (status.image is set) and the spec changed: the old Pod
-//     is deleted and a new one created (PodRecreation); Upgrading lasts until the new Pod is
-//     Ready, including while no Pod exists.
-//   - Failed: the scheduler cannot place the Pod, the image cannot be pulled, the container
-//     cannot start or the Pod failed on its own; the message is the scheduler's or kubelet's
-//     own. The scheduler and kubelet keep retrying; the reconciler re-checks with backoff,
-//     recreates a terminal Pod, and a spec change heals it (a new spec hash recreates the Pod).
-//   - Terminating: the Performer is being deleted: Service, then Pod, then the finalizer.
-//
-// # A Pod ended from outside
-//
-// A Pod evicted, preempted, deleted by someone, or ended by its node's shutdown or loss
-// (failure.EndedFromOutside) is not a failure: the Performer is Creating with
-// Reconciling=True reason PodDisrupted, "pod performer-x ended from outside (reason:
-// message); waiting for its replacement", while the reconciler re-creates its bare Pod
-// (Recreate: a terminal Pod is deleted, then created again) or the Deployment's ReplicaSet
-// replaces it (RollingUpdate); during an upgrade it stays Upgrading with that message. Each
-// such Pod is counted once in status.podDisruptions (failure.CountDisruptions); beyond the
-// bound (more than failure.DisruptionsPerReplica within failure.DisruptionWindow) a Performer
-// that is not Running is Failed with reason PodDisruptedRepeatedly.
-//
-// # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
-//
-// Every decision carries exactly these five conditions, in this order: Ready, Reconciling,
-// Stalled, Scheduled, ServiceReady. Exactly one of Ready, Reconciling, Stalled is True:
-// Ready=True (reason PodReady) iff Running; Stalled=True (reason the failure) iff Failed;
-// Reconciling=True otherwise, with the reason naming the phase in progress (Pending, Creating,
-// Scheduling, UpgradeInProgress, Terminating). The phase is derived from the conditions by
-// Phases.Of, never the other way round; the previous pass's conditions are the machine's
-// memory.
+// Performer, its Pod and Service go in; phase, conditions, actions and requeue come out
+// (reconciler/performer_controller.go gathers, acts and writes status once). Phases are
+// Hourglass's top-level states (Pending, Creating, Scheduling, Running, Upgrading, Failed,
+// Terminating); its sub-states (ImagePull, PodBinding, ...) go in condition messages, and
+// Failed quotes the scheduler or kubelet. A Pod ended from outside is not a failure until more
+// than failure.DisruptionsPerReplica within failure.DisruptionWindow. Exactly one of Ready,
+// Reconciling, Stalled is True; the phase is derived from the conditions (Phases.Of), never the
+// other way round, and the previous pass's conditions are the machine's memory.
 package performer
 
 import (
@@ -350,27 +306,12 @@ var allPhases = []Phase{
 	v1alpha1.PerformerTerminating,
 }
 
-// Transitions is the set of legal phase changes, From → {To} (Transitions.Check returns a
-// *lifecycle.TransitionError for any other). A phase may always stay as it is.
-// Edges marked "Hourglass" are drawn by Hourglass's process flows (skipping unobserved intermediate states along the
-// Hourglass's forward path is allowed: a pass can see a Pod go from created to Ready). The others
-// are ours, for what a level-triggered controller observes in a real cluster:
-//
-//	(none)      → any (first pass, or status wiped: the world is observed afresh)
-//	Pending     → Creating (Hourglass), Scheduling, Running, Failed (existing Pod adopted), Terminating
-//	Creating    → Scheduling (Hourglass), Running, Failed (Hourglass), Terminating,
-//	              Upgrading (spec changed while re-creating a lost Pod that had run)
-//	Scheduling  → Running (Hourglass), Failed (Hourglass), Terminating,
-//	              Creating (spec changed or Pod lost: re-create), Upgrading (as above)
-//	Running     → Upgrading (Hourglass), Terminating (Hourglass),
-//	              Creating (Pod lost), Scheduling (Pod or Service lost readiness), Failed (crash, eviction)
-//	Upgrading   → Running (Hourglass), Failed (Hourglass: new Pod cannot run), Terminating
-//	Failed      → Creating (Hourglass: retry), Terminating,
-//	              Scheduling/Running (the scheduler's or kubelet's own retry succeeded),
-//	              Upgrading (retry of a failed upgrade)
-//	Terminating → nothing else (deletion cannot be undone)
-//
-// Nothing goes back to Pending, and Upgrading never falls back to Creating or Scheduling.
+// Transitions is the set of legal phase changes, From → {To}; Transitions.Check returns a
+// *lifecycle.TransitionError for any other. Hourglass's process flows draw the forward path; a
+// level-triggered controller also sees skips (a Pod created and Ready in one pass), a lost Pod
+// or Service (back to Creating or Scheduling) and the scheduler's or kubelet's own retry healing
+// Failed. Nothing returns to Pending, Upgrading never falls back to Creating or Scheduling, and
+// Terminating is final; "" (first pass, status wiped) may go anywhere.
 var Transitions = lifecycle.Table[Phase]{Kind: "Performer phase", Edges: func() lifecycle.Transitions[Phase] {
 	m := lifecycle.Transitions[Phase]{"": allPhases}
 	for _, from := range allPhases {

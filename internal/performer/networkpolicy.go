@@ -1,20 +1,11 @@
 package performer
 
-// Performer isolation (spec.networkPolicy): the NetworkPolicy performer-<name> and its
-// decision, pure like the rest of the package. The controller gathers the Executors of the
-// namespace and the live NetworkPolicy, calls DecideNetworkPolicy, acts, and merges the
-// decision's condition and status.allowedExecutors into the one status write of the pass.
-//
-// What the policy admits: TCP on the gRPC port, from the pods of the Executors that use the
-// performer (one peer per executor, by the label gantry.dev/executor=<executor> the executor
-// controller puts on its pods and that spec.podLabels cannot override) and from the peers of
-// spec.networkPolicy.allowFrom. Nothing else reaches the performer's pods through the pod
-// network. The kubelet's readiness probe is not subject to it: it comes from the node, and
-// NetworkPolicy implementations admit traffic from a pod's own node whatever the policy says
-// (the NetworkPolicy documentation: "traffic to and from the node where a Pod is running is
-// always allowed"); `kubectl port-forward` (and the provider's port-forward ephemeral resource)
-// enters the pod's network namespace through the kubelet and the runtime, also outside the
-// policy. Egress is not restricted (policyTypes Ingress only).
+// Performer isolation (spec.networkPolicy): the NetworkPolicy performer-<name> and its pure
+// decision (DecideNetworkPolicy). It admits TCP on the gRPC port from the pods of the Executors
+// that use the performer (by gantry.dev/executor, which spec.podLabels cannot override) and from
+// spec.networkPolicy.allowFrom; ingress only. The kubelet's probes and `kubectl port-forward`
+// are unaffected: NetworkPolicy always allows traffic from the pod's own node, and port-forward
+// enters through the kubelet and runtime.
 
 import (
 	"fmt"

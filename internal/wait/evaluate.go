@@ -59,16 +59,13 @@ type Verdict struct {
 	Why string
 }
 
-// Evaluate applies the status contract to one copy of an object. It is pure: no API calls.
-//
-// Order: deletionTimestamp set → Failed ("being deleted"); observedGeneration absent or
-// different from generation → InProgress (the status is about an older spec: neither its
-// success nor its failure counts); for a Handshake kind, a gantry.dev/reconcileRequestedAt
-// annotation that status.lastHandledReconcileAt does not answer → InProgress (the status is
-// about older labels; a status without that field, from a reconciler older than the handshake,
-// is not held to it); Stalled=True → Failed; summary in Failure → Failed; summary
-// in Success → Succeeded; summary in ReturnAtOnce, or Ready=False with a reason in
-// ReturnAtOnceReasons and Reconciling not True → ReturnedAtOnce; otherwise InProgress.
+// Evaluate applies the status contract to one copy of an object (no API calls). In order:
+// deletion → Failed; a status about an older spec (observedGeneration behind, or for a Handshake
+// kind an unanswered reconcileRequestedAt annotation; a status without lastHandledReconcileAt,
+// from an older reconciler, is not held to it) → InProgress, since neither its success nor its
+// failure counts; Stalled=True or a Failure summary → Failed; Success → Succeeded; ReturnAtOnce,
+// or Ready=False with a ReturnAtOnceReasons reason while not Reconciling → ReturnedAtOnce; else
+// InProgress.
 func Evaluate(spec Spec, obj *unstructured.Unstructured) Verdict {
 	v := Verdict{Generation: obj.GetGeneration()}
 	v.Summary, _, _ = unstructured.NestedString(obj.Object, spec.SummaryPath...)

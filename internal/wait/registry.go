@@ -83,17 +83,12 @@ func (r *Registry) Informers() int {
 	return len(r.informers)
 }
 
-// WaitReady waits until the object t satisfies spec's success condition (observedGeneration ==
-// generation and a Success or ReturnAtOnce summary) and returns the copy that did.
-//
-// It reads the object with a GET first (retrying transient errors with Backoff), then follows
-// the shared informer's events for it. It returns:
-//   - *FailedError at once when the summary is a Failure value or Stalled=True for the current
-//     generation, or the object is being deleted; the error names the failing condition's reason
-//     and message and quotes the newest Warning events of the object and the objects it owns;
-//   - *DeletedError when the object disappears;
-//   - *TimeoutError when ctx ends first, with the last summary, generations and conditions seen;
-//   - the API error when the GET fails with a non-transient error (e.g. Forbidden).
+// WaitReady waits until t satisfies spec's success condition (observedGeneration == generation
+// and a Success or ReturnAtOnce summary) and returns that copy. It GETs first (transient errors
+// retried with Backoff), then follows the shared informer. Errors: *FailedError at once on a
+// Failure summary, Stalled=True or deletion (with the reason and the newest Warning events);
+// *DeletedError when the object disappears; *TimeoutError with the last status seen when ctx
+// ends; the API error when the GET fails for good (e.g. Forbidden).
 func (r *Registry) WaitReady(ctx context.Context, spec Spec, t Target) (*unstructured.Unstructured, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err

@@ -1,17 +1,10 @@
 // Package wait is the provider's wait engine: it waits until a Gantry object satisfies the
 // status contract (docs/guides/status-and-conditions.md), fails at once when it cannot, and
-// waits until a deleted object is gone.
-//
-// A kind is described by a small Spec (where its summary is, which values mean success,
-// failure or "return at once", which owned kinds to search for Warning events). Every resource
-// kind of the provider (Performer now; Executor, PackageSet and Workspace later) waits through
-// the same Registry with its own Spec.
-//
-// The Registry keeps one shared informer (list + watch, client-go's reflector: it re-lists on
-// a dropped or expired watch and retries API errors with backoff) per GVR and namespace, started
-// lazily on the first wait, and notifies each waiter on every event for its object. Waits are
-// event-driven: there is no polling interval, so a wait returns within milliseconds of the
-// status write that satisfies it.
+// waits until a deleted object is gone. Each kind is a small Spec (summary path, success,
+// failure and return-at-once values, owned kinds to search for Warning events) over one shared
+// Registry. The Registry keeps one lazily started informer per GVR and namespace and notifies
+// waiters on every event, so a wait returns within milliseconds of the status write that
+// satisfies it; there is no polling interval.
 package wait
 
 import (

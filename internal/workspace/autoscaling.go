@@ -12,16 +12,12 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/autoscale"
 )
 
-// Autoscaling that Terraform never fights (KAITO's asks: kaito-project/kaito #1380, a KEDA
-// autoscaler for workspaces, and #1659, the InferenceSet that scales them). With
-// spec.autoscaling an autoscaler owns the inference Deployment's spec.replicas: a
-// HorizontalPodAutoscaler (autoscaling/v2) workspace-<name> the reconciler owns (DesiredAutoscaler),
-// or, with spec.autoscaling.external, the user's own (a KEDA ScaledObject). The reconciler
-// writes spec.replicas only when it creates the Deployment (ReplicasToWrite) and leaves it out
-// of the spec hash and of the up-to-date check, so it never takes the autoscaler's count back;
-// Replicas is minReplicas, the replicas that must be Ready for the workspace to be Ready,
-// counted among those the autoscaler asks for (serving): a count it sets within its bounds is
-// no failure, and a Ready workspace's InferenceReady message says when the count is moving.
+// Autoscaling that Terraform never fights (KAITO's asks: kaito-project/kaito #1380, #1659). With
+// spec.autoscaling an autoscaler owns the inference Deployment's spec.replicas: the reconciler's
+// HorizontalPodAutoscaler (DesiredAutoscaler) or, with external, the user's own (e.g. KEDA). The
+// reconciler writes replicas only on create (ReplicasToWrite) and leaves them out of the spec
+// hash and up-to-date check, so it never takes the count back; minReplicas must be Ready for
+// the workspace to be Ready.
 
 // Autoscaled reports whether w hands its replicas to an autoscaler (spec.autoscaling, inference).
 func Autoscaled(w *v1alpha1.Workspace) bool {

@@ -1,72 +1,12 @@
-// Package workspace is KAITO's Workspace status machine as pure Go: facts about a
-// Workspace, the nodes that could run it and the objects it owns go in; the conditions, the
-// derived status.state, the actions to take and whether to requeue come out. It imports
-// neither controller-runtime nor the Terraform framework; reconciler/workspace_controller.go
-// gathers the facts, calls Decide, acts and writes status once.
-//
-// # States (KAITO's "Workspace Status Field Proposal")
-//
-// Inference: Pending → Ready; Ready ↔ NotReady. "Once the workspace leaves Pending, it cannot
-// return to Pending"; a failed initialization stays Pending. Tuning: Pending → Running →
-// Succeeded | Failed, both terminal. These are the only edges (Transitions); a first pass, with
-// no conditions yet, may land in any state of the mode (the world is observed afresh). A tuning
-// Job observed finished while the workspace is still Pending (kwok, or a short Job, completes
-// between two passes) is first reported Running (JobStarted=True: it did run) and the pass
-// asks for an immediate requeue, so Pending → Succeeded/Failed is never written.
-//
-// # The Pending trap (KAITO's listed con; KAITO issues #344, #1544, §3.6)
-//
-// A workspace the cluster cannot place stays Pending, as KAITO's proposal requires, but not silently:
-// when no Ready node matches the node selector (GPU product, label selector, TEE), or the
-// GPUs the matching nodes have free (allocatable less what other pods request, counted while
-// replicas are unplaced) cannot hold resource.count replicas of resource.gpuCount each,
-// ResourceReady=False says so (reasons NoMatchingNodes,
-// InsufficientCapacity) and Stalled=True. The scheduler's own "0/N nodes are available" and
-// the kubelet's image pull / start errors stall it the same way. Nodes are facts: when one is
-// added, the next pass (the controller watches Nodes) proceeds without user action.
-//
-// # Waiting where KAITO waits
-//
-// Only what cannot resolve without the user stalls. A pod the scheduler holds only because its
-// immediate-binding PersistentVolumeClaims are not bound yet ("pod has unbound immediate
-// PersistentVolumeClaims", failure.WaitsForVolumeBinding) is progress: the PersistentVolume
-// controller binds the claims and the scheduler retries the pod, as KAITO waits for them.
-// ResourceReady=False with reason WaitingForVolumeBinding quotes the scheduler and names each
-// claim not bound with its phase; Reconciling=True, never Stalled. The wait is bounded by the
-// caller (the provider's resource timeout reports these conditions).
-//
-// # Pods ended from outside
-//
-// A pod evicted, preempted or ended by its node's shutdown or loss (failure.EndedFromOutside;
-// Pod.Disrupted) is not a failure of the workspace: its Deployment, StatefulSet or Job replaces
-// it (the tuning Job ignores such pods: DesiredJob's podFailurePolicy), and such a pod left
-// behind Failed is neither a start failure nor a lost node. While replicas are not Ready
-// because of it, InferenceReady (or JobStarted) is False with reason PodDisrupted ("pod x ended
-// from outside (reason: message); waiting for its replacement") and Reconciling=True with that
-// reason. Each such pod is counted once in status.podDisruptions (failure.CountDisruptions);
-// more than failure.DisruptionBound(replicas) within failure.DisruptionWindow, while not every
-// replica is Ready, is Stalled=True with reason PodDisruptedRepeatedly.
-//
-// # Releasing a tuning run's nodes (kaito-project/kaito #1107)
-//
-// With spec.tuning.releaseNodesOnSuccess, a tuning workspace whose run has Succeeded deletes the
-// Karpenter NodeClaims it provisioned (nodeclaims.go, releaseNodes): the state stays Succeeded
-// (Ready=True), ResourceReady turns False with reason NodesReleased (the record, carried once the
-// claims are gone), a NodesReleased event names the claims, and no claim is created for the
-// workspace again (nor once its Job is seen complete). A Failed run keeps its nodes. Set on a
-// workspace already Succeeded (the one field of a tuning spec that may change), it releases then.
-//
-// # Conditions (kstatus, the status contract, docs/guides/status-and-conditions.md)
-//
-// Every decision carries, in this order: Ready, Reconciling, Stalled, ResourceReady, then
-// InferenceReady (inference) or JobStarted (tuning), then WorkspaceSucceeded. Exactly one of
-// Ready, Reconciling, Stalled is True: Ready=True iff the state is Ready or Succeeded;
-// Stalled=True when progress needs a change (the Pending trap, Failed, an invalid spec, a
-// foreign object in the way); Reconciling=True otherwise. The state is derived from
-// WorkspaceSucceeded alone (StateOf): True → Ready/Succeeded; False with reason
-// WorkspaceNotReady → NotReady; JobRunning → Running; WorkspaceFailed → Failed; otherwise
-// Pending. The previous pass's WorkspaceSucceeded is the machine's memory (whether an inference
-// workspace was ever established; whether a tuning run is over).
+// Package workspace is KAITO's Workspace status machine as pure Go: Facts about a Workspace, the
+// nodes that could run it and its objects go in; Decide returns conditions, status.state,
+// actions and requeue, and reconciler/workspace_controller.go acts. States and edges follow
+// KAITO's "Workspace Status Field Proposal" (Transitions), the state derived from
+// WorkspaceSucceeded (StateOf). Conditions: Ready, Reconciling, Stalled, ResourceReady,
+// InferenceReady or JobStarted, WorkspaceSucceeded, exactly one of the first three True. Only
+// what needs the user stalls: an unplaceable workspace stays Pending but Stalled (KAITO's
+// "Pending trap", made visible); unbound volume claims and pods ended from outside are waited
+// for, until disruptions exceed failure.DisruptionBound.
 package workspace
 
 import (
@@ -379,9 +319,9 @@ func Terminal(s State) bool {
 	return s == v1alpha1.WorkspaceStateSucceeded || s == v1alpha1.WorkspaceStateFailed
 }
 
-// StateOf derives status.state from the WorkspaceSucceeded condition (see the package doc);
-// "" when it is absent (never reconciled). A reason that does not belong to the mode reads as
-// Pending.
+// StateOf derives status.state from the WorkspaceSucceeded condition alone, the machine's memory
+// of whether an inference workspace was ever established or a tuning run is over; "" when it is
+// absent (never reconciled). A reason that does not belong to the mode reads as Pending.
 func StateOf(mode Mode, conds []metav1.Condition) State {
 	for _, c := range conds {
 		if c.Type != ConditionWorkspaceSucceeded {

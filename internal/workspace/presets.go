@@ -94,17 +94,12 @@ func TuningPresets() []string {
 	return names
 }
 
-// Resolve returns w with its preset and then its instance type applied, as a deep copy (w is
-// not changed): every field the preset provides and w leaves empty (inference model, image,
-// args; tuning baseModel, image; resource.gpuCount when 0) holds the preset's value, then
-// spec.resource.instanceType adds its node label and GPU default (resolveInstanceType).
-// Errors, each naming the field: an unknown preset (UnknownPresetError), a tuning preset that
-// cannot be tuned, a gated preset without a model access Secret, a workspace that still lacks
-// a model or image, a tuning workspace of more than one node, the instance type's errors, a
-// MIG partition profile the workspace's GPU does not offer (CheckPartition: a
-// *hardware.MIGProfileError), GPU products that contradict one another (checkGPUProduct),
-// what spec.autoscaling cannot scale (checkAutoscaling), and a multi-node group on KAITO's
-// Ray cluster serving on a Ray port (checkRayGroup).
+// Resolve returns a deep copy of w with its preset, then its instance type, applied: preset
+// values fill only what w leaves empty (resolveInstanceType adds the node label and GPU
+// default). Errors name the field: an unknown preset (UnknownPresetError), a preset that cannot
+// be tuned or lacks its model access Secret, a missing model or image, a multi-node tuning
+// workspace, and the checks it runs (CheckPartition, checkGPUProduct, checkAutoscaling,
+// checkRayGroup).
 func Resolve(w *v1alpha1.Workspace) (*v1alpha1.Workspace, error) { return ResolveModel(w, nil) }
 
 // ErrModelConfigNotRead is ResolveModel's error (wrapped, naming spec.inference.modelConfig)

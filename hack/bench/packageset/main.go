@@ -1,50 +1,12 @@
-// Command packageset benchmarks the PackageSet reconciler on the local cluster. Variants
-// (-variants, default a,b,c):
-//
-//	a  2 packages, no interrupt, budget percent 100 (4 node-stages per node: apply+config ×2)
-//	b  2 packages, the second with a reboot interrupt, budget percent 10 (6 node-stages per
-//	   node: apply+config, apply+config+interrupt+post-interrupt)
-//	c  2 packages, no interrupt, a deployment policy of 3 compartments (nodes labelled c0, c1,
-//	   c2 in turn), each with budget percent 25 and exponential batches from 1 (Skyhook's
-//	   DeploymentPolicy); waves = the most batches of a compartment (they run side by side)
-//	d  c with b's reboot interrupt, for -nodes 10000 (scale.go)
-//	h  h0, hc, hf: soak with a health check every 10 s, its cost, the halt a failing one
-//	   causes (scale.go; hf reports the time to halt where the others report time to complete)
-//
-// For each variant it first runs the same set over ONE node (the single-node baseline, unless
-// -baseline=false), then over -nodes kwok nodes. Every run starts its own bin/gantry-reconciler
-// process (metrics on a loopback port; peak RSS is per process), creates its nodes and the
-// PackageSet, waits for status complete, then deletes the set, waits for its Jobs and Pods to
-// be garbage-collected and deletes its nodes (so runs do not overlap with GC work).
-//
-// What it measures per run:
-//   - time to complete: PackageSet created → status complete on every node (observed with a
-//     watch on the set);
-//   - node-stage times from a stage Pod informer of the bench: Pod first seen → Pod first seen
-//     with phase Succeeded (slowest, p50, p99);
-//   - the reconciler's peak RSS (VmHWM of /proc/<pid>/status) and CPU seconds (utime+stime of
-//     /proc/<pid>/stat: whole process life, and during the run only);
-//   - API requests per node-stage: the increase of the reconciler's rest_client_requests_total
-//     from just before the set is created to complete, ÷ (nodes × node-stages per node);
-//   - the load average (/proc/loadavg) before and after the run.
-//
-// Targets (the issue: "time within 1.5× of the slowest single node's stage time × waves"),
-// waves = ceil(nodes / budget nodes) (= ceil(100 / budget percent) for 1000 nodes), both
-// definitions printed:
-//
-//	target(stage) = 1.5 × slowest stage of the single-node run × waves
-//	target(node)  = 1.5 × the single-node run's time to complete × waves
-//
-// A node's stages are sequential, so target(stage) is below what even one node needs whenever
-// a node has more than one stage; target(node) is the one a rollout can meet.
-//
-// -pprof-dir DIR starts the reconcilers with --pprof-bind-address and saves, per run, the heap
-// profile taken when the RSS was highest (heap-<variant>-<nodes>.pb.gz, sampled every second
-// while RSS grows) and, with -pprof-cpu, consecutive 10 s CPU profiles
-// (cpu-<variant>-<nodes>-<i>.pb.gz; merge them with `go tool pprof -top DIR/cpu-a-1000-*`).
-//
-// Stop any other reconciler on the cluster first (make reconciler-stop): two would share the
-// work. Run by `make bench` (hack/bench.sh) after the performer bench.
+// Command packageset benchmarks the PackageSet reconciler on the local cluster, one variant
+// (-variants; see the flag and allVariants) at a time: first over one node (the baseline), then
+// over -nodes kwok nodes, each run with its own reconciler process and cleaned up before the
+// next so runs do not overlap with garbage collection. It reports time to complete, stage Pod
+// times, the reconciler's peak RSS, CPU and API requests per node-stage, against the issue's
+// target of 1.5 × the single-node time × waves. Two targets are printed: per stage, which a node
+// with several sequential stages can never meet, and per node, which a rollout can. -pprof-dir
+// saves heap and CPU profiles. Stop any other reconciler first (make reconciler-stop): two would
+// share the work. Run by `make bench`.
 package main
 
 import (

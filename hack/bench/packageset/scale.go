@@ -1,29 +1,11 @@
 package main
 
-// Scale and health-check variants ("10,000 nodes" and "health checks at scale"):
-//
-//	d   2 packages, the second with a reboot interrupt, a deployment policy of 3 compartments,
-//	    budget 25% each, exponential batches from 1: variant c with b's interrupt, meant for
-//	    -nodes 10000 (with -timeout raised). Every run (any variant) also watches the pool's
-//	    nodes and reports the most cordoned at once (spec.unschedulable or the set's
-//	    gantry.dev/cordon_<set> annotation), overall and per compartment, against the budget
-//	    (the sum of the compartments' budgets); more than the budget is printed as a VIOLATION.
-//	h   expands to h0, hc, hf over the same -nodes (one bench invocation):
-//	    h0  2 packages, budget 25%, rollout.soakDuration 20 s with soakCheckInterval 10 s (the
-//	        packages' checks re-run every 10 s while a node soaks), no health check;
-//	    hc  h0 plus one exec health check (busybox `true`) run in every soak round, i.e. every
-//	        10 s on each soaking node: the API requests and reconciler CPU it adds are hc − h0;
-//	    hf  hc whose check starts failing once 30% of the nodes are complete: the bench patches
-//	        the check's podLabels with kwok's pod-container-running-failed chaos label (the
-//	        local cluster's kwokctl.yaml stage fails a labelled pod's container, exit 1). It
-//	        reports the time from the patch and from the first failed check pod seen to the
-//	        first set status naming a Failed node (onHealthFailure halt: no new node starts
-//	        from then on), then watches for 30 s more and counts nodes that started after the
-//	        halt (must be 0). No single-node baseline.
-//
-// Every run also reports the package set pass time (controller_runtime_reconcile_time_seconds
-// of controller "packageset": mean, and p50/p99 interpolated in the histogram's buckets) and
-// ends with rows of the common table `| figure | value | limit | target | ratio |`.
+// Scale and health-check variants. d is variant c with b's reboot interrupt, meant for -nodes
+// 10000. h runs h0 (a 20 s soak re-running the checks every 10 s), hc (h0 plus an exec health
+// check each round; its cost is hc − h0) and hf (hc whose check starts failing, via kwok's
+// chaos label, once 30% of nodes are complete; it reports the time to the halt and checks that
+// no node starts after it). Every run also watches for more nodes cordoned at once than the
+// budget (printed as a VIOLATION) and reports the package set pass time.
 
 import (
 	"context"

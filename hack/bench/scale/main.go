@@ -1,20 +1,10 @@
-// Command scale is the 1000-performer bench of `make bench`: the same N
-// Performers applied by Terraform and, beside it, by a plain client-go program (the limit: a
-// parallel client at the same QPS, no Terraform), on the local cluster with a reconciler
-// process of its own. It prints, in seconds and MiB:
-//
-//   - limit create → all Running (seen by a watch) and delete → all gone;
-//   - terraform apply, no-op plan (refresh of N), no-op apply, no-op plan again (steady state:
-//     the state now carries each object's resourceVersion, so unchanged objects are not mapped
-//     again) and destroy of N gantry_performer; the no-op plan of N terraform_data beside it;
-//   - the ratios apply/limit and destroy/limit (target ≤ 1.1), the no-op plan (target ≤ 3 s);
-//   - the CPU seconds of each apply and delete phase: the whole machine's and those of
-//     terraform and its provider plugins (to tell a phase bound by the machine's CPU);
-//   - the provider plugin's peak RSS (VmHWM, sampled every 200 ms; target ≤ 150 MiB) and the
-//     reconciler's peak RSS and CPU seconds (target ≤ 150 MiB).
-//
-// It adds kwok nodes for the Pods (pods: 300 each) and removes them at the end. It never fails
-// on a number; it exits non-zero only when a step itself fails.
+// Command scale is the 1000-performer bench of `make bench`: N Performers applied by Terraform
+// and by a plain client-go program at the same QPS (the limit), with a reconciler of its own.
+// It prints apply/destroy against the limit (target ≤ 1.1), no-op plans (target ≤ 3 s; the
+// second shows the steady state, where resourceVersions in state skip re-mapping), N
+// terraform_data's no-op plan, the peak RSS of provider and reconciler (target ≤ 150 MiB), and
+// each phase's CPU seconds (the machine's, terraform's, the provider's) to tell one the 2-core
+// machine's CPU bounds. It exits non-zero only when a step fails, never on a number.
 package main
 
 import (

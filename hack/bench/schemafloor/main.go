@@ -1,30 +1,12 @@
-// Command schemafloor is Terraform's own cost of a no-op plan for Gantry's schemas: a provider
-// that serves gantry_performer's schema (and the others') but does no work, beside
-// terraform_data. It answers the issue's question "what would any provider with this schema
-// cost?" and is a reproduction that can be attached to an upstream report as it is.
-//
-// Run as a program (`go run ./hack/bench/schemafloor -terraform bin/terraform -n 1000`), it
-// builds itself as the provider example/gantryecho into a filesystem mirror under -workdir,
-// applies N gantry_performer with it (local name gantry, so the configuration is Gantry's),
-// then times -rounds no-op plans of them at -parallelism; the same for N gantry_min (a
-// one-attribute resource of the same plugin: the plugin's processes, RPCs and Gantry's schema
-// building, but a tiny schema) and for N terraform_data (built into Terraform: no plugin). It
-// needs no cluster. It prints seconds and records a row for `make bench`'s table.
-//
-// The echo's state is lighter than Gantry's: a create of a Gantry type is planned by Gantry's
-// framework server only when that succeeds unconfigured (it does not for performers), so
-// defaulted and computed attributes are null or "echo" (about 780 bytes per performer against
-// 900 for Gantry's); Terraform's work follows the schema's attributes far more than the values.
-//
-// Run by Terraform (the plugin handshake variable set), it is the echo provider: the schemas,
-// identity schemas and metadata of Gantry's provider (provider.Server), and for every other
-// call no work at all: ConfigureProvider and ValidateResourceConfig answer nothing,
-// UpgradeResourceState decodes the stored JSON with the schema's type, ReadResource returns
-// the state, PlanResourceChange the proposed new state (the prior identity), and
-// ApplyResourceChange the planned state with unknown values made null. The difference between
-// this and Gantry's own no-op plan is what the provider (the framework and Gantry's code)
-// costs; the difference between this and terraform_data is what Terraform spends on the
-// schema's size.
+// Command schemafloor measures Terraform's own cost of a no-op plan for Gantry's schemas: an echo
+// provider that serves Gantry's schemas (provider.Server) but does no work, so it can be attached
+// to an upstream report as is. As a program it builds itself into a filesystem mirror, applies N
+// gantry_performer, then times no-op plans of them, of N gantry_min (same plugin, tiny schema)
+// and of N terraform_data; it needs no cluster. Run by Terraform, it is the echo provider: every
+// call returns its input (state, proposed state, planned state with unknowns nulled). Echo vs
+// Gantry is the provider's cost; echo vs terraform_data is what Terraform spends on the schema's
+// size. The echo's state is slightly lighter (defaulted values null), which matters little:
+// Terraform's work follows the schema far more than the values.
 package main
 
 import (

@@ -1,33 +1,12 @@
-// Command deviceplugin is a Kubernetes device plugin (the kubelet's v1beta1 device plugin API)
-// that advertises fake NVIDIA GPUs on a node without any: the test cluster's real node runs it
-// as a DaemonSet, as nvidia's k8s-device-plugin runs, so Pods that request nvidia.com/gpu, a
-// per-type resource or a MIG slice go through the kubelet's real device manager (allocation,
-// requests equal to limits, a plugin that restarts under running Pods,
-// UnexpectedAdmissionError) instead of kwok, which admits anything.
+// Command deviceplugin is a kubelet device plugin (v1beta1) advertising fake NVIDIA GPUs, so Pods
+// requesting nvidia.com/gpu, a per-type resource or a MIG slice go through the kubelet's real
+// device manager on the test cluster's real node, where kwok would admit anything. Each
+// -resource NAME=COUNT is one plugin socket; device IDs and Allocate's answer (NVIDIA_VISIBLE_DEVICES,
+// /dev/nvidia* nodes backed by /dev/null) follow nvidia's k8s-device-plugin on an H200 node.
+// SIGTERM removes the sockets (allocatable drops to 0); -restart-delay mimics NVML's slow start
+// after a driver restart, long enough for the node status to show the GPUs gone.
 //
-//	deviceplugin -node gantry-real -resource nvidia.com/gpu=2 -resource nvidia.com/h200=1 \
-//	    -resource nvidia.com/mig-1g.18gb=7
-//
-// Each -resource NAME=COUNT is one plugin: a gRPC server on <dir>/gantry-<name>.sock registered
-// with the kubelet at <dir>/kubelet.sock (dir: -dir, default /var/lib/kubelet/device-plugins/).
-// Devices look as nvidia's plugin reports an H200 node's (../shared/reference/gpu-facts.md):
-// whole GPUs are "GPU-" and a UUID, MIG slices "MIG-" and a UUID, derived from the node name,
-// the resource and the index, so they are stable across restarts. Physical GPUs are numbered
-// across resources in flag order (the MIG slices of one -resource share one parent GPU).
-//
-// Allocate answers each container as nvidia's plugin does with its default "envvar" device
-// list strategy: NVIDIA_VISIBLE_DEVICES=<the device IDs, comma-separated>, plus device nodes
-// /dev/nvidiaN (one per parent GPU), /dev/nvidiactl and /dev/nvidia-uvm (MIG slices also
-// /dev/nvidia-caps/nvidia-cap<k>), each the host's /dev/null since there is no GPU behind them.
-//
-// SIGTERM or SIGINT removes the sockets and exits 0: the kubelet then sees the plugin gone and
-// the node's allocatable drops to 0 for its resources until a new instance registers. When the
-// kubelet restarts (it empties the directory), the plugins serve and register again.
-//
-// -restart-delay D makes a restart (a start that finds <dir>/gantry-fake-gpu.started written
-// under the same kubelet) wait D before registering, as nvidia's plugin takes a while to
-// initialise NVML after a driver restart: long enough for the node's status to show the GPUs
-// gone (the kubelet reports node status every 10 s).
+//	deviceplugin -node gantry-real -resource nvidia.com/gpu=2 -resource nvidia.com/mig-1g.18gb=7
 package main
 
 import (

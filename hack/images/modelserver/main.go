@@ -1,31 +1,10 @@
-// Command modelserver is the server of the test cluster's ghcr.io/gantry-dev/test-model-server
-// image (built by hack/images): a stand-in for vLLM's OpenAI-compatible server. Gantry runs
-// an inference Workspace's container with spec.inference.args (presets put
-// --served-model-name=<model> --port=$(PORT) first, vLLM-style), env MODEL_NAME=<model> and
-// PORT=<spec.inference.port, default 8000>, a container port named "http" and a TCP readiness
-// probe on it (internal/workspace/objects.go, presets.go).
-//
-// Arguments: --served-model-name X, --model X, --port N, --host H (also as --flag=X); any other
-// argument is ignored. The served model is --served-model-name, else --model, else env
-// MODEL_NAME, else "test-model"; the port --port, else env PORT, else 8000.
-//
-//	GET  /v1/models            {"object":"list","data":[{"id":<model>,"object":"model","owned_by":"gantry",...}]}
-//	POST /v1/chat/completions  a chat.completion whose assistant message is the last user message
-//	                           (with "stream": true, the same as server-sent chat.completion.chunk events)
-//	GET  /health               200 (vLLM's)
-//	GET  /                     "gantry test model server <hostname> model <model>\n"
-//	GET  /devices              the GPUs allocated to the container (hack/internal/gpuinfo)
-//
-// A request naming another model gets vLLM's 404 NotFoundError. Env
-// MODEL_SERVER_FAIL_AFTER_START=1 makes it exit 1 at once with a line on stderr. It shuts down
-// on SIGTERM or SIGINT and exits 0.
-//
-// The same program stands in for what KAITO's vLLM image runs for a multi-node group (Gantry's
-// internal/workspace/ray.go), chosen by the name it is called by (the image links them to it):
-// ray (a small Ray CLI: start --head, start --address --block, status, stop), the
-// /workspace/vllm/multi-node-serving.sh of vLLM that KAITO ships (leader, worker), and
-// python3 running /workspace/vllm/inference_api.py (this server) or KAITO's
-// /workspace/vllm/multi-node-health-check.py (liveness, readiness). ray.go says how.
+// Command modelserver is the test-model-server image's stand-in for vLLM's OpenAI-compatible
+// server, as Gantry runs an inference Workspace's container (presets' vLLM-style args, MODEL_NAME,
+// PORT, a TCP readiness probe). It serves GET /v1/models, POST /v1/chat/completions (echoing the
+// last user message, streamed with "stream": true), /health, / and /devices; another model name
+// gets vLLM's 404. The model is --served-model-name, --model, $MODEL_NAME or "test-model"; the port
+// --port, $PORT or 8000. MODEL_SERVER_FAIL_AFTER_START=1 exits 1 at once. Called as ray,
+// multi-node-serving.sh or python3 it stands in for KAITO's multi-node group (ray.go).
 package main
 
 import (

@@ -1,41 +1,13 @@
 package main
 
-// The test image's stand-ins for what KAITO's vLLM image runs in a multi-node group
-// (KAITO's buildMultiNodeRayCommand and SetDistributedInferenceProbe; Gantry's
-// internal/workspace/ray.go writes the same command and probes):
-//
-//	ray start --head --port=P [--block]   starts the "head": a TCP server on P (all
-//	                                      interfaces) that counts the nodes joined; without
-//	                                      --block it runs in the background (its output in
-//	                                      $TMPDIR/ray/head.log, its pid in
-//	                                      $TMPDIR/ray/head.pid) and returns once P accepts
-//	ray start --address=H:P [--block]     joins the head at H:P as a node named after the
-//	                                      host; with --block it stays joined until SIGTERM
-//	                                      (exit 0) or the head goes (exit 1); without, in the
-//	                                      background (worker.pid); exit 1 when H:P cannot be
-//	                                      reached
-//	ray status [--address=H:P]            "Active: N node(s)" (the head counts as one);
-//	                                      default address 127.0.0.1:6379
-//	ray stop                              ends the background head and worker
-//	multi-node-serving.sh leader --ray_cluster_size=N [--ray_port=P] [--ray_init_timeout=S]
-//	                                      as vLLM's script: starts the head, then polls until
-//	                                      N nodes are active (exit 0) or S seconds (300) pass
-//	                                      (exit 1)
-//	multi-node-serving.sh worker --ray_address=H [--ray_port=P] [--ray_init_timeout=S]
-//	                                      as vLLM's script: `ray start --address=H:P --block`,
-//	                                      retried until it succeeds or S seconds pass
-//	python3 /workspace/vllm/inference_api.py ARGS...   the model server on ARGS
-//	python3 /workspace/vllm/multi-node-health-check.py liveness|readiness
-//	        --leader-address=H [--ray-port=6379] [--vllm-port=5000]
-//	                                      as KAITO's script, POD_INDEX=0 being the leader:
-//	                                      readiness GETs the leader's /health (workers pass);
-//	                                      liveness (leader only) fails unless the head answers
-//	                                      with GROUP_SIZE nodes (KAITO asks Ray for dead actors
-//	                                      of the vLLM job: a lost worker is one)
-//
-// Each ray invocation is logged ("ray: start --head --port=6379"). Env RAY_TEST_POLL (a
-// duration, default 5s) is the scripts' polling interval; the timeouts still count 5 s a poll,
-// as vLLM's script does.
+// The test image's stand-ins for what KAITO's vLLM image runs in a multi-node group (KAITO's
+// buildMultiNodeRayCommand and SetDistributedInferenceProbe, which internal/workspace/ray.go
+// mirrors): a tiny `ray` (start --head, start --address [--block], status, stop) whose head is a
+// TCP server counting joined nodes; vLLM's multi-node-serving.sh leader/worker, which wait for
+// the group or join it within --ray_init_timeout; and KAITO's multi-node-health-check.py, whose
+// liveness fails unless the head counts GROUP_SIZE nodes (KAITO treats a lost worker as a dead
+// actor). RAY_TEST_POLL sets the polling interval; timeouts still count 5 s a poll, as vLLM's
+// script does.
 
 import (
 	"bufio"

@@ -1,24 +1,9 @@
-// Command performer is the server of the test cluster's ghcr.io/gantry-dev/test-performer
-// image (built by hack/images). Gantry runs a Performer's container with the image's
-// entrypoint, a container port named "grpc" (spec.grpcPort, default 9090) and a TCP
-// readiness probe on it, and no port environment of its own (internal/performer/objects.go),
-// so the port comes from -grpc-port, else env GRPC_PORT, else 9090: set spec.grpcPort and
-// spec.env.GRPC_PORT (or spec.args) together.
-//
-// It speaks plain HTTP/1 on that port (not gRPC: the probe only needs it open):
-//
-//	GET /         "gantry test performer <hostname> version <version>\n"
-//	GET /healthz  "ok\n"
-//	GET /devices  the GPUs allocated to the container (hack/internal/gpuinfo)
-//
-// and, when -health-port (env PERFORMER_HEALTH_PORT) is set, /healthz and / on that port too.
-// It shuts down on SIGTERM or SIGINT and exits 0. Knobs (env):
-//
-//	PERFORMER_VERSION=v          the version it reports (default 1.0.0, or -version)
-//	PERFORMER_FAIL_AFTER_START=1 exit 1 at once, with a line on stderr (and /dev/termination-log)
-//	PERFORMER_ALLOC_MB=N         allocate and touch N MiB at start, held until exit (OOMKilled tests)
-//	PERFORMER_LISTEN_DELAY=S     wait S seconds before listening (a Pod that runs but is not Ready
-//	                             yet; SIGTERM during the wait exits 0 at once)
+// Command performer is the test-performer image's server. Gantry gives a Performer's container
+// no port environment, so the port is -grpc-port, $GRPC_PORT or 9090: set spec.grpcPort and
+// spec.env.GRPC_PORT together. It speaks plain HTTP/1 (the TCP probe only needs the port open):
+// GET / (name and version), /healthz, /devices, also on -health-port if set. Env knobs for tests:
+// PERFORMER_VERSION, PERFORMER_FAIL_AFTER_START=1 (exit 1 at once), PERFORMER_ALLOC_MB=N (hold N
+// MiB: OOMKilled tests), PERFORMER_LISTEN_DELAY=S (running but not Ready for S seconds).
 package main
 
 import (
