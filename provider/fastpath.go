@@ -8,6 +8,7 @@ package provider
 // falls back to the framework. It is safe because, with plan equal to state, the schema parts
 // newFastPlanType admits and the reviewed ModifyPlans (fastPlanReviewed) change nothing;
 // fastpath_test.go and its fuzz target hold it to the framework's answer field by field.
+// Every fallback reason and why the rest is safe: FASTPATHS.md.
 
 import (
 	"bytes"
@@ -38,21 +39,21 @@ import (
 	"github.com/gantry-dev/terraform-provider-gantry/internal/wait"
 )
 
-// What PlanFastPath decides for a plan: planAnswered, or the fallback reason (see above).
+// What PlanFastPath decides for a plan: planAnswered, or the reason it falls back.
 const (
 	planAnswered    = "answered"
-	fbType          = "type"
-	fbDeferred      = "deferred"
-	fbEncoding      = "encoding"
-	fbCreateDestroy = "create-or-destroy"
-	fbChanged       = "changed"
-	fbIdentity      = "identity"
-	fbPrivate       = "private"
-	fbDecode        = "decode"
-	fbValue         = "value"
-	fbWriteOnly     = "write-only"
-	fbDefault       = "default"
-	fbRetry         = "retry"
+	fbType          = "type"              // not a reviewed Gantry kind, or a schema part newFastPlanType cannot prove inert; any provider_meta
+	fbDeferred      = "deferred"          // the provider was configured with a deferral: the framework defers every plan
+	fbEncoding      = "encoding"          // a value missing or not MessagePack
+	fbCreateDestroy = "create-or-destroy" // prior or proposed state null
+	fbChanged       = "changed"           // proposed new state differs from the prior state, byte for byte
+	fbIdentity      = "identity"          // a prior identity that does not decode or is not wholly known (none at all is answered, as the framework does)
+	fbPrivate       = "private"           // prior private state the framework would re-encode differently (it drops empty values)
+	fbDecode        = "decode"            // prior state or config does not decode, prior state not wholly known, config null
+	fbValue         = "value"             // a value the attribute types reject on read (not a whole int64; jsontypes.Normalized not JSON)
+	fbWriteOnly     = "write-only"        // a write-only attribute set: the framework nulls it in the plan
+	fbDefault       = "default"           // a defaulted attribute null in config while the prior state holds another value
+	fbRetry         = "retry"             // planRetry would plan an update (needsRetry, notLive) or reported a diagnostic
 )
 
 // planDecisions lists every decision, in the order the fast path checks them.

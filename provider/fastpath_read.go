@@ -8,6 +8,7 @@ package provider
 // falls back on any reason in readDecisions. The object is read (readLive) last, and a read made
 // before a fallback rides the context to readInto (fetchedFor), so no second request is made.
 // fastpath_read_test.go and its fuzz target hold it to the framework's answer field by field.
+// Every fallback reason and why the rest is safe: FASTPATHS.md.
 
 import (
 	"context"

@@ -6,6 +6,7 @@ package provider
 // planFastPath.UpgradeResourceState does the same passthrough with the type computed once and
 // falls back to the framework on any reason in upgradeDecisions. fastpath_upgrade_test.go and
 // its fuzz target hold it to the framework's answer byte for byte.
+// Every fallback reason: FASTPATHS.md.
 
 import (
 	"context"
