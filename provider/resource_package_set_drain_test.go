@@ -52,6 +52,7 @@ resource "gantry_package_set" "test" {
 // Ready, and returns it.
 func drainWorkload(t *testing.T, c *kube.Clients, ns, name, node string, labels map[string]string) *corev1.Pod {
 	t.Helper()
+	waitKwokNodeReady(t, c, node)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec: corev1.PodSpec{NodeName: node, Tolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}

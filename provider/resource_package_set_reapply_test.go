@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -46,21 +45,7 @@ resource "gantry_package_set" "test" {
 func setAccBootID(t *testing.T, c *kube.Clients, name, id string) {
 	t.Helper()
 	ctx := context.Background()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		node, err := c.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("node %s not Ready: %v", name, err)
-	}
+	waitKwokNodeReady(t, c, name)
 	patch := fmt.Sprintf(`{"status":{"nodeInfo":{"bootID":%q}}}`, id)
 	if _, err := c.Core.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("set boot ID of %s: %v", name, err)

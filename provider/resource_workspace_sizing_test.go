@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -16,7 +15,6 @@ import (
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	kwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
 )
@@ -125,21 +123,7 @@ func sizingGPUNodes(t *testing.T, c *kube.Clients, product string, n int) {
 		t.Cleanup(func() { _ = c.Core.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		// kwok marks the node Ready shortly after; a workspace placed before that finds no
 		// Ready node of the product and is Stalled (NoMatchingNodes), failing the apply at once.
-		err := kwait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			n, err := c.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("node %s not Ready: %v", name, err)
-		}
+		waitKwokNodeReady(t, c, name)
 	}
 }
 

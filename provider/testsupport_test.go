@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gantry-dev/terraform-provider-gantry/internal/api/v1alpha1"
 	"github.com/gantry-dev/terraform-provider-gantry/internal/kube"
@@ -141,4 +143,26 @@ func watchPoolInFlight(t *testing.T, c *kube.Clients, pool string, sets []string
 			record(in)
 		}
 	}()
+}
+
+// waitKwokNodeReady waits up to 2 minutes until kwok manages the node name (it holds the
+// node's Lease and its node-initialize stage set Ready=True). kwok skips a pod bound to a node
+// it does not manage yet, and a workspace placed before then finds no Ready node.
+func waitKwokNodeReady(t *testing.T, c *kube.Clients, name string) {
+	t.Helper()
+	err := kwait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := c.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s not Ready: %v", name, err)
+	}
 }

@@ -137,6 +137,11 @@ func TestDrainEvictionOptions(t *testing.T) {
 // mod (volumes), waits until kwok has it Running and Ready, and deletes it when the test ends.
 func (e *testEnv) drainTestPod(t *testing.T, name, node string, lbls map[string]string, mod func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
+	// kwok skips a pod whose node it does not manage yet (it does not hold the node's Lease)
+	// and finds it later only if it lists the node's pods after the pod is in its cache; a pod
+	// created in between can stay Pending with no status (seen once in CI, 90 s). So the pod
+	// goes to a node kwok manages.
+	e.waitNodeReady(t, node)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: lbls},
 		Spec: corev1.PodSpec{NodeName: node, Tolerations: gpuToleration,
 			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}

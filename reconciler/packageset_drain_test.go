@@ -26,23 +26,7 @@ import (
 // Ready, and deletes it when the test ends.
 func (e *testEnv) workloadPod(t *testing.T, name, node string, lbls map[string]string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: lbls},
-		Spec: corev1.PodSpec{NodeName: node, Tolerations: gpuToleration,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
-	if err := e.c.Create(context.Background(), p); err != nil {
-		t.Fatalf("create pod %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = e.c.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := e.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			return false, nil
-		}
-		return p.Status.Phase == corev1.PodRunning && podReady(p), nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s not Running and Ready: %+v", name, p.Status)
-	}
-	return p
+	return e.drainTestPod(t, name, node, lbls, nil)
 }
 
 // waitPodGone waits until the pod does not exist any more.

@@ -26,10 +26,22 @@ import (
 func (e *testEnv) setBootID(t *testing.T, node, id string) {
 	t.Helper()
 	ctx := context.Background()
-	var n corev1.Node
 	// After kwok's node-initialize stage (Ready=True): it writes the node's whole status, and
 	// one computed before our patch would put the old boot ID back.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+	n := e.waitNodeReady(t, node)
+	before := n.DeepCopy()
+	n.Status.NodeInfo.BootID = id
+	if err := e.c.Status().Patch(ctx, n, client.MergeFrom(before)); err != nil {
+		t.Fatalf("set boot ID of %s: %v", node, err)
+	}
+}
+
+// waitNodeReady waits until kwok manages node (it holds the node's Lease and its
+// node-initialize stage set Ready=True) and returns the node.
+func (e *testEnv) waitNodeReady(t *testing.T, node string) *corev1.Node {
+	t.Helper()
+	var n corev1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := e.c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 			return false, nil
 		}
@@ -43,11 +55,7 @@ func (e *testEnv) setBootID(t *testing.T, node, id string) {
 	if err != nil {
 		t.Fatalf("node %s not Ready: %v", node, err)
 	}
-	before := n.DeepCopy()
-	n.Status.NodeInfo.BootID = id
-	if err := e.c.Status().Patch(ctx, &n, client.MergeFrom(before)); err != nil {
-		t.Fatalf("set boot ID of %s: %v", node, err)
-	}
+	return &n
 }
 
 // Skyhook #633 on the cluster: the reboot interrupt's pod is killed by the reboot it starts
