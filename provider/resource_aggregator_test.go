@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	tfconfig "github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -56,45 +58,50 @@ resource "gantry_aggregator" "a" {
 // it or in the Terraform state.
 func checkAggregatorObjects(c *kube.Clients, ns, name string, want ...string) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		ctx := context.Background()
 		b, err := json.Marshal(s)
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(b), accKeyMaterial[2:]) || !strings.Contains(string(b), "operator-keys") {
-			return fmt.Errorf("state holds key material, or not even the Secret reference")
-		}
-		sts, err := c.Core.AppsV1().StatefulSets(ns).Get(ctx, aggregator.StatefulSetName(name), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		svc, err := c.Core.CoreV1().Services(ns).Get(ctx, aggregator.ServiceName(name), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		sec, err := c.Core.CoreV1().Secrets(ns).Get(ctx, aggregator.SecretName(name), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, o := range []metav1.Object{sts, svc, sec} {
-			if ref := metav1.GetControllerOf(o); ref == nil || ref.Kind != "Aggregator" || ref.Name != name {
-				return fmt.Errorf("%s is not controlled by the Aggregator %s: %+v", o.GetName(), name, ref)
-			}
-		}
-		if *sts.Spec.Replicas != 1 || svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 9000 {
-			return fmt.Errorf("statefulset replicas %d, service %s port %d", *sts.Spec.Replicas, svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-		}
-		cfg := string(sec.Data[v1alpha1.AggregatorConfigKey])
-		for _, w := range append(want, "l1ChainId: 31337\n", "operatorPrivateKey:\n    privateKey: \"\"\n") {
-			if !strings.Contains(cfg, w) {
-				return fmt.Errorf("config.yaml lacks %q:\n%s", w, cfg)
-			}
-		}
-		if strings.Contains(cfg, accKeyMaterial[2:]) {
-			return fmt.Errorf("config.yaml holds key material")
-		}
-		return nil
+		return aggregatorObjects(c, ns, name, b, want...)
 	}
+}
+
+// aggregatorObjects is checkAggregatorObjects on the state as JSON (either format).
+func aggregatorObjects(c *kube.Clients, ns, name string, state []byte, want ...string) error {
+	ctx := context.Background()
+	if strings.Contains(string(state), accKeyMaterial[2:]) || !strings.Contains(string(state), "operator-keys") {
+		return fmt.Errorf("state holds key material, or not even the Secret reference")
+	}
+	sts, err := c.Core.AppsV1().StatefulSets(ns).Get(ctx, aggregator.StatefulSetName(name), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	svc, err := c.Core.CoreV1().Services(ns).Get(ctx, aggregator.ServiceName(name), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	sec, err := c.Core.CoreV1().Secrets(ns).Get(ctx, aggregator.SecretName(name), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, o := range []metav1.Object{sts, svc, sec} {
+		if ref := metav1.GetControllerOf(o); ref == nil || ref.Kind != "Aggregator" || ref.Name != name {
+			return fmt.Errorf("%s is not controlled by the Aggregator %s: %+v", o.GetName(), name, ref)
+		}
+	}
+	if *sts.Spec.Replicas != 1 || svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 9000 {
+		return fmt.Errorf("statefulset replicas %d, service %s port %d", *sts.Spec.Replicas, svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	}
+	cfg := string(sec.Data[v1alpha1.AggregatorConfigKey])
+	for _, w := range append(want, "l1ChainId: 31337\n", "operatorPrivateKey:\n    privateKey: \"\"\n") {
+		if !strings.Contains(cfg, w) {
+			return fmt.Errorf("config.yaml lacks %q:\n%s", w, cfg)
+		}
+	}
+	if strings.Contains(cfg, accKeyMaterial[2:]) {
+		return fmt.Errorf("config.yaml holds key material")
+	}
+	return nil
 }
 
 // checkAggregatorsDestroyed: no Aggregator of the state, nor its StatefulSet, Service or
@@ -469,14 +476,18 @@ output "aggregators" {
 			"l2_poll":  knownvalue.Int64Exact(poll),
 		})
 	}
-	objects := func(s *terraform.State) error {
+	objects := stateCheckFunc(func(s *tfjson.State) error {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
 		for name, poll := range map[string]string{"agg-one": "pollIntervalSeconds: 5\n", "agg-two": "pollIntervalSeconds: 2\n"} {
-			if err := checkAggregatorObjects(c, ns, name, poll, "0xce2ac75be2e0951f1f7b288c7a6a9bfb6c331dc4")(s); err != nil {
+			if err := aggregatorObjects(c, ns, name, b, poll, avs); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 		return nil
-	}
+	})
 	resource.Test(t, resource.TestCase{
 		PreCheck: func() { testAccPreCheck(t) },
 		CheckDestroy: func(*terraform.State) error {
@@ -501,8 +512,8 @@ output "aggregators" {
 					statecheck.ExpectKnownOutputValue("aggregators", knownvalue.MapExact(map[string]knownvalue.Check{
 						"one": summary("agg-one", 5), "two": summary("agg-two", 2),
 					})),
+					objects,
 				},
-				Check: objects,
 			},
 			{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

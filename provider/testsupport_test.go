@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	corev1 "k8s.io/api/core/v1"
@@ -165,4 +168,12 @@ func waitKwokNodeReady(t *testing.T, c *kube.Clients, name string) {
 	if err != nil {
 		t.Fatalf("node %s not Ready: %v", name, err)
 	}
+}
+
+// stateCheckFunc is a statecheck.StateCheck made of a function of the state: a check that also
+// reads the cluster, for a configuration with modules (a step's legacy Check cannot read those).
+type stateCheckFunc func(*tfjson.State) error
+
+func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	resp.Error = f(req.State)
 }
