@@ -1,8 +1,8 @@
 // Command schemafloor measures Terraform's own cost of a no-op plan for Gantry's schemas: an echo
 // provider that serves Gantry's schemas (provider.Server) but does no work, so it can be attached
-// to an upstream report as is. As a program it builds itself into a filesystem mirror, applies N
-// gantry_performer, then times no-op plans of them, of N gantry_min (same plugin, tiny schema)
-// and of N terraform_data; it needs no cluster. Run by Terraform, it is the echo provider: every
+// to an upstream report as is. As a program it builds itself into a filesystem mirror and times
+// the apply, no-op plans and destroy of N gantry_performer, of N gantry_min (same plugin, tiny
+// schema) and of N terraform_data; it needs no cluster. Run by Terraform, it is the echo provider: every
 // call returns its input (state, proposed state, planned state with unknowns nulled). Echo vs
 // Gantry is the provider's cost; echo vs terraform_data is what Terraform spends on the schema's
 // size. The echo's state is slightly lighter (defaulted values null), which matters little:
@@ -187,7 +187,7 @@ func run(tf, workdir string, n, parallelism, rounds int) error {
 		"min":   fmt.Sprintf("terraform {\n  required_providers {\n    gantry = { source = \"example/gantryecho\" }\n  }\n}\nresource \"gantry_min\" \"m\" {\n  count = %d\n  input = count.index\n}\n", n),
 		"floor": fmt.Sprintf("resource \"terraform_data\" \"d\" {\n  count = %d\n  input = count.index\n}\n", n),
 	}
-	median := map[string]float64{}
+	median, applied, destroyed := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, name := range []string{"echo", "min", "floor"} {
 		dir := filepath.Join(workdir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -203,9 +203,13 @@ func run(tf, workdir string, n, parallelism, rounds int) error {
 		if err := sh(dir, env, tf, "init", "-input=false", "-upgrade"); err != nil {
 			return err
 		}
+		// An earlier run's state would make this apply a no-op.
+		_ = os.Remove(filepath.Join(dir, "terraform.tfstate"))
+		start := time.Now()
 		if err := sh(dir, env, tf, "apply", "-auto-approve", "-input=false", par); err != nil {
 			return err
 		}
+		applied[name] = time.Since(start).Seconds()
 		var times []float64
 		for range rounds {
 			start := time.Now()
@@ -217,11 +221,29 @@ func run(tf, workdir string, n, parallelism, rounds int) error {
 		sort.Float64s(times)
 		median[name] = times[len(times)/2]
 		fmt.Printf("%s: no-op plan of %d, -parallelism %d: %v s (median %.2f s)\n", name, n, parallelism, times, median[name])
+		start = time.Now()
+		if err := sh(dir, env, tf, "destroy", "-auto-approve", "-input=false", par); err != nil {
+			return err
+		}
+		destroyed[name] = time.Since(start).Seconds()
+		fmt.Printf("%s: apply of %d %.2f s, destroy %.2f s\n", name, n, applied[name], destroyed[name])
 	}
 	fmt.Printf("Terraform's cost of the schema: %d gantry_performer served by a provider that does no work take %.2f s, %.1f× %d one-attribute resources of the same plugin (%.2f s), %.1f× %d terraform_data (%.2f s)\n",
 		n, median["echo"], median["echo"]/median["min"], n, median["min"], median["echo"]/median["floor"], n, median["floor"])
 	table.Add(table.Row{Figure: fmt.Sprintf("%d gantry_performer, -parallelism %d: no-op plan, echo provider (Terraform's cost of the schema)", n, parallelism), Value: median["echo"], Unit: "s",
 		Limit: median["min"], LimitIs: fmt.Sprintf("%d one-attribute resources of the same plugin (%d terraform_data: %.2f s)", n, n, median["floor"])})
+	// Terraform's own cost of creating and destroying N resources of the schema: the local
+	// backend writes the whole state file after every resource (statemgr.Filesystem.WriteState),
+	// so it grows with N² × the state of one resource; a provider that does no work pays it too.
+	fmt.Printf("Terraform's cost of apply and destroy: %d gantry_performer served by the echo provider %.2f s and %.2f s; %d terraform_data %.2f s and %.2f s\n",
+		n, applied["echo"], destroyed["echo"], n, applied["floor"], destroyed["floor"])
+	for _, op := range []struct {
+		what string
+		of   map[string]float64
+	}{{"apply", applied}, {"destroy", destroyed}} {
+		table.Add(table.Row{Figure: fmt.Sprintf("%d gantry_performer, -parallelism %d: %s, echo provider (Terraform's cost of the schema)", n, parallelism, op.what), Value: op.of["echo"], Unit: "s",
+			Limit: op.of["floor"], LimitIs: fmt.Sprintf("%d terraform_data", n)})
+	}
 	return nil
 }
 
