@@ -26,6 +26,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -194,6 +195,9 @@ func (r *packageSetResource) preview(ctx context.Context, planned *unstructured.
 	if why := fleet.underWay(name); why != "" {
 		return p, name, "", why
 	}
+	if why := fleet.movingNeighbour(&set); why != "" {
+		return p, name, "", why
+	}
 	start := time.Now()
 	pf := fleet.factsFor(ctx, r.data, &set)
 	pf.Shape = true
@@ -249,6 +253,47 @@ func (v *fleetView) underWay(name string) string {
 		}
 	}
 	return ""
+}
+
+// movingNeighbour says why another set sharing a node with set makes the preview unstable (""
+// when none does): it is being deleted, or its rollout is under way as underWay says. The
+// preview reads such a set's in-flight nodes and records, which change by themselves before
+// the apply plans again, so a preview known at plan could come out differently then and fail
+// the apply ("Provider produced inconsistent final plan"). Seen in CI: a halted set deleted
+// just before the plan released its node between plan and apply, and the first wave changed.
+func (v *fleetView) movingNeighbour(set *v1alpha1.PackageSet) string {
+	mine, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
+	if err != nil {
+		return ""
+	}
+	for i := range v.sets {
+		s := &v.sets[i]
+		if s.Name == set.Name || !v.shareNode(mine, s) {
+			continue
+		}
+		if s.DeletionTimestamp != nil {
+			return fmt.Sprintf("package set %s on the same nodes is being deleted, and the nodes it releases change until the apply", s.Name)
+		}
+		if why := v.underWay(s.Name); why != "" {
+			return "package set " + s.Name + " on the same nodes is not settled: " + why
+		}
+	}
+	return ""
+}
+
+// shareNode reports whether a node the selector mine selects is also selected by s.
+func (v *fleetView) shareNode(mine labels.Selector, s *v1alpha1.PackageSet) bool {
+	theirs, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
+	if err != nil {
+		return false
+	}
+	for i := range v.nodes {
+		l := labels.Set(v.nodes[i].Labels)
+		if mine.Matches(l) && theirs.Matches(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // fleetCache holds the provider's fleetView (providerData.fleetView).

@@ -101,3 +101,57 @@ func TestPackageSetPreview_rolloutUnderWay(t *testing.T) {
 		}
 	}
 }
+
+// Another set on the same nodes that is being deleted or whose rollout is under way makes the
+// preview unknown at plan (the nodes it holds or releases change until the apply plans again);
+// one at rest, or one whose nodes are not this set's, does not. The CI case: a halted set
+// deleted just before the plan released node 0 between plan and apply, and the first wave
+// changed ("Provider produced inconsistent final plan").
+func TestPackageSetPreview_movingNeighbour(t *testing.T) {
+	cases := []struct {
+		name, selector, status string
+		deleting               bool
+		wantWhy                string
+	}{
+		{"deleting on the same node", "gpu-0", "erroring", true, "package set other on the same nodes is being deleted"},
+		{"in progress on the same node", "gpu-0", "in_progress", false, `package set other on the same nodes is not settled: its rollout of an earlier change is under way (status "in_progress"`},
+		{"at rest on the same node", "gpu-0", "complete", false, ""},
+		{"in progress elsewhere", "cpu-0", "in_progress", false, ""},
+		{"deleting elsewhere", "cpu-0", "erroring", true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			meta := map[string]interface{}{"name": "other", "generation": int64(1)}
+			if tc.deleting {
+				meta["deletionTimestamp"] = "2026-11-29T00:00:00Z"
+				meta["finalizers"] = []interface{}{"gantry.dev/finalizer"}
+			}
+			other := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "gantry.dev/v1alpha1", "kind": "PackageSet", "metadata": meta,
+				"spec":   map[string]interface{}{"nodeSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"kubernetes.io/hostname": tc.selector}}},
+				"status": map[string]interface{}{"observedGeneration": int64(1), "status": tc.status},
+			}}
+			var objs []runtime.Object
+			for _, n := range []string{"gpu-0", "gpu-1", "cpu-0"} {
+				lbl := map[string]string{"kubernetes.io/hostname": n}
+				if strings.HasPrefix(n, "gpu") {
+					lbl["nvidia.com/gpu.present"] = "true"
+				}
+				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: lbl}})
+			}
+			clients := &kube.Clients{Core: kubefake.NewSimpleClientset(objs...),
+				Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"}, other)}
+			r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
+			m := psFieldsModel()
+			m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+			planned, err := expandPackageSet(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, _, why := r.preview(context.Background(), planned)
+			if tc.wantWhy == "" && why != "" || tc.wantWhy != "" && !strings.Contains(why, tc.wantWhy) {
+				t.Errorf("why %q, want %q", why, tc.wantWhy)
+			}
+		})
+	}
+}
