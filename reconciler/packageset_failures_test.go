@@ -37,13 +37,19 @@ func (e *testEnv) setBootID(t *testing.T, node, id string) {
 }
 
 // waitNodeReady waits until kwok manages node (it holds the node's Lease and its
-// node-initialize stage set Ready=True) and returns the node.
+// node-initialize stage set Ready=True) and the node lifecycle controller has lifted the
+// node.kubernetes.io/not-ready taint it puts on a new node, and returns the node.
 func (e *testEnv) waitNodeReady(t *testing.T, node string) *corev1.Node {
 	t.Helper()
 	var n corev1.Node
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := e.c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 			return false, nil
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady {
+				return false, nil
+			}
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
