@@ -86,16 +86,7 @@ func TestPackageSetPreview_rolloutUnderWay(t *testing.T) {
 			"status":   map[string]interface{}{"observedGeneration": int64(2), "status": status, "completeNodes": "1/3"},
 		}}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-0", Labels: map[string]string{"nvidia.com/gpu.present": "true"}}}
-		clients := &kube.Clients{Core: kubefake.NewSimpleClientset(node),
-			Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"}, live)}
-		r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
-		m := psFieldsModel()
-		m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
-		planned, err := expandPackageSet(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _, _, why := r.preview(context.Background(), planned)
+		why := previewWhyGPUSet(t, []runtime.Object{node}, live)
 		if wantWhy == "" && why != "" || wantWhy != "" && !strings.Contains(why, wantWhy) {
 			t.Errorf("%s: why %q, want %q", status, why, wantWhy)
 		}
@@ -140,19 +131,27 @@ func TestPackageSetPreview_movingNeighbour(t *testing.T) {
 				}
 				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: lbl}})
 			}
-			clients := &kube.Clients{Core: kubefake.NewSimpleClientset(objs...),
-				Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"}, other)}
-			r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
-			m := psFieldsModel()
-			m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
-			planned, err := expandPackageSet(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, _, why := r.preview(context.Background(), planned)
+			why := previewWhyGPUSet(t, objs, other)
 			if tc.wantWhy == "" && why != "" || tc.wantWhy != "" && !strings.Contains(why, tc.wantWhy) {
 				t.Errorf("why %q, want %q", why, tc.wantWhy)
 			}
 		})
 	}
+}
+
+// previewWhyGPUSet previews a set selecting nvidia.com/gpu.present=true against a fake cluster
+// of objs (nodes) and the package set live, and returns why it was skipped ("" when made).
+func previewWhyGPUSet(t *testing.T, objs []runtime.Object, live *unstructured.Unstructured) string {
+	t.Helper()
+	clients := &kube.Clients{Core: kubefake.NewSimpleClientset(objs...),
+		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{wait.PackageSet.GVR: "PackageSetList"}, live)}
+	r := &packageSetResource{kindResource[packageSetModel]{ops: packageSetOps, data: newProviderData(kube.NewLazy(func() (*kube.Clients, error) { return clients, nil }))}}
+	m := psFieldsModel()
+	m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+	planned, err := expandPackageSet(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, why := r.preview(context.Background(), planned)
+	return why
 }
