@@ -26,7 +26,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -195,16 +194,13 @@ func (r *packageSetResource) preview(ctx context.Context, planned *unstructured.
 	if why := fleet.underWay(name); why != "" {
 		return p, name, "", why
 	}
-	if why := fleet.movingNeighbour(&set); why != "" {
-		return p, name, "", why
-	}
 	start := time.Now()
 	pf := fleet.factsFor(ctx, r.data, &set)
-	pf.Shape = true
-	p, err = packageset.PreviewRollout(pf)
+	shape := pf
+	shape.Sets, shape.Shape = withoutDeleting(pf.Sets), true
+	p, err = packageset.PreviewRollout(shape)
 	if err == nil && len(p.Blocked) > 0 {
 		// What blocks now: the rollout as it would go today (the warning's last line).
-		pf.Shape = false
 		var now packageset.Preview
 		if now, err = packageset.PreviewRollout(pf); err == nil && !now.Complete {
 			summary = fmt.Sprintf("\nWith what blocks now, the rollout would stop after starting %d of the %d nodes (%s): the blocked nodes hold its slots.",
@@ -255,41 +251,22 @@ func (v *fleetView) underWay(name string) string {
 	return ""
 }
 
-// movingNeighbour says why another set sharing a node with set makes the preview unstable (""
-// when none does): it is being deleted, so the nodes it holds are released by themselves before
-// the apply plans again, and a preview known at plan could come out differently then and fail
-// the apply ("Provider produced inconsistent final plan"; seen in CI: a halted set deleted just
-// before the plan released node 0 between plan and apply, and the first wave changed). A
-// neighbour whose rollout is merely under way does not count: the preview's shape leaves out
-// what blocks now, and an unknown preview at apply where the plan had one (a neighbour created
-// in the same apply) is as inconsistent as a changed one.
-func (v *fleetView) movingNeighbour(set *v1alpha1.PackageSet) string {
-	mine, err := metav1.LabelSelectorAsSelector(&set.Spec.NodeSelector)
-	if err != nil {
-		return ""
-	}
-	for i := range v.sets {
-		s := &v.sets[i]
-		if s.Name != set.Name && s.DeletionTimestamp != nil && v.shareNode(mine, s) {
-			return fmt.Sprintf("package set %s on the same nodes is being deleted, and the nodes it releases change until the apply", s.Name)
+// withoutDeleting returns the sets not being deleted. The preview's shape treats a set being
+// deleted as gone (its fleet budget's limit, its nodes' selection), as it is by the time the
+// apply plans again: a preview known at plan must come out the same then ("Provider produced
+// inconsistent final plan" otherwise; seen in CI when a halted set deleted just before the plan
+// was gone at apply, and the first wave changed). A set removed by the same apply is still
+// counted at plan, so it changes the value at apply only if it shares a fleet budget with this
+// set (its limit or its nodes enter the budget's rule) or closes an after cycle: the only ways
+// another set enters the shape.
+func withoutDeleting(sets []v1alpha1.PackageSet) []v1alpha1.PackageSet {
+	out := make([]v1alpha1.PackageSet, 0, len(sets))
+	for i := range sets {
+		if sets[i].DeletionTimestamp == nil {
+			out = append(out, sets[i])
 		}
 	}
-	return ""
-}
-
-// shareNode reports whether a node the selector mine selects is also selected by s.
-func (v *fleetView) shareNode(mine labels.Selector, s *v1alpha1.PackageSet) bool {
-	theirs, err := metav1.LabelSelectorAsSelector(&s.Spec.NodeSelector)
-	if err != nil {
-		return false
-	}
-	for i := range v.nodes {
-		l := labels.Set(v.nodes[i].Labels)
-		if mine.Matches(l) && theirs.Matches(l) {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // fleetCache holds the provider's fleetView (providerData.fleetView).
