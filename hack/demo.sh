@@ -33,7 +33,9 @@ demo_tools=(debs kube etcd kwok)
 [ -n "$tf" ] || demo_tools+=(terraform)
 # The reconciler runs as a Pod from its image and Helm chart on the real node, where the machine
 # can run one (root, cgroups); else as a process.
+pod_capable=0
 if [ "$(id -u)" = 0 ] && [ "${GANTRY_REAL_NODE:-1}" != 0 ] && { [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; }; then
+  pod_capable=1
   demo_tools+=(helm busybox) # busybox: the real node's test images (hack/images)
 fi
 log "tools the demo needs: ${demo_tools[*]} (built once into the tools cache, then reused)"
@@ -47,25 +49,32 @@ else
 fi
 terraform() { "$tf" "$@"; }
 
-log "build the reconciler (bin/gantry-reconciler, rebuilt when its sources changed)"
-mkdir -p "$BIN"
-go build -trimpath -o "$BIN/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
-
-# The provider as a plain build, packed into a one-platform release (a zip and its SHA256SUMS:
-# no GoReleaser, no signature; `make release` and `make test` cover the signed release) and
-# served from a loopback network mirror as a private registry would serve it. The zip's bytes
-# depend only on the binary's: an unchanged provider is not packed again, and init finds the
-# lock file's hashes as they were.
-log "build the provider (bin/terraform-provider-gantry) and serve it from a loopback network mirror"
-go build -trimpath -ldflags "-s -w -X main.version=0.1.0" -o "$BIN/terraform-provider-gantry" .
+# The builds run while the cluster starts (most of its time is waiting on processes and the real
+# node): the reconciler; the provider as a plain build, packed into a one-platform release (a
+# zip and its SHA256SUMS: no GoReleaser, no signature; `make release` and `make test` cover the
+# signed release) to be served from a loopback network mirror as a private registry would serve
+# it; and, where a real node can run, the reconciler's image. The zip's bytes depend only on the
+# binary's: an unchanged provider is not packed again, and init finds the lock file's hashes as
+# they were. Their output is in .cache/demo-build.log.
+log "build the reconciler and the provider (bin/, rebuilt when their sources changed) while the local cluster starts"
+mkdir -p "$BIN" "$CACHE/mirror"
 release="$CACHE/demo-release/0.1.0"
-mkdir -p "$CACHE/mirror"
-go build -o "$CACHE/mirror/mirror" ./hack/mirror
-log "the provider's package: $("$CACHE/mirror/mirror" -pack "$BIN/terraform-provider-gantry" -version 0.1.0 -dir "$release")"
-mirror_rc=$(bash hack/mirror.sh start "$release")
-trap 'bash hack/mirror.sh stop' EXIT
+build() {
+  go build -trimpath -o "$BIN/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
+  go build -trimpath -ldflags "-s -w -X main.version=0.1.0" -o "$BIN/terraform-provider-gantry" .
+  go build -o "$CACHE/mirror/mirror" ./hack/mirror
+  "$CACHE/mirror/mirror" -pack "$BIN/terraform-provider-gantry" -version 0.1.0 -dir "$release" >"$CACHE/demo-pack.txt"
+  if [ "$pod_capable" = 1 ]; then bash hack/reconciler-pod.sh image; fi
+}
+build >"$CACHE/demo-build.log" 2>&1 &
+build_pid=$!
+trap 'kill "$build_pid" 2>/dev/null || true' EXIT
 log "local cluster"
 bash hack/cluster.sh up
+wait "$build_pid" || { cat "$CACHE/demo-build.log" >&2; log "the build failed (its output above: .cache/demo-build.log)"; exit 1; }
+log "the provider's package: $(cat "$CACHE/demo-pack.txt"), served from a loopback network mirror"
+mirror_rc=$(bash hack/mirror.sh start "$release")
+trap 'bash hack/mirror.sh stop' EXIT
 real=0
 if bash hack/realnode.sh status >/dev/null 2>&1; then real=1; fi
 if [ "$real" = 1 ]; then

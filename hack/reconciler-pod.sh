@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hack/reconciler-pod.sh start|stop|status|logs — the reconciler as it runs in a real cluster: a
+# hack/reconciler-pod.sh start|stop|status|logs|image — the reconciler as it runs in a real cluster: a
 # Pod from its own image (hack/image), installed with its Helm chart (charts/gantry-reconciler,
 # release "gantry" in gantry-system: its generated RBAC, leader election, probes), on the local
 # cluster's real node (hack/realnode.sh).
@@ -27,20 +27,29 @@ diagnose() {
   kc -n "$ns" logs -l app.kubernetes.io/instance=$release --tail=30 --all-containers 2>/dev/null >&2 || true
 }
 
+# image: builds the reconciler for this machine's platform and its image archive
+# ($dir/$tag.tar, kept while the binary is unchanged); sets dir, tag and repo. Needs no cluster
+# (make demo runs it while the cluster starts).
+image() {
+  arch=$(go env GOARCH)
+  dir="$CACHE/image/pod"
+  mkdir -p "$dir"
+  CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" -o "$dir/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
+  tag="dev-$(sha256sum "$dir/gantry-reconciler" | cut -c1-12)"
+  repo=ghcr.io/gantry-dev/gantry-reconciler
+  if [ ! -f "$dir/$tag.tar" ]; then
+    rm -f "$dir"/dev-*.tar
+    go run ./hack/image -binary "$dir/gantry-reconciler" -platform "linux/$arch" -version "$tag" -tag "$repo:$tag" -out "$dir/$tag.tar" >/dev/null
+  fi
+}
+
 case ${1:-status} in
+  image)
+    image ;;
   start)
     if ! st=$(bash hack/realnode.sh status); then say "no real node ($st)"; exit 3; fi
     bash tools/install.sh helm
-    arch=$(go env GOARCH)
-    dir="$CACHE/image/pod"
-    mkdir -p "$dir"
-    CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" -o "$dir/gantry-reconciler" ./reconciler/cmd/gantry-reconciler
-    tag="dev-$(sha256sum "$dir/gantry-reconciler" | cut -c1-12)"
-    repo=ghcr.io/gantry-dev/gantry-reconciler
-    if [ ! -f "$dir/$tag.tar" ]; then
-      rm -f "$dir"/dev-*.tar
-      go run ./hack/image -binary "$dir/gantry-reconciler" -platform "linux/$arch" -version "$tag" -tag "$repo:$tag" -out "$dir/$tag.tar" >/dev/null
-    fi
+    image
     server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
     host=${server#https://}; port=${host##*:}; host=${host%:*}
     node_class=$(bash hack/karpenter.sh node-class)
@@ -87,5 +96,5 @@ case ${1:-status} in
     kc -n "$ns" get pods -l app.kubernetes.io/instance=$release -o wide ;;
   logs)
     kc -n "$ns" logs deployment/$release-gantry-reconciler --tail="${2:-100}" ;;
-  *) echo "usage: $0 start|stop|status|logs [N]" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|logs [N]|image" >&2; exit 2 ;;
 esac
