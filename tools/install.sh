@@ -120,12 +120,13 @@ clibuild() {
 }
 
 # cold_estimate TOOL: seconds a cold build of TOOL took on a 2-core machine of this project's
-# kind (empty Go module and build caches, another build beside it; measured 2026-11-26).
+# kind (empty Go module and build caches, another build beside it; measured 2026-11-29, make
+# demo's four then make test's eight on a fresh machine).
 cold_estimate() {
   case $1 in
-    terraform) echo 300 ;; terraform-new) echo 420 ;; tofu) echo 420 ;; kwok) echo 575 ;;
-    kube) echo 1500 ;; etcd) echo 170 ;; controller-gen) echo 120 ;; tfplugindocs) echo 120 ;;
-    golangci-lint) echo 180 ;; goreleaser) echo 600 ;; helm) echo 240 ;; karpenter) echo 600 ;; *) echo 0 ;;
+    terraform) echo 360 ;; terraform-new) echo 645 ;; tofu) echo 670 ;; kwok) echo 610 ;;
+    kube) echo 740 ;; etcd) echo 350 ;; controller-gen) echo 40 ;; tfplugindocs) echo 35 ;;
+    golangci-lint) echo 200 ;; goreleaser) echo 370 ;; helm) echo 245 ;; karpenter) echo 380 ;; *) echo 0 ;;
   esac
 }
 
