@@ -661,3 +661,28 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("err = %v, want context.DeadlineExceeded", err)
 	}
 }
+
+// An informer whose waits have ended makes no probe LISTs: it outlives them (one per kind and
+// namespace for the process), and idle ones probing once a second each added up to 45 LISTs a
+// second by the end of an acceptance run.
+func TestIdleInformerDoesNotProbe(t *testing.T) {
+	env := newFakeEnv(t, setStatus(newPerformer("ns", "p", 1), "Running", 1, cond("Ready", "True", "Running", "")))
+	var lists atomic.Int32
+	env.dyn.PrependReactor("list", "performers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r := <-env.waitReadyAsync(ctx, Target{Namespace: "ns", Name: "p", Generation: 1}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if env.reg.Informers() != 1 {
+		t.Fatalf("%d informers, want the wait's one still running", env.reg.Informers())
+	}
+	after := lists.Load() // the informer's own list
+	time.Sleep(probeQuiet + 2*DegradedPoll)
+	if n := lists.Load() - after; n != 0 {
+		t.Errorf("%d LISTs after the wait ended, want none", n)
+	}
+}
