@@ -680,7 +680,8 @@ func TestIdleInformerDoesNotProbe(t *testing.T) {
 	if env.reg.Informers() != 1 {
 		t.Fatalf("%d informers, want the wait's one still running", env.reg.Informers())
 	}
-	after := lists.Load() // the informer's own list
+	env.waitWatching(t) // the informer has listed (the wait returned on its first GET)
+	after := lists.Load()
 	time.Sleep(probeQuiet + 2*DegradedPoll)
 	if n := lists.Load() - after; n != 0 {
 		t.Errorf("%d LISTs after the wait ended, want none", n)
