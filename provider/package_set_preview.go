@@ -60,7 +60,8 @@ func rolloutPreviewAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Computed: true,
 		MarkdownDescription: "What the apply will do to the fleet, computed at plan when the set's spec changes and the cluster answers.\n\nIt comes from " +
 			"the reconciler's own rollout rules (selection, interruption budget, deployment policy compartments and batches, waves, node edges, " +
-			"fleet budget, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed.\n\nIt is kept as it is while the spec " +
+			"this set's own fleet budget rule, priorities and `after`) run over the cluster's nodes with every stage assumed to succeed. Other package sets do not enter it: " +
+			"one created or removed by the same apply may or may not be there when Terraform plans again at apply; the plan's warning gives a fleet budget as the sets sharing it make it now.\n\nIt is kept as it is while the spec " +
 			"does not change; known after apply (the plan warns why) when a value of the set is unknown at plan, when the set's rollout of an earlier change is " +
 			"still under way (its nodes' progress changes until the apply), or when the cluster did not answer; null after an apply that could not make one. " +
 			"What blocks nodes now (a PodDisruptionBudget that allows 0 disruptions, a non-interruptible pod, a fleet budget the other sets fill, a taint, an earlier set) " +
@@ -196,14 +197,23 @@ func (r *packageSetResource) preview(ctx context.Context, planned *unstructured.
 	}
 	start := time.Now()
 	pf := fleet.factsFor(ctx, r.data, &set)
+	// The shape (the attribute) reads no other package set: one created, changed or removed by
+	// the same apply is listed or not when the apply plans again depending on timing, and a
+	// value known at plan must come out the same then ("Provider produced inconsistent final
+	// plan" otherwise). The other sets' effect (a fleet budget's lowest limit, its members,
+	// what they hold now) is in the warning, from the rollout as it would go today.
 	shape := pf
-	shape.Sets, shape.Shape = withoutDeleting(pf.Sets), true
+	shape.Sets, shape.Shape = nil, true
 	p, err = packageset.PreviewRollout(shape)
-	if err == nil && len(p.Blocked) > 0 {
-		// What blocks now: the rollout as it would go today (the warning's last line).
-		var now packageset.Preview
-		if now, err = packageset.PreviewRollout(pf); err == nil && !now.Complete {
-			summary = fmt.Sprintf("\nWith what blocks now, the rollout would stop after starting %d of the %d nodes (%s): the blocked nodes hold its slots.",
+	var now packageset.Preview
+	if err == nil {
+		now, err = packageset.PreviewRollout(pf)
+	}
+	if err == nil {
+		p.Blocked = now.Blocked
+		summary = fleetNow(p, now)
+		if len(now.Blocked) > 0 && !now.Complete {
+			summary += fmt.Sprintf("\nWith what blocks now, the rollout would stop after starting %d of the %d nodes (%s): the blocked nodes hold its slots.",
 				len(now.Nodes), len(p.Nodes), strings.TrimSuffix(now.Stuck, "."))
 		}
 	}
@@ -251,22 +261,26 @@ func (v *fleetView) underWay(name string) string {
 	return ""
 }
 
-// withoutDeleting returns the sets not being deleted. The preview's shape treats a set being
-// deleted as gone (its fleet budget's limit, its nodes' selection), as it is by the time the
-// apply plans again: a preview known at plan must come out the same then ("Provider produced
-// inconsistent final plan" otherwise; seen in CI when a halted set deleted just before the plan
-// was gone at apply, and the first wave changed). A set removed by the same apply is still
-// counted at plan, so it changes the value at apply only if it shares a fleet budget with this
-// set (its limit or its nodes enter the budget's rule) or closes an after cycle: the only ways
-// another set enters the shape.
-func withoutDeleting(sets []v1alpha1.PackageSet) []v1alpha1.PackageSet {
-	out := make([]v1alpha1.PackageSet, 0, len(sets))
-	for i := range sets {
-		if sets[i].DeletionTimestamp == nil {
-			out = append(out, sets[i])
+// fleetNow is the warning's line on a fleet budget shared with other sets ("" when the set has
+// none, or no other set shares it): the budget as the sets listed now make it, beside the
+// shape's, which counts only this set's own rule.
+func fleetNow(shape, now packageset.Preview) string {
+	const prefix = "fleet budget "
+	mine, theirs := "", ""
+	for _, c := range shape.Constraints {
+		if strings.HasPrefix(c, prefix) {
+			mine = c
 		}
 	}
-	return out
+	for _, c := range now.Constraints {
+		if strings.HasPrefix(c, prefix) {
+			theirs = c
+		}
+	}
+	if theirs == "" || theirs == mine {
+		return ""
+	}
+	return fmt.Sprintf("\nShared now: %s (rollout_preview counts this set's own rule: the other sets sharing the budget may change in the same apply).", theirs)
 }
 
 // fleetCache holds the provider's fleetView (providerData.fleetView).

@@ -94,14 +94,15 @@ func TestPackageSetPreview_rolloutUnderWay(t *testing.T) {
 	}
 }
 
-// A set being deleted counts as gone in the preview's shape (it is by the time the apply plans
-// again, and a value known at plan must come out the same then). The case that shows it: two
-// sets share fleet budget "gpus" over three GPU nodes, this one allowing 2 in flight, the other
-// 1 (the lowest limit rules). With the other live, the first wave starts 1 node; deleting or
-// absent, 2, the same both ways. The CI case this answers: a halted set deleted just before the
-// plan was gone at apply, and the first wave changed ("Provider produced inconsistent final
-// plan").
-func TestPackageSetPreview_deletingNeighbour(t *testing.T) {
+// The preview's value reads no other package set (one created, changed or removed by the same
+// apply is listed or not when the apply plans again, and a value known at plan must come out
+// the same then); the warning says what they change now. Two sets share fleet budget "gpus"
+// over three GPU nodes, this one allowing 2 in flight, the other 1: the first wave is 2 whether
+// the other is live, being deleted or absent, and while it is listed the warning gives the
+// budget as shared now (at most 1, across both). The CI cases: a halted set deleted just before
+// the plan was gone at apply, and a set created in the same apply was listed at apply only
+// ("Provider produced inconsistent final plan" both times).
+func TestPackageSetPreview_otherSets(t *testing.T) {
 	var nodes []runtime.Object
 	for _, n := range []string{"gpu-0", "gpu-1", "gpu-2"} {
 		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"nvidia.com/gpu.present": "true"}}})
@@ -119,21 +120,32 @@ func TestPackageSetPreview_deletingNeighbour(t *testing.T) {
 			"status": map[string]interface{}{"observedGeneration": int64(1), "status": "erroring"},
 		}}
 	}
-	firstWave := func(live ...*unstructured.Unstructured) int {
-		t.Helper()
-		m := psFieldsModel()
-		m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
-		m.InterruptionBudget = &budgetModel{Count: types.Int64Value(3), Percent: types.Int64Null()}
-		m.Rollout = &rolloutModel{FleetBudget: &fleetBudgetModel{Name: types.StringValue("gpus"), MaxInFlight: types.Int64Value(2), MaxInFlightPct: types.Int64Null()}}
-		p, why := previewGPUSet(t, nodes, m, live...)
-		if why != "" {
-			t.Fatalf("preview skipped: %s", why)
-		}
-		return p.MaxWave
-	}
-	live, deleting, absent := firstWave(other(false)), firstWave(other(true)), firstWave()
-	if live != 1 || deleting != 2 || absent != 2 {
-		t.Errorf("first wave: other live %d (want 1), deleting %d, absent %d (want 2, the same)", live, deleting, absent)
+	const shared = "Shared now: fleet budget gpus: at most 1 nodes in flight across gpu, other"
+	for _, tc := range []struct {
+		name       string
+		live       []*unstructured.Unstructured
+		wantShared bool
+	}{
+		{"other live", []*unstructured.Unstructured{other(false)}, true},
+		{"other being deleted", []*unstructured.Unstructured{other(true)}, true},
+		{"other absent", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := psFieldsModel()
+			m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+			m.InterruptionBudget = &budgetModel{Count: types.Int64Value(3), Percent: types.Int64Null()}
+			m.Rollout = &rolloutModel{FleetBudget: &fleetBudgetModel{Name: types.StringValue("gpus"), MaxInFlight: types.Int64Value(2), MaxInFlightPct: types.Int64Null()}}
+			p, summary, why := previewGPUSet(t, nodes, m, tc.live...)
+			if why != "" {
+				t.Fatalf("preview skipped: %s", why)
+			}
+			if p.MaxWave != 2 || len(p.Constraints) == 0 || !strings.Contains(strings.Join(p.Constraints, "; "), "fleet budget gpus: at most 2 nodes in flight across gpu") {
+				t.Errorf("first wave %d, constraints %q: want 2, this set's own rule only", p.MaxWave, p.Constraints)
+			}
+			if got := strings.Contains(summary, shared); got != tc.wantShared {
+				t.Errorf("warning has %q: %v, want %v:\n%s", shared, got, tc.wantShared, summary)
+			}
+		})
 	}
 }
 
@@ -143,13 +155,13 @@ func previewWhyGPUSet(t *testing.T, objs []runtime.Object, live *unstructured.Un
 	t.Helper()
 	m := psFieldsModel()
 	m.NodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
-	_, why := previewGPUSet(t, objs, m, live)
+	_, _, why := previewGPUSet(t, objs, m, live)
 	return why
 }
 
 // previewGPUSet previews the set m against a fake cluster of objs (nodes, pods, budgets) and
-// the package sets live: the preview, and why it was skipped ("" when made).
-func previewGPUSet(t *testing.T, objs []runtime.Object, m *packageSetModel, live ...*unstructured.Unstructured) (packageset.Preview, string) {
+// the package sets live: the preview, the warning, and why it was skipped ("" when made).
+func previewGPUSet(t *testing.T, objs []runtime.Object, m *packageSetModel, live ...*unstructured.Unstructured) (packageset.Preview, string, string) {
 	t.Helper()
 	sets := make([]runtime.Object, len(live))
 	for i := range live {
@@ -162,6 +174,6 @@ func previewGPUSet(t *testing.T, objs []runtime.Object, m *packageSetModel, live
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, _, why := r.preview(context.Background(), planned)
-	return p, why
+	p, _, summary, why := r.preview(context.Background(), planned)
+	return p, summary, why
 }
