@@ -639,30 +639,36 @@ func (si *sharedInformer) degraded() bool {
 	return si.watchFailing && (si.recoveredAt.IsZero() || time.Since(si.recoveredAt) < degradedGrace)
 }
 
+// idleProbe is the probe's period while no wait is registered on the informer.
+const idleProbe = 15 * time.Second
+
 // probeQuiet is how long an informer may deliver no event before its probe checks that the
 // API server still answers.
 const probeQuiet = 2 * time.Second
 
-// probe runs until stop: every DegradedPoll, when the informer has been quiet for probeQuiet
-// and a wait is registered on it, one LIST of at most one object tells whether the API server
-// answers; a failure marks the informer degraded, the first success after one starts the
-// recovery grace. Informers outlive their waits (one per kind and namespace for the process),
-// so idle ones probing added up: 45 LISTs a second by the end of an acceptance run, whose
-// in-process providers are never closed. The LIST asks for the latest resourceVersion (""):
+// probe runs until stop: every DegradedPoll while a wait is registered on the informer (every
+// idleProbe while none is), when the informer has been quiet for probeQuiet, one LIST of at
+// most one object tells whether the API server answers; a failure marks the informer degraded,
+// the first success after one starts the recovery grace (so a wait that starts after an outage
+// still polls while the reflector backs off). Informers outlive their waits (one per kind and
+// namespace for the process): idle ones probing every second added up to 45 LISTs a second by
+// the end of an acceptance run, whose in-process providers are never closed. The LIST asks for the latest resourceVersion (""):
 // with "0" the API server serves it from its watch cache and ignores the limit (1,000
 // Performers: 2.2 s of the provider's 14.4 s CPU in a no-op plan).
 func (si *sharedInformer) probe(ri dynamic.ResourceInterface) {
 	t := time.NewTicker(DegradedPoll)
 	defer t.Stop()
+	lastProbe := time.Now()
 	for {
 		select {
 		case <-si.stop:
 			return
 		case <-t.C:
 		}
-		if time.Since(time.Unix(0, si.lastEvent.Load())) < probeQuiet || !si.hasWaiters() {
+		if time.Since(time.Unix(0, si.lastEvent.Load())) < probeQuiet || !si.hasWaiters() && time.Since(lastProbe) < idleProbe {
 			continue
 		}
+		lastProbe = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), DegradedPoll)
 		_, err := ri.List(ctx, metav1.ListOptions{Limit: 1})
 		cancel()

@@ -662,9 +662,9 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
-// An informer whose waits have ended makes no probe LISTs: it outlives them (one per kind and
-// namespace for the process), and idle ones probing once a second each added up to 45 LISTs a
-// second by the end of an acceptance run.
+// An informer whose waits have ended probes every idleProbe, not every DegradedPoll: it outlives
+// them (one per kind and namespace for the process), and idle ones probing once a second each
+// added up to 45 LISTs a second by the end of an acceptance run.
 func TestIdleInformerDoesNotProbe(t *testing.T) {
 	env := newFakeEnv(t, setStatus(newPerformer("ns", "p", 1), "Running", 1, cond("Ready", "True", "Running", "")))
 	var lists atomic.Int32
