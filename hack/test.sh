@@ -37,9 +37,15 @@ stage_report() {
   local last="?"
   if [ "${#stage_names[@]}" -gt 0 ]; then last=${stage_names[-1]}; fi
   printf '  %5ss  total%s\n' "$(( $(date +%s) - run_t0 ))" "$([ "$rc" = 0 ] || echo " (failed in: $last)")" >&2
+  # The acceptance summary again, last: a CI log cut to its tail still names a failed test.
+  if [ "${#summary[@]}" -gt 0 ]; then
+    log "acceptance summary (as above)"
+    printf '  %s\n' "${summary[@]}" >&2
+  fi
 }
 
 started_cluster=0
+summary=()
 cleanup() {
   local rc=$?
   stage_report "$rc"
