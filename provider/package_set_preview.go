@@ -265,22 +265,21 @@ func (v *fleetView) underWay(name string) string {
 // none, or no other set shares it): the budget as the sets listed now make it, beside the
 // shape's, which counts only this set's own rule.
 func fleetNow(shape, now packageset.Preview) string {
-	const prefix = "fleet budget "
-	mine, theirs := "", ""
-	for _, c := range shape.Constraints {
-		if strings.HasPrefix(c, prefix) {
-			mine = c
-		}
-	}
-	for _, c := range now.Constraints {
-		if strings.HasPrefix(c, prefix) {
-			theirs = c
-		}
-	}
-	if theirs == "" || theirs == mine {
+	theirs := fleetConstraint(now)
+	if theirs == "" || theirs == fleetConstraint(shape) {
 		return ""
 	}
 	return fmt.Sprintf("\nShared now: %s (rollout_preview counts this set's own rule: the other sets sharing the budget may change in the same apply).", theirs)
+}
+
+// fleetConstraint is p's fleet budget constraint ("" without one).
+func fleetConstraint(p packageset.Preview) string {
+	for _, c := range p.Constraints {
+		if strings.HasPrefix(c, "fleet budget ") {
+			return c
+		}
+	}
+	return ""
 }
 
 // fleetCache holds the provider's fleetView (providerData.fleetView).

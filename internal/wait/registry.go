@@ -652,9 +652,9 @@ const probeQuiet = 2 * time.Second
 // the first success after one starts the recovery grace (so a wait that starts after an outage
 // still polls while the reflector backs off). Informers outlive their waits (one per kind and
 // namespace for the process): idle ones probing every second added up to 45 LISTs a second by
-// the end of an acceptance run, whose in-process providers are never closed. The LIST asks for the latest resourceVersion (""):
-// with "0" the API server serves it from its watch cache and ignores the limit (1,000
-// Performers: 2.2 s of the provider's 14.4 s CPU in a no-op plan).
+// the end of an acceptance run, whose in-process providers are never closed. The LIST asks
+// for the latest resourceVersion (""): with "0" the API server serves it from its watch cache
+// and ignores the limit (1,000 Performers: 2.2 s of the provider's 14.4 s CPU in a no-op plan).
 func (si *sharedInformer) probe(ri dynamic.ResourceInterface) {
 	t := time.NewTicker(DegradedPoll)
 	defer t.Stop()
